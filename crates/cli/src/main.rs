@@ -1,0 +1,2 @@
+//! The `musepi` command line.
+fn main() {}

@@ -1,0 +1,408 @@
+//! Loading a session from JSONL (SPEC §1.7) and migrating it in memory
+//! (SPEC §1.9).
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::entry::{EntryBody, Header};
+use crate::error::SessionError;
+use crate::id::{EntryId, IdSet, IdSource, fresh_id};
+use crate::json::{js_delete, js_set, js_stringify};
+use crate::problem::{Problem, ProblemKind};
+use crate::session::{KeptLine, LineSource, Session};
+use crate::wire::{HeaderRead, LineRead, ParsedEntry, read_entry, read_header};
+
+/// How the bytes of the file end, which the journal needs before writing.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FileTail {
+    /// Total bytes read.
+    pub len: u64,
+    /// Whether the last byte is a newline (or the file is empty).
+    pub ends_with_newline: bool,
+    /// The torn last line, if any: `(line, offset)`.
+    pub torn: Option<(u64, u64)>,
+}
+
+/// Reads the session file at `path`.
+///
+/// Problems with single lines are collected in [`Session::problems`]; only
+/// an unreadable file, an empty file, or a file without a valid header is
+/// an error. Files older than v3 are migrated in memory with ids from `ids`
+/// (the file itself is not touched). Entry lines stay on disk: the session
+/// refers to them by offset and copies them byte for byte on rewrites.
+pub fn load_file(path: &Path, ids: &mut dyn IdSource) -> Result<(Session, FileTail), SessionError> {
+    let io_err = |source| SessionError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let file = File::open(path).map_err(io_err)?;
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let (mut session, tail) = Loader::new(path, false).run(&mut reader, ids)?;
+    session.origin = Some(path.to_owned());
+    Ok((session, tail))
+}
+
+/// Reads a session from bytes in memory (standard input, tests).
+///
+/// `name` is used in error messages.
+pub fn load_bytes(
+    name: &Path,
+    bytes: &[u8],
+    ids: &mut dyn IdSource,
+) -> Result<Session, SessionError> {
+    let mut reader = bytes;
+    Loader::new(name, true)
+        .run(&mut reader, ids)
+        .map(|(s, _)| s)
+}
+
+struct Loader<'p> {
+    path: &'p Path,
+    keep_text: bool,
+    line_no: u64,
+    offset: u64,
+    /// v1 migration: ids by position in the parsed-object list (header = 0).
+    v1_ids: Vec<Option<EntryId>>,
+    v1_taken: IdSet,
+}
+
+impl<'p> Loader<'p> {
+    fn new(path: &'p Path, keep_text: bool) -> Self {
+        Self {
+            path,
+            keep_text,
+            line_no: 0,
+            offset: 0,
+            v1_ids: Vec::new(),
+            v1_taken: IdSet::default(),
+        }
+    }
+
+    fn source(&self, offset: u64, line: &[u8]) -> LineSource {
+        if self.keep_text {
+            LineSource::Text(String::from_utf8_lossy(line).into_owned().into_boxed_str())
+        } else {
+            LineSource::File {
+                offset,
+                len: line.len() as u64,
+            }
+        }
+    }
+
+    fn run(
+        mut self,
+        reader: &mut dyn BufRead,
+        ids: &mut dyn IdSource,
+    ) -> Result<(Session, FileTail), SessionError> {
+        let io_err = |source| SessionError::Io {
+            path: self.path.to_owned(),
+            source,
+        };
+        let mut buf = Vec::with_capacity(1 << 16);
+        let mut pending_before_header: Vec<(u64, Vec<u8>, Problem)> = Vec::new();
+        let mut tail = FileTail {
+            ends_with_newline: true,
+            ..FileTail::default()
+        };
+        let mut any_bytes = false;
+
+        // Find the header: the first line that parses as JSON.
+        let mut session = loop {
+            buf.clear();
+            let n = read_line(reader, &mut buf).map_err(io_err)?;
+            if n == 0 {
+                return Err(if any_bytes && !pending_before_header.is_empty() {
+                    SessionError::NotASession {
+                        path: self.path.to_owned(),
+                        line: 0,
+                        reason: "no line is valid JSON".into(),
+                    }
+                } else {
+                    SessionError::Empty {
+                        path: self.path.to_owned(),
+                    }
+                });
+            }
+            let start = self.offset;
+            self.offset += n as u64;
+            self.line_no += 1;
+            let has_newline = buf.last() == Some(&b'\n');
+            trim_newline(&mut buf);
+            if buf.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            any_bytes = true;
+            match read_header(&buf) {
+                HeaderRead::Header(header) => {
+                    let migrate = header.version < crate::CURRENT_VERSION;
+                    let mut session = Session::new(header);
+                    session.header_source = if migrate {
+                        session.header.version = crate::CURRENT_VERSION;
+                        self.rewrite(&buf, |map| {
+                            js_set(map, "version", crate::CURRENT_VERSION.into())
+                        })?
+                    } else {
+                        self.source(start, &buf)
+                    };
+                    for (offset, bytes, problem) in pending_before_header.drain(..) {
+                        session.problems.push(problem);
+                        session.kept_lines.push(KeptLine {
+                            before_entry: 0,
+                            before_header: true,
+                            source: if self.keep_text {
+                                LineSource::Text(
+                                    String::from_utf8_lossy(&bytes)
+                                        .into_owned()
+                                        .into_boxed_str(),
+                                )
+                            } else {
+                                LineSource::File {
+                                    offset,
+                                    len: bytes.len() as u64,
+                                }
+                            },
+                        });
+                    }
+                    if !has_newline {
+                        tail.ends_with_newline = false;
+                    }
+                    break session;
+                }
+                HeaderRead::NotAHeader => {
+                    return Err(SessionError::NotASession {
+                        path: self.path.to_owned(),
+                        line: self.line_no,
+                        reason: "the first JSON line is not a `session` header with a string `id`"
+                            .into(),
+                    });
+                }
+                HeaderRead::Malformed(error) => {
+                    let problem = Problem {
+                        line: self.line_no,
+                        entry_id: None,
+                        kind: ProblemKind::MalformedJson { error },
+                    };
+                    pending_before_header.push((start, buf.clone(), problem));
+                }
+            }
+        };
+        let version = session.original_version;
+        self.v1_ids.push(None); // the header is object 0
+
+        loop {
+            buf.clear();
+            let n = read_line(reader, &mut buf).map_err(io_err)?;
+            if n == 0 {
+                break;
+            }
+            let start = self.offset;
+            self.offset += n as u64;
+            self.line_no += 1;
+            let has_newline = buf.last() == Some(&b'\n');
+            tail.ends_with_newline = has_newline;
+            trim_newline(&mut buf);
+            if buf.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            match read_entry(&buf) {
+                LineRead::Entry(parsed) => {
+                    self.accept(&mut session, *parsed, start, &buf, version, ids)?
+                }
+                LineRead::NotAnObject => {
+                    self.keep(&mut session, start, &buf, ProblemKind::NotAnObject)
+                }
+                LineRead::Malformed(error) => {
+                    let kind = if has_newline {
+                        ProblemKind::MalformedJson { error }
+                    } else {
+                        tail.torn = Some((self.line_no, start));
+                        ProblemKind::TornLine {
+                            bytes: buf.len() as u64,
+                        }
+                    };
+                    self.keep(&mut session, start, &buf, kind);
+                }
+            }
+        }
+        tail.len = self.offset;
+        session.finish_tree();
+        session.leaf = session.entries.len().checked_sub(1).map(|i| i as u32);
+        Ok((session, tail))
+    }
+
+    fn keep(&self, session: &mut Session, offset: u64, line: &[u8], kind: ProblemKind) {
+        session.problems.push(Problem {
+            line: self.line_no,
+            entry_id: None,
+            kind,
+        });
+        session.kept_lines.push(KeptLine {
+            before_entry: session.entries.len(),
+            before_header: false,
+            source: self.source(offset, line),
+        });
+    }
+
+    fn accept(
+        &mut self,
+        session: &mut Session,
+        mut parsed: ParsedEntry,
+        offset: u64,
+        line: &[u8],
+        version: u32,
+        ids: &mut dyn IdSource,
+    ) -> Result<(), SessionError> {
+        let mut source = self.source(offset, line);
+        if version < 2 {
+            source = self.migrate_v1(&mut parsed, line, ids)?;
+        } else {
+            if !parsed.has_id {
+                parsed.missing.push("id");
+            }
+            if version < 3 {
+                // The reference rewrites a migrated file by printing every
+                // entry again with `JSON.stringify`, so every line of a v2
+                // file takes its JavaScript form, not only the changed ones.
+                let hook = parsed.hook_message_role;
+                source = self.rewrite(line, |map| {
+                    if hook {
+                        if let Some(Value::Object(m)) = map.get_mut("message") {
+                            js_set(m, "role", "custom".into());
+                        }
+                    }
+                })?;
+            }
+        }
+        let entry_id = (!parsed.entry.id.as_str().is_empty()).then(|| parsed.entry.id.clone());
+        for field in parsed.missing.drain(..) {
+            session.problems.push(Problem {
+                line: self.line_no,
+                entry_id: entry_id.clone(),
+                kind: ProblemKind::MissingField { field },
+            });
+        }
+        if let Some(error) = parsed.invalid.take() {
+            session.problems.push(Problem {
+                line: self.line_no,
+                entry_id: entry_id.clone(),
+                kind: ProblemKind::InvalidEntry { error },
+            });
+        }
+        session.push_loaded(parsed.entry, source, self.line_no);
+        Ok(())
+    }
+
+    /// v1 → v3 for one entry: a fresh id, the previous entry as parent,
+    /// `firstKeptEntryIndex` resolved to an id, `hookMessage` renamed.
+    fn migrate_v1(
+        &mut self,
+        parsed: &mut ParsedEntry,
+        line: &[u8],
+        ids: &mut dyn IdSource,
+    ) -> Result<LineSource, SessionError> {
+        let taken = &self.v1_taken;
+        let id = fresh_id(ids, &|c| taken.contains(c));
+        self.v1_taken.insert(id.clone());
+        let parent = self.v1_ids.iter().rev().find_map(Clone::clone);
+        self.v1_ids.push(Some(id.clone()));
+        parsed.entry.id = id.clone();
+        parsed.entry.parent_id.clone_from(&parent);
+        parsed.has_id = true;
+        let first_kept = parsed.first_kept_entry_index.and_then(|index| {
+            if index.fract() != 0.0 || index < 0.0 {
+                return None;
+            }
+            self.v1_ids.get(index as usize).cloned().flatten()
+        });
+        let is_compaction_with_index = parsed.first_kept_entry_index.is_some();
+        if let EntryBody::Compaction(c) = &mut parsed.entry.body
+            && is_compaction_with_index
+        {
+            c.first_kept_entry_id.clone_from(&first_kept);
+        }
+        let is_compaction = matches!(parsed.entry.body, EntryBody::Compaction(_));
+        let hook = parsed.hook_message_role;
+        self.rewrite(line, |map| {
+            js_set(map, "id", id.as_str().into());
+            js_set(
+                map,
+                "parentId",
+                parent.as_ref().map_or(Value::Null, |p| p.as_str().into()),
+            );
+            if is_compaction && matches!(map.get("firstKeptEntryIndex"), Some(Value::Number(_))) {
+                js_delete(map, "firstKeptEntryIndex");
+                if let Some(fk) = &first_kept {
+                    js_set(map, "firstKeptEntryId", fk.as_str().into());
+                }
+            }
+            if hook && let Some(Value::Object(m)) = map.get_mut("message") {
+                js_set(m, "role", "custom".into());
+            }
+        })
+    }
+
+    /// The line re-printed by `JSON.stringify` after `edit`.
+    fn rewrite(
+        &self,
+        line: &[u8],
+        edit: impl FnOnce(&mut serde_json::Map<String, Value>),
+    ) -> Result<LineSource, SessionError> {
+        let mut value: Value = serde_json::from_slice(line).map_err(|e| SessionError::Io {
+            path: self.path.to_owned(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+        })?;
+        if let Value::Object(map) = &mut value {
+            edit(map);
+        }
+        Ok(LineSource::Text(js_stringify(&value).into_boxed_str()))
+    }
+}
+
+/// Reads one line including its newline; returns the bytes read.
+fn read_line(reader: &mut dyn BufRead, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    reader.read_until(b'\n', buf)
+}
+
+fn trim_newline(buf: &mut Vec<u8>) {
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+    }
+}
+
+/// Reads the header of `path` only: `Ok(None)` for an empty file.
+pub fn read_header_of(path: &Path) -> Result<Option<Header>, SessionError> {
+    let io_err = |source| SessionError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let file = File::open(path).map_err(io_err)?;
+    let mut reader = BufReader::new(file.take(64 << 20));
+    let mut buf = Vec::new();
+    let mut line = 0;
+    loop {
+        buf.clear();
+        if read_line(&mut reader, &mut buf).map_err(io_err)? == 0 {
+            return Ok(None);
+        }
+        line += 1;
+        trim_newline(&mut buf);
+        if buf.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match read_header(&buf) {
+            HeaderRead::Header(h) => return Ok(Some(h)),
+            HeaderRead::Malformed(_) => {}
+            HeaderRead::NotAHeader => {
+                return Err(SessionError::NotASession {
+                    path: path.to_owned(),
+                    line,
+                    reason: "the first JSON line is not a `session` header with a string `id`"
+                        .into(),
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,534 @@
+//! The session: entries in file order, the id index, the tree links, labels
+//! and the leaf (SPEC §1.6).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rustc_hash::FxHashMap;
+use serde_json::Value;
+
+use crate::entry::{BranchSummary, Entry, EntryBody, Header};
+use crate::error::SessionError;
+use crate::id::{EntryId, IdSource, fresh_id};
+use crate::message::{AgentMessage, Usage};
+use crate::problem::{Problem, ProblemKind};
+use crate::text::Text;
+use crate::time::{EpochMillis, format_iso};
+
+/// Where the bytes of one line live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LineSource {
+    /// In the file the session was loaded from (or last written to).
+    File {
+        /// Byte offset of the line's first byte.
+        offset: u64,
+        /// Length without the newline.
+        len: u64,
+    },
+    /// Only in memory: a new entry, or a line that migration changed.
+    Text(Box<str>),
+}
+
+/// A line that could not be read, kept so rewrites lose nothing.
+#[derive(Debug, Clone)]
+pub(crate) struct KeptLine {
+    /// Number of entries that precede it in the file.
+    pub(crate) before_entry: usize,
+    /// Whether it came before the header.
+    pub(crate) before_header: bool,
+    pub(crate) source: LineSource,
+}
+
+/// The parts of a session an append changes.
+pub(crate) struct Snapshot {
+    len: usize,
+    leaf: Option<u32>,
+    labels: BTreeMap<EntryId, String>,
+}
+
+/// What the caller supplies to make new entries: ids and the time.
+pub struct Stamp<'a> {
+    /// Where new ids come from.
+    pub ids: &'a mut dyn IdSource,
+    /// "Now", in epoch milliseconds.
+    pub now: EpochMillis,
+}
+
+/// A session: header, entries, tree and leaf.
+///
+/// Build one with [`crate::load`], [`crate::Journal::open`] or [`Session::new`].
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub(crate) header: Header,
+    pub(crate) header_source: LineSource,
+    pub(crate) original_version: u32,
+    pub(crate) entries: Vec<Entry>,
+    pub(crate) sources: Vec<LineSource>,
+    pub(crate) lines: Vec<u64>,
+    pub(crate) parents: Vec<Option<u32>>,
+    pub(crate) index: FxHashMap<EntryId, u32>,
+    pub(crate) labels: BTreeMap<EntryId, String>,
+    pub(crate) leaf: Option<u32>,
+    pub(crate) problems: Vec<Problem>,
+    pub(crate) kept_lines: Vec<KeptLine>,
+    pub(crate) origin: Option<PathBuf>,
+}
+
+impl Session {
+    /// An empty session with this header (written as a v3 file).
+    pub fn new(header: Header) -> Self {
+        let text = crate::json::js_stringify(&header.to_json());
+        Self {
+            original_version: header.version,
+            header,
+            header_source: LineSource::Text(text.into_boxed_str()),
+            entries: Vec::new(),
+            sources: Vec::new(),
+            lines: Vec::new(),
+            parents: Vec::new(),
+            index: FxHashMap::default(),
+            labels: BTreeMap::new(),
+            leaf: None,
+            problems: Vec::new(),
+            kept_lines: Vec::new(),
+            origin: None,
+        }
+    }
+
+    /// The file the session was read from (or last written to), if any.
+    pub fn origin(&self) -> Option<&Path> {
+        self.origin.as_deref()
+    }
+
+    /// The exact bytes of entry `i`'s line, without the newline.
+    pub fn raw_line(&self, i: usize) -> Result<String, SessionError> {
+        self.read_source(&self.sources[i])
+    }
+
+    /// The exact bytes of the header line.
+    pub fn raw_header(&self) -> Result<String, SessionError> {
+        self.read_source(&self.header_source)
+    }
+
+    pub(crate) fn read_source(&self, source: &LineSource) -> Result<String, SessionError> {
+        match source {
+            LineSource::Text(t) => Ok(t.to_string()),
+            LineSource::File { offset, len } => {
+                let path = self.origin.as_deref().ok_or(SessionError::NoOrigin)?;
+                crate::journal::read_span(path, *offset, *len).map_err(|source| SessionError::Io {
+                    path: path.to_owned(),
+                    source,
+                })
+            }
+        }
+    }
+
+    /// The header (after migration: version 3).
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The version the file had when it was read (1 when absent).
+    pub fn original_version(&self) -> u32 {
+        self.original_version
+    }
+
+    /// Whether loading migrated the session, so the file on disk is older
+    /// than what is in memory.
+    pub fn was_migrated(&self) -> bool {
+        self.original_version < crate::CURRENT_VERSION
+    }
+
+    /// Every entry, in file order (the header excluded).
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there are no entries.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Problems found while loading, in line order.
+    pub fn problems(&self) -> &[Problem] {
+        &self.problems
+    }
+
+    /// The entry with this id (the later one when ids repeat).
+    pub fn get(&self, id: &str) -> Option<&Entry> {
+        self.index_of(id).map(|i| &self.entries[i])
+    }
+
+    /// Position of the entry with this id in [`Session::entries`].
+    pub fn index_of(&self, id: &str) -> Option<usize> {
+        self.index.get(id).map(|&i| i as usize)
+    }
+
+    /// 1-based file line of entry `i` (0 for entries not yet written).
+    pub fn line_of(&self, i: usize) -> u64 {
+        self.lines[i]
+    }
+
+    /// Where the bytes of entry `i` are.
+    pub fn source_of(&self, i: usize) -> &LineSource {
+        &self.sources[i]
+    }
+
+    /// Where the header's bytes are.
+    pub fn header_source(&self) -> &LineSource {
+        &self.header_source
+    }
+
+    /// Position of entry `i`'s parent, `None` for roots and orphans.
+    pub fn parent_index(&self, i: usize) -> Option<usize> {
+        self.parents[i].map(|p| p as usize)
+    }
+
+    /// The current leaf, `None` before the first entry or after [`Session::reset_leaf`].
+    pub fn leaf_id(&self) -> Option<&EntryId> {
+        self.leaf.map(|i| &self.entries[i as usize].id)
+    }
+
+    /// Position of the current leaf.
+    pub fn leaf_index(&self) -> Option<usize> {
+        self.leaf.map(|i| i as usize)
+    }
+
+    /// The leaf entry.
+    pub fn leaf_entry(&self) -> Option<&Entry> {
+        self.leaf.map(|i| &self.entries[i as usize])
+    }
+
+    /// Positions on the path from the root to entry `i`, root first.
+    ///
+    /// Takes time proportional to the depth of `i`; parent links never
+    /// cycle (cycles are cut when loading).
+    pub fn path_indices(&self, i: usize) -> Vec<usize> {
+        let mut path = Vec::new();
+        let mut cur = Some(i);
+        while let Some(c) = cur {
+            path.push(c);
+            cur = self.parent_index(c);
+        }
+        path.reverse();
+        path
+    }
+
+    /// Entries from the root to `id` (default: the leaf), root first (`getBranch`).
+    pub fn branch(&self, id: Option<&str>) -> Result<Vec<&Entry>, SessionError> {
+        let end = match id {
+            Some(id) => Some(
+                self.index_of(id)
+                    .ok_or_else(|| SessionError::EntryNotFound(EntryId::new(id)))?,
+            ),
+            None => self.leaf_index(),
+        };
+        Ok(end.map_or_else(Vec::new, |e| {
+            self.path_indices(e)
+                .into_iter()
+                .map(|i| &self.entries[i])
+                .collect()
+        }))
+    }
+
+    /// Positions of the entries whose parent is entry `i`, in file order.
+    pub fn children_of(&self, i: usize) -> Vec<usize> {
+        (0..self.entries.len())
+            .filter(|&c| self.parent_index(c) == Some(i))
+            .collect()
+    }
+
+    /// Labels by target, after replaying every label entry in file order.
+    pub fn labels(&self) -> &BTreeMap<EntryId, String> {
+        &self.labels
+    }
+
+    /// The label of an entry.
+    pub fn label(&self, id: &str) -> Option<&str> {
+        self.labels.get(id).map(String::as_str)
+    }
+
+    /// The name of the newest `session_info` entry with a non-empty name,
+    /// exactly as stored.
+    pub fn session_name(&self) -> Option<&str> {
+        self.entries.iter().rev().find_map(|e| match &e.body {
+            EntryBody::SessionInfo { name: Some(n) } if !n.is_empty() => Some(n.as_str()),
+            _ => None,
+        })
+    }
+
+    /// Moves the leaf to `id` (`branch(id)`); entries are not modified.
+    pub fn set_leaf(&mut self, id: &str) -> Result<(), SessionError> {
+        let i = self
+            .index_of(id)
+            .ok_or_else(|| SessionError::EntryNotFound(EntryId::new(id)))?;
+        self.leaf = Some(i as u32);
+        Ok(())
+    }
+
+    /// Clears the leaf: the next entry starts a new root.
+    pub fn reset_leaf(&mut self) {
+        self.leaf = None;
+    }
+
+    /// Appends an entry under the leaf and moves the leaf to it.
+    pub fn append(&mut self, body: EntryBody, stamp: &mut Stamp<'_>) -> EntryId {
+        let parent = self.leaf_id().cloned();
+        self.append_with_parent(parent, body, stamp)
+    }
+
+    /// Appends a label entry; an empty or absent label clears the target's label.
+    pub fn append_label(
+        &mut self,
+        target: &str,
+        label: Option<&str>,
+        stamp: &mut Stamp<'_>,
+    ) -> Result<EntryId, SessionError> {
+        if self.index_of(target).is_none() {
+            return Err(SessionError::EntryNotFound(EntryId::new(target)));
+        }
+        let body = EntryBody::Label {
+            target_id: EntryId::new(target),
+            label: label.map(str::to_owned),
+        };
+        Ok(self.append(body, stamp))
+    }
+
+    /// Appends a `session_info` with the trimmed name.
+    pub fn append_session_info(&mut self, name: &str, stamp: &mut Stamp<'_>) -> EntryId {
+        self.append(
+            EntryBody::SessionInfo {
+                name: Some(name.trim().to_owned()),
+            },
+            stamp,
+        )
+    }
+
+    /// Moves the leaf to `from` (or clears it for `None`, meaning "root") and
+    /// appends a `branch_summary` under it (SPEC §1.6, `branchWithSummary`).
+    pub fn branch_with_summary(
+        &mut self,
+        from: Option<&str>,
+        summary: &str,
+        details: Option<Value>,
+        from_extension: bool,
+        usage: Option<Usage>,
+        stamp: &mut Stamp<'_>,
+    ) -> Result<EntryId, SessionError> {
+        match from {
+            Some(id) => self.set_leaf(id)?,
+            None => self.reset_leaf(),
+        }
+        let body = EntryBody::BranchSummary(BranchSummary {
+            from_id: from.unwrap_or("root").to_owned(),
+            summary: Text::new(summary),
+            details,
+            from_hook: None,
+            from_extension: Some(from_extension),
+            usage,
+        });
+        Ok(self.append(body, stamp))
+    }
+
+    /// A new session holding only the path from the root to `leaf`, with the
+    /// labels of entries on that path re-created after the last path entry
+    /// (`createBranchedSession`, SPEC §1.6). The header gets `header`'s id,
+    /// time and cwd, and `parentSession` as given.
+    pub fn branched(
+        &self,
+        leaf: &str,
+        header: Header,
+        stamp: &mut Stamp<'_>,
+    ) -> Result<Session, SessionError> {
+        let end = self
+            .index_of(leaf)
+            .ok_or_else(|| SessionError::EntryNotFound(EntryId::new(leaf)))?;
+        let mut out = Session::new(header);
+        let path = self.path_indices(end);
+        for &i in &path {
+            let e = &self.entries[i];
+            if matches!(e.body, EntryBody::Label { .. }) {
+                continue;
+            }
+            let text = self.raw_line(i)?;
+            out.push_loaded(e.clone(), LineSource::Text(text.into_boxed_str()), 0);
+        }
+        out.finish_tree();
+        out.leaf = out.entries.len().checked_sub(1).map(|i| i as u32);
+        for &i in &path {
+            let id = &self.entries[i].id;
+            if let Some(label) = self.labels.get(id)
+                && out.index.contains_key(id.as_str())
+            {
+                out.append(
+                    EntryBody::Label {
+                        target_id: id.clone(),
+                        label: Some(label.clone()),
+                    },
+                    stamp,
+                );
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether any entry is an assistant message (the deferred first flush
+    /// waits for one, SPEC §1.8).
+    pub fn has_assistant_message(&self) -> bool {
+        self.entries
+            .iter()
+            .any(|e| matches!(e.message(), Some(AgentMessage::Assistant(_))))
+    }
+
+    /// What an append changes, so a failed write can be undone.
+    pub(crate) fn clone_state(&self) -> Snapshot {
+        Snapshot {
+            len: self.entries.len(),
+            leaf: self.leaf,
+            labels: self.labels.clone(),
+        }
+    }
+
+    /// Undoes appends made after `snapshot`.
+    pub(crate) fn restore_state(&mut self, snapshot: Snapshot) {
+        for i in snapshot.len..self.entries.len() {
+            let id = &self.entries[i].id;
+            if self.index.get(id.as_str()) == Some(&(i as u32)) {
+                self.index.remove(id.as_str());
+            }
+        }
+        self.entries.truncate(snapshot.len);
+        self.sources.truncate(snapshot.len);
+        self.lines.truncate(snapshot.len);
+        self.parents.truncate(snapshot.len);
+        self.leaf = snapshot.leaf;
+        self.labels = snapshot.labels;
+    }
+
+    pub(crate) fn append_with_parent(
+        &mut self,
+        parent: Option<EntryId>,
+        body: EntryBody,
+        stamp: &mut Stamp<'_>,
+    ) -> EntryId {
+        let index = &self.index;
+        let id = fresh_id(stamp.ids, &|c| index.contains_key(c));
+        let entry = Entry {
+            id: id.clone(),
+            parent_id: parent,
+            timestamp: format_iso(stamp.now),
+            body,
+        };
+        let text = crate::json::js_stringify(&entry.to_json());
+        let i = self.entries.len();
+        self.push_loaded(entry, LineSource::Text(text.into_boxed_str()), 0);
+        self.link(i);
+        self.leaf = Some(i as u32);
+        id
+    }
+
+    /// Adds a read entry without resolving its parent (see [`Session::finish_tree`]).
+    pub(crate) fn push_loaded(&mut self, entry: Entry, source: LineSource, line: u64) {
+        let i = self.entries.len() as u32;
+        if let EntryBody::Label { target_id, label } = &entry.body {
+            match label.as_deref() {
+                Some(l) if !l.is_empty() => {
+                    self.labels.insert(target_id.clone(), l.to_owned());
+                }
+                _ => {
+                    self.labels.remove(target_id.as_str());
+                }
+            }
+        }
+        if !entry.id.as_str().is_empty() {
+            self.index.insert(entry.id.clone(), i);
+        }
+        self.entries.push(entry);
+        self.sources.push(source);
+        self.lines.push(line);
+        self.parents.push(None);
+    }
+
+    /// Resolves entry `i`'s parent link against the index.
+    fn link(&mut self, i: usize) {
+        let parent = self.entries[i]
+            .parent_id
+            .as_ref()
+            .and_then(|p| self.index.get(p.as_str()).copied());
+        self.parents[i] = parent.filter(|&p| p as usize != i);
+    }
+
+    /// Resolves every parent link, reports dangling parents, duplicate ids
+    /// and cycles, and cuts each cycle so every path ends at a root.
+    pub(crate) fn finish_tree(&mut self) {
+        let mut first_line: FxHashMap<&str, u64> = FxHashMap::default();
+        let mut problems = Vec::new();
+        for (i, e) in self.entries.iter().enumerate() {
+            if e.id.as_str().is_empty() {
+                continue;
+            }
+            if let Some(&first) = first_line.get(e.id.as_str()) {
+                problems.push(Problem {
+                    line: self.lines[i],
+                    entry_id: Some(e.id.clone()),
+                    kind: ProblemKind::DuplicateId { first_line: first },
+                });
+            } else {
+                first_line.insert(e.id.as_str(), self.lines[i]);
+            }
+        }
+        for i in 0..self.entries.len() {
+            self.link(i);
+            if self.parents[i].is_none()
+                && let Some(p) = &self.entries[i].parent_id
+                && p != &self.entries[i].id
+            {
+                problems.push(Problem {
+                    line: self.lines[i],
+                    entry_id: Some(self.entries[i].id.clone()),
+                    kind: ProblemKind::DanglingParent {
+                        parent_id: p.clone(),
+                    },
+                });
+            }
+        }
+        // Cut cycles: walk each unvisited chain, marking it in progress; a
+        // link back into the chain in progress closes a cycle.
+        let n = self.entries.len();
+        let mut state = vec![0u8; n]; // 0 new, 1 on the current chain, 2 done
+        let mut chain = Vec::new();
+        for start in 0..n {
+            if state[start] != 0 {
+                continue;
+            }
+            let mut cur = start;
+            loop {
+                state[cur] = 1;
+                chain.push(cur);
+                match self.parents[cur] {
+                    Some(p) if state[p as usize] == 0 => cur = p as usize,
+                    Some(p) if state[p as usize] == 1 => {
+                        self.parents[cur] = None;
+                        problems.push(Problem {
+                            line: self.lines[cur],
+                            entry_id: Some(self.entries[cur].id.clone()),
+                            kind: ProblemKind::Cycle,
+                        });
+                        break;
+                    }
+                    _ => break,
+                }
+            }
+            for c in chain.drain(..) {
+                state[c] = 2;
+            }
+        }
+        self.problems.extend(problems);
+        self.problems.sort_by_key(|p| p.line);
+    }
+}

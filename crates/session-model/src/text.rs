@@ -1,0 +1,221 @@
+//! Strings that know their UTF-16 length, and JSON values that know their
+//! `JSON.stringify` length.
+//!
+//! Token estimates, truncation points and budgets all count UTF-16 code
+//! units (SPEC §0). Both lengths are computed once, when the text is read,
+//! so estimating a 200 MB session never rescans its text.
+
+use std::fmt;
+use std::ops::Deref;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::json::{js_stringify_len, utf16_len};
+
+/// A string with its UTF-16 length.
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct Text {
+    s: String,
+    utf16: usize,
+}
+
+impl Text {
+    /// Wraps `s`, counting its UTF-16 units.
+    pub fn new(s: impl Into<String>) -> Self {
+        let s = s.into();
+        let utf16 = utf16_len(&s);
+        Self { s, utf16 }
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.s
+    }
+
+    /// Length in UTF-16 code units (JavaScript's `.length`).
+    pub fn utf16_len(&self) -> usize {
+        self.utf16
+    }
+
+    /// Unwraps the string.
+    pub fn into_string(self) -> String {
+        self.s
+    }
+}
+
+impl Deref for Text {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.s
+    }
+}
+
+impl AsRef<str> for Text {
+    fn as_ref(&self) -> &str {
+        &self.s
+    }
+}
+
+impl fmt::Debug for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.s, f)
+    }
+}
+
+impl fmt::Display for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.s)
+    }
+}
+
+impl From<&str> for Text {
+    fn from(s: &str) -> Self {
+        Self::new(s)
+    }
+}
+
+impl From<String> for Text {
+    fn from(s: String) -> Self {
+        Self::new(s)
+    }
+}
+
+impl PartialEq<str> for Text {
+    fn eq(&self, other: &str) -> bool {
+        self.s == other
+    }
+}
+
+impl PartialEq<&str> for Text {
+    fn eq(&self, other: &&str) -> bool {
+        self.s == *other
+    }
+}
+
+impl Serialize for Text {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(Self::new)
+    }
+}
+
+/// A JSON value with the length of its `JSON.stringify` form.
+///
+/// The default is an absent value (`null` with length 0): a tool call
+/// written without arguments counts nothing for them.
+#[derive(Clone, Default, PartialEq)]
+pub struct JsonValue {
+    value: Value,
+    js_len: usize,
+}
+
+impl JsonValue {
+    /// Wraps `value`, measuring its `JSON.stringify` length.
+    pub fn new(value: Value) -> Self {
+        let js_len = js_stringify_len(&value);
+        Self { value, js_len }
+    }
+
+    /// The value.
+    pub fn value(&self) -> &Value {
+        &self.value
+    }
+
+    /// `JSON.stringify(value).length` in UTF-16 units.
+    pub fn js_len(&self) -> usize {
+        self.js_len
+    }
+
+    /// Unwraps the value.
+    pub fn into_value(self) -> Value {
+        self.value
+    }
+}
+
+impl Deref for JsonValue {
+    type Target = Value;
+    fn deref(&self) -> &Value {
+        &self.value
+    }
+}
+
+impl fmt::Debug for JsonValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.value, f)
+    }
+}
+
+impl From<Value> for JsonValue {
+    fn from(value: Value) -> Self {
+        Self::new(value)
+    }
+}
+
+impl Serialize for JsonValue {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.value.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for JsonValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Value::deserialize(deserializer).map(Self::new)
+    }
+}
+
+/// A JSON value kept as the text it was written as.
+#[derive(Debug, Clone)]
+pub struct RawJson(Box<RawValue>);
+
+impl RawJson {
+    /// Wraps raw JSON text.
+    pub fn new(raw: Box<RawValue>) -> Self {
+        Self(raw)
+    }
+
+    /// Prints `value` as JavaScript would and keeps that text.
+    pub fn from_value(value: &Value) -> Self {
+        let text = crate::json::js_stringify(value);
+        // `js_stringify` always produces valid JSON.
+        Self(RawValue::from_string(text).unwrap_or_else(|_| null_raw()))
+    }
+
+    /// The JSON text.
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+
+    /// Parses the text into a value.
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(self.0.get()).unwrap_or(Value::Null)
+    }
+}
+
+fn null_raw() -> Box<RawValue> {
+    RawValue::from_string("null".to_owned()).unwrap_or_else(|_| unreachable!("null is valid JSON"))
+}
+
+impl PartialEq for RawJson {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl Serialize for RawJson {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawJson {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Box::<RawValue>::deserialize(deserializer).map(Self)
+    }
+}

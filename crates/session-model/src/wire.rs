@@ -1,0 +1,463 @@
+//! Reading one line into a typed entry.
+//!
+//! Each line is parsed straight into a flat struct holding every field of
+//! every entry type (serde's field matching is fast and buffers nothing),
+//! then sorted into [`EntryBody`]. Unknown fields are skipped here; the
+//! journal keeps the line's bytes, so nothing is lost on rewrites.
+
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+
+use crate::entry::{
+    BranchSummary, Compaction, CustomMessageEntry, Entry, EntryBody, Header, ModelChange,
+};
+use crate::id::EntryId;
+use crate::message::{
+    AgentMessage, AssistantMessage, BashExecutionMessage, BranchSummaryMessage,
+    CompactionSummaryMessage, Content, CustomMessage, StopReason, ToolResultMessage, Usage,
+    UserMessage,
+};
+use crate::text::{RawJson, Text};
+
+/// `Some(value)` when the key is present, even when the value is null.
+fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireEntry {
+    #[serde(rename = "type")]
+    ty: Option<String>,
+    id: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    parent_id: Option<Option<String>>,
+    timestamp: Option<String>,
+    message: Option<WireMessage>,
+    #[serde(default, deserialize_with = "present")]
+    thinking_level: Option<Option<String>>,
+    provider: Option<String>,
+    model_id: Option<String>,
+    model: Option<String>,
+    role: Option<String>,
+    summary: Option<Text>,
+    first_kept_entry_id: Option<String>,
+    first_kept_entry_index: Option<f64>,
+    tokens_before: Option<f64>,
+    details: Option<RawJson>,
+    from_hook: Option<bool>,
+    from_extension: Option<bool>,
+    short_summary: Option<String>,
+    preserve_data: Option<RawJson>,
+    usage: Option<WireUsage>,
+    from_id: Option<String>,
+    custom_type: Option<String>,
+    data: Option<RawJson>,
+    content: Option<Content>,
+    display: Option<bool>,
+    attribution: Option<String>,
+    target_id: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    label: Option<Option<String>>,
+    name: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireMessage {
+    role: Option<String>,
+    content: Option<Content>,
+    timestamp: Option<f64>,
+    attribution: Option<String>,
+    api: Option<String>,
+    provider: Option<String>,
+    model: Option<String>,
+    usage: Option<WireUsage>,
+    stop_reason: Option<String>,
+    error_message: Option<String>,
+    tool_call_id: Option<String>,
+    tool_name: Option<String>,
+    details: Option<RawJson>,
+    is_error: Option<bool>,
+    useless: Option<bool>,
+    pruned_at: Option<f64>,
+    command: Option<Text>,
+    output: Option<Text>,
+    exit_code: Option<f64>,
+    cancelled: Option<bool>,
+    truncated: Option<bool>,
+    full_output_path: Option<String>,
+    exclude_from_context: Option<bool>,
+    custom_type: Option<String>,
+    display: Option<bool>,
+    summary: Option<Text>,
+    from_id: Option<String>,
+    tokens_before: Option<f64>,
+    short_summary: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireUsage {
+    input: Option<f64>,
+    output: Option<f64>,
+    cache_read: Option<f64>,
+    cache_write: Option<f64>,
+    total_tokens: Option<f64>,
+    cost: Option<RawJson>,
+    #[serde(rename = "cacheWrite1h")]
+    cache_write_1h: Option<f64>,
+    reasoning: Option<f64>,
+    context_tokens: Option<f64>,
+}
+
+impl WireUsage {
+    fn into_usage(self) -> Usage {
+        Usage {
+            input: self.input.unwrap_or(0.0),
+            output: self.output.unwrap_or(0.0),
+            cache_read: self.cache_read.unwrap_or(0.0),
+            cache_write: self.cache_write.unwrap_or(0.0),
+            total_tokens: self.total_tokens.unwrap_or(0.0),
+            cost: self.cost,
+            cache_write_1h: self.cache_write_1h,
+            reasoning: self.reasoning,
+            context_tokens: self.context_tokens,
+        }
+    }
+}
+
+/// What reading a line gave.
+pub(crate) enum LineRead {
+    /// An entry (possibly with defaulted fields).
+    Entry(Box<ParsedEntry>),
+    /// Valid JSON that is not an object.
+    NotAnObject,
+    /// Invalid JSON.
+    Malformed(String),
+}
+
+/// An entry read from a line, with what was missing and the v1/v2 fields
+/// that migration needs.
+pub(crate) struct ParsedEntry {
+    pub(crate) entry: Entry,
+    pub(crate) has_id: bool,
+    pub(crate) missing: Vec<&'static str>,
+    pub(crate) invalid: Option<String>,
+    pub(crate) first_kept_entry_index: Option<f64>,
+    pub(crate) hook_message_role: bool,
+}
+
+/// Reads one line.
+pub(crate) fn read_entry(line: &[u8]) -> LineRead {
+    match serde_json::from_slice::<WireEntry>(line) {
+        Ok(w) => LineRead::Entry(Box::new(from_wire(w))),
+        Err(e) if e.is_syntax() || e.is_eof() => LineRead::Malformed(e.to_string()),
+        Err(typed_error) => fallback(line, &typed_error),
+    }
+}
+
+/// The typed read failed on a well-formed line: wrong field types, or a
+/// duplicate key (which JavaScript allows, last value wins).
+fn fallback(line: &[u8], typed_error: &serde_json::Error) -> LineRead {
+    let value: Value = match serde_json::from_slice(line) {
+        Ok(v) => v,
+        Err(e) => return LineRead::Malformed(e.to_string()),
+    };
+    let Value::Object(map) = value else {
+        return LineRead::NotAnObject;
+    };
+    if let Ok(w) = serde_json::from_value::<WireEntry>(Value::Object(map.clone())) {
+        return LineRead::Entry(Box::new(from_wire(w)));
+    }
+    let text = |k: &str| map.get(k).and_then(Value::as_str).map(str::to_owned);
+    let id = text("id");
+    let entry = Entry {
+        id: EntryId::from(id.clone().unwrap_or_default()),
+        parent_id: text("parentId").map(EntryId::from),
+        timestamp: text("timestamp").unwrap_or_default(),
+        body: EntryBody::Other {
+            type_name: text("type").unwrap_or_default(),
+        },
+    };
+    LineRead::Entry(Box::new(ParsedEntry {
+        entry,
+        has_id: id.is_some(),
+        missing: Vec::new(),
+        invalid: Some(strip_position(&typed_error.to_string())),
+        first_kept_entry_index: None,
+        hook_message_role: false,
+    }))
+}
+
+fn strip_position(msg: &str) -> String {
+    match msg.rfind(" at line ") {
+        Some(i) => msg[..i].to_owned(),
+        None => msg.to_owned(),
+    }
+}
+
+fn from_wire(w: WireEntry) -> ParsedEntry {
+    let mut missing = Vec::new();
+    let has_id = w.id.is_some();
+    let ty = w.ty.unwrap_or_default();
+    if ty.is_empty() {
+        missing.push("type");
+    }
+    let timestamp = w.timestamp.unwrap_or_else(|| {
+        missing.push("timestamp");
+        String::new()
+    });
+    let mut hook_message_role = false;
+    let body = match ty.as_str() {
+        "message" => {
+            if let Some(m) = w.message {
+                hook_message_role = m.role.as_deref() == Some("hookMessage");
+                match message_from_wire(m, &mut missing) {
+                    Some(msg) => EntryBody::Message(msg),
+                    None => EntryBody::Other { type_name: ty },
+                }
+            } else {
+                missing.push("message");
+                EntryBody::Other { type_name: ty }
+            }
+        }
+        "thinking_level_change" => EntryBody::ThinkingLevelChange {
+            thinking_level: w.thinking_level.unwrap_or_else(|| {
+                missing.push("thinkingLevel");
+                None
+            }),
+        },
+        "model_change" => {
+            if w.model.is_none() && (w.provider.is_none() || w.model_id.is_none()) {
+                missing.push(if w.provider.is_none() {
+                    "provider"
+                } else {
+                    "modelId"
+                });
+            }
+            EntryBody::ModelChange(ModelChange {
+                provider: w.provider,
+                model_id: w.model_id,
+                model: w.model,
+                role: w.role,
+            })
+        }
+        "compaction" => {
+            let summary = w.summary.unwrap_or_else(|| {
+                missing.push("summary");
+                Text::default()
+            });
+            if w.first_kept_entry_id.is_none() && w.first_kept_entry_index.is_none() {
+                missing.push("firstKeptEntryId");
+            }
+            let tokens_before = w.tokens_before.unwrap_or_else(|| {
+                missing.push("tokensBefore");
+                0.0
+            });
+            EntryBody::Compaction(Compaction {
+                summary,
+                first_kept_entry_id: w.first_kept_entry_id.map(EntryId::from),
+                tokens_before,
+                details: w.details.map(|d| d.to_value()),
+                from_hook: w.from_hook,
+                from_extension: w.from_extension,
+                short_summary: w.short_summary,
+                preserve_data: w.preserve_data,
+                usage: w.usage.map(WireUsage::into_usage),
+            })
+        }
+        "branch_summary" => EntryBody::BranchSummary(BranchSummary {
+            from_id: w.from_id.unwrap_or_else(|| {
+                missing.push("fromId");
+                String::new()
+            }),
+            summary: w.summary.unwrap_or_else(|| {
+                missing.push("summary");
+                Text::default()
+            }),
+            details: w.details.map(|d| d.to_value()),
+            from_hook: w.from_hook,
+            from_extension: w.from_extension,
+            usage: w.usage.map(WireUsage::into_usage),
+        }),
+        "custom" => EntryBody::Custom {
+            custom_type: w.custom_type.unwrap_or_else(|| {
+                missing.push("customType");
+                String::new()
+            }),
+            data: w.data,
+        },
+        "custom_message" => EntryBody::CustomMessage(CustomMessageEntry {
+            custom_type: w.custom_type.unwrap_or_else(|| {
+                missing.push("customType");
+                String::new()
+            }),
+            content: w.content.unwrap_or_else(|| {
+                missing.push("content");
+                Content::default()
+            }),
+            display: w.display.unwrap_or(false),
+            details: w.details,
+            attribution: w.attribution,
+        }),
+        "label" => EntryBody::Label {
+            target_id: EntryId::from(w.target_id.unwrap_or_else(|| {
+                missing.push("targetId");
+                String::new()
+            })),
+            label: w.label.flatten(),
+        },
+        "session_info" => EntryBody::SessionInfo { name: w.name },
+        _ => EntryBody::Other { type_name: ty },
+    };
+    let parent_id = if let Some(p) = w.parent_id {
+        p.map(EntryId::from)
+    } else {
+        // v1 entries have no tree fields; migration adds them.
+        if has_id {
+            missing.push("parentId");
+        }
+        None
+    };
+    ParsedEntry {
+        entry: Entry {
+            id: EntryId::from(w.id.unwrap_or_default()),
+            parent_id,
+            timestamp,
+            body,
+        },
+        has_id,
+        missing,
+        invalid: None,
+        first_kept_entry_index: w.first_kept_entry_index,
+        hook_message_role,
+    }
+}
+
+fn message_from_wire(m: WireMessage, missing: &mut Vec<&'static str>) -> Option<AgentMessage> {
+    let Some(role) = m.role else {
+        missing.push("message.role");
+        return None;
+    };
+    let content = m.content.unwrap_or_default();
+    Some(match role.as_str() {
+        "user" => AgentMessage::User(UserMessage {
+            content,
+            timestamp: m.timestamp,
+            attribution: m.attribution,
+        }),
+        "assistant" => AgentMessage::Assistant(AssistantMessage {
+            content,
+            api: m.api,
+            provider: m.provider,
+            model: m.model,
+            usage: m.usage.map(WireUsage::into_usage),
+            stop_reason: m.stop_reason.as_deref().map(StopReason::parse),
+            error_message: m.error_message,
+            timestamp: m.timestamp,
+        }),
+        "toolResult" => AgentMessage::ToolResult(ToolResultMessage {
+            tool_call_id: m.tool_call_id.unwrap_or_else(|| {
+                missing.push("message.toolCallId");
+                String::new()
+            }),
+            tool_name: m.tool_name.unwrap_or_default(),
+            content,
+            details: m.details,
+            is_error: m.is_error.unwrap_or(false),
+            timestamp: m.timestamp,
+            useless: m.useless,
+            pruned_at: m.pruned_at,
+        }),
+        "bashExecution" => AgentMessage::BashExecution(BashExecutionMessage {
+            command: m.command.unwrap_or_default(),
+            output: m.output.unwrap_or_default(),
+            exit_code: m.exit_code,
+            cancelled: m.cancelled.unwrap_or(false),
+            truncated: m.truncated.unwrap_or(false),
+            full_output_path: m.full_output_path,
+            exclude_from_context: m.exclude_from_context,
+            timestamp: m.timestamp,
+        }),
+        "custom" | "hookMessage" => AgentMessage::Custom(CustomMessage {
+            custom_type: m.custom_type.unwrap_or_default(),
+            content,
+            display: m.display.unwrap_or(false),
+            details: m.details,
+            timestamp: m.timestamp,
+        }),
+        "branchSummary" => AgentMessage::BranchSummary(BranchSummaryMessage {
+            summary: m.summary.unwrap_or_default(),
+            from_id: m.from_id.unwrap_or_default(),
+            timestamp: m.timestamp,
+        }),
+        "compactionSummary" => AgentMessage::CompactionSummary(CompactionSummaryMessage {
+            summary: m.summary.unwrap_or_default(),
+            tokens_before: m.tokens_before.unwrap_or(0.0),
+            timestamp: m.timestamp,
+            short_summary: m.short_summary,
+        }),
+        _ => AgentMessage::Other {
+            role,
+            timestamp: m.timestamp,
+        },
+    })
+}
+
+/// What reading the header line gave.
+pub(crate) enum HeaderRead {
+    /// A valid header.
+    Header(Header),
+    /// Valid JSON that is not a session header.
+    NotAHeader,
+    /// Invalid JSON.
+    Malformed(String),
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireHeader {
+    #[serde(rename = "type")]
+    ty: Option<Value>,
+    id: Option<Value>,
+    version: Option<Value>,
+    timestamp: Option<Value>,
+    cwd: Option<Value>,
+    parent_session: Option<Value>,
+}
+
+pub(crate) fn read_header(line: &[u8]) -> HeaderRead {
+    let w: WireHeader = match serde_json::from_slice(line) {
+        Ok(w) => w,
+        Err(e) if e.is_syntax() || e.is_eof() => return HeaderRead::Malformed(e.to_string()),
+        Err(_) => return HeaderRead::NotAHeader,
+    };
+    let (Some(Value::String(ty)), Some(Value::String(id))) = (&w.ty, &w.id) else {
+        return HeaderRead::NotAHeader;
+    };
+    if ty != "session" {
+        return HeaderRead::NotAHeader;
+    }
+    let string = |v: Option<Value>| match v {
+        Some(Value::String(s)) => Some(s),
+        _ => None,
+    };
+    let version = match w.version {
+        Some(Value::Number(n)) => n
+            .as_f64()
+            .map_or(1, |v| if v >= 1.0 { v.floor() as u32 } else { 1 }),
+        _ => 1,
+    };
+    HeaderRead::Header(Header {
+        version,
+        id: id.clone(),
+        timestamp: string(w.timestamp),
+        cwd: string(w.cwd),
+        parent_session: string(w.parent_session),
+    })
+}

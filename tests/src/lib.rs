@@ -1,0 +1,121 @@
+//! Golden snapshot and conformance tests over fixture sessions.
+//!
+//! The fixtures live outside the repository, in `../shared` next to the
+//! checkout: the real pi sessions in `fixtures/pi` and the generated
+//! conformance sessions with the reference implementation's answers in
+//! `conformance`. This library holds the helpers the test files share.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// `../shared`, next to the repository checkout.
+pub fn shared_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared")
+}
+
+/// `../shared/conformance/sessions/<name>`.
+pub fn conformance_session(name: &str) -> PathBuf {
+    shared_dir().join("conformance/sessions").join(name)
+}
+
+/// `../shared/conformance/answers/<name>`.
+pub fn conformance_answer_path(name: &str) -> PathBuf {
+    shared_dir().join("conformance/answers").join(name)
+}
+
+/// `../shared/fixtures/pi/<name>`.
+pub fn pi_fixture(name: &str) -> PathBuf {
+    shared_dir().join("fixtures/pi").join(name)
+}
+
+/// Reads a JSON file. Lone surrogate escapes (`\\ud83d` without its pair),
+/// which the answers use for JavaScript strings cut inside a pair, read as
+/// U+FFFD, the character their recorded hashes were taken over.
+pub fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = replace_lone_surrogates(&text);
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn surrogate_at(b: &[u8], i: usize) -> Option<u16> {
+    if b.get(i) != Some(&b'\\') || b.get(i + 1) != Some(&b'u') {
+        return None;
+    }
+    let hex = std::str::from_utf8(b.get(i + 2..i + 6)?).ok()?;
+    let v = u16::from_str_radix(hex, 16).ok()?;
+    (0xD800..=0xDFFF).contains(&v).then_some(v)
+}
+
+fn replace_lone_surrogates(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let mut copied = 0;
+    while i < b.len() {
+        if b[i] == b'\\' {
+            // Count the run of backslashes: only an odd one starts an escape.
+            let mut j = i;
+            while j < b.len() && b[j] == b'\\' {
+                j += 1;
+            }
+            let run = j - i;
+            if run % 2 == 1 {
+                let esc = j - 1;
+                if let Some(v) = surrogate_at(b, esc) {
+                    let paired = (0xD800..0xDC00).contains(&v)
+                        && surrogate_at(b, esc + 6).is_some_and(|w| (0xDC00..=0xDFFF).contains(&w));
+                    if paired {
+                        i = esc + 12;
+                        continue;
+                    }
+                    out.push_str(&text[copied..esc]);
+                    out.push_str("\\ufffd");
+                    i = esc + 6;
+                    copied = i;
+                    continue;
+                }
+            }
+            i = j;
+            continue;
+        }
+        i += 1;
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+/// One record of `answers/index.json`.
+pub struct AnswerRecord {
+    /// The answer file name.
+    pub answer: String,
+    /// The session file name.
+    pub session: String,
+    /// The leaf, when moved.
+    pub leaf: Option<String>,
+    /// The whole record.
+    pub record: Value,
+}
+
+/// Every record of `answers/index.json`.
+pub fn answer_index() -> Vec<AnswerRecord> {
+    let index = read_json(&conformance_answer_path("index.json"));
+    index["answers"]
+        .as_array()
+        .expect("answers array")
+        .iter()
+        .map(|r| AnswerRecord {
+            answer: r["answer"].as_str().expect("answer").to_owned(),
+            session: r["session"].as_str().expect("session").to_owned(),
+            leaf: r["leaf"].as_str().map(str::to_owned),
+            record: r.clone(),
+        })
+        .collect()
+}
+
+/// Lowercase hex SHA-256.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,2 @@
+//! Development automation.
+fn main() {}
