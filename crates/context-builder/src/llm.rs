@@ -1,0 +1,176 @@
+//! Provider-facing messages: what a model is sent, after conversion
+//! (SPEC §2.3), and the plain-data summary request every summarizer takes.
+
+use musepi_session_model::{ContentBlock, StopReason, Usage};
+
+/// One message as a provider receives it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LlmMessage {
+    /// A user turn (also bash executions, summaries, and custom messages
+    /// for providers without a developer role).
+    User {
+        /// Text and image blocks.
+        content: Vec<ContentBlock>,
+    },
+    /// A developer (system-level) message: custom messages (spec-decisions 7).
+    Developer {
+        /// Text and image blocks.
+        content: Vec<ContentBlock>,
+    },
+    /// A model turn.
+    Assistant {
+        /// Text, thinking and tool-call blocks.
+        content: Vec<ContentBlock>,
+        /// The provider that produced it, when known.
+        provider: Option<String>,
+        /// The model that produced it, when known.
+        model: Option<String>,
+        /// Why it ended.
+        stop_reason: Option<StopReason>,
+    },
+    /// A tool's answer to a call.
+    ToolResult {
+        /// The call it answers.
+        tool_call_id: String,
+        /// The tool.
+        tool_name: String,
+        /// Text and image blocks.
+        content: Vec<ContentBlock>,
+        /// Whether the tool failed.
+        is_error: bool,
+    },
+}
+
+impl LlmMessage {
+    /// A user message with one text block.
+    pub fn user_text(text: impl Into<String>) -> Self {
+        Self::User { content: vec![ContentBlock::text(text)] }
+    }
+
+    /// The role name: `user`, `developer`, `assistant` or `toolResult`.
+    pub fn role(&self) -> &'static str {
+        match self {
+            Self::User { .. } => "user",
+            Self::Developer { .. } => "developer",
+            Self::Assistant { .. } => "assistant",
+            Self::ToolResult { .. } => "toolResult",
+        }
+    }
+
+    /// The content blocks.
+    pub fn content(&self) -> &[ContentBlock] {
+        match self {
+            Self::User { content }
+            | Self::Developer { content }
+            | Self::Assistant { content, .. }
+            | Self::ToolResult { content, .. } => content,
+        }
+    }
+}
+
+/// What a summary request is for; providers may use it for logging and
+/// errors name it (`Summarization failed: …`, SPEC §4.11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RequestPurpose {
+    /// The history summary of a compaction (first or update).
+    History,
+    /// The summary of the prefix of a split turn.
+    TurnPrefix,
+    /// The short one-line summary shown in UIs.
+    ShortSummary,
+    /// The summary of an abandoned branch.
+    BranchSummary,
+    /// A handoff document for a new session.
+    Handoff,
+}
+
+impl RequestPurpose {
+    /// A stable name for logs and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::History => "history",
+            Self::TurnPrefix => "turnPrefix",
+            Self::ShortSummary => "shortSummary",
+            Self::BranchSummary => "branchSummary",
+            Self::Handoff => "handoff",
+        }
+    }
+
+    /// The prefix of the error message when the call fails (SPEC §4.11).
+    pub fn failure_prefix(self) -> &'static str {
+        match self {
+            Self::History => "Summarization failed",
+            Self::TurnPrefix => "Turn prefix summarization failed",
+            Self::ShortSummary => "Short summary failed",
+            Self::BranchSummary => "Branch summarization failed",
+            Self::Handoff => "Handoff generation failed",
+        }
+    }
+}
+
+/// A request to a summarizing model, as plain data: the caller sends it
+/// with whatever client it has and hands the text back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryRequest {
+    /// What it is for.
+    pub purpose: RequestPurpose,
+    /// The system prompt.
+    pub system_prompt: String,
+    /// The messages: for summaries, one user message holding the assembled
+    /// prompt; for a handoff, the live history followed by the handoff prompt.
+    pub messages: Vec<LlmMessage>,
+    /// Output limit, when one applies (SPEC §8.5).
+    pub max_tokens: Option<u32>,
+    /// Reasoning effort (`minimal`, `low`, `medium`, `high`, `xhigh`), when asked for (SPEC §8.6).
+    pub reasoning: Option<String>,
+}
+
+impl SummaryRequest {
+    /// A summary request whose single user message is `prompt`.
+    pub fn single(
+        purpose: RequestPurpose,
+        system_prompt: impl Into<String>,
+        prompt: impl Into<String>,
+        max_tokens: Option<u32>,
+        reasoning: Option<String>,
+    ) -> Self {
+        Self {
+            purpose,
+            system_prompt: system_prompt.into(),
+            messages: vec![LlmMessage::user_text(prompt)],
+            max_tokens,
+            reasoning,
+        }
+    }
+
+    /// The text of the last user message: the assembled prompt, which is
+    /// what the custom remote endpoint receives (SPEC §9.1).
+    pub fn prompt_text(&self) -> String {
+        self.messages
+            .iter()
+            .rev()
+            .find_map(|m| match m {
+                LlmMessage::User { content } => Some(
+                    content
+                        .iter()
+                        .filter_map(|b| match b {
+                            ContentBlock::Text { text, .. } => Some(text.as_str()),
+                            _ => None,
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                ),
+                _ => None,
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// What a summarizer answered.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SummaryResponse {
+    /// The text blocks of the answer joined with `"\n"` (thinking ignored).
+    pub text: String,
+    /// Usage, when the provider reported it.
+    pub usage: Option<Usage>,
+}
