@@ -1,0 +1,5 @@
+//! The `musepi` command line: commands, settings files, the tokio runtime,
+//! the reqwest providers, terminal output and exit codes.
+//!
+//! The binary is a thin `main` over this library; the modules are a library so
+//! that integration tests can drive providers and settings directly.
