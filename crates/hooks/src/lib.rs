@@ -6,3 +6,13 @@
 //! timeouts, and the maintenance runtime that a live agent loop calls.
 //! It is the first crate that uses tokio; it never talks to a provider
 //! itself (the caller passes a summarizer).
+//!
+//! Entry points so far: [`Summarizer`], the object-safe async trait a
+//! pipeline calls to turn a [`SummaryRequest`](musepi_context_builder::SummaryRequest)
+//! into text, and [`SummarizeError`], the failures it distinguishes
+//! (cancelled, provider error, context overflow, empty answer, refusal,
+//! transport, and the remote-compaction messages of SPEC §9).
+
+pub mod summarizer;
+
+pub use summarizer::{RemoteFailure, SummarizeError, SummarizeFuture, Summarizer};
