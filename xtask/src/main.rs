@@ -1,2 +1,86 @@
-//! Development automation.
-fn main() {}
+//! Development automation for the musepi workspace, run as `cargo xtask <task>`.
+//!
+//! Tasks:
+//! - `check`: the whole gate, in order: fmt, clippy, tests (golden snapshots
+//!   read-only), rustdoc, `deps`, `tidy`. `.ci/run` calls exactly this.
+//! - `golden [--accept]`: runs the golden snapshot tests and writes new or
+//!   changed snapshots for review.
+//! - `deps`: the dependency-direction check over `cargo metadata`.
+//! - `tidy`: crate docs, READMEs, forbidden macros, whitespace, file sizes,
+//!   fixture copies and stray pending snapshots.
+//! - `bench [--runs N] [--sizes 50,200]`: builds `musepi-bench` in release
+//!   mode, generates synthetic sessions and prints time and memory ratios.
+//!
+//! xtask depends on no workspace crate, so it builds in seconds.
+
+mod bench;
+mod deps;
+mod gate;
+mod tidy;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: cargo xtask <task>
+
+tasks:
+  check              the whole gate: fmt, clippy, test, doc, deps, tidy
+  golden [--accept]  run the golden snapshot tests, writing new snapshots for review
+  deps               check the dependency direction between workspace crates
+  tidy               check docs, READMEs, forbidden macros, whitespace, sizes, fixtures
+  bench [--runs N] [--sizes 50,200]
+                     build musepi-bench (release) and compare cases on synthetic sessions";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((task, rest)) = args.split_first() else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let result = match task.as_str() {
+        "check" => no_args(task, rest).and_then(|()| gate::check()),
+        "golden" => gate::golden(rest),
+        "deps" => no_args(task, rest).and_then(|()| deps::run()),
+        "tidy" => no_args(task, rest).and_then(|()| tidy::run()),
+        "bench" => bench::run(rest),
+        "help" | "--help" | "-h" => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        other => {
+            eprintln!("xtask: unknown task `{other}`\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask {task}: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn no_args(task: &str, rest: &[String]) -> anyhow::Result<()> {
+    match rest.first() {
+        Some(arg) => anyhow::bail!("`{task}` takes no arguments (got `{arg}`)"),
+        None => Ok(()),
+    }
+}
+
+/// The workspace root: the folder above `xtask/`.
+pub(crate) fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_owned)
+}
+
+/// The `cargo` that runs us, or the one on `PATH`.
+pub(crate) fn cargo() -> std::process::Command {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = std::process::Command::new(cargo);
+    cmd.current_dir(root());
+    cmd.env("CARGO_INCREMENTAL", "0");
+    cmd
+}

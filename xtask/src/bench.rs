@@ -1,0 +1,264 @@
+//! `cargo xtask bench`: the benchmark driver.
+//!
+//! Builds `musepi-bench` (package `musepi-tests`) in release mode, has it
+//! generate deterministic synthetic sessions under `<target>/bench-data`,
+//! runs every case in a separate process per run, and prints time, peak
+//! memory (the process's own `VmHWM`) and ratios against the baseline case
+//! measured in the same run. Tests never assert timings; this is where
+//! performance is measured.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, bail};
+use serde_json::Value;
+
+use crate::cargo;
+use crate::gate::{describe, run_status};
+
+/// Options of `cargo xtask bench`.
+struct Options {
+    runs: usize,
+    sizes_mb: Vec<u64>,
+    seed: u64,
+    cases: Option<Vec<String>>,
+}
+
+fn parse(args: &[String]) -> anyhow::Result<Options> {
+    let mut o = Options {
+        runs: 3,
+        sizes_mb: vec![50, 200],
+        seed: 1,
+        cases: None,
+    };
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = |name: &str| {
+            it.next()
+                .cloned()
+                .with_context(|| format!("`{name}` needs a value"))
+        };
+        match arg.as_str() {
+            "--runs" => o.runs = value("--runs")?.parse().context("--runs: a number")?,
+            "--seed" => o.seed = value("--seed")?.parse().context("--seed: a number")?,
+            "--sizes" => {
+                o.sizes_mb = value("--sizes")?
+                    .split(',')
+                    .map(|s| s.trim().parse::<u64>())
+                    .collect::<Result<_, _>>()
+                    .context("--sizes: comma-separated megabytes, e.g. 50,200")?;
+            }
+            "--cases" => {
+                o.cases = Some(
+                    value("--cases")?
+                        .split(',')
+                        .map(|s| s.trim().to_owned())
+                        .collect(),
+                );
+            }
+            other => bail!(
+                "unknown argument `{other}` (expected --runs N, --sizes 50,200, --seed N, --cases a,b)"
+            ),
+        }
+    }
+    if o.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    Ok(o)
+}
+
+/// One measured run.
+#[derive(Clone)]
+struct Sample {
+    seconds: f64,
+    peak: u64,
+}
+
+pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
+    let opts = parse(args)?;
+    eprintln!("==> building musepi-bench (release)");
+    run_status(cargo().args([
+        "build",
+        "--release",
+        "--locked",
+        "-p",
+        "musepi-tests",
+        "--bin",
+        "musepi-bench",
+    ]))?;
+    let target = target_dir()?;
+    let bin = target.join("release/musepi-bench");
+    let data = target.join("bench-data");
+    std::fs::create_dir_all(&data).with_context(|| format!("{}", data.display()))?;
+
+    let all_cases = list_cases(&bin)?;
+    let baseline = all_cases
+        .first()
+        .cloned()
+        .context("musepi-bench lists no case")?;
+    let mut cases = opts.cases.clone().unwrap_or_else(|| all_cases.clone());
+    for c in &cases {
+        if !all_cases.contains(c) {
+            bail!("unknown case `{c}` (cases: {})", all_cases.join(", "));
+        }
+    }
+    if !cases.contains(&baseline) {
+        cases.insert(0, baseline.clone());
+    }
+
+    println!("{}", machine());
+    println!(
+        "{:<12} {:>8} {:>9} {:>9} {:>10} {:>10} {:>9}",
+        "case", "file", "time", "MB/s", "vs base", "peak", "peak/file"
+    );
+    let mut summary = Vec::new();
+    for &size in &opts.sizes_mb {
+        let file = generate(&bin, &data, size, opts.seed)?;
+        let bytes = std::fs::metadata(&file)?.len();
+        let mut results: BTreeMap<String, Sample> = BTreeMap::new();
+        for case in &cases {
+            let mut samples = Vec::new();
+            for _ in 0..opts.runs {
+                samples.push(run_case(&bin, case, &file)?);
+            }
+            // The fastest run is the least disturbed by the shared machine;
+            // peak memory is the same in every run, take the largest.
+            let best = samples
+                .iter()
+                .map(|s| s.seconds)
+                .fold(f64::INFINITY, f64::min);
+            let peak = samples.iter().map(|s| s.peak).max().unwrap_or(0);
+            results.insert(
+                case.clone(),
+                Sample {
+                    seconds: best,
+                    peak,
+                },
+            );
+        }
+        let base = results[&baseline].seconds;
+        for case in &cases {
+            let s = &results[case];
+            println!(
+                "{:<12} {:>6}MB {:>8.3}s {:>9.0} {:>9.2}x {:>8.0}MB {:>8.2}x",
+                case,
+                bytes / 1_000_000,
+                s.seconds,
+                bytes as f64 / 1e6 / s.seconds,
+                s.seconds / base,
+                s.peak as f64 / 1e6,
+                s.peak as f64 / bytes as f64,
+            );
+        }
+        if let Some(open) = results.get("open") {
+            summary.push((size, open.seconds / base, open.peak as f64 / bytes as f64));
+        }
+    }
+    println!();
+    for (size, time_ratio, mem_ratio) in summary {
+        println!(
+            "{size} MB: open/{baseline} time {time_ratio:.2}x (target <= 1.5x: {}), open peak/file {mem_ratio:.2}x (target < 1.5x: {})",
+            met(time_ratio <= 1.5),
+            met(mem_ratio < 1.5),
+        );
+    }
+    println!(
+        "best of {} run(s) per case, each in its own process; data in {}",
+        opts.runs,
+        data.display()
+    );
+    Ok(())
+}
+
+fn met(ok: bool) -> &'static str {
+    if ok { "met" } else { "MISSED" }
+}
+
+fn target_dir() -> anyhow::Result<PathBuf> {
+    let out = cargo()
+        .args(["metadata", "--format-version", "1", "--no-deps", "--locked"])
+        .stderr(Stdio::inherit())
+        .output()
+        .context("cannot run cargo metadata")?;
+    if !out.status.success() {
+        bail!("cargo metadata exited with {}", out.status);
+    }
+    let meta: Value = serde_json::from_slice(&out.stdout)?;
+    meta["target_directory"]
+        .as_str()
+        .map(PathBuf::from)
+        .context("cargo metadata has no target_directory")
+}
+
+fn list_cases(bin: &Path) -> anyhow::Result<Vec<String>> {
+    let out = Command::new(bin)
+        .arg("list")
+        .output()
+        .with_context(|| format!("cannot run {}", bin.display()))?;
+    if !out.status.success() {
+        bail!("musepi-bench list exited with {}", out.status);
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .filter(|l| !l.is_empty())
+        .collect())
+}
+
+/// The synthetic session of `size_mb` megabytes, generated once per
+/// generator version, size and seed.
+fn generate(bin: &Path, data: &Path, size_mb: u64, seed: u64) -> anyhow::Result<PathBuf> {
+    let version = Command::new(bin).arg("generator-version").output()?;
+    let version = String::from_utf8_lossy(&version.stdout).trim().to_owned();
+    let file = data.join(format!("session-{size_mb}mb-seed{seed}-g{version}.jsonl"));
+    if file.is_file() {
+        return Ok(file);
+    }
+    eprintln!("==> generating {}", file.display());
+    let tmp = file.with_extension("jsonl.tmp");
+    let mut cmd = Command::new(bin);
+    cmd.arg("generate")
+        .arg("--size-mb")
+        .arg(size_mb.to_string())
+        .arg("--seed")
+        .arg(seed.to_string())
+        .arg("--out")
+        .arg(&tmp);
+    run_status(&mut cmd)?;
+    std::fs::rename(&tmp, &file)?;
+    Ok(file)
+}
+
+fn run_case(bin: &Path, case: &str, file: &Path) -> anyhow::Result<Sample> {
+    let mut cmd = Command::new(bin);
+    cmd.arg("run").arg(case).arg(file);
+    let out = cmd
+        .stderr(Stdio::inherit())
+        .output()
+        .with_context(|| format!("cannot run {}", describe(&cmd)))?;
+    if !out.status.success() {
+        bail!("{} exited with {}", describe(&cmd), out.status);
+    }
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .with_context(|| format!("{}: expected one JSON object on stdout", describe(&cmd)))?;
+    Ok(Sample {
+        seconds: v["seconds"].as_f64().context("no `seconds`")?,
+        peak: v["peakBytes"].as_u64().context("no `peakBytes`")?,
+    })
+}
+
+/// A one-line description of the machine.
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
+    format!("machine: {cpu}, {cores} core(s) available")
+}

@@ -1,0 +1,180 @@
+//! `cargo xtask check` (the gate) and `cargo xtask golden`.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+
+use crate::{cargo, root};
+
+/// One step of the gate.
+enum Step {
+    /// A cargo command with extra environment variables.
+    Cargo(
+        &'static [&'static str],
+        &'static [(&'static str, &'static str)],
+    ),
+    /// A check that runs inside xtask.
+    Task(fn() -> anyhow::Result<()>),
+}
+
+const STEPS: &[(&str, Step)] = &[
+    ("fmt", Step::Cargo(&["fmt", "--all", "--check"], &[])),
+    (
+        "clippy",
+        Step::Cargo(
+            &[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--locked",
+                "--",
+                "-D",
+                "warnings",
+            ],
+            &[],
+        ),
+    ),
+    (
+        "test",
+        Step::Cargo(
+            &["test", "--workspace", "--locked"],
+            &[("CI", "true"), ("INSTA_UPDATE", "no")],
+        ),
+    ),
+    (
+        "doc",
+        Step::Cargo(
+            &["doc", "--workspace", "--no-deps", "--locked"],
+            &[("RUSTDOCFLAGS", "-D warnings")],
+        ),
+    ),
+    ("deps", Step::Task(crate::deps::run)),
+    ("tidy", Step::Task(crate::tidy::run)),
+];
+
+/// Runs every step in order, stopping at the first failure.
+pub(crate) fn check() -> anyhow::Result<()> {
+    let total = Instant::now();
+    let mut timings = Vec::new();
+    for (name, step) in STEPS {
+        eprintln!("==> {name}");
+        let start = Instant::now();
+        let result = match step {
+            Step::Cargo(args, env) => {
+                let mut cmd = cargo();
+                cmd.args(*args);
+                for (k, v) in *env {
+                    cmd.env(k, v);
+                }
+                run_status(&mut cmd)
+            }
+            Step::Task(f) => f(),
+        };
+        let took = start.elapsed();
+        eprintln!("<== {name}: {} in {}", verdict(&result), secs(took));
+        timings.push((*name, took));
+        result.with_context(|| format!("step `{name}` failed"))?;
+    }
+    eprintln!();
+    for (name, took) in &timings {
+        eprintln!("  {name:<8} {:>8}", secs(*took));
+    }
+    eprintln!("  {:<8} {:>8}", "total", secs(total.elapsed()));
+    eprintln!("check: all steps passed");
+    Ok(())
+}
+
+fn verdict<T>(r: &anyhow::Result<T>) -> &'static str {
+    if r.is_ok() { "ok" } else { "FAILED" }
+}
+
+/// `1.2s`.
+pub(crate) fn secs(d: Duration) -> String {
+    format!("{:.1}s", d.as_secs_f64())
+}
+
+/// Runs the golden snapshot tests of the `musepi-tests` package with insta
+/// writing new snapshots (`--accept`: accepting every change).
+pub(crate) fn golden(args: &[String]) -> anyhow::Result<()> {
+    let mut accept = false;
+    for arg in args {
+        match arg.as_str() {
+            "--accept" => accept = true,
+            other => bail!("unknown argument `{other}` (expected `--accept`)"),
+        }
+    }
+    let mode = if accept { "always" } else { "new" };
+    let mut cmd = cargo();
+    cmd.args(["test", "-p", "musepi-tests", "--locked", "--no-fail-fast"])
+        .env("INSTA_UPDATE", mode)
+        .env_remove("CI");
+    let result = run_status(&mut cmd);
+    let pending = pending_snapshots()?;
+    if pending.is_empty() {
+        eprintln!("golden: no pending snapshots");
+    } else {
+        eprintln!("golden: {} pending snapshot(s):", pending.len());
+        for p in &pending {
+            eprintln!("  {p}");
+        }
+        if has_cargo_insta() {
+            eprintln!("review them with `cargo insta review`");
+        } else {
+            eprintln!(
+                "review the .snap.new files, then accept them with `cargo xtask golden --accept`"
+            );
+        }
+    }
+    if accept && pending.is_empty() {
+        // Accepted snapshots are written in place; rerun read-only to confirm.
+        let mut confirm = cargo();
+        confirm
+            .args(["test", "-p", "musepi-tests", "--locked"])
+            .env("INSTA_UPDATE", "no")
+            .env("CI", "true");
+        return run_status(&mut confirm).context("snapshot tests still fail after accepting");
+    }
+    result
+}
+
+/// Every `*.snap.new` or `*.pending-snap` file in the repository.
+fn pending_snapshots() -> anyhow::Result<Vec<String>> {
+    let files = crate::tidy::repo_files(&root())?;
+    Ok(files
+        .into_iter()
+        .filter(|f| f.ends_with(".snap.new") || f.ends_with(".pending-snap"))
+        .collect())
+}
+
+fn has_cargo_insta() -> bool {
+    Command::new("cargo-insta")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Runs `cmd`, inheriting stdio; an error when it fails.
+pub(crate) fn run_status(cmd: &mut Command) -> anyhow::Result<()> {
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot run {cmd:?}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        bail!("{} exited with {status}", describe(cmd))
+    }
+}
+
+/// `cargo test --workspace` for messages.
+pub(crate) fn describe(cmd: &Command) -> String {
+    let mut s = cmd.get_program().to_string_lossy().into_owned();
+    if let Some(name) = std::path::Path::new(&s).file_name() {
+        s = name.to_string_lossy().into_owned();
+    }
+    for a in cmd.get_args() {
+        s.push(' ');
+        s.push_str(&a.to_string_lossy());
+    }
+    s
+}
