@@ -117,5 +117,50 @@ pub fn answer_index() -> Vec<AnswerRecord> {
 /// Lowercase hex SHA-256.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     let digest = Sha256::digest(bytes);
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    digest.iter().fold(String::new(), |mut s, b| {
+        use std::fmt::Write as _;
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// Canonical JSON as the answers define it: no whitespace, numbers and
+/// strings as `JSON.stringify` writes them, object keys printed in UTF-16
+/// code-unit order (even integer-like ones).
+pub fn canonical_json(value: &Value) -> String {
+    use musepi_session_model::json::{js_number_value, push_js_number, push_js_string};
+    fn write(out: &mut String, value: &Value) {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
+                out.push('{');
+                for (i, k) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    push_js_string(out, k);
+                    out.push(':');
+                    write(out, &map[k]);
+                }
+                out.push('}');
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write(out, item);
+                }
+                out.push(']');
+            }
+            Value::Number(n) => push_js_number(out, js_number_value(n)),
+            Value::String(s) => push_js_string(out, s),
+            other => out.push_str(&musepi_session_model::json::js_stringify(other)),
+        }
+    }
+    let mut out = String::new();
+    write(&mut out, value);
+    out
 }

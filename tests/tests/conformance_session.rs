@@ -1,6 +1,8 @@
 //! The session journal against the reference answers: migration bytes,
 //! entries, tree, labels, name, leaf and path.
 
+#![allow(clippy::unwrap_used)]
+
 use musepi_session_model::{Journal, SequentialIds, Session, Tree, write_session};
 use musepi_tests::{
     answer_index, conformance_answer_path, conformance_session, read_json, sha256_hex,
@@ -16,7 +18,7 @@ fn entries_json(session: &Session) -> Vec<Value> {
         .entries()
         .iter()
         .map(|e| {
-            let mut v = json!({"id": e.id.as_str(), "parentId": e.parent_id.as_ref().map(|p| p.as_str()), "type": e.type_name()});
+            let mut v = json!({"id": e.id.as_str(), "parentId": e.parent_id.as_ref().map(musepi_session_model::EntryId::as_str), "type": e.type_name()});
             if let Some(m) = e.message() {
                 v["role"] = m.role().into();
             }
@@ -77,7 +79,7 @@ fn entries_tree_labels_name_and_path_match_the_reference() {
         assert_eq!(answer["entries"], Value::Array(entries_json(s)), "{name}");
         assert_eq!(
             answer["fileLeafId"],
-            json!(s.leaf_id().map(|l| l.as_str())),
+            json!(s.leaf_id().map(musepi_session_model::EntryId::as_str)),
             "{name}"
         );
         let labels: Vec<Value> = s
@@ -101,7 +103,7 @@ fn entries_tree_labels_name_and_path_match_the_reference() {
         let s = journal.session();
         assert_eq!(
             answer["leafId"],
-            json!(s.leaf_id().map(|l| l.as_str())),
+            json!(s.leaf_id().map(musepi_session_model::EntryId::as_str)),
             "{name}"
         );
         let branch: Vec<&str> = s

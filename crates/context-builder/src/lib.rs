@@ -11,6 +11,49 @@
 //!
 //! It builds on `musepi-session-model` and knows nothing of when to compact.
 
+mod context;
+mod convert;
+mod estimate;
+mod fileops;
 mod llm;
+mod pathtree;
+mod serialize;
+mod template;
+mod threshold;
+mod tokenizer;
+mod transcript;
 
+pub use context::{
+    ContextMessage, ModelRef, SessionContext, build_context, build_context_at,
+    build_context_over_path, entry_message, entry_time,
+};
+pub use convert::{
+    ArchiveBlocks, BRANCH_WRAPPER, COMPACTION_WRAPPER, ConvertOptions, Converted,
+    INTERRUPTED_THINKING, bash_execution_to_text, convert_one, convert_to_llm,
+    convert_with_sources, text_block, wrap,
+};
+pub use estimate::{
+    ContextEstimate, IMAGE_CHARS, anchoring_usage, calculate_context_tokens,
+    calculate_prompt_tokens, chars_to_tokens, estimate_chars, estimate_context_tokens,
+    estimate_tokens,
+};
+pub use fileops::{
+    FILE_LIST_LIMIT, FileLists, FileOps, PathSet, cmp_utf16, format_files_block, format_legacy,
+    has_url_scheme, strip_read_selector, upsert_file_operations,
+};
 pub use llm::{LlmMessage, RequestPurpose, SummaryRequest, SummaryResponse};
+pub use pathtree::format_grouped_paths;
+pub use serialize::{
+    TOOL_RESULT_MAX_CHARS, drop_useless_pairs, serialize_conversation, serialize_for_summary,
+    truncate_for_summary,
+};
+pub use template::{Template, TemplateError};
+pub use threshold::{
+    ThresholdSettings, adapt_keep_recent_tokens, effective_reserve_tokens,
+    resolve_threshold_tokens, should_compact,
+};
+pub use tokenizer::Tokenizer;
+pub use transcript::{
+    SUPERSEDED_SHORT_SUMMARY, SUPERSEDED_SUMMARY, TranscriptItem, TranscriptOptions,
+    build_transcript,
+};

@@ -44,7 +44,9 @@ pub enum LlmMessage {
 impl LlmMessage {
     /// A user message with one text block.
     pub fn user_text(text: impl Into<String>) -> Self {
-        Self::User { content: vec![ContentBlock::text(text)] }
+        Self::User {
+            content: vec![ContentBlock::text(text)],
+        }
     }
 
     /// The role name: `user`, `developer`, `assistant` or `toolResult`.

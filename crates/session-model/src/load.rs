@@ -142,7 +142,7 @@ impl<'p> Loader<'p> {
                     session.header_source = if migrate {
                         session.header.version = crate::CURRENT_VERSION;
                         self.rewrite(&buf, |map| {
-                            js_set(map, "version", crate::CURRENT_VERSION.into())
+                            js_set(map, "version", crate::CURRENT_VERSION.into());
                         })?
                     } else {
                         self.source(start, &buf)
@@ -209,10 +209,10 @@ impl<'p> Loader<'p> {
             }
             match read_entry(&buf) {
                 LineRead::Entry(parsed) => {
-                    self.accept(&mut session, *parsed, start, &buf, version, ids)?
+                    self.accept(&mut session, *parsed, start, &buf, version, ids)?;
                 }
                 LineRead::NotAnObject => {
-                    self.keep(&mut session, start, &buf, ProblemKind::NotAnObject)
+                    self.keep(&mut session, start, &buf, ProblemKind::NotAnObject);
                 }
                 LineRead::Malformed(error) => {
                     let kind = if has_newline {
@@ -268,11 +268,10 @@ impl<'p> Loader<'p> {
                 // file takes its JavaScript form, not only the changed ones.
                 let hook = parsed.hook_message_role;
                 source = self.rewrite(line, |map| {
-                    if hook {
-                        if let Some(Value::Object(m)) = map.get_mut("message") {
+                    if hook
+                        && let Some(Value::Object(m)) = map.get_mut("message") {
                             js_set(m, "role", "custom".into());
                         }
-                    }
                 })?;
             }
         }

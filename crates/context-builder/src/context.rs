@@ -1,0 +1,190 @@
+//! The LLM context at a leaf (SPEC §2.1).
+
+use std::borrow::Cow;
+
+use musepi_session_model::{
+    AgentMessage, BranchSummaryMessage, CompactionSummaryMessage, CustomMessage, Entry, EntryBody,
+    Session,
+};
+
+use crate::estimate::estimate_tokens;
+
+/// The model a context was last driven by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelRef {
+    /// Provider name.
+    pub provider: String,
+    /// Model id.
+    pub model_id: String,
+}
+
+/// One message of the context, with the entry it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextMessage<'a> {
+    /// Position of the source entry in [`Session::entries`].
+    pub entry_index: usize,
+    /// The runtime message: borrowed for `message` entries, built for
+    /// compactions, branch summaries and custom messages.
+    pub message: Cow<'a, AgentMessage>,
+}
+
+impl ContextMessage<'_> {
+    /// The chars/4 estimate of the message.
+    pub fn tokens(&self) -> u64 {
+        estimate_tokens(&self.message)
+    }
+}
+
+/// What the model sees at a leaf: messages, thinking level and model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionContext<'a> {
+    /// The messages, oldest first.
+    pub messages: Vec<ContextMessage<'a>>,
+    /// The thinking level in effect (`off` by default).
+    pub thinking_level: String,
+    /// The model in effect, if any.
+    pub model: Option<ModelRef>,
+    /// Position of the compaction whose summary opens the context, if any.
+    pub compaction_index: Option<usize>,
+}
+
+impl SessionContext<'_> {
+    fn empty() -> Self {
+        Self {
+            messages: Vec::new(),
+            thinking_level: "off".into(),
+            model: None,
+            compaction_index: None,
+        }
+    }
+
+    /// The sum of the message estimates.
+    pub fn estimated_tokens(&self) -> u64 {
+        self.messages.iter().map(ContextMessage::tokens).sum()
+    }
+
+    /// The bare messages, for estimators and converters.
+    pub fn agent_messages(
+        &self,
+    ) -> impl DoubleEndedIterator<Item = &AgentMessage> + ExactSizeIterator {
+        self.messages.iter().map(|m| m.message.as_ref())
+    }
+}
+
+/// The context at the session's current leaf (empty when the leaf was reset).
+pub fn build_context(session: &Session) -> SessionContext<'_> {
+    build_context_at(session, session.leaf_index())
+}
+
+/// The context at entry `leaf` (`None`: the explicit null leaf, an empty
+/// context).
+pub fn build_context_at(session: &Session, leaf: Option<usize>) -> SessionContext<'_> {
+    let Some(leaf) = leaf else {
+        return SessionContext::empty();
+    };
+    let path = session.path_indices(leaf);
+    build_context_over_path(session, &path)
+}
+
+/// The context over an explicit root-first path of entry positions.
+pub fn build_context_over_path<'a>(session: &'a Session, path: &[usize]) -> SessionContext<'a> {
+    let entries = session.entries();
+    let mut ctx = SessionContext::empty();
+    let mut compaction_pos = None;
+    for (pos, &i) in path.iter().enumerate() {
+        let e = &entries[i];
+        match &e.body {
+            EntryBody::ThinkingLevelChange { thinking_level } => {
+                ctx.thinking_level = thinking_level.clone().unwrap_or_else(|| "off".into());
+            }
+            EntryBody::ModelChange(mc) => {
+                if let Some((provider, model_id)) = mc.provider_and_model() {
+                    ctx.model = Some(ModelRef { provider, model_id });
+                }
+            }
+            EntryBody::Message(AgentMessage::Assistant(a)) => {
+                ctx.model = Some(ModelRef {
+                    provider: a.provider.clone().unwrap_or_default(),
+                    model_id: a.model.clone().unwrap_or_default(),
+                });
+            }
+            EntryBody::Compaction(_) => compaction_pos = Some(pos),
+            _ => {}
+        }
+    }
+    let mut out = Vec::with_capacity(path.len());
+    match compaction_pos {
+        Some(cpos) => {
+            let ci = path[cpos];
+            let EntryBody::Compaction(c) = &entries[ci].body else {
+                unreachable!("found above")
+            };
+            ctx.compaction_index = Some(ci);
+            out.push(ContextMessage {
+                entry_index: ci,
+                message: Cow::Owned(AgentMessage::CompactionSummary(CompactionSummaryMessage {
+                    summary: c.summary.clone(),
+                    tokens_before: c.tokens_before,
+                    timestamp: entry_time(&entries[ci]),
+                    short_summary: None,
+                })),
+            });
+            if let Some(first_kept) = &c.first_kept_entry_id
+                && let Some(start) = path[..cpos]
+                    .iter()
+                    .position(|&i| entries[i].id == *first_kept)
+            {
+                for &i in &path[start..cpos] {
+                    push_entry(&mut out, entries, i);
+                }
+            }
+            for &i in &path[cpos + 1..] {
+                push_entry(&mut out, entries, i);
+            }
+        }
+        None => {
+            for &i in path {
+                push_entry(&mut out, entries, i);
+            }
+        }
+    }
+    ctx.messages = out;
+    ctx
+}
+
+/// The message an entry contributes to a context, if any (SPEC §2.1 step 6;
+/// compactions are handled by the caller).
+pub fn entry_message(entry: &Entry) -> Option<Cow<'_, AgentMessage>> {
+    match &entry.body {
+        EntryBody::Message(m) => Some(Cow::Borrowed(m)),
+        EntryBody::CustomMessage(c) => Some(Cow::Owned(AgentMessage::Custom(CustomMessage {
+            custom_type: c.custom_type.clone(),
+            content: c.content.clone(),
+            display: c.display,
+            details: c.details.clone(),
+            timestamp: entry_time(entry),
+        }))),
+        EntryBody::BranchSummary(b) if !b.summary.is_empty() => Some(Cow::Owned(
+            AgentMessage::BranchSummary(BranchSummaryMessage {
+                summary: b.summary.clone(),
+                from_id: b.from_id.clone(),
+                timestamp: entry_time(entry),
+            }),
+        )),
+        _ => None,
+    }
+}
+
+fn push_entry<'a>(out: &mut Vec<ContextMessage<'a>>, entries: &'a [Entry], i: usize) {
+    if let Some(message) = entry_message(&entries[i]) {
+        out.push(ContextMessage {
+            entry_index: i,
+            message,
+        });
+    }
+}
+
+/// The entry's ISO timestamp in epoch milliseconds.
+pub fn entry_time(entry: &Entry) -> Option<f64> {
+    entry.timestamp_ms().map(|ms| ms as f64)
+}
