@@ -1,0 +1,53 @@
+//! The settings compaction reads (SPEC §17.1, design era).
+
+use musepi_context_builder::ThresholdSettings;
+
+/// Compaction settings, with the design-era defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompactionSettings {
+    /// Automatic maintenance on or off (manual compaction always works).
+    pub enabled: bool,
+    /// Floor of the reserve; also drives the summarizer output limits.
+    pub reserve_tokens: u64,
+    /// The recent window kept verbatim.
+    pub keep_recent_tokens: u64,
+    /// Shrink the kept window when provider usage shows the estimate runs
+    /// low (SPEC §3.4). The reference does not; the design era does.
+    pub adapt_keep_recent: bool,
+    /// Percent threshold (≤ 0: unset).
+    pub threshold_percent: f64,
+    /// Fixed threshold (≤ 0: unset).
+    pub threshold_tokens: f64,
+    /// Reasoning effort for summarizer calls (`high` in the design era).
+    pub reasoning: Option<String>,
+    /// The model's output cap, when known: output limits never exceed it.
+    pub model_max_tokens: Option<u64>,
+}
+
+impl Default for CompactionSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            reserve_tokens: 16_384,
+            keep_recent_tokens: 20_000,
+            adapt_keep_recent: true,
+            threshold_percent: -1.0,
+            threshold_tokens: -1.0,
+            reasoning: Some("high".into()),
+            model_max_tokens: None,
+        }
+    }
+}
+
+impl CompactionSettings {
+    /// The threshold view of these settings.
+    pub fn thresholds(&self, strategy_off: bool) -> ThresholdSettings {
+        ThresholdSettings {
+            enabled: self.enabled,
+            strategy_off,
+            reserve_tokens: self.reserve_tokens,
+            threshold_percent: self.threshold_percent,
+            threshold_tokens: self.threshold_tokens,
+        }
+    }
+}
