@@ -210,8 +210,8 @@ fn check_one(
         json!(session.entries()[p.path[p.cut.first_kept_index]].kind_label()),
         "{name}"
     );
-    if let Some(_) = d6.as_deref() {
-        assert!(!p.cut.is_split_turn, "{name}: decision 6")
+    if d6.as_deref().is_some() {
+        assert!(!p.cut.is_split_turn, "{name}: decision 6");
     } else {
         assert_eq!(cut["isSplitTurn"], json!(p.cut.is_split_turn), "{name}");
         assert_eq!(
