@@ -1,0 +1,82 @@
+//! Small helpers shared by the modules: UTF-16 slicing and number formatting.
+
+use musepi_session_model::json::{utf16_ceil_byte_from_end, utf16_floor_byte, utf16_len};
+
+/// The first `units` UTF-16 units of `s` (a surrogate pair that would be
+/// split is left out).
+pub(crate) fn head_units(s: &str, units: usize) -> &str {
+    &s[..utf16_floor_byte(s, units)]
+}
+
+/// The last `units` UTF-16 units of `s` (a surrogate pair that would be
+/// split is left out).
+pub(crate) fn tail_units(s: &str, units: usize) -> &str {
+    &s[utf16_ceil_byte_from_end(s, units)..]
+}
+
+/// UTF-16 length, re-exported for the modules.
+pub(crate) fn len16(s: &str) -> usize {
+    utf16_len(s)
+}
+
+/// `n` with `,` thousands separators, as `toLocaleString("en-US")` prints it.
+pub(crate) fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// JavaScript's `Math.round` for non-negative values: halves round up.
+pub(crate) fn js_round(x: f64) -> f64 {
+    (x + 0.5).floor()
+}
+
+/// Orders strings by UTF-16 code units, as JavaScript's default sort does.
+pub(crate) fn cmp_utf16(a: &str, b: &str) -> std::cmp::Ordering {
+    a.encode_utf16().cmp(b.encode_utf16())
+}
+
+/// `ceil(chars / 4)`: the chars/4 token estimate.
+pub(crate) fn ceil_div4(chars: usize) -> usize {
+    chars.div_ceil(4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_separators_group_by_three() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(36_011), "36,011");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+    }
+
+    #[test]
+    fn utf16_order_puts_astral_characters_before_the_private_use_area() {
+        // U+E000 sorts after U+1F600 in UTF-16 (0xD83D < 0xE000), unlike in UTF-8.
+        assert_eq!(cmp_utf16("\u{1F600}", "\u{E000}"), std::cmp::Ordering::Less);
+        assert_eq!(cmp_utf16("a", "b"), std::cmp::Ordering::Less);
+    }
+
+    #[test]
+    fn slices_never_split_a_surrogate_pair() {
+        assert_eq!(head_units("a😀b", 2), "a");
+        assert_eq!(tail_units("a😀b", 2), "b");
+        assert_eq!(head_units("abc", 10), "abc");
+    }
+
+    #[test]
+    fn js_round_rounds_halves_up() {
+        assert!((js_round(59.5) - 60.0).abs() < f64::EPSILON);
+        assert!((js_round(59.4) - 59.0).abs() < f64::EPSILON);
+    }
+}
