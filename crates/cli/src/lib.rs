@@ -3,3 +3,8 @@
 //!
 //! The binary is a thin `main` over this library; the modules are a library so
 //! that integration tests can drive providers and settings directly.
+
+pub mod cli;
+pub mod commands;
+pub mod ids;
+pub mod output;

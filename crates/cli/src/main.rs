@@ -1,2 +1,7 @@
-//! The `musepi` command line.
-fn main() {}
+//! The `musepi` binary: a thin `main` over the `musepi_cli` library, which
+//! parses the command line, runs the command and maps the outcome to an
+//! exit code (0 success, 1 the operation failed, 2 bad usage or bad input).
+
+fn main() -> std::process::ExitCode {
+    musepi_cli::commands::main()
+}

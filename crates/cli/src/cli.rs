@@ -1,0 +1,127 @@
+//! The command line as clap definitions: global flags and one subcommand
+//! enum per command group.
+//!
+//! Adding a command is one variant here and one module under
+//! [`crate::commands`]; the flags every command shares live in [`Globals`].
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// `musepi`: inspect, compact, prune and navigate pi agent sessions.
+#[derive(Debug, Parser)]
+#[command(name = "musepi", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// Flags every command accepts, anywhere on the line.
+    #[command(flatten)]
+    pub globals: Globals,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags accepted anywhere on the line.
+#[derive(Debug, Clone, Default, Args)]
+pub struct Globals {
+    /// Print one JSON document on stdout instead of text for people.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Fix the clock for new entries (ISO-8601, e.g. 2025-05-01T10:00:00.000Z).
+    #[arg(long, global = true, value_name = "ISO-8601")]
+    pub now: Option<String>,
+    /// New ids `00000001`, `00000002`, … after the highest such id in the
+    /// file; v1 entries are numbered that way during migration.
+    #[arg(long, global = true)]
+    pub deterministic_ids: bool,
+    /// A settings file read after ~/.musepi/settings.json and .musepi/settings.json.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub settings: Option<PathBuf>,
+    /// Print nothing on stderr but errors.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Say more (repeat for more).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+/// Every command.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Inspect, check, repair and migrate session files.
+    #[command(subcommand)]
+    Session(SessionCommand),
+}
+
+/// `musepi session …`.
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// Version, entry counts by type and role, leaf, path length, labels, name, problems.
+    Stats(StatsArgs),
+    /// The tree, indented, with ids, types or roles, previews and labels; the leaf marked.
+    Tree(TreeArgs),
+    /// Every problem of the file, one per line; exit 2 if there is any.
+    Check(CheckArgs),
+    /// Rewrite a v1 or v2 file as v3, as the reference does; a v3 file is left alone.
+    Migrate(MigrateArgs),
+}
+
+/// `musepi session stats FILE`.
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// The session file, or `-` for standard input.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+}
+
+/// `musepi session tree FILE`.
+#[derive(Debug, Args)]
+pub struct TreeArgs {
+    /// The session file, or `-` for standard input.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Show every entry: do not collapse long linear runs.
+    #[arg(long)]
+    pub full: bool,
+}
+
+/// `musepi session check FILE [--repair -o OUT]`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Exit status: 0 when the file has no problem, 2 when it has any.
+With --repair, the repaired copy decides: 0 when it has no problem left, 2 otherwise.
+The input file is never changed.")]
+pub struct CheckArgs {
+    /// The session file, or `-` for standard input.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Write a repaired copy to OUT: blank, malformed and torn lines and
+    /// lines before the header are dropped; every other line is copied byte
+    /// for byte. Never in place.
+    #[arg(long, requires = "out")]
+    pub repair: bool,
+    /// Where the repaired copy goes.
+    #[arg(short = 'o', long = "out", value_name = "OUT", requires = "repair")]
+    pub out: Option<PathBuf>,
+}
+
+/// `musepi session migrate FILE [-o OUT | --in-place]`.
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// The session file (`-` reads standard input and needs `-o`).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Write the migrated session to OUT (`-` for standard output) instead of in place.
+    #[arg(
+        short = 'o',
+        long = "out",
+        value_name = "OUT",
+        conflicts_with = "in_place"
+    )]
+    pub out: Option<PathBuf>,
+    /// Rewrite FILE itself, atomically (the default when -o is not given).
+    #[arg(long)]
+    pub in_place: bool,
+    /// Say what would change and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}

@@ -1,0 +1,153 @@
+//! `musepi session check FILE [--repair -o OUT]`.
+
+use musepi_session_model::{Problem, SessionError};
+use serde_json::{Value, json};
+use std::fmt::Write as _;
+
+use super::repair::{self, Repair};
+use super::{problem_json, problem_line};
+use crate::cli::CheckArgs;
+use crate::commands::files::{Input, Loaded, load};
+use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
+use crate::output::{Color, note, print_json, print_text};
+
+/// Checks the file; with `--repair`, writes a repaired copy to `-o OUT`.
+/// The input is never written.
+pub(super) fn run(args: &CheckArgs, ctx: &Ctx) -> CmdResult {
+    let input = Input::from_arg(&args.file);
+    let name = input.name();
+    let loaded = match load(&input, ctx) {
+        Ok(l) => l,
+        Err(e @ SessionError::Io { .. }) => return Err(Failure::bad_input(e)),
+        Err(e) => return unusable(&name, &e, args, ctx),
+    };
+    let problems = loaded.session.problems();
+    let repaired = match (&args.repair, &args.out) {
+        (true, Some(out)) => Some(repair::run(&loaded, out).inspect_err(|_| {
+            // The problems are still worth seeing when the copy fails.
+            if !ctx.json() {
+                let _ = print_text(&render_problems(&name, problems, &loaded, ctx));
+            }
+        })?),
+        _ => None,
+    };
+    if ctx.json() {
+        let mut doc = json!({
+            "file": name,
+            "entryCount": loaded.session.len(),
+            "problems": problems.iter().map(problem_json).collect::<Vec<_>>(),
+        });
+        if let Some(r) = &repaired {
+            doc["repair"] = repair_json(r);
+        }
+        print_json(&doc).or_failed()?;
+    } else {
+        let mut text = render_problems(&name, problems, &loaded, ctx);
+        if let Some(r) = &repaired {
+            text.push_str(&render_repair(r, ctx));
+        }
+        print_text(&text).or_failed()?;
+    }
+    let clean = match &repaired {
+        Some(r) => r.remaining.is_empty(),
+        None => problems.is_empty(),
+    };
+    Ok(if clean { Exit::Ok } else { Exit::BadInput })
+}
+
+/// A file the model cannot read as a session at all: one file-level problem.
+fn unusable(name: &str, e: &SessionError, args: &CheckArgs, ctx: &Ctx) -> CmdResult {
+    let (line, kind) = match e {
+        SessionError::Empty { .. } => (0, "empty-file"),
+        SessionError::NotASession { line, .. } => (*line, "not-a-session"),
+        _ => (0, "unreadable"),
+    };
+    if ctx.json() {
+        print_json(&json!({
+            "file": name,
+            "entryCount": 0,
+            "problems": [{"line": line, "kind": kind, "message": e.to_string()}],
+        }))
+        .or_failed()?;
+    } else {
+        print_text(&format!("{e}\n")).or_failed()?;
+    }
+    if args.repair {
+        return Err(Failure::bad_input(anyhow::anyhow!(
+            "{name}: no session header, so there is nothing to repair; nothing was written"
+        )));
+    }
+    Ok(Exit::BadInput)
+}
+
+fn render_problems(name: &str, problems: &[Problem], loaded: &Loaded, ctx: &Ctx) -> String {
+    let st = ctx.style;
+    let mut out = String::new();
+    for p in problems {
+        out.push_str(&problem_line(name, p));
+        out.push_str(&st.paint(Color::Dim, &format!(" [{}]", p.kind.name())));
+        out.push('\n');
+    }
+    let entries = loaded.session.len();
+    if problems.is_empty() {
+        let _ = writeln!(
+            out,
+            "{name}: {} ({entries} entries)",
+            st.paint(Color::Green, "ok, no problems")
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "{name}: {} ({entries} entries)",
+            st.paint(Color::Yellow, &format!("{} problem(s)", problems.len()))
+        );
+    }
+    out
+}
+
+fn repair_json(r: &Repair) -> Value {
+    json!({
+        "output": r.out.display().to_string(),
+        "keptLines": r.kept,
+        "dropped": r.dropped.iter().map(|d| json!({"line": d.line, "reason": d.reason})).collect::<Vec<_>>(),
+        "changed": r.changed.iter().map(|d| json!({"line": d.line, "reason": d.reason})).collect::<Vec<_>>(),
+        "remaining": r.remaining.iter().map(problem_json).collect::<Vec<_>>(),
+    })
+}
+
+fn render_repair(r: &Repair, ctx: &Ctx) -> String {
+    let out_name = r.out.display().to_string();
+    let mut text = String::new();
+    for d in &r.dropped {
+        let _ = writeln!(text, "dropped line {}: {}", d.line, d.reason);
+    }
+    for d in &r.changed {
+        let _ = writeln!(text, "changed line {}: {}", d.line, d.reason);
+    }
+    let _ = writeln!(
+        text,
+        "wrote {out_name}: {} line(s) kept byte for byte, {} dropped",
+        r.kept,
+        r.dropped.len()
+    );
+    if r.remaining.is_empty() {
+        let _ = writeln!(
+            text,
+            "{out_name}: {}",
+            ctx.style.paint(Color::Green, "ok, no problems")
+        );
+    } else {
+        for p in &r.remaining {
+            text.push_str(&problem_line(&out_name, p));
+            text.push('\n');
+        }
+        note(
+            ctx.quiet(),
+            &format!(
+                "{out_name}: {} problem(s) remain that repair does not change (they lose no data)",
+                r.remaining.len()
+            ),
+        );
+    }
+    text
+}

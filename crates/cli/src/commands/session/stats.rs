@@ -1,0 +1,146 @@
+//! `musepi session stats FILE`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use musepi_session_model::Session;
+use serde_json::{Value, json};
+
+use super::{problem_json, problem_line};
+use crate::cli::StatsArgs;
+use crate::commands::files::{Input, load_or_fail};
+use crate::commands::{CmdResult, Ctx, Exit, OrExit};
+use crate::output::{Color, aligned, print_json, print_text};
+
+/// What `stats` reports.
+struct Stats<'a> {
+    session: &'a Session,
+    by_type: BTreeMap<&'a str, usize>,
+    by_role: BTreeMap<&'a str, usize>,
+    path_length: usize,
+}
+
+impl<'a> Stats<'a> {
+    fn of(session: &'a Session) -> Self {
+        let mut by_type = BTreeMap::new();
+        let mut by_role = BTreeMap::new();
+        for e in session.entries() {
+            *by_type.entry(e.type_name()).or_default() += 1;
+            if let Some(m) = e.message() {
+                *by_role.entry(m.role()).or_default() += 1;
+            }
+        }
+        let path_length = session
+            .leaf_index()
+            .map_or(0, |i| session.path_indices(i).len());
+        Self {
+            session,
+            by_type,
+            by_role,
+            path_length,
+        }
+    }
+
+    fn to_json(&self, file: &str) -> Value {
+        let s = self.session;
+        json!({
+            "file": file,
+            "sessionId": s.header().id,
+            "version": s.original_version(),
+            "entryCount": s.len(),
+            "byType": self.by_type,
+            "byRole": self.by_role,
+            "leafId": s.leaf_id().map(musepi_session_model::EntryId::as_str),
+            "pathLength": self.path_length,
+            "labels": s.labels().iter().map(|(k, v)| json!({"targetId": k.as_str(), "label": v})).collect::<Vec<_>>(),
+            "sessionName": s.session_name(),
+            "problems": s.problems().iter().map(problem_json).collect::<Vec<_>>(),
+        })
+    }
+
+    fn render(&self, file: &str, ctx: &Ctx) -> String {
+        let s = self.session;
+        let st = ctx.style;
+        let mut rows: Vec<(String, String)> = Vec::new();
+        let version = if s.was_migrated() {
+            format!(
+                "{} (read as v{} in memory)",
+                s.original_version(),
+                musepi_session_model::CURRENT_VERSION
+            )
+        } else {
+            s.original_version().to_string()
+        };
+        rows.push(("file".into(), file.to_owned()));
+        rows.push(("version".into(), version));
+        rows.push(("entries".into(), s.len().to_string()));
+        for (t, n) in &self.by_type {
+            rows.push((format!("  {t}"), n.to_string()));
+        }
+        if !self.by_role.is_empty() {
+            rows.push(("roles".into(), String::new()));
+            for (r, n) in &self.by_role {
+                rows.push((format!("  {r}"), n.to_string()));
+            }
+        }
+        rows.push((
+            "leaf".into(),
+            s.leaf_id()
+                .map_or_else(|| "none".into(), |l| st.paint(Color::Cyan, l.as_str())),
+        ));
+        rows.push(("path length".into(), self.path_length.to_string()));
+        rows.push((
+            "session name".into(),
+            s.session_name().unwrap_or("none").to_owned(),
+        ));
+        if s.labels().is_empty() {
+            rows.push(("labels".into(), "none".into()));
+        } else {
+            rows.push(("labels".into(), s.labels().len().to_string()));
+            for (target, label) in s.labels() {
+                rows.push((
+                    format!("  {}", st.paint(Color::Cyan, target.as_str())),
+                    st.paint(Color::Yellow, label),
+                ));
+            }
+        }
+        let problems = s.problems();
+        rows.push((
+            "problems".into(),
+            if problems.is_empty() {
+                "none".into()
+            } else {
+                st.paint(Color::Yellow, &problems.len().to_string())
+            },
+        ));
+        let mut out = aligned(&rows);
+        for p in problems
+            .iter()
+            .take(if ctx.verbose() > 0 { usize::MAX } else { 10 })
+        {
+            let _ = writeln!(out, "  {}", problem_line(file, p));
+        }
+        if problems.len() > 10 && ctx.verbose() == 0 {
+            let _ = writeln!(
+                out,
+                "  … {} more (see `musepi session check`)",
+                problems.len() - 10
+            );
+        }
+        out
+    }
+}
+
+/// Prints the statistics of the session; never writes.
+pub(super) fn run(args: &StatsArgs, ctx: &Ctx) -> CmdResult {
+    let input = Input::from_arg(&args.file);
+    let loaded = load_or_fail(&input, ctx)?;
+    let stats = Stats::of(&loaded.session);
+    let name = input.name();
+    if ctx.json() {
+        print_json(&stats.to_json(&name)).or_failed()?;
+    } else {
+        print_text(&stats.render(&name, ctx)).or_failed()?;
+    }
+    Ok(Exit::Ok)
+}
