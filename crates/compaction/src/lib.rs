@@ -8,9 +8,37 @@
 //! requests, and a finish step turns the answers into an entry.
 
 mod cut;
+mod finish;
+mod handoff;
 mod prepare;
+pub mod prompts;
+mod prune;
+mod request;
 mod settings;
+#[cfg(test)]
+mod testkit;
+#[cfg(test)]
+mod tests;
+mod trigger;
 
 pub use cut::{CutPoint, find_cut_point, is_turn_start, is_valid_cut_point, yields_message};
+pub use finish::{
+    CompactionResult, NO_PRIOR_HISTORY, finish, history_without_call, merge_summaries, sum_usage,
+    with_file_list,
+};
+pub use handoff::{HANDOFF_CUSTOM_TYPE, handoff_prompt, handoff_request, handoff_session};
 pub use prepare::{NothingToCompact, Preparation, prepare, summary_message};
+pub use prune::{
+    PruneCandidate, PruneConfig, PruneKind, PrunePlan, SUPERSEDED_NOTICE, USELESS_NOTICE,
+    age_placeholder, apply_prune, plan_prune, plan_stale_results, supersede_key,
+};
+pub use request::{
+    RequestOptions, assemble_prompt, history_max_tokens, history_request, previous_summary,
+    short_summary_max_tokens, short_summary_request, turn_prefix_max_tokens, turn_prefix_request,
+};
 pub use settings::CompactionSettings;
+pub use trigger::{
+    Action, CompactionPlan, MAX_EMPTY_INCOMPLETE_RECOVERIES, REPEATED_OVERFLOW, Reason,
+    TriggerContext, after_assistant, before_request, is_context_overflow, is_overflow_error,
+    manual, when_idle,
+};

@@ -1,0 +1,218 @@
+//! The summary requests of a compaction (SPEC §8.3-8.6), as plain data.
+
+use musepi_context_builder::{
+    ContextMessage, RequestPurpose, SummaryRequest, serialize_for_summary,
+};
+
+use crate::prepare::Preparation;
+use crate::prompts::{
+    FIRST_SUMMARY, SHORT_SUMMARY, SUMMARIZATION_SYSTEM, TURN_PREFIX, UPDATE_SUMMARY,
+};
+use crate::settings::CompactionSettings;
+
+/// What the caller adds to the requests.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestOptions {
+    /// The user's focus (`/compact <text>`), appended as `Additional focus:`.
+    pub custom_instructions: Option<String>,
+    /// A hook's replacement for the base instruction (`session.compacting`).
+    pub prompt_override: Option<String>,
+    /// Lines a hook adds as `<additional-context>` bullets.
+    pub additional_context: Vec<String>,
+    /// Replaces the previous summary in `<previous-summary>` (for example
+    /// with a snapcompact archive folded in).
+    pub previous_summary_override: Option<String>,
+}
+
+/// Output limit of the history summary: `floor(0.8 × reserve)`, within the model's cap.
+pub fn history_max_tokens(s: &CompactionSettings) -> u32 {
+    cap(s.reserve_tokens * 8 / 10, s)
+}
+
+/// Output limit of the turn-prefix summary: `floor(0.5 × reserve)`, within the model's cap.
+pub fn turn_prefix_max_tokens(s: &CompactionSettings) -> u32 {
+    cap(s.reserve_tokens / 2, s)
+}
+
+/// Output limit of the short summary: `min(512, floor(0.2 × reserve))`.
+pub fn short_summary_max_tokens(s: &CompactionSettings) -> u32 {
+    cap((s.reserve_tokens * 2 / 10).min(512), s)
+}
+
+fn cap(limit: u64, s: &CompactionSettings) -> u32 {
+    let limit = match s.model_max_tokens {
+        Some(max) if max > 0 => limit.min(max),
+        _ => limit,
+    };
+    u32::try_from(limit).unwrap_or(u32::MAX)
+}
+
+/// Assembles `<conversation>`, `<previous-summary>`, `<additional-context>`,
+/// the instruction and the custom focus (SPEC §8.3).
+pub fn assemble_prompt(
+    conversation: &str,
+    previous_summary: Option<&str>,
+    additional_context: &[String],
+    instruction: &str,
+    custom_instructions: Option<&str>,
+) -> String {
+    let mut out = format!("<conversation>\n{conversation}\n</conversation>\n\n");
+    if let Some(prev) = previous_summary {
+        out.push_str("<previous-summary>\n");
+        out.push_str(prev);
+        out.push_str("\n</previous-summary>\n\n");
+    }
+    if !additional_context.is_empty() {
+        out.push_str("<additional-context>\n");
+        for line in additional_context {
+            out.push_str("- ");
+            out.push_str(line);
+            out.push('\n');
+        }
+        out.push_str("</additional-context>\n\n");
+    }
+    out.push_str(instruction);
+    if let Some(focus) = custom_instructions.filter(|f| !f.trim().is_empty()) {
+        out.push_str("\n\nAdditional focus: ");
+        out.push_str(focus);
+    }
+    out
+}
+
+/// The previous summary the history request folds into, if any.
+pub fn previous_summary<'p>(
+    prep: &'p Preparation<'_>,
+    options: &'p RequestOptions,
+) -> Option<&'p str> {
+    options
+        .previous_summary_override
+        .as_deref()
+        .or(prep.previous_summary.as_deref())
+}
+
+/// The history summary request, when there are messages to summarize.
+pub fn history_request(
+    prep: &Preparation<'_>,
+    settings: &CompactionSettings,
+    options: &RequestOptions,
+) -> Option<SummaryRequest> {
+    if prep.messages_to_summarize.is_empty() {
+        return None;
+    }
+    let previous = previous_summary(prep, options);
+    let base = if previous.is_some() {
+        UPDATE_SUMMARY.text()
+    } else {
+        FIRST_SUMMARY.text()
+    };
+    let instruction = options.prompt_override.as_deref().unwrap_or(base);
+    let prompt = assemble_prompt(
+        &serialize_for_summary(&prep.messages_to_summarize),
+        previous,
+        &options.additional_context,
+        instruction,
+        options.custom_instructions.as_deref(),
+    );
+    Some(SummaryRequest::single(
+        RequestPurpose::History,
+        SUMMARIZATION_SYSTEM.text(),
+        prompt,
+        Some(history_max_tokens(settings)),
+        settings.reasoning.clone(),
+    ))
+}
+
+/// The split-turn prefix request: the prefix and its instruction only (no
+/// previous summary, no focus, no additional context).
+pub fn turn_prefix_request(
+    prep: &Preparation<'_>,
+    settings: &CompactionSettings,
+) -> Option<SummaryRequest> {
+    if !prep.cut.is_split_turn || prep.turn_prefix_messages.is_empty() {
+        return None;
+    }
+    let prompt = assemble_prompt(
+        &serialize_for_summary(&prep.turn_prefix_messages),
+        None,
+        &[],
+        TURN_PREFIX.text(),
+        None,
+    );
+    Some(SummaryRequest::single(
+        RequestPurpose::TurnPrefix,
+        SUMMARIZATION_SYSTEM.text(),
+        prompt,
+        Some(turn_prefix_max_tokens(settings)),
+        settings.reasoning.clone(),
+    ))
+}
+
+/// The short-summary request: the kept messages, with the merged history
+/// summary as the previous summary.
+pub fn short_summary_request(
+    recent: &[ContextMessage<'_>],
+    merged_summary: &str,
+    settings: &CompactionSettings,
+    options: &RequestOptions,
+) -> SummaryRequest {
+    let prompt = assemble_prompt(
+        &serialize_for_summary(recent),
+        Some(merged_summary),
+        &options.additional_context,
+        SHORT_SUMMARY.text(),
+        None,
+    );
+    SummaryRequest::single(
+        RequestPurpose::ShortSummary,
+        SUMMARIZATION_SYSTEM.text(),
+        prompt,
+        Some(short_summary_max_tokens(settings)),
+        settings.reasoning.clone(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompt_sections_appear_in_order_and_only_when_given() {
+        let p = assemble_prompt(
+            "[User]: hi",
+            Some("PREV"),
+            &["one".into(), "two".into()],
+            "INSTRUCT",
+            Some("tests"),
+        );
+        assert_eq!(
+            p,
+            "<conversation>\n[User]: hi\n</conversation>\n\n<previous-summary>\nPREV\n</previous-summary>\n\n<additional-context>\n- one\n- two\n</additional-context>\n\nINSTRUCT\n\nAdditional focus: tests"
+        );
+        assert_eq!(
+            assemble_prompt("c", None, &[], "I", None),
+            "<conversation>\nc\n</conversation>\n\nI"
+        );
+    }
+
+    #[test]
+    fn output_limits_follow_the_reserve_and_the_model_cap() {
+        let s = CompactionSettings::default();
+        assert_eq!(
+            (
+                history_max_tokens(&s),
+                turn_prefix_max_tokens(&s),
+                short_summary_max_tokens(&s)
+            ),
+            (13_107, 8_192, 512)
+        );
+        let big = CompactionSettings {
+            reserve_tokens: 500_000,
+            model_max_tokens: Some(128_000),
+            ..Default::default()
+        };
+        assert_eq!(
+            (history_max_tokens(&big), turn_prefix_max_tokens(&big)),
+            (128_000, 128_000)
+        );
+    }
+}

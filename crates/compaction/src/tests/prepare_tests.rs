@@ -1,0 +1,279 @@
+use serde_json::json;
+
+use crate::testkit::Builder;
+use crate::{
+    CompactionSettings, NO_PRIOR_HISTORY, NothingToCompact, RequestOptions, finish,
+    history_request, merge_summaries, prepare, turn_prefix_request,
+};
+
+fn settings(keep: u64) -> CompactionSettings {
+    CompactionSettings {
+        keep_recent_tokens: keep,
+        adapt_keep_recent: false,
+        ..Default::default()
+    }
+}
+
+fn ids(b: &Builder, msgs: &[musepi_context_builder::ContextMessage<'_>]) -> Vec<String> {
+    msgs.iter()
+        .map(|m| b.session.entries()[m.entry_index].id.to_string())
+        .collect()
+}
+
+/// Appendix C: the end-to-end worked example, with adaptation.
+#[test]
+fn appendix_c_worked_example() {
+    let mut b = Builder::new();
+    let x = |n: usize| "x".repeat(n);
+    b.user(&x(400));
+    b.assistant(
+        &x(200),
+        &[("c1", "read", json!({"path": "src/a.ts"}))],
+        None,
+    );
+    b.result("c1", "read", &x(40_000));
+    b.user(&x(800));
+    b.assistant(
+        &x(400),
+        &[("c2", "edit", json!({"path": "src/a.ts", "x": x(2_974)}))],
+        None,
+    );
+    b.result("c2", "edit", &x(200));
+    b.push(musepi_session_model::EntryBody::ModelChange(
+        musepi_session_model::ModelChange {
+            provider: Some("anthropic".into()),
+            model_id: Some("claude-sonnet-4-5".into()),
+            ..Default::default()
+        },
+    ));
+    let turn_start = b.user(&x(400));
+    b.assistant(
+        &x(1_200),
+        &[("c3", "bash", json!({"command": "npm test"}))],
+        None,
+    );
+    b.result("c3", "bash", &x(60_000));
+    let last = b.assistant(&x(2_000), &[], Some((45_000.0, 500.0)));
+    let s = CompactionSettings::default();
+    let p = prepare(&b.session, b.leaf(), &s).unwrap();
+    assert_eq!(p.keep_recent_tokens, 12_072);
+    assert_eq!(p.first_kept_entry_id, last);
+    assert!(p.cut.is_split_turn);
+    assert_eq!(
+        p.path[p.cut.turn_start_index.unwrap()],
+        b.session.index_of(turn_start.as_str()).unwrap()
+    );
+    assert_eq!(p.messages_to_summarize.len(), 6);
+    assert_eq!(p.turn_prefix_messages.len(), 3);
+    assert_eq!(p.recent_messages.len(), 1);
+    assert_eq!(p.tokens_before, 45_500.0);
+    let lists = p.file_ops.lists();
+    assert!(lists.read_files.is_empty());
+    assert_eq!(lists.modified_files, ["src/a.ts"]);
+    let prefix = turn_prefix_request(&p, &s).unwrap();
+    assert_eq!(prefix.max_tokens, Some(8_192));
+    assert!(
+        prefix
+            .prompt_text()
+            .contains("[... 58000 more characters truncated]")
+    );
+    let history = history_request(&p, &s, &RequestOptions::default()).unwrap();
+    assert_eq!(history.max_tokens, Some(13_107));
+    let merged = merge_summaries("HISTORY", Some("PREFIX"));
+    let result = finish(&p, &merged, None, None, None);
+    assert_eq!(
+        result.summary,
+        "HISTORY\n\n---\n\n**Turn Context (split turn):**\n\nPREFIX\n\n<files>\n# src/\na.ts (RW)\n</files>"
+    );
+    assert_eq!(
+        result.details,
+        Some(json!({"readFiles": [], "modifiedFiles": ["src/a.ts"]}))
+    );
+    // Without adaptation the cut is the user message at index 3: no split.
+    let p = prepare(&b.session, b.leaf(), &settings(20_000)).unwrap();
+    assert!(!p.cut.is_split_turn);
+    assert_eq!(p.cut.first_kept_index, 3);
+}
+
+/// SPEC §7.8 A: a cut on an assistant splits its turn; on a user it does not.
+#[test]
+fn worked_example_a_split_turn() {
+    let mut b = Builder::new();
+    let big = "y".repeat(4_000); // 1,000 tokens each
+    b.user(&big);
+    b.assistant(&big, &[("a", "read", json!({"path": "a"}))], None);
+    b.result("a", "read", &big);
+    let u3 = b.user(&big);
+    let a4 = b.assistant(&big, &[("b", "read", json!({"path": "b"}))], None);
+    b.result("b", "read", &big);
+    b.result("b2", "read", &big);
+    b.assistant(&big, &[("c", "read", json!({"path": "c"}))], None);
+    b.result("c", "read", &big);
+    let p = prepare(&b.session, b.leaf(), &settings(5_000)).unwrap();
+    assert_eq!(p.first_kept_entry_id, a4);
+    assert!(p.cut.is_split_turn);
+    assert_eq!(ids(&b, &p.turn_prefix_messages), [u3.to_string()]);
+    assert_eq!(p.messages_to_summarize.len(), 3);
+    let p = prepare(&b.session, b.leaf(), &settings(6_000)).unwrap();
+    assert_eq!(p.first_kept_entry_id, u3);
+    assert!(!p.cut.is_split_turn);
+}
+
+/// SPEC §7.8 B: one huge turn: nothing before it, so the history is "No prior history.".
+#[test]
+fn worked_example_b_one_huge_turn() {
+    let mut b = Builder::new();
+    let big = "z".repeat(4_000);
+    b.user(&big);
+    b.assistant(&big, &[("a", "read", json!({"path": "a"}))], None);
+    b.result("a", "read", &big);
+    let kept = b.assistant(&big, &[("b", "read", json!({"path": "b"}))], None);
+    b.result("b", "read", &big);
+    let p = prepare(&b.session, b.leaf(), &settings(1_500)).unwrap();
+    assert_eq!(p.first_kept_entry_id, kept);
+    assert!(p.cut.is_split_turn && p.messages_to_summarize.is_empty());
+    assert_eq!(p.turn_prefix_messages.len(), 3);
+    assert!(history_request(&p, &settings(1_500), &RequestOptions::default()).is_none());
+    assert_eq!(crate::history_without_call(&p), NO_PRIOR_HISTORY);
+}
+
+/// SPEC §7.8 C with spec-decisions 6: metadata pulled in front of a user
+/// message does not make a split turn.
+#[test]
+fn worked_example_c_metadata_before_a_turn_start() {
+    let mut b = Builder::new();
+    let big = "m".repeat(4_000);
+    let u0 = b.user(&big);
+    b.assistant(&big, &[], None);
+    let mc = b.push(musepi_session_model::EntryBody::ThinkingLevelChange {
+        thinking_level: Some("high".into()),
+    });
+    b.user(&big);
+    b.assistant(&big, &[], None);
+    let p = prepare(&b.session, b.leaf(), &settings(2_000)).unwrap();
+    assert_eq!(p.first_kept_entry_id, mc);
+    assert!(!p.cut.is_split_turn);
+    assert!(p.turn_prefix_messages.is_empty());
+    assert_eq!(ids(&b, &p.messages_to_summarize)[0], u0.to_string());
+    assert_eq!(p.messages_to_summarize.len(), 2);
+}
+
+/// SPEC §7.8 D and §18.10 item 3.
+#[test]
+fn nothing_to_compact() {
+    let mut b = Builder::new();
+    let u = b.user("hi");
+    b.assistant("hello", &[], None);
+    assert_eq!(
+        prepare(&b.session, b.leaf(), &settings(50_000)).unwrap_err(),
+        NothingToCompact::TooSmall
+    );
+    b.compaction("S", &u, 10.0);
+    assert_eq!(
+        prepare(&b.session, b.leaf(), &settings(1)).unwrap_err(),
+        NothingToCompact::AlreadyCompacted
+    );
+    assert_eq!(
+        NothingToCompact::AlreadyCompacted.to_string(),
+        "Already compacted"
+    );
+    assert_eq!(
+        prepare(&b.session, None, &settings(1)).unwrap_err(),
+        NothingToCompact::TooSmall
+    );
+}
+
+/// SPEC §18.5 item 13 with spec-decisions 5: previously kept messages are
+/// summarized again, and the previous summary is not.
+#[test]
+fn previous_compaction_kept_messages_are_summarized_again() {
+    let mut b = Builder::new();
+    let rep = |s: &str, n: usize| s.repeat(n);
+    b.user(&rep("user msg 1 ", 12));
+    b.assistant(&rep("assistant 1 ", 12), &[], None);
+    let u2 = b.user(&rep("user msg 2 - kept by compaction1 ", 12));
+    b.assistant(&rep("assistant 2 ", 12), &[], None);
+    b.user(&rep("user msg 3 - kept by compaction1 ", 12));
+    b.assistant(&rep("assistant 3 ", 12), &[], Some((5_000.0, 1_000.0)));
+    b.compaction("First summary", &u2, 6_000.0);
+    b.user(&rep("user msg 4 ", 12));
+    b.assistant(&rep("assistant 4 ", 12), &[], Some((8_000.0, 2_000.0)));
+    // Everything after the compaction fits, but the messages it kept are
+    // summarized again (the reference would report nothing to compact).
+    let p = prepare(&b.session, b.leaf(), &CompactionSettings::default()).unwrap();
+    assert_eq!(p.messages_to_summarize.len(), 4);
+    assert_eq!(p.recent_messages.len(), 2);
+    let p = prepare(&b.session, b.leaf(), &settings(100)).unwrap();
+    let request = history_request(&p, &settings(100), &RequestOptions::default()).unwrap();
+    let conversation = request.prompt_text();
+    let conversation = &conversation[..conversation.find("</conversation>").unwrap()];
+    assert!(conversation.contains("user msg 2 - kept by compaction1"));
+    assert!(conversation.contains("user msg 3 - kept by compaction1"));
+    assert!(!conversation.contains("First summary"));
+    assert_eq!(p.previous_summary.as_deref(), Some("First summary"));
+    assert!(
+        request
+            .prompt_text()
+            .contains("<previous-summary>\nFirst summary\n</previous-summary>")
+    );
+    assert!(
+        request
+            .prompt_text()
+            .contains("Write an updated checkpoint")
+    );
+}
+
+/// SPEC §18.5 items 6-9.
+#[test]
+fn cut_point_cases_of_the_reference_suite() {
+    let mut b = Builder::new();
+    b.assistant("only", &[], None);
+    let p = crate::find_cut_point(b.session.entries(), &b.session.path_indices(0), 0, 1, 1_000);
+    assert_eq!(p.first_kept_index, 0);
+
+    let mut b = Builder::new();
+    b.user("Turn 1");
+    b.assistant("A1", &[], None);
+    let turn2 = b.user("Turn 2");
+    b.assistant(&"A2-1 ".repeat(1_000), &[], None);
+    b.assistant(&"A2-2 ".repeat(1_000), &[], None);
+    b.assistant(&"A2-3 ".repeat(1_000), &[], None);
+    let path = b.session.path_indices(b.leaf().unwrap());
+    let cut = crate::find_cut_point(b.session.entries(), &path, 0, path.len(), 3_000);
+    assert!(cut.is_split_turn);
+    assert_eq!(
+        b.session.entries()[path[cut.turn_start_index.unwrap()]].id,
+        turn2
+    );
+
+    // Custom messages are cut points and turn starts; the reference's walk
+    // counts only message entries and pulls a custom message in front of
+    // the cut into the kept side, where it starts the turn (no split).
+    let mut b = Builder::new();
+    b.user("hi");
+    b.assistant("hello", &[], None);
+    b.push(musepi_session_model::EntryBody::CustomMessage(
+        musepi_session_model::CustomMessageEntry {
+            custom_type: "note".into(),
+            content: musepi_session_model::Content::text("x".repeat(4_000)),
+            display: true,
+            ..Default::default()
+        },
+    ));
+    let ok = b.assistant("ok", &[], None);
+    let path = b.session.path_indices(b.leaf().unwrap());
+    let cut = crate::find_cut_point(b.session.entries(), &path, 0, path.len(), 1);
+    assert_eq!(cut.first_kept_index, 2);
+    assert!(!cut.is_split_turn);
+    // Budget 3 is reached at "hello", so its turn is split.
+    let cut = crate::find_cut_point(b.session.entries(), &path, 0, path.len(), 3);
+    assert_eq!(
+        (
+            cut.first_kept_index,
+            cut.turn_start_index,
+            cut.is_split_turn
+        ),
+        (1, Some(0), true)
+    );
+    assert_ne!(b.session.entries()[path[cut.first_kept_index]].id, ok);
+}

@@ -1,0 +1,176 @@
+use serde_json::json;
+
+use crate::testkit::Builder;
+use crate::{PruneConfig, PruneKind, USELESS_NOTICE, apply_prune, plan_prune, plan_stale_results};
+
+/// SPEC §18.10 item 4.
+#[test]
+fn old_results_behind_the_protected_window_are_pruned() {
+    let mut b = Builder::new();
+    let result = "r".repeat(40_000); // 10,000 tokens
+    for i in 0..5 {
+        b.user("go");
+        b.assistant(
+            "run",
+            &[(&format!("old{i}"), "bash", json!({"command": "x"}))],
+            None,
+        );
+        b.result(&format!("old{i}"), "bash", &result);
+    }
+    for i in 0..5 {
+        b.assistant(
+            "run",
+            &[(&format!("new{i}"), "bash", json!({"command": "y"}))],
+            None,
+        );
+        b.result(&format!("new{i}"), "bash", &"n".repeat(36_000)); // 9,000 tokens: 45,000 protected
+    }
+    let plan = plan_prune(&b.session, b.leaf(), &PruneConfig::default());
+    assert_eq!(plan.candidates.len(), 5);
+    assert!(
+        plan.candidates
+            .iter()
+            .all(|c| c.placeholder == "[Output truncated - 10000 tokens]"
+                && c.kind == PruneKind::Age)
+    );
+    assert_eq!(plan.tokens_saved, 5 * (10_000 - 9));
+    let changes = apply_prune(&b.session, &plan, 1_800_000_000_000).unwrap();
+    assert_eq!(changes.len(), 5);
+    for (_, entry, line) in &changes {
+        let t = entry.message().unwrap().as_tool_result().unwrap();
+        assert_eq!(t.pruned_at, Some(1_800_000_000_000.0));
+        assert_eq!(t.content.joined_text(), "[Output truncated - 10000 tokens]");
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(
+            v["message"]["content"],
+            json!([{"type": "text", "text": "[Output truncated - 10000 tokens]"}])
+        );
+        assert_eq!(v["message"]["prunedAt"], json!(1_800_000_000_000_i64));
+        assert!(line.ends_with(r#","prunedAt":1800000000000}}"#), "{line}");
+    }
+}
+
+#[test]
+fn small_savings_change_nothing() {
+    let mut b = Builder::new();
+    b.assistant("run", &[("a", "bash", json!({}))], None);
+    b.result("a", "bash", &"r".repeat(16_000)); // 4,000 tokens
+    b.assistant("run", &[("b", "bash", json!({}))], None);
+    b.result("b", "bash", &"n".repeat(164_000)); // 41,000 protected
+    let plan = plan_prune(&b.session, b.leaf(), &PruneConfig::default());
+    assert!(plan.is_empty());
+}
+
+#[test]
+fn tiny_results_skill_results_and_the_window_are_never_age_pruned() {
+    let mut b = Builder::new();
+    b.assistant("s", &[("s", "skill", json!({}))], None);
+    b.result("s", "skill", &"s".repeat(200_000));
+    b.assistant("t", &[("t", "bash", json!({}))], None);
+    b.result("t", "bash", &"t".repeat(160)); // 40 tokens
+    b.assistant(
+        "r",
+        &[("r", "read", json!({"path": "skill://guide"}))],
+        None,
+    );
+    b.result("r", "read", &"g".repeat(200_000));
+    b.assistant("old", &[("o", "bash", json!({}))], None);
+    b.result("o", "bash", &"o".repeat(100_000));
+    b.assistant("new", &[("n", "bash", json!({}))], None);
+    b.result("n", "bash", &"n".repeat(164_000));
+    let plan = plan_prune(
+        &b.session,
+        b.leaf(),
+        &PruneConfig {
+            minimum_savings: 0,
+            ..PruneConfig::default()
+        },
+    );
+    let pruned: Vec<String> = plan
+        .candidates
+        .iter()
+        .map(|c| b.session.entries()[c.entry_index].id.to_string())
+        .collect();
+    assert_eq!(pruned.len(), 1, "{pruned:?}");
+    assert_eq!(
+        b.session.entries()[plan.candidates[0].entry_index]
+            .message()
+            .unwrap()
+            .as_tool_result()
+            .unwrap()
+            .tool_call_id,
+        "o"
+    );
+}
+
+#[test]
+fn useless_results_are_elided_even_inside_the_window() {
+    let mut b = Builder::new();
+    b.assistant("grep", &[("g", "grep", json!({"q": "x"}))], None);
+    b.result_with("g", "grep", &"no matches ".repeat(10), false, Some(true));
+    b.assistant("grep", &[("e", "grep", json!({"q": "y"}))], None);
+    b.result_with("e", "grep", &"error ".repeat(10), true, Some(true));
+    let config = PruneConfig {
+        minimum_savings: 0,
+        ..PruneConfig::default()
+    };
+    let plan = plan_prune(&b.session, b.leaf(), &config);
+    assert_eq!(plan.candidates.len(), 1);
+    assert_eq!(plan.candidates[0].placeholder, USELESS_NOTICE);
+    assert_eq!(plan.candidates[0].kind, PruneKind::Useless);
+}
+
+#[test]
+fn older_reads_of_a_file_are_superseded() {
+    let mut b = Builder::new();
+    b.assistant("r1", &[("r1", "read", json!({"path": "src/a.ts"}))], None);
+    b.result("r1", "read", &"v1 ".repeat(100));
+    b.assistant(
+        "r2",
+        &[("r2", "read", json!({"path": "src/a.ts:10-20"}))],
+        None,
+    );
+    b.result("r2", "read", &"part ".repeat(100));
+    b.assistant("r3", &[("r3", "read", json!({"path": "src/a.ts"}))], None);
+    b.result("r3", "read", &"v2 ".repeat(100));
+    b.assistant("r4", &[("r4", "read", json!({"path": "src/b.ts"}))], None);
+    b.result("r4", "read", &"b ".repeat(100));
+    let plan = plan_stale_results(&b.session, b.leaf(), &PruneConfig::default(), 8_000, false);
+    let ids: Vec<&str> = plan
+        .candidates
+        .iter()
+        .map(|c| {
+            b.session.entries()[c.entry_index]
+                .message()
+                .unwrap()
+                .as_tool_result()
+                .unwrap()
+                .tool_call_id
+                .as_str()
+        })
+        .collect();
+    assert_eq!(ids, ["r2", "r1"]);
+    assert!(
+        plan.candidates
+            .iter()
+            .all(|c| c.kind == PruneKind::Superseded)
+    );
+}
+
+#[test]
+fn the_stale_pass_waits_for_a_small_suffix_unless_idle() {
+    let mut b = Builder::new();
+    b.assistant("r1", &[("r1", "read", json!({"path": "a"}))], None);
+    b.result("r1", "read", &"v1 ".repeat(100));
+    b.assistant("r2", &[("r2", "read", json!({"path": "a"}))], None);
+    b.result("r2", "read", &"x".repeat(40_000)); // 10,000 tokens after r1
+    assert!(
+        plan_stale_results(&b.session, b.leaf(), &PruneConfig::default(), 8_000, false).is_empty()
+    );
+    assert_eq!(
+        plan_stale_results(&b.session, b.leaf(), &PruneConfig::default(), 8_000, true)
+            .candidates
+            .len(),
+        1
+    );
+}
