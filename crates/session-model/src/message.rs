@@ -428,6 +428,9 @@ pub struct ToolResultMessage {
     /// When pruning blanked the content (epoch ms, SPEC §5).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pruned_at: Option<f64>,
+    /// Usage of nested LLM work done by the tool (`[PI+]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
 }
 
 impl ToolResultMessage {

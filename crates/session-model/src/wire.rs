@@ -373,6 +373,7 @@ fn message_from_wire(m: WireMessage, missing: &mut Vec<&'static str>) -> Option<
             timestamp: m.timestamp,
             useless: m.useless,
             pruned_at: m.pruned_at,
+            usage: m.usage.map(WireUsage::into_usage),
         }),
         "bashExecution" => AgentMessage::BashExecution(BashExecutionMessage {
             command: m.command.unwrap_or_default(),
