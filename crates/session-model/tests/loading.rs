@@ -1,0 +1,151 @@
+//! SPEC §18.3 (`file-operations.test.ts`), with the `[PI+]` refusal policy
+//! (spec-decisions 17): a non-empty file without a valid header is refused
+//! and left byte for byte as it was; nothing is rewritten to "recover" it.
+
+mod common;
+
+use common::{header_line, write};
+use musepi_session_model::{
+    Journal, ProblemKind, SequentialIds, SessionError, load_bytes, load_file,
+};
+
+fn open_err(path: &std::path::Path) -> SessionError {
+    Journal::open(path, &mut SequentialIds::new()).expect_err("refused")
+}
+
+const MSG: &str = r#"{"type":"message","id":"m1","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}"#;
+
+#[test]
+fn missing_empty_headerless_and_non_json_files_give_no_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.jsonl");
+    let err = open_err(&missing);
+    assert!(matches!(err, SessionError::Io { .. }), "{err:?}");
+    assert!(err.to_string().contains("missing.jsonl"), "{err}");
+    assert!(!missing.exists(), "opening never creates the file");
+
+    let empty = write(dir.path(), "empty.jsonl", "");
+    assert!(matches!(open_err(&empty), SessionError::Empty { .. }));
+    assert_eq!(std::fs::read(&empty).unwrap(), b"");
+
+    let headerless = write(
+        dir.path(),
+        "h.jsonl",
+        "{\"type\":\"message\",\"id\":\"1\"}\n",
+    );
+    let err = open_err(&headerless);
+    assert!(
+        matches!(err, SessionError::NotASession { line: 1, .. }),
+        "{err:?}"
+    );
+
+    let not_json = write(dir.path(), "n.jsonl", "not json\n");
+    assert!(matches!(
+        open_err(&not_json),
+        SessionError::NotASession { .. }
+    ));
+}
+
+#[test]
+fn a_header_and_one_message_give_one_entry() {
+    let text = format!("{}\n{MSG}\n", header_line("abc"));
+    let s = load_bytes(
+        "x.jsonl".as_ref(),
+        text.as_bytes(),
+        &mut SequentialIds::new(),
+    )
+    .unwrap();
+    assert_eq!(s.header().id, "abc");
+    assert_eq!(s.len(), 1);
+    assert_eq!(s.entries()[0].type_name(), "message");
+    assert!(s.problems().is_empty());
+}
+
+#[test]
+fn malformed_lines_are_skipped_and_reported_with_their_line() {
+    let text = format!("{}\ngarbage line\n{MSG}\n", header_line("abc"));
+    let s = load_bytes(
+        "x.jsonl".as_ref(),
+        text.as_bytes(),
+        &mut SequentialIds::new(),
+    )
+    .unwrap();
+    assert_eq!(s.len(), 1);
+    assert_eq!(s.problems().len(), 1);
+    assert_eq!(s.problems()[0].line, 2);
+    assert!(matches!(
+        s.problems()[0].kind,
+        ProblemKind::MalformedJson { .. }
+    ));
+}
+
+#[test]
+fn a_non_empty_file_without_a_header_is_refused_and_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in [
+        ("garbage.jsonl", "this is not a session\nat all\n"),
+        (
+            "other.jsonl",
+            "{\"hello\":\"world\"}\n{\"type\":\"message\"}\n",
+        ),
+        ("msg.jsonl", &format!("{MSG}\n")),
+    ] {
+        let path = write(dir.path(), name, text);
+        let err = open_err(&path);
+        assert!(
+            matches!(err, SessionError::NotASession { .. }),
+            "{name}: {err:?}"
+        );
+        assert!(err.to_string().contains(name), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            text,
+            "{name} untouched"
+        );
+    }
+}
+
+#[test]
+fn the_header_is_found_after_blank_and_malformed_lines() {
+    let long_id = "x".repeat(8192);
+    let text = format!("\n\n  \n{{broken\n{}\n{MSG}\n", header_line(&long_id));
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "late.jsonl", &text);
+    let (s, _) = load_file(&path, &mut SequentialIds::new()).unwrap();
+    assert_eq!(s.header().id, long_id);
+    assert_eq!(s.len(), 1);
+    assert_eq!(
+        s.problems().len(),
+        1,
+        "the malformed line before the header"
+    );
+    assert_eq!(s.problems()[0].line, 4);
+}
+
+#[test]
+fn a_header_larger_than_one_mebibyte_opens() {
+    let cwd = "d".repeat(1 << 21);
+    let header = format!(
+        r#"{{"type":"session","version":3,"id":"big","timestamp":"2025-01-01T00:00:00.000Z","cwd":"{cwd}"}}"#
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "big.jsonl", &format!("{header}\n{MSG}\n"));
+    let j = Journal::open(&path, &mut SequentialIds::new()).unwrap();
+    assert_eq!(j.session().header().cwd.as_deref(), Some(cwd.as_str()));
+    assert_eq!(j.session().len(), 1);
+}
+
+#[test]
+fn long_runs_of_blank_lines_load_as_nothing() {
+    let mut text = header_line("pad");
+    text.push('\n');
+    text.push_str(&"\n".repeat(8 << 20));
+    text.push_str(MSG);
+    text.push('\n');
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "padded.jsonl", &text);
+    let (s, _) = load_file(&path, &mut SequentialIds::new()).unwrap();
+    assert_eq!(s.len(), 1);
+    assert!(s.problems().is_empty());
+    assert_eq!(common::text_of(&s.entries()[0]), "hi");
+}

@@ -1,0 +1,207 @@
+//! SPEC §18.4 (`migration.test.ts`, `labels.test.ts`, `save-entry.test.ts`)
+//! and §18.10.8-9: migration, labels, custom entries, the deferred flush.
+
+mod common;
+
+use common::{Clock, asst, body, header, user};
+use musepi_session_model::{
+    EntryBody, EntryId, Header, Journal, SequentialIds, Session, load_bytes,
+};
+use serde_json::json;
+
+fn load(text: &str) -> Session {
+    load_bytes(
+        "m.jsonl".as_ref(),
+        text.as_bytes(),
+        &mut SequentialIds::new(),
+    )
+    .expect("loads")
+}
+
+#[test]
+fn v1_entries_get_ids_and_parents() {
+    let s = load(concat!(
+        r#"{"type":"session","id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":""}"#,
+        "\n",
+        r#"{"type":"message","timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}"#,
+        "\n",
+        r#"{"type":"message","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"assistant","content":[],"timestamp":2}}"#,
+        "\n",
+    ));
+    assert_eq!(s.header().version, 3);
+    assert_eq!(s.original_version(), 1);
+    let e = s.entries();
+    assert!(e.iter().all(|e| e.id.as_str().len() == 8));
+    assert_eq!(e[0].parent_id, None);
+    assert_eq!(e[1].parent_id.as_ref(), Some(&e[0].id));
+    assert!(s.raw_header().unwrap().contains(r#""version":3"#));
+}
+
+#[test]
+fn v2_ids_are_kept() {
+    let s = load(concat!(
+        r#"{"type":"session","version":2,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":""}"#,
+        "\n",
+        r#"{"type":"message","id":"abc12345","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}"#,
+        "\n",
+        r#"{"type":"message","id":"def67890","parentId":"abc12345","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"hookMessage","customType":"x","content":"c","display":true,"timestamp":2}}"#,
+        "\n",
+    ));
+    let e = s.entries();
+    assert_eq!(
+        [e[0].id.as_str(), e[1].id.as_str()],
+        ["abc12345", "def67890"]
+    );
+    assert_eq!(
+        e[1].parent_id.as_ref().map(EntryId::as_str),
+        Some("abc12345")
+    );
+    assert_eq!(e[1].message().unwrap().role(), "custom");
+    assert!(s.raw_line(1).unwrap().contains(r#""role":"custom""#));
+}
+
+#[test]
+fn v1_first_kept_entry_index_becomes_an_id() {
+    let s = load(concat!(
+        r#"{"type":"session","id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":""}"#,
+        "\n",
+        r#"{"type":"message","timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"a","timestamp":1}}"#,
+        "\n",
+        r#"{"type":"message","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"user","content":"b","timestamp":2}}"#,
+        "\n",
+        r#"{"type":"compaction","timestamp":"2025-01-01T00:00:03.000Z","summary":"s","firstKeptEntryIndex":2,"tokensBefore":10}"#,
+        "\n",
+    ));
+    let EntryBody::Compaction(c) = &s.entries()[2].body else {
+        panic!()
+    };
+    assert_eq!(c.first_kept_entry_id.as_ref(), Some(&s.entries()[1].id));
+    assert_eq!(s.entries()[1].id.as_str(), "00000002");
+    let line = s.raw_line(2).unwrap();
+    assert!(!line.contains("firstKeptEntryIndex"), "{line}");
+    assert!(
+        line.ends_with(r#""id":"00000003","parentId":"00000002","firstKeptEntryId":"00000002"}"#),
+        "{line}"
+    );
+}
+
+#[test]
+fn labels_set_clear_and_last_wins() {
+    let (mut s, mut c) = (Session::new(header()), Clock::default());
+    let id1 = s.append(user("1"), &mut c.stamp());
+    let id2 = s.append(asst("2"), &mut c.stamp());
+    s.append_label(id1.as_str(), Some("checkpoint"), &mut c.stamp())
+        .unwrap();
+    assert_eq!(s.label(id1.as_str()), Some("checkpoint"));
+    s.append_label(id1.as_str(), Some("later"), &mut c.stamp())
+        .unwrap();
+    assert_eq!(s.label(id1.as_str()), Some("later"));
+    s.append_label(id1.as_str(), None, &mut c.stamp()).unwrap();
+    assert_eq!(s.label(id1.as_str()), None);
+    s.append_label(id2.as_str(), Some(""), &mut c.stamp())
+        .unwrap();
+    assert_eq!(s.label(id2.as_str()), None, "an empty label clears");
+    let err = s
+        .append_label("non-existent", Some("x"), &mut c.stamp())
+        .unwrap_err();
+    assert_eq!(err.to_string(), "Entry non-existent not found");
+}
+
+#[test]
+fn branched_sessions_recreate_only_on_path_labels() {
+    let (mut s, mut c) = (Session::new(header()), Clock::default());
+    let id1 = s.append(user("1"), &mut c.stamp());
+    let id2 = s.append(asst("2"), &mut c.stamp());
+    let id3 = s.append(user("3"), &mut c.stamp());
+    s.append_label(id1.as_str(), Some("one"), &mut c.stamp())
+        .unwrap();
+    s.append_label(id2.as_str(), Some("two"), &mut c.stamp())
+        .unwrap();
+    s.append_label(id3.as_str(), Some("three"), &mut c.stamp())
+        .unwrap();
+    // Branch at id2: id3 is off the path.
+    let b = s
+        .branched(
+            id2.as_str(),
+            Header::new("b", "2025-01-02T00:00:00.000Z", "/"),
+            &mut c.stamp(),
+        )
+        .unwrap();
+    let labels: Vec<_> = b
+        .entries()
+        .iter()
+        .filter(|e| e.type_name() == "label")
+        .collect();
+    assert_eq!(labels.len(), 2);
+    assert_eq!(b.label(id1.as_str()), Some("one"));
+    assert_eq!(b.label(id2.as_str()), Some("two"));
+    assert_eq!(b.label(id3.as_str()), None);
+    assert_eq!(
+        labels[0].parent_id.as_ref(),
+        Some(&id2),
+        "chained after the last path entry"
+    );
+}
+
+#[test]
+fn labels_are_not_messages() {
+    let (mut s, mut c) = (Session::new(header()), Clock::default());
+    let id1 = s.append(user("1"), &mut c.stamp());
+    s.append_label(id1.as_str(), Some("x"), &mut c.stamp())
+        .unwrap();
+    let messages = s
+        .branch(None)
+        .unwrap()
+        .iter()
+        .filter(|e| e.message().is_some())
+        .count();
+    assert_eq!(messages, 1);
+}
+
+#[test]
+fn a_custom_entry_between_messages_chains_but_is_no_message() {
+    let (mut s, mut c) = (Session::new(header()), Clock::default());
+    let u = s.append(user("1"), &mut c.stamp());
+    let cu = s.append(
+        body(json!({"type": "custom", "customType": "state", "data": {"n": 1}})),
+        &mut c.stamp(),
+    );
+    let a = s.append(asst("2"), &mut c.stamp());
+    assert_eq!(s.len(), 3);
+    assert_eq!(s.get(cu.as_str()).unwrap().parent_id.as_ref(), Some(&u));
+    assert_eq!(s.get(a.as_str()).unwrap().parent_id.as_ref(), Some(&cu));
+    let path = s.branch(None).unwrap();
+    assert_eq!(path.len(), 3);
+    assert_eq!(path.iter().filter(|e| e.message().is_some()).count(), 2);
+}
+
+#[test]
+fn the_first_flush_waits_for_an_assistant_and_writes_everything_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("deferred.jsonl");
+    let mut c = Clock::default();
+    let mut j = Journal::create(&path, header()).unwrap();
+    j.append(user("1"), &mut c.stamp()).unwrap();
+    j.append(
+        body(json!({"type": "thinking_level_change", "thinkingLevel": "high"})),
+        &mut c.stamp(),
+    )
+    .unwrap();
+    assert!(!path.exists());
+    assert!(!j.is_flushed());
+    j.append(asst("2"), &mut c.stamp()).unwrap();
+    assert!(j.is_flushed());
+    j.append(user("3"), &mut c.stamp()).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 5);
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.contains(r#""type":"session""#))
+            .count(),
+        1
+    );
+    let reopened = Journal::open(&path, &mut SequentialIds::new()).unwrap();
+    assert_eq!(reopened.session().entries(), j.session().entries());
+}
