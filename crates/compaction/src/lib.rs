@@ -10,6 +10,7 @@
 mod cut;
 mod finish;
 mod handoff;
+mod plan;
 mod prepare;
 pub mod prompts;
 mod prune;
@@ -27,6 +28,7 @@ pub use finish::{
     with_file_list,
 };
 pub use handoff::{HANDOFF_CUSTOM_TYPE, handoff_prompt, handoff_request, handoff_session};
+pub use plan::SummaryPlan;
 pub use prepare::{NothingToCompact, Preparation, prepare, summary_message};
 pub use prune::{
     PruneCandidate, PruneConfig, PruneKind, PrunePlan, SUPERSEDED_NOTICE, USELESS_NOTICE,

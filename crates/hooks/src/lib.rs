@@ -13,6 +13,15 @@
 //! (cancelled, provider error, context overflow, empty answer, refusal,
 //! transport, and the remote-compaction messages of SPEC §9).
 
+pub mod compact;
+pub mod events;
+pub mod runner;
 pub mod summarizer;
 
+pub use compact::{
+    CompactError, CompactOptions, CompactOutcome, RemoteCompactInput, RemoteCompactor,
+    RemoteFuture, Strategy, compact,
+};
+pub use events::names;
+pub use runner::{Dispatch, Hook, HookError, HookFuture, HookWarning, Hooks};
 pub use summarizer::{RemoteFailure, SummarizeError, SummarizeFuture, Summarizer};

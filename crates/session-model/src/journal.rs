@@ -59,6 +59,9 @@ pub struct Journal {
     written: usize,
     /// The file on disk is an older version than the session in memory.
     migration_pending: bool,
+    /// Replacements made in memory only (see [`Journal::stage_replacements`]),
+    /// with what they replaced.
+    staged: Vec<(usize, Entry, LineSource)>,
 }
 
 impl Journal {
@@ -85,6 +88,7 @@ impl Journal {
             seen: Some(seen),
             ends_with_newline: tail.ends_with_newline,
             torn_line: tail.torn.map(|(line, _)| line),
+            staged: Vec::new(),
         }
     }
 
@@ -110,6 +114,7 @@ impl Journal {
             torn_line: None,
             written: 0,
             migration_pending: false,
+            staged: Vec::new(),
         };
         if journal.session.has_assistant_message() {
             journal.flush_all()?;
@@ -213,6 +218,42 @@ impl Journal {
         }
     }
 
+    /// Replaces entries in memory only, so what follows (a compaction) sees
+    /// them; the next write (an append, or [`Journal::rewrite`]) writes them
+    /// together with it in one atomic rewrite, and
+    /// [`Journal::discard_staged`] undoes them. A failed or cancelled
+    /// operation thus leaves the file as it was.
+    pub fn stage_replacements(
+        &mut self,
+        changes: Vec<(usize, Entry, String)>,
+    ) -> Result<(), SessionError> {
+        self.check_writable()?;
+        for (i, entry, text) in changes {
+            let old_entry = std::mem::replace(&mut self.session.entries[i], entry);
+            let old_source = std::mem::replace(
+                &mut self.session.sources[i],
+                LineSource::Text(text.into_boxed_str()),
+            );
+            if !self.staged.iter().any(|(j, _, _)| *j == i) {
+                self.staged.push((i, old_entry, old_source));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether replacements are staged and not yet written.
+    pub fn has_staged(&self) -> bool {
+        !self.staged.is_empty()
+    }
+
+    /// Undoes every staged replacement.
+    pub fn discard_staged(&mut self) {
+        for (i, entry, source) in self.staged.drain(..).rev() {
+            self.session.entries[i] = entry;
+            self.session.sources[i] = source;
+        }
+    }
+
     /// Replaces entries in place (pruning) and rewrites the file atomically.
     /// Each replacement is the new typed entry and its new line text.
     pub fn replace_entries(
@@ -308,7 +349,7 @@ impl Journal {
             }
             return Ok(());
         }
-        if self.migration_pending {
+        if self.migration_pending || !self.staged.is_empty() {
             return self.rewrite();
         }
         let lock = lock_file(&self.path)?;
@@ -370,6 +411,7 @@ impl Journal {
         self.written = self.session.len();
         self.ends_with_newline = true;
         self.migration_pending = false;
+        self.staged.clear();
         self.seen = Some(Seen::of(&fs::metadata(&self.path).map_err(io)?));
         Ok(())
     }

@@ -1,0 +1,134 @@
+//! A prepared compaction as owned data: the requests to send and what
+//! finishing needs, so the caller can drop the borrowed preparation while
+//! the model works.
+
+use musepi_context_builder::{
+    FileLists, PathSet, RequestPurpose, SummaryRequest, format_files_block, serialize_for_summary,
+    upsert_file_operations,
+};
+use musepi_session_model::{EntryId, RawJson, Usage};
+use serde_json::Value;
+
+use crate::finish::{CompactionResult, NO_PRIOR_HISTORY, merge_summaries};
+use crate::prepare::Preparation;
+use crate::prompts::{SHORT_SUMMARY, SUMMARIZATION_SYSTEM};
+use crate::request::{
+    RequestOptions, assemble_prompt, history_request, short_summary_max_tokens, turn_prefix_request,
+};
+use crate::settings::CompactionSettings;
+
+/// Everything needed to finish a compaction once the summaries are written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryPlan {
+    /// The history request, when there is history to summarize.
+    pub history: Option<SummaryRequest>,
+    /// The split-turn prefix request, when the cut splits a turn.
+    pub turn_prefix: Option<SummaryRequest>,
+    /// The history text when no history request is made: the previous
+    /// summary unchanged, or `No prior history.`.
+    pub history_fallback: String,
+    /// The kept messages, serialized, for the short summary.
+    pub recent_conversation: String,
+    /// Lines for `<additional-context>`.
+    pub additional_context: Vec<String>,
+    /// The first entry kept verbatim.
+    pub first_kept_entry_id: EntryId,
+    /// Context size before compaction.
+    pub tokens_before: f64,
+    /// The file lists of what is summarized.
+    pub file_lists: FileLists,
+    /// The cumulative read set (for `RW` markers).
+    pub read_set: PathSet,
+    /// The previous compaction's `preserveData`.
+    pub previous_preserve_data: Option<RawJson>,
+    /// Output limit and reasoning of the short summary.
+    short_max_tokens: u32,
+    reasoning: Option<String>,
+}
+
+impl SummaryPlan {
+    /// Builds the plan of `prep`.
+    pub fn new(
+        prep: &Preparation<'_>,
+        settings: &CompactionSettings,
+        options: &RequestOptions,
+    ) -> Self {
+        let history_fallback = options
+            .previous_summary_override
+            .clone()
+            .or_else(|| prep.previous_summary.clone())
+            .unwrap_or_else(|| NO_PRIOR_HISTORY.to_owned());
+        Self {
+            history: history_request(prep, settings, options),
+            turn_prefix: turn_prefix_request(prep, settings),
+            history_fallback,
+            recent_conversation: serialize_for_summary(&prep.recent_messages),
+            additional_context: options.additional_context.clone(),
+            first_kept_entry_id: prep.first_kept_entry_id.clone(),
+            tokens_before: prep.tokens_before,
+            file_lists: prep.file_ops.lists(),
+            read_set: prep.file_ops.read.clone(),
+            previous_preserve_data: prep.previous_preserve_data.clone(),
+            short_max_tokens: short_max(settings),
+            reasoning: settings.reasoning.clone(),
+        }
+    }
+
+    /// Every request the plan sends before the short summary, in order.
+    pub fn requests(&self) -> impl Iterator<Item = &SummaryRequest> {
+        self.history.iter().chain(&self.turn_prefix)
+    }
+
+    /// The merged summary text from the answers (SPEC §8.7).
+    pub fn merge(&self, history: Option<&str>, turn_prefix: Option<&str>) -> String {
+        merge_summaries(history.unwrap_or(&self.history_fallback), turn_prefix)
+    }
+
+    /// The short-summary request over the kept messages, with the merged
+    /// summary as the previous summary.
+    pub fn short_request(&self, merged: &str) -> SummaryRequest {
+        let prompt = assemble_prompt(
+            &self.recent_conversation,
+            Some(merged),
+            &self.additional_context,
+            SHORT_SUMMARY.text(),
+            None,
+        );
+        SummaryRequest::single(
+            RequestPurpose::ShortSummary,
+            SUMMARIZATION_SYSTEM.text(),
+            prompt,
+            Some(self.short_max_tokens),
+            self.reasoning.clone(),
+        )
+    }
+
+    /// The `<files>` block of the plan.
+    pub fn files_block(&self) -> String {
+        format_files_block(&self.file_lists, &self.read_set)
+    }
+
+    /// The compaction entry's data from the merged summary.
+    pub fn finish(
+        &self,
+        merged: &str,
+        short_summary: Option<String>,
+        usage: Option<Usage>,
+        preserve_data: Option<Value>,
+    ) -> CompactionResult {
+        CompactionResult {
+            summary: upsert_file_operations(merged, &self.files_block()),
+            short_summary,
+            first_kept_entry_id: self.first_kept_entry_id.clone(),
+            tokens_before: self.tokens_before,
+            details: Some(self.file_lists.to_details()),
+            preserve_data,
+            usage,
+            from_extension: false,
+        }
+    }
+}
+
+fn short_max(settings: &CompactionSettings) -> u32 {
+    short_summary_max_tokens(settings)
+}

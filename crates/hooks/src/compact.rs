@@ -1,0 +1,484 @@
+//! The compaction pipeline (SPEC §4.12, §8.1, §12): prune, prepare, ask the
+//! hooks, summarize, commit, rebuild, report.
+//!
+//! Nothing reaches the file until the very end: pruning is staged in
+//! memory and written together with the compaction entry in one atomic
+//! rewrite (or the entry alone is appended durably). A cancellation, a hook
+//! veto or a failure at any step leaves the file byte for byte as it was.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use musepi_compaction::{
+    CompactionResult, CompactionSettings, NothingToCompact, Preparation, PruneConfig, PrunePlan,
+    Reason, RequestOptions, SummaryPlan, apply_prune, plan_prune, prepare, sum_usage,
+};
+use musepi_context_builder::{
+    ContextMessage, ConvertOptions, LlmMessage, RequestPurpose, SummaryRequest, build_context,
+    convert_to_llm, estimate_tokens,
+};
+use musepi_session_model::{EntryId, IdSource, Journal, SessionError, Stamp, Usage};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::events::{
+    BeforeCompactEvent, CompactEvent, CompactingEvent, MessageView, PreparationView,
+    SuppliedCompaction, names,
+};
+use crate::runner::{HookWarning, Hooks};
+use crate::summarizer::{SummarizeError, Summarizer};
+
+/// How the summary is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    /// An LLM summary (`context-full`).
+    Llm,
+    /// The provider-native remote compaction first (SPEC §9.2), falling
+    /// back to an LLM summary when it fails; the LLM summary is always
+    /// written too (design era).
+    Remote,
+}
+
+/// What a remote-native compaction sends (SPEC §9.2).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RemoteCompactInput {
+    /// The summarization instructions.
+    pub instructions: String,
+    /// The replacement history of the previous remote compaction of the same provider.
+    pub previous_history: Option<Vec<Value>>,
+    /// Summarized, prefix and kept messages, as the model sees them.
+    pub messages: Vec<LlmMessage>,
+}
+
+/// The future a [`RemoteCompactor`] returns: the `preserveData.openaiRemoteCompaction` object.
+pub type RemoteFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Value, SummarizeError>> + Send + 'a>>;
+
+/// A provider-native compaction endpoint (`/responses/compact`).
+pub trait RemoteCompactor: Send + Sync {
+    /// The provider name stored with the replacement history.
+    fn provider(&self) -> String;
+    /// Runs the remote compaction; the answer is stored under
+    /// `preserveData.openaiRemoteCompaction`.
+    fn compact<'a>(
+        &'a self,
+        input: &'a RemoteCompactInput,
+        cancel: CancellationToken,
+    ) -> RemoteFuture<'a>;
+}
+
+/// Everything a compaction run needs besides the journal.
+pub struct CompactOptions<'a> {
+    /// Why it runs.
+    pub reason: Reason,
+    /// Whether the failed request is retried afterwards (passed to hooks).
+    pub will_retry: bool,
+    /// The user's focus.
+    pub custom_instructions: Option<String>,
+    /// Compaction settings.
+    pub settings: CompactionSettings,
+    /// Prune tool outputs first (staged, written with the entry).
+    pub prune: Option<PruneConfig>,
+    /// How the summary is made.
+    pub strategy: Strategy,
+    /// The summarizing model.
+    pub summarizer: Option<&'a dyn Summarizer>,
+    /// The remote-native compactor, for [`Strategy::Remote`].
+    pub remote: Option<&'a dyn RemoteCompactor>,
+    /// Extension handlers.
+    pub hooks: &'a Hooks,
+    /// "Now", in epoch milliseconds.
+    pub now: i64,
+}
+
+/// What a compaction did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompactOutcome {
+    /// The new entry.
+    pub entry_id: EntryId,
+    /// What it holds.
+    pub result: CompactionResult,
+    /// What pruning changed, written together with the entry.
+    pub pruned: PrunePlan,
+    /// Estimated tokens of the context after compaction.
+    pub tokens_after: u64,
+    /// Requests sent, in order.
+    pub requests: Vec<RequestPurpose>,
+    /// Hooks that failed, and other things the user should know.
+    pub warnings: Vec<String>,
+}
+
+/// Why a compaction did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum CompactError {
+    /// There is nothing to compact.
+    #[error("{0}")]
+    Nothing(#[from] NothingToCompact),
+    /// A hook cancelled it.
+    #[error("Compaction cancelled")]
+    CancelledByHook {
+        /// Hooks that failed before it.
+        warnings: Vec<HookWarning>,
+    },
+    /// The abort signal fired.
+    #[error("Compaction cancelled")]
+    Aborted,
+    /// The strategy needs a model and none is configured.
+    #[error("No model selected: configure a provider (--provider) or use --strategy snapcompact")]
+    NoModel,
+    /// A summarizer call failed (`Summarization failed: …`, SPEC §4.11).
+    #[error("{}: {error}", purpose.failure_prefix())]
+    Summarize {
+        /// Which call.
+        purpose: RequestPurpose,
+        /// Why.
+        error: SummarizeError,
+    },
+    /// The journal could not be written.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+}
+
+fn views(
+    session: &musepi_session_model::Session,
+    messages: &[ContextMessage<'_>],
+) -> Vec<MessageView> {
+    messages
+        .iter()
+        .map(|m| MessageView {
+            entry_id: session.entries()[m.entry_index].id.to_string(),
+            role: m.message.role().to_owned(),
+            message: m.message.as_ref().clone(),
+        })
+        .collect()
+}
+
+fn preparation_view(
+    session: &musepi_session_model::Session,
+    p: &Preparation<'_>,
+) -> PreparationView {
+    let lists = p.file_ops.lists();
+    PreparationView {
+        first_kept_entry_id: p.first_kept_entry_id.to_string(),
+        tokens_before: p.tokens_before,
+        is_split_turn: p.cut.is_split_turn,
+        messages_to_summarize: views(session, &p.messages_to_summarize),
+        turn_prefix_messages: views(session, &p.turn_prefix_messages),
+        kept_message_count: p.recent_messages.len(),
+        previous_summary: p.previous_summary.clone(),
+        read_files: lists.read_files,
+        modified_files: lists.modified_files,
+    }
+}
+
+/// What the pipeline decided before any model call.
+enum Route {
+    Supplied(CompactionResult),
+    Summarize {
+        plan: Box<SummaryPlan>,
+        preserve: Option<Value>,
+        remote_input: Option<RemoteCompactInput>,
+    },
+}
+
+/// Runs a compaction on `journal` at its leaf.
+pub async fn compact(
+    journal: &mut Journal,
+    options: &CompactOptions<'_>,
+    ids: &mut dyn IdSource,
+    cancel: &CancellationToken,
+) -> Result<CompactOutcome, CompactError> {
+    let mut warnings = Vec::new();
+    let pruned = match &options.prune {
+        Some(config) => {
+            let plan = plan_prune(journal.session(), journal.session().leaf_index(), config);
+            if !plan.is_empty() {
+                let changes = apply_prune(journal.session(), &plan, options.now)?;
+                journal.stage_replacements(changes)?;
+            }
+            plan
+        }
+        None => PrunePlan::default(),
+    };
+    let result = run(journal, options, cancel, &mut warnings).await;
+    let (result, requests) = match result {
+        Ok(r) => r,
+        Err(e) => {
+            journal.discard_staged();
+            return Err(e);
+        }
+    };
+    if cancel.is_cancelled() {
+        journal.discard_staged();
+        return Err(CompactError::Aborted);
+    }
+    let mut stamp = Stamp {
+        ids,
+        now: options.now,
+    };
+    let entry_id = match journal.append(result.clone().into_body(), &mut stamp) {
+        Ok(id) => id,
+        Err(e) => {
+            journal.discard_staged();
+            return Err(e.into());
+        }
+    };
+    let tokens_after = build_context(journal.session())
+        .messages
+        .iter()
+        .map(|m| estimate_tokens(&m.message))
+        .sum();
+    let session = journal.session();
+    let index = session.index_of(entry_id.as_str()).unwrap_or(0);
+    let entry_json = session
+        .raw_line(index)
+        .ok()
+        .and_then(|l| serde_json::from_str(&l).ok())
+        .unwrap_or(Value::Null);
+    let event = CompactEvent {
+        kind: names::COMPACT,
+        session_file: session.origin().map(|p| p.display().to_string()),
+        compaction_entry: entry_json,
+        from_extension: result.from_extension,
+        reason: options.reason.name().to_owned(),
+        will_retry: options.will_retry,
+    };
+    warnings.extend(
+        options
+            .hooks
+            .compacted(&event, cancel)
+            .await
+            .iter()
+            .map(ToString::to_string),
+    );
+    Ok(CompactOutcome {
+        entry_id,
+        result,
+        pruned,
+        tokens_after,
+        requests,
+        warnings,
+    })
+}
+
+/// Everything up to the finished result; writes nothing.
+async fn run(
+    journal: &Journal,
+    options: &CompactOptions<'_>,
+    cancel: &CancellationToken,
+    warnings: &mut Vec<String>,
+) -> Result<(CompactionResult, Vec<RequestPurpose>), CompactError> {
+    let route = decide(journal, options, cancel, warnings).await?;
+    match route {
+        Route::Supplied(result) => Ok((result, Vec::new())),
+        Route::Summarize {
+            plan,
+            preserve,
+            remote_input,
+        } => {
+            let summarizer = options.summarizer.ok_or(CompactError::NoModel)?;
+            let mut preserve = preserve;
+            let mut requests = Vec::new();
+            if let (Some(remote), Some(input)) = (options.remote, &remote_input) {
+                match remote.compact(input, cancel.clone()).await {
+                    Ok(payload) => {
+                        let mut map = match preserve.take() {
+                            Some(Value::Object(m)) => m,
+                            _ => serde_json::Map::new(),
+                        };
+                        map.insert("openaiRemoteCompaction".into(), payload);
+                        preserve = Some(Value::Object(map));
+                    }
+                    Err(SummarizeError::Cancelled) => return Err(CompactError::Aborted),
+                    Err(e) => warnings.push(format!(
+                        "remote compaction failed, writing a local summary instead: {e}"
+                    )),
+                }
+            }
+            let (merged, short, usage) =
+                summarize(&plan, summarizer, cancel, &mut requests, warnings).await?;
+            Ok((plan.finish(&merged, short, usage, preserve), requests))
+        }
+    }
+}
+
+/// Prepares, asks the hooks, and decides the route.
+async fn decide(
+    journal: &Journal,
+    options: &CompactOptions<'_>,
+    cancel: &CancellationToken,
+    warnings: &mut Vec<String>,
+) -> Result<Route, CompactError> {
+    let session = journal.session();
+    let prep = prepare(session, session.leaf_index(), &options.settings)?;
+    let hooks = options.hooks;
+    if hooks.has(names::BEFORE_COMPACT) {
+        let event = BeforeCompactEvent {
+            kind: names::BEFORE_COMPACT,
+            session_file: session.origin().map(|p| p.display().to_string()),
+            session_id: session.header().id.clone(),
+            reason: options.reason.name().to_owned(),
+            will_retry: options.will_retry,
+            custom_instructions: options.custom_instructions.clone(),
+            preparation: preparation_view(session, &prep),
+            branch_entry_ids: prep
+                .path
+                .iter()
+                .map(|&i| session.entries()[i].id.to_string())
+                .collect(),
+        };
+        let d = hooks.before_compact(&event, cancel).await;
+        warnings.extend(d.warnings.iter().map(ToString::to_string));
+        if d.failed_closed || d.result.as_ref().is_some_and(|r| r.cancel) {
+            return Err(CompactError::CancelledByHook {
+                warnings: d.warnings,
+            });
+        }
+        if let Some(supplied) = d.result.and_then(|r| r.compaction) {
+            return Ok(Route::Supplied(supplied_result(supplied, &prep)));
+        }
+    }
+    let mut request_options = RequestOptions {
+        custom_instructions: options.custom_instructions.clone(),
+        ..RequestOptions::default()
+    };
+    let mut preserve = None;
+    if hooks.has(names::COMPACTING) {
+        let mut messages = views(session, &prep.messages_to_summarize);
+        messages.extend(views(session, &prep.turn_prefix_messages));
+        let event = CompactingEvent {
+            kind: names::COMPACTING,
+            session_id: session.header().id.clone(),
+            messages,
+        };
+        let d = hooks.compacting(&event, cancel).await;
+        warnings.extend(d.warnings.iter().map(ToString::to_string));
+        if d.failed_closed {
+            return Err(CompactError::CancelledByHook {
+                warnings: d.warnings,
+            });
+        }
+        if let Some(r) = d.result {
+            request_options.prompt_override = r.prompt;
+            request_options.additional_context = r.context;
+            preserve = r.preserve_data;
+        }
+    }
+    let plan = SummaryPlan::new(&prep, &options.settings, &request_options);
+    let remote_input =
+        (options.strategy == Strategy::Remote && options.remote.is_some()).then(|| {
+            let provider = options
+                .remote
+                .map(RemoteCompactor::provider)
+                .unwrap_or_default();
+            let previous_history = prep
+                .previous_preserve_data
+                .as_ref()
+                .map(musepi_session_model::RawJson::to_value)
+                .and_then(|v| v.get("openaiRemoteCompaction").cloned())
+                .filter(|r| r.get("provider").and_then(Value::as_str) == Some(provider.as_str()))
+                .and_then(|r| {
+                    r.get("replacementHistory")
+                        .and_then(Value::as_array)
+                        .cloned()
+                });
+            let all: Vec<ContextMessage<'_>> = prep
+                .messages_to_summarize
+                .iter()
+                .chain(&prep.turn_prefix_messages)
+                .chain(&prep.recent_messages)
+                .cloned()
+                .collect();
+            RemoteCompactInput {
+                instructions: musepi_compaction::prompts::SUMMARIZATION_SYSTEM
+                    .text()
+                    .to_owned(),
+                previous_history,
+                messages: convert_to_llm(&all, &ConvertOptions::default()),
+            }
+        });
+    Ok(Route::Summarize {
+        plan: Box::new(plan),
+        preserve,
+        remote_input,
+    })
+}
+
+fn supplied_result(s: SuppliedCompaction, prep: &Preparation<'_>) -> CompactionResult {
+    CompactionResult {
+        summary: s.summary,
+        short_summary: s.short_summary,
+        first_kept_entry_id: s
+            .first_kept_entry_id
+            .map_or_else(|| prep.first_kept_entry_id.clone(), EntryId::from),
+        tokens_before: s.tokens_before.unwrap_or(prep.tokens_before),
+        details: s.details,
+        preserve_data: s.preserve_data,
+        usage: None,
+        from_extension: true,
+    }
+}
+
+async fn call(
+    summarizer: &dyn Summarizer,
+    request: &SummaryRequest,
+    cancel: &CancellationToken,
+) -> Result<musepi_context_builder::SummaryResponse, CompactError> {
+    match summarizer.summarize(request, cancel.clone()).await {
+        Ok(r) => Ok(r),
+        Err(SummarizeError::Cancelled) => Err(CompactError::Aborted),
+        Err(error) => Err(CompactError::Summarize {
+            purpose: request.purpose,
+            error,
+        }),
+    }
+}
+
+/// The history and turn-prefix calls run concurrently; the short summary
+/// follows (it reads the merged summary). A failed short summary is a
+/// warning, not a failure: the compaction is still good.
+async fn summarize(
+    plan: &SummaryPlan,
+    summarizer: &dyn Summarizer,
+    cancel: &CancellationToken,
+    requests: &mut Vec<RequestPurpose>,
+    warnings: &mut Vec<String>,
+) -> Result<(String, Option<String>, Option<Usage>), CompactError> {
+    let history = async {
+        match &plan.history {
+            Some(r) => call(summarizer, r, cancel).await.map(Some),
+            None => Ok(None),
+        }
+    };
+    let prefix = async {
+        match &plan.turn_prefix {
+            Some(r) => call(summarizer, r, cancel).await.map(Some),
+            None => Ok(None),
+        }
+    };
+    let (history, prefix) = tokio::join!(history, prefix);
+    let (history, prefix) = (history?, prefix?);
+    requests.extend(plan.requests().map(|r| r.purpose));
+    let merged = plan.merge(
+        history.as_ref().map(|h| h.text.as_str()),
+        prefix.as_ref().map(|p| p.text.as_str()),
+    );
+    let short_request = plan.short_request(&merged);
+    requests.push(RequestPurpose::ShortSummary);
+    let short = match call(summarizer, &short_request, cancel).await {
+        Ok(r) => Some(r),
+        Err(CompactError::Aborted) => return Err(CompactError::Aborted),
+        Err(e) => {
+            warnings.push(e.to_string());
+            None
+        }
+    };
+    let usage = {
+        let usages: Vec<&Usage> = [&history, &prefix, &short]
+            .into_iter()
+            .filter_map(|r| r.as_ref().and_then(|r| r.usage.as_ref()))
+            .collect();
+        sum_usage(usages)
+    };
+    Ok((merged, short.map(|s| s.text.trim().to_owned()), usage))
+}

@@ -1,0 +1,276 @@
+//! The five extension events (SPEC §16) and what handlers may answer.
+//!
+//! Every event serializes to the JSON a hook process reads on stdin, and
+//! every result deserializes from the JSON it prints (docs/hooks.md).
+
+use musepi_session_model::AgentMessage;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Names of the events, as hook settings and payloads spell them.
+pub mod names {
+    /// Before a compaction: cancel it, or supply the whole compaction.
+    pub const BEFORE_COMPACT: &str = "session_before_compact";
+    /// Before the default summarizer runs: change its prompt and context.
+    pub const COMPACTING: &str = "session.compacting";
+    /// After a compaction was saved.
+    pub const COMPACT: &str = "session_compact";
+    /// Before tree navigation: cancel it, or supply the branch summary.
+    pub const BEFORE_TREE: &str = "session_before_tree";
+    /// After tree navigation.
+    pub const TREE: &str = "session_tree";
+    /// Every event, in pipeline order.
+    pub const ALL: [&str; 5] = [BEFORE_COMPACT, COMPACTING, COMPACT, BEFORE_TREE, TREE];
+}
+
+/// One message shown to a hook: the entry it came from, its role, and the message.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageView {
+    /// The entry the message came from.
+    pub entry_id: String,
+    /// Its role.
+    pub role: String,
+    /// The message as stored.
+    pub message: AgentMessage,
+}
+
+/// The compaction a pipeline is about to make (`CompactionPreparation`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PreparationView {
+    /// The first entry that will be kept.
+    pub first_kept_entry_id: String,
+    /// Context size before compaction.
+    pub tokens_before: f64,
+    /// Whether the cut splits a turn.
+    pub is_split_turn: bool,
+    /// Messages to be summarized and dropped.
+    pub messages_to_summarize: Vec<MessageView>,
+    /// The prefix of a split turn.
+    pub turn_prefix_messages: Vec<MessageView>,
+    /// How many messages are kept verbatim.
+    pub kept_message_count: usize,
+    /// The previous compaction's summary.
+    pub previous_summary: Option<String>,
+    /// Read-only files of what is summarized.
+    pub read_files: Vec<String>,
+    /// Modified files of what is summarized.
+    pub modified_files: Vec<String>,
+}
+
+/// `session_before_compact`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BeforeCompactEvent {
+    /// Always `session_before_compact`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The session file, when there is one.
+    pub session_file: Option<String>,
+    /// The session id.
+    pub session_id: String,
+    /// Why: `manual`, `threshold`, `overflow`, `incomplete` or `idle`.
+    pub reason: String,
+    /// Whether the failed request is retried afterwards.
+    pub will_retry: bool,
+    /// The user's focus, when given.
+    pub custom_instructions: Option<String>,
+    /// The planned compaction.
+    pub preparation: PreparationView,
+    /// Ids of every entry on the current branch, root first.
+    pub branch_entry_ids: Vec<String>,
+}
+
+/// A compaction supplied by a hook (used verbatim, stored with `fromExtension: true`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SuppliedCompaction {
+    /// The summary text.
+    pub summary: String,
+    /// The first kept entry (default: the prepared one).
+    #[serde(default)]
+    pub first_kept_entry_id: Option<String>,
+    /// Context size before (default: the prepared one).
+    #[serde(default)]
+    pub tokens_before: Option<f64>,
+    /// Anything the extension wants stored.
+    #[serde(default)]
+    pub details: Option<Value>,
+    /// One-line summary.
+    #[serde(default)]
+    pub short_summary: Option<String>,
+    /// Data carried to later compactions.
+    #[serde(default)]
+    pub preserve_data: Option<Value>,
+}
+
+/// What a `session_before_compact` handler may answer.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BeforeCompactResult {
+    /// Stop the compaction.
+    #[serde(default)]
+    pub cancel: bool,
+    /// Use this compaction instead of summarizing.
+    #[serde(default)]
+    pub compaction: Option<SuppliedCompaction>,
+}
+
+impl BeforeCompactResult {
+    /// Whether the answer says anything.
+    pub fn is_empty(&self) -> bool {
+        !self.cancel && self.compaction.is_none()
+    }
+}
+
+/// `session.compacting`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactingEvent {
+    /// Always `session.compacting`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The session id.
+    pub session_id: String,
+    /// Messages to summarize, then the turn prefix.
+    pub messages: Vec<MessageView>,
+}
+
+/// What a `session.compacting` handler may answer.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactingResult {
+    /// Replaces the base summary instruction (custom instructions still follow).
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// Lines added to `<additional-context>`.
+    #[serde(default)]
+    pub context: Vec<String>,
+    /// Data stored in the entry's `preserveData`.
+    #[serde(default)]
+    pub preserve_data: Option<Value>,
+}
+
+impl CompactingResult {
+    /// Whether the answer says anything.
+    pub fn is_empty(&self) -> bool {
+        self.prompt.is_none() && self.context.is_empty() && self.preserve_data.is_none()
+    }
+}
+
+/// `session_compact`: after the entry was saved.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactEvent {
+    /// Always `session_compact`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The session file, when there is one.
+    pub session_file: Option<String>,
+    /// The saved entry, as written.
+    pub compaction_entry: Value,
+    /// Whether an extension supplied it.
+    pub from_extension: bool,
+    /// Why it ran.
+    pub reason: String,
+    /// Whether the failed request is retried.
+    pub will_retry: bool,
+}
+
+/// The navigation a pipeline is about to make.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TreePreparation {
+    /// Where the user goes (`null`: before the first entry).
+    pub target_id: Option<String>,
+    /// Where the user was.
+    pub old_leaf_id: Option<String>,
+    /// The deepest entry both paths share.
+    pub common_ancestor_id: Option<String>,
+    /// The abandoned entries, oldest first.
+    pub entries_to_summarize: Vec<String>,
+    /// Whether the user asked for a summary.
+    pub user_wants_summary: bool,
+    /// The user's instructions for the summary.
+    pub custom_instructions: Option<String>,
+    /// Whether those replace the default prompt.
+    pub replace_instructions: bool,
+    /// A label for the new position.
+    pub label: Option<String>,
+}
+
+/// `session_before_tree`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BeforeTreeEvent {
+    /// Always `session_before_tree`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The session file, when there is one.
+    pub session_file: Option<String>,
+    /// The planned navigation.
+    pub preparation: TreePreparation,
+}
+
+/// A branch summary supplied by a hook.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SuppliedSummary {
+    /// The summary text.
+    pub summary: String,
+    /// Anything the extension wants stored.
+    #[serde(default)]
+    pub details: Option<Value>,
+}
+
+/// What a `session_before_tree` handler may answer.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BeforeTreeResult {
+    /// Stop the navigation (the leaf does not move).
+    #[serde(default)]
+    pub cancel: bool,
+    /// Use this summary (only when the user asked for one).
+    #[serde(default)]
+    pub summary: Option<SuppliedSummary>,
+    /// Replaces the user's custom instructions.
+    #[serde(default)]
+    pub custom_instructions: Option<String>,
+    /// Replaces the replace-instructions flag.
+    #[serde(default)]
+    pub replace_instructions: Option<bool>,
+    /// Replaces the label.
+    #[serde(default)]
+    pub label: Option<String>,
+}
+
+impl BeforeTreeResult {
+    /// Whether the answer says anything.
+    pub fn is_empty(&self) -> bool {
+        !self.cancel
+            && self.summary.is_none()
+            && self.custom_instructions.is_none()
+            && self.replace_instructions.is_none()
+            && self.label.is_none()
+    }
+}
+
+/// `session_tree`: after navigation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TreeEvent {
+    /// Always `session_tree`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The session file, when there is one.
+    pub session_file: Option<String>,
+    /// The new leaf.
+    pub new_leaf_id: Option<String>,
+    /// The old leaf.
+    pub old_leaf_id: Option<String>,
+    /// The branch summary written, if any.
+    pub summary_entry: Option<Value>,
+    /// Whether an extension supplied it (only when a summary was written).
+    pub from_extension: Option<bool>,
+}

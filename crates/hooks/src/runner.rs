@@ -1,0 +1,334 @@
+//! Registered hook handlers and how their answers combine (SPEC §16.6).
+//!
+//! Handlers run in registration order. For the `session_before_*` events a
+//! non-empty answer replaces the one before it (the last wins) and
+//! `cancel: true` stops the run at once. `session.compacting` answers
+//! combine: the last prompt wins, context lines add up in order, preserved
+//! data merges key by key. The after-events are notifications.
+//!
+//! A handler that fails is reported (a [`HookWarning`]) and its answer is
+//! ignored, unless it is marked fail-closed: then its failure cancels the
+//! operation. Either way nothing is written that the failure could corrupt.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::events::{
+    BeforeCompactEvent, BeforeCompactResult, BeforeTreeEvent, BeforeTreeResult, CompactEvent,
+    CompactingEvent, CompactingResult, TreeEvent, names,
+};
+
+/// The future a hook handler returns.
+pub type HookFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, HookError>> + Send + 'a>>;
+
+/// Why a handler failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HookError {
+    /// It did not answer in time (its process was killed).
+    #[error("timed out after {ms} ms")]
+    Timeout {
+        /// The limit.
+        ms: u64,
+    },
+    /// Its process exited with a failure status.
+    #[error("exited with status {status}{}", if stderr.is_empty() { String::new() } else { format!(": {stderr}") })]
+    Exit {
+        /// The exit status (or the signal, negated).
+        status: i32,
+        /// The end of what it wrote on stderr.
+        stderr: String,
+    },
+    /// It answered something that is not a valid result.
+    #[error("invalid answer: {0}")]
+    InvalidAnswer(String),
+    /// It could not be started.
+    #[error("could not start: {0}")]
+    Spawn(String),
+    /// A Rust handler failed.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// One extension: any subset of the five events.
+///
+/// Every method has a default that does nothing, so a handler implements
+/// only the events it cares about.
+pub trait Hook: Send + Sync {
+    /// A name for messages.
+    fn name(&self) -> String;
+
+    /// Whether a failure of this handler cancels the operation (instead of being ignored).
+    fn fail_closed(&self) -> bool {
+        false
+    }
+
+    /// Whether it handles `event` (one of [`names::ALL`]); others are never called.
+    fn handles(&self, event: &str) -> bool {
+        let _ = event;
+        true
+    }
+
+    /// `session_before_compact`.
+    fn before_compact<'a>(
+        &'a self,
+        event: &'a BeforeCompactEvent,
+        cancel: CancellationToken,
+    ) -> HookFuture<'a, Option<BeforeCompactResult>> {
+        let _ = (event, cancel);
+        Box::pin(async { Ok(None) })
+    }
+
+    /// `session.compacting`.
+    fn compacting<'a>(
+        &'a self,
+        event: &'a CompactingEvent,
+        cancel: CancellationToken,
+    ) -> HookFuture<'a, Option<CompactingResult>> {
+        let _ = (event, cancel);
+        Box::pin(async { Ok(None) })
+    }
+
+    /// `session_compact`.
+    fn compacted<'a>(
+        &'a self,
+        event: &'a CompactEvent,
+        cancel: CancellationToken,
+    ) -> HookFuture<'a, ()> {
+        let _ = (event, cancel);
+        Box::pin(async { Ok(()) })
+    }
+
+    /// `session_before_tree`.
+    fn before_tree<'a>(
+        &'a self,
+        event: &'a BeforeTreeEvent,
+        cancel: CancellationToken,
+    ) -> HookFuture<'a, Option<BeforeTreeResult>> {
+        let _ = (event, cancel);
+        Box::pin(async { Ok(None) })
+    }
+
+    /// `session_tree`.
+    fn tree<'a>(&'a self, event: &'a TreeEvent, cancel: CancellationToken) -> HookFuture<'a, ()> {
+        let _ = (event, cancel);
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// A failed handler, reported to the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookWarning {
+    /// The handler.
+    pub hook: String,
+    /// The event.
+    pub event: &'static str,
+    /// What went wrong.
+    pub error: HookError,
+    /// Whether the failure cancelled the operation.
+    pub cancelled: bool,
+}
+
+impl std::fmt::Display for HookWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "hook {} ({}) {}", self.hook, self.event, self.error)?;
+        if self.cancelled {
+            f.write_str("; the operation was cancelled (the hook is fail-closed)")?;
+        }
+        Ok(())
+    }
+}
+
+/// The combined answer of every handler, with the failures.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Dispatch<T> {
+    /// The combined answer (`None` when nobody answered).
+    pub result: Option<T>,
+    /// Handlers that failed.
+    pub warnings: Vec<HookWarning>,
+    /// A fail-closed handler failed: treat as cancelled.
+    pub failed_closed: bool,
+}
+
+/// The registered handlers.
+#[derive(Clone, Default)]
+pub struct Hooks {
+    handlers: Vec<Arc<dyn Hook>>,
+}
+
+impl std::fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.handlers.iter().map(|h| h.name()))
+            .finish()
+    }
+}
+
+impl Hooks {
+    /// No handlers.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a handler after the others.
+    pub fn register(&mut self, hook: Arc<dyn Hook>) {
+        self.handlers.push(hook);
+    }
+
+    /// Whether any handler handles `event`.
+    pub fn has(&self, event: &str) -> bool {
+        self.handlers.iter().any(|h| h.handles(event))
+    }
+
+    fn for_event(&self, event: &'static str) -> impl Iterator<Item = &Arc<dyn Hook>> {
+        self.handlers.iter().filter(move |h| h.handles(event))
+    }
+
+    fn fail(
+        d: &mut Dispatch<impl Sized>,
+        hook: &dyn Hook,
+        event: &'static str,
+        error: HookError,
+    ) -> bool {
+        let cancelled = hook.fail_closed();
+        d.warnings.push(HookWarning {
+            hook: hook.name(),
+            event,
+            error,
+            cancelled,
+        });
+        d.failed_closed |= cancelled;
+        cancelled
+    }
+
+    /// Runs `session_before_compact`.
+    pub async fn before_compact(
+        &self,
+        event: &BeforeCompactEvent,
+        cancel: &CancellationToken,
+    ) -> Dispatch<BeforeCompactResult> {
+        let mut d = Dispatch {
+            result: None,
+            warnings: Vec::new(),
+            failed_closed: false,
+        };
+        for h in self.for_event(names::BEFORE_COMPACT) {
+            match h.before_compact(event, cancel.clone()).await {
+                Ok(Some(r)) if !r.is_empty() => {
+                    let stop = r.cancel;
+                    d.result = Some(r);
+                    if stop {
+                        break;
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    if Self::fail(&mut d, h.as_ref(), names::BEFORE_COMPACT, e) {
+                        break;
+                    }
+                }
+            }
+        }
+        d
+    }
+
+    /// Runs `session.compacting`, combining the answers.
+    pub async fn compacting(
+        &self,
+        event: &CompactingEvent,
+        cancel: &CancellationToken,
+    ) -> Dispatch<CompactingResult> {
+        let mut d: Dispatch<CompactingResult> = Dispatch {
+            result: None,
+            warnings: Vec::new(),
+            failed_closed: false,
+        };
+        for h in self.for_event(names::COMPACTING) {
+            match h.compacting(event, cancel.clone()).await {
+                Ok(Some(r)) if !r.is_empty() => {
+                    let acc = d.result.get_or_insert_with(CompactingResult::default);
+                    if r.prompt.is_some() {
+                        acc.prompt = r.prompt;
+                    }
+                    acc.context.extend(r.context);
+                    acc.preserve_data = match (acc.preserve_data.take(), r.preserve_data) {
+                        (
+                            Some(serde_json::Value::Object(mut a)),
+                            Some(serde_json::Value::Object(b)),
+                        ) => {
+                            a.extend(b);
+                            Some(serde_json::Value::Object(a))
+                        }
+                        (a, b) => b.or(a),
+                    };
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    if Self::fail(&mut d, h.as_ref(), names::COMPACTING, e) {
+                        break;
+                    }
+                }
+            }
+        }
+        d
+    }
+
+    /// Runs `session_compact` (answers ignored).
+    pub async fn compacted(
+        &self,
+        event: &CompactEvent,
+        cancel: &CancellationToken,
+    ) -> Vec<HookWarning> {
+        let mut d: Dispatch<()> = Dispatch::default();
+        for h in self.for_event(names::COMPACT) {
+            if let Err(e) = h.compacted(event, cancel.clone()).await {
+                let _ = Self::fail(&mut d, h.as_ref(), names::COMPACT, e);
+            }
+        }
+        d.warnings
+    }
+
+    /// Runs `session_before_tree`.
+    pub async fn before_tree(
+        &self,
+        event: &BeforeTreeEvent,
+        cancel: &CancellationToken,
+    ) -> Dispatch<BeforeTreeResult> {
+        let mut d = Dispatch {
+            result: None,
+            warnings: Vec::new(),
+            failed_closed: false,
+        };
+        for h in self.for_event(names::BEFORE_TREE) {
+            match h.before_tree(event, cancel.clone()).await {
+                Ok(Some(r)) if !r.is_empty() => {
+                    let stop = r.cancel;
+                    d.result = Some(r);
+                    if stop {
+                        break;
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    if Self::fail(&mut d, h.as_ref(), names::BEFORE_TREE, e) {
+                        break;
+                    }
+                }
+            }
+        }
+        d
+    }
+
+    /// Runs `session_tree` (answers ignored).
+    pub async fn tree(&self, event: &TreeEvent, cancel: &CancellationToken) -> Vec<HookWarning> {
+        let mut d: Dispatch<()> = Dispatch::default();
+        for h in self.for_event(names::TREE) {
+            if let Err(e) = h.tree(event, cancel.clone()).await {
+                let _ = Self::fail(&mut d, h.as_ref(), names::TREE, e);
+            }
+        }
+        d.warnings
+    }
+}

@@ -1,0 +1,460 @@
+//! The compaction pipeline end to end over a journal file, with a scripted
+//! summarizer: what is written, what is sent, and that failures, aborts
+//! and hook vetoes write nothing.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use musepi_compaction::{CompactionSettings, PruneConfig, Reason};
+use musepi_context_builder::{RequestPurpose, SummaryRequest, SummaryResponse};
+use musepi_hooks::events::{
+    BeforeCompactEvent, BeforeCompactResult, CompactEvent, CompactingEvent, CompactingResult,
+    SuppliedCompaction,
+};
+use musepi_hooks::{
+    CompactError, CompactOptions, Hook, HookError, HookFuture, Hooks, Strategy, SummarizeError,
+    SummarizeFuture, Summarizer, compact,
+};
+use musepi_session_model::{
+    AgentMessage, AssistantMessage, Content, ContentBlock, EntryBody, Header, Journal, JsonValue,
+    SequentialIds, Stamp, StopReason, Text, ToolCall, ToolResultMessage, Usage, UserMessage,
+};
+use tokio_util::sync::CancellationToken;
+
+/// Answers by purpose; records every request.
+struct Scripted {
+    fail: Option<RequestPurpose>,
+    seen: Mutex<Vec<SummaryRequest>>,
+}
+
+impl Scripted {
+    fn new(fail: Option<RequestPurpose>) -> Self {
+        Self {
+            fail,
+            seen: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl Summarizer for Scripted {
+    fn summarize<'a>(
+        &'a self,
+        request: &'a SummaryRequest,
+        cancel: CancellationToken,
+    ) -> SummarizeFuture<'a> {
+        Box::pin(async move {
+            self.seen.lock().unwrap().push(request.clone());
+            if cancel.is_cancelled() {
+                return Err(SummarizeError::Cancelled);
+            }
+            if self.fail == Some(request.purpose) {
+                return Err(SummarizeError::Provider {
+                    provider: "scripted".into(),
+                    status: Some(500),
+                    message: "boom".into(),
+                });
+            }
+            let text = match request.purpose {
+                RequestPurpose::History => "## Goal\n- history summary".to_owned(),
+                RequestPurpose::TurnPrefix => "## Original Request\n- prefix summary".to_owned(),
+                RequestPurpose::ShortSummary => "I changed things.".to_owned(),
+                other => format!("{other:?}"),
+            };
+            Ok(SummaryResponse {
+                text,
+                usage: Some(Usage {
+                    input: 10.0,
+                    output: 5.0,
+                    total_tokens: 15.0,
+                    ..Default::default()
+                }),
+            })
+        })
+    }
+
+    fn describe(&self) -> String {
+        "scripted".into()
+    }
+}
+
+/// A session file: three turns with a big tool result each.
+fn session_file(dir: &tempfile::TempDir) -> PathBuf {
+    let path = dir.path().join("s.jsonl");
+    let mut j = Journal::create(
+        &path,
+        Header::new("sess", "2025-01-01T00:00:00.000Z", "/repo"),
+    )
+    .unwrap();
+    let mut ids = SequentialIds::new();
+    let mut now = 1_735_689_600_000;
+    for turn in 0..3 {
+        let mut stamp = Stamp { ids: &mut ids, now };
+        now += 1000;
+        j.append(
+            EntryBody::Message(AgentMessage::User(UserMessage {
+                content: Content::Text(Text::new(format!("task {turn}"))),
+                timestamp: Some(now as f64),
+                attribution: None,
+            })),
+            &mut stamp,
+        )
+        .unwrap();
+        let call = ToolCall {
+            id: format!("c{turn}"),
+            name: Text::new("read"),
+            arguments: JsonValue::new(serde_json::json!({"path": format!("src/f{turn}.rs")})),
+            intent: None,
+        };
+        j.append(
+            EntryBody::Message(AgentMessage::Assistant(AssistantMessage {
+                content: Content::Blocks(vec![
+                    ContentBlock::text("reading"),
+                    ContentBlock::ToolCall(call),
+                ]),
+                provider: Some("anthropic".into()),
+                model: Some("claude".into()),
+                usage: Some(Usage {
+                    input: 1000.0 * f64::from(turn + 1),
+                    output: 10.0,
+                    total_tokens: 1000.0 * f64::from(turn + 1) + 10.0,
+                    ..Default::default()
+                }),
+                stop_reason: Some(StopReason::ToolUse),
+                timestamp: Some(now as f64),
+                ..Default::default()
+            })),
+            &mut stamp,
+        )
+        .unwrap();
+        j.append(
+            EntryBody::Message(AgentMessage::ToolResult(ToolResultMessage {
+                tool_call_id: format!("c{turn}"),
+                tool_name: "read".into(),
+                content: Content::text("x".repeat(8_000)),
+                timestamp: Some(now as f64),
+                ..Default::default()
+            })),
+            &mut stamp,
+        )
+        .unwrap();
+    }
+    let mut stamp = Stamp { ids: &mut ids, now };
+    j.append(
+        EntryBody::Message(AgentMessage::Assistant(AssistantMessage {
+            content: Content::text("All three files are read."),
+            provider: Some("anthropic".into()),
+            model: Some("claude".into()),
+            stop_reason: Some(StopReason::Stop),
+            timestamp: Some(now as f64),
+            ..Default::default()
+        })),
+        &mut stamp,
+    )
+    .unwrap();
+    path
+}
+
+fn settings() -> CompactionSettings {
+    CompactionSettings {
+        keep_recent_tokens: 2_500,
+        adapt_keep_recent: false,
+        ..Default::default()
+    }
+}
+
+fn options<'a>(summarizer: &'a dyn Summarizer, hooks: &'a Hooks) -> CompactOptions<'a> {
+    CompactOptions {
+        reason: Reason::Manual,
+        will_retry: false,
+        custom_instructions: None,
+        settings: settings(),
+        prune: None,
+        strategy: Strategy::Llm,
+        summarizer: Some(summarizer),
+        remote: None,
+        hooks,
+        now: 1_800_000_000_000,
+    }
+}
+
+async fn run(
+    path: &PathBuf,
+    opts: &CompactOptions<'_>,
+    cancel: &CancellationToken,
+) -> Result<musepi_hooks::CompactOutcome, CompactError> {
+    let mut journal = Journal::open(path, &mut SequentialIds::new()).unwrap();
+    let mut ids = SequentialIds::after(journal.session().entries().iter().map(|e| &e.id));
+    compact(&mut journal, opts, &mut ids, cancel).await
+}
+
+#[tokio::test]
+async fn an_llm_compaction_is_appended_with_its_summaries_and_file_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = session_file(&dir);
+    let summarizer = Scripted::new(None);
+    let hooks = Hooks::new();
+    let out = run(
+        &path,
+        &options(&summarizer, &hooks),
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        out.requests,
+        [RequestPurpose::History, RequestPurpose::ShortSummary]
+    );
+    assert!(
+        out.result
+            .summary
+            .starts_with("## Goal\n- history summary\n\n<files>\n# src/\n"),
+        "{}",
+        out.result.summary
+    );
+    assert_eq!(
+        out.result.short_summary.as_deref(),
+        Some("I changed things.")
+    );
+    assert_eq!(
+        out.result.usage.as_ref().map(|u| u.total_tokens),
+        Some(30.0)
+    );
+    let reopened = Journal::open(&path, &mut SequentialIds::new()).unwrap();
+    let leaf = reopened.session().leaf_entry().unwrap();
+    assert_eq!(leaf.id, out.entry_id);
+    let EntryBody::Compaction(c) = &leaf.body else {
+        panic!("not a compaction")
+    };
+    assert_eq!(c.from_extension, Some(false));
+    assert_eq!(
+        c.first_kept_entry_id,
+        Some(out.result.first_kept_entry_id.clone())
+    );
+    assert!(out.tokens_after < 6_000, "{}", out.tokens_after);
+}
+
+#[tokio::test]
+async fn a_failed_summary_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = session_file(&dir);
+    let before = std::fs::read(&path).unwrap();
+    let summarizer = Scripted::new(Some(RequestPurpose::History));
+    let hooks = Hooks::new();
+    let mut opts = options(&summarizer, &hooks);
+    opts.prune = Some(PruneConfig {
+        protect_tokens: 2_000,
+        minimum_savings: 0,
+        ..PruneConfig::default()
+    });
+    opts.settings.keep_recent_tokens = 600;
+    let err = run(&path, &opts, &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Summarization failed: scripted request failed (HTTP 500): boom"
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
+#[tokio::test]
+async fn an_abort_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = session_file(&dir);
+    let before = std::fs::read(&path).unwrap();
+    let summarizer = Scripted::new(None);
+    let hooks = Hooks::new();
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    assert!(matches!(
+        run(&path, &options(&summarizer, &hooks), &cancel).await,
+        Err(CompactError::Aborted)
+    ));
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
+#[tokio::test]
+async fn staged_pruning_is_written_with_the_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = session_file(&dir);
+    let summarizer = Scripted::new(None);
+    let hooks = Hooks::new();
+    let mut opts = options(&summarizer, &hooks);
+    opts.prune = Some(PruneConfig {
+        protect_tokens: 2_000,
+        minimum_savings: 0,
+        ..PruneConfig::default()
+    });
+    opts.settings.keep_recent_tokens = 600;
+    let out = run(&path, &opts, &CancellationToken::new()).await.unwrap();
+    assert!(!out.pruned.is_empty());
+    let history = summarizer.seen.lock().unwrap()[0].prompt_text();
+    assert!(
+        history.contains("[Output truncated - 2000 tokens]"),
+        "{history}"
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        text.matches("\"prunedAt\":1800000000000").count(),
+        out.pruned.candidates.len()
+    );
+}
+
+struct Veto;
+impl Hook for Veto {
+    fn name(&self) -> String {
+        "veto".into()
+    }
+    fn before_compact<'a>(
+        &'a self,
+        _: &'a BeforeCompactEvent,
+        _: CancellationToken,
+    ) -> HookFuture<'a, Option<BeforeCompactResult>> {
+        Box::pin(async {
+            Ok(Some(BeforeCompactResult {
+                cancel: true,
+                compaction: None,
+            }))
+        })
+    }
+}
+
+struct Supply(Arc<Mutex<Vec<bool>>>);
+impl Hook for Supply {
+    fn name(&self) -> String {
+        "supply".into()
+    }
+    fn before_compact<'a>(
+        &'a self,
+        e: &'a BeforeCompactEvent,
+        _: CancellationToken,
+    ) -> HookFuture<'a, Option<BeforeCompactResult>> {
+        let first = e.preparation.first_kept_entry_id.clone();
+        Box::pin(async move {
+            Ok(Some(BeforeCompactResult {
+                cancel: false,
+                compaction: Some(SuppliedCompaction {
+                    summary: "from a hook".into(),
+                    first_kept_entry_id: Some(first),
+                    tokens_before: None,
+                    details: Some(serde_json::json!({"mine": 1})),
+                    short_summary: None,
+                    preserve_data: None,
+                }),
+            }))
+        })
+    }
+    fn compacted<'a>(&'a self, e: &'a CompactEvent, _: CancellationToken) -> HookFuture<'a, ()> {
+        self.0
+            .lock()
+            .unwrap()
+            .push(e.from_extension && e.compaction_entry["summary"] == "from a hook");
+        Box::pin(async { Ok(()) })
+    }
+}
+
+struct Steer;
+impl Hook for Steer {
+    fn name(&self) -> String {
+        "steer".into()
+    }
+    fn compacting<'a>(
+        &'a self,
+        _: &'a CompactingEvent,
+        _: CancellationToken,
+    ) -> HookFuture<'a, Option<CompactingResult>> {
+        Box::pin(async {
+            Ok(Some(CompactingResult {
+                prompt: Some("ONLY LIST FILES".into()),
+                context: vec!["ticket ABC-1".into()],
+                preserve_data: Some(serde_json::json!({"mem": true})),
+            }))
+        })
+    }
+}
+
+struct Broken;
+impl Hook for Broken {
+    fn name(&self) -> String {
+        "broken".into()
+    }
+    fn compacting<'a>(
+        &'a self,
+        _: &'a CompactingEvent,
+        _: CancellationToken,
+    ) -> HookFuture<'a, Option<CompactingResult>> {
+        Box::pin(async { Err(HookError::InvalidAnswer("not JSON".into())) })
+    }
+}
+
+#[tokio::test]
+async fn a_hook_can_cancel_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = session_file(&dir);
+    let before = std::fs::read(&path).unwrap();
+    let summarizer = Scripted::new(None);
+    let mut hooks = Hooks::new();
+    hooks.register(Arc::new(Veto));
+    let err = run(
+        &path,
+        &options(&summarizer, &hooks),
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.to_string(), "Compaction cancelled");
+    assert!(summarizer.seen.lock().unwrap().is_empty());
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
+#[tokio::test]
+async fn a_supplied_compaction_is_stored_as_extension_made_and_the_after_event_sees_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = session_file(&dir);
+    let summarizer = Scripted::new(None);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut hooks = Hooks::new();
+    hooks.register(Arc::new(Supply(seen.clone())));
+    let out = run(
+        &path,
+        &options(&summarizer, &hooks),
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert!(out.result.from_extension);
+    assert!(summarizer.seen.lock().unwrap().is_empty());
+    assert_eq!(*seen.lock().unwrap(), [true]);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.lines()
+            .last()
+            .unwrap()
+            .contains(r#""details":{"mine":1},"fromExtension":true"#)
+    );
+}
+
+#[tokio::test]
+async fn compacting_hooks_steer_the_prompt_and_a_broken_one_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = session_file(&dir);
+    let summarizer = Scripted::new(None);
+    let mut hooks = Hooks::new();
+    hooks.register(Arc::new(Broken));
+    hooks.register(Arc::new(Steer));
+    let mut opts = options(&summarizer, &hooks);
+    opts.custom_instructions = Some("focus on tests".into());
+    let out = run(&path, &opts, &CancellationToken::new()).await.unwrap();
+    let history = summarizer.seen.lock().unwrap()[0].prompt_text();
+    assert!(history.ends_with("<additional-context>\n- ticket ABC-1\n</additional-context>\n\nONLY LIST FILES\n\nAdditional focus: focus on tests"), "{history}");
+    assert_eq!(
+        out.result.preserve_data,
+        Some(serde_json::json!({"mem": true}))
+    );
+    assert_eq!(
+        out.warnings,
+        ["hook broken (session.compacting) invalid answer: not JSON"]
+    );
+}
