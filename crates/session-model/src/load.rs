@@ -268,10 +268,9 @@ impl<'p> Loader<'p> {
                 // file takes its JavaScript form, not only the changed ones.
                 let hook = parsed.hook_message_role;
                 source = self.rewrite(line, |map| {
-                    if hook
-                        && let Some(Value::Object(m)) = map.get_mut("message") {
-                            js_set(m, "role", "custom".into());
-                        }
+                    if hook && let Some(Value::Object(m)) = map.get_mut("message") {
+                        js_set(m, "role", "custom".into());
+                    }
                 })?;
             }
         }
