@@ -8,3 +8,6 @@ pub mod cli;
 pub mod commands;
 pub mod ids;
 pub mod output;
+
+pub mod provider;
+pub mod settings;

@@ -1,0 +1,485 @@
+//! The HTTP layer every provider shares: the TLS set-up, the one
+//! `reqwest::Client`, POSTs with retries, backoff and cancellation, and the
+//! reading of error bodies.
+
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, SystemTime};
+
+use musepi_hooks::{RemoteFailure, SummarizeError};
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::ApiKey;
+use super::overflow::is_overflow_message;
+
+/// The connect timeout of the shared client.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Installs ring as the process-wide rustls crypto provider.
+///
+/// Call it once at start-up, before any client is built; calling it again
+/// (or after another provider was installed) does nothing.
+pub fn install_crypto_provider() {
+    // An error only says a provider is already installed, which is all we need.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// Builds a client with rustls over ring and the given connect timeout.
+///
+/// Total timeouts are set per request, so one client serves every provider.
+pub fn build_client(connect_timeout: Duration) -> Result<reqwest::Client, reqwest::Error> {
+    install_crypto_provider();
+    reqwest::Client::builder()
+        .user_agent(concat!("musepi/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(connect_timeout)
+        .build()
+}
+
+/// The process's shared client (connect timeout [`DEFAULT_CONNECT_TIMEOUT`]).
+///
+/// Clones are cheap and share one connection pool.
+pub fn shared_client() -> Result<reqwest::Client, reqwest::Error> {
+    static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
+    if let Some(client) = CLIENT.get() {
+        return Ok(client.clone());
+    }
+    let client = build_client(DEFAULT_CONNECT_TIMEOUT)?;
+    Ok(CLIENT.get_or_init(|| client).clone())
+}
+
+/// When and how often a request is retried.
+///
+/// 429, 5xx, dropped connections and timeouts are retried; other statuses
+/// and context-overflow rejections are not.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryPolicy {
+    /// Attempts in total, the first included (at least 1).
+    pub max_attempts: u32,
+    /// The delay before the first retry; it doubles with each further retry.
+    pub base_delay: Duration,
+    /// The longest backoff delay.
+    pub max_delay: Duration,
+    /// The longest `Retry-After` honoured; a longer one ends the retries.
+    pub max_retry_after: Duration,
+    /// Whether backoff delays are randomized (to between half and all of
+    /// the computed delay). Off gives the same delays every run.
+    pub jitter: bool,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_attempts: 4,
+            base_delay: Duration::from_secs(1),
+            max_delay: Duration::from_secs(30),
+            max_retry_after: Duration::from_mins(1),
+            jitter: true,
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The backoff before attempt `failed + 1`, after `failed` failures.
+    pub fn backoff(&self, failed: u32) -> Duration {
+        let factor = 2u32.saturating_pow(failed.saturating_sub(1));
+        let delay = self.base_delay.saturating_mul(factor).min(self.max_delay);
+        if self.jitter {
+            let unit = getrandom::u32().map_or(1.0, |r| f64::from(r) / f64::from(u32::MAX));
+            delay.mul_f64(0.5 + unit / 2.0)
+        } else {
+            delay
+        }
+    }
+}
+
+/// A retry about to happen, for progress output.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryNotice {
+    /// The provider's name.
+    pub provider: String,
+    /// The attempt that failed (1 for the first).
+    pub attempt: u32,
+    /// How long we wait before the next attempt.
+    pub delay: Duration,
+    /// Whether the delay came from a `Retry-After` header.
+    pub from_retry_after: bool,
+    /// Why, e.g. `HTTP 429` or `timeout`.
+    pub reason: String,
+}
+
+/// Called before each retry.
+pub type RetryObserver = Arc<dyn Fn(&RetryNotice) + Send + Sync>;
+
+/// A final HTTP answer (2xx, or an error status that is not retried any more).
+#[derive(Debug)]
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) status_text: String,
+    pub(crate) body: String,
+    retry_after: Option<Duration>,
+}
+
+impl Reply {
+    pub(crate) fn is_success(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+}
+
+/// A failed attempt that produced no HTTP answer.
+struct Failure {
+    retryable: bool,
+    timed_out: bool,
+    message: String,
+}
+
+/// What one provider needs to send requests.
+#[derive(Clone)]
+pub(crate) struct Http {
+    pub(crate) client: reqwest::Client,
+    pub(crate) provider: String,
+    pub(crate) timeout: Duration,
+    pub(crate) retry: RetryPolicy,
+    pub(crate) secret: Option<ApiKey>,
+    pub(crate) observer: Option<RetryObserver>,
+}
+
+impl Http {
+    /// POSTs `body` as JSON with retries; resolves with the last HTTP answer,
+    /// or with a cancelled or transport error.
+    pub(crate) async fn post(
+        &self,
+        url: &str,
+        headers: HeaderMap,
+        body: &Value,
+        cancel: &CancellationToken,
+    ) -> Result<Reply, SummarizeError> {
+        let payload = body.to_string().into_bytes();
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err(SummarizeError::Cancelled),
+            result = self.with_retries(url, &headers, &payload) => result,
+        }
+    }
+
+    async fn with_retries(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        payload: &[u8],
+    ) -> Result<Reply, SummarizeError> {
+        let max_attempts = self.retry.max_attempts.max(1);
+        let mut attempt = 1;
+        loop {
+            let last = attempt >= max_attempts;
+            let (delay, from_retry_after, reason) = match self.once(url, headers, payload).await {
+                Ok(reply) => {
+                    if last || !is_retryable_status(reply.status) {
+                        return Ok(reply);
+                    }
+                    let reason = format!("HTTP {}", reply.status);
+                    match reply.retry_after {
+                        Some(wait) if wait > self.retry.max_retry_after => return Ok(reply),
+                        Some(wait) => (wait, true, reason),
+                        None => (self.retry.backoff(attempt), false, reason),
+                    }
+                }
+                Err(failure) => {
+                    if last || !failure.retryable {
+                        return Err(SummarizeError::Transport {
+                            provider: self.provider.clone(),
+                            attempts: attempt,
+                            timed_out: failure.timed_out,
+                            message: failure.message,
+                        });
+                    }
+                    let reason = if failure.timed_out {
+                        "timeout"
+                    } else {
+                        "connection error"
+                    };
+                    (self.retry.backoff(attempt), false, reason.to_owned())
+                }
+            };
+            let notice = RetryNotice {
+                provider: self.provider.clone(),
+                attempt,
+                delay,
+                from_retry_after,
+                reason,
+            };
+            tracing::warn!(
+                provider = %notice.provider,
+                attempt,
+                delay_ms = delay.as_millis() as u64,
+                reason = %notice.reason,
+                "retrying provider request"
+            );
+            if let Some(observer) = &self.observer {
+                observer(&notice);
+            }
+            tokio::time::sleep(delay).await;
+            attempt += 1;
+        }
+    }
+
+    async fn once(&self, url: &str, headers: &HeaderMap, payload: &[u8]) -> Result<Reply, Failure> {
+        let response = self
+            .client
+            .post(url)
+            .timeout(self.timeout)
+            .headers(headers.clone())
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+            .body(payload.to_vec())
+            .send()
+            .await
+            .map_err(|e| self.failure(&e))?;
+        let status = response.status();
+        let retry_after = retry_after(response.headers(), SystemTime::now());
+        let body = response.text().await.map_err(|e| self.failure(&e))?;
+        Ok(Reply {
+            status: status.as_u16(),
+            status_text: status.canonical_reason().unwrap_or_default().to_owned(),
+            body,
+            retry_after,
+        })
+    }
+
+    fn failure(&self, error: &reqwest::Error) -> Failure {
+        let mut message = error.to_string();
+        let mut source = std::error::Error::source(error);
+        while let Some(cause) = source {
+            let text = cause.to_string();
+            if !message.contains(&text) {
+                message.push_str(": ");
+                message.push_str(&text);
+            }
+            source = cause.source();
+        }
+        Failure {
+            retryable: !error.is_builder(),
+            timed_out: error.is_timeout(),
+            message: self.redact(&message),
+        }
+    }
+
+    /// Removes the API key from text that may be shown.
+    pub(crate) fn redact(&self, text: &str) -> String {
+        match &self.secret {
+            Some(key) if key.expose().len() >= 4 => text.replace(key.expose(), "[redacted]"),
+            _ => text.to_owned(),
+        }
+    }
+
+    /// Parses a 2xx body as JSON.
+    pub(crate) fn json(&self, reply: &Reply) -> Result<Value, SummarizeError> {
+        serde_json::from_str(&reply.body).map_err(|e| self.malformed(reply, &e.to_string()))
+    }
+
+    /// A malformed-response error quoting the start of the body.
+    pub(crate) fn malformed(&self, reply: &Reply, detail: &str) -> SummarizeError {
+        SummarizeError::MalformedResponse {
+            provider: self.provider.clone(),
+            status: reply.status,
+            detail: detail.to_owned(),
+            body_prefix: self.redact(prefix(&reply.body, 120)),
+        }
+    }
+
+    /// The provider's own message from an error body, or a note that there was none.
+    pub(crate) fn error_message(&self, reply: &Reply) -> String {
+        let message = provider_message(&reply.body);
+        if message.is_empty() {
+            "(no body)".to_owned()
+        } else {
+            self.redact(&message)
+        }
+    }
+
+    /// Maps a non-2xx answer to an overflow error (400/413 matching the
+    /// patterns of SPEC §4.3), or `None`.
+    pub(crate) fn overflow(&self, reply: &Reply) -> Option<SummarizeError> {
+        if !matches!(reply.status, 400 | 413) {
+            return None;
+        }
+        let message = provider_message(&reply.body);
+        // An empty 400/413 is Cerebras's way of saying the input is too long.
+        let overflow = message.is_empty() || is_overflow_message(&message);
+        overflow.then(|| SummarizeError::ContextOverflow {
+            provider: self.provider.clone(),
+            status: Some(reply.status),
+            message: self.error_message(reply),
+        })
+    }
+
+    /// Maps a non-2xx answer to the overflow or provider error.
+    pub(crate) fn status_error(&self, reply: &Reply) -> SummarizeError {
+        self.overflow(reply)
+            .unwrap_or_else(|| SummarizeError::Provider {
+                provider: self.provider.clone(),
+                status: Some(reply.status),
+                message: self.error_message(reply),
+            })
+    }
+
+    /// Maps a non-2xx answer of a remote compaction call (SPEC §9) to the
+    /// overflow error or `Remote compaction failed (<status> <statusText>)`.
+    pub(crate) fn remote_status_error(&self, reply: &Reply) -> SummarizeError {
+        self.overflow(reply).unwrap_or_else(|| {
+            let message = provider_message(&reply.body);
+            SummarizeError::Remote {
+                failure: RemoteFailure::Status {
+                    status: reply.status,
+                    status_text: reply.status_text.clone(),
+                },
+                message: (!message.is_empty()).then(|| self.redact(&message)),
+            }
+        })
+    }
+
+    /// Whether a 400 answer's message names `parameter`: the server does not
+    /// accept it for this model.
+    pub(crate) fn rejects(&self, reply: &Reply, parameter: &str) -> bool {
+        let rejected = reply.status == 400
+            && provider_message(&reply.body)
+                .to_lowercase()
+                .contains(parameter);
+        if rejected {
+            tracing::info!(provider = %self.provider, parameter, "server rejected a parameter; resending without it");
+        }
+        rejected
+    }
+
+    /// A bearer authorization header, when there is a key.
+    pub(crate) fn bearer_headers(&self) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &self.secret
+            && let Ok(mut value) = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
+        {
+            value.set_sensitive(true);
+            headers.insert(reqwest::header::AUTHORIZATION, value);
+        }
+        headers
+    }
+}
+
+/// 429 and 5xx are worth another try.
+fn is_retryable_status(status: u16) -> bool {
+    status == 429 || (500..600).contains(&status)
+}
+
+/// The wait a server asks for: `retry-after-ms` (sent by `OpenAI`), or `Retry-After`
+/// as seconds or an HTTP date.
+pub(crate) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    if let Some(ms) = headers
+        .get("retry-after-ms")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|ms| ms.is_finite() && *ms >= 0.0)
+    {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(seconds) = value.parse::<f64>() {
+        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+    }
+    let date = httpdate::parse_http_date(value).ok()?;
+    Some(date.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// The message of an error body: `error.message`, a string `error`,
+/// `message` or `detail`, else the start of the body.
+pub(crate) fn provider_message(body: &str) -> String {
+    let trimmed = body.trim();
+    if trimmed.is_empty() {
+        return String::new();
+    }
+    if let Ok(value) = serde_json::from_str::<Value>(trimmed) {
+        let candidates = [
+            value.pointer("/error/message"),
+            value.get("error"),
+            value.get("message"),
+            value.get("detail"),
+        ];
+        if let Some(text) = candidates.into_iter().flatten().find_map(Value::as_str) {
+            return text.to_owned();
+        }
+    }
+    prefix(trimmed, 300).to_owned()
+}
+
+/// At most `max` characters of `text`.
+pub(crate) fn prefix(text: &str, max: usize) -> &str {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => &text[..end],
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_reads_seconds_dates_and_milliseconds() {
+        let now = httpdate::parse_http_date("Wed, 21 Oct 2015 07:28:00 GMT").unwrap();
+        let mut headers = HeaderMap::new();
+        assert_eq!(retry_after(&headers, now), None);
+        headers.insert(RETRY_AFTER, HeaderValue::from_static("7"));
+        assert_eq!(retry_after(&headers, now), Some(Duration::from_secs(7)));
+        headers.insert(
+            RETRY_AFTER,
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:10 GMT"),
+        );
+        assert_eq!(retry_after(&headers, now), Some(Duration::from_secs(10)));
+        headers.insert(
+            RETRY_AFTER,
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:27:00 GMT"),
+        );
+        assert_eq!(retry_after(&headers, now), Some(Duration::ZERO));
+        headers.insert(RETRY_AFTER, HeaderValue::from_static("soon"));
+        assert_eq!(retry_after(&headers, now), None);
+        headers.insert("retry-after-ms", HeaderValue::from_static("250"));
+        assert_eq!(retry_after(&headers, now), Some(Duration::from_millis(250)));
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap_without_jitter() {
+        let policy = RetryPolicy {
+            base_delay: Duration::from_millis(100),
+            max_delay: Duration::from_millis(350),
+            jitter: false,
+            ..RetryPolicy::default()
+        };
+        let delays: Vec<_> = (1..=4).map(|n| policy.backoff(n).as_millis()).collect();
+        assert_eq!(delays, [100, 200, 350, 350]);
+        let jittered = RetryPolicy {
+            jitter: true,
+            ..policy
+        }
+        .backoff(2);
+        assert!(jittered >= Duration::from_millis(100) && jittered <= Duration::from_millis(200));
+    }
+
+    #[test]
+    fn provider_messages_come_from_the_usual_places() {
+        let cases = [
+            (
+                r#"{"error":{"message":"bad key","type":"auth"}}"#,
+                "bad key",
+            ),
+            (
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+                "Overloaded",
+            ),
+            (r#"{"error":"model not found"}"#, "model not found"),
+            (r#"{"detail":"Not Found"}"#, "Not Found"),
+            ("upstream connect error", "upstream connect error"),
+            ("  ", ""),
+        ];
+        for (body, expected) in cases {
+            assert_eq!(provider_message(body), expected, "{body}");
+        }
+        assert_eq!(prefix("héllo", 2), "hé");
+    }
+}

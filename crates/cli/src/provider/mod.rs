@@ -1,0 +1,399 @@
+//! The HTTP providers that write summaries for the `musepi` binary.
+//!
+//! Four kinds, each a [`Summarizer`]: [`OpenAiCompatible`] (chat
+//! completions), [`Anthropic`] (messages), [`OpenAiResponses`] (responses,
+//! plus the native `/responses/compact` of SPEC §9.2) and [`RemoteEndpoint`]
+//! (the custom summarizer URL of SPEC §9.1). They share one
+//! `reqwest::Client` over rustls and ring ([`install_crypto_provider`],
+//! [`shared_client`]), retry 429, 5xx, dropped connections and timeouts with
+//! backoff ([`RetryPolicy`]), and stop promptly when the cancellation token
+//! fires. Answers are read whole: nothing is streamed.
+//!
+//! [`resolve_provider`] turns `--provider`, `--base-url`, `--model` and the
+//! settings into a ready [`Provider`].
+
+mod anthropic;
+mod http;
+mod openai;
+mod overflow;
+mod remote;
+mod resolve;
+mod responses;
+
+use std::fmt;
+use std::time::Duration;
+
+use musepi_context_builder::SummaryRequest;
+use musepi_hooks::{SummarizeFuture, Summarizer};
+use musepi_session_model::ContentBlock;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+pub use anthropic::{ANTHROPIC_DEFAULT_MAX_TOKENS, ANTHROPIC_VERSION, Anthropic};
+pub use http::{
+    DEFAULT_CONNECT_TIMEOUT, RetryNotice, RetryObserver, RetryPolicy, build_client,
+    install_crypto_provider, shared_client,
+};
+pub use openai::OpenAiCompatible;
+pub use overflow::is_overflow_message;
+pub use remote::{RemoteEndpoint, RemoteSummary};
+pub use resolve::{ProviderError, ProviderFlags, process_env, resolve_config, resolve_provider};
+pub use responses::{
+    CompactionItem, NativeCompaction, NativeCompactionRequest, OpenAiRemoteCompaction,
+    OpenAiResponses,
+};
+
+use http::Http;
+
+/// The default total timeout of one attempt.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_mins(3);
+
+/// The wire protocol a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProviderKind {
+    /// `POST {base}/chat/completions` (`OpenAI`, `OpenRouter`, `vLLM`, llama.cpp, `Ollama`).
+    OpenaiCompatible,
+    /// `POST {base}/v1/messages`.
+    Anthropic,
+    /// `POST {base}/responses`, and `{base}/responses/compact`.
+    OpenaiResponses,
+    /// `POST` to the configured URL itself (SPEC §9.1).
+    RemoteEndpoint,
+}
+
+impl ProviderKind {
+    /// Every kind, in the order the docs list them.
+    pub const ALL: [Self; 4] = [
+        Self::OpenaiCompatible,
+        Self::OpenaiResponses,
+        Self::Anthropic,
+        Self::RemoteEndpoint,
+    ];
+
+    /// Parses a kind name such as `openai-compatible`.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+
+    /// The kind's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OpenaiCompatible => "openai-compatible",
+            Self::Anthropic => "anthropic",
+            Self::OpenaiResponses => "openai-responses",
+            Self::RemoteEndpoint => "remote-endpoint",
+        }
+    }
+
+    /// The official base URL, when the kind has one.
+    pub fn default_base_url(self) -> Option<&'static str> {
+        match self {
+            Self::OpenaiCompatible | Self::OpenaiResponses => Some("https://api.openai.com/v1"),
+            Self::Anthropic => Some("https://api.anthropic.com"),
+            Self::RemoteEndpoint => None,
+        }
+    }
+
+    /// The environment variable read for the key when the settings name none.
+    pub fn default_key_variable(self) -> &'static str {
+        match self {
+            Self::OpenaiCompatible | Self::OpenaiResponses => "OPENAI_API_KEY",
+            Self::Anthropic => "ANTHROPIC_API_KEY",
+            Self::RemoteEndpoint => "MUSEPI_API_KEY",
+        }
+    }
+}
+
+impl fmt::Display for ProviderKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An API key. It is never printed: `Debug` shows `ApiKey(<redacted>)`
+/// and it has no `Display`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wraps a key read from the environment.
+    pub fn new(key: impl Into<String>) -> Self {
+        Self(key.into())
+    }
+
+    /// The key, for a request header.
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+/// The role `developer` messages are sent as by chat-completions servers
+/// (spec-decisions 7: a server without a developer role gets them as user messages).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeveloperRole {
+    /// `developer`, as `OpenAI` names it.
+    #[default]
+    Developer,
+    /// `system`.
+    System,
+    /// `user`.
+    User,
+}
+
+impl DeveloperRole {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Developer => "developer",
+            Self::System => "system",
+            Self::User => "user",
+        }
+    }
+}
+
+/// Everything a provider needs, resolved from flags, settings and environment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderConfig {
+    /// The name used in messages: the settings entry's name, or the kind.
+    pub name: String,
+    /// The protocol.
+    pub kind: ProviderKind,
+    /// The base URL (for `remote-endpoint`, the endpoint itself).
+    pub base_url: String,
+    /// The model id sent on the wire.
+    pub model: Option<String>,
+    /// The key, when one was found.
+    pub api_key: Option<ApiKey>,
+    /// The model's output limit: requests ask for at most this many tokens,
+    /// and a request without a limit asks for this.
+    pub max_tokens: Option<u32>,
+    /// Reasoning effort that replaces the request's; `off` or `none` never sends any.
+    pub reasoning: Option<String>,
+    /// Total time of one attempt.
+    pub timeout: Duration,
+    /// Connect timeout; `None` uses the shared client's.
+    pub connect_timeout: Option<Duration>,
+    /// Retries.
+    pub retry: RetryPolicy,
+    /// The role of developer messages (chat completions only).
+    pub developer_role: DeveloperRole,
+    /// The model's context window, when known (trims native compaction input).
+    pub context_window: Option<u32>,
+    /// Whether the model reads images.
+    pub vision: bool,
+}
+
+impl ProviderConfig {
+    /// A configuration with defaults: named after its kind, no model, no key,
+    /// a 180 s timeout and the default retry policy.
+    pub fn new(kind: ProviderKind, base_url: impl Into<String>) -> Self {
+        Self {
+            name: kind.as_str().to_owned(),
+            kind,
+            base_url: base_url.into(),
+            model: None,
+            api_key: None,
+            max_tokens: None,
+            reasoning: None,
+            timeout: DEFAULT_TIMEOUT,
+            connect_timeout: None,
+            retry: RetryPolicy::default(),
+            developer_role: DeveloperRole::default(),
+            context_window: None,
+            vision: false,
+        }
+    }
+
+    /// The output limit to send: the request's, clamped to the model's.
+    pub fn max_tokens_for(&self, requested: Option<u32>) -> Option<u32> {
+        match (requested, self.max_tokens) {
+            (Some(r), Some(cap)) => Some(r.min(cap)),
+            (r, cap) => r.or(cap),
+        }
+    }
+
+    /// The reasoning effort to send, if any.
+    pub fn reasoning_for(&self, requested: Option<&str>) -> Option<String> {
+        let effort = self.reasoning.as_deref().or(requested)?;
+        (!matches!(effort, "" | "off" | "none")).then(|| effort.to_owned())
+    }
+
+    /// `kind model at url`, without secrets.
+    pub fn describe(&self) -> String {
+        let model = self.model.as_deref().unwrap_or("(no model)");
+        let url = display_url(&self.base_url);
+        if self.name == self.kind.as_str() {
+            format!("{} {model} at {url}", self.kind)
+        } else {
+            format!("{} ({} {model} at {url})", self.name, self.kind)
+        }
+    }
+
+    /// `{base}{path}` without a doubled slash.
+    fn endpoint(&self, path: &str) -> String {
+        format!("{}{path}", self.base_url.trim_end_matches('/'))
+    }
+
+    fn http(&self, client: reqwest::Client) -> Http {
+        Http {
+            client,
+            provider: self.name.clone(),
+            timeout: self.timeout,
+            retry: self.retry.clone(),
+            secret: self.api_key.clone(),
+            observer: None,
+        }
+    }
+}
+
+/// A URL without user info, query or fragment.
+fn display_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) => {
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.set_query(None);
+            parsed.set_fragment(None);
+            parsed.to_string()
+        }
+        Err(_) => "(invalid URL)".to_owned(),
+    }
+}
+
+/// A ready provider of any kind.
+pub enum Provider {
+    /// Chat completions.
+    OpenAiCompatible(OpenAiCompatible),
+    /// Anthropic messages.
+    Anthropic(Anthropic),
+    /// `OpenAI` responses.
+    OpenAiResponses(OpenAiResponses),
+    /// The custom remote endpoint.
+    RemoteEndpoint(RemoteEndpoint),
+}
+
+impl Provider {
+    /// Builds the provider `config.kind` names, sending through `client`.
+    pub fn new(config: ProviderConfig, client: reqwest::Client) -> Self {
+        match config.kind {
+            ProviderKind::OpenaiCompatible => {
+                Self::OpenAiCompatible(OpenAiCompatible::new(config, client))
+            }
+            ProviderKind::Anthropic => Self::Anthropic(Anthropic::new(config, client)),
+            ProviderKind::OpenaiResponses => {
+                Self::OpenAiResponses(OpenAiResponses::new(config, client))
+            }
+            ProviderKind::RemoteEndpoint => {
+                Self::RemoteEndpoint(RemoteEndpoint::new(config, client))
+            }
+        }
+    }
+
+    /// The configuration it was built from.
+    pub fn config(&self) -> &ProviderConfig {
+        match self {
+            Self::OpenAiCompatible(p) => p.config(),
+            Self::Anthropic(p) => p.config(),
+            Self::OpenAiResponses(p) => p.config(),
+            Self::RemoteEndpoint(p) => p.config(),
+        }
+    }
+
+    /// Calls `observer` before every retry (for progress output).
+    #[must_use]
+    pub fn with_retry_observer(mut self, observer: RetryObserver) -> Self {
+        let http = match &mut self {
+            Self::OpenAiCompatible(p) => &mut p.http,
+            Self::Anthropic(p) => &mut p.http,
+            Self::OpenAiResponses(p) => &mut p.http,
+            Self::RemoteEndpoint(p) => &mut p.http,
+        };
+        http.observer = Some(observer);
+        self
+    }
+
+    /// The responses provider, for native compaction.
+    pub fn as_responses(&self) -> Option<&OpenAiResponses> {
+        match self {
+            Self::OpenAiResponses(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The remote endpoint, for summaries with a short summary.
+    pub fn as_remote(&self) -> Option<&RemoteEndpoint> {
+        match self {
+            Self::RemoteEndpoint(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    fn summarizer(&self) -> &dyn Summarizer {
+        match self {
+            Self::OpenAiCompatible(p) => p,
+            Self::Anthropic(p) => p,
+            Self::OpenAiResponses(p) => p,
+            Self::RemoteEndpoint(p) => p,
+        }
+    }
+}
+
+impl fmt::Debug for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Provider").field(self.config()).finish()
+    }
+}
+
+impl Summarizer for Provider {
+    fn summarize<'a>(
+        &'a self,
+        request: &'a SummaryRequest,
+        cancel: CancellationToken,
+    ) -> SummarizeFuture<'a> {
+        self.summarizer().summarize(request, cancel)
+    }
+
+    fn describe(&self) -> String {
+        self.config().describe()
+    }
+}
+
+/// Parameters left out or renamed after a server rejected them with a 400,
+/// so one request shape works across models that differ in what they accept.
+#[derive(Debug, Clone, Copy, Default)]
+struct Fallbacks {
+    /// Send no reasoning or thinking parameter.
+    no_reasoning: bool,
+    /// Send `max_completion_tokens` instead of `max_tokens` (newer `OpenAI` models).
+    max_completion_tokens: bool,
+}
+
+/// The text blocks of `blocks`, joined with `"\n"`.
+fn joined_text(blocks: &[ContentBlock]) -> String {
+    blocks
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A `data:` URL for an image block.
+fn data_url(mime_type: &str, data: &str) -> String {
+    format!("data:{mime_type};base64,{data}")
+}
+
+/// Whether a summary text is empty.
+fn is_blank(text: &str) -> bool {
+    text.trim().is_empty()
+}

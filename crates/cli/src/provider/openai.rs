@@ -1,0 +1,334 @@
+//! The `openai-compatible` provider: `POST {base}/chat/completions`.
+
+use musepi_context_builder::{LlmMessage, SummaryRequest, SummaryResponse};
+use musepi_hooks::{SummarizeError, SummarizeFuture, Summarizer};
+use musepi_session_model::{ContentBlock, Usage};
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::http::Http;
+use super::{DeveloperRole, Fallbacks, ProviderConfig, data_url, is_blank, joined_text};
+
+/// A chat-completions server: `OpenAI`, `OpenRouter`, `vLLM`, the llama.cpp server, `Ollama`.
+pub struct OpenAiCompatible {
+    config: ProviderConfig,
+    pub(super) http: Http,
+}
+
+impl OpenAiCompatible {
+    /// A provider sending through `client`.
+    pub fn new(config: ProviderConfig, client: reqwest::Client) -> Self {
+        let http = config.http(client);
+        Self { config, http }
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &ProviderConfig {
+        &self.config
+    }
+
+    /// The JSON body sent for `request`.
+    pub fn request_body(&self, request: &SummaryRequest) -> Value {
+        self.body(request, Fallbacks::default())
+    }
+
+    fn body(&self, request: &SummaryRequest, fallbacks: Fallbacks) -> Value {
+        let mut body = Map::new();
+        if let Some(model) = &self.config.model {
+            body.insert("model".into(), model.as_str().into());
+        }
+        body.insert(
+            "messages".into(),
+            chat_messages(
+                &request.system_prompt,
+                &request.messages,
+                self.config.developer_role,
+            )
+            .into(),
+        );
+        if let Some(max) = self.config.max_tokens_for(request.max_tokens) {
+            let key = if fallbacks.max_completion_tokens {
+                "max_completion_tokens"
+            } else {
+                "max_tokens"
+            };
+            body.insert(key.into(), max.into());
+        }
+        if let Some(effort) = self.config.reasoning_for(request.reasoning.as_deref())
+            && !fallbacks.no_reasoning
+        {
+            body.insert("reasoning_effort".into(), effort.into());
+        }
+        body.insert("stream".into(), false.into());
+        Value::Object(body)
+    }
+
+    async fn complete(
+        &self,
+        request: &SummaryRequest,
+        cancel: &CancellationToken,
+    ) -> Result<SummaryResponse, SummarizeError> {
+        let url = self.config.endpoint("/chat/completions");
+        let mut fallbacks = Fallbacks::default();
+        let reply = loop {
+            let body = self.body(request, fallbacks);
+            let reply = self
+                .http
+                .post(&url, self.http.bearer_headers(), &body, cancel)
+                .await?;
+            if body.get("reasoning_effort").is_some() && self.http.rejects(&reply, "reasoning") {
+                fallbacks.no_reasoning = true;
+            } else if !fallbacks.max_completion_tokens
+                && self.http.rejects(&reply, "max_completion_tokens")
+            {
+                fallbacks.max_completion_tokens = true;
+            } else {
+                break reply;
+            }
+        };
+        if !reply.is_success() {
+            return Err(self.http.status_error(&reply));
+        }
+        let value = self.http.json(&reply)?;
+        let answer = ChatAnswer::read(&value)
+            .ok_or_else(|| self.http.malformed(&reply, "no choices[0].message"))?;
+        if let Some(reason) = answer.refusal_reason() {
+            return Err(SummarizeError::Refusal {
+                provider: self.config.name.clone(),
+                reason,
+                message: answer.refusal,
+            });
+        }
+        if let Some(error) = answer.error {
+            return Err(SummarizeError::Provider {
+                provider: self.config.name.clone(),
+                status: Some(reply.status),
+                message: self.http.redact(&error),
+            });
+        }
+        if is_blank(&answer.text) {
+            return Err(SummarizeError::EmptyResponse {
+                provider: self.config.name.clone(),
+            });
+        }
+        Ok(SummaryResponse {
+            text: answer.text,
+            usage: answer.usage,
+        })
+    }
+}
+
+impl Summarizer for OpenAiCompatible {
+    fn summarize<'a>(
+        &'a self,
+        request: &'a SummaryRequest,
+        cancel: CancellationToken,
+    ) -> SummarizeFuture<'a> {
+        Box::pin(async move { self.complete(request, &cancel).await })
+    }
+
+    fn describe(&self) -> String {
+        self.config.describe()
+    }
+}
+
+/// What a chat-completions answer says.
+pub(super) struct ChatAnswer {
+    /// `choices[0].message.content` as text (parts concatenated).
+    pub(super) text: String,
+    pub(super) finish_reason: Option<String>,
+    /// `choices[0].message.refusal`.
+    pub(super) refusal: Option<String>,
+    /// An `error.message` inside a 200 (as `OpenRouter` sends).
+    pub(super) error: Option<String>,
+    pub(super) usage: Option<Usage>,
+}
+
+impl ChatAnswer {
+    /// Reads an answer; `None` when it has neither choices nor an error.
+    pub(super) fn read(value: &Value) -> Option<Self> {
+        let error = value
+            .pointer("/error/message")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let choice = value.pointer("/choices/0");
+        if choice.is_none() && error.is_none() {
+            return None;
+        }
+        let message = choice.and_then(|c| c.get("message"));
+        Some(Self {
+            text: message
+                .and_then(|m| m.get("content"))
+                .map(content_text)
+                .unwrap_or_default(),
+            finish_reason: choice
+                .and_then(|c| c.get("finish_reason"))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            refusal: message
+                .and_then(|m| m.get("refusal"))
+                .and_then(Value::as_str)
+                .filter(|r| !r.is_empty())
+                .map(str::to_owned),
+            error,
+            usage: value.get("usage").map(chat_usage),
+        })
+    }
+
+    /// The refusal reason, when the model declined.
+    pub(super) fn refusal_reason(&self) -> Option<String> {
+        match self.finish_reason.as_deref() {
+            Some(reason @ ("refusal" | "content_filter")) => Some(reason.to_owned()),
+            _ => self.refusal.as_ref().map(|_| "refusal".to_owned()),
+        }
+    }
+}
+
+/// A content value as text: a string, or the `text` of each part concatenated.
+pub(super) fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => String::new(),
+    }
+}
+
+/// Chat-completions usage as session usage.
+pub(super) fn chat_usage(usage: &Value) -> Usage {
+    let num = |path: &str| usage.pointer(path).and_then(Value::as_f64);
+    let prompt = num("/prompt_tokens").unwrap_or(0.0);
+    let cached = num("/prompt_tokens_details/cached_tokens").unwrap_or(0.0);
+    let output = num("/completion_tokens").unwrap_or(0.0);
+    let input = (prompt - cached).max(0.0);
+    Usage {
+        input,
+        output,
+        cache_read: cached,
+        cache_write: 0.0,
+        total_tokens: num("/total_tokens").unwrap_or(prompt + output),
+        reasoning: num("/completion_tokens_details/reasoning_tokens"),
+        ..Usage::default()
+    }
+}
+
+/// The chat messages for a system prompt and provider messages.
+pub(super) fn chat_messages(
+    system_prompt: &str,
+    messages: &[LlmMessage],
+    developer: DeveloperRole,
+) -> Vec<Value> {
+    let mut out = Vec::with_capacity(messages.len() + 1);
+    if !system_prompt.is_empty() {
+        out.push(json!({"role": "system", "content": system_prompt}));
+    }
+    for message in messages {
+        match message {
+            LlmMessage::User { content } => {
+                out.push(json!({"role": "user", "content": user_content(content)}));
+            }
+            LlmMessage::Developer { content } => {
+                out.push(json!({"role": developer.as_str(), "content": user_content(content)}));
+            }
+            LlmMessage::Assistant { content, .. } => {
+                if let Some(m) = assistant_message(content) {
+                    out.push(m);
+                }
+            }
+            LlmMessage::ToolResult {
+                tool_call_id,
+                content,
+                ..
+            } => {
+                out.push(json!({"role": "tool", "tool_call_id": tool_call_id, "content": joined_text(content)}));
+                let images = image_parts(content);
+                if !images.is_empty() {
+                    let mut parts =
+                        vec![json!({"type": "text", "text": "Images returned by the tool:"})];
+                    parts.extend(images);
+                    out.push(json!({"role": "user", "content": parts}));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// One text block as a string; anything else as parts.
+fn user_content(content: &[ContentBlock]) -> Value {
+    if let [ContentBlock::Text { text, .. }] = content {
+        return text.as_str().into();
+    }
+    let parts: Vec<Value> = content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text { text, .. } => Some(json!({"type": "text", "text": text.as_str()})),
+            ContentBlock::Image {
+                data, mime_type, ..
+            } => Some(image_part(mime_type, data)),
+            _ => None,
+        })
+        .collect();
+    parts.into()
+}
+
+fn image_part(mime_type: &str, data: &str) -> Value {
+    json!({"type": "image_url", "image_url": {"url": data_url(mime_type, data)}})
+}
+
+fn image_parts(content: &[ContentBlock]) -> Vec<Value> {
+    content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Image {
+                data, mime_type, ..
+            } => Some(image_part(mime_type, data)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// An assistant turn: its text and tool calls (thinking is not sent);
+/// `None` when there is neither.
+fn assistant_message(content: &[ContentBlock]) -> Option<Value> {
+    let text = joined_text(content);
+    let calls: Vec<Value> = content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolCall(call) => Some(json!({
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name.as_str(), "arguments": arguments_json(call.arguments.value())},
+            })),
+            _ => None,
+        })
+        .collect();
+    if text.is_empty() && calls.is_empty() {
+        return None;
+    }
+    let mut message = Map::new();
+    message.insert("role".into(), "assistant".into());
+    message.insert(
+        "content".into(),
+        if text.is_empty() {
+            Value::Null
+        } else {
+            text.into()
+        },
+    );
+    if !calls.is_empty() {
+        message.insert("tool_calls".into(), calls.into());
+    }
+    Some(Value::Object(message))
+}
+
+/// Tool-call arguments as the JSON string the API expects (`{}` when absent).
+pub(super) fn arguments_json(arguments: &Value) -> String {
+    if arguments.is_null() {
+        "{}".to_owned()
+    } else {
+        arguments.to_string()
+    }
+}

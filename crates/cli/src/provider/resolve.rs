@@ -1,0 +1,274 @@
+//! Turning `--provider`, `--base-url`, `--model`, the settings and the
+//! environment into a ready provider.
+
+use std::time::Duration;
+
+use super::http::{build_client, shared_client};
+use super::{ApiKey, Provider, ProviderConfig, ProviderKind, RetryPolicy};
+use crate::settings::{ProviderEntry, Settings};
+
+/// The provider flags of a command.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProviderFlags {
+    /// `--provider KIND|NAME`.
+    pub provider: Option<String>,
+    /// `--base-url URL`.
+    pub base_url: Option<String>,
+    /// `--model ID`.
+    pub model: Option<String>,
+}
+
+/// Why no provider could be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    /// `--provider` names neither a kind nor a settings entry.
+    #[error(
+        "unknown provider `{name}`: use a kind (openai-compatible, openai-responses, anthropic, remote-endpoint) or a name from the settings' providers map{}",
+        known_names(known)
+    )]
+    UnknownProvider {
+        /// What was asked for.
+        name: String,
+        /// The names in the settings.
+        known: Vec<String>,
+    },
+    /// Nothing selects a provider.
+    #[error(
+        "no provider selected: pass --provider KIND|NAME (or --base-url for an openai-compatible server){}",
+        known_names(known)
+    )]
+    NoProviderSelected {
+        /// The names in the settings.
+        known: Vec<String>,
+    },
+    /// A settings entry without `kind`.
+    #[error("provider `{name}` has no kind: set providers.{name}.kind")]
+    MissingKind {
+        /// The entry.
+        name: String,
+    },
+    /// No base URL for a kind without a default one.
+    #[error(
+        "no URL for provider `{name}`: pass --base-url, set providers.{name}.baseUrl or compaction.remoteEndpoint"
+    )]
+    MissingBaseUrl {
+        /// The provider.
+        name: String,
+    },
+    /// The base URL is not an http(s) URL.
+    #[error("invalid URL `{url}` for provider `{name}`: {reason}")]
+    InvalidUrl {
+        /// The provider.
+        name: String,
+        /// The URL.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// No model id.
+    #[error("no model for provider `{name}`: pass --model ID or set providers.{name}.model")]
+    MissingModel {
+        /// The provider.
+        name: String,
+    },
+    /// The official endpoint without a key.
+    #[error("no API key for {name}: set {}", variables.join(" or "))]
+    MissingApiKey {
+        /// The provider.
+        name: String,
+        /// The variables that were read.
+        variables: Vec<String>,
+    },
+    /// The variable named by `apiKeyEnv` is unset.
+    #[error("environment variable {variable} named by providers.{name}.apiKeyEnv is not set")]
+    MissingKeyVariable {
+        /// The provider.
+        name: String,
+        /// The variable.
+        variable: String,
+    },
+    /// The HTTP client could not be built.
+    #[error("cannot build the HTTP client")]
+    Client(#[source] reqwest::Error),
+}
+
+fn known_names(known: &[String]) -> String {
+    if known.is_empty() {
+        String::new()
+    } else {
+        format!(" (settings providers: {})", known.join(", "))
+    }
+}
+
+/// Reads a variable from the process environment; empty counts as unset.
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// Resolves the provider configuration.
+///
+/// Selection: `--provider NAME` of a settings entry, else `--provider KIND`;
+/// without `--provider`, the only settings entry if there is exactly one,
+/// else `openai-compatible` when `--base-url` is given. `--base-url` and
+/// `--model` then override the entry. A `remote-endpoint` without a URL
+/// uses `compaction.remoteEndpoint`. The key comes from the entry's
+/// `apiKeyEnv` (which must be set), else the kind's variable
+/// (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`), else `MUSEPI_API_KEY`; it is
+/// required only for a kind's official endpoint.
+pub fn resolve_config(
+    flags: &ProviderFlags,
+    settings: &Settings,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<ProviderConfig, ProviderError> {
+    let known: Vec<String> = settings.providers.keys().cloned().collect();
+    let (name, entry) = select(flags, settings, &known)?;
+    let kind = entry
+        .kind
+        .ok_or_else(|| ProviderError::MissingKind { name: name.clone() })?;
+    let base_url = flags
+        .base_url
+        .clone()
+        .or(entry.base_url.clone())
+        .or_else(|| {
+            (kind == ProviderKind::RemoteEndpoint)
+                .then(|| settings.compaction.remote_endpoint.clone())
+                .flatten()
+        })
+        .or_else(|| kind.default_base_url().map(str::to_owned))
+        .ok_or_else(|| ProviderError::MissingBaseUrl { name: name.clone() })?;
+    check_url(&name, &base_url)?;
+    let model = flags.model.clone().or(entry.model.clone());
+    if model.is_none() && kind != ProviderKind::RemoteEndpoint {
+        return Err(ProviderError::MissingModel { name });
+    }
+    let api_key = api_key(&name, kind, &entry, &base_url, env)?;
+    let defaults = RetryPolicy::default();
+    let mut config = ProviderConfig::new(kind, base_url);
+    config.name = name;
+    config.model = model;
+    config.api_key = api_key;
+    config.max_tokens = entry.max_tokens.filter(|&n| n > 0);
+    config.reasoning.clone_from(&entry.reasoning);
+    if let Some(ms) = entry.timeout_ms.filter(|&ms| ms > 0) {
+        config.timeout = Duration::from_millis(ms);
+    }
+    config.connect_timeout = entry
+        .connect_timeout_ms
+        .filter(|&ms| ms > 0)
+        .map(Duration::from_millis);
+    config.retry = RetryPolicy {
+        max_attempts: entry
+            .max_retries
+            .map_or(defaults.max_attempts, |r| r.saturating_add(1)),
+        ..defaults
+    };
+    config.developer_role = entry.developer_role.unwrap_or_default();
+    config.context_window = entry.context_window;
+    config.vision = entry.vision;
+    Ok(config)
+}
+
+/// Resolves the provider and builds it on the shared client (or on its own
+/// client when the entry sets `connectTimeoutMs`).
+pub fn resolve_provider(
+    flags: &ProviderFlags,
+    settings: &Settings,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Provider, ProviderError> {
+    let config = resolve_config(flags, settings, env)?;
+    let client = match config.connect_timeout {
+        Some(timeout) => build_client(timeout),
+        None => shared_client(),
+    }
+    .map_err(ProviderError::Client)?;
+    Ok(Provider::new(config, client))
+}
+
+fn select(
+    flags: &ProviderFlags,
+    settings: &Settings,
+    known: &[String],
+) -> Result<(String, ProviderEntry), ProviderError> {
+    let kind_entry = |kind: ProviderKind| ProviderEntry {
+        kind: Some(kind),
+        ..ProviderEntry::default()
+    };
+    match &flags.provider {
+        Some(name) => {
+            if let Some(entry) = settings.providers.get(name) {
+                Ok((name.clone(), entry.clone()))
+            } else if let Some(kind) = ProviderKind::parse(name) {
+                Ok((name.clone(), kind_entry(kind)))
+            } else {
+                Err(ProviderError::UnknownProvider {
+                    name: name.clone(),
+                    known: known.to_vec(),
+                })
+            }
+        }
+        None => match settings.providers.iter().next() {
+            Some((name, entry)) if settings.providers.len() == 1 => {
+                Ok((name.clone(), entry.clone()))
+            }
+            _ if flags.base_url.is_some() => {
+                let kind = ProviderKind::OpenaiCompatible;
+                Ok((kind.as_str().to_owned(), kind_entry(kind)))
+            }
+            _ => Err(ProviderError::NoProviderSelected {
+                known: known.to_vec(),
+            }),
+        },
+    }
+}
+
+fn check_url(name: &str, url: &str) -> Result<(), ProviderError> {
+    let invalid = |reason: String| ProviderError::InvalidUrl {
+        name: name.to_owned(),
+        url: url.to_owned(),
+        reason,
+    };
+    let parsed = reqwest::Url::parse(url).map_err(|e| invalid(e.to_string()))?;
+    if matches!(parsed.scheme(), "http" | "https") {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "scheme `{}` is not http or https",
+            parsed.scheme()
+        )))
+    }
+}
+
+fn api_key(
+    name: &str,
+    kind: ProviderKind,
+    entry: &ProviderEntry,
+    base_url: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<ApiKey>, ProviderError> {
+    if let Some(variable) = &entry.api_key_env {
+        return env(variable).map(|k| Some(ApiKey::new(k))).ok_or_else(|| {
+            ProviderError::MissingKeyVariable {
+                name: name.to_owned(),
+                variable: variable.clone(),
+            }
+        });
+    }
+    let mut variables = vec![kind.default_key_variable().to_owned()];
+    if kind.default_key_variable() != "MUSEPI_API_KEY" {
+        variables.push("MUSEPI_API_KEY".to_owned());
+    }
+    if let Some(key) = variables.iter().find_map(|v| env(v)) {
+        return Ok(Some(ApiKey::new(key)));
+    }
+    let official = kind
+        .default_base_url()
+        .is_some_and(|default| default.trim_end_matches('/') == base_url.trim_end_matches('/'));
+    if official {
+        Err(ProviderError::MissingApiKey {
+            name: name.to_owned(),
+            variables,
+        })
+    } else {
+        Ok(None)
+    }
+}

@@ -1,0 +1,425 @@
+//! The `openai-responses` provider: `POST {base}/responses`, and the
+//! provider-native compaction of SPEC §9.2 at `{base}/responses/compact`.
+
+use musepi_context_builder::{LlmMessage, SummaryRequest, SummaryResponse};
+use musepi_hooks::{RemoteFailure, SummarizeError, SummarizeFuture, Summarizer};
+use musepi_session_model::{ContentBlock, Usage};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::http::Http;
+use super::openai::arguments_json;
+use super::{Fallbacks, ProviderConfig, data_url, is_blank, joined_text};
+
+/// User messages starting with one of these are context the harness
+/// injected, not the user's words; native compaction drops them.
+const HARNESS_PREFIXES: &[&str] = &[
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+];
+
+/// The `OpenAI` responses API.
+pub struct OpenAiResponses {
+    config: ProviderConfig,
+    pub(super) http: Http,
+}
+
+/// What native compaction is asked to compact.
+#[derive(Debug, Clone, Copy)]
+pub struct NativeCompactionRequest<'a> {
+    /// The summarization system prompt, sent as `instructions`.
+    pub instructions: &'a str,
+    /// The previous native compaction; its replacement history is sent first
+    /// when it was stored by a provider of the same name.
+    pub previous: Option<&'a OpenAiRemoteCompaction>,
+    /// The messages to summarize, the turn prefix and the recent messages, in order.
+    pub messages: &'a [LlmMessage],
+}
+
+/// What a compaction entry stores under `preserveData.openaiRemoteCompaction`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenAiRemoteCompaction {
+    /// The provider that produced it.
+    pub provider: String,
+    /// The items to send instead of the compacted history.
+    pub replacement_history: Vec<Value>,
+    /// The last compaction item of the answer.
+    pub compaction_item: CompactionItem,
+}
+
+/// A `compaction` or `compaction_summary` output item.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompactionItem {
+    /// `compaction` or `compaction_summary`.
+    #[serde(rename = "type")]
+    pub item_type: String,
+    /// The opaque compacted history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted_content: Option<String>,
+    /// A readable summary, when the item has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<Value>,
+}
+
+/// The result of native compaction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NativeCompaction {
+    /// What to store in the compaction entry.
+    pub remote: OpenAiRemoteCompaction,
+    /// Usage, when reported.
+    pub usage: Option<Usage>,
+}
+
+impl OpenAiResponses {
+    /// A provider sending through `client`.
+    pub fn new(config: ProviderConfig, client: reqwest::Client) -> Self {
+        let http = config.http(client);
+        Self { config, http }
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &ProviderConfig {
+        &self.config
+    }
+
+    /// The JSON body sent for `request`.
+    pub fn request_body(&self, request: &SummaryRequest) -> Value {
+        self.body(request, Fallbacks::default())
+    }
+
+    fn body(&self, request: &SummaryRequest, fallbacks: Fallbacks) -> Value {
+        let mut body = Map::new();
+        if let Some(model) = &self.config.model {
+            body.insert("model".into(), model.as_str().into());
+        }
+        if !request.system_prompt.is_empty() {
+            body.insert("instructions".into(), request.system_prompt.as_str().into());
+        }
+        body.insert("input".into(), input_items(&request.messages).into());
+        if let Some(max) = self.config.max_tokens_for(request.max_tokens) {
+            body.insert("max_output_tokens".into(), max.into());
+        }
+        if let Some(effort) = self.config.reasoning_for(request.reasoning.as_deref())
+            && !fallbacks.no_reasoning
+        {
+            body.insert("reasoning".into(), json!({"effort": effort}));
+        }
+        body.insert("store".into(), false.into());
+        Value::Object(body)
+    }
+
+    /// The JSON body sent to `/responses/compact`: the previous replacement
+    /// history (same provider only) and the messages, with trailing tool
+    /// outputs and developer messages dropped while the input is larger
+    /// than the context window (chars/4 of its JSON).
+    pub fn compaction_body(&self, request: &NativeCompactionRequest<'_>) -> Value {
+        let mut input: Vec<Value> = request
+            .previous
+            .filter(|p| p.provider == self.config.name)
+            .map(|p| p.replacement_history.clone())
+            .unwrap_or_default();
+        input.extend(input_items(request.messages));
+        if let Some(window) = self.config.context_window {
+            while estimate(&input) > u64::from(window) && input.last().is_some_and(is_trimmable) {
+                input.pop();
+            }
+        }
+        let mut body = Map::new();
+        if let Some(model) = &self.config.model {
+            body.insert("model".into(), model.as_str().into());
+        }
+        body.insert("input".into(), input.into());
+        body.insert("instructions".into(), request.instructions.into());
+        Value::Object(body)
+    }
+
+    /// Provider-native compaction (SPEC §9.2). On any error the caller
+    /// falls back to a local summary (spec-decisions 11).
+    pub async fn compact(
+        &self,
+        request: &NativeCompactionRequest<'_>,
+        cancel: CancellationToken,
+    ) -> Result<NativeCompaction, SummarizeError> {
+        let url = self.config.endpoint("/responses/compact");
+        let body = self.compaction_body(request);
+        let reply = self
+            .http
+            .post(&url, self.http.bearer_headers(), &body, &cancel)
+            .await?;
+        if !reply.is_success() {
+            return Err(self.http.remote_status_error(&reply));
+        }
+        let value = self.http.json(&reply)?;
+        let output = value
+            .get("output")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let replacement_history: Vec<Value> = output
+            .iter()
+            .filter(|item| is_kept(item))
+            .cloned()
+            .collect();
+        let compaction_item = replacement_history
+            .iter()
+            .rev()
+            .find(|item| is_compaction_item(item))
+            .and_then(|item| serde_json::from_value::<CompactionItem>(item.clone()).ok())
+            .ok_or(SummarizeError::Remote {
+                failure: RemoteFailure::MissingCompactionItem,
+                message: None,
+            })?;
+        Ok(NativeCompaction {
+            remote: OpenAiRemoteCompaction {
+                provider: self.config.name.clone(),
+                replacement_history,
+                compaction_item,
+            },
+            usage: value.get("usage").map(responses_usage),
+        })
+    }
+
+    async fn complete(
+        &self,
+        request: &SummaryRequest,
+        cancel: &CancellationToken,
+    ) -> Result<SummaryResponse, SummarizeError> {
+        let url = self.config.endpoint("/responses");
+        let mut fallbacks = Fallbacks::default();
+        let reply = loop {
+            let body = self.body(request, fallbacks);
+            let reply = self
+                .http
+                .post(&url, self.http.bearer_headers(), &body, cancel)
+                .await?;
+            if body.get("reasoning").is_some() && self.http.rejects(&reply, "reasoning") {
+                fallbacks.no_reasoning = true;
+            } else {
+                break reply;
+            }
+        };
+        if !reply.is_success() {
+            return Err(self.http.status_error(&reply));
+        }
+        let value = self.http.json(&reply)?;
+        let provider = || self.config.name.clone();
+        if let Some(message) = value.pointer("/error/message").and_then(Value::as_str) {
+            return Err(SummarizeError::Provider {
+                provider: provider(),
+                status: Some(reply.status),
+                message: self.http.redact(message),
+            });
+        }
+        let Some(output) = value.get("output").and_then(Value::as_array) else {
+            return Err(self.http.malformed(&reply, "no output array"));
+        };
+        let mut texts = Vec::new();
+        let mut refusal = None;
+        let parts = output
+            .iter()
+            .filter(|item| item.get("type").and_then(Value::as_str) == Some("message"))
+            .filter_map(|item| item.get("content").and_then(Value::as_array))
+            .flatten();
+        for part in parts {
+            match part.get("type").and_then(Value::as_str) {
+                Some("output_text") => texts.extend(part.get("text").and_then(Value::as_str)),
+                Some("refusal") => {
+                    refusal = Some(
+                        part.get("refusal")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_owned(),
+                    );
+                }
+                _ => {}
+            }
+        }
+        let filtered = value
+            .pointer("/incomplete_details/reason")
+            .and_then(Value::as_str)
+            == Some("content_filter");
+        if refusal.is_some() || filtered {
+            return Err(SummarizeError::Refusal {
+                provider: provider(),
+                reason: if filtered {
+                    "content_filter"
+                } else {
+                    "refusal"
+                }
+                .to_owned(),
+                message: refusal.filter(|r| !r.is_empty()),
+            });
+        }
+        let text = texts.join("\n");
+        if is_blank(&text) {
+            return Err(SummarizeError::EmptyResponse {
+                provider: provider(),
+            });
+        }
+        Ok(SummaryResponse {
+            text,
+            usage: value.get("usage").map(responses_usage),
+        })
+    }
+}
+
+impl Summarizer for OpenAiResponses {
+    fn summarize<'a>(
+        &'a self,
+        request: &'a SummaryRequest,
+        cancel: CancellationToken,
+    ) -> SummarizeFuture<'a> {
+        Box::pin(async move { self.complete(request, &cancel).await })
+    }
+
+    fn describe(&self) -> String {
+        self.config.describe()
+    }
+}
+
+/// Provider messages as responses input items.
+fn input_items(messages: &[LlmMessage]) -> Vec<Value> {
+    let mut items = Vec::with_capacity(messages.len());
+    for message in messages {
+        match message {
+            LlmMessage::User { content } => items.push(input_message("user", content)),
+            LlmMessage::Developer { content } => items.push(input_message("developer", content)),
+            LlmMessage::Assistant { content, .. } => {
+                let text = joined_text(content);
+                if !text.is_empty() {
+                    items.push(json!({
+                        "type": "message",
+                        "role": "assistant",
+                        "content": [{"type": "output_text", "text": text}],
+                    }));
+                }
+                for block in content {
+                    if let ContentBlock::ToolCall(call) = block {
+                        items.push(json!({
+                            "type": "function_call",
+                            "call_id": call.id,
+                            "name": call.name.as_str(),
+                            "arguments": arguments_json(call.arguments.value()),
+                        }));
+                    }
+                }
+            }
+            LlmMessage::ToolResult {
+                tool_call_id,
+                content,
+                ..
+            } => {
+                items.push(json!({"type": "function_call_output", "call_id": tool_call_id, "output": joined_text(content)}));
+                if content
+                    .iter()
+                    .any(|b| matches!(b, ContentBlock::Image { .. }))
+                {
+                    let images: Vec<ContentBlock> = content
+                        .iter()
+                        .filter(|b| matches!(b, ContentBlock::Image { .. }))
+                        .cloned()
+                        .collect();
+                    items.push(input_message("user", &images));
+                }
+            }
+        }
+    }
+    items
+}
+
+fn input_message(role: &str, content: &[ContentBlock]) -> Value {
+    let parts: Vec<Value> = content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text { text, .. } => {
+                Some(json!({"type": "input_text", "text": text.as_str()}))
+            }
+            ContentBlock::Image {
+                data,
+                mime_type,
+                detail,
+                ..
+            } => {
+                let mut part =
+                    json!({"type": "input_image", "image_url": data_url(mime_type, data)});
+                if let (Some(detail), Value::Object(map)) = (detail, &mut part) {
+                    map.insert("detail".into(), detail.as_str().into());
+                }
+                Some(part)
+            }
+            _ => None,
+        })
+        .collect();
+    json!({"type": "message", "role": role, "content": parts})
+}
+
+/// chars/4 of the input's JSON.
+fn estimate(input: &[Value]) -> u64 {
+    let chars: usize = input
+        .iter()
+        .map(|item| item.to_string().encode_utf16().count())
+        .sum();
+    (chars as u64).div_ceil(4)
+}
+
+fn is_trimmable(item: &Value) -> bool {
+    item.get("type").and_then(Value::as_str) == Some("function_call_output")
+        || item.get("role").and_then(Value::as_str) == Some("developer")
+}
+
+fn is_compaction_item(item: &Value) -> bool {
+    match item.get("type").and_then(Value::as_str) {
+        Some("compaction") => item.get("encrypted_content").is_some_and(Value::is_string),
+        Some("compaction_summary") => true,
+        _ => false,
+    }
+}
+
+/// Whether an output item belongs in the replacement history.
+fn is_kept(item: &Value) -> bool {
+    let kind = item.get("type").and_then(Value::as_str);
+    if matches!(kind, Some("compaction" | "compaction_summary")) {
+        return true;
+    }
+    if !matches!(kind, None | Some("message")) {
+        return false;
+    }
+    match item.get("role").and_then(Value::as_str) {
+        Some("assistant") => true,
+        Some("user") => !is_harness_injected(item),
+        _ => false,
+    }
+}
+
+fn is_harness_injected(message: &Value) -> bool {
+    let text = match message.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => String::new(),
+    };
+    let text = text.trim_start();
+    HARNESS_PREFIXES.iter().any(|p| text.starts_with(p))
+}
+
+/// Responses usage as session usage.
+fn responses_usage(usage: &Value) -> Usage {
+    let num = |path: &str| usage.pointer(path).and_then(Value::as_f64);
+    let input_total = num("/input_tokens").unwrap_or(0.0);
+    let cached = num("/input_tokens_details/cached_tokens").unwrap_or(0.0);
+    let output = num("/output_tokens").unwrap_or(0.0);
+    Usage {
+        input: (input_total - cached).max(0.0),
+        output,
+        cache_read: cached,
+        cache_write: 0.0,
+        total_tokens: num("/total_tokens").unwrap_or(input_total + output),
+        reasoning: num("/output_tokens_details/reasoning_tokens"),
+        ..Usage::default()
+    }
+}
