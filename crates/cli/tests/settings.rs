@@ -1,0 +1,509 @@
+//! Settings files: defaults, merge order, warnings, and provider resolution.
+
+// Helpers outside #[test] functions unwrap too: a failure there is a test failure.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use musepi_cli::provider::{
+    ApiKey, DeveloperRole, ProviderError, ProviderFlags, ProviderKind, resolve_config,
+    resolve_provider,
+};
+use musepi_cli::settings::{
+    CompactionStrategy, HookCommand, ProviderEntry, Settings, SettingsError, SettingsSources,
+    SettingsWarning, SystemPromptImaging, load_settings, merge_layers,
+};
+use musepi_hooks::Summarizer;
+use serde_json::{Value, json};
+
+fn write(dir: &Path, relative: &str, value: &Value) -> PathBuf {
+    let path = dir.join(relative);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, value.to_string()).unwrap();
+    path
+}
+
+fn warning(file: &Path, key: &str, message: &str) -> SettingsWarning {
+    SettingsWarning {
+        file: file.to_path_buf(),
+        key: key.to_owned(),
+        message: message.to_owned(),
+    }
+}
+
+#[test]
+fn defaults_follow_the_design_era_table() {
+    let loaded = merge_layers(Vec::new());
+    assert!(loaded.warnings.is_empty());
+    let s = loaded.settings;
+    assert_eq!(s, Settings::default());
+    let c = &s.compaction;
+    assert!(c.enabled && c.auto_continue && c.mid_turn_enabled && c.remote_enabled);
+    assert_eq!(c.strategy, CompactionStrategy::Snapcompact);
+    assert_eq!((c.reserve_tokens, c.keep_recent_tokens), (16384, 20000));
+    assert_eq!((c.threshold_percent, c.threshold_tokens), (-1.0, -1));
+    assert_eq!(c.remote_endpoint, None);
+    assert!(!c.idle_enabled);
+    assert_eq!(
+        (c.idle_threshold_tokens, c.idle_timeout_seconds),
+        (200_000, 300)
+    );
+    assert!(c.drop_useless && c.supersede_reads);
+    assert!(!s.branch_summary.enabled && !s.branch_summary.skip_prompt);
+    assert_eq!(s.branch_summary.reserve_tokens, 16384);
+    assert!(!s.context_promotion.enabled);
+    let snap = &s.snapcompact;
+    assert_eq!(snap.shape, "auto");
+    assert_eq!(snap.system_prompt, SystemPromptImaging::None);
+    assert!(!snap.tool_results && snap.dim_tool_results);
+    assert_eq!(
+        (
+            snap.tool_result_max_chars,
+            snap.tool_arg_max_chars,
+            snap.tool_call_max_chars
+        ),
+        (Some(2000), Some(500), Some(2000))
+    );
+    assert!((snap.truncate_head_ratio - 0.6).abs() < f64::EPSILON);
+    assert!(s.providers.is_empty() && s.hooks.is_empty());
+}
+
+#[test]
+fn files_merge_user_then_project_then_explicit() {
+    let dir = tempfile::tempdir().unwrap();
+    let user = write(
+        dir.path(),
+        "home/.musepi/settings.json",
+        &json!({
+            "compaction": {"reserveTokens": 1000, "keepRecentTokens": 5000, "remoteEndpoint": "http://a"},
+            "providers": {"work": {"kind": "anthropic", "model": "m1", "maxTokens": 64000}},
+            "hooks": {"session_before_compact": [{"command": ["a"]}]},
+        }),
+    );
+    let project = write(
+        dir.path(),
+        "project/.musepi/settings.json",
+        &json!({
+            "compaction": {"reserveTokens": 2000},
+            "providers": {"work": {"model": "m2"}},
+            "hooks": {"session_before_compact": [{"command": ["b", "--flag"], "timeoutMs": 500, "env": ["HOME"]}]},
+        }),
+    );
+    let explicit = write(
+        dir.path(),
+        "explicit.json",
+        &json!({"compaction": {"strategy": "context-full", "remoteEndpoint": null}, "branchSummary": {"enabled": true}}),
+    );
+    let sources = SettingsSources {
+        user: Some(user.clone()),
+        project: Some(project.clone()),
+        explicit: Some(explicit.clone()),
+    };
+    let loaded = load_settings(&sources).unwrap();
+    assert_eq!(loaded.warnings, []);
+    assert_eq!(loaded.files, [user, project, explicit]);
+    let s = loaded.settings;
+    assert_eq!(s.compaction.reserve_tokens, 2000);
+    assert_eq!(s.compaction.keep_recent_tokens, 5000);
+    assert_eq!(s.compaction.strategy, CompactionStrategy::ContextFull);
+    assert_eq!(s.compaction.remote_endpoint, None);
+    assert!(s.branch_summary.enabled);
+    assert_eq!(
+        s.providers["work"],
+        ProviderEntry {
+            kind: Some(ProviderKind::Anthropic),
+            model: Some("m2".into()),
+            max_tokens: Some(64000),
+            ..ProviderEntry::default()
+        }
+    );
+    assert_eq!(
+        s.hooks["session_before_compact"],
+        [HookCommand {
+            command: vec!["b".into(), "--flag".into()],
+            timeout_ms: Some(500),
+            env: vec!["HOME".into()],
+        }]
+    );
+}
+
+#[test]
+fn discovery_uses_the_working_directory_and_skips_missing_files() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        ".musepi/settings.json",
+        &json!({"compaction": {"enabled": false}}),
+    );
+    let mut sources = SettingsSources::discover(dir.path(), None);
+    assert_eq!(
+        sources.project,
+        Some(dir.path().join(".musepi/settings.json"))
+    );
+    sources.user = Some(dir.path().join("nowhere/settings.json"));
+    let loaded = load_settings(&sources).unwrap();
+    assert!(!loaded.settings.compaction.enabled);
+    assert_eq!(loaded.files.len(), 1);
+}
+
+#[test]
+fn wrongly_typed_values_warn_and_fall_back() {
+    let base = PathBuf::from("/home/u/.musepi/settings.json");
+    let file = PathBuf::from("/work/.musepi/settings.json");
+    let loaded = merge_layers(vec![
+        (
+            base.clone(),
+            json!({"compaction": {"keepRecentTokens": 9000}}),
+        ),
+        (
+            file.clone(),
+            json!({
+                "compaction": {
+                    "reserveTokens": "big",
+                    "keepRecentTokens": -5,
+                    "strategy": "fast",
+                    "idleEnabled": true,
+                    "remoteEndpoint": {"url": "x"},
+                },
+                "snapcompact": 5,
+                "branchSummary": {"reserveTokens": 1.5},
+                "providers": {"x": {"kind": "grpc", "model": "m", "timeoutMs": "soon"}},
+                "hooks": {"session_compact": "run.sh"},
+                "theme": {"colour": "blue"},
+            }),
+        ),
+    ]);
+    let keys: Vec<&str> = loaded.warnings.iter().map(|w| w.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "compaction.reserveTokens",
+            "compaction.keepRecentTokens",
+            "compaction.strategy",
+            "compaction.remoteEndpoint",
+            "snapcompact",
+            "branchSummary.reserveTokens",
+            "providers.x.kind",
+            "providers.x.timeoutMs",
+            "hooks.session_compact",
+        ]
+    );
+    assert!(loaded.warnings.iter().all(|w| w.file == file));
+    assert_eq!(
+        loaded.warnings[0].to_string(),
+        "/work/.musepi/settings.json: compaction.reserveTokens: invalid type: string \"big\", expected u32; value ignored"
+    );
+    assert!(
+        loaded.warnings[2]
+            .message
+            .contains("unknown variant `fast`")
+    );
+    let s = loaded.settings;
+    assert_eq!(s.compaction.reserve_tokens, 16384);
+    assert_eq!(
+        s.compaction.keep_recent_tokens, 9000,
+        "the earlier file's valid value stays"
+    );
+    assert_eq!(s.compaction.strategy, CompactionStrategy::Snapcompact);
+    assert!(s.compaction.idle_enabled, "valid neighbours are kept");
+    assert_eq!(s.snapcompact, Settings::default().snapcompact);
+    assert_eq!(s.providers["x"].kind, None);
+    assert_eq!(s.providers["x"].model.as_deref(), Some("m"));
+    assert!(s.hooks.is_empty());
+}
+
+#[test]
+fn caps_accept_counts_null_and_infinity() {
+    let loaded = merge_layers(vec![(
+        PathBuf::from("s.json"),
+        json!({"snapcompact": {"toolResultMaxChars": null, "toolArgMaxChars": "Infinity", "toolCallMaxChars": 100,
+                               "systemPrompt": "agents-md", "shape": "8on22-bw"}}),
+    )]);
+    assert_eq!(loaded.warnings, []);
+    let snap = loaded.settings.snapcompact;
+    assert_eq!(
+        (
+            snap.tool_result_max_chars,
+            snap.tool_arg_max_chars,
+            snap.tool_call_max_chars
+        ),
+        (None, None, Some(100))
+    );
+    assert_eq!(snap.system_prompt, SystemPromptImaging::AgentsMd);
+    assert_eq!(snap.shape, "8on22-bw");
+}
+
+#[test]
+fn broken_files_warn_unless_explicit() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.json");
+    std::fs::write(&broken, "{ not json").unwrap();
+    let array = write(dir.path(), "array.json", &json!([1, 2]));
+    let loaded = load_settings(&SettingsSources {
+        user: Some(broken.clone()),
+        project: Some(array.clone()),
+        explicit: None,
+    })
+    .unwrap();
+    assert_eq!(loaded.warnings.len(), 2);
+    assert_eq!(loaded.warnings[0].key, "");
+    assert!(loaded.warnings[0].message.starts_with("not valid JSON"));
+    assert_eq!(
+        loaded.warnings[1],
+        warning(&array, "", "the top level is not a JSON object")
+    );
+    assert_eq!(loaded.settings, Settings::default());
+
+    let explicit = |path: PathBuf| SettingsSources {
+        explicit: Some(path),
+        ..SettingsSources::default()
+    };
+    let missing = load_settings(&explicit(dir.path().join("missing.json"))).unwrap_err();
+    assert!(matches!(missing, SettingsError::Read { .. }));
+    assert!(missing.to_string().starts_with("cannot read settings file"));
+    let invalid = load_settings(&explicit(broken)).unwrap_err();
+    assert!(matches!(invalid, SettingsError::Json { .. }));
+}
+
+// ---------------------------------------------------------------- providers
+
+fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+    move |name| {
+        pairs
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| (*v).to_owned())
+    }
+}
+
+fn flags(provider: Option<&str>, base_url: Option<&str>, model: Option<&str>) -> ProviderFlags {
+    ProviderFlags {
+        provider: provider.map(str::to_owned),
+        base_url: base_url.map(str::to_owned),
+        model: model.map(str::to_owned),
+    }
+}
+
+fn settings(value: Value) -> Settings {
+    let loaded = merge_layers(vec![(PathBuf::from("s.json"), value)]);
+    assert_eq!(loaded.warnings, []);
+    loaded.settings
+}
+
+#[test]
+fn a_kind_with_flags_uses_official_urls_and_environment_keys() {
+    let s = Settings::default();
+    let config = resolve_config(
+        &flags(Some("anthropic"), None, Some("claude-x")),
+        &s,
+        &env(&[("ANTHROPIC_API_KEY", "ak"), ("MUSEPI_API_KEY", "mk")]),
+    )
+    .unwrap();
+    assert_eq!(config.kind, ProviderKind::Anthropic);
+    assert_eq!(config.name, "anthropic");
+    assert_eq!(config.base_url, "https://api.anthropic.com");
+    assert_eq!(config.model.as_deref(), Some("claude-x"));
+    assert_eq!(config.api_key, Some(ApiKey::new("ak")));
+    assert!(!format!("{config:?}").contains("ak\""));
+
+    let fallback = resolve_config(
+        &flags(Some("openai-responses"), None, Some("gpt")),
+        &s,
+        &env(&[("MUSEPI_API_KEY", "mk")]),
+    )
+    .unwrap();
+    assert_eq!(fallback.base_url, "https://api.openai.com/v1");
+    assert_eq!(fallback.api_key, Some(ApiKey::new("mk")));
+
+    let error = resolve_config(
+        &flags(Some("anthropic"), None, Some("claude-x")),
+        &s,
+        &env(&[]),
+    )
+    .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "no API key for anthropic: set ANTHROPIC_API_KEY or MUSEPI_API_KEY"
+    );
+
+    let local = resolve_config(
+        &flags(
+            Some("openai-compatible"),
+            Some("http://127.0.0.1:8080/v1"),
+            Some("qwen"),
+        ),
+        &s,
+        &env(&[]),
+    )
+    .unwrap();
+    assert_eq!(local.api_key, None, "a local server needs no key");
+
+    let error = resolve_config(
+        &flags(Some("openai-compatible"), None, None),
+        &s,
+        &env(&[("OPENAI_API_KEY", "k")]),
+    )
+    .unwrap_err();
+    assert!(matches!(error, ProviderError::MissingModel { .. }));
+    let error = resolve_config(
+        &flags(Some("anthropic"), Some("ftp://x"), Some("m")),
+        &s,
+        &env(&[]),
+    )
+    .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("invalid URL `ftp://x` for provider `anthropic`")
+    );
+}
+
+#[test]
+fn a_named_entry_sets_everything_and_flags_override_it() {
+    let s = settings(json!({"providers": {
+        "local": {"kind": "openai-compatible", "baseUrl": "http://10.0.0.2:8000/v1", "model": "llama",
+                  "apiKeyEnv": "LOCAL_KEY", "maxTokens": 4096, "reasoning": "off", "timeoutMs": 30000,
+                  "maxRetries": 0, "contextWindow": 32768, "vision": true, "developerRole": "system"},
+        "other": {"kind": "anthropic", "model": "claude"},
+    }}));
+    let config = resolve_config(
+        &flags(Some("local"), None, None),
+        &s,
+        &env(&[("LOCAL_KEY", "lk")]),
+    )
+    .unwrap();
+    assert_eq!(config.name, "local");
+    assert_eq!(config.kind, ProviderKind::OpenaiCompatible);
+    assert_eq!(config.base_url, "http://10.0.0.2:8000/v1");
+    assert_eq!(config.model.as_deref(), Some("llama"));
+    assert_eq!(config.api_key, Some(ApiKey::new("lk")));
+    assert_eq!(config.max_tokens, Some(4096));
+    assert_eq!(config.reasoning_for(Some("high")), None);
+    assert_eq!(config.timeout, Duration::from_secs(30));
+    assert_eq!(config.retry.max_attempts, 1);
+    assert_eq!(config.context_window, Some(32768));
+    assert!(config.vision);
+    assert_eq!(config.developer_role, DeveloperRole::System);
+    assert_eq!(
+        config.describe(),
+        "local (openai-compatible llama at http://10.0.0.2:8000/v1)"
+    );
+
+    let overridden = resolve_config(
+        &flags(
+            Some("local"),
+            Some("http://127.0.0.1:9/v1"),
+            Some("mistral"),
+        ),
+        &s,
+        &env(&[("LOCAL_KEY", "lk")]),
+    )
+    .unwrap();
+    assert_eq!(
+        (overridden.base_url.as_str(), overridden.model.as_deref()),
+        ("http://127.0.0.1:9/v1", Some("mistral"))
+    );
+
+    let error = resolve_config(
+        &flags(Some("local"), None, None),
+        &s,
+        &env(&[("OPENAI_API_KEY", "k")]),
+    )
+    .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "environment variable LOCAL_KEY named by providers.local.apiKeyEnv is not set"
+    );
+
+    let error = resolve_config(&flags(Some("nope"), None, None), &s, &env(&[])).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "unknown provider `nope`: use a kind (openai-compatible, openai-responses, anthropic, remote-endpoint) or a name from the settings' providers map (settings providers: local, other)"
+    );
+    let error = resolve_config(&flags(None, None, None), &s, &env(&[])).unwrap_err();
+    assert!(matches!(error, ProviderError::NoProviderSelected { .. }));
+}
+
+#[test]
+fn without_provider_flag_the_only_entry_or_the_base_url_decides() {
+    let single = settings(
+        json!({"providers": {"only": {"kind": "openai-responses", "model": "gpt", "baseUrl": "http://h/v1"}}}),
+    );
+    let config = resolve_config(&flags(None, None, None), &single, &env(&[])).unwrap();
+    assert_eq!(
+        (config.name.as_str(), config.kind),
+        ("only", ProviderKind::OpenaiResponses)
+    );
+
+    let config = resolve_config(
+        &flags(None, Some("http://127.0.0.1:8080/v1"), Some("m")),
+        &Settings::default(),
+        &env(&[]),
+    )
+    .unwrap();
+    assert_eq!(config.kind, ProviderKind::OpenaiCompatible);
+
+    let error =
+        resolve_config(&flags(None, None, None), &Settings::default(), &env(&[])).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "no provider selected: pass --provider KIND|NAME (or --base-url for an openai-compatible server)"
+    );
+
+    let nameless = settings(json!({"providers": {"x": {"model": "m"}}}));
+    let error = resolve_config(&flags(Some("x"), None, None), &nameless, &env(&[])).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "provider `x` has no kind: set providers.x.kind"
+    );
+}
+
+#[test]
+fn the_remote_endpoint_comes_from_compaction_settings() {
+    let s = settings(json!({"compaction": {"remoteEndpoint": "http://127.0.0.1:7000/summarize"}}));
+    let config =
+        resolve_config(&flags(Some("remote-endpoint"), None, None), &s, &env(&[])).unwrap();
+    assert_eq!(config.base_url, "http://127.0.0.1:7000/summarize");
+    assert_eq!(config.model, None);
+    assert_eq!(config.api_key, None);
+    let error = resolve_config(
+        &flags(Some("remote-endpoint"), None, None),
+        &Settings::default(),
+        &env(&[]),
+    )
+    .unwrap_err();
+    assert!(matches!(error, ProviderError::MissingBaseUrl { .. }));
+}
+
+#[test]
+fn resolution_builds_a_ready_provider_without_touching_the_network() {
+    let s = settings(
+        json!({"providers": {"own": {"kind": "anthropic", "model": "claude", "connectTimeoutMs": 500}}}),
+    );
+    let provider = resolve_provider(
+        &flags(Some("own"), None, None),
+        &s,
+        &env(&[("ANTHROPIC_API_KEY", "secret-key-value")]),
+    )
+    .unwrap();
+    assert_eq!(
+        provider.describe(),
+        "own (anthropic claude at https://api.anthropic.com/)"
+    );
+    assert!(!format!("{provider:?}").contains("secret-key-value"));
+    let shared = resolve_provider(
+        &flags(
+            Some("openai-compatible"),
+            Some("http://user:pw@127.0.0.1:1/v1?key=x"),
+            Some("m"),
+        ),
+        &s,
+        &env(&[]),
+    )
+    .unwrap();
+    assert_eq!(
+        shared.describe(),
+        "openai-compatible m at http://127.0.0.1:1/v1"
+    );
+}
