@@ -86,7 +86,7 @@ pub struct BranchPreparation<'a> {
 
 impl<'a> BranchPreparation<'a> {
     /// Whether no message fits (the summary is then
-    /// "No content to summarize", without a model call).
+    /// [`crate::NO_CONTENT`], without a model call).
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }
