@@ -17,7 +17,9 @@ use musepi_cli::provider::{
     ProviderConfig, ProviderKind, RetryNotice, RetryPolicy, build_client,
 };
 use musepi_context_builder::{LlmMessage, RequestPurpose, SummaryRequest};
-use musepi_hooks::{RemoteFailure, SummarizeError, Summarizer};
+use musepi_hooks::{
+    RemoteCompactInput, RemoteCompactor, RemoteFailure, SummarizeError, Summarizer,
+};
 use musepi_session_model::{ContentBlock, JsonValue, Text, ToolCall, Usage};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -1043,6 +1045,41 @@ async fn native_compaction_sends_history_and_keeps_the_right_items() {
         })
     );
     assert_eq!(result.usage.map(|u| u.total_tokens), Some(550.0));
+}
+
+#[tokio::test]
+async fn the_pipeline_uses_native_compaction_through_its_trait() {
+    let answer = json!({"output": [{"type": "compaction_summary", "summary": "short"}]});
+    let server = Server::start(vec![Reply::json(200, &answer)]).await;
+    let provider = Flavour::Responses.provider(&server);
+    let compactor: &dyn RemoteCompactor = provider.as_responses().unwrap();
+    assert_eq!(compactor.provider(), "openai-responses");
+    let input = RemoteCompactInput {
+        instructions: SYSTEM.to_owned(),
+        previous_history: Some(vec![
+            json!({"type": "compaction", "encrypted_content": "PREV"}),
+        ]),
+        messages: vec![LlmMessage::user_text("hi")],
+    };
+    let stored = compactor
+        .compact(&input, CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(
+        stored,
+        json!({
+            "provider": "openai-responses",
+            "replacementHistory": [{"type": "compaction_summary", "summary": "short"}],
+            "compactionItem": {"type": "compaction_summary", "summary": "short"},
+        })
+    );
+    assert_eq!(
+        server.seen()[0].body["input"],
+        json!([
+            {"type": "compaction", "encrypted_content": "PREV"},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+        ])
+    );
 }
 
 #[tokio::test]

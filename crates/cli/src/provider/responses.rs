@@ -2,7 +2,10 @@
 //! provider-native compaction of SPEC §9.2 at `{base}/responses/compact`.
 
 use musepi_context_builder::{LlmMessage, SummaryRequest, SummaryResponse};
-use musepi_hooks::{RemoteFailure, SummarizeError, SummarizeFuture, Summarizer};
+use musepi_hooks::{
+    RemoteCompactInput, RemoteCompactor, RemoteFailure, RemoteFuture, SummarizeError,
+    SummarizeFuture, Summarizer,
+};
 use musepi_session_model::{ContentBlock, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -116,12 +119,22 @@ impl OpenAiResponses {
     /// outputs and developer messages dropped while the input is larger
     /// than the context window (chars/4 of its JSON).
     pub fn compaction_body(&self, request: &NativeCompactionRequest<'_>) -> Value {
-        let mut input: Vec<Value> = request
+        let previous = request
             .previous
             .filter(|p| p.provider == self.config.name)
-            .map(|p| p.replacement_history.clone())
+            .map(|p| p.replacement_history.as_slice())
             .unwrap_or_default();
-        input.extend(input_items(request.messages));
+        self.native_body(request.instructions, previous, request.messages)
+    }
+
+    fn native_body(
+        &self,
+        instructions: &str,
+        previous: &[Value],
+        messages: &[LlmMessage],
+    ) -> Value {
+        let mut input = previous.to_vec();
+        input.extend(input_items(messages));
         if let Some(window) = self.config.context_window {
             while estimate(&input) > u64::from(window) && input.last().is_some_and(is_trimmable) {
                 input.pop();
@@ -132,7 +145,7 @@ impl OpenAiResponses {
             body.insert("model".into(), model.as_str().into());
         }
         body.insert("input".into(), input.into());
-        body.insert("instructions".into(), request.instructions.into());
+        body.insert("instructions".into(), instructions.into());
         Value::Object(body)
     }
 
@@ -143,11 +156,19 @@ impl OpenAiResponses {
         request: &NativeCompactionRequest<'_>,
         cancel: CancellationToken,
     ) -> Result<NativeCompaction, SummarizeError> {
+        self.send_compaction(&self.compaction_body(request), &cancel)
+            .await
+    }
+
+    async fn send_compaction(
+        &self,
+        body: &Value,
+        cancel: &CancellationToken,
+    ) -> Result<NativeCompaction, SummarizeError> {
         let url = self.config.endpoint("/responses/compact");
-        let body = self.compaction_body(request);
         let reply = self
             .http
-            .post(&url, self.http.bearer_headers(), &body, &cancel)
+            .post(&url, self.http.bearer_headers(), body, cancel)
             .await?;
         if !reply.is_success() {
             return Err(self.http.remote_status_error(&reply));
@@ -277,6 +298,31 @@ impl Summarizer for OpenAiResponses {
 
     fn describe(&self) -> String {
         self.config.describe()
+    }
+}
+
+/// Native compaction for the compaction pipeline, which has already picked
+/// the previous replacement history of this provider.
+impl RemoteCompactor for OpenAiResponses {
+    fn provider(&self) -> String {
+        self.config.name.clone()
+    }
+
+    fn compact<'a>(
+        &'a self,
+        input: &'a RemoteCompactInput,
+        cancel: CancellationToken,
+    ) -> RemoteFuture<'a> {
+        Box::pin(async move {
+            let previous = input.previous_history.as_deref().unwrap_or_default();
+            let body = self.native_body(&input.instructions, previous, &input.messages);
+            let native = self.send_compaction(&body, &cancel).await?;
+            serde_json::to_value(&native.remote).map_err(|e| SummarizeError::Provider {
+                provider: self.config.name.clone(),
+                status: None,
+                message: e.to_string(),
+            })
+        })
     }
 }
 
