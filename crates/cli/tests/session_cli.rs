@@ -1,0 +1,581 @@
+//! `musepi session stats|tree|check|migrate` run as a process: output,
+//! JSON shapes, exit codes (0 ok, 1 failed, 2 bad usage or input), and the
+//! promise that read-only commands never write and that a file we cannot
+//! read is never rewritten.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use musepi_session_model::{SequentialIds, load_file};
+use serde_json::Value;
+
+fn shared() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
+}
+
+fn conformance(name: &str) -> PathBuf {
+    shared().join("conformance/sessions").join(name)
+}
+
+fn answer(name: &str) -> PathBuf {
+    shared().join("conformance/answers").join(name)
+}
+
+fn pi_fixture(name: &str) -> PathBuf {
+    shared().join("fixtures/pi").join(name)
+}
+
+fn musepi(args: &[&str]) -> Output {
+    musepi_with_stdin(args, None)
+}
+
+fn musepi_with_stdin(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_musepi"));
+    cmd.args(args)
+        .env_remove("NO_COLOR")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("musepi starts");
+    let mut input = child.stdin.take().expect("stdin");
+    if let Some(bytes) = stdin {
+        // A command that refuses before reading closes its end early.
+        if let Err(e) = input.write_all(bytes) {
+            assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "write stdin: {e}");
+        }
+    }
+    drop(input);
+    child.wait_with_output().expect("musepi runs")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exit code")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("utf-8 stdout")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).expect("utf-8 stderr")
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", stdout(o), stderr(o)))
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().expect("utf-8 path")
+}
+
+fn copy_to(dir: &Path, from: &Path, name: &str) -> PathBuf {
+    let to = dir.join(name);
+    std::fs::copy(from, &to).expect("copy");
+    to
+}
+
+const HEADER: &str = r#"{"type":"session","version":3,"id":"cli-test","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/"}"#;
+
+fn message(id: &str, parent: Option<&str>, text: &str) -> String {
+    let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
+    format!(
+        r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2025-01-01T00:00:01.000Z","message":{{"role":"user","content":"{text}","timestamp":1}}}}"#
+    )
+}
+
+#[test]
+fn stats_reports_what_the_session_model_reads() {
+    let file = conformance("rand-0002.jsonl");
+    let o = musepi(&["session", "stats", p(&file), "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v = json(&o);
+    let (s, _) = load_file(&file, &mut SequentialIds::new()).unwrap();
+    assert_eq!(v["version"], 2);
+    assert_eq!(v["entryCount"], s.len());
+    assert_eq!(v["leafId"], s.leaf_id().unwrap().as_str());
+    let path = s.branch(None).unwrap().len();
+    assert_eq!(v["pathLength"], path);
+    assert_eq!(
+        v["byType"]["message"],
+        s.entries().iter().filter(|e| e.message().is_some()).count()
+    );
+    assert_eq!(v["labels"].as_array().unwrap().len(), s.labels().len());
+    assert_eq!(v["sessionName"].as_str(), s.session_name());
+    assert_eq!(v["problems"], Value::Array(vec![]));
+    let by_type: u64 = v["byType"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    assert_eq!(by_type, s.len() as u64);
+}
+
+#[test]
+fn global_flags_are_accepted_anywhere() {
+    let file = conformance("rand-0004.jsonl");
+    let a = musepi(&["--json", "session", "stats", p(&file)]);
+    let b = musepi(&["session", "--json", "stats", p(&file)]);
+    let c = musepi(&["session", "stats", p(&file), "--json", "-q"]);
+    assert_eq!(code(&a), 0);
+    assert_eq!(a.stdout, b.stdout);
+    assert_eq!(a.stdout, c.stdout);
+    let d = musepi(&[
+        "session",
+        "stats",
+        p(&file),
+        "--now",
+        "2025-05-01T10:00:00.000Z",
+        "--deterministic-ids",
+    ]);
+    assert_eq!(code(&d), 0, "{}", stderr(&d));
+}
+
+#[test]
+fn bad_usage_exits_2() {
+    for args in [
+        vec!["session", "bogus"],
+        vec!["session", "stats"],
+        vec!["session", "check", "x.jsonl", "--repair"],
+        vec![
+            "session",
+            "migrate",
+            "x.jsonl",
+            "-o",
+            "y.jsonl",
+            "--in-place",
+        ],
+        vec!["--now", "yesterday", "session", "stats", "x.jsonl"],
+    ] {
+        let o = musepi(&args);
+        assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+    assert_eq!(code(&musepi(&["--help"])), 0);
+}
+
+#[test]
+fn a_missing_file_is_bad_input_and_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.jsonl");
+    for cmd in ["stats", "tree", "check", "migrate"] {
+        let o = musepi(&["session", cmd, p(&missing)]);
+        assert_eq!(code(&o), 2, "{cmd}");
+        let err = stderr(&o);
+        assert!(
+            err.contains("missing.jsonl") && err.contains("No such file"),
+            "{cmd}: {err}"
+        );
+    }
+    assert!(!missing.exists());
+}
+
+#[test]
+fn a_garbage_file_is_refused_by_every_command_and_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "this is\nnot a session\n";
+    let file = dir.path().join("garbage.jsonl");
+    std::fs::write(&file, text).unwrap();
+    let out = dir.path().join("out.jsonl");
+    for args in [
+        vec!["session", "stats", p(&file)],
+        vec!["session", "tree", p(&file)],
+        vec!["session", "check", p(&file)],
+        vec!["session", "check", p(&file), "--repair", "-o", p(&out)],
+        vec!["session", "migrate", p(&file)],
+        vec!["session", "migrate", p(&file), "--in-place"],
+    ] {
+        let o = musepi(&args);
+        assert_eq!(code(&o), 2, "{args:?}");
+        let all = format!("{}{}", stdout(&o), stderr(&o));
+        assert!(
+            all.contains("garbage.jsonl") && all.contains("not a pi session"),
+            "{args:?}: {all}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+    assert!(!out.exists());
+}
+
+#[test]
+fn empty_and_header_only_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let o = musepi(&["session", "check", p(&empty), "--json"]);
+    assert_eq!(code(&o), 2);
+    assert_eq!(json(&o)["problems"][0]["kind"], "empty-file");
+    assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0);
+
+    let header_only = dir.path().join("header.jsonl");
+    std::fs::write(&header_only, format!("{HEADER}\n")).unwrap();
+    let o = musepi(&["session", "stats", p(&header_only), "--json"]);
+    assert_eq!(code(&o), 0);
+    let v = json(&o);
+    assert_eq!(v["entryCount"], 0);
+    assert_eq!(v["leafId"], Value::Null);
+    let o = musepi(&["session", "tree", p(&header_only)]);
+    assert_eq!(stdout(&o), "(no entries)\n");
+    assert_eq!(code(&musepi(&["session", "check", p(&header_only)])), 0);
+}
+
+#[test]
+fn check_lists_every_problem_and_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("problems.jsonl");
+    let text = format!(
+        "{HEADER}\n{}\nnot json\n{}\n{}\n",
+        message("a1", None, "one"),
+        message("b2", Some("zz"), "dangling"),
+        message("a1", Some("a1"), "duplicate"),
+    );
+    std::fs::write(&file, &text).unwrap();
+    let o = musepi(&["session", "check", p(&file), "--json"]);
+    assert_eq!(code(&o), 2);
+    let v = json(&o);
+    let kinds: Vec<(u64, &str)> = v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["line"].as_u64().unwrap(), p["kind"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (3, "malformed-json"),
+            (4, "dangling-parent"),
+            (5, "duplicate-id")
+        ]
+    );
+    assert_eq!(v["problems"][1]["entryId"], "b2");
+    assert!(v["problems"][0].get("entryId").is_none());
+    assert!(
+        v["problems"][0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("malformed JSON")
+    );
+    let human = stdout(&musepi(&["session", "check", p(&file)]));
+    assert!(
+        human.contains(&format!(
+            "{}:4: entry b2: parent `zz` does not exist",
+            p(&file)
+        )),
+        "{human}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        text,
+        "check never writes"
+    );
+    assert_eq!(
+        code(&musepi(&[
+            "session",
+            "check",
+            p(&conformance("rand-0001.jsonl"))
+        ])),
+        0
+    );
+}
+
+#[test]
+fn repair_fixes_a_copy_of_a_torn_file_and_never_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("torn.jsonl");
+    let text = format!(
+        "\ngarbage before\n{HEADER}\n{}\n\n{}\n{{\"type\":\"message\",\"id\":\"c3\",\"par",
+        message("a1", None, "one"),
+        message("b2", Some("a1"), "two"),
+    );
+    std::fs::write(&file, &text).unwrap();
+    // The journal refuses to migrate or append until the file is repaired.
+    let o = musepi(&["session", "migrate", p(&file), "--in-place"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("torn"), "{}", stderr(&o));
+
+    let o = musepi(&["session", "check", p(&file), "--repair", "-o", p(&file)]);
+    assert_eq!(code(&o), 2, "never in place");
+    assert!(stderr(&o).contains("never writes in place"));
+
+    let out = dir.path().join("repaired.jsonl");
+    let o = musepi(&[
+        "session",
+        "check",
+        p(&file),
+        "--repair",
+        "-o",
+        p(&out),
+        "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v = json(&o);
+    let dropped: Vec<u64> = v["repair"]["dropped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(dropped, [1, 2, 5, 7]);
+    assert_eq!(v["repair"]["keptLines"], 3);
+    assert_eq!(v["repair"]["remaining"], Value::Array(vec![]));
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        text,
+        "the input is untouched"
+    );
+    let repaired = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(
+        repaired,
+        format!(
+            "{HEADER}\n{}\n{}\n",
+            message("a1", None, "one"),
+            message("b2", Some("a1"), "two")
+        )
+    );
+    assert_eq!(code(&musepi(&["session", "check", p(&out)])), 0);
+}
+
+#[test]
+fn migrate_matches_the_reference_bytes_and_twice_is_a_no_op() {
+    let dir = tempfile::tempdir().unwrap();
+    for (session, migrated) in [
+        ("rand-0005.jsonl", "rand-0005.migrated.jsonl"),
+        ("rand-0011.jsonl", "rand-0011.migrated.jsonl"),
+        ("rand-0002.jsonl", "rand-0002.migrated.jsonl"),
+        ("rand-0008.jsonl", "rand-0008.migrated.jsonl"),
+    ] {
+        let file = copy_to(dir.path(), &conformance(session), session);
+        let expected = std::fs::read(answer(migrated)).unwrap();
+        let o = musepi(&[
+            "session",
+            "migrate",
+            p(&file),
+            "--deterministic-ids",
+            "--dry-run",
+        ]);
+        assert_eq!(code(&o), 0);
+        assert!(stdout(&o).contains("would migrate"), "{}", stdout(&o));
+        assert_eq!(
+            std::fs::read(&file).unwrap(),
+            std::fs::read(conformance(session)).unwrap(),
+            "dry run"
+        );
+
+        let out = dir.path().join(format!("out-{session}"));
+        let o = musepi(&[
+            "session",
+            "migrate",
+            p(&file),
+            "-o",
+            p(&out),
+            "--deterministic-ids",
+        ]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        assert_eq!(std::fs::read(&out).unwrap(), expected, "{session} -o");
+        assert_eq!(
+            std::fs::read(&file).unwrap(),
+            std::fs::read(conformance(session)).unwrap()
+        );
+
+        let o = musepi(&[
+            "session",
+            "migrate",
+            p(&file),
+            "--deterministic-ids",
+            "--json",
+        ]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        assert_eq!(json(&o)["changed"], true);
+        assert_eq!(
+            std::fs::read(&file).unwrap(),
+            expected,
+            "{session} in place"
+        );
+
+        let modified = std::fs::metadata(&file).unwrap().modified().unwrap();
+        let o = musepi(&["session", "migrate", p(&file), "--json"]);
+        assert_eq!(code(&o), 0);
+        assert_eq!(json(&o)["changed"], false);
+        assert_eq!(
+            std::fs::read(&file).unwrap(),
+            expected,
+            "{session}: twice is a no-op"
+        );
+        assert_eq!(
+            std::fs::metadata(&file).unwrap().modified().unwrap(),
+            modified
+        );
+    }
+}
+
+#[test]
+fn migrate_reads_standard_input_into_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = std::fs::read(conformance("rand-0011.jsonl")).unwrap();
+    let out = dir.path().join("from-stdin.jsonl");
+    let o = musepi_with_stdin(
+        &[
+            "session",
+            "migrate",
+            "-",
+            "-o",
+            p(&out),
+            "--deterministic-ids",
+        ],
+        Some(&input),
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        std::fs::read(answer("rand-0011.migrated.jsonl")).unwrap()
+    );
+    let o = musepi_with_stdin(&["session", "migrate", "-"], Some(&input));
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("-o OUT"));
+}
+
+#[test]
+fn read_only_commands_never_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = copy_to(dir.path(), &pi_fixture("large-session.jsonl"), "v1.jsonl");
+    let before = std::fs::read(&file).unwrap();
+    let modified = std::fs::metadata(&file).unwrap().modified().unwrap();
+    for cmd in ["stats", "tree", "check"] {
+        let o = musepi(&["session", cmd, p(&file)]);
+        assert_eq!(code(&o), 0, "{cmd}: {}", stderr(&o));
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().modified().unwrap(),
+        modified
+    );
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 1, "no temporary or output files: {names:?}");
+}
+
+#[test]
+fn standard_input_can_be_read() {
+    let input = std::fs::read(conformance("rand-0006.jsonl")).unwrap();
+    let o = musepi_with_stdin(&["session", "stats", "-", "--json"], Some(&input));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["file"], "<stdin>");
+    let (s, _) = load_file(&conformance("rand-0006.jsonl"), &mut SequentialIds::new()).unwrap();
+    assert_eq!(v["entryCount"], s.len());
+}
+
+#[test]
+fn real_sessions_migrate_deterministically() {
+    for (name, count) in [
+        ("before-compaction.jsonl", 1002),
+        ("large-session.jsonl", 1018),
+    ] {
+        let o = musepi(&[
+            "session",
+            "stats",
+            p(&pi_fixture(name)),
+            "--json",
+            "--deterministic-ids",
+        ]);
+        assert_eq!(code(&o), 0);
+        let v = json(&o);
+        assert_eq!(v["version"], 1);
+        assert_eq!(v["entryCount"], count);
+        assert_eq!(v["leafId"], format!("{count:08x}"));
+        assert_eq!(v["pathLength"], count);
+    }
+}
+
+#[test]
+fn the_tree_marks_the_leaf_and_collapses_long_runs() {
+    let file = pi_fixture("large-session.jsonl");
+    let o = musepi(&["session", "tree", p(&file), "--deterministic-ids"]);
+    assert_eq!(code(&o), 0);
+    let text = stdout(&o);
+    assert!(text.lines().count() < 20, "{text}");
+    assert!(text.contains("⋮ 1014 more entries"), "{text}");
+    let leaf = text
+        .lines()
+        .find(|l| l.contains("◀ leaf"))
+        .expect("leaf line");
+    assert!(leaf.contains("000003fa"), "{leaf}");
+    assert!(!text.contains('\x1b'), "no colour when not a terminal");
+
+    let full = stdout(&musepi(&["session", "tree", p(&file), "--full"]));
+    assert_eq!(full.lines().count(), 1018);
+
+    let branched = conformance("rand-0001.jsonl");
+    let o = musepi(&["session", "tree", p(&branched), "--json"]);
+    let v = json(&o);
+    let (s, _) = load_file(&branched, &mut SequentialIds::new()).unwrap();
+    let nodes = v["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), s.len());
+    assert_eq!(v["leafId"], s.leaf_id().unwrap().as_str());
+    let on_path = nodes.iter().filter(|n| n["onLeafPath"] == true).count();
+    assert_eq!(on_path, s.branch(None).unwrap().len());
+    let text = stdout(&musepi(&["session", "tree", p(&branched)]));
+    assert!(text.contains("├─ ") && text.contains("└─ "), "{text}");
+}
+
+#[test]
+fn no_color_is_respected_even_for_errors() {
+    let o = Command::new(env!("CARGO_BIN_EXE_musepi"))
+        .args(["session", "stats", "/nonexistent/x.jsonl"])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2);
+    assert!(!String::from_utf8_lossy(&o.stderr).contains('\x1b'));
+}
+
+/// A rewrite into a folder that cannot be written fails with exit 1 and
+/// leaves the file as it was. As root, permissions do not stop writes, so
+/// the command runs as the unprivileged user `nobody`.
+#[test]
+fn a_read_only_folder_fails_the_rewrite_cleanly() {
+    use std::os::unix::fs::PermissionsExt as _;
+    use std::os::unix::process::CommandExt as _;
+
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("ro");
+    std::fs::create_dir(&folder).unwrap();
+    let file = copy_to(&folder, &conformance("rand-0002.jsonl"), "v2.jsonl");
+    let before = std::fs::read(&file).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o555)).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_musepi"));
+    cmd.args(["session", "migrate", p(&file), "--in-place"]);
+    if running_as_root() {
+        cmd.uid(65534).gid(65534);
+    }
+    let o = cmd.output().unwrap();
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(code(&o), 1, "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("v2.jsonl") || err.contains("ro"), "{err}");
+    assert!(err.contains("original file is intact"), "{err}");
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+    let names: Vec<_> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 1, "no temporary file left: {names:?}");
+}
+
+/// Whether this process runs as root, read from `/proc/self/status`.
+fn running_as_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|euid| euid == "0"))
+        })
+        .unwrap_or(false)
+}
