@@ -9,8 +9,15 @@
 mod data_url;
 mod error;
 mod files;
+pub mod font;
+pub mod history;
+mod layout;
 pub mod normalize;
+pub mod png_archive;
+pub mod pricing;
+pub mod render;
 pub mod serialize;
+pub mod shape;
 pub mod text_frames;
 mod util;
 
