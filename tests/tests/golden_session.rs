@@ -37,10 +37,8 @@ fn render(name: &str) -> String {
     );
     let _ = writeln!(text, "roots             {}", Tree::new(s).roots().len());
     let _ = writeln!(text);
-    let _ = writeln!(
-        text,
-        "{:<8}  {:<8}  {:<21}  {:>5}  {}",
-        "id", "parent", "type/role", "line", "sha256 of migrated line (12)"
+    text.push_str(
+        "id        parent    type/role               line  sha256 of migrated line (12)\n",
     );
     for (i, e) in s.entries().iter().enumerate() {
         let kind = e.message().map_or(e.type_name(), |m| m.role());
