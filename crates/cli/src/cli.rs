@@ -50,6 +50,83 @@ pub enum Command {
     /// Inspect, check, repair and migrate session files.
     #[command(subcommand)]
     Session(SessionCommand),
+    /// What the model sees at a leaf: messages, tokens, model and thinking level.
+    Context(ContextArgs),
+    /// A dry run of compaction: what would be summarized, kept and pruned, and why.
+    Plan(PlanArgs),
+    /// Blank stale tool output (superseded reads, useless results, old outputs) in place.
+    Prune(PruneArgs),
+}
+
+/// `musepi context FILE`.
+#[derive(Debug, Args)]
+pub struct ContextArgs {
+    /// The session file, or `-` for standard input.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The leaf to look from (an entry id, or `null` for the empty context); default: the file's leaf.
+    #[arg(long, value_name = "ID|null")]
+    pub leaf: Option<String>,
+    /// List the display transcript: every path entry in order, compactions inline.
+    #[arg(long, conflicts_with = "llm")]
+    pub transcript: bool,
+    /// List the provider-facing messages after conversion.
+    #[arg(long)]
+    pub llm: bool,
+    /// How to count tokens: heuristic (chars/4, what every decision uses), o200k or cl100k.
+    #[arg(long, value_name = "heuristic|o200k|cl100k")]
+    pub tokenizer: Option<String>,
+    /// Include each message in the JSON output.
+    #[arg(long)]
+    pub full: bool,
+}
+
+/// Budget flags shared by `plan` and `compact`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct BudgetArgs {
+    /// Tokens of recent history to keep verbatim (default: settings, 20000).
+    #[arg(long, value_name = "N")]
+    pub keep_recent: Option<u64>,
+    /// Reserve tokens: the summarizer output limits follow from it (default: settings, 16384).
+    #[arg(long, value_name = "N")]
+    pub reserve: Option<u64>,
+    /// The model's context window, for the threshold (default: settings or 200000).
+    #[arg(long, value_name = "N")]
+    pub context_window: Option<u64>,
+}
+
+/// `musepi plan FILE`.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// The session file, or `-` for standard input.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Plan at this entry instead of the file's leaf.
+    #[arg(long, value_name = "ID")]
+    pub leaf: Option<String>,
+    /// Budgets.
+    #[command(flatten)]
+    pub budget: BudgetArgs,
+    /// Also print the exact summary requests that would be sent.
+    #[arg(long)]
+    pub show_prompts: bool,
+    /// Exit 1 when there is nothing to compact.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+/// `musepi prune FILE`.
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// The session file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Show what would change and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Prune age-wise even when the saving is below the minimum (20000 tokens).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `musepi session …`.

@@ -6,8 +6,12 @@
 //! 2 bad usage or bad input. Errors are printed on stderr with their source
 //! chain.
 
+pub mod context;
 pub mod files;
+pub mod plan;
+pub mod prune;
 pub mod session;
+pub mod settings_glue;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -131,6 +135,15 @@ impl Ctx {
     pub fn deterministic_ids(&self) -> bool {
         self.globals.deterministic_ids
     }
+
+    /// "Now": `--now`, or the system clock.
+    pub fn now_ms(&self) -> EpochMillis {
+        self.now.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        })
+    }
 }
 
 /// The binary's entry point: the process arguments in, an exit code out.
@@ -169,5 +182,8 @@ where
 fn dispatch(command: Command, ctx: &Ctx) -> CmdResult {
     match command {
         Command::Session(cmd) => session::run(cmd, ctx),
+        Command::Context(args) => context::run(&args, ctx),
+        Command::Plan(args) => plan::run(&args, ctx),
+        Command::Prune(args) => prune::run(&args, ctx),
     }
 }

@@ -90,7 +90,7 @@ pub(crate) fn preview_of(entry: &Entry) -> String {
     preview(&text, PREVIEW)
 }
 
-fn message_preview(m: &AgentMessage) -> String {
+pub(crate) fn message_preview(m: &AgentMessage) -> String {
     match m {
         AgentMessage::User(u) => u.content.joined_text(),
         AgentMessage::Assistant(a) => {

@@ -1,0 +1,306 @@
+//! `musepi context FILE`: what the model sees at a leaf.
+
+use std::fmt::Write as _;
+
+use musepi_context_builder::{
+    ConvertOptions, LlmMessage, SessionContext, Tokenizer, TranscriptOptions, build_context_at,
+    build_transcript, convert_with_sources, estimate_context_tokens,
+};
+use musepi_session_model::{AgentMessage, ContentBlock, Session};
+use serde_json::{Value, json};
+
+use crate::cli::ContextArgs;
+use crate::commands::files::{Input, load_or_fail};
+use crate::commands::session::message_preview;
+use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
+use crate::output::{Color, preview, print_json, print_text};
+
+/// Characters in a message preview.
+const PREVIEW: usize = 72;
+
+/// Resolves `--leaf ID|null`: `Ok(None)` is the explicit null leaf.
+pub(crate) fn resolve_leaf(
+    session: &Session,
+    leaf: Option<&str>,
+) -> Result<Option<usize>, Failure> {
+    match leaf {
+        None => Ok(session.leaf_index()),
+        Some("null") => Ok(None),
+        Some(id) => session.index_of(id).map(Some).ok_or_else(|| {
+            Failure::bad_input(anyhow::anyhow!(
+                "unknown entry id `{id}` (see `musepi session tree`)"
+            ))
+        }),
+    }
+}
+
+/// Runs the command.
+pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
+    let input = Input::from_arg(&args.file);
+    let loaded = load_or_fail(&input, ctx)?;
+    let session = &loaded.session;
+    let tokenizer = match &args.tokenizer {
+        Some(name) => Tokenizer::parse(name).ok_or_else(|| {
+            Failure::bad_input(anyhow::anyhow!(
+                "--tokenizer {name}: expected heuristic, o200k or cl100k"
+            ))
+        })?,
+        None => Tokenizer::Heuristic,
+    };
+    let leaf = resolve_leaf(session, args.leaf.as_deref())?;
+    let context = build_context_at(session, leaf);
+    let leaf_id = leaf.map(|i| session.entries()[i].id.to_string());
+    let rows = if args.transcript {
+        transcript_rows(session, leaf, tokenizer, args.full)
+    } else if args.llm {
+        llm_rows(session, &context, tokenizer, args.full)
+    } else {
+        context_rows(session, &context, tokenizer, args.full)
+    };
+    let total: u64 = rows.iter().map(|r| r.tokens).sum();
+    if ctx.json() {
+        let estimate = estimate_context_tokens(context.agent_messages());
+        let doc = json!({
+            "leafId": leaf_id,
+            "model": context.model.as_ref().map(|m| json!({"provider": m.provider, "modelId": m.model_id})),
+            "thinkingLevel": context.thinking_level,
+            "tokenizer": tokenizer.name(),
+            "tokens": total,
+            "contextEstimate": {
+                "tokens": estimate.tokens,
+                "usageTokens": estimate.usage_tokens,
+                "trailingTokens": estimate.trailing_tokens,
+                "lastUsageIndex": estimate.last_usage_index,
+            },
+            "messages": rows.iter().map(Row::to_json).collect::<Vec<_>>(),
+        });
+        print_json(&doc).or_failed()?;
+        return Ok(Exit::Ok);
+    }
+    let mut out = String::new();
+    let st = ctx.style;
+    let role_width = rows.iter().map(|r| r.role.len()).max().unwrap_or(4).max(4);
+    let token_width = rows
+        .iter()
+        .map(|r| r.tokens.to_string().len())
+        .max()
+        .unwrap_or(1)
+        .max(6);
+    for r in &rows {
+        let mut marks = String::new();
+        if r.superseded {
+            marks.push_str(" (superseded)");
+        }
+        if r.compacted_away {
+            marks.push_str(" (not in context)");
+        }
+        let _ = writeln!(
+            out,
+            "{:<role_width$}  {}  {:>token_width$}  {}{}",
+            r.role,
+            st.paint(Color::Cyan, &format!("{:<8}", r.entry_id)),
+            r.tokens,
+            r.preview,
+            st.paint(Color::Dim, &marks)
+        );
+    }
+    let what = if args.transcript {
+        "transcript entries"
+    } else {
+        "messages"
+    };
+    let model = context.model.as_ref().map_or_else(
+        || "none".to_owned(),
+        |m| format!("{}/{}", m.provider, m.model_id),
+    );
+    let _ = writeln!(
+        out,
+        "{}",
+        st.paint(
+            Color::Bold,
+            &format!(
+                "{} {what}, {total} tokens ({}), model {model}, thinking {}, leaf {}",
+                rows.len(),
+                tokenizer.name(),
+                context.thinking_level,
+                leaf_id.as_deref().unwrap_or("null")
+            )
+        )
+    );
+    print_text(&out).or_failed()?;
+    Ok(Exit::Ok)
+}
+
+/// One output line.
+struct Row {
+    entry_id: String,
+    role: String,
+    tokens: u64,
+    preview: String,
+    message: Option<Value>,
+    superseded: bool,
+    compacted_away: bool,
+}
+
+impl Row {
+    fn to_json(&self) -> Value {
+        let mut v = json!({"entryId": self.entry_id, "role": self.role, "tokens": self.tokens});
+        if let Some(m) = &self.message {
+            v["message"] = m.clone();
+        }
+        if self.superseded {
+            v["superseded"] = true.into();
+        }
+        if self.compacted_away {
+            v["compactedAway"] = true.into();
+        }
+        v
+    }
+}
+
+/// The message as JSON: the stored one (unknown fields and all) for
+/// message entries, the built one for compactions and summaries.
+fn message_json(session: &Session, entry_index: usize, message: &AgentMessage) -> Value {
+    if session.entries()[entry_index].message().is_some()
+        && let Ok(line) = session.raw_line(entry_index)
+        && let Ok(Value::Object(mut m)) = serde_json::from_str::<Value>(&line)
+        && let Some(msg) = m.remove("message")
+    {
+        return msg;
+    }
+    serde_json::to_value(message).unwrap_or(Value::Null)
+}
+
+fn context_rows(
+    session: &Session,
+    context: &SessionContext<'_>,
+    tokenizer: Tokenizer,
+    full: bool,
+) -> Vec<Row> {
+    context
+        .messages
+        .iter()
+        .map(|m| Row {
+            entry_id: session.entries()[m.entry_index].id.to_string(),
+            role: m.message.role().to_owned(),
+            tokens: tokenizer.count_message(&m.message),
+            preview: preview(&message_preview(&m.message), PREVIEW),
+            message: full.then(|| message_json(session, m.entry_index, &m.message)),
+            superseded: false,
+            compacted_away: false,
+        })
+        .collect()
+}
+
+fn transcript_rows(
+    session: &Session,
+    leaf: Option<usize>,
+    tokenizer: Tokenizer,
+    full: bool,
+) -> Vec<Row> {
+    build_transcript(session, leaf, TranscriptOptions::default())
+        .iter()
+        .map(|t| Row {
+            entry_id: session.entries()[t.entry_index].id.to_string(),
+            role: t.message.role().to_owned(),
+            tokens: tokenizer.count_message(&t.message),
+            preview: preview(&message_preview(&t.message), PREVIEW),
+            message: full.then(|| message_json(session, t.entry_index, &t.message)),
+            superseded: t.superseded,
+            compacted_away: t.compacted_away,
+        })
+        .collect()
+}
+
+fn llm_rows(
+    session: &Session,
+    context: &SessionContext<'_>,
+    tokenizer: Tokenizer,
+    full: bool,
+) -> Vec<Row> {
+    convert_with_sources(&context.messages, &ConvertOptions::default())
+        .into_iter()
+        .map(|c| {
+            let text = llm_text(&c.message);
+            let tokens = match tokenizer {
+                Tokenizer::Heuristic => {
+                    musepi_context_builder::chars_to_tokens(musepi_session_model::json::utf16_len(
+                        &text,
+                    )) + images(&c.message) * 1200
+                }
+                other => {
+                    other.count_message(&AgentMessage::User(musepi_session_model::UserMessage {
+                        content: musepi_session_model::Content::text(text.clone()),
+                        ..Default::default()
+                    })) + images(&c.message) * 1200
+                }
+            };
+            Row {
+                entry_id: session.entries()[c.entry_index].id.to_string(),
+                role: c.message.role().to_owned(),
+                tokens,
+                preview: preview(&text, PREVIEW),
+                message: full.then(|| llm_json(&c.message)),
+                superseded: false,
+                compacted_away: false,
+            }
+        })
+        .collect()
+}
+
+fn images(m: &LlmMessage) -> u64 {
+    m.content()
+        .iter()
+        .filter(|b| matches!(b, ContentBlock::Image { .. }))
+        .count() as u64
+}
+
+/// The text a provider message carries: texts, thinking, and tool calls as `name(args)`.
+fn llm_text(m: &LlmMessage) -> String {
+    let mut parts = Vec::new();
+    for b in m.content() {
+        match b {
+            ContentBlock::Text { text, .. } => parts.push(text.as_str().to_owned()),
+            ContentBlock::Thinking { thinking, .. } => parts.push(thinking.as_str().to_owned()),
+            ContentBlock::ToolCall(c) => parts.push(format!(
+                "{}({})",
+                c.name.as_str(),
+                musepi_session_model::json::js_stringify(c.arguments.value())
+            )),
+            _ => {}
+        }
+    }
+    parts.join("\n")
+}
+
+fn llm_json(m: &LlmMessage) -> Value {
+    let mut v = json!({"role": m.role(), "content": m.content()});
+    match m {
+        LlmMessage::ToolResult {
+            tool_call_id,
+            tool_name,
+            is_error,
+            ..
+        } => {
+            v["toolCallId"] = tool_call_id.as_str().into();
+            v["toolName"] = tool_name.as_str().into();
+            v["isError"] = (*is_error).into();
+        }
+        LlmMessage::Assistant {
+            provider,
+            model,
+            stop_reason,
+            ..
+        } => {
+            v["provider"] = json!(provider);
+            v["model"] = json!(model);
+            v["stopReason"] = json!(
+                stop_reason
+                    .as_ref()
+                    .map(musepi_session_model::StopReason::as_str)
+            );
+        }
+        _ => {}
+    }
+    v
+}
