@@ -11,7 +11,6 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::ApiKey;
-use super::overflow::is_overflow_message;
 
 /// The connect timeout of the shared client.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -304,7 +303,7 @@ impl Http {
         }
         let message = provider_message(&reply.body);
         // An empty 400/413 is Cerebras's way of saying the input is too long.
-        let overflow = message.is_empty() || is_overflow_message(&message);
+        let overflow = message.is_empty() || musepi_compaction::is_overflow_error(&message);
         overflow.then(|| SummarizeError::ContextOverflow {
             provider: self.provider.clone(),
             status: Some(reply.status),

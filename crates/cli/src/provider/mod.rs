@@ -15,7 +15,6 @@
 mod anthropic;
 mod http;
 mod openai;
-mod overflow;
 mod remote;
 mod resolve;
 mod responses;
@@ -35,7 +34,6 @@ pub use http::{
     install_crypto_provider, shared_client,
 };
 pub use openai::OpenAiCompatible;
-pub use overflow::is_overflow_message;
 pub use remote::{RemoteEndpoint, RemoteSummary};
 pub use resolve::{ProviderError, ProviderFlags, process_env, resolve_config, resolve_provider};
 pub use responses::{
