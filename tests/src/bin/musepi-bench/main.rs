@@ -1,0 +1,107 @@
+//! `musepi-bench`: the benchmark binary that `cargo xtask bench` drives.
+//!
+//! `musepi-bench generate --size-mb N --seed S --out FILE` writes a
+//! deterministic synthetic session; `musepi-bench run CASE FILE` runs one
+//! case once and prints `{case, bytes, seconds, peakBytes, detail}` as one
+//! JSON line, where `peakBytes` is the process's own peak resident memory
+//! (`VmHWM`). `musepi-bench list` names the cases, the baseline first.
+//!
+//! A new case is one function in `cases.rs` and one line in its table.
+
+mod cases;
+mod generate;
+mod rng;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+type BoxError = Box<dyn std::error::Error>;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("musepi-bench: error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(args: &[String]) -> Result<(), BoxError> {
+    match args.first().map(String::as_str) {
+        Some("list") => {
+            for case in cases::CASES {
+                println!("{}", case.name);
+            }
+            Ok(())
+        }
+        Some("generator-version") => {
+            println!("{}", generate::VERSION);
+            Ok(())
+        }
+        Some("generate") => {
+            let mut size_mb = 50u64;
+            let mut seed = 1u64;
+            let mut out = None;
+            let mut it = args[1..].iter();
+            while let Some(a) = it.next() {
+                let v = it.next().ok_or_else(|| format!("{a} needs a value"))?;
+                match a.as_str() {
+                    "--size-mb" => size_mb = v.parse()?,
+                    "--seed" => seed = v.parse()?,
+                    "--out" => out = Some(PathBuf::from(v)),
+                    other => return Err(format!("unknown argument {other}").into()),
+                }
+            }
+            let out = out.ok_or("--out FILE is required")?;
+            let summary = generate::generate(&out, size_mb * 1_000_000, seed)?;
+            println!("{summary}");
+            Ok(())
+        }
+        Some("run") => {
+            let [_, case, file] = args else {
+                return Err("usage: musepi-bench run CASE FILE".into());
+            };
+            let case = cases::CASES
+                .iter()
+                .find(|c| c.name == case)
+                .ok_or_else(|| format!("unknown case {case}"))?;
+            let file = PathBuf::from(file);
+            let bytes = std::fs::metadata(&file)?.len();
+            let start = Instant::now();
+            let detail = (case.run)(&file)?;
+            let seconds = start.elapsed().as_secs_f64();
+            let result = serde_json::json!({
+                "case": case.name,
+                "bytes": bytes,
+                "seconds": seconds,
+                "peakBytes": peak_bytes()?,
+                "detail": detail,
+            });
+            println!("{result}");
+            Ok(())
+        }
+        _ => Err(
+            "usage: musepi-bench list | generator-version | generate --size-mb N --seed S --out FILE | run CASE FILE"
+                .into(),
+        ),
+    }
+}
+
+/// The process's peak resident set (`VmHWM`), in bytes.
+fn peak_bytes() -> Result<u64, BoxError> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .ok_or("no VmHWM in /proc/self/status")?;
+    let kb: u64 = line
+        .trim_start_matches("VmHWM:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()?;
+    Ok(kb * 1024)
+}
