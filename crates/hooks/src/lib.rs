@@ -14,7 +14,9 @@
 //! transport, and the remote-compaction messages of SPEC §9).
 
 pub mod compact;
+mod digest;
 pub mod events;
+pub mod navigate;
 pub mod runner;
 pub mod summarizer;
 
@@ -22,6 +24,8 @@ pub use compact::{
     CompactError, CompactOptions, CompactOutcome, RemoteCompactInput, RemoteCompactor,
     RemoteFuture, Strategy, compact,
 };
+pub use digest::branch_digest;
 pub use events::names;
+pub use navigate::{BranchStrategy, NavigateError, NavigateOptions, NavigateOutcome, navigate};
 pub use runner::{Dispatch, Hook, HookError, HookFuture, HookWarning, Hooks};
 pub use summarizer::{RemoteFailure, SummarizeError, SummarizeFuture, Summarizer};

@@ -1,0 +1,37 @@
+//! The deterministic branch digest: the abandoned branch archived with the
+//! snapcompact text engine, for users without a model.
+
+use std::collections::BTreeSet;
+
+use musepi_branch_summary::{BranchPreparation, PREAMBLE, Summary};
+use musepi_snapcompact::text_frames::{SnapInput, snap_compact};
+
+use crate::navigate::branch_messages;
+
+/// A branch summary that needs no model: the preamble, then the text
+/// archive of the branch with its file list.
+pub fn branch_digest(prep: &BranchPreparation<'_>) -> Summary {
+    let messages = branch_messages(prep);
+    let ops = &prep.file_ops;
+    let read = ops.read.sorted();
+    let written = ops.written.sorted();
+    let edited = ops.edited.sorted();
+    let files = musepi_snapcompact::FileLists::from_ops(
+        read.iter().map(String::as_str),
+        written.iter().map(String::as_str),
+        edited.iter().map(String::as_str),
+    );
+    let useless: BTreeSet<String> = BTreeSet::new();
+    let input = SnapInput {
+        useless: &useless,
+        ..SnapInput::new(&messages, &files)
+    };
+    let result = snap_compact(&input);
+    let lists = ops.lists();
+    Summary {
+        summary: format!("{}\n\n{}", PREAMBLE.text(), result.summary),
+        details: Some(lists.to_details()),
+        from_extension: false,
+        usage: None,
+    }
+}

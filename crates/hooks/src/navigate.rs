@@ -1,0 +1,291 @@
+//! Tree navigation with an optional branch summary (SPEC §13.1), through
+//! the `session_before_tree` and `session_tree` hooks.
+//!
+//! A cancellation, a hook veto or a failed summary leaves the session (and
+//! its file) as it was: the leaf does not move.
+
+use musepi_branch_summary::{
+    Destination, PrepareOptions, RequestOptions, Summary, ToolResults, apply_to_journal,
+    collect_entries, destination, finish, prepare_branch, summary_request, token_budget,
+};
+use musepi_context_builder::{ConvertOptions, convert_to_llm};
+use musepi_session_model::{EntryId, IdSource, Journal, SessionError, Stamp};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::events::{BeforeTreeEvent, TreeEvent, TreePreparation, names};
+use crate::runner::{HookWarning, Hooks};
+use crate::summarizer::{SummarizeError, Summarizer};
+
+/// How a branch summary is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BranchStrategy {
+    /// By a model.
+    Llm,
+    /// A deterministic digest of the abandoned branch (no model needed).
+    Snapcompact,
+}
+
+/// What a navigation needs besides the journal.
+pub struct NavigateOptions<'a> {
+    /// The entry to go to; `None` goes before the first entry (`root`).
+    pub target: Option<String>,
+    /// Where navigation starts (default: the leaf).
+    pub from: Option<String>,
+    /// Whether the user wants the abandoned branch summarized.
+    pub summarize: bool,
+    /// The user's instructions for the summary.
+    pub custom_instructions: Option<String>,
+    /// Whether they replace the default prompt (spec-decisions 13).
+    pub replace_instructions: bool,
+    /// A label for the new position.
+    pub label: Option<String>,
+    /// How the summary is written.
+    pub strategy: BranchStrategy,
+    /// The summarizing model.
+    pub summarizer: Option<&'a dyn Summarizer>,
+    /// The summarizing model's context window (`None`: 128,000).
+    pub context_window: Option<u64>,
+    /// `branchSummary.reserveTokens`.
+    pub reserve_tokens: u64,
+    /// Tool results in the summary input.
+    pub tool_results: ToolResults,
+    /// The summarizer system prompt.
+    pub system_prompt: &'a str,
+    /// Extension handlers.
+    pub hooks: &'a Hooks,
+    /// "Now", in epoch milliseconds.
+    pub now: i64,
+}
+
+/// What a navigation did.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct NavigateOutcome {
+    /// The leaf before.
+    pub old_leaf: Option<EntryId>,
+    /// The leaf after (the summary entry when one was written).
+    pub new_leaf: Option<EntryId>,
+    /// Where the navigation landed.
+    pub destination: Destination,
+    /// The abandoned entries, oldest first.
+    pub abandoned: Vec<EntryId>,
+    /// The summary entry written, if any.
+    pub summary_entry: Option<EntryId>,
+    /// The summary written, if any.
+    pub summary: Option<Summary>,
+    /// Text to put back in the editor (the target user message).
+    pub editor_text: Option<String>,
+    /// Navigating to where the leaf already is does nothing.
+    pub no_op: bool,
+    /// Hook failures and other things to tell the user.
+    pub warnings: Vec<String>,
+}
+
+/// Why a navigation did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum NavigateError {
+    /// The target (or `from`) does not exist.
+    #[error("Entry {0} not found")]
+    NotFound(String),
+    /// A summary was asked for and there is no model.
+    #[error(
+        "No model available for summarization: configure a provider (--provider) or use --strategy snapcompact"
+    )]
+    NoModel,
+    /// A hook cancelled it.
+    #[error("Navigation cancelled")]
+    CancelledByHook {
+        /// Hooks that failed before it.
+        warnings: Vec<HookWarning>,
+    },
+    /// The abort signal fired.
+    #[error("Navigation cancelled")]
+    Aborted,
+    /// The summarizer failed.
+    #[error("Branch summarization failed: {0}")]
+    Summarize(SummarizeError),
+    /// The branch could not be read or written.
+    #[error(transparent)]
+    Branch(#[from] musepi_branch_summary::BranchError),
+    /// The journal could not be written.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+}
+
+/// Navigates `journal` to `options.target` (SPEC §13.1).
+pub async fn navigate(
+    journal: &mut Journal,
+    options: &NavigateOptions<'_>,
+    ids: &mut dyn IdSource,
+    cancel: &CancellationToken,
+) -> Result<NavigateOutcome, NavigateError> {
+    let session = journal.session();
+    let old_leaf = match &options.from {
+        Some(id) => Some(
+            session
+                .index_of(id)
+                .ok_or_else(|| NavigateError::NotFound(id.clone()))?,
+        ),
+        None => session.leaf_index(),
+    };
+    let old_leaf_id = old_leaf.map(|i| session.entries()[i].id.clone());
+    if options.target.as_deref() == old_leaf_id.as_ref().map(EntryId::as_str)
+        && options.target.is_some()
+    {
+        return Ok(NavigateOutcome {
+            old_leaf: old_leaf_id.clone(),
+            new_leaf: old_leaf_id,
+            no_op: true,
+            ..Default::default()
+        });
+    }
+    let target = match &options.target {
+        Some(id) => Some(
+            session
+                .index_of(id)
+                .ok_or_else(|| NavigateError::NotFound(id.clone()))?,
+        ),
+        None => None,
+    };
+    let collected = collect_entries(session, old_leaf, target)?;
+    let abandoned: Vec<EntryId> = collected.ids(session).into_iter().cloned().collect();
+    let mut warnings = Vec::new();
+    let mut custom = options.custom_instructions.clone();
+    let mut replace = options.replace_instructions;
+    let mut label = options.label.clone();
+    let mut hook_summary = None;
+    if options.hooks.has(names::BEFORE_TREE) {
+        let event = BeforeTreeEvent {
+            kind: names::BEFORE_TREE,
+            session_file: session.origin().map(|p| p.display().to_string()),
+            preparation: TreePreparation {
+                target_id: options.target.clone(),
+                old_leaf_id: old_leaf_id.as_ref().map(ToString::to_string),
+                common_ancestor_id: collected
+                    .common_ancestor
+                    .map(|i| session.entries()[i].id.to_string()),
+                entries_to_summarize: abandoned.iter().map(ToString::to_string).collect(),
+                user_wants_summary: options.summarize,
+                custom_instructions: custom.clone(),
+                replace_instructions: replace,
+                label: label.clone(),
+            },
+        };
+        let d = options.hooks.before_tree(&event, cancel).await;
+        warnings.extend(d.warnings.iter().map(ToString::to_string));
+        if d.failed_closed || d.result.as_ref().is_some_and(|r| r.cancel) {
+            return Err(NavigateError::CancelledByHook {
+                warnings: d.warnings,
+            });
+        }
+        if let Some(r) = d.result {
+            custom = r.custom_instructions.or(custom);
+            replace = r.replace_instructions.unwrap_or(replace);
+            label = r.label.or(label);
+            hook_summary = r.summary;
+        }
+    }
+    let summary = if !options.summarize {
+        None
+    } else if let Some(s) = hook_summary {
+        Some(Summary {
+            summary: s.summary,
+            details: s.details,
+            from_extension: true,
+            usage: None,
+        })
+    } else if collected.is_empty() {
+        None
+    } else {
+        let budget = token_budget(options.context_window, options.reserve_tokens);
+        let prep = prepare_branch(
+            session,
+            &collected.entries,
+            budget,
+            &PrepareOptions {
+                tool_results: options.tool_results,
+            },
+        )?;
+        match options.strategy {
+            BranchStrategy::Snapcompact => Some(crate::digest::branch_digest(&prep)),
+            BranchStrategy::Llm => {
+                let request_options = RequestOptions {
+                    custom_instructions: custom.as_deref(),
+                    replace_instructions: replace,
+                    ..RequestOptions::new(options.system_prompt)
+                };
+                match summary_request(&prep, &request_options) {
+                    None => Some(Summary::no_content()),
+                    Some(request) => {
+                        let summarizer = options.summarizer.ok_or(NavigateError::NoModel)?;
+                        let response = match summarizer.summarize(&request, cancel.clone()).await {
+                            Ok(r) => r,
+                            Err(SummarizeError::Cancelled) => return Err(NavigateError::Aborted),
+                            Err(e) => return Err(NavigateError::Summarize(e)),
+                        };
+                        Some(finish(&prep, &response))
+                    }
+                }
+            }
+        }
+    };
+    if cancel.is_cancelled() {
+        return Err(NavigateError::Aborted);
+    }
+    let dest = destination(session, options.target.as_deref())?;
+    let mut stamp = Stamp {
+        ids,
+        now: options.now,
+    };
+    let summary_entry = apply_to_journal(
+        journal,
+        &dest,
+        summary.as_ref(),
+        label.as_deref(),
+        &mut stamp,
+    )?;
+    let session = journal.session();
+    let new_leaf = session.leaf_id().cloned();
+    let summary_json = summary_entry
+        .as_ref()
+        .and_then(|id| session.index_of(id.as_str()))
+        .and_then(|i| session.raw_line(i).ok())
+        .and_then(|l| serde_json::from_str::<Value>(&l).ok());
+    let event = TreeEvent {
+        kind: names::TREE,
+        session_file: session.origin().map(|p| p.display().to_string()),
+        new_leaf_id: new_leaf.as_ref().map(ToString::to_string),
+        old_leaf_id: old_leaf_id.as_ref().map(ToString::to_string),
+        summary_entry: summary_json,
+        from_extension: summary_entry
+            .as_ref()
+            .and(summary.as_ref())
+            .map(|s| s.from_extension),
+    };
+    warnings.extend(
+        options
+            .hooks
+            .tree(&event, cancel)
+            .await
+            .iter()
+            .map(ToString::to_string),
+    );
+    Ok(NavigateOutcome {
+        old_leaf: old_leaf_id,
+        new_leaf,
+        editor_text: dest.editor_text.clone(),
+        destination: dest,
+        abandoned,
+        summary_entry,
+        summary,
+        no_op: false,
+        warnings,
+    })
+}
+
+/// The messages of a branch as the model would see them, for a digest.
+pub(crate) fn branch_messages(
+    prep: &musepi_branch_summary::BranchPreparation<'_>,
+) -> Vec<musepi_context_builder::LlmMessage> {
+    convert_to_llm(&prep.messages(), &ConvertOptions::for_summary())
+}

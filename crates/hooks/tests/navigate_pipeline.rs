@@ -1,0 +1,329 @@
+//! Tree navigation end to end over a journal file: the summary under the
+//! target, the leaf rules, hooks, the model-free digest, and that a veto or
+//! failure changes nothing.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use musepi_branch_summary::ToolResults;
+use musepi_context_builder::{SummaryRequest, SummaryResponse, build_context};
+use musepi_hooks::events::{BeforeTreeEvent, BeforeTreeResult, SuppliedSummary, TreeEvent};
+use musepi_hooks::{
+    BranchStrategy, Hook, HookFuture, Hooks, NavigateError, NavigateOptions, SummarizeError,
+    SummarizeFuture, Summarizer, navigate,
+};
+use musepi_session_model::{
+    AgentMessage, AssistantMessage, Content, ContentBlock, EntryBody, Header, Journal, JsonValue,
+    SequentialIds, Stamp, StopReason, Text, ToolCall, UserMessage,
+};
+use tokio_util::sync::CancellationToken;
+
+struct Echo {
+    seen: Mutex<Vec<SummaryRequest>>,
+    fail: bool,
+}
+
+impl Summarizer for Echo {
+    fn summarize<'a>(
+        &'a self,
+        request: &'a SummaryRequest,
+        _: CancellationToken,
+    ) -> SummarizeFuture<'a> {
+        Box::pin(async move {
+            self.seen.lock().unwrap().push(request.clone());
+            if self.fail {
+                return Err(SummarizeError::EmptyResponse {
+                    provider: "echo".into(),
+                });
+            }
+            Ok(SummaryResponse {
+                text: "## Goal\n- tried plan B".into(),
+                usage: None,
+            })
+        })
+    }
+    fn describe(&self) -> String {
+        "echo".into()
+    }
+}
+
+/// A → B(user "plan A") → C(asst, reads a.rs) → D(user "plan B"); leaf D.
+/// Returns the file and the ids [A, B, C, D].
+fn tree_file(dir: &Path) -> (PathBuf, Vec<String>) {
+    let path = dir.join("t.jsonl");
+    let mut j = Journal::create(&path, Header::new("t", "2025-01-01T00:00:00.000Z", "/r")).unwrap();
+    let mut ids = SequentialIds::new();
+    let mut out = Vec::new();
+    let mut now = 1_735_689_600_000;
+    let mut push = |j: &mut Journal, body: EntryBody| {
+        now += 1000;
+        let mut stamp = Stamp { ids: &mut ids, now };
+        j.append(body, &mut stamp).unwrap().to_string()
+    };
+    let user = |t: &str| {
+        EntryBody::Message(AgentMessage::User(UserMessage {
+            content: Content::Text(Text::new(t)),
+            ..Default::default()
+        }))
+    };
+    let asst = |t: &str, calls: Vec<ContentBlock>| {
+        let mut blocks = vec![ContentBlock::text(t)];
+        blocks.extend(calls);
+        EntryBody::Message(AgentMessage::Assistant(AssistantMessage {
+            content: Content::Blocks(blocks),
+            provider: Some("p".into()),
+            model: Some("m".into()),
+            stop_reason: Some(StopReason::Stop),
+            ..Default::default()
+        }))
+    };
+    out.push(push(&mut j, user("start")));
+    out.push(push(&mut j, asst("ok", vec![])));
+    let read = ContentBlock::ToolCall(ToolCall {
+        id: "r".into(),
+        name: Text::new("read"),
+        arguments: JsonValue::new(serde_json::json!({"path": "src/a.rs"})),
+        intent: None,
+    });
+    out.push(push(&mut j, asst("reading a.rs for plan B", vec![read])));
+    out.push(push(&mut j, user("plan B is slow")));
+    (path, out)
+}
+
+fn options<'a>(
+    target: &str,
+    summarize: bool,
+    summarizer: Option<&'a dyn Summarizer>,
+    hooks: &'a Hooks,
+) -> NavigateOptions<'a> {
+    NavigateOptions {
+        target: Some(target.into()),
+        from: None,
+        summarize,
+        custom_instructions: None,
+        replace_instructions: true,
+        label: None,
+        strategy: BranchStrategy::Llm,
+        summarizer,
+        context_window: None,
+        reserve_tokens: 16_384,
+        tool_results: ToolResults::Truncated,
+        system_prompt: "You summarize.",
+        hooks,
+        now: 1_800_000_000_000,
+    }
+}
+
+async fn go(
+    path: &Path,
+    opts: &NavigateOptions<'_>,
+) -> Result<musepi_hooks::NavigateOutcome, NavigateError> {
+    let mut j = Journal::open(path, &mut SequentialIds::new()).unwrap();
+    let mut ids = SequentialIds::after(j.session().entries().iter().map(|e| &e.id));
+    navigate(&mut j, opts, &mut ids, &CancellationToken::new()).await
+}
+
+#[tokio::test]
+async fn the_summary_hangs_under_the_target_and_the_context_continues_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, ids) = tree_file(dir.path());
+    let echo = Echo {
+        seen: Mutex::new(Vec::new()),
+        fail: false,
+    };
+    let hooks = Hooks::new();
+    let out = go(&path, &options(&ids[1], true, Some(&echo), &hooks))
+        .await
+        .unwrap();
+    assert_eq!(out.abandoned, [ids[2].as_str(), ids[3].as_str()]);
+    let request = echo.seen.lock().unwrap()[0].clone();
+    assert_eq!(request.max_tokens, Some(2048));
+    assert!(
+        request
+            .prompt_text()
+            .contains("[Assistant]: reading a.rs for plan B")
+    );
+    assert!(request.prompt_text().contains("[User]: plan B is slow"));
+    let j = Journal::open(&path, &mut SequentialIds::new()).unwrap();
+    let s = j.session();
+    let entry = s.leaf_entry().unwrap();
+    assert_eq!(entry.parent_id.as_ref().unwrap().as_str(), ids[1]);
+    let EntryBody::BranchSummary(b) = &entry.body else {
+        panic!("not a branch summary")
+    };
+    assert_eq!(b.from_id, ids[1]);
+    assert!(
+        b.summary
+            .contains("## Goal\n- tried plan B\n\n<files>\na.rs (Read)")
+            || b.summary.contains("# src/\na.rs (Read)"),
+        "{}",
+        b.summary.as_str()
+    );
+    let ctx = build_context(s);
+    let roles: Vec<&str> = ctx.messages.iter().map(|m| m.message.role()).collect();
+    assert_eq!(roles, ["user", "assistant", "branchSummary"]);
+}
+
+#[tokio::test]
+async fn a_user_message_target_moves_the_leaf_to_its_parent_and_returns_its_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, ids) = tree_file(dir.path());
+    let hooks = Hooks::new();
+    let before = std::fs::read(&path).unwrap();
+    let mut j = Journal::open(&path, &mut SequentialIds::new()).unwrap();
+    let mut seq = SequentialIds::after(j.session().entries().iter().map(|e| &e.id));
+    let out = navigate(
+        &mut j,
+        &options(&ids[0], false, None, &hooks),
+        &mut seq,
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.editor_text.as_deref(), Some("start"));
+    assert_eq!(j.session().leaf_id(), None);
+    assert_eq!(out.abandoned.len(), 3);
+    // Without a summary nothing is written: the leaf moves in memory.
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
+struct Veto;
+impl Hook for Veto {
+    fn name(&self) -> String {
+        "veto".into()
+    }
+    fn before_tree<'a>(
+        &'a self,
+        _: &'a BeforeTreeEvent,
+        _: CancellationToken,
+    ) -> HookFuture<'a, Option<BeforeTreeResult>> {
+        Box::pin(async {
+            Ok(Some(BeforeTreeResult {
+                cancel: true,
+                ..Default::default()
+            }))
+        })
+    }
+}
+
+struct Supplier(Arc<Mutex<Vec<(Option<String>, bool)>>>);
+impl Hook for Supplier {
+    fn name(&self) -> String {
+        "supplier".into()
+    }
+    fn before_tree<'a>(
+        &'a self,
+        e: &'a BeforeTreeEvent,
+        _: CancellationToken,
+    ) -> HookFuture<'a, Option<BeforeTreeResult>> {
+        let wants = e.preparation.user_wants_summary;
+        Box::pin(async move {
+            Ok(wants.then(|| BeforeTreeResult {
+                summary: Some(SuppliedSummary {
+                    summary: "hook summary".into(),
+                    details: None,
+                }),
+                ..Default::default()
+            }))
+        })
+    }
+    fn tree<'a>(&'a self, e: &'a TreeEvent, _: CancellationToken) -> HookFuture<'a, ()> {
+        self.0.lock().unwrap().push((
+            e.summary_entry
+                .as_ref()
+                .map(|s| s["summary"].as_str().unwrap().to_owned()),
+            e.from_extension == Some(true),
+        ));
+        Box::pin(async { Ok(()) })
+    }
+}
+
+#[tokio::test]
+async fn a_hook_veto_or_a_failed_summary_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, ids) = tree_file(dir.path());
+    let before = std::fs::read(&path).unwrap();
+    let echo = Echo {
+        seen: Mutex::new(Vec::new()),
+        fail: false,
+    };
+    let mut hooks = Hooks::new();
+    hooks.register(Arc::new(Veto));
+    assert!(matches!(
+        go(&path, &options(&ids[1], true, Some(&echo), &hooks)).await,
+        Err(NavigateError::CancelledByHook { .. })
+    ));
+    assert!(echo.seen.lock().unwrap().is_empty());
+    let failing = Echo {
+        seen: Mutex::new(Vec::new()),
+        fail: true,
+    };
+    let none = Hooks::new();
+    let err = go(&path, &options(&ids[1], true, Some(&failing), &none))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Branch summarization failed: echo returned an empty summary"
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
+#[tokio::test]
+async fn a_hook_summary_is_used_only_when_the_user_wants_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, ids) = tree_file(dir.path());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut hooks = Hooks::new();
+    hooks.register(Arc::new(Supplier(seen.clone())));
+    let out = go(&path, &options(&ids[1], true, None, &hooks))
+        .await
+        .unwrap();
+    assert!(out.summary.as_ref().unwrap().from_extension);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.lines()
+            .last()
+            .unwrap()
+            .contains(r#""summary":"hook summary","fromExtension":true"#),
+        "{text}"
+    );
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [(Some("hook summary".to_owned()), true)]
+    );
+}
+
+#[tokio::test]
+async fn the_digest_needs_no_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, ids) = tree_file(dir.path());
+    let hooks = Hooks::new();
+    let mut opts = options(&ids[1], true, None, &hooks);
+    opts.strategy = BranchStrategy::Snapcompact;
+    let out = go(&path, &opts).await.unwrap();
+    let summary = out.summary.unwrap().summary;
+    assert!(summary.contains("plan B is slow"), "{summary}");
+    assert!(summary.contains("Resume the prior conversation"));
+    assert!(summary.contains("src/a.rs (Read)"));
+    let llm = go(&path, &options(&ids[1], true, None, &hooks))
+        .await
+        .unwrap_err();
+    assert!(matches!(llm, NavigateError::NoModel));
+}
+
+#[tokio::test]
+async fn navigating_to_the_leaf_is_a_no_op() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, ids) = tree_file(dir.path());
+    let hooks = Hooks::new();
+    let out = go(&path, &options(&ids[3], true, None, &hooks))
+        .await
+        .unwrap();
+    assert!(out.no_op);
+    assert!(
+        matches!(go(&path, &options("nope", false, None, &hooks)).await, Err(NavigateError::NotFound(id)) if id == "nope")
+    );
+}
