@@ -208,7 +208,10 @@ impl Hook for Veto {
     }
 }
 
-struct Supplier(Arc<Mutex<Vec<(Option<String>, bool)>>>);
+/// What the after-event saw: the summary text and whether an extension made it.
+type Seen = Arc<Mutex<Vec<(Option<String>, bool)>>>;
+
+struct Supplier(Seen);
 impl Hook for Supplier {
     fn name(&self) -> String {
         "supplier".into()
