@@ -10,10 +10,10 @@ pub enum SnapError {
     /// TrueType font is not shipped).
     #[error("the font of snapcompact shape `{0}` is not bundled")]
     FontUnavailable(&'static str),
-    /// A frame edge that cannot hold one cell, or the gutter of a
-    /// two-column shape.
-    #[error("frame size {size} px is too small for snapcompact shape `{shape}`")]
-    FrameTooSmall {
+    /// A frame edge that cannot hold a row of text (or the gutter of a
+    /// two-column shape), or one larger than [`crate::shape::MAX_FRAME_SIZE`].
+    #[error("frame size {size} px is out of range for snapcompact shape `{shape}`")]
+    FrameSize {
         /// The shape.
         shape: &'static str,
         /// The requested frame edge in pixels.

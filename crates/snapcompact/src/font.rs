@@ -175,7 +175,7 @@ fn parse_table(text: &str) -> Parsed {
             return Err((line_no, "glyph out of the expected order"));
         }
         let hex = fields.next().ok_or((line_no, "glyph without rows"))?;
-        if hex.len() != 2 * h {
+        if hex.len() != 2 * h || !hex.is_ascii() {
             return Err((line_no, "glyph row count does not match the font height"));
         }
         for i in 0..h {

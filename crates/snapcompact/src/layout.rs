@@ -126,7 +126,7 @@ mod tests {
     fn the_grid_fills_rows_without_word_wrap() {
         let mut placed = Vec::new();
         let (end, used) = walk_grid("abcdefg", &grid(), 3, 2, |col, row, c| {
-            placed.push((col, row, c))
+            placed.push((col, row, c));
         });
         assert_eq!(end, 6);
         assert_eq!(used, 2);
@@ -147,7 +147,7 @@ mod tests {
     fn a_wide_character_never_straddles_the_right_edge() {
         let mut placed = Vec::new();
         walk_grid("ab日c", &grid(), 3, 3, |col, row, c| {
-            placed.push((col, row, c))
+            placed.push((col, row, c));
         });
         assert_eq!(
             placed,

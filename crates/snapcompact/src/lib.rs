@@ -5,6 +5,46 @@
 //! for every model, PNG frames printed with bitmap fonts for vision models,
 //! model-aware shapes and image pricing, and the persisted archive that the
 //! next compaction re-renders.
+//!
+//! Everything here is a pure, synchronous function of its input: no model,
+//! no network, no clock, no randomness, and the same input always gives the
+//! same text and the same PNG bytes. The crate takes provider messages
+//! ([`musepi_context_builder::LlmMessage`]) and plain file lists; it does not
+//! know how a session is stored, where the cut falls or when to compact.
+//!
+//! The engine, by area:
+//!
+//! - [`serialize`]: the archive transcript of SPEC §14.1
+//!   ([`serialize::serialize_archive`]) and its text-port variant of §15.3
+//!   ([`serialize::serialize_text`]), with scope markers, merged tool
+//!   results, useless pairs dropped and head/tail truncation
+//!   ([`serialize::truncate_for_archive`]); [`elide_data_urls`].
+//! - [`normalize()`]: §14.2, reducing text to what the bundled fonts print;
+//!   [`scan_renderability`].
+//! - [`text_frames`]: the text-frame archive of §15 for every model
+//!   ([`text_frames::snap_compact`], [`text_frames::plan_archive`],
+//!   the persisted [`text_frames::SnapArchiveState`]), with [`FileLists`].
+//! - [`shape`] and [`pricing`]: the shape table, geometry, the shape for a
+//!   model ([`shape::resolve_shape`]) and what frames cost (§14.3, §14.4).
+//! - [`font`] and [`render`](mod@render): the bundled X.org glyphs and 1-bit PNG
+//!   printing ([`render::render`]).
+//! - [`png_archive`] and [`history`]: the PNG archive's layout with
+//!   foveation ([`png_archive::plan_archive`]), its stored records
+//!   ([`png_archive::PngArchive`]) and the blocks that rebuild the context
+//!   from it ([`history::history_blocks`], §14.5-§14.8).
+//!
+//! ```
+//! use musepi_context_builder::LlmMessage;
+//! use musepi_snapcompact::FileLists;
+//! use musepi_snapcompact::text_frames::{SnapInput, snap_compact};
+//!
+//! let messages = [LlmMessage::user_text("Please port the parser to Rust.")];
+//! let files = FileLists::from_ops(["src/parser.ts"], [], ["src/parser.rs"]);
+//! let result = snap_compact(&SnapInput::new(&messages, &files));
+//! assert!(result.summary.starts_with("Resume the prior conversation"));
+//! assert!(result.summary.contains("src/parser.rs (Write)"));
+//! assert_eq!(result.archive.text, "¶user:Please port the parser to Rust.");
+//! ```
 
 mod data_url;
 mod error;
@@ -25,3 +65,6 @@ pub use data_url::{DataUrlMode, elide_data_urls};
 pub use error::SnapError;
 pub use files::{FILE_LIST_LIMIT, FileLists, has_url_scheme};
 pub use normalize::{NEWLINE_GLYPH, Renderability, normalize, scan_renderability};
+pub use render::{Frame, base64_encode, render};
+pub use serialize::{DIM_OFF, DIM_ON, SerializeOptions};
+pub use shape::{ResolvedShape, Shape, low_companion, resolve_shape};

@@ -7,9 +7,10 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::data_url::{DataUrlMode, elide_data_urls};
 use crate::error::SnapError;
 use crate::layout::paginate;
-use crate::normalize::NEWLINE_GLYPH;
+use crate::normalize::{NEWLINE_GLYPH, normalize};
 use crate::pricing::HQ_EDGE_FRAMES;
 use crate::render::render;
 use crate::shape::{LEGACY_SHAPE, Shape};
@@ -328,11 +329,106 @@ pub fn archive_record(
     PngArchive {
         frames,
         total_chars,
-        truncated_chars: previous_truncated + layout.truncated_chars as u64,
+        truncated_chars: previous_truncated.saturating_add(layout.truncated_chars as u64),
         text: text(&layout.kept_text),
         text_head: text(&layout.text_head),
         text_tail: text(&layout.text_tail),
     }
+}
+
+/// The normalized source of a new archive (SPEC §14.6 steps 3 and 5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArchiveSource {
+    /// Oldest first: the previous archive's source (or a folded LLM
+    /// summary), then the newly archived text.
+    pub text: String,
+    /// Whether a previous LLM summary was folded in at the head.
+    pub included_previous_summary: bool,
+}
+
+/// Composes the text a compaction archives: the previous archive's source
+/// (data URLs healed, reasoning dropped when `include_thinking` is false),
+/// then a newline glyph and `new_text` (the normalized serialization); or,
+/// with no previous archive, a previous LLM summary folded in as
+/// `[Summary of earlier history] … [Recent conversation] …`.
+/// Earlier compactions are re-rendered from this bounded source; old
+/// frames are never carried forward.
+pub fn compose_archive_source(
+    new_text: &str,
+    previous: Option<&PngArchive>,
+    previous_summary: Option<&str>,
+    include_thinking: bool,
+) -> ArchiveSource {
+    let previous_text = previous
+        .map(|archive| {
+            let healed =
+                elide_data_urls(&archive.source_text(), DataUrlMode::Archived).into_owned();
+            if include_thinking {
+                healed
+            } else {
+                drop_think_sections(&healed)
+            }
+        })
+        .unwrap_or_default();
+    let mut included_previous_summary = false;
+    let text = if !previous_text.is_empty() {
+        if new_text.is_empty() {
+            previous_text
+        } else {
+            format!("{previous_text}{NEWLINE_GLYPH}{new_text}")
+        }
+    } else if let Some(summary) = previous_summary.map(normalize).filter(|s| !s.is_empty()) {
+        included_previous_summary = true;
+        if new_text.is_empty() {
+            format!("[Summary of earlier history] {summary}")
+        } else {
+            format!("[Summary of earlier history] {summary} [Recent conversation] {new_text}")
+        }
+    } else {
+        new_text.to_owned()
+    };
+    ArchiveSource {
+        text: elide_data_urls(&text, DataUrlMode::Fresh).into_owned(),
+        included_previous_summary,
+    }
+}
+
+/// Removes the `¶think:` parts from normalized archive text: a part starts
+/// at the text's start or after a newline glyph and runs to the next glyph
+/// that opens another scope.
+pub fn drop_think_sections(text: &str) -> String {
+    const THINK: &str = "¶think:";
+    const SCOPES: [&str; 4] = ["¶user:", "¶ai:", "¶call:", THINK];
+    let glyph = NEWLINE_GLYPH.len_utf8();
+    let opens_scope = |at: usize| {
+        text[at..].starts_with(NEWLINE_GLYPH)
+            && SCOPES.iter().any(|s| text[at + glyph..].starts_with(s))
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0usize;
+    let mut search = 0usize;
+    while let Some(found) = text[search..].find(THINK).map(|i| search + i) {
+        let at_start = found == 0;
+        if !at_start && !text[..found].ends_with(NEWLINE_GLYPH) {
+            search = found + THINK.len();
+            continue;
+        }
+        let start = if at_start { 0 } else { found - glyph };
+        let mut end = text.len();
+        for (i, _) in text[found + THINK.len()..].match_indices(NEWLINE_GLYPH) {
+            let at = found + THINK.len() + i;
+            if opens_scope(at) {
+                // With nothing before it, the section takes the following glyph along.
+                end = if at_start { at + glyph } else { at };
+                break;
+            }
+        }
+        out.push_str(&text[copied..start]);
+        copied = end;
+        search = end;
+    }
+    out.push_str(&text[copied..]);
+    out
 }
 
 #[cfg(test)]
@@ -514,6 +610,53 @@ mod tests {
             None
         );
         assert_eq!(PngArchive::from_value(&json!("nope")), None);
+    }
+
+    #[test]
+    fn reasoning_parts_can_be_dropped_from_archived_text() {
+        assert_eq!(
+            drop_think_sections("¶user:a█¶think:x█y█¶ai:b"),
+            "¶user:a█¶ai:b"
+        );
+        assert_eq!(drop_think_sections("¶think:x█¶ai:b█¶think:z"), "¶ai:b");
+        assert_eq!(
+            drop_think_sections("¶user:say ¶think: inline█¶ai:ok"),
+            "¶user:say ¶think: inline█¶ai:ok"
+        );
+        assert_eq!(drop_think_sections("¶think:only"), "");
+    }
+
+    #[test]
+    fn the_next_source_continues_the_previous_archive() {
+        let previous = PngArchive {
+            text_head: Some("¶user:old█¶think:hmm".into()),
+            text_tail: Some("¶ai:done data:image/png;base64,AA".into()),
+            ..PngArchive::default()
+        };
+        let with = compose_archive_source("¶user:new", Some(&previous), Some("ignored"), true);
+        assert_eq!(
+            with.text,
+            "¶user:old█¶think:hmm█¶ai:done [data URL omitted: image/png, 2 base64 chars]█¶user:new"
+        );
+        assert!(!with.included_previous_summary);
+        let without = compose_archive_source("¶user:new", Some(&previous), None, false);
+        assert!(without.text.starts_with("¶user:old█¶ai:done"));
+    }
+
+    #[test]
+    fn a_previous_llm_summary_is_folded_in_when_there_is_no_archive() {
+        let folded = compose_archive_source("¶user:new", None, Some("We built\nthe LSP."), true);
+        assert_eq!(
+            folded.text,
+            "[Summary of earlier history] We built█the LSP. [Recent conversation] ¶user:new"
+        );
+        assert!(folded.included_previous_summary);
+        let only = compose_archive_source("", None, Some("Earlier."), true);
+        assert_eq!(only.text, "[Summary of earlier history] Earlier.");
+        assert_eq!(
+            compose_archive_source("¶user:x", None, None, true).text,
+            "¶user:x"
+        );
     }
 
     proptest! {

@@ -43,7 +43,7 @@ impl Frame {
     }
 }
 
-/// Prints `text` (normalized, see [`crate::normalize`]) with `shape` on a
+/// Prints `text` (normalized, see [`crate::normalize()`]) with `shape` on a
 /// frame of edge `frame_size` pixels.
 ///
 /// Characters the font lacks print as `?`; the newline glyph U+2588 prints
@@ -73,7 +73,7 @@ pub fn render(text: &str, shape: &Shape, frame_size: u32) -> Result<Frame, SnapE
         (end, (lines.len() as u32).min(geometry.rows))
     } else {
         walk_grid(text, &shape, geometry.cols, geometry.rows, |col, row, c| {
-            cells.push((col, row, c))
+            cells.push((col, row, c));
         })
     };
     let band = shape.cell_height * shape.line_repeat;
@@ -332,7 +332,7 @@ mod tests {
         ));
         assert!(matches!(
             render("x", &shape("8on22-bw"), 8),
-            Err(SnapError::FrameTooSmall { .. })
+            Err(SnapError::FrameSize { .. })
         ));
     }
 

@@ -67,6 +67,10 @@ pub struct Shape {
     pub frame_size: u32,
 }
 
+/// The largest frame edge this crate prints, in pixels (no provider takes
+/// larger images).
+pub const MAX_FRAME_SIZE: u32 = 8192;
+
 /// Cells between the two columns of a `doc-` shape.
 pub const DOC_GUTTER_CELLS: u32 = 3;
 
@@ -203,22 +207,23 @@ impl Shape {
             Geometry {
                 cols,
                 rows,
-                capacity: 2 * cols * rows,
+                capacity: cols.saturating_mul(rows).saturating_mul(2),
             }
         } else {
             Geometry {
                 cols: grid_cols,
                 rows,
-                capacity: grid_cols * rows,
+                capacity: grid_cols.saturating_mul(rows),
             }
         }
     }
 
-    /// The geometry, or an error when a frame cannot hold one row of text.
+    /// The geometry, or an error when a frame cannot hold one row of text
+    /// or is larger than [`MAX_FRAME_SIZE`].
     pub fn checked_geometry(&self) -> Result<Geometry, SnapError> {
         let g = self.geometry();
-        if g.cols < 2 || g.rows == 0 {
-            return Err(SnapError::FrameTooSmall {
+        if g.cols < 2 || g.rows == 0 || self.frame_size > MAX_FRAME_SIZE {
+            return Err(SnapError::FrameSize {
                 shape: self.name,
                 size: self.frame_size,
             });
@@ -508,7 +513,13 @@ mod tests {
         let s = Shape::by_name("8on22-bw").unwrap().with_frame_size(10);
         assert!(matches!(
             s.checked_geometry(),
-            Err(SnapError::FrameTooSmall { size: 10, .. })
+            Err(SnapError::FrameSize { size: 10, .. })
         ));
+        let huge = s.with_frame_size(u32::MAX);
+        assert!(matches!(
+            huge.checked_geometry(),
+            Err(SnapError::FrameSize { .. })
+        ));
+        assert_eq!(huge.geometry().cols, u32::MAX / 8);
     }
 }

@@ -228,8 +228,10 @@ pub fn snap_compact(input: &SnapInput<'_>) -> SnapResult {
         format!("{previous_text}\n\n{serialized}")
     };
     let layout = plan_archive(&source, input.archive_max_chars);
-    let truncated_chars =
-        input.previous_archive.map_or(0, |a| a.truncated_chars) + layout.truncated_chars as u64;
+    let truncated_chars = input
+        .previous_archive
+        .map_or(0, |a| a.truncated_chars)
+        .saturating_add(layout.truncated_chars as u64);
     let region = archive_region(&layout, truncated_chars);
     let archive_chars = len16(&region);
     let lead_in = format!(
