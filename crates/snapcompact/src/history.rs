@@ -330,4 +330,62 @@ mod tests {
         };
         assert_eq!(archive_plain_source(&edges), "HEAD\none\ndimTAIL");
     }
+
+    #[test]
+    fn a_conversation_goes_through_the_whole_png_pipeline() {
+        use std::collections::BTreeSet;
+
+        use musepi_context_builder::LlmMessage;
+
+        use crate::png_archive::{
+            archive_record, compose_archive_source, plan_archive, render_frames,
+        };
+        use crate::serialize::{SerializeOptions, serialize_archive};
+        use crate::shape::{low_companion, resolve_shape};
+
+        let messages: Vec<LlmMessage> = (0..60)
+            .map(|i| {
+                LlmMessage::user_text(format!(
+                    "step {i}: {}",
+                    "refactor the frame planner; ".repeat(8)
+                ))
+            })
+            .collect();
+        let serialized =
+            serialize_archive(&messages, &BTreeSet::new(), &SerializeOptions::default());
+        let source = compose_archive_source(&crate::normalize(&serialized), None, None, true);
+        let resolved = resolve_shape("anthropic-messages", "claude-sonnet-4-5", None).unwrap();
+        let high = resolved.shape.with_frame_size(300);
+        let low = low_companion(&high);
+        let run = || {
+            let layout = plan_archive(&source.text, &high, low.as_ref(), 4).unwrap();
+            let frames = render_frames(&layout, resolved.detail).unwrap();
+            archive_record(&layout, frames, 0)
+        };
+        let archive = run();
+        assert_eq!(archive, run(), "the pipeline is deterministic");
+        assert_eq!(archive.frames.len(), 4);
+        assert!(archive.truncated_chars > 0);
+        assert!(
+            archive
+                .text_head
+                .as_deref()
+                .is_some_and(|h| h.starts_with("¶user:step 0:"))
+        );
+        assert!(archive.text_tail.as_deref().is_some_and(|t| t.ends_with("step 59: refactor the frame planner; refactor the frame planner; \
+            refactor the frame planner; refactor the frame planner; refactor the frame planner; refactor the frame planner; \
+            refactor the frame planner; refactor the frame planner;")));
+        let stored = serde_json::to_value(&archive).unwrap();
+        let read = PngArchive::from_value(&stored).unwrap();
+        let blocks = history_blocks(&read, 3_000_000);
+        let images = blocks
+            .iter()
+            .filter(|b| matches!(b, ContentBlock::Image { .. }))
+            .count();
+        assert_eq!((blocks.len(), images), (6, 4));
+        assert!(
+            matches!(&blocks[0], ContentBlock::Text { text, .. } if text.starts_with("¶user:step 0:"))
+        );
+        assert!(matches!(&blocks[5], ContentBlock::Text { text, .. } if text.contains("step 59")));
+    }
 }

@@ -356,6 +356,18 @@ mod tests {
     }
 
     #[test]
+    fn nothing_to_archive_still_gives_the_lead_in_and_guide() {
+        let out = compact(&[], DEFAULT_ARCHIVE_MAX_CHARS);
+        assert!(out.summary.starts_with("Resume the prior conversation"));
+        assert!(out.summary.ends_with(READING_GUIDE));
+        assert_eq!(
+            out.short_summary,
+            "archived 0 tokens verbatim (no paging needed)"
+        );
+        assert_eq!((out.archive.text.as_str(), out.archive_chars), ("", 0));
+    }
+
+    #[test]
     fn token_estimate_rounds_up() {
         assert_eq!(estimate_tokens_from_chars(100), 25);
         assert_eq!(estimate_tokens_from_chars(101), 26);
@@ -611,6 +623,20 @@ mod tests {
             } else {
                 prop_assert_eq!(&layout.kept_text, &text);
             }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn snap_compact_archives_stay_in_budget_and_keep_the_newest_text(text in history(), max in 0usize..50_000) {
+            let source = if text.is_empty() { String::new() } else { format!("¶user:{text}") };
+            let out = compact(&[LlmMessage::user_text(text)], max);
+            prop_assert!(len16(&out.archive.text) <= max.max(2 * FRAME_CHAR_CAPACITY));
+            let edge = FRAME_CHAR_CAPACITY.min(max.max(2 * FRAME_CHAR_CAPACITY) / 4);
+            let newest = tail_units(&source, edge.min(len16(&source)));
+            prop_assert!(out.archive.text.ends_with(newest));
+            prop_assert!(out.summary.contains(newest));
+            prop_assert_eq!(out.archive.truncated_chars as usize + len16(&out.archive.text), len16(&source));
         }
     }
 }
