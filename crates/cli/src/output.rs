@@ -96,31 +96,25 @@ pub fn aligned(rows: &[(String, String)]) -> String {
 /// One line of at most `max` characters: whitespace runs become one space,
 /// and a cut text ends with `…`.
 pub fn preview(text: &str, max: usize) -> String {
-    let mut out = String::new();
-    let mut count = 0;
-    let mut space = false;
-    for c in text.trim().chars() {
-        if c.is_whitespace() {
-            space = true;
-            continue;
+    // Normalize at most `max + 1` characters: enough to know whether to cut.
+    let mut chars: Vec<char> = Vec::with_capacity(max + 1);
+    for word in text.split_whitespace() {
+        if !chars.is_empty() {
+            chars.push(' ');
         }
-        if space {
-            if count + 1 >= max {
-                out.push('…');
-                return out;
-            }
-            out.push(' ');
-            count += 1;
-            space = false;
+        chars.extend(word.chars().take(max + 1));
+        if chars.len() > max {
+            break;
         }
-        if count + 1 >= max {
-            out.push('…');
-            return out;
-        }
-        out.push(c);
-        count += 1;
     }
-    out
+    if chars.len() > max {
+        chars.truncate(max.saturating_sub(1));
+        while chars.last() == Some(&' ') {
+            chars.pop();
+        }
+        chars.push('…');
+    }
+    chars.into_iter().collect()
 }
 
 /// Prints `value` on stdout as one pretty-printed JSON document.
