@@ -56,7 +56,7 @@ pub struct Stamp<'a> {
 
 /// A session: header, entries, tree and leaf.
 ///
-/// Build one with [`crate::load`], [`crate::Journal::open`] or [`Session::new`].
+/// Build one with [`crate::load_file`], [`crate::load_bytes`], [`crate::Journal::open`] or [`Session::new`].
 #[derive(Debug, Clone)]
 pub struct Session {
     pub(crate) header: Header,
