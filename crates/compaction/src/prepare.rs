@@ -59,6 +59,9 @@ pub struct Preparation<'a> {
     pub previous_summary: Option<String>,
     /// The previous compaction's `preserveData`.
     pub previous_preserve_data: Option<RawJson>,
+    /// The previous compaction's `details` (a text archive rides there), even
+    /// when an extension made it.
+    pub previous_details: Option<serde_json::Value>,
     /// Path position of the entry the previous compaction kept first.
     pub previously_kept_start: Option<usize>,
     /// Files read and changed by what is summarized, plus the previous
@@ -233,6 +236,7 @@ pub fn prepare<'a>(
         tokens_before,
         previous_summary,
         previous_preserve_data,
+        previous_details: all_previous_details,
         previously_kept_start,
         file_ops,
         keep_recent_tokens: keep,
