@@ -236,7 +236,10 @@ pub fn prepare<'a>(
         tokens_before,
         previous_summary,
         previous_preserve_data,
-        previous_details: all_previous_details,
+        previous_details: prev.and_then(|p| match &entries[path[p]].body {
+            EntryBody::Compaction(c) => c.details.clone(),
+            _ => None,
+        }),
         previously_kept_start,
         file_ops,
         keep_recent_tokens: keep,
