@@ -173,7 +173,7 @@ pub fn prepare<'a>(
         return Err(NothingToCompact::NoFirstKeptId);
     }
 
-    let (previous_summary, previous_preserve_data, previous_details, previously_kept_start) =
+    let (previous_summary, previous_preserve_data, harvested_details, previously_kept_start) =
         match prev {
             Some(p) => {
                 let EntryBody::Compaction(c) = &entries[path[p]].body else {
@@ -196,6 +196,10 @@ pub fn prepare<'a>(
             None => (None, None, None, None),
         };
 
+    let previous_details = prev.and_then(|p| match &entries[path[p]].body {
+        EntryBody::Compaction(c) => c.details.clone(),
+        _ => None,
+    });
     let history_end = if cut.is_split_turn {
         cut.turn_start_index.unwrap_or(cut.first_kept_index)
     } else {
@@ -216,7 +220,7 @@ pub fn prepare<'a>(
     let recent_messages = messages_in(session, &path, cut.first_kept_index, end);
 
     let mut file_ops = FileOps::default();
-    if let Some(d) = previous_details {
+    if let Some(d) = harvested_details {
         file_ops.add_details(d);
     }
     for m in messages_to_summarize.iter().chain(&turn_prefix_messages) {
@@ -236,10 +240,7 @@ pub fn prepare<'a>(
         tokens_before,
         previous_summary,
         previous_preserve_data,
-        previous_details: prev.and_then(|p| match &entries[path[p]].body {
-            EntryBody::Compaction(c) => c.details.clone(),
-            _ => None,
-        }),
+        previous_details,
         previously_kept_start,
         file_ops,
         keep_recent_tokens: keep,
