@@ -117,7 +117,7 @@ impl<'p> Loader<'p> {
                 return Err(if any_bytes && !pending_before_header.is_empty() {
                     SessionError::NotASession {
                         path: self.path.to_owned(),
-                        line: 0,
+                        line: pending_before_header.first().map_or(0, |(_, _, p)| p.line),
                         reason: "no line is valid JSON".into(),
                     }
                 } else {
