@@ -4,6 +4,23 @@
 //! checkout: the real pi sessions in `fixtures/pi` and the generated
 //! conformance sessions with the reference implementation's answers in
 //! `conformance`. This library holds the helpers the test files share.
+//!
+//! The golden snapshot tests (`tests/golden_*.rs`) load our own fixture
+//! sessions from `tests/fixtures` ([`fixtures`]) or generate them
+//! ([`builder`]), and render what the crates compute as readable text:
+//! contexts, provider messages and transcripts ([`render_context`]), cut
+//! points ([`render_cut`]), summary requests and pruning plans
+//! ([`render_request`]), with tables from [`table`]. The real pi sessions
+//! are shown only as ids, roles, numbers and hashes ([`show::Show::Hash`]).
+
+pub mod builder;
+pub mod fixtures;
+pub mod render_context;
+pub mod render_cut;
+pub mod render_request;
+pub mod scenarios;
+pub mod show;
+pub mod table;
 
 use std::path::{Path, PathBuf};
 
