@@ -91,6 +91,11 @@ pub fn build_context_over_path<'a>(session: &'a Session, path: &[usize]) -> Sess
     let entries = session.entries();
     let mut ctx = SessionContext::empty();
     let mut compaction_pos = None;
+    // oh-my-pi's `model_change` with `role: "default"` sets an explicit
+    // default that later assistant messages no longer override ([DOC]);
+    // other roles (`smol`, `slow`, …) do not change the main model, and
+    // pi's role-less shape is overridden by the next assistant ([PI]).
+    let mut explicit_default = false;
     for (pos, &i) in path.iter().enumerate() {
         let e = &entries[i];
         match &e.body {
@@ -98,11 +103,15 @@ pub fn build_context_over_path<'a>(session: &'a Session, path: &[usize]) -> Sess
                 ctx.thinking_level = thinking_level.clone().unwrap_or_else(|| "off".into());
             }
             EntryBody::ModelChange(mc) => {
-                if let Some((provider, model_id)) = mc.provider_and_model() {
-                    ctx.model = Some(ModelRef { provider, model_id });
+                let role = mc.role.as_deref();
+                if matches!(role, None | Some("default")) {
+                    if let Some((provider, model_id)) = mc.provider_and_model() {
+                        ctx.model = Some(ModelRef { provider, model_id });
+                        explicit_default = role.is_some();
+                    }
                 }
             }
-            EntryBody::Message(AgentMessage::Assistant(a)) => {
+            EntryBody::Message(AgentMessage::Assistant(a)) if !explicit_default => {
                 ctx.model = Some(ModelRef {
                     provider: a.provider.clone().unwrap_or_default(),
                     model_id: a.model.clone().unwrap_or_default(),
