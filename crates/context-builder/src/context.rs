@@ -104,11 +104,11 @@ pub fn build_context_over_path<'a>(session: &'a Session, path: &[usize]) -> Sess
             }
             EntryBody::ModelChange(mc) => {
                 let role = mc.role.as_deref();
-                if matches!(role, None | Some("default")) {
-                    if let Some((provider, model_id)) = mc.provider_and_model() {
-                        ctx.model = Some(ModelRef { provider, model_id });
-                        explicit_default = role.is_some();
-                    }
+                if matches!(role, None | Some("default"))
+                    && let Some((provider, model_id)) = mc.provider_and_model()
+                {
+                    ctx.model = Some(ModelRef { provider, model_id });
+                    explicit_default = role.is_some();
                 }
             }
             EntryBody::Message(AgentMessage::Assistant(a)) if !explicit_default => {
