@@ -27,6 +27,10 @@ pub enum SnapError {
         /// What was wrong.
         reason: &'static str,
     },
+    /// The preparation's first kept entry has no id (an unmigrated v1
+    /// session, SPEC §14.6 step 1).
+    #[error("first kept entry has no id: the session may need migration")]
+    NoFirstKeptId,
     /// The PNG encoder failed.
     #[error("png encoding of a snapcompact frame failed")]
     Png(#[from] png::EncodingError),

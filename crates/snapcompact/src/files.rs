@@ -1,61 +1,61 @@
-//! The file lists that ride along with an archive (SPEC §11.3, §15.5 step 5).
+//! The file lists that ride along with an archive (SPEC §11.3, §15.5 step 5,
+//! §14.6 step 9).
 //!
-//! Context-builder owns file-operation tracking; this is the plain-data
-//! seam the engine takes, with a small [`FileLists::from_ops`] that applies
-//! the `computeFileLists` rules so the engine can be used and tested alone.
+//! Tracking belongs to context-builder ([`FileOps`], with `computeFileLists`
+//! as [`FileOps::lists`]); this module only renders those lists the way the
+//! two archives show them: the flat `path (Read|Write|RW)` lines of the
+//! text-frame summary and the folded tree of the PNG-frame summary.
 
-use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use crate::util::cmp_utf16;
-
-/// At most this many files are listed; the rest are counted.
-pub const FILE_LIST_LIMIT: usize = 20;
+use musepi_context_builder::{FILE_LIST_LIMIT, FileOps, PathSet, format_files_block};
 
 /// Files read and modified by the archived history.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FileLists {
-    /// Files read and never modified, sorted.
-    pub read_files: Vec<String>,
-    /// Files written or edited, sorted.
-    pub modified_files: Vec<String>,
+    /// `computeFileLists`: files read and never modified, and files written
+    /// or edited, both sorted, paths with a URL scheme left out.
+    pub lists: musepi_context_builder::FileLists,
     /// Every file read, modified or not: a modified file in it is `RW`.
-    pub read_set: BTreeSet<String>,
+    pub read: PathSet,
 }
 
 impl FileLists {
-    /// `computeFileLists` (SPEC §11.3): `modified = edited ∪ written`,
-    /// `read_files = read − modified`, both sorted by UTF-16 code units,
-    /// and paths with a URL scheme (`https://…`, `artifact://3`) left out.
+    /// The lists of a preparation's (cumulative) file operations.
+    pub fn from_file_ops(ops: &FileOps) -> Self {
+        Self {
+            lists: ops.lists(),
+            read: ops.read.clone(),
+        }
+    }
+
+    /// The lists of plain path lists, for callers without a [`FileOps`]:
+    /// the paths are taken as given (no read selector is stripped).
     pub fn from_ops<'a>(
         read: impl IntoIterator<Item = &'a str>,
         written: impl IntoIterator<Item = &'a str>,
         edited: impl IntoIterator<Item = &'a str>,
     ) -> Self {
-        let read_set: BTreeSet<String> = read.into_iter().map(str::to_owned).collect();
-        let modified: BTreeSet<&str> = written
-            .into_iter()
-            .chain(edited)
-            .filter(|p| !has_url_scheme(p))
-            .collect();
-        let mut read_files: Vec<String> = read_set
-            .iter()
-            .filter(|p| !modified.contains(p.as_str()) && !has_url_scheme(p))
-            .cloned()
-            .collect();
-        let mut modified_files: Vec<String> = modified.into_iter().map(str::to_owned).collect();
-        read_files.sort_by(|a, b| cmp_utf16(a, b));
-        modified_files.sort_by(|a, b| cmp_utf16(a, b));
-        Self {
-            read_files,
-            modified_files,
-            read_set,
-        }
+        let mut ops = FileOps::default();
+        read.into_iter().for_each(|p| ops.read.insert(p));
+        written.into_iter().for_each(|p| ops.written.insert(p));
+        edited.into_iter().for_each(|p| ops.edited.insert(p));
+        Self::from_file_ops(&ops)
+    }
+
+    /// Files read and never modified, sorted (`details.readFiles`).
+    pub fn read_files(&self) -> &[String] {
+        &self.lists.read_files
+    }
+
+    /// Files written or edited, sorted (`details.modifiedFiles`).
+    pub fn modified_files(&self) -> &[String] {
+        &self.lists.modified_files
     }
 
     /// Whether there is no file at all.
     pub fn is_empty(&self) -> bool {
-        self.read_files.is_empty() && self.modified_files.is_empty()
+        self.lists.is_empty()
     }
 
     /// The flat FILES section of the text-frame summary (SPEC §15.5 step 5):
@@ -80,42 +80,24 @@ impl FileLists {
 
     /// Every file with its marker, sorted by path.
     pub fn marked_lines(&self) -> Vec<String> {
-        let mut all: Vec<(&str, &str)> = self
-            .read_files
-            .iter()
-            .map(|p| (p.as_str(), "Read"))
-            .chain(self.modified_files.iter().map(|p| {
-                let marker = if self.read_set.contains(p) {
-                    "RW"
-                } else {
-                    "Write"
-                };
-                (p.as_str(), marker)
-            }))
-            .collect();
-        all.sort_by(|a, b| cmp_utf16(a.0, b.0));
-        all.dedup_by(|a, b| a.0 == b.0);
-        all.into_iter().map(|(p, m)| format!("{p} ({m})")).collect()
+        self.lists
+            .marked(&self.read)
+            .into_iter()
+            .map(|(p, m)| format!("{p} ({m})"))
+            .collect()
     }
-}
 
-/// Whether `path` contains a URL scheme (`[a-z][a-z0-9+.-]*://`, any case,
-/// anywhere).
-pub fn has_url_scheme(path: &str) -> bool {
-    let bytes = path.as_bytes();
-    let mut from = 0;
-    while let Some(found) = path[from..].find("://") {
-        let at = from + found;
-        let scheme = bytes[..at]
-            .iter()
-            .rev()
-            .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'.' | b'-'));
-        if scheme.clone().any(u8::is_ascii_alphabetic) {
-            return true;
-        }
-        from = at + 3;
+    /// The grouped, prefix-folded file tree of SPEC §11.5 without its
+    /// `<files>` wrapper (the PNG-frame summary, §14.6 step 9); empty when
+    /// there is no file.
+    pub fn tree(&self) -> String {
+        let block = format_files_block(&self.lists, &self.read);
+        block
+            .strip_prefix("<files>\n")
+            .and_then(|b| b.strip_suffix("\n</files>"))
+            .unwrap_or(&block)
+            .to_owned()
     }
-    false
 }
 
 #[cfg(test)]
@@ -129,13 +111,14 @@ mod tests {
             ["src/b.ts"],
             ["src/c.ts"],
         );
-        assert_eq!(lists.read_files, ["src/a.ts"]);
-        assert_eq!(lists.modified_files, ["src/b.ts", "src/c.ts"]);
+        assert_eq!(lists.read_files(), ["src/a.ts"]);
+        assert_eq!(lists.modified_files(), ["src/b.ts", "src/c.ts"]);
         assert_eq!(
             lists.section(),
             "<files>\nsrc/a.ts (Read)\nsrc/b.ts (RW)\nsrc/c.ts (Write)\n</files>"
         );
         assert!(!lists.section().contains("example.com"));
+        assert_eq!(lists.tree(), "# src/\na.ts (Read)\nb.ts (RW)\nc.ts (Write)");
     }
 
     #[test]
@@ -146,21 +129,23 @@ mod tests {
         assert_eq!(section.lines().count(), 1 + 20 + 1 + 1);
         assert!(section.contains("f19.rs (Read)\n[…1 files elided…]\n</files>"));
         assert!(!section.contains("f20.rs"));
+        assert!(lists.tree().ends_with("[…1 files elided…]"));
     }
 
     #[test]
     fn no_files_give_an_empty_section() {
         assert_eq!(FileLists::default().section(), "");
+        assert_eq!(FileLists::default().tree(), "");
         assert!(FileLists::default().is_empty());
     }
 
     #[test]
-    fn url_schemes_are_found_anywhere() {
-        assert!(has_url_scheme("artifact://3"));
-        assert!(has_url_scheme("a.ts:conflict://1"));
-        assert!(has_url_scheme("HTTPS://x"));
-        assert!(!has_url_scheme("src/a.ts"));
-        assert!(!has_url_scheme("1://x"));
-        assert!(!has_url_scheme("://x"));
+    fn file_ops_keep_their_cumulative_read_set() {
+        let mut ops = FileOps::default();
+        ops.read.insert("src/main.rs");
+        ops.edited.insert("src/main.rs");
+        let lists = FileLists::from_file_ops(&ops);
+        assert!(lists.read_files().is_empty());
+        assert_eq!(lists.marked_lines(), ["src/main.rs (RW)"]);
     }
 }

@@ -8,9 +8,21 @@
 //!
 //! Everything here is a pure, synchronous function of its input: no model,
 //! no network, no clock, no randomness, and the same input always gives the
-//! same text and the same PNG bytes. The crate takes provider messages
-//! ([`musepi_context_builder::LlmMessage`]) and plain file lists; it does not
-//! know how a session is stored, where the cut falls or when to compact.
+//! same text and the same PNG bytes. The engine takes provider messages
+//! ([`musepi_context_builder::LlmMessage`]) and file lists; it does not
+//! decide where the cut falls or when to compact.
+//!
+//! Entry points:
+//!
+//! - [`compact_preparation`]: the compaction pass. A prepared compaction
+//!   ([`musepi_compaction::Preparation`]) and the reader ([`SnapTarget`])
+//!   in, a [`musepi_compaction::CompactionResult`] out: PNG frames for a
+//!   reader that takes images, text frames for any other.
+//! - [`SessionArchives`]: rebuilds the blocks of stored PNG archives when a
+//!   session is converted for a model
+//!   ([`musepi_context_builder::ArchiveBlocks`]).
+//! - [`prompts`]: the lead-ins and reading rules, one template each under
+//!   `prompts/snapcompact/`.
 //!
 //! The engine, by area:
 //!
@@ -23,7 +35,8 @@
 //!   [`scan_renderability`].
 //! - [`text_frames`]: the text-frame archive of §15 for every model
 //!   ([`text_frames::snap_compact`], [`text_frames::plan_archive`],
-//!   the persisted [`text_frames::SnapArchiveState`]), with [`FileLists`].
+//!   the persisted [`text_frames::SnapArchiveState`]), with [`FileLists`]
+//!   rendering context-builder's file lists.
 //! - [`shape`] and [`pricing`]: the shape table, geometry, the shape for a
 //!   model ([`shape::resolve_shape`]) and what frames cost (§14.3, §14.4).
 //! - [`font`] and [`render`](mod@render): the bundled X.org glyphs and 1-bit PNG
@@ -46,6 +59,8 @@
 //! assert_eq!(result.archive.text, "¶user:Please port the parser to Rust.");
 //! ```
 
+mod archives;
+mod compaction;
 mod data_url;
 mod error;
 mod files;
@@ -55,15 +70,20 @@ mod layout;
 pub mod normalize;
 pub mod png_archive;
 pub mod pricing;
+pub mod prompts;
 pub mod render;
 pub mod serialize;
 pub mod shape;
+mod summary;
 pub mod text_frames;
 mod util;
 
+pub use archives::{SessionArchives, is_legacy_crash_risk};
+pub use compaction::{SnapSettings, SnapTarget, compact_preparation};
 pub use data_url::{DataUrlMode, elide_data_urls};
 pub use error::SnapError;
-pub use files::{FILE_LIST_LIMIT, FileLists, has_url_scheme};
+pub use files::FileLists;
+pub use musepi_context_builder::{FILE_LIST_LIMIT, has_url_scheme};
 pub use normalize::{NEWLINE_GLYPH, Renderability, normalize, scan_renderability};
 pub use render::{Frame, base64_encode, render};
 pub use serialize::{DIM_OFF, DIM_ON, SerializeOptions};

@@ -74,9 +74,11 @@ impl Default for SerializeOptions {
 /// Provider messages do not carry the flag, so it is collected from the
 /// session messages before conversion. Errors are never useless: the
 /// serializers check `isError` on the result themselves.
-pub fn useless_call_ids(messages: &[AgentMessage]) -> BTreeSet<String> {
+pub fn useless_call_ids<'m>(
+    messages: impl IntoIterator<Item = &'m AgentMessage>,
+) -> BTreeSet<String> {
     messages
-        .iter()
+        .into_iter()
         .filter_map(AgentMessage::as_tool_result)
         .filter(|r| r.useless == Some(true))
         .map(|r| r.tool_call_id.clone())
@@ -256,7 +258,10 @@ impl<'a> Serializer<'a> {
     fn run(mut self, messages: &'a [LlmMessage]) -> String {
         for message in messages {
             match message {
-                LlmMessage::User { content } => {
+                // Developer (custom) messages are part of what the model saw
+                // (spec-decisions 7): archived as user-scope text, as the
+                // summarizer serialization reads them.
+                LlmMessage::User { content } | LlmMessage::Developer { content } => {
                     let text = joined_text(content);
                     if !text.is_empty() {
                         let text = self.clean(&text);
@@ -277,9 +282,6 @@ impl<'a> Serializer<'a> {
                     let block = self.result_block(&joined_text(content));
                     self.parts.push(SCOPE_CALL, &format!("\n{block}"));
                 }
-                // Developer (custom) messages are not part of the archive (SPEC §14.1 lists
-                // user, assistant and toolResult only).
-                LlmMessage::Developer { .. } => {}
             }
         }
         self.parts.finish()
@@ -503,6 +505,20 @@ mod tests {
             result("c1", "file-a\nfile-b", false),
         ];
         let expected = "¶call:bash(command=\"ls\")\n<out>\nfile-a\nfile-b\n</out>";
+        assert_eq!(text(&messages), expected);
+        assert_eq!(archive(&messages), expected);
+    }
+
+    #[test]
+    fn developer_messages_are_archived_as_user_scope_text() {
+        let messages = [
+            user("fix the build"),
+            LlmMessage::Developer {
+                content: vec![ContentBlock::text("Reminder: run the tests.")],
+            },
+            assistant(vec![ContentBlock::text("On it.")]),
+        ];
+        let expected = "¶user:fix the build\nReminder: run the tests.\n\n¶ai:On it.";
         assert_eq!(text(&messages), expected);
         assert_eq!(archive(&messages), expected);
     }

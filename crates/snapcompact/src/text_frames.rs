@@ -234,17 +234,23 @@ pub fn snap_compact(input: &SnapInput<'_>) -> SnapResult {
         .saturating_add(layout.truncated_chars as u64);
     let region = archive_region(&layout, truncated_chars);
     let archive_chars = len16(&region);
-    let lead_in = format!(
-        "Resume the prior conversation from the archive below. Its earlier turns were archived \
-         deterministically, without a model (~{} tokens before compaction, ~{} kept below). \
-         Read the archive, then carry on with the recent messages that follow it.",
-        thousands(estimate_tokens_from_chars(len16(&source)) as u64),
-        thousands(estimate_tokens_from_chars(archive_chars) as u64),
+    let lead_in = crate::prompts::render(
+        &crate::prompts::TEXT_LEAD_IN,
+        &[
+            (
+                "tokens_before",
+                &thousands(estimate_tokens_from_chars(len16(&source)) as u64),
+            ),
+            (
+                "tokens_kept",
+                &thousands(estimate_tokens_from_chars(archive_chars) as u64),
+            ),
+        ],
     );
     let files = input.files.section();
     let summary = [
         lead_in.as_str(),
-        READING_GUIDE,
+        crate::prompts::TEXT_READING_GUIDE.text(),
         region.as_str(),
         files.as_str(),
     ]
@@ -275,18 +281,10 @@ pub fn snap_compact(input: &SnapInput<'_>) -> SnapResult {
         },
         frames: layout.frames.clone(),
         archive_chars,
-        read_files: input.files.read_files.clone(),
-        modified_files: input.files.modified_files.clone(),
+        read_files: input.files.read_files().to_vec(),
+        modified_files: input.files.modified_files().to_vec(),
     }
 }
-
-/// How to read the archive; our own wording of SPEC §15.5 step 7(b).
-const READING_GUIDE: &str = "Reading guide\n\
-- `¶user:` opens what the user said, `¶ai:` what the assistant answered and `¶think:` the assistant's reasoning; a line without a marker continues the scope above it.\n\
-- `¶call:` lines read `name(args)//intent` (the intent is optional); the `<out>` block under a call is its result, shortened when it was long.\n\
-- `[…Nch elided…]` stands for N characters cut from the middle of a long text.\n\
-- Pages marked `[archive N/M]` carry the middle of the history from oldest to newest; the verbatim stretches before and after them are the most faithful.\n\
-- The archive is complete up to the cut point, but files on disk may have changed since: check the repository before relying on an old detail.";
 
 /// The archive region of the summary (SPEC §15.5 step 6).
 fn archive_region(layout: &TextLayout, truncated_chars: u64) -> String {
@@ -359,7 +357,10 @@ mod tests {
     fn nothing_to_archive_still_gives_the_lead_in_and_guide() {
         let out = compact(&[], DEFAULT_ARCHIVE_MAX_CHARS);
         assert!(out.summary.starts_with("Resume the prior conversation"));
-        assert!(out.summary.ends_with(READING_GUIDE));
+        assert!(
+            out.summary
+                .ends_with(crate::prompts::TEXT_READING_GUIDE.text())
+        );
         assert_eq!(
             out.short_summary,
             "archived 0 tokens verbatim (no paging needed)"

@@ -37,11 +37,6 @@ pub(crate) fn js_round(x: f64) -> f64 {
     (x + 0.5).floor()
 }
 
-/// Orders strings by UTF-16 code units, as JavaScript's default sort does.
-pub(crate) fn cmp_utf16(a: &str, b: &str) -> std::cmp::Ordering {
-    a.encode_utf16().cmp(b.encode_utf16())
-}
-
 /// `ceil(chars / 4)`: the chars/4 token estimate.
 pub(crate) fn ceil_div4(chars: usize) -> usize {
     chars.div_ceil(4)
@@ -58,13 +53,6 @@ mod tests {
         assert_eq!(thousands(1000), "1,000");
         assert_eq!(thousands(36_011), "36,011");
         assert_eq!(thousands(1_234_567), "1,234,567");
-    }
-
-    #[test]
-    fn utf16_order_puts_astral_characters_before_the_private_use_area() {
-        // U+E000 sorts after U+1F600 in UTF-16 (0xD83D < 0xE000), unlike in UTF-8.
-        assert_eq!(cmp_utf16("\u{1F600}", "\u{E000}"), std::cmp::Ordering::Less);
-        assert_eq!(cmp_utf16("a", "b"), std::cmp::Ordering::Less);
     }
 
     #[test]

@@ -1,0 +1,306 @@
+//! The compaction pass: a prepared compaction in, the content of a
+//! compaction entry out, without a model (SPEC §14.6, §15.5, §15.6;
+//! spec-decisions 15).
+//!
+//! A reader that takes images (`vision`) gets the PNG-frame archive of
+//! §14, stored in `preserveData.snapcompact`; every other reader gets the
+//! text-frame archive of §15, stored in `details.snapcompact`. Either one
+//! continues the other: a later compaction re-archives from the previous
+//! archive's text, whichever kind it was, and never carries old frames
+//! forward.
+//!
+//! The entry is written with `fromExtension: false`. `MusePi` delivered its
+//! text archive through a `session_before_compact` hook, so pi stored it as
+//! extension-made and the next compaction ignored its file lists (SPEC
+//! §15.6, §19.5); we do not reproduce that, so cumulative file tracking
+//! keeps working across snapcompact compactions.
+
+use std::collections::BTreeSet;
+
+use musepi_compaction::{CompactionResult, Preparation};
+use musepi_context_builder::{ContextMessage, ConvertOptions, LlmMessage, convert_to_llm};
+use musepi_session_model::RawJson;
+use musepi_session_model::json::{js_delete, js_set};
+use serde_json::{Map, Value};
+
+use crate::error::SnapError;
+use crate::files::FileLists;
+use crate::history::archive_plain_source;
+use crate::normalize::normalize;
+use crate::png_archive::{
+    PngArchive, archive_record, compose_archive_source, plan_archive, render_frames,
+};
+use crate::pricing::{MAX_FRAMES_DEFAULT, PRESERVE_KEY, archive_frame_cap};
+use crate::serialize::{SerializeOptions, serialize_archive, useless_call_ids};
+use crate::shape::{low_companion, resolve_shape};
+use crate::summary::{frames_short_summary, frames_summary};
+use crate::text_frames::{
+    SNAP_ARCHIVE_VERSION, SnapArchiveState, SnapInput, archive_max_chars_for_reserve, snap_compact,
+};
+
+/// The `preserveData` key of a provider-native remote compaction, which a
+/// snapcompact compaction does not carry forward.
+const REMOTE_KEY: &str = "openaiRemoteCompaction";
+
+/// Who will read the archive.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SnapTarget {
+    /// The wire API that carries the request (`anthropic-messages`, …): it
+    /// decides how frames are billed.
+    pub api: Option<String>,
+    /// The model id: it picks the measured shape.
+    pub model_id: Option<String>,
+    /// The provider (`anthropic`, `openai`, …): it caps the frames by its
+    /// image budget. With none, only the 80-frame cap applies.
+    pub provider: Option<String>,
+    /// Whether the model reads images. With `false`, or with no model id,
+    /// the archive is text.
+    pub vision: bool,
+    /// A shape forced by the `snapcompact.shape` setting (`auto` is none).
+    pub forced_shape: Option<String>,
+    /// At most this many frames (never more than 80).
+    pub max_frames: Option<usize>,
+}
+
+impl SnapTarget {
+    /// Whether this reader gets PNG frames: it takes images and is named.
+    pub fn wants_frames(&self) -> bool {
+        self.vision && self.model_id.is_some()
+    }
+}
+
+/// Budgets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SnapSettings {
+    /// Serialization budgets (SPEC §14.9).
+    pub serialize: SerializeOptions,
+    /// `compaction.reserveTokens`: the text archive gets
+    /// [`archive_max_chars_for_reserve`] of it.
+    pub reserve_tokens: u64,
+}
+
+impl Default for SnapSettings {
+    fn default() -> Self {
+        Self {
+            serialize: SerializeOptions::default(),
+            reserve_tokens: 16_384,
+        }
+    }
+}
+
+/// Compacts `prep` into a snapcompact archive for `target`: the PNG-frame
+/// archive when the reader takes images, the text-frame archive otherwise.
+///
+/// A pure function: the same preparation, target and settings always give
+/// the same result, to the byte.
+pub fn compact_preparation(
+    prep: &Preparation<'_>,
+    target: &SnapTarget,
+    settings: &SnapSettings,
+) -> Result<CompactionResult, SnapError> {
+    if prep.first_kept_entry_id.as_str().is_empty() {
+        return Err(SnapError::NoFirstKeptId);
+    }
+    let input = Archived::new(prep);
+    if target.wants_frames() {
+        png_compaction(prep, &input, target, settings)
+    } else {
+        Ok(text_compaction(prep, &input, settings))
+    }
+}
+
+/// What both archives take from the preparation.
+struct Archived<'p> {
+    /// Summarized and turn-prefix messages, converted as the summarizer
+    /// converts them.
+    messages: Vec<LlmMessage>,
+    /// Call ids whose results were flagged useless.
+    useless: BTreeSet<String>,
+    files: FileLists,
+    /// The previous compaction's `preserveData`, as an object.
+    previous_preserve: Map<String, Value>,
+    /// Its PNG archive, when valid.
+    previous_png: Option<PngArchive>,
+    /// Its text archive (`details.snapcompact`), when valid.
+    previous_text: Option<SnapArchiveState>,
+    previous_summary: Option<&'p str>,
+}
+
+impl<'p> Archived<'p> {
+    fn new(prep: &'p Preparation<'_>) -> Self {
+        let context: Vec<ContextMessage<'_>> = prep
+            .messages_to_summarize
+            .iter()
+            .chain(&prep.turn_prefix_messages)
+            .cloned()
+            .collect();
+        let messages = convert_to_llm(&context, &ConvertOptions::for_summary());
+        let useless = useless_call_ids(context.iter().map(|m| m.message.as_ref()));
+        let previous_preserve = match prep.previous_preserve_data.as_ref().map(RawJson::to_value) {
+            Some(Value::Object(map)) => map,
+            _ => Map::new(),
+        };
+        let previous_png = previous_preserve
+            .get(PRESERVE_KEY)
+            .and_then(PngArchive::from_value);
+        let previous_text = prep
+            .previous_details
+            .as_ref()
+            .and_then(|d| d.get(PRESERVE_KEY))
+            .and_then(SnapArchiveState::from_value);
+        Self {
+            messages,
+            useless,
+            files: FileLists::from_file_ops(&prep.file_ops),
+            previous_preserve,
+            previous_png,
+            previous_text,
+            previous_summary: prep.previous_summary.as_deref(),
+        }
+    }
+
+    /// `{readFiles, modifiedFiles}`.
+    fn details(&self) -> Map<String, Value> {
+        match self.files.lists.to_details() {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        }
+    }
+
+    /// The previous `preserveData` without the remote replay and without
+    /// `drop` keys.
+    fn carried_preserve(&self, drop: &[&str]) -> Map<String, Value> {
+        let mut map = self.previous_preserve.clone();
+        js_delete(&mut map, REMOTE_KEY);
+        for key in drop {
+            js_delete(&mut map, key);
+        }
+        map
+    }
+}
+
+/// The text-frame archive (SPEC §15.5, §15.6).
+fn text_compaction(
+    prep: &Preparation<'_>,
+    input: &Archived<'_>,
+    settings: &SnapSettings,
+) -> CompactionResult {
+    // A text archive wins; else a PNG archive continues as its plain
+    // source, with its dropped count; else the previous LLM summary.
+    let continued = input.previous_text.clone().or_else(|| {
+        input.previous_png.as_ref().map(|png| SnapArchiveState {
+            text: archive_plain_source(png),
+            truncated_chars: png.truncated_chars,
+            version: SNAP_ARCHIVE_VERSION,
+        })
+    });
+    let snap = SnapInput {
+        messages: &input.messages,
+        useless: &input.useless,
+        previous_summary: input.previous_summary,
+        previous_archive: continued.as_ref(),
+        files: &input.files,
+        archive_max_chars: archive_max_chars_for_reserve(settings.reserve_tokens),
+        serialize: settings.serialize.clone(),
+    };
+    let out = snap_compact(&snap);
+    let mut details = input.details();
+    let archive = serde_json::to_value(&out.archive).unwrap_or(Value::Null);
+    js_set(&mut details, PRESERVE_KEY, archive);
+    let preserve = input.carried_preserve(&[PRESERVE_KEY]);
+    CompactionResult {
+        summary: out.summary,
+        short_summary: Some(out.short_summary),
+        first_kept_entry_id: prep.first_kept_entry_id.clone(),
+        tokens_before: prep.tokens_before,
+        details: Some(Value::Object(details)),
+        preserve_data: (!preserve.is_empty()).then_some(Value::Object(preserve)),
+        usage: None,
+        from_extension: false,
+    }
+}
+
+/// The PNG-frame archive (SPEC §14.6).
+fn png_compaction(
+    prep: &Preparation<'_>,
+    input: &Archived<'_>,
+    target: &SnapTarget,
+    settings: &SnapSettings,
+) -> Result<CompactionResult, SnapError> {
+    let resolved = resolve_shape(
+        target.api.as_deref().unwrap_or_default(),
+        target.model_id.as_deref().unwrap_or_default(),
+        target.forced_shape.as_deref(),
+    )?;
+    let high = resolved.shape;
+    let low = low_companion(&high);
+    let provider_cap = target
+        .provider
+        .as_deref()
+        .map_or(MAX_FRAMES_DEFAULT, archive_frame_cap);
+    let max_frames = target
+        .max_frames
+        .unwrap_or(MAX_FRAMES_DEFAULT)
+        .min(MAX_FRAMES_DEFAULT)
+        .min(provider_cap)
+        .max(1);
+
+    let serialized = normalize(&serialize_archive(
+        &input.messages,
+        &input.useless,
+        &settings.serialize,
+    ));
+    // A PNG archive wins; else a text archive continues as normalized
+    // source, with its dropped count; else the previous LLM summary is
+    // folded in as a digest.
+    let previous = input.previous_png.clone().or_else(|| {
+        input.previous_text.as_ref().map(|text| PngArchive {
+            text: Some(normalize(&text.text)).filter(|t| !t.is_empty()),
+            truncated_chars: text.truncated_chars,
+            ..PngArchive::default()
+        })
+    });
+    let source = compose_archive_source(
+        &serialized,
+        previous.as_ref(),
+        input.previous_summary,
+        settings.serialize.include_thinking,
+    );
+    let layout = plan_archive(&source.text, &high, low.as_ref(), max_frames)?;
+    let frames = render_frames(&layout, resolved.detail)?;
+    let archive = archive_record(
+        &layout,
+        frames,
+        previous.as_ref().map_or(0, |p| p.truncated_chars),
+    );
+    let summary = frames_summary(
+        &layout,
+        &archive,
+        &input.files,
+        source.included_previous_summary,
+    );
+    let short_summary = frames_short_summary(&layout, &archive);
+    let mut preserve = input.carried_preserve(&[]);
+    js_set(
+        &mut preserve,
+        PRESERVE_KEY,
+        serde_json::to_value(&archive).unwrap_or(Value::Null),
+    );
+    Ok(CompactionResult {
+        summary,
+        short_summary: Some(short_summary),
+        first_kept_entry_id: prep.first_kept_entry_id.clone(),
+        tokens_before: prep.tokens_before,
+        details: Some(Value::Object(input.details())),
+        preserve_data: Some(Value::Object(preserve)),
+        usage: None,
+        from_extension: false,
+    })
+}
+
+#[cfg(test)]
+mod png_tests;
+#[cfg(test)]
+mod testkit;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,364 @@
+//! The PNG-frame compaction through real preparations, the archive blocks
+//! of a session, newest-edge retention and the frame and byte budgets.
+
+use musepi_compaction::CompactionResult;
+use musepi_context_builder::{
+    ArchiveBlocks, ConvertOptions, LlmMessage, build_context, convert_to_llm,
+};
+use musepi_session_model::{Compaction, ContentBlock, EntryBody, RawJson, Text};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+use super::testkit::Builder;
+use super::*;
+use crate::SessionArchives;
+use crate::history::history_blocks;
+use crate::pricing::{FRAME_DATA_BYTES_BUDGET, FRAME_DATA_BYTES_ESTIMATE};
+use crate::util::{head_units, len16, tail_units};
+
+fn vision(model: &str, api: &str, provider: &str) -> SnapTarget {
+    SnapTarget {
+        api: Some(api.into()),
+        model_id: Some(model.into()),
+        provider: Some(provider.into()),
+        vision: true,
+        ..SnapTarget::default()
+    }
+}
+
+fn claude() -> SnapTarget {
+    vision("claude-sonnet-4-5", "anthropic-messages", "anthropic")
+}
+
+fn run(b: &Builder, target: &SnapTarget) -> CompactionResult {
+    compact_preparation(&b.prepare(1), target, &SnapSettings::default())
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn png_of(result: &CompactionResult) -> PngArchive {
+    result
+        .preserve_data
+        .as_ref()
+        .and_then(|p| p.get("snapcompact"))
+        .and_then(PngArchive::from_value)
+        .unwrap_or_else(|| panic!("no PNG archive in {:?}", result.preserve_data))
+}
+
+/// A session long enough for frames: a request with files, then `turns`
+/// turns of `words` words each, then a short kept ending.
+fn long_session(turns: usize, words: usize) -> Builder {
+    let mut b = Builder::new();
+    b.user("Port the frame planner to Rust.");
+    b.assistant(
+        "Reading the planner.",
+        &[
+            ("r1", "read", json!({"path": "src/planner.ts"})),
+            (
+                "e1",
+                "edit",
+                json!({"path": "src/planner.rs", "oldText": "a", "newText": "b"}),
+            ),
+        ],
+    );
+    b.result("r1", "read", "export function plan() {}");
+    b.result("e1", "edit", "Edited src/planner.rs");
+    for i in 0..turns {
+        b.filler(&format!("t{i}w"), words);
+    }
+    b.user("Carry on.");
+    b.assistant("Carrying on.", &[]);
+    b
+}
+
+#[test]
+fn png_frames_carry_their_shape_and_the_preserve_data_holds_the_archive() {
+    let b = long_session(60, 200);
+    let out = run(&b, &claude());
+    let png = png_of(&out);
+    assert!(png.frames.len() >= 2, "{}", png.frames.len());
+    for frame in &png.frames {
+        assert_eq!(frame.shape.as_deref(), Some("11on16-bw"));
+        assert_eq!(
+            (frame.font.as_deref(), frame.variant.as_deref()),
+            (Some("8x13"), Some("bw"))
+        );
+        assert_eq!((frame.cols, frame.detail.as_deref()), (142, None));
+        assert!(frame.data.starts_with("iVBORw0KGgo"));
+    }
+    assert_eq!(
+        out.details,
+        Some(json!({"readFiles": ["src/planner.ts"], "modifiedFiles": ["src/planner.rs"]}))
+    );
+    let s = &out.summary;
+    assert!(s.starts_with("Resume the prior conversation."), "{s}");
+    assert!(
+        s.contains("a grid 142 characters wide and up to 98 rows tall"),
+        "{s}"
+    );
+    assert!(s.contains("FILES\n===================\n\n# src/\nplanner.rs (Write)\nplanner.ts (Read)\n\nHISTORY\n"), "{s}");
+    assert!(s.ends_with("HISTORY\n==================="));
+    assert!(
+        !s.contains("{{") && !s.contains("}}") && !s.contains("dropped"),
+        "{s}"
+    );
+    let text_chars = len16(png.text_head.as_deref().unwrap_or_default())
+        + len16(png.text_tail.as_deref().unwrap_or_default());
+    assert_eq!(
+        out.short_summary.as_deref(),
+        Some(
+            format!(
+                "Archived {} chars of history onto {} snapcompact frames (+{} chars as text)",
+                crate::util::thousands(png.total_chars),
+                png.frames.len(),
+                crate::util::thousands(text_chars as u64)
+            )
+            .as_str()
+        )
+    );
+    assert_eq!((out.usage, out.from_extension), (None, false));
+}
+
+#[test]
+fn a_second_png_compaction_rerenders_from_the_archive_text() {
+    let target = SnapTarget {
+        max_frames: Some(3),
+        ..claude()
+    };
+    let mut b = long_session(60, 200);
+    let first = run(&b, &target);
+    let png1 = png_of(&first);
+    b.commit(first);
+    for i in 0..60 {
+        b.filler(&format!("second{i}w"), 200);
+    }
+    b.user("Carry on again.");
+    b.assistant("Carrying on again.", &[]);
+    let second = run(&b, &target);
+    let png2 = png_of(&second);
+    assert!(png2.frames.len() <= 3);
+    // Every frame was printed from the kept text: frames and edges add up to it.
+    let text = png2.text.clone().unwrap_or_default();
+    let printed: u64 = png2.frames.iter().map(|f| f.chars).sum();
+    assert_eq!(png2.total_chars, len16(&text) as u64);
+    let edges = len16(png2.text_head.as_deref().unwrap_or_default())
+        + len16(png2.text_tail.as_deref().unwrap_or_default());
+    assert_eq!(printed + edges as u64, png2.total_chars);
+    // The oldest text is the first archive's, the newest the second pass's.
+    let head = png2.text_head.clone().unwrap_or_default();
+    assert!(png1.text.unwrap_or_default().starts_with(&head));
+    assert!(
+        text.ends_with("¶user:Carry on again."),
+        "{}",
+        tail_units(&text, 80)
+    );
+    assert!(png2.truncated_chars > png1.truncated_chars);
+    let preserve = second.preserve_data.clone().unwrap_or_default();
+    assert_eq!(preserve.as_object().map(serde_json::Map::len), Some(1));
+}
+
+#[test]
+fn openai_frames_ask_for_original_detail_and_the_provider_caps_frames() {
+    let b = long_session(80, 200);
+    let out = run(&b, &vision("gpt-4o", "openai-responses", "mystery-cloud"));
+    let png = png_of(&out);
+    assert_eq!(png.frames.len(), 5);
+    assert!(
+        png.frames
+            .iter()
+            .all(|f| f.detail.as_deref() == Some("original"))
+    );
+    assert_eq!(png.frames[0].shape.as_deref(), Some("8on22-bw"));
+    assert!(out.summary.contains("dropped to fit the budget"));
+}
+
+#[test]
+fn a_png_compaction_continues_a_text_archive_or_folds_in_a_summary() {
+    let b = long_session(1, 20);
+    let mut prep = b.prepare(1);
+    prep.previous_details = Some(
+        json!({"readFiles": [], "snapcompact": {"text": "¶user:EARLIER\n\nTEXT ARCHIVE", "truncatedChars": 5, "version": 1}}),
+    );
+    let out = compact_preparation(&prep, &claude(), &SnapSettings::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let png = png_of(&out);
+    let text = png.text.unwrap_or_default();
+    assert!(
+        text.starts_with("¶user:EARLIER█TEXT ARCHIVE█¶user:Port the frame planner"),
+        "{text}"
+    );
+    assert_eq!(png.truncated_chars, 5);
+    assert!(!out.summary.contains("digest"));
+
+    prep.previous_details = None;
+    prep.previous_summary = Some("## Goal\nPort the planner.".into());
+    let out = compact_preparation(&prep, &claude(), &SnapSettings::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = png_of(&out).text.unwrap_or_default();
+    assert!(
+        text.starts_with(
+            "[Summary of earlier history] ## Goal█Port the planner. [Recent conversation] ¶user:"
+        ),
+        "{text}"
+    );
+    assert!(out.summary.contains("condensed digest"));
+}
+
+#[test]
+fn session_archives_rebuild_the_frames_after_the_summary() {
+    let mut b = long_session(60, 200);
+    let out = run(&b, &claude());
+    let frames = png_of(&out).frames.len();
+    let summary = out.summary.clone();
+    let at = b.commit(out);
+    b.user("What next?");
+    let session = &b.session;
+    let archives = SessionArchives::new(session);
+    let options = ConvertOptions {
+        archive: Some(&archives),
+        ..ConvertOptions::default()
+    };
+    let messages = convert_to_llm(&build_context(session).messages, &options);
+    let Some(LlmMessage::User { content }) = messages.first() else {
+        panic!("{messages:?}");
+    };
+    assert!(matches!(&content[0], ContentBlock::Text { text, .. } if text.as_str() == summary));
+    let images = content
+        .iter()
+        .filter(|c| matches!(c, ContentBlock::Image { .. }))
+        .count();
+    assert_eq!(images, frames);
+    assert!(
+        matches!(&content[1], ContentBlock::Text { text, .. } if text.starts_with("¶user:Port the frame planner"))
+    );
+    let index = session.index_of(at.as_str()).unwrap_or_default();
+    assert_eq!(
+        archives.with_budget(0).blocks(index).map(|b| b
+            .iter()
+            .filter(|c| matches!(c, ContentBlock::Image { .. }))
+            .count()),
+        Some(0)
+    );
+    assert_eq!(archives.blocks(index + 1), None);
+}
+
+#[test]
+fn a_legacy_crash_risk_archive_in_a_session_sends_no_image() {
+    let mut b = long_session(0, 0);
+    let first = b.session.entries()[0].id.clone();
+    let frames: Vec<Value> = (0..16)
+        .map(|_| json!({"data": "AAAA", "mimeType": "image/png", "cols": 515, "rows": 322, "chars": 165_830}))
+        .collect();
+    let at = b.push(EntryBody::Compaction(Compaction {
+        summary: Text::new("legacy"),
+        first_kept_entry_id: Some(first),
+        preserve_data: Some(RawJson::from_value(
+            &json!({"snapcompact": {"frames": frames, "textHead": "old head"}}),
+        )),
+        ..Compaction::default()
+    }));
+    let index = b.session.index_of(at.as_str()).unwrap_or_default();
+    let blocks = SessionArchives::new(&b.session)
+        .blocks(index)
+        .unwrap_or_default();
+    assert!(!blocks.is_empty());
+    assert!(
+        blocks
+            .iter()
+            .all(|c| !matches!(c, ContentBlock::Image { .. }))
+    );
+    assert!(matches!(&blocks[0], ContentBlock::Text { text, .. } if text.starts_with("old head")));
+}
+
+/// Facts planted early and at the newest edge of the archived history.
+const OLD_FACTS: [&str; 2] = ["crates/legacy/old_path.rs", "error: OLD_FAILURE_31337"];
+const NEW_FACTS: [&str; 4] = [
+    "crates/engine/src/planner.rs",
+    "error[E0502]: cannot borrow `frames` as mutable",
+    "exactly 4096 frames",
+    "never touch the vendored/ directory",
+];
+
+#[test]
+fn the_newest_edge_keeps_every_planted_fact_verbatim() {
+    let mut b = Builder::new();
+    b.user(&format!(
+        "Start with {} which fails with {}.",
+        OLD_FACTS[0], OLD_FACTS[1]
+    ));
+    for i in 0..80 {
+        b.filler(&format!("r{i}w"), 150);
+    }
+    b.user(&format!(
+        "Constraint: {}. The bug is in {}.",
+        NEW_FACTS[3], NEW_FACTS[0]
+    ));
+    b.assistant(
+        &format!(
+            "The compiler says {} and the test wants {}.",
+            NEW_FACTS[1], NEW_FACTS[2]
+        ),
+        &[],
+    );
+    b.user("Carry on.");
+    b.assistant("Carrying on.", &[]);
+    let tight_text = SnapSettings {
+        reserve_tokens: 100,
+        ..SnapSettings::default()
+    };
+    let text = compact_preparation(&b.prepare(1), &SnapTarget::default(), &tight_text)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let details = text.details.clone().unwrap_or_default();
+    let kept = details["snapcompact"]["text"].as_str().unwrap_or_default();
+    let one_frame = SnapTarget {
+        max_frames: Some(1),
+        ..claude()
+    };
+    let png = png_of(&run(&b, &one_frame));
+    let tail = png.text_tail.unwrap_or_default();
+    for fact in NEW_FACTS {
+        assert!(kept.contains(fact), "text archive lost {fact}");
+        assert!(tail.contains(fact), "PNG tail lost {fact}");
+    }
+    // The budgets were tight enough to drop the middle.
+    assert!(details["snapcompact"]["truncatedChars"].as_u64() > Some(0));
+    assert!(png.truncated_chars > 0);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
+
+    #[test]
+    fn png_archives_stay_within_frame_and_byte_budgets_and_keep_both_edges(
+        turns in 5usize..70,
+        words in 50usize..250,
+        max_frames in 1usize..6,
+        model in prop::sample::select(vec!["claude-sonnet-4-5", "gpt-4o", "gemini-2.5-pro", "glm-4.6"]),
+    ) {
+        let b = long_session(turns, words);
+        let prep = b.prepare(1);
+        let target = SnapTarget { max_frames: Some(max_frames), ..vision(model, "", "anthropic") };
+        let source = {
+            let input = Archived::new(&prep);
+            normalize(&serialize_archive(&input.messages, &input.useless, &SerializeOptions::default()))
+        };
+        let out = compact_preparation(&prep, &target, &SnapSettings::default()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let png = png_of(&out);
+        prop_assert!(png.frames.len() <= max_frames);
+        prop_assert!(png.frames.iter().all(|f| f.data.len() <= FRAME_DATA_BYTES_ESTIMATE));
+        let sent: usize = history_blocks(&png, FRAME_DATA_BYTES_BUDGET)
+            .iter()
+            .map(|c| match c { ContentBlock::Image { data, .. } => data.len(), _ => 0 })
+            .sum();
+        prop_assert!(sent <= FRAME_DATA_BYTES_BUDGET);
+        let edge = resolve_shape("", model, None).map_err(|e| TestCaseError::fail(e.to_string()))?.shape.geometry().capacity as usize;
+        let head = png.text_head.clone().unwrap_or_default();
+        let tail = png.text_tail.clone().unwrap_or_default();
+        if len16(&source) > 2 * edge {
+            prop_assert_eq!(head.as_str(), head_units(&source, edge));
+            prop_assert_eq!(tail.as_str(), tail_units(&source, edge));
+        } else {
+            prop_assert_eq!(head.as_str(), source.as_str());
+            prop_assert!(png.frames.is_empty());
+        }
+    }
+}

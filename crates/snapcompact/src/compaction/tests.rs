@@ -1,0 +1,359 @@
+//! The text-frame compaction through real preparations (SPEC §18.8 case
+//! 12, §18.9 cases 2-4, 6 and 7 adapted to our seam), and what both
+//! archives share.
+
+use musepi_compaction::CompactionResult;
+use musepi_session_model::{Content, CustomMessageEntry, EntryBody, EntryId, RawJson, Text};
+use serde_json::{Value, json};
+
+use super::testkit::Builder;
+use super::*;
+
+fn text_target() -> SnapTarget {
+    SnapTarget::default()
+}
+
+fn compact(b: &Builder, keep: u64) -> CompactionResult {
+    compact_preparation(&b.prepare(keep), &text_target(), &SnapSettings::default())
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `details.snapcompact` as stored.
+fn archive_of(result: &CompactionResult) -> SnapArchiveState {
+    result
+        .details
+        .as_ref()
+        .and_then(|d| d.get("snapcompact"))
+        .and_then(SnapArchiveState::from_value)
+        .unwrap_or_else(|| panic!("no text archive in {:?}", result.details))
+}
+
+fn strings(value: Option<&Value>) -> Vec<String> {
+    value
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A short ending turn that the cut keeps.
+fn ending(b: &mut Builder) {
+    b.user("Carry on.");
+    b.assistant("Carrying on.", &[]);
+}
+
+#[test]
+fn file_markers_and_lists_come_from_the_preparation() {
+    let mut b = Builder::new();
+    b.user("Tidy up the sources.");
+    b.assistant(
+        "Reading and editing.",
+        &[
+            ("r1", "read", json!({"path": "src/a.ts"})),
+            ("r2", "read", json!({"path": "src/b.ts"})),
+            ("r3", "read", json!({"path": "https://example.com/doc"})),
+            ("w1", "write", json!({"path": "src/b.ts", "content": "b"})),
+            (
+                "e1",
+                "edit",
+                json!({"path": "src/c.ts", "oldText": "x", "newText": "y"}),
+            ),
+        ],
+    );
+    for id in ["r1", "r2", "r3", "w1", "e1"] {
+        b.result(id, "tool", "ok");
+    }
+    ending(&mut b);
+    let out = compact(&b, 1);
+    assert!(
+        out.summary
+            .contains("<files>\nsrc/a.ts (Read)\nsrc/b.ts (RW)\nsrc/c.ts (Write)\n</files>")
+    );
+    assert!(!out.summary.contains("example.com/doc ("));
+    let details = out.details.clone().unwrap_or_default();
+    assert_eq!(strings(details.get("readFiles")), ["src/a.ts"]);
+    assert_eq!(
+        strings(details.get("modifiedFiles")),
+        ["src/b.ts", "src/c.ts"]
+    );
+    assert!(!out.from_extension);
+    assert_eq!(out.usage, None);
+}
+
+/// The session of SPEC §18.9 case 2.
+fn migration_session() -> Builder {
+    let mut b = Builder::new();
+    b.user("Please migrate src/app/main.ts to the new router.");
+    b.assistant(
+        "Looking at it, then editing.",
+        &[
+            ("r1", "read", json!({"path": "src/app/main.ts"})),
+            (
+                "e1",
+                "edit",
+                json!({"path": "src/app/main.ts", "oldText": "a", "newText": "b"}),
+            ),
+        ],
+    );
+    b.result("r1", "read", "import { router } from './router';");
+    b.result("e1", "edit", "Edited src/app/main.ts");
+    b.user("The migration task is still unfinished.");
+    b.assistant("Continuing with the routes.", &[]);
+    ending(&mut b);
+    b
+}
+
+#[test]
+fn a_text_compaction_carries_the_preparation_and_the_archive() {
+    let b = migration_session();
+    let mut prep = b.prepare(1);
+    prep.tokens_before = 123_456.0;
+    prep.first_kept_entry_id = EntryId::from("entry-keep-1");
+    let out = compact_preparation(&prep, &text_target(), &SnapSettings::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.first_kept_entry_id.as_str(), "entry-keep-1");
+    assert_eq!(out.tokens_before, 123_456.0);
+    assert_eq!(out.usage, None);
+    assert!(out.summary.starts_with("Resume the prior conversation"));
+    assert!(out.summary.contains("Reading guide"));
+    assert!(out.summary.contains("src/app/main.ts"));
+    assert!(
+        out.summary
+            .contains("The migration task is still unfinished.")
+    );
+    assert!(
+        out.summary
+            .contains("<files>\nsrc/app/main.ts (RW)\n</files>")
+    );
+    let details = out.details.clone().unwrap_or_default();
+    assert_eq!(strings(details.get("modifiedFiles")), ["src/app/main.ts"]);
+    assert_eq!(strings(details.get("readFiles")), Vec::<String>::new());
+    let archive = archive_of(&out);
+    assert_eq!(archive.version, 1);
+    assert!(
+        archive
+            .text
+            .starts_with("¶user:Please migrate src/app/main.ts")
+    );
+    assert_eq!(
+        out.short_summary
+            .as_deref()
+            .map(|s| s.starts_with("archived ")),
+        Some(true)
+    );
+    assert_eq!(out.preserve_data, None);
+}
+
+#[test]
+fn a_second_pass_continues_the_first_archive() {
+    let mut b = migration_session();
+    let first = compact(&b, 1);
+    let first_text = archive_of(&first).text;
+    b.commit(first);
+    b.user("Now wire the router into the server.");
+    b.assistant(
+        "Wiring it.",
+        &[("e2", "edit", json!({"path": "src/server.ts"}))],
+    );
+    b.result("e2", "edit", "Edited src/server.ts");
+    ending(&mut b);
+    let prep = b.prepare(1);
+    assert!(prep.previous_details.is_some());
+    let second = compact_preparation(&prep, &text_target(), &SnapSettings::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = archive_of(&second).text;
+    let first_60: String = first_text.chars().take(60).collect();
+    assert!(text.starts_with(&first_60), "{text}");
+    assert_eq!(text.matches("Please migrate src/app/main.ts").count(), 1);
+    assert!(text.contains("Now wire the router into the server."));
+    // Cumulative file tracking keeps the first pass's files (fromExtension: false).
+    let details = second.details.clone().unwrap_or_default();
+    assert_eq!(
+        strings(details.get("modifiedFiles")),
+        ["src/app/main.ts", "src/server.ts"]
+    );
+}
+
+#[test]
+fn a_compaction_without_an_archive_in_between_restarts_from_its_summary() {
+    let mut b = migration_session();
+    let first = compact(&b, 1);
+    let kept = first.first_kept_entry_id.clone();
+    b.commit(first);
+    b.user("More work.");
+    b.assistant("Done.", &[]);
+    b.commit(CompactionResult {
+        summary: "An LLM wrote this summary.".into(),
+        short_summary: None,
+        first_kept_entry_id: kept,
+        tokens_before: 10.0,
+        details: Some(json!({"readFiles": [], "modifiedFiles": []})),
+        preserve_data: None,
+        usage: None,
+        from_extension: false,
+    });
+    b.user("Latest request.");
+    b.assistant("Latest answer.", &[]);
+    ending(&mut b);
+    let text = archive_of(&compact(&b, 1)).text;
+    assert!(
+        text.starts_with("An LLM wrote this summary.\n\n¶ai:Carrying on."),
+        "{text}"
+    );
+    assert!(!text.contains("Please migrate"), "{text}");
+}
+
+/// The session of SPEC §18.9 case 6.
+fn deploy_session() -> Builder {
+    let mut b = Builder::new();
+    b.user("how do we deploy?");
+    b.assistant(
+        "with terraform apply",
+        &[("r1", "read", json!({"path": "infra/main.tf"}))],
+    );
+    b.result("r1", "read", "resource aws_s3_bucket {}");
+    ending(&mut b);
+    b
+}
+
+#[test]
+fn the_native_preparation_archives_the_answer_and_its_files() {
+    let b = deploy_session();
+    let mut prep = b.prepare(1);
+    prep.tokens_before = 12_345.0;
+    let settings = SnapSettings {
+        reserve_tokens: 16_000,
+        ..SnapSettings::default()
+    };
+    let out =
+        compact_preparation(&prep, &text_target(), &settings).unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.summary.contains("Resume the prior conversation"));
+    assert!(out.summary.contains("terraform apply"));
+    assert!(out.summary.contains("infra/main.tf (Read)"));
+    let details = out.details.clone().unwrap_or_default();
+    assert_eq!(strings(details.get("readFiles")), ["infra/main.tf"]);
+    let archive = archive_of(&out);
+    assert!(archive.text.contains("terraform apply"));
+    assert!(archive.version > 0);
+    assert_eq!(out.tokens_before, 12_345.0);
+
+    // Case 7: with only the previous summary to go on, the next pass still
+    // carries the answer.
+    let mut again = b.prepare(1);
+    again.previous_summary = Some(out.summary.clone());
+    again.previous_details = None;
+    let second =
+        compact_preparation(&again, &text_target(), &settings).unwrap_or_else(|e| panic!("{e}"));
+    assert!(archive_of(&second).text.contains("terraform apply"));
+}
+
+#[test]
+fn useless_pairs_are_left_out_and_custom_messages_are_archived() {
+    let mut b = Builder::new();
+    b.user("check the tree");
+    b.assistant("Checking.", &[("u1", "bash", json!({"command": "true"}))]);
+    b.result_with("u1", "bash", "nothing", Some(true));
+    b.push(EntryBody::CustomMessage(CustomMessageEntry {
+        custom_type: "note".into(),
+        content: Content::Text(Text::new("Reminder from the extension: keep tests green.")),
+        display: true,
+        details: None,
+        attribution: None,
+    }));
+    ending(&mut b);
+    let text = archive_of(&compact(&b, 1)).text;
+    assert!(!text.contains("command=\"true\""), "{text}");
+    assert!(
+        text.contains("Reminder from the extension: keep tests green."),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_previous_preserve_data_is_carried_without_the_remote_replay_or_an_archive() {
+    let b = deploy_session();
+    let mut prep = b.prepare(1);
+    let previous = json!({
+        "hookData": {"n": 1},
+        "openaiRemoteCompaction": {"provider": "openai", "replacementHistory": []},
+        "snapcompact": {"text": "¶user:old█¶ai:older answer", "truncatedChars": 3}
+    });
+    prep.previous_preserve_data = Some(RawJson::from_value(&previous));
+    let out = compact_preparation(&prep, &text_target(), &SnapSettings::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.preserve_data, Some(json!({"hookData": {"n": 1}})));
+    // The previous PNG archive continues as plain text, with its dropped count.
+    let archive = archive_of(&out);
+    assert!(
+        archive
+            .text
+            .starts_with("¶user:old\n¶ai:older answer\n\n¶user:how do we deploy?")
+    );
+    assert_eq!(archive.truncated_chars, 3);
+
+    prep.previous_preserve_data = Some(RawJson::from_value(&json!({"openaiRemoteCompaction": {}})));
+    let out = compact_preparation(&prep, &text_target(), &SnapSettings::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.preserve_data, None);
+}
+
+#[test]
+fn a_first_kept_entry_without_an_id_is_refused() {
+    let b = deploy_session();
+    let mut prep = b.prepare(1);
+    prep.first_kept_entry_id = EntryId::from("");
+    let err = compact_preparation(&prep, &text_target(), &SnapSettings::default());
+    assert!(matches!(err, Err(SnapError::NoFirstKeptId)));
+}
+
+#[test]
+fn a_vision_reader_without_a_model_gets_text() {
+    let target = SnapTarget {
+        vision: true,
+        ..SnapTarget::default()
+    };
+    assert!(!target.wants_frames());
+    let b = deploy_session();
+    let out = compact_preparation(&b.prepare(1), &target, &SnapSettings::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(archive_of(&out).version, 1);
+}
+
+#[test]
+fn the_same_session_compacts_to_the_same_bytes_twice() {
+    let mut b = migration_session();
+    for i in 0..40 {
+        b.filler(&format!("t{i}w"), 200);
+    }
+    ending(&mut b);
+    let targets = [
+        text_target(),
+        SnapTarget {
+            vision: true,
+            model_id: Some("claude-sonnet-4-5".into()),
+            api: Some("anthropic-messages".into()),
+            provider: Some("anthropic".into()),
+            ..SnapTarget::default()
+        },
+    ];
+    for target in targets {
+        let bytes = || {
+            let out = compact_preparation(&b.prepare(1), &target, &SnapSettings::default())
+                .unwrap_or_else(|e| panic!("{e}"));
+            serde_json::to_string(&json!({
+                "summary": out.summary,
+                "short": out.short_summary,
+                "details": out.details,
+                "preserve": out.preserve_data,
+            }))
+            .unwrap_or_default()
+        };
+        let first = bytes();
+        assert!(first.len() > 10_000);
+        assert_eq!(first, bytes());
+    }
+}
