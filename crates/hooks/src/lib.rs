@@ -17,6 +17,7 @@ pub mod compact;
 mod digest;
 pub mod events;
 pub mod navigate;
+pub mod process;
 pub mod runner;
 pub mod summarizer;
 
@@ -27,5 +28,6 @@ pub use compact::{
 pub use digest::branch_digest;
 pub use events::names;
 pub use navigate::{BranchStrategy, NavigateError, NavigateOptions, NavigateOutcome, navigate};
+pub use process::{HookConfigError, Invocation, ProcessHook, Reply, StderrMode, StderrSink};
 pub use runner::{Dispatch, Hook, HookError, HookFuture, HookWarning, Hooks};
 pub use summarizer::{RemoteFailure, SummarizeError, SummarizeFuture, Summarizer};

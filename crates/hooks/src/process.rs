@@ -1,0 +1,669 @@
+//! Hook processes: a command from the settings that handles one event.
+//!
+//! The protocol (docs/hooks.md): the event is written as one JSON document
+//! on the hook's stdin, which is then closed; the hook answers with one JSON
+//! document on stdout (empty stdout: no answer) and exits.
+//!
+//! - exit 0: success; a non-empty stdout is parsed as the event's result;
+//! - exit 2: for `session_before_compact` and `session_before_tree`, cancel
+//!   the operation (stderr says why); for the other events a failure;
+//! - any other status, death by a signal, a timeout, or stdout that is not
+//!   a valid result: the hook failed. The failure is reported and the
+//!   answer ignored, unless the hook is fail-closed (`onFailure: "cancel"`):
+//!   then the operation is cancelled.
+//!
+//! Each hook runs in its own process group. A timeout (default
+//! [`DEFAULT_TIMEOUT`]) or the cancellation token kills the whole group
+//! with `SIGKILL`, so a hook's own children cannot outlive it. The hook
+//! gets a cleared environment: only [`BASE_ENV`], `MUSEPI_EVENT`,
+//! `MUSEPI_SESSION_FILE` (when the session has a file) and the variables
+//! its settings name, so API keys never reach it unless asked for. Its
+//! stderr is forwarded line by line, prefixed with the hook's name
+//! ([`StderrMode`]), and its last lines are kept for failure reports.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::os::unix::process::ExitStatusExt as _;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWriteExt as _};
+use tokio_util::sync::CancellationToken;
+
+use crate::events::{
+    BeforeCompactEvent, BeforeCompactResult, BeforeTreeEvent, BeforeTreeResult, CompactEvent,
+    CompactingEvent, CompactingResult, TreeEvent, names,
+};
+use crate::runner::{Hook, HookError, HookFuture};
+
+/// How long a hook may run when its settings do not say.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most a hook may print on stdout; more is an invalid answer.
+pub const MAX_STDOUT: usize = 4 * 1024 * 1024;
+/// The exit status with which a `session_before_*` hook cancels the operation.
+pub const EXIT_CANCEL: i32 = 2;
+/// The variables every hook gets from our environment (when they are set).
+pub const BASE_ENV: [&str; 5] = ["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR"];
+
+/// Lines of stderr kept for failure reports.
+const TAIL_LINES: usize = 10;
+/// Characters of one kept stderr line.
+const TAIL_LINE_CHARS: usize = 300;
+/// A stderr "line" longer than this is forwarded in pieces.
+const MAX_LINE_BYTES: usize = 16 * 1024;
+/// Characters of stdout quoted in an invalid-answer report.
+const QUOTE_CHARS: usize = 80;
+
+/// A hook's settings that cannot work.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HookConfigError {
+    /// The event name is not one of [`names::ALL`].
+    #[error("unknown hook event `{event}`: expected one of {}", names::ALL.join(", "))]
+    UnknownEvent {
+        /// The name that was given.
+        event: String,
+    },
+    /// The command has no program.
+    #[error("the hook command for `{event}` is empty: give the program and its arguments")]
+    EmptyCommand {
+        /// The event.
+        event: String,
+    },
+}
+
+/// Receives a hook's stderr: the hook's name and one line without its newline.
+pub type StderrSink = Arc<dyn Fn(&str, &str) + Send + Sync>;
+
+/// Where a hook's stderr goes.
+#[derive(Clone, Default)]
+pub enum StderrMode {
+    /// To our stderr, line by line, as `hook NAME: LINE`.
+    #[default]
+    Forward,
+    /// Nowhere; the last lines still appear in failure reports.
+    Capture,
+    /// To a function, line by line (the line without its newline).
+    Callback(StderrSink),
+}
+
+impl std::fmt::Debug for StderrMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Forward => "Forward",
+            Self::Capture => "Capture",
+            Self::Callback(_) => "Callback",
+        })
+    }
+}
+
+/// What one run of a hook process did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invocation {
+    /// The exit status, or the signal that killed it, negated.
+    pub status: i32,
+    /// Everything it printed on stdout (at most [`MAX_STDOUT`] bytes).
+    pub stdout: Vec<u8>,
+    /// Whether it printed more than [`MAX_STDOUT`] bytes.
+    pub stdout_overflow: bool,
+    /// The last lines it printed on stderr.
+    pub stderr_tail: String,
+    /// How long it ran.
+    pub duration: Duration,
+}
+
+/// What a hook's run means, once its status and stdout are read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// It succeeded and said nothing (empty stdout, or a notification).
+    Empty,
+    /// It answered: the result as musepi understood it.
+    Answer(Value),
+    /// It cancelled the operation (exit 2 or `"cancel": true`).
+    Cancel {
+        /// Its stderr, the reason.
+        reason: String,
+    },
+}
+
+/// A hook command for one event (see the module docs for the protocol).
+#[derive(Debug, Clone)]
+pub struct ProcessHook {
+    event: &'static str,
+    command: Vec<String>,
+    name: String,
+    timeout: Duration,
+    env: Vec<String>,
+    fail_closed: bool,
+    stderr: StderrMode,
+    session_file: Option<String>,
+}
+
+impl ProcessHook {
+    /// A hook running `command` (the program, then its arguments) for `event`.
+    pub fn new(event: &str, command: Vec<String>) -> Result<Self, HookConfigError> {
+        let event = names::ALL
+            .into_iter()
+            .find(|n| *n == event)
+            .ok_or_else(|| HookConfigError::UnknownEvent {
+                event: event.to_owned(),
+            })?;
+        if command.first().is_none_or(String::is_empty) {
+            return Err(HookConfigError::EmptyCommand {
+                event: event.to_owned(),
+            });
+        }
+        let name = short_name(&command);
+        Ok(Self {
+            event,
+            command,
+            name,
+            timeout: DEFAULT_TIMEOUT,
+            env: Vec::new(),
+            fail_closed: false,
+            stderr: StderrMode::default(),
+            session_file: None,
+        })
+    }
+
+    /// How long it may run before its process group is killed.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Variables copied from our environment (when set) besides [`BASE_ENV`].
+    #[must_use]
+    pub fn pass_env(mut self, names: impl IntoIterator<Item = String>) -> Self {
+        self.env.extend(names);
+        self
+    }
+
+    /// Whether its failure cancels the operation (`onFailure: "cancel"`).
+    #[must_use]
+    pub fn with_fail_closed(mut self, fail_closed: bool) -> Self {
+        self.fail_closed = fail_closed;
+        self
+    }
+
+    /// Where its stderr goes.
+    #[must_use]
+    pub fn stderr(mut self, mode: StderrMode) -> Self {
+        self.stderr = mode;
+        self
+    }
+
+    /// `MUSEPI_SESSION_FILE` for events whose payload names no file.
+    #[must_use]
+    pub fn session_file(mut self, file: Option<String>) -> Self {
+        self.session_file = file;
+        self
+    }
+
+    /// A different name for messages (default: the command line, shortened).
+    #[must_use]
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// The event it handles.
+    pub fn event(&self) -> &'static str {
+        self.event
+    }
+
+    /// The program and its arguments.
+    pub fn command(&self) -> &[String] {
+        &self.command
+    }
+
+    /// Its time limit.
+    pub fn time_limit(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The environment it gets: [`BASE_ENV`] and its named variables as
+    /// far as they are set here, then `MUSEPI_EVENT` and `MUSEPI_SESSION_FILE`.
+    pub fn environment(&self, session_file: Option<&str>) -> Vec<(String, OsString)> {
+        let mut vars: Vec<(String, OsString)> = Vec::new();
+        for name in BASE_ENV
+            .iter()
+            .copied()
+            .chain(self.env.iter().map(String::as_str))
+        {
+            if vars.iter().any(|(n, _)| n == name) {
+                continue;
+            }
+            if let Some(value) = std::env::var_os(name) {
+                vars.push((name.to_owned(), value));
+            }
+        }
+        vars.retain(|(n, _)| n != "MUSEPI_EVENT" && n != "MUSEPI_SESSION_FILE");
+        vars.push(("MUSEPI_EVENT".to_owned(), self.event.into()));
+        if let Some(file) = session_file.or(self.session_file.as_deref()) {
+            vars.push(("MUSEPI_SESSION_FILE".to_owned(), file.into()));
+        }
+        vars
+    }
+
+    /// Runs the process with `payload` on stdin: its status, stdout and
+    /// stderr. A timeout, the cancellation token or a failed start are
+    /// errors; an exit status of any kind is not (see [`Self::interpret`]).
+    pub async fn run(
+        &self,
+        payload: &[u8],
+        session_file: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> Result<Invocation, HookError> {
+        let started = Instant::now();
+        let mut command = tokio::process::Command::new(&self.command[0]);
+        command
+            .args(&self.command[1..])
+            .env_clear()
+            .envs(self.environment(session_file))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .process_group(0);
+        let mut child = command
+            .spawn()
+            .map_err(|e| HookError::Spawn(format!("{}: {e}", self.command[0])))?;
+        let group = GroupGuard::new(child.id());
+        let tail = Arc::new(Mutex::new(VecDeque::new()));
+        let (stdin, stdout, stderr) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        let ending = {
+            let io = async {
+                let write = async move {
+                    if let Some(mut stdin) = stdin {
+                        // A hook may exit without reading its stdin: a broken pipe is fine.
+                        let _ = stdin.write_all(payload).await;
+                        let _ = stdin.shutdown().await;
+                    }
+                };
+                let ((), out, ()) = tokio::join!(
+                    write,
+                    read_capped(stdout),
+                    forward_stderr(stderr, &self.name, &self.stderr, &tail)
+                );
+                (out, child.wait().await)
+            };
+            tokio::select! {
+                done = io => Ending::Done(done),
+                () = tokio::time::sleep(self.timeout) => Ending::Timeout,
+                () = cancel.cancelled() => Ending::Cancelled,
+            }
+        };
+        let ((stdout, stdout_overflow), status) = match ending {
+            Ending::Done(done) => done,
+            Ending::Timeout | Ending::Cancelled => {
+                group.kill();
+                let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
+                return Err(if matches!(ending, Ending::Timeout) {
+                    HookError::Timeout {
+                        ms: u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX),
+                    }
+                } else {
+                    HookError::Failed("cancelled; its process group was killed".to_owned())
+                });
+            }
+        };
+        group.disarm();
+        let status = status.map_err(|e| HookError::Spawn(format!("{}: {e}", self.command[0])))?;
+        let status = status
+            .code()
+            .or_else(|| status.signal().map(|s| -s))
+            .unwrap_or(-1);
+        Ok(Invocation {
+            status,
+            stdout,
+            stdout_overflow,
+            stderr_tail: join_tail(&tail),
+            duration: started.elapsed(),
+        })
+    }
+
+    /// What a run means for this hook's event: an answer (the result type
+    /// of the event, re-serialized as musepi understood it), a cancel, or a
+    /// failure.
+    pub fn interpret(&self, run: &Invocation) -> Result<Reply, HookError> {
+        match self.event {
+            names::BEFORE_COMPACT => Ok(match self.decode::<BeforeCompactResult>(run)? {
+                Decoded::Cancel(reason) => Reply::Cancel { reason },
+                Decoded::Answer(Some(r)) if r.cancel => Reply::Cancel {
+                    reason: run.stderr_tail.clone(),
+                },
+                Decoded::Answer(r) => to_reply(r.as_ref()),
+            }),
+            names::BEFORE_TREE => Ok(match self.decode::<BeforeTreeResult>(run)? {
+                Decoded::Cancel(reason) => Reply::Cancel { reason },
+                Decoded::Answer(Some(r)) if r.cancel => Reply::Cancel {
+                    reason: run.stderr_tail.clone(),
+                },
+                Decoded::Answer(r) => to_reply(r.as_ref()),
+            }),
+            names::COMPACTING => match self.decode::<CompactingResult>(run)? {
+                Decoded::Answer(r) => Ok(to_reply(r.as_ref())),
+                Decoded::Cancel(_) => Err(exit_error(run)),
+            },
+            _ if run.status == 0 => Ok(Reply::Empty),
+            _ => Err(exit_error(run)),
+        }
+    }
+
+    /// Reads a run's stdout as `T` after its status.
+    fn decode<T: DeserializeOwned>(&self, run: &Invocation) -> Result<Decoded<T>, HookError> {
+        let cancellable = matches!(self.event, names::BEFORE_COMPACT | names::BEFORE_TREE);
+        match run.status {
+            0 => {}
+            EXIT_CANCEL if cancellable => return Ok(Decoded::Cancel(run.stderr_tail.clone())),
+            _ => return Err(exit_error(run)),
+        }
+        if run.stdout_overflow {
+            return Err(HookError::InvalidAnswer(format!(
+                "more than {} MiB on stdout",
+                MAX_STDOUT / (1024 * 1024)
+            )));
+        }
+        let text = String::from_utf8_lossy(&run.stdout);
+        if text.trim().is_empty() {
+            return Ok(Decoded::Answer(None));
+        }
+        serde_json::from_str::<T>(&text)
+            .map(|r| Decoded::Answer(Some(r)))
+            .map_err(|e| {
+                HookError::InvalidAnswer(format!(
+                    "stdout is not a {} result ({e}): {}",
+                    self.event,
+                    quote(&text)
+                ))
+            })
+    }
+
+    /// Serializes `event`, runs the hook and reads its answer as `T`.
+    async fn call<E: Serialize, T: DeserializeOwned>(
+        &self,
+        event: &E,
+        session_file: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> Result<Decoded<T>, HookError> {
+        let payload = serde_json::to_vec(event)
+            .map_err(|e| HookError::Failed(format!("cannot serialize the event: {e}")))?;
+        let run = self.run(&payload, session_file, cancel).await?;
+        self.decode(&run)
+    }
+}
+
+enum Ending<T> {
+    Done(T),
+    Timeout,
+    Cancelled,
+}
+
+enum Decoded<T> {
+    Answer(Option<T>),
+    Cancel(String),
+}
+
+fn to_reply<T: Serialize>(result: Option<&T>) -> Reply {
+    match result.map(serde_json::to_value) {
+        Some(Ok(v)) => Reply::Answer(v),
+        _ => Reply::Empty,
+    }
+}
+
+fn exit_error(run: &Invocation) -> HookError {
+    HookError::Exit {
+        status: run.status,
+        stderr: run.stderr_tail.clone(),
+    }
+}
+
+/// The command line, at most 60 characters.
+fn short_name(command: &[String]) -> String {
+    let line = command.join(" ");
+    if line.chars().count() <= 60 {
+        line
+    } else {
+        let mut s: String = line.chars().take(59).collect();
+        s.push('…');
+        s
+    }
+}
+
+/// The first characters of `text`, quoted.
+fn quote(text: &str) -> String {
+    let head: String = text.chars().take(QUOTE_CHARS).collect();
+    if head.len() < text.len() {
+        format!("{head:?}…")
+    } else {
+        format!("{head:?}")
+    }
+}
+
+/// Kills the process group on drop (or on demand) until disarmed.
+struct GroupGuard(Option<rustix::process::Pid>);
+
+impl GroupGuard {
+    fn new(pid: Option<u32>) -> Self {
+        Self(
+            pid.and_then(|p| i32::try_from(p).ok())
+                .and_then(rustix::process::Pid::from_raw),
+        )
+    }
+
+    fn kill(&self) {
+        if let Some(pgid) = self.0 {
+            // The group may be gone already; nothing to do then.
+            let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+        }
+    }
+
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Reads everything, keeping at most [`MAX_STDOUT`] bytes (the rest is
+/// drained so the hook never blocks on a full pipe).
+async fn read_capped(pipe: Option<impl AsyncRead + Unpin>) -> (Vec<u8>, bool) {
+    let mut kept = Vec::new();
+    let mut overflow = false;
+    let Some(mut pipe) = pipe else {
+        return (kept, overflow);
+    };
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let room = MAX_STDOUT - kept.len();
+                if n > room {
+                    overflow = true;
+                }
+                kept.extend_from_slice(&buf[..n.min(room)]);
+            }
+        }
+    }
+    (kept, overflow)
+}
+
+/// Forwards stderr line by line and keeps its last lines in `tail`.
+async fn forward_stderr(
+    pipe: Option<impl AsyncRead + Unpin>,
+    name: &str,
+    mode: &StderrMode,
+    tail: &Mutex<VecDeque<String>>,
+) {
+    let Some(mut pipe) = pipe else { return };
+    let mut pending: Vec<u8> = Vec::new();
+    let mut buf = vec![0u8; 8 * 1024];
+    let emit = |bytes: &[u8]| {
+        let text = String::from_utf8_lossy(bytes);
+        let line = text.trim_end_matches(['\n', '\r']);
+        match mode {
+            StderrMode::Forward => eprintln!("hook {name}: {line}"),
+            StderrMode::Capture => {}
+            StderrMode::Callback(f) => f(name, line),
+        }
+        if let Ok(mut t) = tail.lock() {
+            if t.len() == TAIL_LINES {
+                t.pop_front();
+            }
+            t.push_back(line.chars().take(TAIL_LINE_CHARS).collect());
+        }
+    };
+    loop {
+        let n = match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        pending.extend_from_slice(&buf[..n]);
+        while let Some(end) = pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=end).collect();
+            emit(&line);
+        }
+        if pending.len() > MAX_LINE_BYTES {
+            emit(&std::mem::take(&mut pending));
+        }
+    }
+    if !pending.is_empty() {
+        emit(&pending);
+    }
+}
+
+fn join_tail(tail: &Mutex<VecDeque<String>>) -> String {
+    tail.lock()
+        .map(|t| {
+            let lines: Vec<&str> = t
+                .iter()
+                .map(String::as_str)
+                .filter(|l| !l.trim().is_empty())
+                .collect();
+            lines.join("\n")
+        })
+        .unwrap_or_default()
+}
+
+impl Hook for ProcessHook {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn fail_closed(&self) -> bool {
+        self.fail_closed
+    }
+
+    fn handles(&self, event: &str) -> bool {
+        event == self.event
+    }
+
+    fn before_compact<'a>(
+        &'a self,
+        event: &'a BeforeCompactEvent,
+        cancel: CancellationToken,
+    ) -> HookFuture<'a, Option<BeforeCompactResult>> {
+        Box::pin(async move {
+            Ok(
+                match self
+                    .call::<_, BeforeCompactResult>(event, event.session_file.as_deref(), &cancel)
+                    .await?
+                {
+                    Decoded::Answer(r) => r,
+                    Decoded::Cancel(_) => Some(BeforeCompactResult {
+                        cancel: true,
+                        compaction: None,
+                    }),
+                },
+            )
+        })
+    }
+
+    fn compacting<'a>(
+        &'a self,
+        event: &'a CompactingEvent,
+        cancel: CancellationToken,
+    ) -> HookFuture<'a, Option<CompactingResult>> {
+        Box::pin(async move {
+            match self
+                .call::<_, CompactingResult>(event, None, &cancel)
+                .await?
+            {
+                Decoded::Answer(r) => Ok(r),
+                Decoded::Cancel(reason) => Err(HookError::Exit {
+                    status: EXIT_CANCEL,
+                    stderr: reason,
+                }),
+            }
+        })
+    }
+
+    fn compacted<'a>(
+        &'a self,
+        event: &'a CompactEvent,
+        cancel: CancellationToken,
+    ) -> HookFuture<'a, ()> {
+        Box::pin(async move {
+            self.notify(event, event.session_file.as_deref(), &cancel)
+                .await
+        })
+    }
+
+    fn before_tree<'a>(
+        &'a self,
+        event: &'a BeforeTreeEvent,
+        cancel: CancellationToken,
+    ) -> HookFuture<'a, Option<BeforeTreeResult>> {
+        Box::pin(async move {
+            Ok(
+                match self
+                    .call::<_, BeforeTreeResult>(event, event.session_file.as_deref(), &cancel)
+                    .await?
+                {
+                    Decoded::Answer(r) => r,
+                    Decoded::Cancel(_) => Some(BeforeTreeResult {
+                        cancel: true,
+                        ..BeforeTreeResult::default()
+                    }),
+                },
+            )
+        })
+    }
+
+    fn tree<'a>(&'a self, event: &'a TreeEvent, cancel: CancellationToken) -> HookFuture<'a, ()> {
+        Box::pin(async move {
+            self.notify(event, event.session_file.as_deref(), &cancel)
+                .await
+        })
+    }
+}
+
+impl ProcessHook {
+    /// Runs a notification: only the exit status counts; stdout is ignored.
+    async fn notify<E: Serialize>(
+        &self,
+        event: &E,
+        session_file: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> Result<(), HookError> {
+        let payload = serde_json::to_vec(event)
+            .map_err(|e| HookError::Failed(format!("cannot serialize the event: {e}")))?;
+        let run = self.run(&payload, session_file, cancel).await?;
+        if run.status == 0 {
+            Ok(())
+        } else {
+            Err(exit_error(&run))
+        }
+    }
+}

@@ -1,0 +1,456 @@
+//! `ProcessHook` against real processes (`/bin/sh` scripts written into a
+//! temporary folder): the payload on stdin, answers on stdout, exit codes,
+//! timeouts that kill the whole process group, the cancellation token,
+//! garbage answers, and the minimal environment.
+
+#![allow(clippy::unwrap_used)]
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use musepi_hooks::events::{BeforeTreeEvent, CompactingEvent, TreeEvent, TreePreparation, names};
+use musepi_hooks::{Hook, HookError, Hooks, ProcessHook, Reply, StderrMode};
+use tokio_util::sync::CancellationToken;
+
+/// Writes an executable `/bin/sh` script.
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+fn hook(event: &str, path: &Path) -> ProcessHook {
+    ProcessHook::new(event, vec![path.display().to_string()])
+        .unwrap()
+        .stderr(StderrMode::Capture)
+}
+
+fn before_tree() -> BeforeTreeEvent {
+    BeforeTreeEvent {
+        kind: names::BEFORE_TREE,
+        session_file: Some("/tmp/s.jsonl".into()),
+        preparation: TreePreparation {
+            target_id: Some("a1".into()),
+            old_leaf_id: Some("d4".into()),
+            common_ancestor_id: Some("a1".into()),
+            entries_to_summarize: vec!["b2".into(), "c3".into(), "d4".into()],
+            user_wants_summary: true,
+            custom_instructions: None,
+            replace_instructions: false,
+            label: None,
+        },
+    }
+}
+
+fn compacting() -> CompactingEvent {
+    CompactingEvent {
+        kind: names::COMPACTING,
+        session_id: "sess".into(),
+        messages: Vec::new(),
+    }
+}
+
+/// Whether process `pid` is gone (or a zombie nobody reaped yet).
+fn dead(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().next())
+            .is_some_and(|state| state == "Z" || state == "X"),
+    }
+}
+
+fn wait_dead(pid: u32) -> bool {
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until {
+        if dead(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+#[tokio::test]
+async fn the_payload_arrives_on_stdin_and_the_answer_is_read_from_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let seen = dir.path().join("seen.json");
+    let path = script(
+        dir.path(),
+        "h.sh",
+        &format!(
+            "cat > '{}'\necho '{{\"summary\": {{\"summary\": \"from sh\"}}, \"label\": \"done\"}}'",
+            seen.display()
+        ),
+    );
+    let h = hook(names::BEFORE_TREE, &path);
+    let r = h
+        .before_tree(&before_tree(), CancellationToken::new())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(r.summary.unwrap().summary, "from sh");
+    assert_eq!(r.label.as_deref(), Some("done"));
+    let payload: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    assert_eq!(payload["type"], "session_before_tree");
+    assert_eq!(
+        payload["preparation"]["entriesToSummarize"],
+        serde_json::json!(["b2", "c3", "d4"])
+    );
+}
+
+#[tokio::test]
+async fn empty_stdout_is_no_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(dir.path(), "h.sh", "cat > /dev/null");
+    let h = hook(names::BEFORE_TREE, &path);
+    let r = h
+        .before_tree(&before_tree(), CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(r, None);
+}
+
+#[tokio::test]
+async fn exit_2_cancels_and_stderr_is_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(
+        dir.path(),
+        "h.sh",
+        "echo 'uncommitted work: commit first' >&2\nexit 2",
+    );
+    let h = hook(names::BEFORE_TREE, &path);
+    let r = h
+        .before_tree(&before_tree(), CancellationToken::new())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(r.cancel);
+    let run = h.run(b"{}", None, &CancellationToken::new()).await.unwrap();
+    assert_eq!(run.status, 2);
+    assert_eq!(
+        h.interpret(&run).unwrap(),
+        Reply::Cancel {
+            reason: "uncommitted work: commit first".into()
+        }
+    );
+}
+
+#[tokio::test]
+async fn exit_2_is_a_failure_for_events_that_cannot_cancel() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(dir.path(), "h.sh", "echo no >&2\nexit 2");
+    let h = hook(names::COMPACTING, &path);
+    let err = h
+        .compacting(&compacting(), CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        HookError::Exit {
+            status: 2,
+            stderr: "no".into()
+        }
+    );
+}
+
+#[tokio::test]
+async fn other_exit_statuses_fail_with_the_end_of_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(
+        dir.path(),
+        "h.sh",
+        "i=0; while [ $i -lt 30 ]; do echo \"line $i\" >&2; i=$((i+1)); done\necho '{\"cancel\": true}'\nexit 3",
+    );
+    let h = hook(names::BEFORE_TREE, &path);
+    let err = h
+        .before_tree(&before_tree(), CancellationToken::new())
+        .await
+        .unwrap_err();
+    let HookError::Exit { status, stderr } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(*status, 3);
+    assert!(stderr.starts_with("line 20\n"), "{stderr}");
+    assert!(stderr.ends_with("line 29"), "{stderr}");
+    assert!(
+        err.to_string().starts_with("exited with status 3: line 20"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn garbage_on_stdout_is_an_invalid_answer_with_a_quoted_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(dir.path(), "h.sh", "echo 'Hello, I am not JSON'");
+    let h = hook(names::COMPACTING, &path);
+    let err = h
+        .compacting(&compacting(), CancellationToken::new())
+        .await
+        .unwrap_err();
+    let HookError::InvalidAnswer(text) = &err else {
+        panic!("{err:?}")
+    };
+    assert!(
+        text.starts_with("stdout is not a session.compacting result ("),
+        "{text}"
+    );
+    assert!(text.ends_with(r#": "Hello, I am not JSON\n""#), "{text}");
+}
+
+#[tokio::test]
+async fn a_well_formed_answer_of_the_wrong_shape_is_invalid_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(dir.path(), "h.sh", r#"echo '{"context": "not a list"}'"#);
+    let h = hook(names::COMPACTING, &path);
+    let err = h
+        .compacting(&compacting(), CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, HookError::InvalidAnswer(_)), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_hook_past_its_timeout_is_killed_with_its_children() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("child.pid");
+    let path = script(
+        dir.path(),
+        "h.sh",
+        &format!("sleep 30 &\necho $! > '{}'\nwait", pidfile.display()),
+    );
+    let h = hook(names::COMPACTING, &path).timeout(Duration::from_millis(500));
+    let started = Instant::now();
+    let err = h
+        .compacting(&compacting(), CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert_eq!(err, HookError::Timeout { ms: 500 });
+    assert_eq!(err.to_string(), "timed out after 500 ms");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let child: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(wait_dead(child), "the hook's child {child} survived");
+}
+
+#[tokio::test]
+async fn a_background_child_holding_stdout_open_is_killed_at_the_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(dir.path(), "h.sh", "sleep 30 &\nexit 0");
+    let h = hook(names::TREE, &path).timeout(Duration::from_millis(300));
+    let event = TreeEvent {
+        kind: names::TREE,
+        session_file: None,
+        new_leaf_id: None,
+        old_leaf_id: None,
+        summary_entry: None,
+        from_extension: None,
+    };
+    let err = h.tree(&event, CancellationToken::new()).await.unwrap_err();
+    assert_eq!(err, HookError::Timeout { ms: 300 });
+}
+
+#[tokio::test]
+async fn the_cancellation_token_kills_the_hook() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("hook.pid");
+    let path = script(
+        dir.path(),
+        "h.sh",
+        &format!("echo $$ > '{}'\nsleep 30", pidfile.display()),
+    );
+    let h = hook(names::COMPACTING, &path);
+    let cancel = CancellationToken::new();
+    let fire = cancel.clone();
+    let pf = pidfile.clone();
+    tokio::spawn(async move {
+        while !pf.exists() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        fire.cancel();
+    });
+    let started = Instant::now();
+    let err = h.compacting(&compacting(), cancel).await.unwrap_err();
+    assert!(matches!(err, HookError::Failed(_)), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(wait_dead(pid));
+}
+
+/// Where the re-executed test binary writes what the hook saw (see below).
+const PROBE_OUT: &str = "MUSEPI_HOOKS_TEST_PROBE_OUT";
+
+/// Run by [`the_environment_is_minimal_and_secrets_stay_out_unless_named`]
+/// in a child copy of this test binary whose environment holds a secret and
+/// a named variable (the test cannot change its own environment: tests run
+/// in parallel and `set_var` is unsafe). Run alone, it has nothing to do.
+#[tokio::test]
+async fn env_probe_helper() {
+    let Some(out) = std::env::var_os(PROBE_OUT) else {
+        return;
+    };
+    let out = PathBuf::from(out);
+    let dir = out.parent().unwrap();
+    let path = script(dir, "env.sh", &format!("env > '{}'", out.display()));
+    let h = hook(names::COMPACTING, &path)
+        .pass_env(["MUSEPI_TEST_NAMED".to_owned(), "PATH".to_owned()])
+        .session_file(Some("/tmp/s.jsonl".into()));
+    h.compacting(&compacting(), CancellationToken::new())
+        .await
+        .unwrap();
+}
+
+#[test]
+fn the_environment_is_minimal_and_secrets_stay_out_unless_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("env.txt");
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "env_probe_helper", "--test-threads=1", "--quiet"])
+        .env(PROBE_OUT, &out)
+        .env("OPENAI_API_KEY", "sk-live-secret")
+        .env("MUSEPI_TEST_NAMED", "visible")
+        .env("LANG", "C.UTF-8")
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(!text.contains("sk-live-secret"), "{text}");
+    assert!(!text.contains(PROBE_OUT), "{text}");
+    assert!(text.contains("MUSEPI_TEST_NAMED=visible\n"), "{text}");
+    assert!(text.contains("MUSEPI_EVENT=session.compacting\n"), "{text}");
+    assert!(
+        text.contains("MUSEPI_SESSION_FILE=/tmp/s.jsonl\n"),
+        "{text}"
+    );
+    assert!(text.contains("LANG=C.UTF-8\n"), "{text}");
+    assert_eq!(
+        text.matches("\nPATH=").count() + usize::from(text.starts_with("PATH=")),
+        1
+    );
+    // The shell adds PWD, SHLVL and `_` itself; everything else came from us.
+    let allowed = [
+        "PATH",
+        "HOME",
+        "LANG",
+        "LC_ALL",
+        "TMPDIR",
+        "MUSEPI_EVENT",
+        "MUSEPI_SESSION_FILE",
+        "MUSEPI_TEST_NAMED",
+        "PWD",
+        "OLDPWD",
+        "SHLVL",
+        "_",
+    ];
+    for line in text.lines() {
+        let name = line.split_once('=').map_or(line, |(k, _)| k);
+        assert!(
+            allowed.contains(&name),
+            "unexpected variable {name} in\n{text}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_program_that_does_not_exist_cannot_start() {
+    let h = ProcessHook::new(names::TREE, vec!["/nonexistent/hook".into()]).unwrap();
+    let err = h
+        .run(b"{}", None, &CancellationToken::new())
+        .await
+        .unwrap_err();
+    let HookError::Spawn(text) = &err else {
+        panic!("{err:?}")
+    };
+    assert!(text.starts_with("/nonexistent/hook: "), "{text}");
+}
+
+#[test]
+fn configuration_errors_name_the_event() {
+    assert_eq!(
+        ProcessHook::new("session_before_compaction", vec!["x".into()])
+            .unwrap_err()
+            .to_string(),
+        "unknown hook event `session_before_compaction`: expected one of session_before_compact, session.compacting, session_compact, session_before_tree, session_tree"
+    );
+    assert_eq!(
+        ProcessHook::new(names::TREE, Vec::new())
+            .unwrap_err()
+            .to_string(),
+        "the hook command for `session_tree` is empty: give the program and its arguments"
+    );
+}
+
+#[tokio::test]
+async fn stderr_is_forwarded_line_by_line_with_the_hook_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(dir.path(), "h.sh", "echo one >&2\nprintf 'two' >&2");
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    let h = hook(names::COMPACTING, &path)
+        .named("mine")
+        .stderr(StderrMode::Callback(Arc::new(move |name, line| {
+            sink.lock().unwrap().push(format!("{name}|{line}"));
+        })));
+    h.compacting(&compacting(), CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(*lines.lock().unwrap(), ["mine|one", "mine|two"]);
+}
+
+#[tokio::test]
+async fn a_fail_closed_process_hook_cancels_through_the_registry() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(dir.path(), "h.sh", "exit 7");
+    let mut hooks = Hooks::new();
+    hooks.register(Arc::new(
+        hook(names::BEFORE_TREE, &path).with_fail_closed(true),
+    ));
+    assert!(hooks.has(names::BEFORE_TREE));
+    assert!(!hooks.has(names::TREE));
+    let d = hooks
+        .before_tree(&before_tree(), &CancellationToken::new())
+        .await;
+    assert!(d.failed_closed);
+    assert_eq!(d.warnings.len(), 1);
+    assert!(
+        d.warnings[0].to_string().ends_with(
+            "(session_before_tree) exited with status 7; the operation was cancelled (the hook is fail-closed)"
+        ),
+        "{}",
+        d.warnings[0]
+    );
+}
+
+#[tokio::test]
+async fn more_than_the_stdout_cap_is_an_invalid_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    // 5 MiB of spaces: valid JSON whitespace, but too much.
+    let path = script(
+        dir.path(),
+        "h.sh",
+        "head -c 5242880 /dev/zero | tr '\\0' ' '",
+    );
+    let h = hook(names::COMPACTING, &path);
+    let err = h
+        .compacting(&compacting(), CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        HookError::InvalidAnswer("more than 4 MiB on stdout".into())
+    );
+}
