@@ -458,3 +458,148 @@ async fn compacting_hooks_steer_the_prompt_and_a_broken_one_is_reported() {
         ["hook broken (session.compacting) invalid answer: not JSON"]
     );
 }
+
+/// Appends `turns` more read turns (`src/g{n}.rs`) after the leaf.
+fn append_turns(path: &PathBuf, turns: std::ops::Range<u32>) {
+    let mut ids = SequentialIds::new();
+    let mut j = Journal::open(path, &mut ids).unwrap();
+    let mut ids = SequentialIds::after(j.session().entries().iter().map(|e| &e.id));
+    let mut now = 1_900_000_000_000_i64;
+    for turn in turns {
+        now += 1000;
+        let mut stamp = Stamp { ids: &mut ids, now };
+        j.append(
+            EntryBody::Message(AgentMessage::User(UserMessage {
+                content: Content::Text(Text::new(format!("more {turn}"))),
+                timestamp: Some(now as f64),
+                attribution: None,
+            })),
+            &mut stamp,
+        )
+        .unwrap();
+        let call = ToolCall {
+            id: format!("g{turn}"),
+            name: Text::new("read"),
+            arguments: JsonValue::new(serde_json::json!({"path": format!("src/g{turn}.rs")})),
+            intent: None,
+        };
+        j.append(
+            EntryBody::Message(AgentMessage::Assistant(AssistantMessage {
+                content: Content::Blocks(vec![ContentBlock::ToolCall(call)]),
+                provider: Some("anthropic".into()),
+                model: Some("claude".into()),
+                stop_reason: Some(StopReason::ToolUse),
+                timestamp: Some(now as f64),
+                ..Default::default()
+            })),
+            &mut stamp,
+        )
+        .unwrap();
+        j.append(
+            EntryBody::Message(AgentMessage::ToolResult(ToolResultMessage {
+                tool_call_id: format!("g{turn}"),
+                tool_name: "read".into(),
+                content: Content::text("y".repeat(8_000)),
+                timestamp: Some(now as f64),
+                ..Default::default()
+            })),
+            &mut stamp,
+        )
+        .unwrap();
+    }
+}
+
+/// Supplies a compaction whose `details` name files no message touched.
+struct SupplyFiles;
+impl Hook for SupplyFiles {
+    fn name(&self) -> String {
+        "supply-files".into()
+    }
+    fn before_compact<'a>(
+        &'a self,
+        _: &'a BeforeCompactEvent,
+        _: CancellationToken,
+    ) -> HookFuture<'a, Option<BeforeCompactResult>> {
+        Box::pin(async {
+            Ok(Some(BeforeCompactResult {
+                cancel: false,
+                compaction: Some(SuppliedCompaction {
+                    summary: "hook summary".into(),
+                    first_kept_entry_id: None,
+                    tokens_before: None,
+                    details: Some(serde_json::json!({
+                        "readFiles": ["hook/only-read.rs"],
+                        "modifiedFiles": ["hook/only-changed.rs"],
+                    })),
+                    short_summary: None,
+                    preserve_data: None,
+                }),
+            }))
+        })
+    }
+}
+
+/// The files of the second compaction after a first one made by `first`
+/// (`None`: the default LLM summary), and the first compaction's details.
+async fn files_after_two_compactions(
+    first: Option<Arc<dyn Hook>>,
+) -> (Vec<String>, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = session_file(&dir);
+    let summarizer = Scripted::new(None);
+    let mut hooks = Hooks::new();
+    if let Some(h) = first {
+        hooks.register(h);
+    }
+    let one = run(
+        &path,
+        &options(&summarizer, &hooks),
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    append_turns(&path, 0..3);
+    let none = Hooks::new();
+    let two = run(
+        &path,
+        &options(&summarizer, &none),
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert!(!two.result.from_extension);
+    let details = two.result.details.clone().unwrap();
+    let mut files: Vec<String> = ["readFiles", "modifiedFiles"]
+        .iter()
+        .flat_map(|k| details[*k].as_array().cloned().unwrap_or_default())
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect();
+    files.sort();
+    (files, one.result.details.unwrap())
+}
+
+#[tokio::test]
+async fn a_supplied_compactions_files_are_not_carried_into_the_next_compaction() {
+    let (files, first) = files_after_two_compactions(Some(Arc::new(SupplyFiles))).await;
+    assert_eq!(first["readFiles"], serde_json::json!(["hook/only-read.rs"]));
+    assert!(
+        files.iter().all(|f| !f.starts_with("hook/")),
+        "the extension's files leaked into file tracking: {files:?}"
+    );
+    assert!(files.contains(&"src/g0.rs".to_owned()), "{files:?}");
+}
+
+#[tokio::test]
+async fn a_generated_compactions_files_are_carried_into_the_next_compaction() {
+    // The contrast: without the hook, what the first compaction summarized
+    // (src/f0.rs, src/f1.rs) reaches the second one through its details.
+    let (files, first) = files_after_two_compactions(None).await;
+    assert!(
+        first["readFiles"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("src/f0.rs"))
+    );
+    assert!(files.contains(&"src/f0.rs".to_owned()), "{files:?}");
+    assert!(files.contains(&"src/g0.rs".to_owned()), "{files:?}");
+}
