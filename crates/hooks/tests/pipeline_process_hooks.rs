@@ -1,0 +1,377 @@
+//! The compaction and navigation pipelines with real hook processes
+//! registered through the Rust API (`ProcessHook` in `Hooks`): the cases of
+//! issue 8 — cancel, supplied compaction, context lines and prompt
+//! override, timeout, garbage answers, and after-events that see the saved
+//! entry.
+
+#![allow(clippy::unwrap_used)]
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use musepi_branch_summary::ToolResults;
+use musepi_compaction::{CompactionSettings, Reason};
+use musepi_context_builder::{SummaryRequest, SummaryResponse};
+use musepi_hooks::events::names;
+use musepi_hooks::{
+    BranchStrategy, CompactError, CompactOptions, CompactOutcome, Hooks, NavigateOptions,
+    ProcessHook, StderrMode, Strategy, SummarizeFuture, Summarizer, compact, navigate,
+};
+use musepi_session_model::{
+    AgentMessage, AssistantMessage, Content, ContentBlock, EntryBody, Header, Journal, JsonValue,
+    SequentialIds, Stamp, StopReason, Text, ToolCall, ToolResultMessage, UserMessage,
+};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// Records requests and answers with a fixed summary.
+#[derive(Default)]
+struct Recorder {
+    seen: Mutex<Vec<SummaryRequest>>,
+}
+
+impl Summarizer for Recorder {
+    fn summarize<'a>(
+        &'a self,
+        request: &'a SummaryRequest,
+        _: CancellationToken,
+    ) -> SummarizeFuture<'a> {
+        Box::pin(async move {
+            self.seen.lock().unwrap().push(request.clone());
+            Ok(SummaryResponse {
+                text: "## Goal\n- summarized".into(),
+                usage: None,
+            })
+        })
+    }
+    fn describe(&self) -> String {
+        "recorder".into()
+    }
+}
+
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+fn process(event: &str, path: &Path) -> Arc<ProcessHook> {
+    Arc::new(
+        ProcessHook::new(event, vec![path.display().to_string()])
+            .unwrap()
+            .stderr(StderrMode::Capture),
+    )
+}
+
+/// Three read turns with big results, then a closing answer.
+fn session_file(dir: &Path) -> PathBuf {
+    let path = dir.join("s.jsonl");
+    let mut j = Journal::create(
+        &path,
+        Header::new("sess", "2025-01-01T00:00:00.000Z", "/repo"),
+    )
+    .unwrap();
+    let mut ids = SequentialIds::new();
+    let mut now = 1_735_689_600_000_i64;
+    let mut push = |j: &mut Journal, body: EntryBody| {
+        now += 1000;
+        let mut stamp = Stamp { ids: &mut ids, now };
+        j.append(body, &mut stamp).unwrap().to_string()
+    };
+    for turn in 0..3 {
+        push(
+            &mut j,
+            EntryBody::Message(AgentMessage::User(UserMessage {
+                content: Content::Text(Text::new(format!("task {turn}"))),
+                ..Default::default()
+            })),
+        );
+        push(
+            &mut j,
+            EntryBody::Message(AgentMessage::Assistant(AssistantMessage {
+                content: Content::Blocks(vec![ContentBlock::ToolCall(ToolCall {
+                    id: format!("c{turn}"),
+                    name: Text::new("read"),
+                    arguments: JsonValue::new(
+                        serde_json::json!({"path": format!("src/f{turn}.rs")}),
+                    ),
+                    intent: None,
+                })]),
+                provider: Some("p".into()),
+                model: Some("m".into()),
+                stop_reason: Some(StopReason::ToolUse),
+                ..Default::default()
+            })),
+        );
+        push(
+            &mut j,
+            EntryBody::Message(AgentMessage::ToolResult(ToolResultMessage {
+                tool_call_id: format!("c{turn}"),
+                tool_name: "read".into(),
+                content: Content::text("x".repeat(8_000)),
+                ..Default::default()
+            })),
+        );
+    }
+    push(
+        &mut j,
+        EntryBody::Message(AgentMessage::Assistant(AssistantMessage {
+            content: Content::text("done"),
+            provider: Some("p".into()),
+            model: Some("m".into()),
+            stop_reason: Some(StopReason::Stop),
+            ..Default::default()
+        })),
+    );
+    path
+}
+
+async fn run_compact(
+    path: &Path,
+    hooks: &Hooks,
+    summarizer: &Recorder,
+    instructions: Option<&str>,
+) -> Result<CompactOutcome, CompactError> {
+    let options = CompactOptions {
+        reason: Reason::Manual,
+        will_retry: false,
+        custom_instructions: instructions.map(str::to_owned),
+        settings: CompactionSettings {
+            keep_recent_tokens: 2_500,
+            adapt_keep_recent: false,
+            ..Default::default()
+        },
+        prune: None,
+        strategy: Strategy::Llm,
+        summarizer: Some(summarizer),
+        remote: None,
+        hooks,
+        now: 1_800_000_000_000,
+    };
+    let mut journal = Journal::open(path, &mut SequentialIds::new()).unwrap();
+    let mut ids = SequentialIds::after(journal.session().entries().iter().map(|e| &e.id));
+    compact(&mut journal, &options, &mut ids, &CancellationToken::new()).await
+}
+
+fn last_line(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_json::from_str(text.lines().last().unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn an_exit_2_cancel_leaves_the_file_byte_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = session_file(dir.path());
+    let before = std::fs::read(&path).unwrap();
+    let hook = script(dir.path(), "veto.sh", "echo 'not now' >&2\nexit 2");
+    let mut hooks = Hooks::new();
+    hooks.register(process(names::BEFORE_COMPACT, &hook));
+    let summarizer = Recorder::default();
+    let err = run_compact(&path, &hooks, &summarizer, None)
+        .await
+        .unwrap_err();
+    assert_eq!(err.to_string(), "Compaction cancelled");
+    assert!(summarizer.seen.lock().unwrap().is_empty());
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
+#[tokio::test]
+async fn a_supplied_compaction_is_stored_from_extension_and_the_after_event_sees_the_saved_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = session_file(dir.path());
+    let supply = script(
+        dir.path(),
+        "supply.sh",
+        r#"cat > /dev/null
+echo '{"compaction": {"summary": "from a process", "details": {"readFiles": ["x.rs"], "modifiedFiles": []}}}'"#,
+    );
+    let seen = dir.path().join("after.json");
+    let after = script(
+        dir.path(),
+        "after.sh",
+        &format!("cat > '{}'", seen.display()),
+    );
+    let mut hooks = Hooks::new();
+    hooks.register(process(names::BEFORE_COMPACT, &supply));
+    hooks.register(process(names::COMPACT, &after));
+    let summarizer = Recorder::default();
+    let out = run_compact(&path, &hooks, &summarizer, None).await.unwrap();
+    assert!(out.result.from_extension);
+    assert!(summarizer.seen.lock().unwrap().is_empty());
+    let saved = last_line(&path);
+    assert_eq!(saved["type"], "compaction");
+    assert_eq!(saved["summary"], "from a process");
+    assert_eq!(saved["fromExtension"], true);
+    let event: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    assert_eq!(event["type"], "session_compact");
+    assert_eq!(event["fromExtension"], true);
+    assert_eq!(event["compactionEntry"], saved);
+    assert_eq!(event["sessionFile"], path.display().to_string());
+}
+
+#[tokio::test]
+async fn context_lines_and_a_prompt_override_reach_the_request_with_the_custom_instructions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = session_file(dir.path());
+    let steer = script(
+        dir.path(),
+        "steer.sh",
+        r#"cat > /dev/null
+echo '{"prompt": "LIST ONLY THE FILES", "context": ["ticket ABC-1", "branch feature/x"], "preserveData": {"memory": 1}}'"#,
+    );
+    let mut hooks = Hooks::new();
+    hooks.register(process(names::COMPACTING, &steer));
+    let summarizer = Recorder::default();
+    let out = run_compact(&path, &hooks, &summarizer, Some("focus on tests"))
+        .await
+        .unwrap();
+    let prompt = summarizer.seen.lock().unwrap()[0].prompt_text();
+    assert!(
+        prompt.ends_with(
+            "<additional-context>\n- ticket ABC-1\n- branch feature/x\n</additional-context>\n\nLIST ONLY THE FILES\n\nAdditional focus: focus on tests"
+        ),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("## Goal"), "the base prompt is replaced");
+    assert_eq!(
+        out.result.preserve_data,
+        Some(serde_json::json!({"memory": 1}))
+    );
+}
+
+#[tokio::test]
+async fn a_hook_past_its_timeout_is_killed_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = session_file(dir.path());
+    let before = std::fs::read(&path).unwrap();
+    let slow = script(dir.path(), "slow.sh", "sleep 30");
+    let hook = |closed: bool| {
+        Arc::new(
+            ProcessHook::new(names::BEFORE_COMPACT, vec![slow.display().to_string()])
+                .unwrap()
+                .timeout(Duration::from_millis(300))
+                .with_fail_closed(closed)
+                .stderr(StderrMode::Capture),
+        )
+    };
+    // Fail-closed: the timeout cancels the compaction and nothing is written.
+    let mut hooks = Hooks::new();
+    hooks.register(hook(true));
+    let summarizer = Recorder::default();
+    let err = run_compact(&path, &hooks, &summarizer, None)
+        .await
+        .unwrap_err();
+    let CompactError::CancelledByHook { warnings } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(
+        warnings[0].to_string(),
+        format!(
+            "hook {} (session_before_compact) timed out after 300 ms; the operation was cancelled (the hook is fail-closed)",
+            slow.display()
+        )
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    // The default policy: reported, and the compaction goes on without it.
+    let mut hooks = Hooks::new();
+    hooks.register(hook(false));
+    let out = run_compact(&path, &hooks, &summarizer, None).await.unwrap();
+    assert_eq!(
+        out.warnings,
+        [format!(
+            "hook {} (session_before_compact) timed out after 300 ms",
+            slow.display()
+        )]
+    );
+    assert!(!out.result.from_extension);
+}
+
+#[tokio::test]
+async fn invalid_json_is_reported_and_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = session_file(dir.path());
+    let garbage = script(dir.path(), "garbage.sh", "cat > /dev/null\necho '{oops'");
+    let mut hooks = Hooks::new();
+    hooks.register(process(names::BEFORE_COMPACT, &garbage));
+    let summarizer = Recorder::default();
+    let out = run_compact(&path, &hooks, &summarizer, None).await.unwrap();
+    assert_eq!(out.warnings.len(), 1);
+    let w = &out.warnings[0];
+    assert!(
+        w.starts_with(&format!(
+            "hook {} (session_before_compact) invalid answer: stdout is not a session_before_compact result (",
+            garbage.display()
+        )),
+        "{w}"
+    );
+    assert!(w.ends_with(r#": "{oops\n""#), "{w}");
+    assert!(!out.result.from_extension);
+}
+
+#[tokio::test]
+async fn tree_hooks_supply_the_summary_and_the_after_event_sees_the_saved_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = session_file(dir.path());
+    let session = Journal::open(&path, &mut SequentialIds::new()).unwrap();
+    let ids: Vec<String> = session
+        .session()
+        .entries()
+        .iter()
+        .map(|e| e.id.to_string())
+        .collect();
+    drop(session);
+    let supply = script(
+        dir.path(),
+        "tree.sh",
+        r#"cat > /dev/null
+echo '{"summary": {"summary": "left the f2 work"}, "label": "checkpoint"}'"#,
+    );
+    let seen = dir.path().join("after.json");
+    let after = script(
+        dir.path(),
+        "after.sh",
+        &format!("cat > '{}'", seen.display()),
+    );
+    let mut hooks = Hooks::new();
+    hooks.register(process(names::BEFORE_TREE, &supply));
+    hooks.register(process(names::TREE, &after));
+    let options = NavigateOptions {
+        target: Some(ids[3].clone()),
+        from: None,
+        summarize: true,
+        custom_instructions: None,
+        replace_instructions: false,
+        label: None,
+        strategy: BranchStrategy::Llm,
+        summarizer: None,
+        context_window: None,
+        reserve_tokens: 16_384,
+        tool_results: ToolResults::Truncated,
+        system_prompt: "You summarize.",
+        hooks: &hooks,
+        now: 1_800_000_000_000,
+    };
+    let mut j = Journal::open(&path, &mut SequentialIds::new()).unwrap();
+    let mut new_ids = SequentialIds::after(j.session().entries().iter().map(|e| &e.id));
+    let out = navigate(&mut j, &options, &mut new_ids, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert!(out.summary.as_ref().unwrap().from_extension);
+    let event: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    assert_eq!(event["type"], "session_tree");
+    assert_eq!(event["fromExtension"], true);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let saved: Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["type"] == "branch_summary")
+        .unwrap();
+    assert_eq!(saved["summary"], "left the f2 work");
+    assert_eq!(event["summaryEntry"], saved);
+    // The hook's label hangs on the summary, so the label entry is the leaf.
+    assert_eq!(event["newLeafId"], last_line(&path)["id"]);
+    assert_eq!(last_line(&path)["label"], "checkpoint");
+}
