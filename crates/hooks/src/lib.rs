@@ -19,6 +19,11 @@ pub mod events;
 pub mod navigate;
 pub mod process;
 pub mod runner;
+mod runtime;
+mod runtime_decision;
+mod runtime_run;
+mod runtime_settings;
+mod runtime_tree;
 pub mod summarizer;
 
 pub use compact::{
@@ -30,4 +35,10 @@ pub use events::names;
 pub use navigate::{BranchStrategy, NavigateError, NavigateOptions, NavigateOutcome, navigate};
 pub use process::{HookConfigError, Invocation, ProcessHook, Reply, StderrMode, StderrSink};
 pub use runner::{Dispatch, Hook, HookError, HookFuture, HookWarning, Hooks};
+pub use runtime::{Clock, Maintenance, MaintenanceError, MaintenanceState};
+pub use runtime_decision::{
+    AbortHandle, CompactionReport, Decision, EventSink, MaintenanceEvent, Outcome, UsedStrategy,
+};
+pub use runtime_settings::{MaintenanceSettings, MaintenanceStrategy};
+pub use runtime_tree::{NAVIGATE_MARKER, TreeOutcome, TreeRequest};
 pub use summarizer::{RemoteFailure, SummarizeError, SummarizeFuture, Summarizer};

@@ -1,0 +1,294 @@
+//! Running one compaction for the maintenance runtime: choosing the
+//! strategy (SPEC §4.9), the pipeline or the handoff (§10.2), the events
+//! (§4.10) with the failure messages (§4.11), and the decision that follows.
+
+use musepi_compaction::prompts::{AUTO_CONTINUE, HANDOFF_THRESHOLD_FOCUS, SUMMARIZATION_SYSTEM};
+use musepi_compaction::{CompactionPlan, Reason, handoff_request, handoff_session};
+use musepi_context_builder::{
+    ConvertOptions, build_context, convert_to_llm, estimate_context_tokens, estimate_tokens,
+};
+use musepi_session_model::time::format_iso;
+use musepi_session_model::{EntryId, Header, Journal, Stamp};
+
+use crate::compact::{CompactError, CompactOptions, Strategy, compact};
+use crate::runtime::{Maintenance, without_failed_tail};
+use crate::runtime_decision::{
+    CompactionReport, Decision, MaintenanceEvent, Outcome, UsedStrategy,
+};
+use crate::runtime_settings::MaintenanceStrategy;
+use crate::summarizer::SummarizeError;
+
+/// How a run ended short of a compaction.
+enum Stop {
+    /// Nothing was done and nothing is wrong to report: no model for the
+    /// strategy, or nothing to compact. The text is for the decision only.
+    Skipped(String),
+    /// A hook cancelled it or the abort signal fired.
+    Aborted,
+    /// It failed; the error text without the reason prefix.
+    Failed(String),
+}
+
+/// What a run made, with notes for the user.
+type Made = (CompactionReport, Vec<String>);
+
+impl Maintenance {
+    /// The strategy for `plan`: handoff only for threshold and incomplete
+    /// maintenance outside a tool loop; context-full for everything the
+    /// handoff cannot do; manual instructions ask for an LLM summary.
+    fn choose(&self, plan: CompactionPlan, instructions: bool) -> UsedStrategy {
+        match self.settings.strategy {
+            MaintenanceStrategy::Handoff
+                if matches!(plan.reason, Reason::Threshold | Reason::Incomplete)
+                    && !plan.mid_turn =>
+            {
+                UsedStrategy::Handoff
+            }
+            MaintenanceStrategy::Snapcompact | MaintenanceStrategy::Off
+                if !(plan.reason == Reason::Manual && instructions) =>
+            {
+                UsedStrategy::Snapcompact
+            }
+            _ => UsedStrategy::ContextFull,
+        }
+    }
+
+    /// Runs a compaction for `plan`, reports it, and decides what follows.
+    /// `anchor` is the assistant whose usage led here; it is never acted on again.
+    pub(crate) async fn run_plan(
+        &mut self,
+        plan: CompactionPlan,
+        instructions: Option<String>,
+        anchor: Option<EntryId>,
+    ) -> Decision {
+        let reason = plan.reason;
+        self.emit(MaintenanceEvent::CompactionStart { reason });
+        let used = self.choose(plan, instructions.is_some());
+        let cancel = self.abort.begin();
+        let result = match used {
+            UsedStrategy::Handoff => self.run_handoff(reason, &cancel).await,
+            _ => self.run_pipeline(&plan, used, instructions, &cancel).await,
+        };
+        self.abort.end();
+        let automatic = reason != Reason::Manual;
+        if automatic || result.is_ok() {
+            self.state.acted_usage = anchor.or_else(|| self.state.acted_usage.take());
+        }
+        let mut decision = match result {
+            Ok((report, notes)) => {
+                self.emit(MaintenanceEvent::CompactionEnd {
+                    reason,
+                    result: Some(report.clone()),
+                    aborted: false,
+                    will_retry: plan.will_retry,
+                    error_message: None,
+                });
+                let mut d = Decision::of(Outcome::Compacted, Some(reason));
+                d.compaction = Some(report);
+                d.notes = notes;
+                d.retry = plan.will_retry;
+                if plan.will_retry {
+                    d.continue_turn = true;
+                } else if plan.auto_continue && !plan.mid_turn {
+                    d.continue_turn = true;
+                    d.continue_prompt = Some(AUTO_CONTINUE.text().to_owned());
+                }
+                d
+            }
+            Err(stop) => self.stopped(reason, automatic, stop),
+        };
+        decision.remove_last_assistant = plan.remove_last_assistant;
+        let context = self.context();
+        decision.context = Some(if plan.remove_last_assistant {
+            without_failed_tail(context)
+        } else {
+            context
+        });
+        decision
+    }
+
+    /// The `compaction_end` and the decision of a run that made nothing.
+    fn stopped(&self, reason: Reason, automatic: bool, stop: Stop) -> Decision {
+        let (outcome, aborted, message, note) = match stop {
+            // SPEC §4.10: no model, or nothing to compact, ends without a
+            // message for automatic runs; a manual run reports it.
+            Stop::Skipped(why) if automatic => (Outcome::Skipped, false, None, Some(why)),
+            Stop::Skipped(why) | Stop::Failed(why) => (
+                Outcome::Failed,
+                false,
+                Some(reason.failure_message(&why)),
+                None,
+            ),
+            Stop::Aborted => (Outcome::Aborted, true, None, None),
+        };
+        self.emit(MaintenanceEvent::CompactionEnd {
+            reason,
+            result: None,
+            aborted,
+            will_retry: false,
+            error_message: message.clone(),
+        });
+        let mut d = Decision::of(outcome, Some(reason));
+        d.error = message;
+        d.notes.extend(note);
+        if aborted && !automatic {
+            d.error = Some("Compaction cancelled".to_owned());
+        }
+        d
+    }
+
+    /// The compaction pipeline with a snapcompact archive or an LLM summary.
+    async fn run_pipeline(
+        &mut self,
+        plan: &CompactionPlan,
+        used: UsedStrategy,
+        instructions: Option<String>,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Result<Made, Stop> {
+        let mut notes = Vec::new();
+        let strategy = match used {
+            UsedStrategy::Snapcompact => {
+                // The model-free archive is not wired into the pipeline yet:
+                // an LLM summary stands in when a model is configured.
+                if self.summarizer.is_none() {
+                    return Err(Stop::Skipped(
+                        "snapcompact is not available yet and no model is configured".to_owned(),
+                    ));
+                }
+                notes.push(
+                    "snapcompact is not available yet; an LLM summary was written instead"
+                        .to_owned(),
+                );
+                Strategy::Llm
+            }
+            _ => Strategy::Llm,
+        };
+        if self.summarizer.is_none() {
+            return Err(Stop::Skipped(
+                "No model selected: context-full compaction needs a summarizer".to_owned(),
+            ));
+        }
+        let options = CompactOptions {
+            reason: plan.reason,
+            will_retry: plan.will_retry,
+            custom_instructions: instructions,
+            settings: self.settings.compaction(),
+            prune: Some(self.settings.prune()),
+            strategy,
+            summarizer: self.summarizer.as_deref(),
+            remote: None,
+            hooks: &self.hooks,
+            now: (self.clock)(),
+        };
+        match compact(&mut self.journal, &options, self.ids.as_mut(), cancel).await {
+            Ok(out) => {
+                notes.extend(out.warnings);
+                let report = CompactionReport {
+                    strategy: used,
+                    entry_id: Some(out.entry_id),
+                    summary: out.result.summary,
+                    short_summary: out.result.short_summary,
+                    first_kept_entry_id: Some(out.result.first_kept_entry_id),
+                    tokens_before: out.result.tokens_before,
+                    tokens_after: out.tokens_after,
+                    from_extension: out.result.from_extension,
+                    session_file: None,
+                };
+                Ok((report, notes))
+            }
+            Err(CompactError::Nothing(n)) => Err(Stop::Skipped(n.to_string())),
+            Err(e @ CompactError::NoModel) => Err(Stop::Skipped(e.to_string())),
+            Err(CompactError::Aborted | CompactError::CancelledByHook { .. }) => Err(Stop::Aborted),
+            Err(e) => Err(Stop::Failed(e.to_string())),
+        }
+    }
+
+    /// A handoff (SPEC §10.2): the document from the live context, then a
+    /// new session next to this one whose first entry holds it. The runtime
+    /// continues on the new session.
+    async fn run_handoff(
+        &mut self,
+        reason: Reason,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Result<Made, Stop> {
+        let Some(summarizer) = self.summarizer.clone() else {
+            return Err(Stop::Skipped(
+                "No model selected: a handoff needs a summarizer".to_owned(),
+            ));
+        };
+        let session = self.journal.session();
+        let ctx = build_context(session);
+        let tokens_before = estimate_context_tokens(ctx.agent_messages()).tokens;
+        let history = convert_to_llm(&ctx.messages, &ConvertOptions::default());
+        let focus = (reason == Reason::Threshold).then(|| HANDOFF_THRESHOLD_FOCUS.text());
+        let system = self
+            .system_prompt
+            .clone()
+            .unwrap_or_else(|| SUMMARIZATION_SYSTEM.text().to_owned());
+        let request = handoff_request(
+            without_failed_tail(history),
+            &system,
+            focus,
+            self.settings.reasoning.clone(),
+        );
+        let response = match summarizer.summarize(&request, cancel.clone()).await {
+            Ok(r) => r,
+            Err(SummarizeError::Cancelled) => return Err(Stop::Aborted),
+            Err(e) => return Err(Stop::Failed(format!("Handoff generation failed: {e}"))),
+        };
+        if cancel.is_cancelled() {
+            return Err(Stop::Aborted);
+        }
+        let document = response.text.trim().to_owned();
+        if document.is_empty() {
+            return Err(Stop::Failed(
+                "Handoff generation failed: the model returned an empty document".to_owned(),
+            ));
+        }
+        let now = (self.clock)();
+        let id = self.ids.fallback();
+        let old = session.header();
+        let header = Header {
+            parent_session: Some(self.journal.path().display().to_string()),
+            ..Header::new(
+                id.clone(),
+                format_iso(now),
+                old.cwd.clone().unwrap_or_default(),
+            )
+        };
+        let file = format!("{}_{id}.jsonl", format_iso(now).replace([':', '.'], "-"));
+        let path = self
+            .journal
+            .path()
+            .parent()
+            .map_or_else(|| file.clone().into(), |d| d.join(&file));
+        let mut stamp = Stamp {
+            ids: self.ids.as_mut(),
+            now,
+        };
+        let new_session = handoff_session(header, &document, &mut stamp);
+        let mut journal =
+            Journal::with_session(&path, new_session).map_err(|e| Stop::Failed(e.to_string()))?;
+        // The deferred first flush would wait for an assistant message; the
+        // successor's file exists at once so the agent can switch to it.
+        journal.rewrite().map_err(|e| Stop::Failed(e.to_string()))?;
+        self.journal = journal;
+        let tokens_after = build_context(self.journal.session())
+            .messages
+            .iter()
+            .map(|m| estimate_tokens(&m.message))
+            .sum();
+        let report = CompactionReport {
+            strategy: UsedStrategy::Handoff,
+            entry_id: None,
+            summary: document,
+            short_summary: None,
+            first_kept_entry_id: None,
+            tokens_before,
+            tokens_after,
+            from_extension: false,
+            session_file: Some(path),
+        };
+        Ok((report, Vec::new()))
+    }
+}

@@ -1,0 +1,193 @@
+//! The settings the maintenance runtime reads (SPEC §17.1, design era).
+//!
+//! A plain struct with the design-era defaults; the `musepi` binary maps its
+//! settings files into it, an embedding agent fills it from its own.
+
+use musepi_compaction::{CompactionSettings, PruneConfig, TriggerContext};
+use musepi_context_builder::ThresholdSettings;
+
+/// `compaction.strategy` (SPEC §4.9): how automatic maintenance compacts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum MaintenanceStrategy {
+    /// The local, model-free archive (spec-decisions 19: the default).
+    #[default]
+    Snapcompact,
+    /// An LLM summary written as a compaction entry.
+    ContextFull,
+    /// A handoff document that starts a new session (SPEC §10.2); overflow
+    /// and mid-turn maintenance use a context-full summary instead.
+    Handoff,
+    /// No automatic compaction (manual `/compact` still works).
+    Off,
+}
+
+impl MaintenanceStrategy {
+    /// Every strategy, in the order the docs list them.
+    pub const ALL: [Self; 4] = [
+        Self::Snapcompact,
+        Self::ContextFull,
+        Self::Handoff,
+        Self::Off,
+    ];
+
+    /// The setting's value: `snapcompact`, `context-full`, `handoff` or `off`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Snapcompact => "snapcompact",
+            Self::ContextFull => "context-full",
+            Self::Handoff => "handoff",
+            Self::Off => "off",
+        }
+    }
+
+    /// Parses a setting value.
+    pub fn parse(value: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.name() == value)
+    }
+}
+
+/// What the runtime reads of `compaction.*` and `branchSummary.*`, plus the
+/// current model's context window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MaintenanceSettings {
+    /// `compaction.enabled`: automatic maintenance (manual always works).
+    pub enabled: bool,
+    /// `compaction.strategy`.
+    pub strategy: MaintenanceStrategy,
+    /// `compaction.reserveTokens`.
+    pub reserve_tokens: u64,
+    /// `compaction.keepRecentTokens`.
+    pub keep_recent_tokens: u64,
+    /// `compaction.autoContinue`: threshold maintenance after a turn asks the
+    /// agent to continue with the auto-continue developer prompt.
+    pub auto_continue: bool,
+    /// `compaction.midTurnEnabled`.
+    pub mid_turn_enabled: bool,
+    /// `compaction.thresholdPercent` (≤ 0: unset).
+    pub threshold_percent: f64,
+    /// `compaction.thresholdTokens` (≤ 0: unset; wins over the percent).
+    pub threshold_tokens: f64,
+    /// `compaction.idleEnabled`.
+    pub idle_enabled: bool,
+    /// `compaction.idleThresholdTokens`.
+    pub idle_threshold_tokens: u64,
+    /// `compaction.idleTimeoutSeconds`.
+    pub idle_timeout_seconds: u64,
+    /// `compaction.dropUseless`: elide useless tool results before compacting.
+    pub drop_useless: bool,
+    /// `compaction.supersedeReads`: blank superseded file reads before compacting.
+    pub supersede_reads: bool,
+    /// `branchSummary.reserveTokens`.
+    pub branch_summary_reserve_tokens: u64,
+    /// The current model's context window.
+    pub context_window: u64,
+    /// Reasoning effort for summarizer calls.
+    pub reasoning: Option<String>,
+}
+
+impl Default for MaintenanceSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            strategy: MaintenanceStrategy::default(),
+            reserve_tokens: 16_384,
+            keep_recent_tokens: 20_000,
+            auto_continue: true,
+            mid_turn_enabled: true,
+            threshold_percent: -1.0,
+            threshold_tokens: -1.0,
+            idle_enabled: false,
+            idle_threshold_tokens: 200_000,
+            idle_timeout_seconds: 300,
+            drop_useless: true,
+            supersede_reads: true,
+            branch_summary_reserve_tokens: 16_384,
+            context_window: 200_000,
+            reasoning: Some("high".to_owned()),
+        }
+    }
+}
+
+impl MaintenanceSettings {
+    /// The compaction pipeline's settings.
+    pub fn compaction(&self) -> CompactionSettings {
+        CompactionSettings {
+            enabled: self.enabled,
+            reserve_tokens: self.reserve_tokens,
+            keep_recent_tokens: self.keep_recent_tokens,
+            threshold_percent: self.threshold_percent,
+            threshold_tokens: self.threshold_tokens,
+            reasoning: self.reasoning.clone(),
+            ..CompactionSettings::default()
+        }
+    }
+
+    /// The threshold view (`strategy: off` never compacts automatically).
+    pub fn thresholds(&self) -> ThresholdSettings {
+        self.compaction()
+            .thresholds(self.strategy == MaintenanceStrategy::Off)
+    }
+
+    /// Pruning before a compaction.
+    pub fn prune(&self) -> PruneConfig {
+        PruneConfig {
+            prune_useless: self.drop_useless,
+            supersede_reads: self.supersede_reads,
+            ..PruneConfig::default()
+        }
+    }
+
+    /// The trigger inputs that come from settings; the runtime adds its state.
+    pub fn trigger_context(&self) -> TriggerContext {
+        TriggerContext {
+            context_window: self.context_window,
+            thresholds: self.thresholds(),
+            mid_turn_enabled: self.mid_turn_enabled,
+            auto_continue: self.auto_continue,
+            idle_enabled: self.idle_enabled,
+            idle_threshold_tokens: self.idle_threshold_tokens,
+            idle_timeout_seconds: self.idle_timeout_seconds,
+            ..TriggerContext::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use musepi_context_builder::resolve_threshold_tokens;
+
+    #[test]
+    fn defaults_are_the_design_era_ones() {
+        let s = MaintenanceSettings::default();
+        assert_eq!(s.strategy, MaintenanceStrategy::Snapcompact);
+        assert!(s.enabled && s.auto_continue && s.mid_turn_enabled && !s.idle_enabled);
+        assert_eq!(
+            (s.idle_threshold_tokens, s.idle_timeout_seconds),
+            (200_000, 300)
+        );
+        assert_eq!(resolve_threshold_tokens(200_000, &s.thresholds()), 170_000);
+    }
+
+    #[test]
+    fn strategy_off_never_compacts_automatically() {
+        let s = MaintenanceSettings {
+            strategy: MaintenanceStrategy::Off,
+            ..MaintenanceSettings::default()
+        };
+        assert!(s.thresholds().strategy_off);
+        assert!(!musepi_context_builder::should_compact(
+            1e9,
+            200_000,
+            &s.thresholds()
+        ));
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for s in MaintenanceStrategy::ALL {
+            assert_eq!(MaintenanceStrategy::parse(s.name()), Some(s));
+        }
+        assert_eq!(MaintenanceStrategy::parse("shake"), None);
+    }
+}

@@ -1,0 +1,651 @@
+//! The maintenance runtime at each natural point of an agent loop, over a
+//! journal file, with a scripted summarizer: which trigger fires, the events
+//! it reports, what the agent is told to do, and what reaches the file.
+
+#![allow(clippy::unwrap_used)]
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use musepi_compaction::prompts::AUTO_CONTINUE;
+use musepi_compaction::{REPEATED_OVERFLOW, Reason};
+use musepi_context_builder::{LlmMessage, RequestPurpose, SummaryRequest, SummaryResponse};
+use musepi_hooks::{
+    Decision, Maintenance, MaintenanceEvent, MaintenanceSettings, MaintenanceStrategy,
+    NAVIGATE_MARKER, Outcome, SummarizeError, SummarizeFuture, Summarizer, TreeRequest,
+    UsedStrategy,
+};
+use musepi_session_model::{
+    AgentMessage, AssistantMessage, Content, ContentBlock, EntryBody, Header, Journal, JsonValue,
+    StopReason, Text, ToolCall, ToolResultMessage, Usage, UserMessage,
+};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+// ------------------------------------------------------------ the model
+
+/// Answers every summary request with a fixed text; can fail or hang.
+#[derive(Default)]
+struct Scripted {
+    fail: bool,
+    hang: bool,
+    started: Notify,
+    seen: Mutex<Vec<RequestPurpose>>,
+}
+
+impl Summarizer for Scripted {
+    fn summarize<'a>(
+        &'a self,
+        request: &'a SummaryRequest,
+        cancel: CancellationToken,
+    ) -> SummarizeFuture<'a> {
+        Box::pin(async move {
+            self.seen.lock().unwrap().push(request.purpose);
+            self.started.notify_one();
+            if self.hang {
+                cancel.cancelled().await;
+                return Err(SummarizeError::Cancelled);
+            }
+            if self.fail {
+                return Err(SummarizeError::Provider {
+                    provider: "scripted".into(),
+                    status: Some(500),
+                    message: "boom".into(),
+                });
+            }
+            let text = match request.purpose {
+                RequestPurpose::ShortSummary => "Worked on the parser.".to_owned(),
+                RequestPurpose::Handoff => "## Goal\nFinish the parser.".to_owned(),
+                _ => "## Goal\nFix the parser.".to_owned(),
+            };
+            Ok(SummaryResponse { text, usage: None })
+        })
+    }
+
+    fn describe(&self) -> String {
+        "scripted".into()
+    }
+}
+
+// ------------------------------------------------------------ the session
+
+const WINDOW: u64 = 100_000;
+/// Above the default threshold of a 100,000 window (83,616).
+const HIGH: f64 = 90_000.0;
+/// Below it.
+const LOW: f64 = 10_000.0;
+
+struct Rig {
+    _dir: tempfile::TempDir,
+    runtime: Maintenance,
+    events: Arc<Mutex<Vec<MaintenanceEvent>>>,
+    clock: Arc<AtomicI64>,
+    model: Arc<Scripted>,
+}
+
+fn settings(strategy: MaintenanceStrategy) -> MaintenanceSettings {
+    MaintenanceSettings {
+        strategy,
+        keep_recent_tokens: 300,
+        context_window: WINDOW,
+        ..MaintenanceSettings::default()
+    }
+}
+
+fn rig_with(settings: MaintenanceSettings, model: Scripted) -> Rig {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::create(
+        dir.path().join("s.jsonl"),
+        Header::new("sess", "2025-01-01T00:00:00.000Z", "/repo"),
+    )
+    .unwrap();
+    let clock = Arc::new(AtomicI64::new(1_735_689_600_000));
+    let tick = clock.clone();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let model = Arc::new(model);
+    let mut runtime = Maintenance::new(journal, settings)
+        .with_summarizer(model.clone())
+        .with_clock(Arc::new(move || tick.fetch_add(1000, Ordering::SeqCst)))
+        .with_events(Arc::new(move |e| sink.lock().unwrap().push(e)));
+    runtime.set_model("scripted", "m1", None);
+    let mut rig = Rig {
+        _dir: dir,
+        runtime,
+        events,
+        clock,
+        model,
+    };
+    for turn in 0..3 {
+        rig.user(&format!(
+            "step {turn}: {}",
+            "explain the parser ".repeat(40)
+        ));
+        rig.assistant(
+            &"the parser reads tokens ".repeat(60),
+            StopReason::Stop,
+            LOW,
+        );
+    }
+    rig.events.lock().unwrap().clear();
+    rig
+}
+
+fn rig(strategy: MaintenanceStrategy) -> Rig {
+    rig_with(settings(strategy), Scripted::default())
+}
+
+impl Rig {
+    fn now(&self) -> f64 {
+        self.clock.load(Ordering::SeqCst) as f64
+    }
+
+    fn append(&mut self, message: AgentMessage) -> String {
+        self.runtime
+            .append(EntryBody::Message(message))
+            .unwrap()
+            .to_string()
+    }
+
+    fn user(&mut self, text: &str) -> String {
+        let timestamp = Some(self.now());
+        self.append(AgentMessage::User(UserMessage {
+            content: Content::text(text),
+            timestamp,
+            attribution: None,
+        }))
+    }
+
+    fn reply(&self, content: Content, stop: StopReason, input: f64) -> AssistantMessage {
+        AssistantMessage {
+            content,
+            provider: Some("scripted".into()),
+            model: Some("m1".into()),
+            usage: Some(Usage {
+                input,
+                output: 100.0,
+                total_tokens: input + 100.0,
+                ..Usage::default()
+            }),
+            stop_reason: Some(stop),
+            timestamp: Some(self.now()),
+            ..AssistantMessage::default()
+        }
+    }
+
+    fn assistant(&mut self, text: &str, stop: StopReason, input: f64) -> String {
+        let m = self.reply(Content::text(text), stop, input);
+        self.append(AgentMessage::Assistant(m))
+    }
+
+    fn tool_call(&mut self, id: &str, input: f64) -> String {
+        let call = ToolCall {
+            id: id.into(),
+            name: Text::new("read"),
+            arguments: JsonValue::new(serde_json::json!({"path": "src/parser.rs"})),
+            intent: None,
+        };
+        let content = Content::Blocks(vec![
+            ContentBlock::text("reading"),
+            ContentBlock::ToolCall(call),
+        ]);
+        let m = self.reply(content, StopReason::ToolUse, input);
+        self.append(AgentMessage::Assistant(m))
+    }
+
+    fn tool_result(&mut self, id: &str) -> String {
+        let timestamp = Some(self.now());
+        self.append(AgentMessage::ToolResult(ToolResultMessage {
+            tool_call_id: id.into(),
+            tool_name: "read".into(),
+            content: Content::text("fn parse() {}"),
+            timestamp,
+            ..ToolResultMessage::default()
+        }))
+    }
+
+    fn overflow(&mut self) -> String {
+        let mut m = self.reply(Content::Blocks(Vec::new()), StopReason::Error, 0.0);
+        m.usage = None;
+        m.error_message = Some("prompt is too long: 210000 tokens > 200000 maximum".into());
+        self.append(AgentMessage::Assistant(m))
+    }
+
+    fn events(&self) -> Vec<MaintenanceEvent> {
+        std::mem::take(&mut *self.events.lock().unwrap())
+    }
+
+    fn compactions_in_file(&self) -> usize {
+        let text = std::fs::read_to_string(self.runtime.journal().path()).unwrap();
+        text.lines()
+            .filter(|l| l.contains(r#""type":"compaction""#))
+            .count()
+    }
+}
+
+fn start(reason: Reason) -> MaintenanceEvent {
+    MaintenanceEvent::CompactionStart { reason }
+}
+
+/// The `compaction_end` of a successful run, its result taken from the decision.
+fn end_ok(reason: Reason, will_retry: bool, d: &Decision) -> MaintenanceEvent {
+    MaintenanceEvent::CompactionEnd {
+        reason,
+        result: d.compaction.clone(),
+        aborted: false,
+        will_retry,
+        error_message: None,
+    }
+}
+
+fn last_is_failed_assistant(context: &[LlmMessage]) -> bool {
+    matches!(
+        context.last(),
+        Some(LlmMessage::Assistant {
+            stop_reason: Some(StopReason::Error | StopReason::Length),
+            ..
+        })
+    )
+}
+
+// ------------------------------------------------------------ scenarios
+
+#[tokio::test]
+async fn an_overflow_compacts_and_retries_once_then_gives_up() {
+    let mut r = rig(MaintenanceStrategy::ContextFull);
+    r.user("one more step");
+    r.overflow();
+    let d = r.runtime.after_assistant(None).await.unwrap();
+    assert_eq!(d.outcome, Outcome::Compacted);
+    assert_eq!(d.reason, Some(Reason::Overflow));
+    assert!(d.retry && d.remove_last_assistant && d.continue_turn);
+    assert_eq!(d.continue_prompt, None);
+    assert!(!last_is_failed_assistant(d.context.as_ref().unwrap()));
+    assert_eq!(
+        r.events(),
+        vec![start(Reason::Overflow), end_ok(Reason::Overflow, true, &d)]
+    );
+    assert_eq!(r.compactions_in_file(), 1);
+    assert!(r.runtime.state().overflow_recovery_attempted);
+
+    // The retry overflows again: one compact-and-retry per run.
+    r.overflow();
+    let d = r.runtime.after_assistant(None).await.unwrap();
+    assert_eq!(d.outcome, Outcome::Failed);
+    assert_eq!(d.error.as_deref(), Some(REPEATED_OVERFLOW));
+    assert!(!d.retry);
+    assert_eq!(
+        r.events(),
+        vec![MaintenanceEvent::CompactionEnd {
+            reason: Reason::Overflow,
+            result: None,
+            aborted: false,
+            will_retry: false,
+            error_message: Some(REPEATED_OVERFLOW.into()),
+        }]
+    );
+    assert_eq!(r.compactions_in_file(), 1);
+
+    // A new user message starts a new run.
+    r.user("try again");
+    assert!(!r.runtime.state().overflow_recovery_attempted);
+}
+
+#[tokio::test]
+async fn an_overflow_from_another_model_is_left_alone() {
+    let mut r = rig(MaintenanceStrategy::ContextFull);
+    r.overflow();
+    r.runtime.set_model("other", "bigger", Some(400_000));
+    let d = r.runtime.after_assistant(None).await.unwrap();
+    assert_eq!(d, Decision::nothing());
+    assert!(r.events().is_empty());
+}
+
+#[tokio::test]
+async fn a_length_stop_below_the_threshold_keeps_the_turn_and_warns() {
+    let mut r = rig(MaintenanceStrategy::ContextFull);
+    r.assistant("half of the answer", StopReason::Length, LOW);
+    let d = r.runtime.after_assistant(None).await.unwrap();
+    assert_eq!(d.outcome, Outcome::Warned);
+    assert!(d.warning.unwrap().contains("output limit"));
+    assert!(!d.retry && !d.continue_turn && d.context.is_none());
+    assert!(r.events().is_empty());
+    assert_eq!(r.compactions_in_file(), 0);
+}
+
+#[tokio::test]
+async fn a_length_stop_above_the_threshold_compacts_and_continues() {
+    let mut r = rig(MaintenanceStrategy::ContextFull);
+    r.assistant("half of the answer", StopReason::Length, HIGH);
+    let d = r.runtime.after_assistant(None).await.unwrap();
+    assert_eq!(d.outcome, Outcome::Compacted);
+    assert_eq!(d.reason, Some(Reason::Incomplete));
+    assert!(d.retry && d.continue_turn && d.remove_last_assistant);
+    assert!(!last_is_failed_assistant(d.context.as_ref().unwrap()));
+    assert_eq!(
+        r.events(),
+        vec![
+            start(Reason::Incomplete),
+            end_ok(Reason::Incomplete, true, &d)
+        ]
+    );
+    assert_eq!(r.compactions_in_file(), 1);
+}
+
+#[tokio::test]
+async fn three_empty_recoveries_then_the_failure_message() {
+    let mut r = rig(MaintenanceStrategy::ContextFull);
+    for n in 1..=3 {
+        r.assistant("", StopReason::Length, LOW);
+        let d = r.runtime.after_assistant(None).await.unwrap();
+        assert_eq!(d.outcome, Outcome::Retry, "recovery {n}");
+        assert!(d.retry && d.remove_last_assistant && d.continue_turn);
+        assert_eq!(r.runtime.state().empty_incomplete_recoveries, n);
+    }
+    r.assistant("", StopReason::Length, LOW);
+    let d = r.runtime.after_assistant(None).await.unwrap();
+    assert_eq!(d.outcome, Outcome::Failed);
+    let message = d.error.unwrap();
+    assert!(
+        message.starts_with("Incomplete response recovery failed: "),
+        "{message}"
+    );
+    assert_eq!(
+        r.events(),
+        vec![MaintenanceEvent::CompactionEnd {
+            reason: Reason::Incomplete,
+            result: None,
+            aborted: false,
+            will_retry: false,
+            error_message: Some(message),
+        }]
+    );
+    assert_eq!(r.compactions_in_file(), 0);
+}
+
+#[tokio::test]
+async fn threshold_maintenance_after_a_turn_continues_with_the_developer_prompt() {
+    let mut r = rig(MaintenanceStrategy::ContextFull);
+    r.user("next step");
+    let id = r.assistant("done with the parser", StopReason::Stop, HIGH);
+    let d = r.runtime.after_assistant(None).await.unwrap();
+    assert_eq!(d.outcome, Outcome::Compacted);
+    assert_eq!(d.reason, Some(Reason::Threshold));
+    assert!(!d.retry && !d.remove_last_assistant && d.continue_turn);
+    assert_eq!(d.continue_prompt.as_deref(), Some(AUTO_CONTINUE.text()));
+    let report = d.compaction.clone().unwrap();
+    assert_eq!(report.strategy, UsedStrategy::ContextFull);
+    assert!(report.summary.contains("Fix the parser"));
+    assert_eq!(
+        r.events(),
+        vec![
+            start(Reason::Threshold),
+            end_ok(Reason::Threshold, false, &d)
+        ]
+    );
+
+    // The same usage never compacts twice: not the same message again, not
+    // the next request that still carries it.
+    assert_eq!(
+        r.runtime.after_assistant(Some(&id)).await.unwrap(),
+        Decision::nothing()
+    );
+    assert_eq!(
+        r.runtime.before_request(Some(true)).await,
+        Decision::nothing()
+    );
+    assert!(r.events().is_empty());
+    assert_eq!(r.compactions_in_file(), 1);
+}
+
+#[tokio::test]
+async fn auto_continue_off_compacts_without_continuing() {
+    let mut s = settings(MaintenanceStrategy::ContextFull);
+    s.auto_continue = false;
+    let mut r = rig_with(s, Scripted::default());
+    r.assistant("done", StopReason::Stop, HIGH);
+    let d = r.runtime.after_assistant(None).await.unwrap();
+    assert_eq!(d.outcome, Outcome::Compacted);
+    assert!(!d.continue_turn && d.continue_prompt.is_none());
+}
+
+#[tokio::test]
+async fn a_mid_turn_crossing_compacts_before_the_next_request_without_a_second_continuation() {
+    let mut r = rig(MaintenanceStrategy::ContextFull);
+    r.user("read the parser");
+    r.tool_call("call-1", HIGH);
+    // The turn goes on: the post-turn check leaves it to the next request.
+    assert_eq!(
+        r.runtime.after_assistant(None).await.unwrap(),
+        Decision::nothing()
+    );
+    // The call has no result yet: not a safe boundary.
+    assert!(!r.runtime.at_safe_boundary());
+    assert_eq!(r.runtime.before_request(None).await, Decision::nothing());
+    r.tool_result("call-1");
+    let d = r.runtime.before_request(None).await;
+    assert_eq!(d.outcome, Outcome::Compacted, "{:?}", d.notes);
+    assert_eq!(d.reason, Some(Reason::Threshold));
+    assert!(!d.retry && !d.continue_turn && d.continue_prompt.is_none());
+    assert!(d.context.is_some());
+    assert_eq!(
+        r.events(),
+        vec![
+            start(Reason::Threshold),
+            end_ok(Reason::Threshold, false, &d)
+        ]
+    );
+    assert_eq!(r.runtime.before_request(None).await, Decision::nothing());
+    assert_eq!(r.compactions_in_file(), 1);
+}
+
+#[tokio::test]
+async fn mid_turn_checks_can_be_switched_off() {
+    let mut s = settings(MaintenanceStrategy::ContextFull);
+    s.mid_turn_enabled = false;
+    let mut r = rig_with(s, Scripted::default());
+    r.tool_call("call-1", HIGH);
+    r.tool_result("call-1");
+    assert_eq!(r.runtime.before_request(None).await, Decision::nothing());
+}
+
+#[tokio::test]
+async fn idle_compaction_waits_for_the_timeout_and_never_continues() {
+    let mut s = settings(MaintenanceStrategy::ContextFull);
+    s.idle_enabled = true;
+    s.idle_threshold_tokens = 5_000;
+    let mut r = rig_with(s, Scripted::default());
+    r.assistant("waiting for you", StopReason::Stop, LOW);
+    assert_eq!(
+        r.runtime.after_assistant(None).await.unwrap(),
+        Decision::nothing()
+    );
+    assert_eq!(r.runtime.idle(299).await, Decision::nothing());
+    let d = r.runtime.idle(300).await;
+    assert_eq!(d.outcome, Outcome::Compacted);
+    assert_eq!(d.reason, Some(Reason::Idle));
+    assert!(!d.retry && !d.continue_turn && d.continue_prompt.is_none());
+    assert_eq!(
+        r.events(),
+        vec![start(Reason::Idle), end_ok(Reason::Idle, false, &d)]
+    );
+    // Once is enough.
+    assert_eq!(r.runtime.idle(3_000).await, Decision::nothing());
+}
+
+#[tokio::test]
+async fn a_manual_compaction_while_idle_never_starts_a_turn() {
+    let mut r = rig(MaintenanceStrategy::ContextFull);
+    let d = r.runtime.compact(Some("focus on the parser".into())).await;
+    assert_eq!(d.outcome, Outcome::Compacted);
+    assert_eq!(d.reason, Some(Reason::Manual));
+    assert!(!d.retry && !d.continue_turn && d.continue_prompt.is_none());
+    assert_eq!(
+        r.events(),
+        vec![start(Reason::Manual), end_ok(Reason::Manual, false, &d)]
+    );
+    // Right after, there is nothing left to compact: an error, no turn.
+    let d = r.runtime.compact(None).await;
+    assert_eq!(d.outcome, Outcome::Failed);
+    assert_eq!(d.error.as_deref(), Some("Already compacted"));
+    assert!(!d.continue_turn);
+}
+
+#[tokio::test]
+async fn strategy_off_stops_automatic_maintenance_but_not_manual() {
+    let mut r = rig_with(settings(MaintenanceStrategy::Off), Scripted::default());
+    r.assistant("done", StopReason::Stop, HIGH);
+    assert_eq!(
+        r.runtime.after_assistant(None).await.unwrap(),
+        Decision::nothing()
+    );
+    let d = r.runtime.compact(Some("keep the parser".into())).await;
+    assert_eq!(d.outcome, Outcome::Compacted);
+}
+
+#[tokio::test]
+async fn failures_carry_the_message_of_their_path() {
+    let failing = || Scripted {
+        fail: true,
+        ..Scripted::default()
+    };
+    let mut r = rig_with(settings(MaintenanceStrategy::ContextFull), failing());
+    r.assistant("done", StopReason::Stop, HIGH);
+    let d = r.runtime.after_assistant(None).await.unwrap();
+    assert_eq!(d.outcome, Outcome::Failed);
+    let message = d.error.unwrap();
+    assert!(
+        message.starts_with("Auto-compaction failed: Summarization failed: "),
+        "{message}"
+    );
+    let events = r.events();
+    assert!(matches!(
+        &events[1],
+        MaintenanceEvent::CompactionEnd { error_message: Some(m), aborted: false, .. } if *m == message
+    ));
+    assert_eq!(r.compactions_in_file(), 0);
+
+    let mut r = rig_with(settings(MaintenanceStrategy::ContextFull), failing());
+    r.overflow();
+    let d = r.runtime.after_assistant(None).await.unwrap();
+    assert!(!d.retry);
+    assert!(
+        d.error
+            .unwrap()
+            .starts_with("Context overflow recovery failed: ")
+    );
+}
+
+#[tokio::test]
+async fn abort_stops_a_running_compaction_and_writes_nothing() {
+    let hanging = Scripted {
+        hang: true,
+        ..Scripted::default()
+    };
+    let mut r = rig_with(settings(MaintenanceStrategy::ContextFull), hanging);
+    r.assistant("done", StopReason::Stop, HIGH);
+    let before = std::fs::read(r.runtime.journal().path()).unwrap();
+    let handle = r.runtime.abort_handle();
+    let model = r.model.clone();
+    let aborter = tokio::spawn(async move {
+        model.started.notified().await;
+        handle.abort()
+    });
+    let d = r.runtime.after_assistant(None).await.unwrap();
+    assert!(aborter.await.unwrap());
+    assert_eq!(d.outcome, Outcome::Aborted);
+    assert_eq!(
+        r.events(),
+        vec![
+            start(Reason::Threshold),
+            MaintenanceEvent::CompactionEnd {
+                reason: Reason::Threshold,
+                result: None,
+                aborted: true,
+                will_retry: false,
+                error_message: None,
+            }
+        ]
+    );
+    assert_eq!(std::fs::read(r.runtime.journal().path()).unwrap(), before);
+    assert!(!r.runtime.abort_handle().is_running());
+}
+
+#[tokio::test]
+async fn a_handoff_starts_a_new_session_and_mid_turn_falls_back_to_a_summary() {
+    let mut r = rig(MaintenanceStrategy::Handoff);
+    let old = r.runtime.journal().path().to_owned();
+    r.assistant("done", StopReason::Stop, HIGH);
+    let d = r.runtime.after_assistant(None).await.unwrap();
+    assert_eq!(d.outcome, Outcome::Compacted);
+    let report = d.compaction.clone().unwrap();
+    assert_eq!(report.strategy, UsedStrategy::Handoff);
+    assert_eq!(report.entry_id, None);
+    let new = report.session_file.unwrap();
+    assert_eq!(r.runtime.journal().path(), new);
+    let text = std::fs::read_to_string(&new).unwrap();
+    assert!(text.contains(r#""customType":"handoff""#), "{text}");
+    assert!(text.contains(&format!(r#""parentSession":"{}""#, old.display())));
+    assert_eq!(
+        r.model.seen.lock().unwrap().as_slice(),
+        [RequestPurpose::Handoff]
+    );
+
+    // Mid-turn never hands off: it writes a context-full compaction.
+    let mut r = rig(MaintenanceStrategy::Handoff);
+    r.tool_call("call-1", HIGH);
+    r.tool_result("call-1");
+    let d = r.runtime.before_request(None).await;
+    assert_eq!(d.compaction.unwrap().strategy, UsedStrategy::ContextFull);
+    assert_eq!(r.compactions_in_file(), 1);
+}
+
+#[tokio::test]
+async fn navigate_tree_moves_the_leaf_with_or_without_a_summary() {
+    let mut r = rig(MaintenanceStrategy::ContextFull);
+    let fork = r.user("a question I will abandon");
+    r.assistant("an answer I will abandon", StopReason::Stop, LOW);
+    let target = r.runtime.journal().session().entries()[1].id.to_string();
+    let d = r
+        .runtime
+        .navigate_tree(TreeRequest {
+            target_id: Some(target.clone()),
+            summarize: true,
+            ..TreeRequest::default()
+        })
+        .await
+        .unwrap();
+    assert!(!d.cancelled);
+    assert!(d.abandoned.iter().any(|id| id.as_str() == fork));
+    let summary_id = d.summary_entry_id.clone().unwrap();
+    assert_eq!(d.new_leaf_id.as_ref(), Some(&summary_id));
+    let events = r.events();
+    assert_eq!(
+        events.first(),
+        Some(&MaintenanceEvent::TreeStart {
+            target_id: Some(target.clone()),
+            summarize: true
+        })
+    );
+    assert!(matches!(
+        events.last(),
+        Some(MaintenanceEvent::TreeEnd { summary_entry_id: Some(id), aborted: false, .. }) if *id == summary_id.to_string()
+    ));
+
+    // Without a summary, a marker entry makes the new leaf durable.
+    let d = r
+        .runtime
+        .navigate_tree(TreeRequest {
+            target_id: Some(target),
+            ..TreeRequest::default()
+        })
+        .await
+        .unwrap();
+    let marker = d.marker_entry_id.unwrap();
+    let session = r.runtime.journal().session();
+    assert_eq!(session.leaf_id(), Some(&marker));
+    assert!(matches!(
+        &session.get(marker.as_str()).unwrap().body,
+        EntryBody::Custom { custom_type, .. } if custom_type == NAVIGATE_MARKER
+    ));
+}
