@@ -56,6 +56,36 @@ pub enum Command {
     Plan(PlanArgs),
     /// Blank stale tool output (superseded reads, useless results, old outputs) in place.
     Prune(PruneArgs),
+    /// Look at snapcompact archives.
+    #[command(subcommand)]
+    Snapcompact(SnapcompactCommand),
+}
+
+/// `musepi snapcompact …`.
+#[derive(Debug, Subcommand)]
+pub enum SnapcompactCommand {
+    /// Write the archive of a compaction as PNG frames or text pages to look at.
+    Render(RenderArgs),
+}
+
+/// `musepi snapcompact render FILE --out DIR`.
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    /// The session file, or `-` for standard input.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The folder to write `frame-001.png` … (or `page-001.txt` …), the text edges and `archive.json` into.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// The compaction entry to render (default: the latest on the path to the leaf).
+    #[arg(long, value_name = "ID")]
+    pub entry: Option<String>,
+    /// Print the archive's text anew with this shape (e.g. 8on22-bw) instead of writing the stored frames.
+    #[arg(long, value_name = "NAME")]
+    pub shape: Option<String>,
+    /// Print the archive's text anew in the shape measured for this model.
+    #[arg(long, value_name = "ID")]
+    pub model: Option<String>,
 }
 
 /// `musepi context FILE`.

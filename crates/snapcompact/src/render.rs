@@ -207,6 +207,40 @@ pub fn base64_encode(bytes: &[u8]) -> String {
     out
 }
 
+/// Decodes standard base64 (RFC 4648, padding optional; ASCII whitespace
+/// ignored), as stored frames hold their PNG; none when the text is not
+/// base64.
+pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    fn value(c: u8) -> Option<u32> {
+        Some(u32::from(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        }))
+    }
+    let digits: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    let body = digits
+        .strip_suffix(b"==")
+        .or_else(|| digits.strip_suffix(b"="))
+        .unwrap_or(&digits);
+    if body.len() % 4 == 1 || (body.len() != digits.len() && digits.len() % 4 != 0) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(body.len() / 4 * 3 + 2);
+    for chunk in body.chunks(4) {
+        let mut n = 0u32;
+        for (i, &c) in chunk.iter().enumerate() {
+            n |= value(c)? << (18 - 6 * i);
+        }
+        let bytes = n.to_be_bytes();
+        out.extend_from_slice(&bytes[1..chunk.len()]);
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,5 +391,21 @@ mod tests {
             assert_eq!(base64_encode(input.as_bytes()), expected);
         }
         assert_eq!(base64_encode(&[0xFB, 0xFF]), "+/8=");
+    }
+
+    #[test]
+    fn base64_decodes_what_it_encodes_and_refuses_the_rest() {
+        for input in ["", "f", "fo", "foo", "foob", "fooba", "foobar"] {
+            let encoded = base64_encode(input.as_bytes());
+            assert_eq!(base64_decode(&encoded).as_deref(), Some(input.as_bytes()));
+            let bare = encoded.trim_end_matches('=');
+            assert_eq!(base64_decode(bare).as_deref(), Some(input.as_bytes()));
+        }
+        assert_eq!(base64_decode("+/8=").as_deref(), Some(&[0xFB, 0xFF][..]));
+        let frame = render("decode me", &shape("8on16-bw"), 64).unwrap();
+        assert_eq!(base64_decode(&frame.base64()), Some(frame.png));
+        for bad in ["Z", "Zg=", "Z!==", "Zm9v=", "blob:sha256:00"] {
+            assert_eq!(base64_decode(bad), None, "{bad}");
+        }
     }
 }

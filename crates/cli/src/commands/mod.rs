@@ -12,6 +12,7 @@ pub mod plan;
 pub mod prune;
 pub mod session;
 pub mod settings_glue;
+pub mod snapcompact;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -185,5 +186,6 @@ fn dispatch(command: Command, ctx: &Ctx) -> CmdResult {
         Command::Context(args) => context::run(&args, ctx),
         Command::Plan(args) => plan::run(&args, ctx),
         Command::Prune(args) => prune::run(&args, ctx),
+        Command::Snapcompact(cmd) => snapcompact::run(&cmd, ctx),
     }
 }

@@ -1,0 +1,332 @@
+//! `musepi snapcompact render FILE --out DIR [--entry ID] [--shape NAME]
+//! [--model ID]`: the archive of a compaction as files to look at.
+//!
+//! A PNG archive (`preserveData.snapcompact`) gives its stored frames as
+//! `frame-001.png` …; a text archive (`details.snapcompact`) gives its
+//! pages as `page-001.txt` …. Both write the verbatim edges
+//! (`text-head.txt`, `text-tail.txt`), the whole kept text (`archive.txt`)
+//! and `archive.json` (what each file holds, no image data). With
+//! `--shape` or `--model`, the archive's text is printed anew in that shape
+//! instead of writing the stored frames.
+
+use std::fs;
+use std::path::Path;
+
+use anyhow::{Context as _, anyhow};
+use musepi_session_model::{Compaction, EntryBody, Session};
+use musepi_snapcompact::history::plain_text;
+use musepi_snapcompact::png_archive::{ArchiveFrame, PngArchive, plan_archive, render_frames};
+use musepi_snapcompact::pricing::{MAX_FRAMES_DEFAULT, PRESERVE_KEY};
+use musepi_snapcompact::text_frames::{
+    DEFAULT_ARCHIVE_MAX_CHARS, SnapArchiveState, plan_archive as plan_text,
+};
+use musepi_snapcompact::{base64_decode, low_companion, normalize, resolve_shape};
+use serde_json::{Value, json};
+
+use crate::cli::{RenderArgs, SnapcompactCommand};
+use crate::commands::files::{Input, load_or_fail};
+use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
+use crate::output::{aligned, print_json, print_text};
+
+/// Runs a `musepi snapcompact` command.
+pub fn run(command: &SnapcompactCommand, ctx: &Ctx) -> CmdResult {
+    match command {
+        SnapcompactCommand::Render(args) => render(args, ctx),
+    }
+}
+
+/// The archive a compaction holds.
+enum Stored {
+    Png(PngArchive),
+    Text(SnapArchiveState),
+}
+
+/// What was written, for `archive.json` and the report.
+struct Written {
+    doc: Value,
+    files: Vec<String>,
+}
+
+fn render(args: &RenderArgs, ctx: &Ctx) -> CmdResult {
+    let input = Input::from_arg(&args.file);
+    let loaded = load_or_fail(&input, ctx)?;
+    let session = &loaded.session;
+    let (index, compaction) = find_compaction(session, args.entry.as_deref(), &input)?;
+    let id = session.entries()[index].id.to_string();
+    let stored = stored_archive(compaction).ok_or_else(|| {
+        Failure::bad_input(anyhow!("compaction {id} holds no snapcompact archive"))
+    })?;
+    let shape = match (&args.shape, &args.model) {
+        (None, None) => None,
+        (shape, model) => Some(
+            resolve_shape("", model.as_deref().unwrap_or_default(), shape.as_deref())
+                .or_bad_input()?
+                .shape,
+        ),
+    };
+    fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))
+        .or_failed()?;
+    clear_previous(&args.out).or_failed()?;
+    let mut written = match (&stored, shape) {
+        (Stored::Png(png), None) => write_stored_frames(&args.out, png).or_failed()?,
+        (Stored::Text(text), None) => write_pages(&args.out, text).or_failed()?,
+        (stored, Some(shape)) => {
+            let source = match stored {
+                Stored::Png(png) => png.source_text(),
+                Stored::Text(text) => normalize(&text.text),
+            };
+            let layout = plan_archive(
+                &source,
+                &shape,
+                low_companion(&shape).as_ref(),
+                MAX_FRAMES_DEFAULT,
+            )
+            .or_bad_input()?;
+            let frames = render_frames(&layout, None).or_failed()?;
+            let mut fresh = write_frames(&args.out, &frames).or_failed()?;
+            fresh.files.extend(
+                write_edges(
+                    &args.out,
+                    &layout.text_head,
+                    &layout.text_tail,
+                    &layout.kept_text,
+                )
+                .or_failed()?,
+            );
+            fresh.doc["shape"] = json!(shape.name);
+            fresh.doc["frameSize"] = json!(shape.frame_size);
+            let before = match stored {
+                Stored::Png(png) => png.truncated_chars,
+                Stored::Text(text) => text.truncated_chars,
+            };
+            fresh.doc["truncatedChars"] = json!(before + layout.truncated_chars as u64);
+            fresh
+        }
+    };
+    written.doc["entryId"] = json!(id);
+    written.doc["archive"] = json!(match stored {
+        Stored::Png(_) => "png",
+        Stored::Text(_) => "text",
+    });
+    written.doc["rerendered"] = json!(args.shape.is_some() || args.model.is_some());
+    let json_path = args.out.join("archive.json");
+    let pretty = serde_json::to_string_pretty(&written.doc).unwrap_or_default();
+    fs::write(&json_path, format!("{pretty}\n"))
+        .with_context(|| format!("cannot write {}", json_path.display()))
+        .or_failed()?;
+    written.files.push("archive.json".to_owned());
+    report(args, &written, ctx)
+}
+
+/// The compaction named by `--entry`, or the latest on the leaf's path.
+fn find_compaction<'s>(
+    session: &'s Session,
+    entry: Option<&str>,
+    input: &Input,
+) -> Result<(usize, &'s Compaction), Failure> {
+    let index = match entry {
+        Some(id) => session
+            .index_of(id)
+            .ok_or_else(|| Failure::bad_input(anyhow!("{}: no entry {id}", input.name())))?,
+        None => session
+            .leaf_index()
+            .map(|leaf| session.path_indices(leaf))
+            .and_then(|path| {
+                path.into_iter()
+                    .rev()
+                    .find(|&i| matches!(session.entries()[i].body, EntryBody::Compaction(_)))
+            })
+            .ok_or_else(|| {
+                Failure::bad_input(anyhow!(
+                    "{}: no compaction on the path to the leaf",
+                    input.name()
+                ))
+            })?,
+    };
+    let entry = &session.entries()[index];
+    match &entry.body {
+        EntryBody::Compaction(c) => Ok((index, c)),
+        other => Err(Failure::bad_input(anyhow!(
+            "entry {} is a {}, not a compaction",
+            entry.id,
+            other.type_name()
+        ))),
+    }
+}
+
+/// The PNG archive of `preserveData`, else the text archive of `details`.
+fn stored_archive(c: &Compaction) -> Option<Stored> {
+    let png = c
+        .preserve_data
+        .as_ref()
+        .map(musepi_session_model::RawJson::to_value)
+        .and_then(|p| p.get(PRESERVE_KEY).and_then(PngArchive::from_value));
+    png.map(Stored::Png).or_else(|| {
+        c.details
+            .as_ref()
+            .and_then(|d| d.get(PRESERVE_KEY))
+            .and_then(SnapArchiveState::from_value)
+            .map(Stored::Text)
+    })
+}
+
+/// Removes the numbered files of an earlier render, so the folder shows
+/// one archive; nothing else in it is touched.
+fn clear_previous(dir: &Path) -> anyhow::Result<()> {
+    for entry in fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if is_numbered(&name, "frame-", ".png") || is_numbered(&name, "page-", ".txt") {
+            fs::remove_file(entry.path())
+                .with_context(|| format!("cannot remove {}", entry.path().display()))?;
+        }
+    }
+    Ok(())
+}
+
+fn is_numbered(name: &str, prefix: &str, suffix: &str) -> bool {
+    name.strip_prefix(prefix)
+        .and_then(|n| n.strip_suffix(suffix))
+        .is_some_and(|n| n.len() >= 3 && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> anyhow::Result<String> {
+    let path = dir.join(name);
+    fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(name.to_owned())
+}
+
+/// `frame-NNN.png` for every available frame, and their metadata.
+fn write_frames(dir: &Path, frames: &[ArchiveFrame]) -> anyhow::Result<Written> {
+    let mut files = Vec::new();
+    let mut meta = Vec::new();
+    for (i, frame) in frames.iter().enumerate() {
+        let png = frame
+            .is_available()
+            .then(|| base64_decode(&frame.data))
+            .flatten();
+        let file = match &png {
+            Some(bytes) => Some(write(dir, &format!("frame-{:03}.png", i + 1), bytes)?),
+            None => None,
+        };
+        files.extend(file.clone());
+        meta.push(json!({
+            "file": file,
+            "pngBytes": png.as_ref().map(Vec::len),
+            "base64Bytes": frame.data.len(),
+            "cols": frame.cols,
+            "rows": frame.rows,
+            "chars": frame.chars,
+            "shape": frame.shape,
+            "font": frame.font,
+            "variant": frame.variant,
+            "lineRepeat": frame.line_repeat,
+            "detail": frame.detail,
+        }));
+    }
+    Ok(Written {
+        doc: json!({"frames": meta}),
+        files,
+    })
+}
+
+/// The edges and the whole text as plain text (line breaks restored).
+fn write_edges(dir: &Path, head: &str, tail: &str, all: &str) -> anyhow::Result<Vec<String>> {
+    let mut files = Vec::new();
+    for (name, text) in [
+        ("text-head.txt", head),
+        ("text-tail.txt", tail),
+        ("archive.txt", all),
+    ] {
+        if !text.is_empty() {
+            files.push(write(dir, name, plain_text(text).as_bytes())?);
+        }
+    }
+    Ok(files)
+}
+
+fn write_stored_frames(dir: &Path, png: &PngArchive) -> anyhow::Result<Written> {
+    let mut written = write_frames(dir, &png.frames)?;
+    written.files.extend(write_edges(
+        dir,
+        png.text_head.as_deref().unwrap_or_default(),
+        png.text_tail.as_deref().unwrap_or_default(),
+        &png.source_text(),
+    )?);
+    written.doc["totalChars"] = json!(png.total_chars);
+    written.doc["truncatedChars"] = json!(png.truncated_chars);
+    Ok(written)
+}
+
+/// A text archive's pages, planned as the compaction planned them (its
+/// kept text already fits the budget, so nothing more is dropped).
+fn write_pages(dir: &Path, archive: &SnapArchiveState) -> anyhow::Result<Written> {
+    let budget = DEFAULT_ARCHIVE_MAX_CHARS.max(archive.text.encode_utf16().count());
+    let layout = plan_text(&archive.text, budget);
+    let mut files = Vec::new();
+    let mut pages = Vec::new();
+    for frame in &layout.frames {
+        let name = format!("page-{:03}.txt", frame.index + 1);
+        files.push(write(
+            dir,
+            &name,
+            layout.page(frame.index).unwrap_or_default().as_bytes(),
+        )?);
+        pages.push(json!({"file": name, "chars": frame.chars}));
+    }
+    for (name, text) in [
+        ("text-head.txt", layout.text_head.as_str()),
+        ("text-tail.txt", layout.text_tail.as_str()),
+        ("archive.txt", archive.text.as_str()),
+    ] {
+        if !text.is_empty() {
+            files.push(write(dir, name, text.as_bytes())?);
+        }
+    }
+    Ok(Written {
+        doc: json!({
+            "pages": pages,
+            "version": archive.version,
+            "truncatedChars": archive.truncated_chars,
+        }),
+        files,
+    })
+}
+
+fn report(args: &RenderArgs, written: &Written, ctx: &Ctx) -> CmdResult {
+    if ctx.json() {
+        let mut doc = written.doc.clone();
+        doc["out"] = json!(args.out.display().to_string());
+        doc["files"] = json!(written.files);
+        print_json(&doc).or_failed()?;
+        return Ok(Exit::Ok);
+    }
+    let doc = &written.doc;
+    let what = match doc["pages"].as_array() {
+        Some(pages) => format!("text, {} pages", pages.len()),
+        None => format!(
+            "{}, {} frames",
+            doc["archive"].as_str().unwrap_or_default(),
+            doc["frames"].as_array().map_or(0, Vec::len)
+        ),
+    };
+    let mut rows = vec![
+        (
+            "entry".to_owned(),
+            doc["entryId"].as_str().unwrap_or_default().to_owned(),
+        ),
+        ("archive".to_owned(), what),
+    ];
+    if let Some(shape) = doc["shape"].as_str() {
+        rows.push(("printed as".to_owned(), shape.to_owned()));
+    }
+    rows.push((
+        "dropped chars".to_owned(),
+        doc["truncatedChars"].to_string(),
+    ));
+    rows.push(("folder".to_owned(), args.out.display().to_string()));
+    rows.push(("files".to_owned(), written.files.join(" ")));
+    print_text(&aligned(&rows)).or_failed()?;
+    Ok(Exit::Ok)
+}
