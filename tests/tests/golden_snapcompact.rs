@@ -1,0 +1,216 @@
+//! Golden snapshots of the snapcompact compaction pass: the text-frame
+//! archive and the PNG-frame archive of one of our fixture sessions
+//! (`snapcompact__*`), and the frames of a generated session long enough
+//! to image, each shown by its geometry and the SHA-256 of its PNG.
+
+#![allow(clippy::unwrap_used)]
+
+use std::fmt::Write as _;
+
+use musepi_compaction::{CompactionResult, CompactionSettings, Preparation, prepare};
+use musepi_session_model::Session;
+use musepi_snapcompact::png_archive::PngArchive;
+use musepi_snapcompact::{SnapSettings, SnapTarget, base64_decode, compact_preparation};
+use musepi_tests::builder::{SessionBuilder, text_block, tool_call};
+use musepi_tests::fixtures::load_fixture;
+use musepi_tests::sha256_hex;
+use musepi_tests::table::Table;
+use serde_json::{Value, json};
+
+/// Compares `text` with `tests/snapshots/<name>.snap`.
+fn check(name: &str, text: &str) {
+    let mut settings = insta::Settings::clone_current();
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    settings.bind(|| insta::assert_snapshot!(name, text));
+}
+
+/// A compaction at the leaf that keeps only the last turn.
+fn prep(session: &Session) -> Preparation<'_> {
+    let settings = CompactionSettings {
+        keep_recent_tokens: 1,
+        adapt_keep_recent: false,
+        ..CompactionSettings::default()
+    };
+    prepare(session, session.leaf_index(), &settings).unwrap()
+}
+
+fn claude() -> SnapTarget {
+    SnapTarget {
+        api: Some("anthropic-messages".into()),
+        model_id: Some("claude-sonnet-4-5".into()),
+        provider: Some("anthropic".into()),
+        vision: true,
+        ..SnapTarget::default()
+    }
+}
+
+fn png_of(result: &CompactionResult) -> PngArchive {
+    PngArchive::from_value(&result.preserve_data.as_ref().unwrap()["snapcompact"]).unwrap()
+}
+
+/// The fields of a result as `key: value` lines, then the summary.
+fn render(result: &CompactionResult) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "firstKeptEntryId: {}", result.first_kept_entry_id);
+    let _ = writeln!(out, "tokensBefore: {}", result.tokens_before);
+    let _ = writeln!(out, "fromExtension: {}", result.from_extension);
+    let _ = writeln!(
+        out,
+        "shortSummary: {}",
+        result.short_summary.as_deref().unwrap_or("-")
+    );
+    let details = result.details.clone().unwrap_or(Value::Null);
+    for key in ["readFiles", "modifiedFiles"] {
+        let _ = writeln!(out, "details.{key}: {}", details[key]);
+    }
+    if let Some(archive) = details.get("snapcompact") {
+        let text = archive["text"].as_str().unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "details.snapcompact: version {}, {} chars kept, {} dropped",
+            archive["version"],
+            text.encode_utf16().count(),
+            archive["truncatedChars"]
+        );
+    }
+    match &result.preserve_data {
+        Some(preserve) => {
+            let keys: Vec<&String> = preserve.as_object().unwrap().keys().collect();
+            let _ = writeln!(out, "preserveData keys: {keys:?}");
+        }
+        None => out.push_str("preserveData: none\n"),
+    }
+    let _ = write!(out, "--- summary ---\n{}\n--- end ---\n", result.summary);
+    out
+}
+
+/// Each frame: shape, geometry, characters and the SHA-256 of its PNG.
+fn frames_table(archive: &PngArchive) -> String {
+    let mut table = Table::new(&[
+        "#>",
+        "shape",
+        "cols>",
+        "rows>",
+        "chars>",
+        "png bytes>",
+        "sha256",
+    ]);
+    for (i, f) in archive.frames.iter().enumerate() {
+        let png = base64_decode(&f.data).unwrap();
+        table.row([
+            (i + 1).to_string(),
+            f.shape.clone().unwrap_or_default(),
+            f.cols.to_string(),
+            f.rows.to_string(),
+            f.chars.to_string(),
+            png.len().to_string(),
+            sha256_hex(&png),
+        ]);
+    }
+    let edge = |t: &Option<String>| t.as_deref().map_or(0, |t| t.encode_utf16().count());
+    format!(
+        "{}text head: {} chars, text tail: {} chars, total: {} chars, dropped: {} chars\n",
+        table.render(),
+        edge(&archive.text_head),
+        edge(&archive.text_tail),
+        archive.total_chars,
+        archive.truncated_chars
+    )
+}
+
+#[test]
+fn text_archive_of_a_fixture() {
+    let session = load_fixture("previous_compaction.jsonl");
+    let result = compact_preparation(
+        &prep(&session),
+        &SnapTarget::default(),
+        &SnapSettings::default(),
+    )
+    .unwrap();
+    check(
+        "snapcompact__text_previous_compaction",
+        &format!(
+            "fixture: previous_compaction.jsonl (keepRecentTokens 1, any model)\n{}",
+            render(&result)
+        ),
+    );
+}
+
+#[test]
+fn png_archive_of_a_fixture() {
+    let session = load_fixture("previous_compaction.jsonl");
+    let result = compact_preparation(&prep(&session), &claude(), &SnapSettings::default()).unwrap();
+    let archive = png_of(&result);
+    check(
+        "snapcompact__png_previous_compaction",
+        &format!(
+            "fixture: previous_compaction.jsonl (keepRecentTokens 1, claude-sonnet-4-5)\n{}{}",
+            render(&result),
+            frames_table(&archive)
+        ),
+    );
+}
+
+/// A port of a frame planner over 48 turns: requests, reasoning, tool
+/// calls with results, and answers, varied by turn.
+fn long_session() -> Session {
+    const FILES: [&str; 4] = [
+        "src/planner.rs",
+        "src/render.rs",
+        "src/layout.rs",
+        "tests/planner.rs",
+    ];
+    let mut b = SessionBuilder::new();
+    for turn in 0..48usize {
+        let file = FILES[turn % FILES.len()];
+        b.user(&format!(
+            "Step {turn}: port the next part of {file}. Keep the public API as it is, \
+             add a test for every branch, and tell me what you changed and why."
+        ));
+        let call = format!("c{turn}");
+        b.assistant(
+            &[
+                json!({"type": "thinking", "thinking": format!("Step {turn} touches {file}; read it first, then edit.")}),
+                text_block(&format!("Reading {file} before step {turn}.")),
+                tool_call(&call, "read", &json!({"path": file})),
+            ],
+            None,
+        );
+        let mut body = String::new();
+        for line in 0..30 {
+            let _ = writeln!(
+                body,
+                "{line:>4}  fn step_{turn}_{line}(frames: &mut Vec<Frame>) -> usize {{ frames.len() + {line} }}"
+            );
+        }
+        b.tool_result(&call, "read", &body);
+        b.assistant(
+            &[text_block(&format!(
+                "Step {turn} is done: {file} now plans {} frames per page and the new test covers the \
+                 empty, short and overflowing cases.",
+                turn % 7 + 1
+            ))],
+            None,
+        );
+    }
+    b.user("Carry on with the next step.");
+    b.assistant(&[text_block("Carrying on.")], None);
+    b.build()
+}
+
+#[test]
+fn png_frames_of_a_long_session() {
+    let session = long_session();
+    let result = compact_preparation(&prep(&session), &claude(), &SnapSettings::default()).unwrap();
+    let archive = png_of(&result);
+    assert!(archive.frames.len() >= 2);
+    check(
+        "snapcompact__png_frames_long_session",
+        &format!(
+            "generated: 48 turns (keepRecentTokens 1, claude-sonnet-4-5)\nshortSummary: {}\n{}",
+            result.short_summary.as_deref().unwrap_or("-"),
+            frames_table(&archive)
+        ),
+    );
+}
