@@ -59,6 +59,25 @@ pub enum Command {
     /// Look at snapcompact archives.
     #[command(subcommand)]
     Snapcompact(SnapcompactCommand),
+    /// Serve the maintenance runtime over JSON lines on stdin/stdout (docs/protocol.md).
+    Serve(ServeArgs),
+}
+
+/// `musepi serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The summarizing provider: a kind or a name from the settings' providers map.
+    #[arg(long, value_name = "KIND|NAME")]
+    pub provider: Option<String>,
+    /// The summarizing model.
+    #[arg(long, value_name = "ID")]
+    pub model: Option<String>,
+    /// The provider's base URL.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// The agent model's context window, for the thresholds (default 200000; `open` may set it per session).
+    #[arg(long, value_name = "N")]
+    pub context_window: Option<u64>,
 }
 
 /// `musepi snapcompact …`.

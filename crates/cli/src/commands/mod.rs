@@ -10,6 +10,7 @@ pub mod context;
 pub mod files;
 pub mod plan;
 pub mod prune;
+pub mod serve;
 pub mod session;
 pub mod settings_glue;
 pub mod snapcompact;
@@ -187,5 +188,6 @@ fn dispatch(command: Command, ctx: &Ctx) -> CmdResult {
         Command::Plan(args) => plan::run(&args, ctx),
         Command::Prune(args) => prune::run(&args, ctx),
         Command::Snapcompact(cmd) => snapcompact::run(&cmd, ctx),
+        Command::Serve(args) => serve::run(&args, ctx),
     }
 }

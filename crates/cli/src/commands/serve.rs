@@ -1,0 +1,219 @@
+//! `musepi serve`: the maintenance runtime over a JSON-lines protocol on
+//! stdin and stdout, so an agent written in any language can keep its
+//! context healthy (docs/protocol.md).
+//!
+//! Each request line gets exactly one response line,
+//! `{"id", "ok": true, "result"}` or `{"id", "ok": false, "error": {"code",
+//! "message"}}`; the events of the work it caused come before it as
+//! `{"event": {"type", …}}` lines. A malformed line gets an error response
+//! and the server goes on; end of input ends it with exit 0.
+//!
+//! While a long request (a compaction, a navigation) runs, the server keeps
+//! reading: an `abort` request is answered at once and aborts it; other
+//! requests wait their turn.
+
+mod methods;
+mod views;
+
+use std::collections::VecDeque;
+use std::io::Write as _;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use musepi_hooks::{EventSink, Hooks, MaintenanceEvent, Summarizer};
+use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt as _;
+use tokio::sync::mpsc;
+
+use crate::cli::ServeArgs;
+use crate::commands::settings_glue::DEFAULT_CONTEXT_WINDOW;
+use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
+use crate::output::note;
+use crate::provider::{
+    ProviderError, ProviderFlags, install_crypto_provider, process_env, resolve_provider,
+};
+use crate::settings::{LoadedSettings, SettingsSources, load_settings};
+use methods::{RpcError, Server};
+
+/// Where protocol lines go: one whole line per write, flushed.
+#[derive(Clone)]
+struct Out {
+    inner: Arc<Mutex<Box<dyn std::io::Write + Send>>>,
+}
+
+impl Out {
+    fn stdout() -> Self {
+        Self {
+            inner: Arc::new(Mutex::new(Box::new(std::io::stdout()))),
+        }
+    }
+
+    fn line(&self, value: &Value) -> std::io::Result<()> {
+        let mut out = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut text = value.to_string();
+        text.push('\n');
+        out.write_all(text.as_bytes())?;
+        out.flush()
+    }
+}
+
+/// One parsed request.
+struct Request {
+    id: Value,
+    method: String,
+    params: Value,
+}
+
+/// Reads a request line; a bad one becomes the error response to send.
+fn parse(line: &str) -> Result<Request, (Value, RpcError)> {
+    let value: Value = serde_json::from_str(line).map_err(|e| {
+        (
+            Value::Null,
+            RpcError::new("parse_error", format!("not a JSON document: {e}")),
+        )
+    })?;
+    let Value::Object(mut map) = value else {
+        return Err((
+            Value::Null,
+            RpcError::new("invalid_request", "a request is a JSON object"),
+        ));
+    };
+    let id = map.remove("id").unwrap_or(Value::Null);
+    let Some(Value::String(method)) = map.remove("method") else {
+        return Err((
+            id,
+            RpcError::new("invalid_request", "a request needs a string `method`"),
+        ));
+    };
+    let params = match map.remove("params") {
+        None | Some(Value::Null) => json!({}),
+        Some(p @ Value::Object(_)) => p,
+        Some(_) => {
+            return Err((
+                id,
+                RpcError::new("invalid_request", "`params` must be an object"),
+            ));
+        }
+    };
+    Ok(Request { id, method, params })
+}
+
+fn response(id: &Value, reply: Result<Value, RpcError>) -> Value {
+    match reply {
+        Ok(result) => json!({"id": id, "ok": true, "result": result}),
+        Err(e) => json!({"id": id, "ok": false, "error": {"code": e.code, "message": e.message}}),
+    }
+}
+
+/// Methods that may run long and can be aborted.
+fn abortable(method: &str) -> bool {
+    matches!(
+        method,
+        "afterAssistant" | "beforeRequest" | "idle" | "compact" | "navigate"
+    )
+}
+
+/// Runs the command.
+pub fn run(args: &ServeArgs, ctx: &Ctx) -> CmdResult {
+    let cwd = std::env::current_dir().or_bad_input()?;
+    let LoadedSettings {
+        settings, warnings, ..
+    } = load_settings(&SettingsSources::discover(
+        &cwd,
+        ctx.globals.settings.clone(),
+    ))
+    .or_bad_input()?;
+    for w in &warnings {
+        note(ctx.quiet(), &format!("musepi: warning: {w}"));
+    }
+    install_crypto_provider();
+    let flags = ProviderFlags {
+        provider: args.provider.clone(),
+        base_url: args.base_url.clone(),
+        model: args.model.clone(),
+    };
+    let summarizer: Option<Arc<dyn Summarizer>> =
+        match resolve_provider(&flags, &settings, &process_env) {
+            Ok(p) => Some(Arc::new(p)),
+            Err(ProviderError::NoProviderSelected { .. }) => None,
+            Err(e) => return Err(Failure::bad_input(e)),
+        };
+    let out = Out::stdout();
+    let sink_out = out.clone();
+    let events: EventSink = Arc::new(move |e: MaintenanceEvent| {
+        // A client that stopped reading ends the server at the next response.
+        let _ = sink_out.line(&json!({"event": e.to_json()}));
+    });
+    let server = Server {
+        settings,
+        summarizer,
+        hooks: Hooks::new(),
+        deterministic_ids: ctx.deterministic_ids(),
+        now: ctx.now,
+        context_window: args.context_window.unwrap_or(DEFAULT_CONTEXT_WINDOW),
+        events,
+        session: None,
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .or_failed()?;
+    let result = rt.block_on(serve(server, &out));
+    // A read of stdin cannot be cancelled: do not wait for it.
+    rt.shutdown_background();
+    result.map_err(Failure::failed)?;
+    Ok(Exit::Ok)
+}
+
+/// The request loop: until end of input, or until stdout is gone.
+async fn serve(mut server: Server, out: &Out) -> std::io::Result<()> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut waiting: VecDeque<String> = VecDeque::new();
+    loop {
+        let line = match waiting.pop_front() {
+            Some(l) => l,
+            None => match rx.recv().await {
+                Some(l) => l,
+                None => return Ok(()),
+            },
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let request = match parse(&line) {
+            Ok(r) => r,
+            Err((id, e)) => {
+                out.line(&response(&id, Err(e)))?;
+                continue;
+            }
+        };
+        if !abortable(&request.method) {
+            let reply = server.call(&request.method, &request.params).await;
+            out.line(&response(&request.id, reply))?;
+            continue;
+        }
+        let abort = server.abort_handle();
+        let call = server.call(&request.method, &request.params);
+        tokio::pin!(call);
+        let reply = loop {
+            tokio::select! {
+                reply = &mut call => break reply,
+                Some(next) = rx.recv() => match parse(&next) {
+                    Ok(r) if r.method == "abort" => {
+                        let aborted = abort.as_ref().is_some_and(musepi_hooks::AbortHandle::abort);
+                        out.line(&response(&r.id, Ok(json!({"aborted": aborted}))))?;
+                    }
+                    _ => waiting.push_back(next),
+                },
+            }
+        };
+        out.line(&response(&request.id, reply))?;
+    }
+}

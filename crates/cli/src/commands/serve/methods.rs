@@ -1,0 +1,415 @@
+//! The methods of `musepi serve` over one open session (docs/protocol.md).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use musepi_hooks::{
+    AbortHandle, EventSink, Hooks, Maintenance, MaintenanceError, MaintenanceSettings,
+    MaintenanceStrategy, NavigateError, Summarizer, TreeRequest,
+};
+use musepi_session_model::time::format_iso;
+use musepi_session_model::{AgentMessage, EntryBody, Header, IdSource, Journal, SequentialIds};
+use serde_json::{Value, json};
+
+use super::views::{context_json, decision_json, entry_body, plan_json, tree_json};
+use crate::settings::{CompactionStrategy, Settings, merge_layers};
+
+/// A failed request: a stable code and a message for people.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct RpcError {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl RpcError {
+    pub(super) fn new(code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+
+    fn params(message: impl Into<String>) -> Self {
+        Self::new("invalid_params", message)
+    }
+}
+
+impl From<MaintenanceError> for RpcError {
+    fn from(e: MaintenanceError) -> Self {
+        let code = match &e {
+            MaintenanceError::NotFound(_) => "not_found",
+            MaintenanceError::NotAssistant(_) | MaintenanceError::Empty => "not_assistant",
+            MaintenanceError::Session(_) => "write_failed",
+            MaintenanceError::Navigate(NavigateError::NoModel) => "no_model",
+            MaintenanceError::Navigate(_) => "navigation_failed",
+        };
+        Self::new(code, e.to_string())
+    }
+}
+
+/// What a method returns.
+pub(super) type Reply = Result<Value, RpcError>;
+
+/// The settings the runtime reads, from the settings files.
+pub(super) fn maintenance_settings(s: &Settings, context_window: u64) -> MaintenanceSettings {
+    let c = &s.compaction;
+    MaintenanceSettings {
+        enabled: c.enabled,
+        strategy: match c.strategy {
+            CompactionStrategy::ContextFull => MaintenanceStrategy::ContextFull,
+            CompactionStrategy::Handoff => MaintenanceStrategy::Handoff,
+            // Shake is not described by the design era; the local archive stands in.
+            CompactionStrategy::Snapcompact | CompactionStrategy::Shake => {
+                MaintenanceStrategy::Snapcompact
+            }
+            CompactionStrategy::Off => MaintenanceStrategy::Off,
+        },
+        reserve_tokens: u64::from(c.reserve_tokens),
+        keep_recent_tokens: u64::from(c.keep_recent_tokens),
+        auto_continue: c.auto_continue,
+        mid_turn_enabled: c.mid_turn_enabled,
+        threshold_percent: c.threshold_percent,
+        threshold_tokens: c.threshold_tokens as f64,
+        idle_enabled: c.idle_enabled,
+        idle_threshold_tokens: c.idle_threshold_tokens,
+        idle_timeout_seconds: c.idle_timeout_seconds,
+        drop_useless: c.drop_useless,
+        supersede_reads: c.supersede_reads,
+        branch_summary_reserve_tokens: u64::from(s.branch_summary.reserve_tokens),
+        context_window,
+        ..MaintenanceSettings::default()
+    }
+}
+
+/// Everything the server holds between requests.
+pub(super) struct Server {
+    pub settings: Settings,
+    pub summarizer: Option<Arc<dyn Summarizer>>,
+    pub hooks: Hooks,
+    pub deterministic_ids: bool,
+    pub now: Option<i64>,
+    pub context_window: u64,
+    pub events: EventSink,
+    pub session: Option<Maintenance>,
+}
+
+fn str_param<'a>(params: &'a Value, key: &str) -> Result<Option<&'a str>, RpcError> {
+    match params.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(RpcError::params(format!("`{key}` must be a string"))),
+    }
+}
+
+fn bool_param(params: &Value, key: &str) -> Result<bool, RpcError> {
+    match params.get(key) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(RpcError::params(format!("`{key}` must be true or false"))),
+    }
+}
+
+fn u64_param(params: &Value, key: &str) -> Result<Option<u64>, RpcError> {
+    match params.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| RpcError::params(format!("`{key}` must be a non-negative integer"))),
+    }
+}
+
+impl Server {
+    /// The abort handle of the open session's runtime.
+    pub(super) fn abort_handle(&self) -> Option<AbortHandle> {
+        self.session.as_ref().map(Maintenance::abort_handle)
+    }
+
+    fn runtime(&mut self) -> Result<&mut Maintenance, RpcError> {
+        self.session
+            .as_mut()
+            .ok_or_else(|| RpcError::new("no_session", "no session is open: send `open` first"))
+    }
+
+    fn clock(&self) -> Arc<dyn Fn() -> i64 + Send + Sync> {
+        match self.now {
+            Some(fixed) => Arc::new(move || fixed),
+            None => Arc::new(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+            }),
+        }
+    }
+
+    fn ids(&self, journal: &Journal) -> Box<dyn IdSource + Send> {
+        if self.deterministic_ids {
+            Box::new(SequentialIds::after(
+                journal.session().entries().iter().map(|e| &e.id),
+            ))
+        } else {
+            Box::new(crate::ids::RandomIds::new())
+        }
+    }
+
+    /// Runs one method.
+    pub(super) async fn call(&mut self, method: &str, params: &Value) -> Reply {
+        match method {
+            "open" => self.open(params),
+            "close" => Ok(self.close()),
+            "status" => Ok(self.status()),
+            "append" => self.append(params),
+            "afterAssistant" => self.after_assistant(params).await,
+            "beforeRequest" => {
+                let safe = match params.get("safeBoundary") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::Bool(b)) => Some(*b),
+                    Some(_) => {
+                        return Err(RpcError::params("`safeBoundary` must be true or false"));
+                    }
+                };
+                Ok(decision_json(&self.runtime()?.before_request(safe).await))
+            }
+            "idle" => {
+                let seconds = u64_param(params, "idleSeconds")?.ok_or_else(|| {
+                    RpcError::params("`idleSeconds` is required: how long the agent has been idle")
+                })?;
+                Ok(decision_json(&self.runtime()?.idle(seconds).await))
+            }
+            "compact" => {
+                let instructions = str_param(params, "instructions")?.map(str::to_owned);
+                Ok(decision_json(&self.runtime()?.compact(instructions).await))
+            }
+            "navigate" => self.navigate(params).await,
+            "context" => self.context(params),
+            "plan" => self.plan(params),
+            "abort" => Ok(json!({"aborted": self.abort_handle().is_some_and(|h| h.abort())})),
+            other => Err(RpcError::new(
+                "unknown_method",
+                format!("unknown method `{other}` (see docs/protocol.md)"),
+            )),
+        }
+    }
+
+    fn open(&mut self, params: &Value) -> Reply {
+        let path = PathBuf::from(
+            str_param(params, "path")?.ok_or_else(|| RpcError::params("`path` is required"))?,
+        );
+        let create = bool_param(params, "create")?;
+        let mut settings = self.settings.clone();
+        let mut warnings = Vec::new();
+        if let Some(overrides) = params.get("settings").filter(|v| !v.is_null()) {
+            let base = serde_json::to_value(&self.settings).unwrap_or(Value::Null);
+            let merged = merge_layers(vec![
+                (PathBuf::from("<settings>"), base),
+                (PathBuf::from("<open.settings>"), overrides.clone()),
+            ]);
+            warnings.extend(merged.warnings.iter().map(ToString::to_string));
+            settings = merged.settings;
+        }
+        let window = u64_param(params, "contextWindow")?.unwrap_or(self.context_window);
+        let clock = self.clock();
+        let journal = if create {
+            if path.exists() {
+                return Err(RpcError::new(
+                    "already_exists",
+                    format!("{} exists; open it without `create`", path.display()),
+                ));
+            }
+            let id = match str_param(params, "sessionId")? {
+                Some(id) => id.to_owned(),
+                None => crate::ids::RandomIds::new().fallback(),
+            };
+            let cwd = match str_param(params, "cwd")? {
+                Some(c) => c.to_owned(),
+                None => std::env::current_dir()
+                    .map(|d| d.display().to_string())
+                    .unwrap_or_default(),
+            };
+            Journal::create(&path, Header::new(id, format_iso(clock()), cwd))
+        } else {
+            Journal::open(
+                &path,
+                crate::ids::for_migration(self.deterministic_ids).as_mut(),
+            )
+        }
+        .map_err(|e| RpcError::new("bad_session", e.to_string()))?;
+        let ids = self.ids(&journal);
+        let mut runtime = Maintenance::new(journal, maintenance_settings(&settings, window))
+            .with_hooks(self.hooks.clone())
+            .with_ids(ids)
+            .with_clock(clock)
+            .with_events(self.events.clone());
+        if let Some(s) = &self.summarizer {
+            runtime = runtime.with_summarizer(s.clone());
+        }
+        if let Some(model) = params.get("model").filter(|v| !v.is_null()) {
+            let (Some(provider), Some(model_id)) = (
+                model.get("provider").and_then(Value::as_str),
+                model.get("modelId").and_then(Value::as_str),
+            ) else {
+                return Err(RpcError::params(
+                    "`model` is {\"provider\": …, \"modelId\": …}",
+                ));
+            };
+            runtime.set_model(provider, model_id, None);
+        }
+        if let Some(prompt) = str_param(params, "systemPrompt")? {
+            runtime = runtime.with_system_prompt(prompt);
+        }
+        self.session = Some(runtime);
+        let mut status = self.status();
+        status["created"] = create.into();
+        status["warnings"] = json!(warnings);
+        Ok(status)
+    }
+
+    fn close(&mut self) -> Value {
+        let path = self
+            .session
+            .take()
+            .map(|m| m.journal().path().display().to_string());
+        json!({"closed": path.is_some(), "path": path})
+    }
+
+    fn status(&self) -> Value {
+        let Some(m) = &self.session else {
+            return json!({"open": false});
+        };
+        let session = m.journal().session();
+        let s = m.settings();
+        let state = m.state();
+        json!({
+            "open": true,
+            "path": m.journal().path().display().to_string(),
+            "sessionId": session.header().id,
+            "leafId": session.leaf_id().map(ToString::to_string),
+            "entryCount": session.len(),
+            "strategy": s.strategy.name(),
+            "contextWindow": s.context_window,
+            "thresholdTokens": musepi_context_builder::resolve_threshold_tokens(s.context_window, &s.thresholds()),
+            "contextTokens": m.context_tokens().0,
+            "summarizer": self.summarizer.as_ref().map(|p| Summarizer::describe(p.as_ref())),
+            "state": {
+                "overflowRecoveryAttempted": state.overflow_recovery_attempted,
+                "emptyIncompleteRecoveries": state.empty_incomplete_recoveries,
+                "actedUsageEntryId": state.acted_usage.as_ref().map(ToString::to_string),
+            },
+        })
+    }
+
+    fn append(&mut self, params: &Value) -> Reply {
+        let entries: Vec<&Value> = match (params.get("entries"), params.get("entry")) {
+            (Some(Value::Array(list)), None) => list.iter().collect(),
+            (None, Some(one)) => vec![one],
+            _ => {
+                return Err(RpcError::params(
+                    "give `entries` (a list) or `entry` (one entry)",
+                ));
+            }
+        };
+        let bodies = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| entry_body(e).map_err(|m| RpcError::params(format!("entries[{i}]: {m}"))))
+            .collect::<Result<Vec<_>, _>>()?;
+        let runtime = self.runtime()?;
+        let mut ids = Vec::new();
+        for body in bodies {
+            ids.push(runtime.append(body)?.to_string());
+        }
+        let leaf = runtime
+            .journal()
+            .session()
+            .leaf_id()
+            .map(ToString::to_string);
+        Ok(json!({"ids": ids, "leafId": leaf}))
+    }
+
+    async fn after_assistant(&mut self, params: &Value) -> Reply {
+        let mut entry_id = str_param(params, "entryId")?.map(str::to_owned);
+        if let Some(message) = params.get("message").filter(|v| !v.is_null()) {
+            if entry_id.is_some() {
+                return Err(RpcError::params("give `entryId` or `message`, not both"));
+            }
+            let body = entry_body(&json!({"type": "message", "message": message}))
+                .map_err(RpcError::params)?;
+            if !matches!(body, EntryBody::Message(AgentMessage::Assistant(_))) {
+                return Err(RpcError::params("`message` must be an assistant message"));
+            }
+            entry_id = Some(self.runtime()?.append(body)?.to_string());
+        }
+        let runtime = self.runtime()?;
+        let decision = runtime.after_assistant(entry_id.as_deref()).await?;
+        let mut v = decision_json(&decision);
+        v["entryId"] = json!(entry_id);
+        Ok(v)
+    }
+
+    async fn navigate(&mut self, params: &Value) -> Reply {
+        let target = match params.get("targetId") {
+            Some(Value::String(id)) => Some(id.clone()),
+            Some(Value::Null) => None,
+            _ => {
+                return Err(RpcError::params(
+                    "`targetId` is required: an entry id, or null for the root",
+                ));
+            }
+        };
+        let request = TreeRequest {
+            target_id: target,
+            summarize: bool_param(params, "summarize")?,
+            custom_instructions: str_param(params, "instructions")?.map(str::to_owned),
+            replace_instructions: match params.get("replaceInstructions") {
+                None | Some(Value::Null) => true,
+                _ => bool_param(params, "replaceInstructions")?,
+            },
+            label: str_param(params, "label")?.map(str::to_owned),
+        };
+        let outcome = self.runtime()?.navigate_tree(request).await?;
+        Ok(tree_json(&outcome))
+    }
+
+    fn leaf(&mut self, params: &Value) -> Result<Option<usize>, RpcError> {
+        let session = self.runtime()?.journal().session();
+        match str_param(params, "leaf")? {
+            None => Ok(session.leaf_index()),
+            Some("null") => Ok(None),
+            Some(id) => session
+                .index_of(id)
+                .map(Some)
+                .ok_or_else(|| RpcError::new("not_found", format!("Entry {id} not found"))),
+        }
+    }
+
+    fn context(&mut self, params: &Value) -> Reply {
+        let leaf = self.leaf(params)?;
+        let (llm, full) = (bool_param(params, "llm")?, bool_param(params, "full")?);
+        let session = self.runtime()?.journal().session();
+        Ok(context_json(session, leaf, llm, full))
+    }
+
+    fn plan(&mut self, params: &Value) -> Reply {
+        let leaf = self.leaf(params)?;
+        let show_prompts = bool_param(params, "showPrompts")?;
+        let (keep, reserve, window) = (
+            u64_param(params, "keepRecent")?,
+            u64_param(params, "reserve")?,
+            u64_param(params, "contextWindow")?,
+        );
+        let runtime = self.runtime()?;
+        let s = runtime.settings();
+        let mut compaction = s.compaction();
+        compaction.keep_recent_tokens = keep.unwrap_or(compaction.keep_recent_tokens);
+        compaction.reserve_tokens = reserve.unwrap_or(compaction.reserve_tokens);
+        let window = window.unwrap_or(s.context_window);
+        Ok(plan_json(
+            runtime.journal().session(),
+            leaf,
+            &compaction,
+            &s.prune(),
+            window,
+            show_prompts,
+        ))
+    }
+}

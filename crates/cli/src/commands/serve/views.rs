@@ -1,0 +1,280 @@
+//! The JSON shapes of `musepi serve`: decisions, navigations, contexts and
+//! plans out; appended entries in.
+
+use std::path::Path;
+
+use musepi_compaction::{
+    CompactionSettings, RequestOptions, SummaryPlan, history_max_tokens, plan_prune, prepare,
+};
+use musepi_context_builder::{
+    ConvertOptions, LlmMessage, build_context_at, chars_to_tokens, convert_with_sources,
+    estimate_context_tokens, resolve_threshold_tokens,
+};
+use musepi_hooks::{Decision, TreeOutcome};
+use musepi_session_model::{
+    ContentBlock, EntryBody, EntryId, SequentialIds, Session, StopReason, load_bytes,
+};
+use serde_json::{Map, Value, json};
+
+use crate::commands::plan::{prune_json, request_json};
+
+/// A provider message, as `musepi context --llm --json --full` shows it.
+pub(super) fn llm_json(m: &LlmMessage) -> Value {
+    let mut v = json!({"role": m.role(), "content": m.content()});
+    match m {
+        LlmMessage::ToolResult {
+            tool_call_id,
+            tool_name,
+            is_error,
+            ..
+        } => {
+            v["toolCallId"] = tool_call_id.as_str().into();
+            v["toolName"] = tool_name.as_str().into();
+            v["isError"] = (*is_error).into();
+        }
+        LlmMessage::Assistant {
+            provider,
+            model,
+            stop_reason,
+            ..
+        } => {
+            v["provider"] = json!(provider);
+            v["model"] = json!(model);
+            v["stopReason"] = json!(stop_reason.as_ref().map(StopReason::as_str));
+        }
+        _ => {}
+    }
+    v
+}
+
+fn ids(list: &[EntryId]) -> Vec<&str> {
+    list.iter().map(EntryId::as_str).collect()
+}
+
+/// A decision of the maintenance runtime.
+pub(super) fn decision_json(d: &Decision) -> Value {
+    json!({
+        "action": d.outcome.name(),
+        "reason": d.reason.map(musepi_compaction::Reason::name),
+        "retry": d.retry,
+        "removeLastAssistant": d.remove_last_assistant,
+        "continue": d.continue_turn,
+        "continuePrompt": d.continue_prompt,
+        "warning": d.warning,
+        "error": d.error,
+        "compaction": d.compaction.as_ref().map(musepi_hooks::CompactionReport::to_json),
+        "context": d.context.as_ref().map(|c| c.iter().map(llm_json).collect::<Vec<_>>()),
+        "notes": d.notes,
+    })
+}
+
+/// What a navigation did.
+pub(super) fn tree_json(t: &TreeOutcome) -> Value {
+    json!({
+        "cancelled": t.cancelled,
+        "noOp": t.no_op,
+        "oldLeafId": t.old_leaf_id.as_ref().map(EntryId::as_str),
+        "newLeafId": t.new_leaf_id.as_ref().map(EntryId::as_str),
+        "summaryEntryId": t.summary_entry_id.as_ref().map(EntryId::as_str),
+        "summary": t.summary,
+        "editorText": t.editor_text,
+        "abandoned": ids(&t.abandoned),
+        "markerEntryId": t.marker_entry_id.as_ref().map(EntryId::as_str),
+        "context": t.context.iter().map(llm_json).collect::<Vec<_>>(),
+        "notes": t.notes,
+    })
+}
+
+/// The heuristic tokens of a provider message, as `musepi context --llm`
+/// counts them: its texts, thinking and `name(args)` tool calls joined by
+/// newlines, chars/4, plus 1,200 per image.
+fn llm_tokens(m: &LlmMessage) -> u64 {
+    let mut parts = Vec::new();
+    let mut images = 0u64;
+    for b in m.content() {
+        match b {
+            ContentBlock::Text { text, .. } => parts.push(text.as_str().to_owned()),
+            ContentBlock::Thinking { thinking, .. } => parts.push(thinking.as_str().to_owned()),
+            ContentBlock::ToolCall(c) => {
+                parts.push(format!(
+                    "{}({})",
+                    c.name.as_str(),
+                    musepi_session_model::json::js_stringify(c.arguments.value())
+                ));
+            }
+            ContentBlock::Image { .. } => images += 1,
+            _ => {}
+        }
+    }
+    chars_to_tokens(musepi_session_model::json::utf16_len(&parts.join("\n"))) + images * 1200
+}
+
+/// `musepi context --json` at `leaf` (`None`: the explicit null leaf).
+pub(super) fn context_json(session: &Session, leaf: Option<usize>, llm: bool, full: bool) -> Value {
+    let context = build_context_at(session, leaf);
+    let id = |i: usize| session.entries()[i].id.to_string();
+    let messages: Vec<Value> = if llm {
+        convert_with_sources(&context.messages, &ConvertOptions::default())
+            .iter()
+            .map(|c| {
+                let mut v = json!({"entryId": id(c.entry_index), "role": c.message.role(), "tokens": llm_tokens(&c.message)});
+                if full {
+                    v["message"] = llm_json(&c.message);
+                }
+                v
+            })
+            .collect()
+    } else {
+        context
+            .messages
+            .iter()
+            .map(|m| {
+                let mut v = json!({"entryId": id(m.entry_index), "role": m.message.role(), "tokens": m.tokens()});
+                if full {
+                    v["message"] = serde_json::to_value(m.message.as_ref()).unwrap_or(Value::Null);
+                }
+                v
+            })
+            .collect()
+    };
+    let total: u64 = messages.iter().filter_map(|m| m["tokens"].as_u64()).sum();
+    let estimate = estimate_context_tokens(context.agent_messages());
+    json!({
+        "leafId": leaf.map(id),
+        "model": context.model.as_ref().map(|m| json!({"provider": m.provider, "modelId": m.model_id})),
+        "thinkingLevel": context.thinking_level,
+        "tokenizer": "heuristic",
+        "tokens": total,
+        "contextEstimate": {
+            "tokens": estimate.tokens,
+            "usageTokens": estimate.usage_tokens,
+            "trailingTokens": estimate.trailing_tokens,
+            "lastUsageIndex": estimate.last_usage_index,
+        },
+        "messages": messages,
+    })
+}
+
+/// `musepi plan --json` at `leaf` with `settings` and `window`.
+pub(super) fn plan_json(
+    session: &Session,
+    leaf: Option<usize>,
+    settings: &CompactionSettings,
+    prune: &musepi_compaction::PruneConfig,
+    window: u64,
+    show_prompts: bool,
+) -> Value {
+    let id = |i: usize| session.entries()[i].id.to_string();
+    let context = build_context_at(session, leaf);
+    let estimate = estimate_context_tokens(context.agent_messages());
+    let threshold = resolve_threshold_tokens(window, &settings.thresholds(false));
+    let pruned = plan_prune(session, leaf, prune);
+    let threshold_json = json!({
+        "contextWindow": window,
+        "thresholdTokens": threshold,
+        "contextTokens": estimate.tokens,
+        "overThreshold": estimate.tokens > threshold as f64,
+    });
+    let prep = match prepare(session, leaf, settings) {
+        Ok(p) => p,
+        Err(reason) => {
+            return json!({
+                "nothingToCompact": true,
+                "reason": reason.to_string(),
+                "threshold": threshold_json,
+                "prune": prune_json(session, &pruned),
+            });
+        }
+    };
+    let plan = SummaryPlan::new(&prep, settings, &RequestOptions::default());
+    let kept: u64 = prep
+        .recent_messages
+        .iter()
+        .map(musepi_context_builder::ContextMessage::tokens)
+        .sum();
+    let list = |m: &[musepi_context_builder::ContextMessage<'_>]| {
+        m.iter().map(|m| id(m.entry_index)).collect::<Vec<_>>()
+    };
+    let lists = prep.file_ops.lists();
+    let mut doc = json!({
+        "nothingToCompact": false,
+        "leafId": leaf.map(id),
+        "firstKeptEntryId": prep.first_kept_entry_id.as_str(),
+        "isSplitTurn": prep.cut.is_split_turn,
+        "turnStartEntryId": prep.cut.turn_start_index.map(|p| id(prep.path[p])),
+        "tokensBefore": prep.tokens_before,
+        "estimatedTokensAfter": kept + u64::from(history_max_tokens(settings)),
+        "keepRecentTokens": prep.keep_recent_tokens,
+        "messagesToSummarize": list(&prep.messages_to_summarize),
+        "turnPrefixMessages": list(&prep.turn_prefix_messages),
+        "keptMessages": list(&prep.recent_messages),
+        "previousSummary": prep.previous_summary.is_some(),
+        "fileLists": {"readFiles": lists.read_files, "modifiedFiles": lists.modified_files},
+        "threshold": threshold_json,
+        "prune": prune_json(session, &pruned),
+    });
+    if show_prompts {
+        let mut requests: Vec<Value> = plan.requests().map(request_json).collect();
+        requests.push(request_json(
+            &plan.short_request(&plan.merge(Some("{history summary}"), None)),
+        ));
+        doc["requests"] = Value::Array(requests);
+    }
+    doc
+}
+
+/// Entry types a client may append; compactions and branch summaries are
+/// written by `compact` and `navigate`.
+const APPENDABLE: [&str; 7] = [
+    "message",
+    "model_change",
+    "thinking_level_change",
+    "custom_message",
+    "custom",
+    "label",
+    "session_info",
+];
+
+/// Reads one entry to append (`{"type": …, …fields}`) with the session
+/// format's own reader; `id`, `parentId` and `timestamp` are assigned on append.
+pub(super) fn entry_body(entry: &Value) -> Result<EntryBody, String> {
+    let Value::Object(fields) = entry else {
+        return Err("an entry is a JSON object with a `type`".to_owned());
+    };
+    let kind = fields
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if !APPENDABLE.contains(&kind) {
+        return Err(format!(
+            "cannot append an entry of type `{kind}`; expected one of {}",
+            APPENDABLE.join(", ")
+        ));
+    }
+    let mut line = Map::new();
+    line.insert("id".into(), "00000000".into());
+    line.insert("parentId".into(), Value::Null);
+    line.insert("timestamp".into(), "1970-01-01T00:00:00.000Z".into());
+    for (k, v) in fields {
+        if !matches!(k.as_str(), "id" | "parentId" | "timestamp") {
+            line.insert(k.clone(), v.clone());
+        }
+    }
+    let text = format!(
+        "{{\"type\":\"session\",\"version\":3,\"id\":\"append\",\"timestamp\":\"1970-01-01T00:00:00.000Z\",\"cwd\":\"/\"}}\n{}\n",
+        Value::Object(line)
+    );
+    let session = load_bytes(
+        Path::new("<append>"),
+        text.as_bytes(),
+        &mut SequentialIds::new(),
+    )
+    .map_err(|e| e.to_string())?;
+    if let Some(p) = session.problems().first() {
+        return Err(format!("invalid `{kind}` entry: {}", p.kind));
+    }
+    match session.entries().first() {
+        Some(e) => Ok(e.body.clone()),
+        None => Err(format!("invalid `{kind}` entry")),
+    }
+}
