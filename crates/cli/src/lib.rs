@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod hooks;
 pub mod ids;
 pub mod output;
 

@@ -251,6 +251,10 @@ pub struct HookCommand {
     pub timeout_ms: Option<u64>,
     /// Environment variables passed through to it.
     pub env: Vec<String>,
+    /// What its failure does: `continue` (the default: reported, answer
+    /// ignored) or `cancel` (the operation is cancelled). Checked when the
+    /// hooks are built, so a typo is an error rather than a dropped hook.
+    pub on_failure: Option<String>,
 }
 
 /// A setting that was not understood and was ignored.

@@ -124,6 +124,7 @@ fn files_merge_user_then_project_then_explicit() {
             command: vec!["b".into(), "--flag".into()],
             timeout_ms: Some(500),
             env: vec!["HOME".into()],
+            on_failure: None,
         }]
     );
 }

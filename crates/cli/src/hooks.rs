@@ -1,0 +1,204 @@
+//! Hook commands from the settings files (`hooks.<event>`), as the
+//! pipelines' [`Hooks`].
+//!
+//! Every configured command becomes one [`ProcessHook`] for its event, in
+//! the order the settings list them (docs/hooks.md has the protocol).
+//! Settings that cannot work are bad input (exit 2) naming the key: an
+//! unknown event, an empty command, a zero timeout, an `onFailure` other
+//! than `continue` or `cancel`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use musepi_hooks::events::names;
+use musepi_hooks::{Hooks, ProcessHook, StderrMode};
+
+use crate::commands::{Ctx, Failure};
+use crate::settings::{HookCommand, Settings};
+
+/// Why a `hooks` setting cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HookSettingsError {
+    /// `hooks.<event>` names no event.
+    #[error("hooks.{key}: unknown event; expected one of {}", names::ALL.join(", "))]
+    UnknownEvent {
+        /// The key.
+        key: String,
+    },
+    /// A command without a program.
+    #[error(
+        "hooks.{key}[{index}].command is empty: give the program and its arguments, e.g. [\"./hooks/check.sh\"]"
+    )]
+    EmptyCommand {
+        /// The event key.
+        key: String,
+        /// The position in the list.
+        index: usize,
+    },
+    /// `timeoutMs: 0`.
+    #[error("hooks.{key}[{index}].timeoutMs must be at least 1")]
+    ZeroTimeout {
+        /// The event key.
+        key: String,
+        /// The position in the list.
+        index: usize,
+    },
+    /// An `onFailure` that is neither `continue` nor `cancel`.
+    #[error("hooks.{key}[{index}].onFailure is `{value}`; expected `continue` or `cancel`")]
+    OnFailure {
+        /// The event key.
+        key: String,
+        /// The position in the list.
+        index: usize,
+        /// What was given.
+        value: String,
+    },
+}
+
+/// The hooks the settings configure; their stderr is forwarded unless `-q`.
+pub fn from_settings(settings: &Settings, ctx: &Ctx) -> Result<Hooks, Failure> {
+    let mode = if ctx.quiet() {
+        StderrMode::Capture
+    } else {
+        StderrMode::Forward
+    };
+    let mut hooks = Hooks::new();
+    for hook in process_hooks(settings, &mode).map_err(Failure::bad_input)? {
+        hooks.register(Arc::new(hook));
+    }
+    Ok(hooks)
+}
+
+/// One [`ProcessHook`] per configured command, events in [`names::ALL`]
+/// order, commands in settings order.
+pub fn process_hooks(
+    settings: &Settings,
+    mode: &StderrMode,
+) -> Result<Vec<ProcessHook>, HookSettingsError> {
+    if let Some(key) = settings
+        .hooks
+        .keys()
+        .find(|k| !names::ALL.contains(&k.as_str()))
+    {
+        return Err(HookSettingsError::UnknownEvent { key: key.clone() });
+    }
+    let mut out = Vec::new();
+    for event in names::ALL {
+        for (index, command) in settings.hooks.get(event).into_iter().flatten().enumerate() {
+            out.push(process_hook(event, index, command, mode)?);
+        }
+    }
+    Ok(out)
+}
+
+fn process_hook(
+    event: &str,
+    index: usize,
+    c: &HookCommand,
+    mode: &StderrMode,
+) -> Result<ProcessHook, HookSettingsError> {
+    let key = event.to_owned();
+    let fail_closed = match c.on_failure.as_deref() {
+        None | Some("continue") => false,
+        Some("cancel") => true,
+        Some(other) => {
+            return Err(HookSettingsError::OnFailure {
+                key,
+                index,
+                value: other.to_owned(),
+            });
+        }
+    };
+    let hook = ProcessHook::new(event, c.command.clone())
+        .map_err(|_| HookSettingsError::EmptyCommand {
+            key: key.clone(),
+            index,
+        })?
+        .pass_env(c.env.iter().cloned())
+        .with_fail_closed(fail_closed)
+        .stderr(mode.clone());
+    Ok(match c.timeout_ms {
+        Some(0) => return Err(HookSettingsError::ZeroTimeout { key, index }),
+        Some(ms) => hook.timeout(Duration::from_millis(ms)),
+        None => hook,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Event, command, timeout in ms, fail-closed.
+    type Row = (String, Vec<String>, u64, bool);
+
+    fn check(hooks: &serde_json::Value) -> Result<Vec<Row>, String> {
+        let settings: Settings =
+            serde_json::from_value(serde_json::json!({ "hooks": hooks })).unwrap_or_default();
+        process_hooks(&settings, &StderrMode::Capture)
+            .map(|hs| {
+                use musepi_hooks::Hook as _;
+                hs.iter()
+                    .map(|h| {
+                        (
+                            h.event().to_owned(),
+                            h.command().to_vec(),
+                            h.time_limit().as_millis() as u64,
+                            h.fail_closed(),
+                        )
+                    })
+                    .collect()
+            })
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn commands_keep_their_order_and_options() {
+        let got = check(&serde_json::json!({
+            "session_tree": [{"command": ["t"]}],
+            "session_before_compact": [
+                {"command": ["a", "-x"], "timeoutMs": 500, "onFailure": "cancel"},
+                {"command": ["b"], "onFailure": "continue"},
+            ],
+        }));
+        assert_eq!(
+            got,
+            Ok(vec![
+                (
+                    "session_before_compact".into(),
+                    vec!["a".into(), "-x".into()],
+                    500,
+                    true
+                ),
+                (
+                    "session_before_compact".into(),
+                    vec!["b".into()],
+                    10_000,
+                    false
+                ),
+                ("session_tree".into(), vec!["t".into()], 10_000, false),
+            ])
+        );
+    }
+
+    #[test]
+    fn bad_settings_name_their_key() {
+        assert_eq!(
+            check(&serde_json::json!({"session_before_compaction": [{"command": ["a"]}]})),
+            Err("hooks.session_before_compaction: unknown event; expected one of session_before_compact, session.compacting, session_compact, session_before_tree, session_tree".into())
+        );
+        assert_eq!(
+            check(&serde_json::json!({"session_tree": [{"command": ["a"]}, {"command": []}]})),
+            Err("hooks.session_tree[1].command is empty: give the program and its arguments, e.g. [\"./hooks/check.sh\"]".into())
+        );
+        assert_eq!(
+            check(&serde_json::json!({"session_tree": [{"command": ["a"], "timeoutMs": 0}]})),
+            Err("hooks.session_tree[0].timeoutMs must be at least 1".into())
+        );
+        assert_eq!(
+            check(&serde_json::json!({"session_tree": [{"command": ["a"], "onFailure": "stop"}]})),
+            Err(
+                "hooks.session_tree[0].onFailure is `stop`; expected `continue` or `cancel`".into()
+            )
+        );
+    }
+}
