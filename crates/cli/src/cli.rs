@@ -61,6 +61,9 @@ pub enum Command {
     Snapcompact(SnapcompactCommand),
     /// Serve the maintenance runtime over JSON lines on stdin/stdout (docs/protocol.md).
     Serve(ServeArgs),
+    /// Hook commands: run the configured hooks of an event with a sample payload.
+    #[command(subcommand)]
+    Hooks(HooksCommand),
 }
 
 /// `musepi serve`.
@@ -250,4 +253,26 @@ pub struct MigrateArgs {
     /// Say what would change and write nothing.
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// `musepi hooks …`.
+#[derive(Debug, Subcommand)]
+pub enum HooksCommand {
+    /// Run the configured hooks of EVENT with a sample payload and show what each returned.
+    #[command(after_help = "\
+Exit status: 0 when every hook succeeded, 1 when one failed or would cancel the operation,
+2 for an unknown event or unusable hook settings. The payloads are documented in docs/hooks.md.")]
+    Test(HooksTestArgs),
+}
+
+/// `musepi hooks test EVENT [--config FILE]`.
+#[derive(Debug, Args)]
+pub struct HooksTestArgs {
+    /// The event: `session_before_compact`, `session.compacting`, `session_compact`,
+    /// `session_before_tree` or `session_tree`.
+    #[arg(value_name = "EVENT")]
+    pub event: String,
+    /// Take the hooks from this settings file alone (default: the settings files).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }

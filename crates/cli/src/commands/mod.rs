@@ -8,6 +8,7 @@
 
 pub mod context;
 pub mod files;
+pub mod hooks_cmd;
 pub mod plan;
 pub mod prune;
 pub mod serve;
@@ -189,5 +190,6 @@ fn dispatch(command: Command, ctx: &Ctx) -> CmdResult {
         Command::Prune(args) => prune::run(&args, ctx),
         Command::Snapcompact(cmd) => snapcompact::run(&cmd, ctx),
         Command::Serve(args) => serve::run(&args, ctx),
+        Command::Hooks(cmd) => hooks_cmd::run(&cmd, ctx),
     }
 }

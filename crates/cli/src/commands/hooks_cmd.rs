@@ -1,0 +1,223 @@
+//! `musepi hooks test EVENT [--config FILE]`: runs the configured hooks of
+//! one event with a sample payload and shows what each returned.
+//!
+//! The payloads ([`sample`]) are the ones docs/hooks.md shows: a short
+//! session in which the user asked for a fix, the assistant read and edited
+//! a file, and the tests were run. Nothing is read from or written to a
+//! session.
+
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use musepi_hooks::events::names;
+use musepi_hooks::{HookError, HookWarning, ProcessHook, Reply, StderrMode};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::{HooksCommand, HooksTestArgs};
+use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
+use crate::output::{Color, note, print_json, print_text};
+use crate::settings::{LoadedSettings, SettingsSources, load_settings};
+
+mod sample;
+
+pub use sample::{SAMPLE_SESSION_FILE, sample};
+
+/// Runs `musepi hooks …`.
+pub fn run(command: &HooksCommand, ctx: &Ctx) -> CmdResult {
+    match command {
+        HooksCommand::Test(args) => test(args, ctx),
+    }
+}
+
+/// What one hook did with the sample.
+struct Report {
+    hook: ProcessHook,
+    exit_code: Option<i32>,
+    duration_ms: u128,
+    outcome: Result<Reply, HookError>,
+}
+
+impl Report {
+    fn outcome_name(&self) -> &'static str {
+        match &self.outcome {
+            Ok(Reply::Empty) => "empty",
+            Ok(Reply::Answer(_)) => "answer",
+            Ok(Reply::Cancel { .. }) => "cancel",
+            Err(_) => "failed",
+        }
+    }
+
+    fn warning(&self) -> Option<String> {
+        use musepi_hooks::Hook as _;
+        self.outcome.as_ref().err().map(|e| {
+            HookWarning {
+                hook: self.hook.name(),
+                event: self.hook.event(),
+                error: e.clone(),
+                cancelled: self.hook.fail_closed(),
+            }
+            .to_string()
+        })
+    }
+
+    fn to_json(&self) -> Value {
+        use musepi_hooks::Hook as _;
+        let mut doc = json!({
+            "hook": self.hook.name(),
+            "command": self.hook.command(),
+            "exitCode": self.exit_code,
+            "durationMs": self.duration_ms,
+            "outcome": self.outcome_name(),
+            "failClosed": self.hook.fail_closed(),
+        });
+        match &self.outcome {
+            Ok(Reply::Answer(a)) => doc["answer"] = a.clone(),
+            Ok(Reply::Cancel { reason }) => doc["reason"] = json!(reason),
+            Ok(Reply::Empty) => {}
+            Err(e) => {
+                doc["error"] = json!(e.to_string());
+                doc["warning"] = json!(self.warning());
+            }
+        }
+        doc
+    }
+}
+
+fn test(args: &HooksTestArgs, ctx: &Ctx) -> CmdResult {
+    let Some(event) = names::ALL.into_iter().find(|n| *n == args.event) else {
+        return Err(Failure::bad_input(anyhow::anyhow!(
+            "unknown hook event `{}`: expected one of {}",
+            args.event,
+            names::ALL.join(", ")
+        )));
+    };
+    let sources = match &args.config {
+        Some(file) => SettingsSources {
+            user: None,
+            project: None,
+            explicit: Some(file.clone()),
+        },
+        None => SettingsSources::discover(
+            &std::env::current_dir().or_bad_input()?,
+            ctx.globals.settings.clone(),
+        ),
+    };
+    let LoadedSettings {
+        settings, warnings, ..
+    } = load_settings(&sources).or_bad_input()?;
+    for w in &warnings {
+        note(ctx.quiet(), &format!("musepi: warning: {w}"));
+    }
+    let mode = if ctx.quiet() {
+        StderrMode::Capture
+    } else {
+        StderrMode::Forward
+    };
+    let hooks: Vec<ProcessHook> = crate::hooks::process_hooks(&settings, &mode)
+        .or_bad_input()?
+        .into_iter()
+        .filter(|h| h.event() == event)
+        .collect();
+    let payload = sample(event);
+    let bytes = serde_json::to_vec(&payload).or_failed()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .or_failed()?;
+    let reports: Vec<Report> = rt.block_on(async {
+        let cancel = CancellationToken::new();
+        let fire = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                fire.cancel();
+            }
+        });
+        let mut reports = Vec::new();
+        for hook in hooks {
+            let started = Instant::now();
+            let run = hook.run(&bytes, Some(SAMPLE_SESSION_FILE), &cancel).await;
+            let (exit_code, outcome) = match run {
+                Ok(inv) => (Some(inv.status), hook.interpret(&inv)),
+                Err(e) => (None, Err(e)),
+            };
+            reports.push(Report {
+                hook,
+                exit_code,
+                duration_ms: started.elapsed().as_millis(),
+                outcome,
+            });
+        }
+        reports
+    });
+    let failed = reports
+        .iter()
+        .any(|r| matches!(r.outcome, Err(_) | Ok(Reply::Cancel { .. })));
+    let exit = if failed { Exit::Failed } else { Exit::Ok };
+    if ctx.json() {
+        print_json(&json!({
+            "event": event,
+            "payload": payload,
+            "hooks": reports.iter().map(Report::to_json).collect::<Vec<_>>(),
+        }))
+        .or_failed()?;
+        return Ok(exit);
+    }
+    print_text(&render(event, &reports, ctx)).or_failed()?;
+    Ok(exit)
+}
+
+fn render(event: &str, reports: &[Report], ctx: &Ctx) -> String {
+    use musepi_hooks::Hook as _;
+    let st = ctx.style;
+    if reports.is_empty() {
+        return format!(
+            "no hooks configured for {event} (settings key hooks.{event}; see docs/hooks.md)\n"
+        );
+    }
+    let mut out = format!(
+        "{event}: {} hook{} run with the sample payload\n",
+        reports.len(),
+        if reports.len() == 1 { "" } else { "s" }
+    );
+    for (i, r) in reports.iter().enumerate() {
+        let status = r
+            .exit_code
+            .map_or_else(|| "no exit status".to_owned(), |c| format!("exit {c}"));
+        let verdict = match &r.outcome {
+            Ok(Reply::Empty) => st.paint(Color::Green, "ok, no answer"),
+            Ok(Reply::Answer(_)) => st.paint(Color::Green, "ok, answered"),
+            Ok(Reply::Cancel { .. }) => st.paint(Color::Yellow, "cancels the operation"),
+            Err(_) => st.paint(Color::Red, "failed"),
+        };
+        let _ = writeln!(
+            out,
+            "\n{}. {}  {status}  {} ms  {verdict}",
+            i + 1,
+            r.hook.name(),
+            r.duration_ms
+        );
+        match &r.outcome {
+            Ok(Reply::Answer(a)) => {
+                let text = serde_json::to_string_pretty(a).unwrap_or_default();
+                for l in text.lines() {
+                    let _ = writeln!(out, "   {l}");
+                }
+            }
+            Ok(Reply::Cancel { reason }) if !reason.is_empty() => {
+                let _ = writeln!(out, "   reason: {reason}");
+            }
+            Ok(_) => {}
+            Err(_) => {
+                let _ = writeln!(out, "   {}", r.warning().unwrap_or_default());
+                if !r.hook.fail_closed() {
+                    let _ = writeln!(
+                        out,
+                        "   (in a real run: reported, its answer ignored, the operation goes on)"
+                    );
+                }
+            }
+        }
+    }
+    out
+}
