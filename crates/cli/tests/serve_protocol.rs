@@ -1,0 +1,429 @@
+//! `musepi serve` as a process: the JSON-lines protocol end to end, with a
+//! summarizer on a loopback server (docs/protocol.md).
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::Notify;
+
+/// Every step fails the test instead of hanging it.
+const PATIENCE: Duration = Duration::from_mins(1);
+
+// ------------------------------------------------------------ the summarizer
+
+struct Model {
+    hang: bool,
+    requests: AtomicUsize,
+    arrived: Notify,
+}
+
+async fn chat(State(model): State<Arc<Model>>) -> Response {
+    model.requests.fetch_add(1, Ordering::SeqCst);
+    model.arrived.notify_one();
+    if model.hang {
+        // Until the client gives up (the abort closes the connection).
+        std::future::pending::<()>().await;
+    }
+    axum::Json(json!({
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": "## Goal\nKeep the parser tidy."},
+            "finish_reason": "stop"
+        }],
+        "usage": {"prompt_tokens": 120, "completion_tokens": 12, "total_tokens": 132}
+    }))
+    .into_response()
+}
+
+async fn model(hang: bool) -> (String, Arc<Model>) {
+    let model = Arc::new(Model {
+        hang,
+        requests: AtomicUsize::new(0),
+        arrived: Notify::new(),
+    });
+    let app = axum::Router::new().fallback(chat).with_state(model.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, model)
+}
+
+// ------------------------------------------------------------ the client
+
+struct Client {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: Lines<BufReader<ChildStdout>>,
+    next_id: u64,
+}
+
+impl Client {
+    fn start(dir: &Path, base_url: &str) -> Self {
+        let settings = dir.join("settings.json");
+        std::fs::write(
+            &settings,
+            r#"{"compaction": {"strategy": "context-full", "keepRecentTokens": 50}}"#,
+        )
+        .unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_musepi"))
+            .args([
+                "serve",
+                "--deterministic-ids",
+                "--now",
+                "2025-05-01T10:00:00.000Z",
+            ])
+            .args(["--provider", "openai-compatible", "--model", "summarizer"])
+            .args(["--base-url", base_url])
+            .arg("--settings")
+            .arg(&settings)
+            .current_dir(dir)
+            .env("HOME", dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+        Self {
+            child,
+            stdin,
+            stdout,
+            next_id: 0,
+        }
+    }
+
+    async fn send_line(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        stdin.flush().await.unwrap();
+    }
+
+    async fn read(&mut self) -> Value {
+        let line = tokio::time::timeout(PATIENCE, self.stdout.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .expect("the server closed stdout");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    async fn send(&mut self, method: &str, params: Value) -> u64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        let line = json!({"id": id, "method": method, "params": params}).to_string();
+        self.send_line(&line).await;
+        id
+    }
+
+    /// Reads until the response to `id`; returns the events before it and the response.
+    async fn response(&mut self, id: u64) -> (Vec<Value>, Value) {
+        let mut events = Vec::new();
+        loop {
+            let v = self.read().await;
+            if let Some(e) = v.get("event") {
+                events.push(e.clone());
+            } else if v["id"] == json!(id) {
+                return (events, v);
+            } else {
+                panic!("unexpected line {v}");
+            }
+        }
+    }
+
+    async fn call(&mut self, method: &str, params: Value) -> (Vec<Value>, Value) {
+        let id = self.send(method, params).await;
+        self.response(id).await
+    }
+
+    /// The `result` of a successful call, with its events.
+    async fn ok(&mut self, method: &str, params: Value) -> (Vec<Value>, Value) {
+        let (events, r) = self.call(method, params).await;
+        assert_eq!(r["ok"], json!(true), "{method}: {r}");
+        (events, r["result"].clone())
+    }
+
+    async fn finish(mut self) -> i32 {
+        drop(self.stdin.take());
+        let status = tokio::time::timeout(PATIENCE, self.child.wait())
+            .await
+            .unwrap()
+            .unwrap();
+        status.code().unwrap_or(-1)
+    }
+}
+
+fn text_message(role: &str, text: &str) -> Value {
+    json!({"type": "message", "message": {"role": role, "content": text}})
+}
+
+/// Three turns of a session worth compacting.
+async fn history(c: &mut Client) -> Vec<String> {
+    let mut entries = Vec::new();
+    for turn in 0..3 {
+        entries.push(text_message(
+            "user",
+            &format!("step {turn}: {}", "explain the parser ".repeat(40)),
+        ));
+        entries.push(json!({"type": "message", "message": {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "the parser reads tokens ".repeat(60)}],
+            "provider": "agent", "model": "m1", "stopReason": "stop",
+            "usage": {"input": 1000, "output": 100, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 1100}
+        }}));
+    }
+    let (_, r) = c.ok("append", json!({"entries": entries})).await;
+    r["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn lines_of(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+// ------------------------------------------------------------ tests
+
+#[tokio::test]
+async fn the_protocol_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, model) = model(false).await;
+    let mut c = Client::start(dir.path(), &url);
+
+    // A malformed line gets an error response with a code, and the server goes on.
+    c.send_line("this is not json").await;
+    let r = c.read().await;
+    assert_eq!(r["ok"], json!(false));
+    assert_eq!(r["id"], Value::Null);
+    assert_eq!(r["error"]["code"], json!("parse_error"));
+    c.send_line(r#"{"id": "x", "params": {}}"#).await;
+    assert_eq!(c.read().await["error"]["code"], json!("invalid_request"));
+    let (_, r) = c.call("frobnicate", json!({})).await;
+    assert_eq!(r["error"]["code"], json!("unknown_method"));
+    let (_, r) = c.call("context", json!({})).await;
+    assert_eq!(r["error"]["code"], json!("no_session"));
+
+    let (_, opened) = c
+        .ok(
+            "open",
+            json!({"path": "s.jsonl", "create": true, "sessionId": "sess-1", "cwd": "/repo", "contextWindow": 100_000}),
+        )
+        .await;
+    assert_eq!(opened["strategy"], json!("context-full"));
+    assert_eq!(opened["thresholdTokens"], json!(83616));
+    let (_, r) = c.call("idle", json!({})).await;
+    assert_eq!(r["error"]["code"], json!("invalid_params"));
+
+    let ids = history(&mut c).await;
+    assert_eq!(ids.len(), 6);
+
+    // A normal turn below the threshold: nothing to do.
+    c.ok(
+        "append",
+        json!({"entry": text_message("user", "and the lexer?")}),
+    )
+    .await;
+    let low = json!({"role": "assistant", "content": [{"type": "text", "text": "the lexer is fine"}],
+        "provider": "agent", "model": "m1", "stopReason": "stop",
+        "usage": {"input": 2000, "output": 50, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2050}});
+    let (events, d) = c.ok("afterAssistant", json!({"message": low})).await;
+    assert!(events.is_empty());
+    assert_eq!(d["action"], json!("none"));
+
+    // Above the threshold: threshold maintenance, with its events, and the
+    // agent is told to continue with the developer prompt.
+    c.ok(
+        "append",
+        json!({"entry": text_message("user", "now the emitter")}),
+    )
+    .await;
+    let high = json!({"role": "assistant", "content": [{"type": "text", "text": "the emitter is done"}],
+        "provider": "agent", "model": "m1", "stopReason": "stop",
+        "usage": {"input": 90000, "output": 50, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 90050}});
+    let (events, d) = c.ok("afterAssistant", json!({"message": high})).await;
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(
+        events[0],
+        json!({"type": "compaction_start", "reason": "threshold"})
+    );
+    assert_eq!(events[1]["type"], json!("compaction_end"));
+    assert_eq!(events[1]["aborted"], json!(false));
+    assert_eq!(events[1]["willRetry"], json!(false));
+    assert_eq!(d["action"], json!("compacted"));
+    assert_eq!(d["reason"], json!("threshold"));
+    assert_eq!(d["continue"], json!(true));
+    assert!(d["continuePrompt"].as_str().unwrap().contains("compacted"));
+    let entry_id = d["compaction"]["entryId"].as_str().unwrap().to_owned();
+    let high_id = d["entryId"].clone();
+    assert_eq!(events[1]["result"]["entryId"], json!(entry_id));
+    assert!(model.requests.load(Ordering::SeqCst) >= 1);
+    let file = lines_of(&dir.path().join("s.jsonl"));
+    let compaction = file
+        .iter()
+        .find(|l| l["type"] == json!("compaction"))
+        .expect("a compaction entry in the file");
+    assert_eq!(compaction["id"], json!(entry_id));
+    assert!(
+        compaction["summary"]
+            .as_str()
+            .unwrap()
+            .contains("Keep the parser tidy")
+    );
+    let context = d["context"].as_array().unwrap();
+    assert_eq!(context[0]["role"], json!("user"));
+
+    // The same message again: never twice for the same usage.
+    let (events, d) = c.ok("afterAssistant", json!({"entryId": high_id})).await;
+    assert!(events.is_empty());
+    assert_eq!(d["action"], json!("none"));
+
+    // context and plan, as `musepi context --json` and `musepi plan --json`.
+    let (_, ctx) = c.ok("context", json!({})).await;
+    assert_eq!(ctx["messages"][0]["role"], json!("compactionSummary"));
+    assert_eq!(ctx["messages"][0]["entryId"], json!(entry_id));
+    let (_, llm) = c.ok("context", json!({"llm": true, "full": true})).await;
+    assert_eq!(llm["messages"][0]["message"]["role"], json!("user"));
+    let (_, plan) = c.ok("plan", json!({})).await;
+    assert_eq!(plan["nothingToCompact"], json!(true));
+    assert_eq!(plan["reason"], json!("Already compacted"));
+    assert_eq!(plan["threshold"]["contextWindow"], json!(100_000));
+
+    // navigate back to the first answer; without a summary a marker keeps the leaf.
+    let (events, nav) = c
+        .ok("navigate", json!({"targetId": ids[1], "summarize": false}))
+        .await;
+    assert_eq!(events[0]["type"], json!("tree_start"));
+    assert_eq!(events[1]["type"], json!("tree_end"));
+    assert_eq!(nav["cancelled"], json!(false));
+    let marker = nav["markerEntryId"].as_str().unwrap();
+    assert_eq!(nav["newLeafId"], json!(marker));
+    let (_, status) = c.ok("status", json!({})).await;
+    assert_eq!(status["leafId"], json!(marker));
+    let (_, r) = c.call("navigate", json!({"targetId": "nope"})).await;
+    assert_eq!(r["error"]["code"], json!("not_found"));
+
+    // A manual compaction with instructions, while idle: no turn starts.
+    c.ok(
+        "append",
+        json!({"entry": text_message("user", &"one more long question ".repeat(30))}),
+    )
+    .await;
+    let (events, d) = c
+        .ok("compact", json!({"instructions": "keep the lexer"}))
+        .await;
+    assert_eq!(
+        events[0],
+        json!({"type": "compaction_start", "reason": "manual"})
+    );
+    assert_eq!(d["action"], json!("compacted"), "{d}");
+    assert_eq!(d["continue"], json!(false));
+
+    let (_, closed) = c.ok("close", json!({})).await;
+    assert_eq!(closed["closed"], json!(true));
+    // End of input ends the server cleanly.
+    assert_eq!(c.finish().await, 0);
+}
+
+#[tokio::test]
+async fn abort_stops_a_running_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, model) = model(true).await;
+    let mut c = Client::start(dir.path(), &url);
+    c.ok(
+        "open",
+        json!({"path": "s.jsonl", "create": true, "sessionId": "sess-2"}),
+    )
+    .await;
+    history(&mut c).await;
+    let before = std::fs::read(dir.path().join("s.jsonl")).unwrap();
+
+    let compact = c.send("compact", json!({})).await;
+    // The summarizer has the request: the compaction is running.
+    tokio::time::timeout(PATIENCE, model.arrived.notified())
+        .await
+        .unwrap();
+    let abort = c.send("abort", json!({})).await;
+    let (events, r) = c.response(abort).await;
+    assert_eq!(r["result"], json!({"aborted": true}));
+    assert_eq!(
+        events,
+        vec![json!({"type": "compaction_start", "reason": "manual"})]
+    );
+    let (events, r) = c.response(compact).await;
+    assert_eq!(
+        events,
+        vec![
+            json!({"type": "compaction_end", "reason": "manual", "aborted": true, "willRetry": false})
+        ]
+    );
+    assert_eq!(r["ok"], json!(true));
+    assert_eq!(r["result"]["action"], json!("aborted"));
+    assert_eq!(r["result"]["error"], json!("Compaction cancelled"));
+    assert_eq!(std::fs::read(dir.path().join("s.jsonl")).unwrap(), before);
+
+    // Nothing runs now: abort says so.
+    let (_, r) = c.ok("abort", json!({})).await;
+    assert_eq!(r, json!({"aborted": false}));
+    assert_eq!(c.finish().await, 0);
+}
+
+#[tokio::test]
+async fn bad_appends_are_refused_and_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _model) = model(false).await;
+    let mut c = Client::start(dir.path(), &url);
+    c.ok("open", json!({"path": "s.jsonl", "create": true}))
+        .await;
+    for (params, needle) in [
+        (
+            json!({"entries": [{"type": "compaction", "summary": "x"}]}),
+            "cannot append",
+        ),
+        (
+            json!({"entries": [{"type": "message"}]}),
+            "invalid `message` entry",
+        ),
+        (json!({"entries": "nope"}), "entries"),
+        (
+            json!({"entries": [text_message("user", "fine"), 7]}),
+            "entries[1]",
+        ),
+    ] {
+        let (_, r) = c.call("append", params).await;
+        assert_eq!(r["error"]["code"], json!("invalid_params"), "{r}");
+        assert!(
+            r["error"]["message"].as_str().unwrap().contains(needle),
+            "{r}"
+        );
+    }
+    let (_, status) = c.ok("status", json!({})).await;
+    assert_eq!(status["entryCount"], json!(0));
+    let (_, r) = c.call("afterAssistant", json!({})).await;
+    assert_eq!(r["error"]["code"], json!("not_assistant"));
+    let (_, r) = c.call("open", json!({"path": "missing.jsonl"})).await;
+    assert_eq!(r["error"]["code"], json!("bad_session"));
+    assert_eq!(c.finish().await, 0);
+}
