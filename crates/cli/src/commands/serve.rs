@@ -19,7 +19,7 @@ use std::collections::VecDeque;
 use std::io::Write as _;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use musepi_hooks::{EventSink, Hooks, MaintenanceEvent, Summarizer};
+use musepi_hooks::{EventSink, MaintenanceEvent, Summarizer};
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt as _;
 use tokio::sync::mpsc;
@@ -137,6 +137,7 @@ pub fn run(args: &ServeArgs, ctx: &Ctx) -> CmdResult {
             Err(ProviderError::NoProviderSelected { .. }) => None,
             Err(e) => return Err(Failure::bad_input(e)),
         };
+    let hooks = crate::hooks::from_settings(&settings, ctx)?;
     let out = Out::stdout();
     let sink_out = out.clone();
     let events: EventSink = Arc::new(move |e: MaintenanceEvent| {
@@ -146,7 +147,7 @@ pub fn run(args: &ServeArgs, ctx: &Ctx) -> CmdResult {
     let server = Server {
         settings,
         summarizer,
-        hooks: Hooks::new(),
+        hooks,
         deterministic_ids: ctx.deterministic_ids(),
         now: ctx.now,
         context_window: args.context_window.unwrap_or(DEFAULT_CONTEXT_WINDOW),
