@@ -87,27 +87,6 @@ fn messages() -> Vec<MessageView> {
                 T0 + 4_100.0,
             ),
         ),
-        view(
-            "d4e5f6a7",
-            assistant(
-                vec![
-                    ContentBlock::text(
-                        "`split_terminator` is fine; the bug is in the caller. Editing.",
-                    ),
-                    tool_call(
-                        "call_2",
-                        "edit",
-                        json!({"path": "src/lib.rs", "oldText": "lines[..n - 1]", "newText": "lines[..n]"}),
-                    ),
-                ],
-                StopReason::ToolUse,
-                T0 + 9_000.0,
-            ),
-        ),
-        view(
-            "e5f6a7b8",
-            result("call_2", "edit", "Edited src/lib.rs.", T0 + 9_050.0),
-        ),
     ]
 }
 
@@ -122,22 +101,19 @@ pub fn sample(event: &str) -> Value {
             will_retry: false,
             custom_instructions: Some("Keep the failing test's name.".to_owned()),
             preparation: PreparationView {
-                first_kept_entry_id: "f6a7b8c9".to_owned(),
+                first_kept_entry_id: "d4e5f6a7".to_owned(),
                 tokens_before: 48_213.0,
                 is_split_turn: false,
                 messages_to_summarize: messages(),
                 turn_prefix_messages: Vec::new(),
-                kept_message_count: 4,
+                kept_message_count: 2,
                 previous_summary: None,
                 read_files: vec!["src/parse.rs".to_owned()],
-                modified_files: vec!["src/lib.rs".to_owned()],
+                modified_files: Vec::new(),
             },
-            branch_entry_ids: [
-                "a1b2c3d4", "b2c3d4e5", "c3d4e5f6", "d4e5f6a7", "e5f6a7b8", "f6a7b8c9", "a7b8c9d0",
-                "b8c9d0e1", "c9d0e1f2",
-            ]
-            .map(str::to_owned)
-            .to_vec(),
+            branch_entry_ids: ["a1b2c3d4", "b2c3d4e5", "c3d4e5f6", "d4e5f6a7", "e5f6a7b8"]
+                .map(str::to_owned)
+                .to_vec(),
         }),
         names::COMPACTING => serde_json::to_value(CompactingEvent {
             kind: names::COMPACTING,
@@ -150,12 +126,12 @@ pub fn sample(event: &str) -> Value {
             compaction_entry: json!({
                 "type": "compaction",
                 "id": "d0e1f2a3",
-                "parentId": "c9d0e1f2",
+                "parentId": "e5f6a7b8",
                 "timestamp": "2025-05-01T10:05:00.000Z",
-                "summary": "## Goal\nFix the parser dropping the last line of a file without a trailing newline.\n\n## Progress\n### Done\n- [x] Fixed the off-by-one slice in src/lib.rs\n\n<files>\n# src/\nlib.rs (modified)\nparse.rs\n</files>",
-                "firstKeptEntryId": "f6a7b8c9",
+                "summary": "## Goal\nFix the parser dropping the last line of a file without a trailing newline.\n\n## Progress\n### Done\n- [x] Read src/parse.rs: `lines` itself is correct\n\n<files>\n# src/\nparse.rs\n</files>",
+                "firstKeptEntryId": "d4e5f6a7",
                 "tokensBefore": 48_213,
-                "details": {"readFiles": ["src/parse.rs"], "modifiedFiles": ["src/lib.rs"]},
+                "details": {"readFiles": ["src/parse.rs"], "modifiedFiles": []},
                 "fromExtension": false,
             }),
             from_extension: false,
