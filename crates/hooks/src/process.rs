@@ -392,9 +392,7 @@ impl ProcessHook {
         session_file: Option<&str>,
         cancel: &CancellationToken,
     ) -> Result<Decoded<T>, HookError> {
-        let payload = serde_json::to_vec(event)
-            .map_err(|e| HookError::Failed(format!("cannot serialize the event: {e}")))?;
-        let run = self.run(&payload, session_file, cancel).await?;
+        let run = self.run(&payload(event)?, session_file, cancel).await?;
         self.decode(&run)
     }
 }
@@ -408,6 +406,14 @@ enum Ending<T> {
 enum Decoded<T> {
     Answer(Option<T>),
     Cancel(String),
+}
+
+/// The event as the hook reads it: one line of JSON and a newline.
+pub fn payload<E: Serialize>(event: &E) -> Result<Vec<u8>, HookError> {
+    let mut bytes = serde_json::to_vec(event)
+        .map_err(|e| HookError::Failed(format!("cannot serialize the event: {e}")))?;
+    bytes.push(b'\n');
+    Ok(bytes)
 }
 
 fn to_reply<T: Serialize>(result: Option<&T>) -> Reply {
@@ -657,9 +663,7 @@ impl ProcessHook {
         session_file: Option<&str>,
         cancel: &CancellationToken,
     ) -> Result<(), HookError> {
-        let payload = serde_json::to_vec(event)
-            .map_err(|e| HookError::Failed(format!("cannot serialize the event: {e}")))?;
-        let run = self.run(&payload, session_file, cancel).await?;
+        let run = self.run(&payload(event)?, session_file, cancel).await?;
         if run.status == 0 {
             Ok(())
         } else {

@@ -96,8 +96,12 @@ async fn the_payload_arrives_on_stdin_and_the_answer_is_read_from_stdout() {
         .unwrap();
     assert_eq!(r.summary.unwrap().summary, "from sh");
     assert_eq!(r.label.as_deref(), Some("done"));
-    let payload: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    let text = std::fs::read_to_string(&seen).unwrap();
+    assert!(
+        text.ends_with("}\n") && text.lines().count() == 1,
+        "one line: {text}"
+    );
+    let payload: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(payload["type"], "session_before_tree");
     assert_eq!(
         payload["preparation"]["entriesToSummarize"],

@@ -120,7 +120,7 @@ fn test(args: &HooksTestArgs, ctx: &Ctx) -> CmdResult {
         .filter(|h| h.event() == event)
         .collect();
     let payload = sample(event);
-    let bytes = serde_json::to_vec(&payload).or_failed()?;
+    let bytes = musepi_hooks::process::payload(&payload).or_failed()?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
