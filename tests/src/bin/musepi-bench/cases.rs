@@ -30,6 +30,22 @@ pub(crate) const CASES: &[Case] = &[
         name: "open",
         run: open,
     },
+    Case {
+        name: "snap-render",
+        run: crate::snap::render,
+    },
+    Case {
+        name: "snap-text",
+        run: crate::snap::compact_text,
+    },
+    Case {
+        name: "snap-png",
+        run: crate::snap::compact_png,
+    },
+    Case {
+        name: "snap-retain",
+        run: crate::snap::retention,
+    },
 ];
 
 /// The baseline: read the whole file and parse every line into a typed

@@ -11,6 +11,7 @@
 mod cases;
 mod generate;
 mod rng;
+mod snap;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
