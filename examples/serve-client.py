@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+"""A fake agent loop that keeps its context healthy through `musepi serve`.
+
+No real model is involved: the agent's answers are scripted assistant
+messages whose usage numbers climb past the compaction threshold, and the
+summaries are written by a tiny OpenAI-compatible server on 127.0.0.1 that
+always answers the same text. The script prints every event and decision
+and exits 1 if a decision is not the one the protocol promises.
+
+    python3 examples/serve-client.py [--musepi PATH] [--session FILE]
+
+docs/protocol.md describes every message.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+WINDOW = 16_000  # the agent model's context window: threshold 13,600 with a 2,000 reserve
+
+
+class FakeSummarizer(BaseHTTPRequestHandler):
+    """`POST /v1/chat/completions` that always returns the same summary."""
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length", "0"))
+        self.rfile.read(length)
+        body = json.dumps({
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": "## Goal\nMake the parser fast."},
+                "finish_reason": "stop",
+            }],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+        }).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+class Musepi:
+    """One `musepi serve` process: requests out, events and responses in."""
+
+    def __init__(self, binary, summarizer_url):
+        self.proc = subprocess.Popen(
+            [binary, "serve", "--provider", "openai-compatible", "--model", "fake",
+             "--base-url", summarizer_url],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.next_id = 0
+
+    def call(self, method, **params):
+        self.next_id += 1
+        request = {"id": self.next_id, "method": method, "params": params}
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise SystemExit("musepi serve stopped")
+            message = json.loads(line)
+            if "event" in message:
+                show_event(message["event"])
+            elif message.get("id") == self.next_id:
+                if not message["ok"]:
+                    raise SystemExit(f"{method} failed: {message['error']}")
+                return message["result"]
+
+    def close(self):
+        self.proc.stdin.close()
+        return self.proc.wait()
+
+
+def show_event(event):
+    kind = event["type"]
+    if kind == "compaction_start":
+        print(f"    event  compaction_start ({event['reason']})")
+    elif kind == "compaction_end":
+        result = event.get("result")
+        what = (f"{result['strategy']}, {result['tokensBefore']:.0f} -> {result['tokensAfter']} tokens"
+                if result else event.get("errorMessage") or ("aborted" if event["aborted"] else "nothing done"))
+        print(f"    event  compaction_end ({event['reason']}, willRetry={event['willRetry']}): {what}")
+    else:
+        print(f"    event  {kind}")
+
+
+failures = []
+
+
+def expect(what, decision, action, **flags):
+    """Prints a decision and checks it against what the protocol promises."""
+    shown = [decision["action"]]
+    if decision.get("reason"):
+        shown.append(f"reason={decision['reason']}")
+    for key in ("retry", "removeLastAssistant", "continue"):
+        if decision.get(key):
+            shown.append(key)
+    if decision.get("continuePrompt"):
+        shown.append("with the developer prompt")
+    for key in ("warning", "error"):
+        if decision.get(key):
+            shown.append(f"{key}: {decision[key]}")
+    print(f"  {what}: {', '.join(shown)}")
+    if decision["action"] != action:
+        failures.append(f"{what}: expected {action}, got {decision['action']}")
+    for key, value in flags.items():
+        if bool(decision.get(key)) != value:
+            failures.append(f"{what}: expected {key}={value}, got {decision.get(key)!r}")
+
+
+def assistant(text, input_tokens, stop="stop", tool_call=None, error=None):
+    """A scripted answer of the fake agent model."""
+    content = [{"type": "text", "text": text}] if text else []
+    if tool_call:
+        content.append({"type": "toolCall", "id": tool_call, "name": "read",
+                        "arguments": {"path": "src/parser.py"}})
+    message = {"role": "assistant", "content": content, "provider": "fake", "model": "agent",
+               "stopReason": stop,
+               "usage": {"input": input_tokens, "output": 200, "cacheRead": 0, "cacheWrite": 0,
+                         "totalTokens": input_tokens + 200}}
+    if error:
+        message["errorMessage"] = error
+    return message
+
+
+def user(text):
+    return {"type": "message", "message": {"role": "user", "content": text}}
+
+
+def tool_result(call_id):
+    return {"type": "message", "message": {
+        "role": "toolResult", "toolCallId": call_id, "toolName": "read",
+        "content": [{"type": "text", "text": "def parse(tokens):\n    return tree\n" * 8}],
+        "isError": False}}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--musepi", default=os.environ.get("MUSEPI", "musepi"))
+    parser.add_argument("--session", help="the session file (default: a temporary one)")
+    args = parser.parse_args()
+
+    summarizer = ThreadingHTTPServer(("127.0.0.1", 0), FakeSummarizer)
+    threading.Thread(target=summarizer.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{summarizer.server_address[1]}/v1"
+
+    session = args.session or os.path.join(tempfile.mkdtemp(prefix="musepi-serve-"), "agent.jsonl")
+    musepi = Musepi(args.musepi, url)
+    opened = musepi.call(
+        "open", path=session, create=True, contextWindow=WINDOW,
+        model={"provider": "fake", "modelId": "agent"},
+        settings={"compaction": {"strategy": "context-full", "reserveTokens": 2000, "keepRecentTokens": 5000,
+                                 "idleEnabled": True, "idleThresholdTokens": 1000}})
+    print(f"session {opened['path']}: strategy {opened['strategy']}, "
+          f"threshold {opened['thresholdTokens']} of {opened['contextWindow']} tokens")
+
+    print("turn 1: a short answer")
+    musepi.call("append", entries=[user("Make the parser faster. " * 30)])
+    expect("beforeRequest", musepi.call("beforeRequest"), "none")
+    decision = musepi.call("afterAssistant", message=assistant("I will profile it first. " * 40, 3_000))
+    expect("afterAssistant", decision, "none")
+
+    print("turn 2: a tool loop that crosses the threshold")
+    musepi.call("append", entries=[user("Go ahead and read the parser. " * 30)])
+    expect("beforeRequest", musepi.call("beforeRequest"), "none")
+    decision = musepi.call("afterAssistant", message=assistant("Reading.", 9_000, "toolUse", "call-1"))
+    expect("afterAssistant (tool call)", decision, "none")
+    musepi.call("append", entries=[tool_result("call-1")])
+    expect("beforeRequest", musepi.call("beforeRequest"), "none")
+    decision = musepi.call("afterAssistant", message=assistant("Reading more.", 14_500, "toolUse", "call-2"))
+    expect("afterAssistant (tool call, over the threshold)", decision, "none")
+    musepi.call("append", entries=[tool_result("call-2")])
+    decision = musepi.call("beforeRequest")
+    # The loop owns the next request: no second continuation.
+    expect("beforeRequest (mid-turn)", decision, "compacted", retry=False, **{"continue": False})
+    decision = musepi.call("afterAssistant", message=assistant("The lexer was slow; fixed.", 2_500))
+    expect("afterAssistant", decision, "none")
+
+    print("turn 3: a finished turn over the threshold")
+    musepi.call("append", entries=[user("Now make the emitter faster too. " * 30)])
+    decision = musepi.call("afterAssistant", message=assistant("The emitter is faster. " * 30, 15_000))
+    expect("afterAssistant (threshold)", decision, "compacted", **{"continue": True})
+    if decision.get("continuePrompt"):
+        # The agent continues with the developer prompt, as a custom message.
+        musepi.call("append", entries=[{"type": "custom_message", "customType": "auto-continue",
+                                        "content": decision["continuePrompt"], "display": False}])
+        decision = musepi.call("afterAssistant", message=assistant("Nothing left to do.", 2_000))
+        expect("afterAssistant (continued)", decision, "none")
+
+    print("turn 4: an answer cut at the output limit")
+    musepi.call("append", entries=[user("Explain the new design.")])
+    decision = musepi.call("afterAssistant", message=assistant("The design has three parts: first", 3_000, "length"))
+    expect("afterAssistant (length, below the threshold)", decision, "warn")
+
+    print("turn 5: the provider rejects the context")
+    musepi.call("append", entries=[user("Summarize every file of the repository. " * 30)])
+    overflow = assistant("", 0, "error", error="prompt is too long: 213000 tokens > 200000 maximum")
+    decision = musepi.call("afterAssistant", message=overflow)
+    expect("afterAssistant (overflow)", decision, "compacted", retry=True, removeLastAssistant=True)
+    decision = musepi.call("afterAssistant", message=assistant("Here is the summary.", 3_500))
+    expect("afterAssistant (retried)", decision, "none")
+
+    print("the user walks away")
+    expect("idle 60 s", musepi.call("idle", idleSeconds=60), "none")
+    expect("idle 600 s", musepi.call("idle", idleSeconds=600), "compacted", **{"continue": False})
+
+    print("the user comes back for two more turns, then types /compact")
+    for n, question in enumerate(["Add benchmarks. ", "Run them in CI. "]):
+        musepi.call("append", entries=[user(question * 40)])
+        decision = musepi.call("afterAssistant", message=assistant("Done as asked. " * 60, 4_000 + 1_000 * n))
+        expect(f"afterAssistant {n + 1}", decision, "none")
+    decision = musepi.call("compact", instructions="keep the benchmark numbers")
+    # A manual compaction never starts a turn.
+    expect("compact", decision, "compacted", **{"continue": False})
+
+    context = musepi.call("context")
+    print(f"the model now sees {len(context['messages'])} messages, {context['tokens']} tokens")
+    musepi.call("close")
+    status = musepi.close()
+    summarizer.shutdown()
+    if status != 0:
+        failures.append(f"musepi serve exited with {status}")
+    for failure in failures:
+        print(f"unexpected: {failure}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
