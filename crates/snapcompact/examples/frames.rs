@@ -1,0 +1,68 @@
+//! Writes the PNG frames that compacting a session at its leaf would give,
+//! without touching the session:
+//!
+//! ```text
+//! cargo run -p musepi-snapcompact --example frames -- SESSION MODEL OUT_DIR [KEEP_RECENT_TOKENS]
+//! ```
+//!
+//! `MODEL` picks the measured shape (`claude-sonnet-4-5`, `gpt-5`,
+//! `gemini-2.5-pro`, …). The frames land in `OUT_DIR/frame-001.png` …, the
+//! text edges in `text-head.txt` and `text-tail.txt`, the summary in
+//! `summary.md`.
+
+use std::error::Error;
+use std::path::PathBuf;
+
+use musepi_compaction::{CompactionSettings, prepare};
+use musepi_session_model::{SequentialIds, load_file};
+use musepi_snapcompact::history::plain_text;
+use musepi_snapcompact::png_archive::PngArchive;
+use musepi_snapcompact::{SnapSettings, SnapTarget, base64_decode, compact_preparation};
+
+fn main() -> Result<(), Box<dyn Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [session, model, out, rest @ ..] = args.as_slice() else {
+        return Err("usage: frames SESSION MODEL OUT_DIR [KEEP_RECENT_TOKENS]".into());
+    };
+    let keep: u64 = rest.first().map_or(Ok(20_000), |k| k.parse())?;
+    let (session, _) = load_file(std::path::Path::new(session), &mut SequentialIds::new())?;
+    let settings = CompactionSettings {
+        keep_recent_tokens: keep,
+        adapt_keep_recent: false,
+        ..CompactionSettings::default()
+    };
+    let prep = prepare(&session, session.leaf_index(), &settings)?;
+    let target = SnapTarget {
+        model_id: Some(model.clone()),
+        vision: true,
+        ..SnapTarget::default()
+    };
+    let result = compact_preparation(&prep, &target, &SnapSettings::default())?;
+    let archive = result
+        .preserve_data
+        .as_ref()
+        .and_then(|p| p.get("snapcompact"))
+        .and_then(PngArchive::from_value)
+        .ok_or("the compaction holds no PNG archive")?;
+    let out = PathBuf::from(out);
+    std::fs::create_dir_all(&out)?;
+    for (i, frame) in archive.frames.iter().enumerate() {
+        let png = base64_decode(&frame.data).ok_or("a frame is not base64")?;
+        std::fs::write(out.join(format!("frame-{:03}.png", i + 1)), png)?;
+    }
+    for (name, text) in [
+        ("text-head.txt", &archive.text_head),
+        ("text-tail.txt", &archive.text_tail),
+    ] {
+        if let Some(text) = text {
+            std::fs::write(out.join(name), plain_text(text))?;
+        }
+    }
+    std::fs::write(out.join("summary.md"), &result.summary)?;
+    println!(
+        "{}: {}",
+        out.display(),
+        result.short_summary.unwrap_or_default()
+    );
+    Ok(())
+}
