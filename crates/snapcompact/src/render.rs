@@ -226,7 +226,7 @@ pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
         .strip_suffix(b"==")
         .or_else(|| digits.strip_suffix(b"="))
         .unwrap_or(&digits);
-    if body.len() % 4 == 1 || (body.len() != digits.len() && digits.len() % 4 != 0) {
+    if body.len() % 4 == 1 || (body.len() != digits.len() && !digits.len().is_multiple_of(4)) {
         return None;
     }
     let mut out = Vec::with_capacity(body.len() / 4 * 3 + 2);
