@@ -56,6 +56,10 @@ pub enum Command {
     Plan(PlanArgs),
     /// Blank stale tool output (superseded reads, useless results, old outputs) in place.
     Prune(PruneArgs),
+    /// Compact at the leaf and append the compaction entry (default: snapcompact, no model needed).
+    Compact(CompactArgs),
+    /// Move to another point of the tree, optionally summarizing the branch you leave.
+    Branch(BranchArgs),
     /// Look at snapcompact archives.
     #[command(subcommand)]
     Snapcompact(SnapcompactCommand),
@@ -275,4 +279,89 @@ pub struct HooksTestArgs {
     /// Take the hooks from this settings file alone (default: the settings files).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+}
+
+/// `musepi compact FILE`.
+#[derive(Debug, Args)]
+pub struct CompactArgs {
+    /// The session file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// How: `snapcompact` (the default: a deterministic archive, no model), `llm`, or `remote`
+    /// (the provider's native compaction, falling back to an LLM summary).
+    #[arg(long, value_name = "snapcompact|llm|remote")]
+    pub strategy: Option<String>,
+    /// A focus for the summary (implies `llm` unless a strategy is given).
+    #[arg(long, value_name = "TEXT")]
+    pub instructions: Option<String>,
+    /// A provider kind (openai-compatible, openai-responses, anthropic, remote-endpoint) or a
+    /// name from the settings' providers map.
+    #[arg(long, value_name = "KIND|NAME")]
+    pub provider: Option<String>,
+    /// The model: with `llm`, the summarizing model; with `snapcompact`, the model that will read
+    /// the archive (a vision model gets PNG frames, any other text frames).
+    #[arg(long, value_name = "ID")]
+    pub model: Option<String>,
+    /// The provider's base URL.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Budgets.
+    #[command(flatten)]
+    pub budget: BudgetArgs,
+    /// Do not prune stale tool output first.
+    #[arg(long)]
+    pub no_prune: bool,
+    /// Write the compacted session to OUT instead of changing FILE.
+    #[arg(short = 'o', long = "out", value_name = "OUT")]
+    pub out: Option<PathBuf>,
+    /// Show what would be sent and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Exit 1 when there is nothing to compact.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+/// `musepi branch FILE --to ID|root`.
+#[derive(Debug, Args)]
+pub struct BranchArgs {
+    /// The session file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Where to go: an entry id, or `root` (before the first entry).
+    #[arg(long, value_name = "ID|root")]
+    pub to: String,
+    /// Where to start from (default: the leaf).
+    #[arg(long, value_name = "ID")]
+    pub from: Option<String>,
+    /// Leave a summary of the abandoned branch under the target.
+    #[arg(long)]
+    pub summarize: bool,
+    /// Instructions for the summary (they replace the default prompt).
+    #[arg(long, value_name = "TEXT")]
+    pub instructions: Option<String>,
+    /// Append the instructions to the default prompt as an extra focus instead.
+    #[arg(long, requires = "instructions")]
+    pub append_instructions: bool,
+    /// A label for the new position.
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+    /// `llm` (the default) or `snapcompact` (a deterministic digest, no model).
+    #[arg(long, value_name = "llm|snapcompact")]
+    pub strategy: Option<String>,
+    /// A provider kind or a name from the settings.
+    #[arg(long, value_name = "KIND|NAME")]
+    pub provider: Option<String>,
+    /// The summarizing model.
+    #[arg(long, value_name = "ID")]
+    pub model: Option<String>,
+    /// The provider's base URL.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// The summarizing model's context window (budget = window − branchSummary.reserveTokens).
+    #[arg(long, value_name = "N")]
+    pub context_window: Option<u64>,
+    /// Show the abandoned entries, what fits the budget and the request; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }

@@ -18,6 +18,7 @@ use musepi_context_builder::{
     convert_to_llm, estimate_tokens,
 };
 use musepi_session_model::{EntryId, IdSource, Journal, SessionError, Stamp, Usage};
+pub use musepi_snapcompact::{SnapSettings, SnapTarget};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -29,7 +30,7 @@ use crate::runner::{HookWarning, Hooks};
 use crate::summarizer::{SummarizeError, Summarizer};
 
 /// How the summary is made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Strategy {
     /// An LLM summary (`context-full`).
     Llm,
@@ -37,6 +38,37 @@ pub enum Strategy {
     /// back to an LLM summary when it fails; the LLM summary is always
     /// written too (design era).
     Remote,
+    /// The deterministic archive: no model, no key, no network (SPEC §14,
+    /// §15). PNG frames for a vision model, text frames otherwise.
+    Snapcompact(Box<SnapcompactStrategy>),
+}
+
+/// Who reads a snapcompact archive, and its budgets.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SnapcompactStrategy {
+    /// The model that will read the archive.
+    pub target: SnapTarget,
+    /// Serialization budgets and the reserve.
+    pub settings: SnapSettings,
+}
+
+impl Strategy {
+    /// The snapcompact strategy for `target` with default budgets.
+    pub fn snapcompact(target: SnapTarget) -> Self {
+        Self::Snapcompact(Box::new(SnapcompactStrategy {
+            target,
+            settings: SnapSettings::default(),
+        }))
+    }
+
+    /// A stable name for messages and JSON.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Llm => "llm",
+            Self::Remote => "remote",
+            Self::Snapcompact(_) => "snapcompact",
+        }
+    }
 }
 
 /// What a remote-native compaction sends (SPEC §9.2).
@@ -137,6 +169,9 @@ pub enum CompactError {
     /// The journal could not be written.
     #[error(transparent)]
     Session(#[from] SessionError),
+    /// The snapcompact archive could not be made.
+    #[error("snapcompact failed: {0}")]
+    Snapcompact(#[from] musepi_snapcompact::SnapError),
 }
 
 fn views(
@@ -364,6 +399,12 @@ async fn decide(
             preserve = r.preserve_data;
         }
     }
+    if let Strategy::Snapcompact(snap) = &options.strategy {
+        let mut result =
+            musepi_snapcompact::compact_preparation(&prep, &snap.target, &snap.settings)?;
+        result.preserve_data = merge_preserve(result.preserve_data.take(), preserve);
+        return Ok(Route::Supplied(result));
+    }
     let plan = SummaryPlan::new(&prep, &options.settings, &request_options);
     let remote_input =
         (options.strategy == Strategy::Remote && options.remote.is_some()).then(|| {
@@ -402,6 +443,17 @@ async fn decide(
         preserve,
         remote_input,
     })
+}
+
+/// Hook `preserveData` merged over the strategy's (hook keys win).
+fn merge_preserve(base: Option<Value>, hook: Option<Value>) -> Option<Value> {
+    match (base, hook) {
+        (Some(Value::Object(mut a)), Some(Value::Object(b))) => {
+            a.extend(b);
+            Some(Value::Object(a))
+        }
+        (a, b) => b.or(a),
+    }
 }
 
 fn supplied_result(s: SuppliedCompaction, prep: &Preparation<'_>) -> CompactionResult {

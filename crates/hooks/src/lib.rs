@@ -28,7 +28,7 @@ pub mod summarizer;
 
 pub use compact::{
     CompactError, CompactOptions, CompactOutcome, RemoteCompactInput, RemoteCompactor,
-    RemoteFuture, Strategy, compact,
+    RemoteFuture, SnapSettings, SnapTarget, SnapcompactStrategy, Strategy, compact,
 };
 pub use digest::branch_digest;
 pub use events::names;

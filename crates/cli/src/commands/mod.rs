@@ -6,11 +6,14 @@
 //! 2 bad usage or bad input. Errors are printed on stderr with their source
 //! chain.
 
+pub mod branch;
+pub mod compact;
 pub mod context;
 pub mod files;
 pub mod hooks_cmd;
 pub mod plan;
 pub mod prune;
+pub mod runtime;
 pub mod serve;
 pub mod session;
 pub mod settings_glue;
@@ -188,6 +191,8 @@ fn dispatch(command: Command, ctx: &Ctx) -> CmdResult {
         Command::Context(args) => context::run(&args, ctx),
         Command::Plan(args) => plan::run(&args, ctx),
         Command::Prune(args) => prune::run(&args, ctx),
+        Command::Compact(args) => compact::run(&args, ctx),
+        Command::Branch(args) => branch::run(&args, ctx),
         Command::Snapcompact(cmd) => snapcompact::run(&cmd, ctx),
         Command::Serve(args) => serve::run(&args, ctx),
         Command::Hooks(cmd) => hooks_cmd::run(&cmd, ctx),

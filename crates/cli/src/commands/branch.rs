@@ -1,0 +1,269 @@
+//! `musepi branch FILE --to ID|root`: tree navigation, optionally leaving a
+//! summary of the abandoned branch under the target.
+
+use std::fmt::Write as _;
+
+use musepi_branch_summary::{
+    PrepareOptions, RequestOptions, ToolResults, collect_entries, prepare_branch, summary_request,
+    token_budget,
+};
+use musepi_compaction::prompts::SUMMARIZATION_SYSTEM;
+use musepi_hooks::{BranchStrategy, NavigateError, NavigateOptions, Summarizer, navigate};
+use musepi_session_model::{EntryBody, Journal, Stamp};
+use serde_json::json;
+
+use crate::cli::BranchArgs;
+use crate::commands::plan::request_json;
+use crate::commands::runtime::{Progress, ctrl_c, provider, runtime, settings};
+use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
+use crate::output::{Color, aligned, note, print_json, print_text};
+use crate::provider::ProviderFlags;
+
+/// The `customType` of the entry that records a navigation without a
+/// summary: the file's leaf is its last line, so moving the leaf on disk
+/// takes one entry. It never reaches the model.
+pub const NAVIGATE_MARKER: &str = "musepi.navigate";
+
+/// Runs the command.
+pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
+    let settings = settings(ctx)?;
+    let mut journal = Journal::open(
+        &args.file,
+        crate::ids::for_migration(ctx.deterministic_ids()).as_mut(),
+    )
+    .or_bad_input()?;
+    let target = (args.to != "root").then(|| args.to.clone());
+    let session = journal.session();
+    for id in target.iter().chain(args.from.iter()) {
+        if session.index_of(id).is_none() {
+            return Err(Failure::bad_input(anyhow::anyhow!(
+                "unknown entry id `{id}` (see `musepi session tree`)"
+            )));
+        }
+    }
+    let strategy = match args.strategy.as_deref() {
+        None | Some("llm") => BranchStrategy::Llm,
+        Some("snapcompact") => BranchStrategy::Snapcompact,
+        Some(other) => {
+            return Err(Failure::bad_input(anyhow::anyhow!(
+                "--strategy {other}: expected llm or snapcompact"
+            )));
+        }
+    };
+    let reserve = u64::from(settings.branch_summary.reserve_tokens);
+    if args.dry_run {
+        return dry_run(&journal, target.as_deref(), args, reserve, ctx);
+    }
+    let hooks = crate::hooks::from_settings(&settings, ctx)?;
+    let rt = runtime()?;
+    let progress = Progress::start(ctx, "summarizing the branch");
+    let flags = ProviderFlags {
+        provider: args.provider.clone(),
+        base_url: args.base_url.clone(),
+        model: args.model.clone(),
+    };
+    let llm = if args.summarize && strategy == BranchStrategy::Llm {
+        Some(provider(ctx, &settings, &flags, &progress)?)
+    } else {
+        None
+    };
+    let options = NavigateOptions {
+        target: target.clone(),
+        from: args.from.clone(),
+        summarize: args.summarize,
+        custom_instructions: args.instructions.clone(),
+        replace_instructions: !args.append_instructions,
+        label: args.label.clone(),
+        strategy,
+        summarizer: llm.as_ref().map(|p| p as &dyn Summarizer),
+        context_window: llm
+            .as_ref()
+            .and_then(|p| p.config().context_window)
+            .map(u64::from),
+        reserve_tokens: reserve,
+        tool_results: ToolResults::Truncated,
+        system_prompt: SUMMARIZATION_SYSTEM.text(),
+        hooks: &hooks,
+        now: ctx.now_ms(),
+    };
+    let mut ids = crate::ids::for_new_entries(
+        ctx.deterministic_ids(),
+        journal.session().entries().iter().map(|e| &e.id),
+    );
+    let result = rt.block_on(async {
+        let cancel = ctrl_c();
+        navigate(&mut journal, &options, ids.as_mut(), &cancel).await
+    });
+    progress.finish();
+    let out = match result {
+        Ok(out) => out,
+        Err(e @ (NavigateError::NotFound(_) | NavigateError::NoModel)) => {
+            return Err(Failure::bad_input(e));
+        }
+        Err(e) => return Err(Failure::failed(e)),
+    };
+    for w in &out.warnings {
+        note(ctx.quiet(), &format!("musepi: warning: {w}"));
+    }
+    // Without a summary (or label) the leaf moved in memory only; the file
+    // records its leaf as its last line, so one marker entry makes it stick.
+    let mut marker = None;
+    if !out.no_op && out.summary_entry.is_none() && args.label.is_none() {
+        let mut stamp = Stamp {
+            ids: ids.as_mut(),
+            now: ctx.now_ms(),
+        };
+        let body = EntryBody::Custom {
+            custom_type: NAVIGATE_MARKER.to_owned(),
+            data: Some(musepi_session_model::RawJson::from_value(&json!({
+                "from": out.old_leaf.as_ref().map(ToString::to_string),
+                "to": target,
+            }))),
+        };
+        marker = Some(journal.append(body, &mut stamp).or_failed()?);
+    }
+    if ctx.json() {
+        print_json(&json!({
+            "noOp": out.no_op,
+            "oldLeafId": out.old_leaf.as_ref().map(ToString::to_string),
+            "targetId": target,
+            "newLeafId": journal.session().leaf_id().map(ToString::to_string),
+            "abandoned": out.abandoned.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "summaryEntryId": out.summary_entry.as_ref().map(ToString::to_string),
+            "summary": out.summary.as_ref().map(|s| s.summary.clone()),
+            "fromExtension": out.summary.as_ref().map(|s| s.from_extension),
+            "editorText": out.editor_text,
+            "markerEntryId": marker.as_ref().map(ToString::to_string),
+            "warnings": out.warnings,
+        }))
+        .or_failed()?;
+        return Ok(Exit::Ok);
+    }
+    if out.no_op {
+        print_text("already there: nothing to do\n").or_failed()?;
+        return Ok(Exit::Ok);
+    }
+    let mut rows = vec![
+        (
+            "from".to_owned(),
+            out.old_leaf
+                .as_ref()
+                .map_or("null".into(), ToString::to_string),
+        ),
+        (
+            "to".to_owned(),
+            target.clone().unwrap_or_else(|| "root".into()),
+        ),
+        (
+            "abandoned".to_owned(),
+            format!("{} entries", out.abandoned.len()),
+        ),
+        (
+            "new leaf".to_owned(),
+            journal
+                .session()
+                .leaf_id()
+                .map_or("null".into(), ToString::to_string),
+        ),
+    ];
+    if let Some(id) = &out.summary_entry {
+        rows.push(("summary entry".to_owned(), id.to_string()));
+    }
+    if let Some(text) = &out.editor_text {
+        rows.push(("editor text".to_owned(), crate::output::preview(text, 80)));
+    }
+    let mut text = aligned(&rows);
+    if let Some(s) = &out.summary {
+        let _ = writeln!(text, "{}", ctx.style.paint(Color::Dim, "summary:"));
+        for l in s.summary.lines().take(10) {
+            let _ = writeln!(text, "  {l}");
+        }
+    }
+    print_text(&text).or_failed()?;
+    Ok(Exit::Ok)
+}
+
+/// `--dry-run`: the collected entries, what fits the budget, and the request.
+fn dry_run(
+    journal: &Journal,
+    target: Option<&str>,
+    args: &BranchArgs,
+    reserve: u64,
+    ctx: &Ctx,
+) -> CmdResult {
+    let session = journal.session();
+    let old = match &args.from {
+        Some(id) => session.index_of(id),
+        None => session.leaf_index(),
+    };
+    let target_index = target.and_then(|t| session.index_of(t));
+    let collected = collect_entries(session, old, target_index).or_bad_input()?;
+    let budget = token_budget(args.context_window, reserve);
+    let prep = prepare_branch(
+        session,
+        &collected.entries,
+        budget,
+        &PrepareOptions {
+            tool_results: ToolResults::Truncated,
+        },
+    )
+    .or_bad_input()?;
+    let request_options = RequestOptions {
+        custom_instructions: args.instructions.as_deref(),
+        replace_instructions: !args.append_instructions,
+        ..RequestOptions::new(SUMMARIZATION_SYSTEM.text())
+    };
+    let request = summary_request(&prep, &request_options);
+    let lists = prep.file_lists();
+    let id = |i: usize| session.entries()[i].id.to_string();
+    if ctx.json() {
+        print_json(&json!({
+            "oldLeafId": old.map(id),
+            "targetId": target,
+            "commonAncestorId": collected.common_ancestor.map(id),
+            "entries": collected.entries.iter().map(|&i| id(i)).collect::<Vec<_>>(),
+            "tokenBudget": budget,
+            "messages": prep.items.iter().map(|m| id(m.message.entry_index)).collect::<Vec<_>>(),
+            "totalTokens": prep.total_tokens,
+            "fileLists": {"readFiles": lists.read_files, "modifiedFiles": lists.modified_files},
+            "request": request.as_ref().map(request_json),
+        }))
+        .or_failed()?;
+        return Ok(Exit::Ok);
+    }
+    let rows = vec![
+        ("from".to_owned(), old.map_or("null".into(), id)),
+        ("to".to_owned(), target.unwrap_or("root").to_owned()),
+        (
+            "common ancestor".to_owned(),
+            collected.common_ancestor.map_or("none".into(), id),
+        ),
+        (
+            "abandoned".to_owned(),
+            format!("{} entries", collected.entries.len()),
+        ),
+        ("budget".to_owned(), format!("{budget} tokens")),
+        (
+            "fits".to_owned(),
+            format!(
+                "{} messages, {} tokens",
+                prep.items.len(),
+                prep.total_tokens
+            ),
+        ),
+    ];
+    let mut text = aligned(&rows);
+    match &request {
+        Some(r) => {
+            let _ = write!(
+                text,
+                "\n── branch summary request (max {} tokens) ──\n{}\n",
+                r.max_tokens.unwrap_or(0),
+                r.prompt_text()
+            );
+        }
+        None => text.push_str("nothing to summarize\n"),
+    }
+    print_text(&text).or_failed()?;
+    Ok(Exit::Ok)
+}

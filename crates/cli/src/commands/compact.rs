@@ -1,0 +1,290 @@
+//! `musepi compact FILE`: compacts at the leaf and appends the entry.
+
+use std::fmt::Write as _;
+
+use musepi_compaction::{Reason, RequestOptions, SummaryPlan, prepare};
+use musepi_hooks::{CompactError, CompactOptions, RemoteCompactor, Strategy, Summarizer, compact};
+use musepi_session_model::{EntryBody, Journal};
+use serde_json::json;
+
+use crate::cli::CompactArgs;
+use crate::commands::plan::{prune_json, request_json};
+use crate::commands::runtime::{
+    Progress, budgets, ctrl_c, provider, prune_config, runtime, settings, snap_strategy,
+    snap_target,
+};
+use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
+use crate::output::{Color, aligned, note, preview, print_json, print_text};
+use crate::provider::ProviderFlags;
+use crate::settings::CompactionStrategy;
+
+/// Which strategy runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chosen {
+    Snapcompact,
+    Llm,
+    Remote,
+}
+
+impl Chosen {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Snapcompact => "snapcompact",
+            Self::Llm => "llm",
+            Self::Remote => "remote",
+        }
+    }
+}
+
+/// Runs the command.
+pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
+    let settings = settings(ctx)?;
+    let chosen = match args.strategy.as_deref() {
+        Some("snapcompact") => Chosen::Snapcompact,
+        Some("llm" | "context-full") => Chosen::Llm,
+        Some("remote") => Chosen::Remote,
+        Some(other) => {
+            return Err(Failure::bad_input(anyhow::anyhow!(
+                "--strategy {other}: expected snapcompact, llm or remote"
+            )));
+        }
+        None => match settings.compaction.strategy {
+            CompactionStrategy::ContextFull => Chosen::Llm,
+            _ if args.instructions.is_some() => Chosen::Llm,
+            _ => Chosen::Snapcompact,
+        },
+    };
+    if let Some(out) = &args.out {
+        let journal = Journal::open(
+            &args.file,
+            crate::ids::for_migration(ctx.deterministic_ids()).as_mut(),
+        )
+        .or_bad_input()?;
+        musepi_session_model::write_session(out, journal.session()).or_failed()?;
+    }
+    let path = args.out.as_ref().unwrap_or(&args.file);
+    let mut journal = Journal::open(
+        path,
+        crate::ids::for_migration(ctx.deterministic_ids()).as_mut(),
+    )
+    .or_bad_input()?;
+    if journal.migration_pending() && !args.dry_run {
+        note(
+            ctx.quiet(),
+            &format!(
+                "musepi: {} is a v{} file; it is rewritten as v3 with the compaction",
+                path.display(),
+                journal.session().original_version()
+            ),
+        );
+    }
+    let provider_flags = ProviderFlags {
+        provider: args.provider.clone(),
+        base_url: args.base_url.clone(),
+        model: args.model.clone(),
+    };
+    let budgets = budgets(&settings, &args.budget, None);
+    if args.dry_run {
+        return dry_run(&journal, chosen, &budgets, args, ctx);
+    }
+    let hooks = crate::hooks::from_settings(&settings, ctx)?;
+    let rt = runtime()?;
+    let progress = Progress::start(ctx, &format!("compacting with {}", chosen.name()));
+    let llm = match chosen {
+        Chosen::Snapcompact => None,
+        Chosen::Llm | Chosen::Remote => Some(provider(ctx, &settings, &provider_flags, &progress)?),
+    };
+    let strategy = match chosen {
+        Chosen::Snapcompact => snap_strategy(
+            &settings,
+            snap_target(&settings, args.model.as_deref(), llm.as_ref()),
+        ),
+        Chosen::Llm => Strategy::Llm,
+        Chosen::Remote => Strategy::Remote,
+    };
+    let options = CompactOptions {
+        reason: Reason::Manual,
+        will_retry: false,
+        custom_instructions: args.instructions.clone(),
+        settings: budgets,
+        prune: (!args.no_prune).then(|| prune_config(&settings)),
+        strategy,
+        summarizer: llm.as_ref().map(|p| p as &dyn Summarizer),
+        remote: llm
+            .as_ref()
+            .and_then(|p| p.as_responses())
+            .map(|r| r as &dyn RemoteCompactor),
+        hooks: &hooks,
+        now: ctx.now_ms(),
+    };
+    let mut ids = crate::ids::for_new_entries(
+        ctx.deterministic_ids(),
+        journal.session().entries().iter().map(|e| &e.id),
+    );
+    let result = rt.block_on(async {
+        let cancel = ctrl_c();
+        compact(&mut journal, &options, ids.as_mut(), &cancel).await
+    });
+    progress.finish();
+    let out = match result {
+        Ok(out) => out,
+        Err(CompactError::Nothing(reason)) => {
+            if ctx.json() {
+                print_json(&json!({"compacted": false, "reason": reason.to_string()}))
+                    .or_failed()?;
+            } else {
+                print_text(&format!("nothing to compact: {reason}\n")).or_failed()?;
+            }
+            return Ok(if args.strict { Exit::Failed } else { Exit::Ok });
+        }
+        Err(e @ (CompactError::NoModel | CompactError::Session(_))) => {
+            return Err(Failure::bad_input(e));
+        }
+        Err(e) => return Err(Failure::failed(e)),
+    };
+    for w in &out.warnings {
+        note(ctx.quiet(), &format!("musepi: warning: {w}"));
+    }
+    let session = journal.session();
+    if ctx.json() {
+        let doc = json!({
+            "compacted": true,
+            "file": path.display().to_string(),
+            "strategy": chosen.name(),
+            "provider": llm.as_ref().map(|p| p.config().describe()),
+            "entryId": out.entry_id.as_str(),
+            "firstKeptEntryId": out.result.first_kept_entry_id.as_str(),
+            "tokensBefore": out.result.tokens_before,
+            "tokensAfter": out.tokens_after,
+            "summary": out.result.summary,
+            "shortSummary": out.result.short_summary,
+            "details": out.result.details,
+            "usage": out.result.usage,
+            "fromExtension": out.result.from_extension,
+            "requests": out.requests.iter().map(|r| r.name()).collect::<Vec<_>>(),
+            "prune": prune_json(session, &out.pruned),
+            "warnings": out.warnings,
+        });
+        print_json(&doc).or_failed()?;
+        return Ok(Exit::Ok);
+    }
+    let st = ctx.style;
+    let mut rows = vec![
+        ("file".to_owned(), path.display().to_string()),
+        (
+            "strategy".to_owned(),
+            match &llm {
+                Some(p) if chosen != Chosen::Snapcompact => {
+                    format!("{} ({})", chosen.name(), p.config().describe())
+                }
+                _ => chosen.name().to_owned(),
+            },
+        ),
+        (
+            "tokens".to_owned(),
+            format!("{} → {}", out.result.tokens_before, out.tokens_after),
+        ),
+        (
+            "entry".to_owned(),
+            format!(
+                "{} (keeps from {})",
+                out.entry_id, out.result.first_kept_entry_id
+            ),
+        ),
+    ];
+    if !out.pruned.is_empty() {
+        rows.push((
+            "pruned".to_owned(),
+            format!(
+                "{} tool results, {} tokens",
+                out.pruned.candidates.len(),
+                out.pruned.tokens_saved
+            ),
+        ));
+    }
+    if let Some(short) = &out.result.short_summary {
+        rows.push(("short summary".to_owned(), preview(short, 100)));
+    }
+    let mut text = aligned(&rows);
+    let lines: Vec<&str> = out.result.summary.lines().take(8).collect();
+    let _ = writeln!(text, "{}", st.paint(Color::Dim, "summary:"));
+    for l in &lines {
+        let _ = writeln!(text, "  {l}");
+    }
+    if out.result.summary.lines().count() > lines.len() {
+        let _ = writeln!(text, "  {}", st.paint(Color::Dim, "…"));
+    }
+    print_text(&text).or_failed()?;
+    if matches!(
+        session.leaf_entry().map(|e| &e.body),
+        Some(EntryBody::Compaction(_))
+    ) {
+        Ok(Exit::Ok)
+    } else {
+        Err(Failure::failed(anyhow::anyhow!(
+            "the compaction entry is not the leaf after writing"
+        )))
+    }
+}
+
+/// `--dry-run`: the requests (or the archive plan) and nothing written.
+fn dry_run(
+    journal: &Journal,
+    chosen: Chosen,
+    budgets: &musepi_compaction::CompactionSettings,
+    args: &CompactArgs,
+    ctx: &Ctx,
+) -> CmdResult {
+    let session = journal.session();
+    let prep = match prepare(session, session.leaf_index(), budgets) {
+        Ok(p) => p,
+        Err(reason) => {
+            print_text(&format!("nothing to compact: {reason}\n")).or_failed()?;
+            return Ok(if args.strict { Exit::Failed } else { Exit::Ok });
+        }
+    };
+    let options = RequestOptions {
+        custom_instructions: args.instructions.clone(),
+        ..RequestOptions::default()
+    };
+    let plan = SummaryPlan::new(&prep, budgets, &options);
+    let short = plan.short_request(&plan.merge(Some("{history summary}"), None));
+    let requests: Vec<serde_json::Value> = match chosen {
+        Chosen::Snapcompact => Vec::new(),
+        _ => plan
+            .requests()
+            .chain(std::iter::once(&short))
+            .map(request_json)
+            .collect(),
+    };
+    if ctx.json() {
+        print_json(&json!({
+            "dryRun": true,
+            "strategy": chosen.name(),
+            "firstKeptEntryId": prep.first_kept_entry_id.as_str(),
+            "tokensBefore": prep.tokens_before,
+            "requests": requests,
+        }))
+        .or_failed()?;
+        return Ok(Exit::Ok);
+    }
+    let mut out = format!(
+        "dry run: {} would keep from {} ({} messages summarized, {} in the turn prefix); nothing written\n",
+        chosen.name(),
+        prep.first_kept_entry_id,
+        prep.messages_to_summarize.len(),
+        prep.turn_prefix_messages.len()
+    );
+    for r in &requests {
+        let _ = write!(
+            out,
+            "\n── {} request (max {} tokens) ──\nsystem: {}\n\n{}\n",
+            r["purpose"].as_str().unwrap_or_default(),
+            r["maxTokens"],
+            r["systemPrompt"].as_str().unwrap_or_default(),
+            r["prompt"].as_str().unwrap_or_default()
+        );
+    }
+    print_text(&out).or_failed()?;
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,219 @@
+//! What the commands that talk to models or run hooks share: settings,
+//! the provider, the tokio runtime, Ctrl-C, and progress on stderr.
+
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use musepi_compaction::{CompactionSettings as Budgets, PruneConfig};
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::BudgetArgs;
+use crate::commands::{Ctx, Failure, OrExit};
+use crate::output::note;
+use crate::provider::{
+    Provider, ProviderFlags, RetryNotice, install_crypto_provider, process_env, resolve_provider,
+};
+use crate::settings::{LoadedSettings, Settings, SettingsSources, load_settings};
+
+/// Loads the settings files (warnings go to stderr).
+pub fn settings(ctx: &Ctx) -> Result<Settings, Failure> {
+    let cwd = std::env::current_dir().or_bad_input()?;
+    let LoadedSettings {
+        settings, warnings, ..
+    } = load_settings(&SettingsSources::discover(
+        &cwd,
+        ctx.globals.settings.clone(),
+    ))
+    .or_bad_input()?;
+    for w in &warnings {
+        note(ctx.quiet(), &format!("musepi: warning: {w}"));
+    }
+    Ok(settings)
+}
+
+/// The library's compaction settings from the settings files and the flags.
+pub fn budgets(settings: &Settings, budget: &BudgetArgs, reasoning: Option<String>) -> Budgets {
+    let c = &settings.compaction;
+    let mut b = Budgets {
+        enabled: c.enabled,
+        reserve_tokens: u64::from(c.reserve_tokens),
+        keep_recent_tokens: u64::from(c.keep_recent_tokens),
+        threshold_percent: c.threshold_percent,
+        threshold_tokens: c.threshold_tokens as f64,
+        ..Budgets::default()
+    };
+    if reasoning.is_some() {
+        b.reasoning = reasoning;
+    }
+    crate::commands::settings_glue::compaction_settings(b, budget)
+}
+
+/// Pruning as the settings configure it.
+pub fn prune_config(settings: &Settings) -> PruneConfig {
+    PruneConfig {
+        prune_useless: settings.compaction.drop_useless,
+        supersede_reads: settings.compaction.supersede_reads,
+        ..PruneConfig::default()
+    }
+}
+
+/// The provider the flags and settings select, with retries reported on stderr.
+pub fn provider(
+    ctx: &Ctx,
+    settings: &Settings,
+    flags: &ProviderFlags,
+    progress: &Progress,
+) -> Result<Provider, Failure> {
+    install_crypto_provider();
+    let provider = resolve_provider(flags, settings, &process_env).or_bad_input()?;
+    let bar = progress.bar.clone();
+    let quiet = ctx.quiet();
+    Ok(
+        provider.with_retry_observer(Arc::new(move |n: &RetryNotice| {
+            let text = format!(
+                "{} failed ({}); retrying in {:.1}s{}",
+                n.provider,
+                n.reason,
+                n.delay.as_secs_f64(),
+                if n.from_retry_after {
+                    " (Retry-After)"
+                } else {
+                    ""
+                }
+            );
+            match &bar {
+                Some(b) => b.println(text),
+                None if !quiet => eprintln!("musepi: {text}"),
+                None => {}
+            }
+        })),
+    )
+}
+
+/// A spinner on stderr while waiting (only on a terminal, never with `-q`).
+pub struct Progress {
+    bar: Option<ProgressBar>,
+}
+
+impl Progress {
+    /// Starts a spinner with `message`.
+    pub fn start(ctx: &Ctx, message: &str) -> Self {
+        if ctx.quiet()
+            || ctx.json() && !std::io::stderr().is_terminal()
+            || !std::io::stderr().is_terminal()
+        {
+            return Self { bar: None };
+        }
+        let bar = ProgressBar::new_spinner();
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        bar.set_message(message.to_owned());
+        bar.enable_steady_tick(Duration::from_millis(100));
+        Self { bar: Some(bar) }
+    }
+
+    /// Stops the spinner and clears its line.
+    pub fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// A current-thread runtime for one command.
+pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .or_failed()
+}
+
+/// A token that fires on Ctrl-C (the operation then writes nothing).
+pub fn ctrl_c() -> CancellationToken {
+    let token = CancellationToken::new();
+    let fire = token.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            fire.cancel();
+        }
+    });
+    token
+}
+
+/// Model families known to read images, for choosing PNG frames over text
+/// frames when no provider entry says either way.
+const VISION_FAMILIES: [&str; 8] = [
+    "claude", "gpt-4o", "gpt-4.1", "gpt-5", "gemini", "o3", "o4", "pixtral",
+];
+
+/// Who will read a snapcompact archive: the `--model` (or the provider's
+/// model), whether it reads images (the provider entry's `vision`, else its
+/// family), and the wire API its provider speaks (for image pricing).
+pub fn snap_target(
+    settings: &Settings,
+    model: Option<&str>,
+    provider: Option<&Provider>,
+) -> musepi_hooks::SnapTarget {
+    let config = provider.map(Provider::config);
+    let model_id = model
+        .map(str::to_owned)
+        .or_else(|| config.and_then(|c| c.model.clone()))
+        .filter(|m| !m.is_empty());
+    let vision = config.is_some_and(|c| c.vision)
+        || model_id.as_deref().is_some_and(|m| {
+            let m = m.to_ascii_lowercase();
+            VISION_FAMILIES.iter().any(|f| m.contains(f))
+        });
+    let api = config.map(|c| {
+        match c.kind {
+            crate::provider::ProviderKind::Anthropic => "anthropic-messages",
+            crate::provider::ProviderKind::OpenaiResponses => "openai-responses",
+            _ => "openai-completions",
+        }
+        .to_owned()
+    });
+    let forced_shape =
+        (settings.snapcompact.shape != "auto").then(|| settings.snapcompact.shape.clone());
+    musepi_hooks::SnapTarget {
+        api,
+        model_id,
+        provider: config.map(|c| c.kind.as_str().to_owned()),
+        vision,
+        forced_shape,
+        max_frames: None,
+    }
+}
+
+/// The snapcompact strategy the settings and flags describe.
+pub fn snap_strategy(
+    settings: &Settings,
+    target: musepi_hooks::SnapTarget,
+) -> musepi_hooks::Strategy {
+    let s = &settings.snapcompact;
+    let cap = |c: Option<u32>| c.map(|v| v as usize);
+    let serialize = musepi_snapcompact::SerializeOptions {
+        tool_result_max_chars: cap(s.tool_result_max_chars),
+        tool_arg_max_chars: cap(s.tool_arg_max_chars),
+        tool_call_max_chars: cap(s.tool_call_max_chars),
+        truncate_head_ratio: s.truncate_head_ratio,
+        dim_tool_results: s.dim_tool_results,
+        ..musepi_snapcompact::SerializeOptions::default()
+    };
+    musepi_hooks::Strategy::Snapcompact(Box::new(musepi_hooks::SnapcompactStrategy {
+        target,
+        settings: musepi_hooks::SnapSettings {
+            serialize,
+            reserve_tokens: u64::from(settings.compaction.reserve_tokens),
+        },
+    }))
+}
