@@ -338,17 +338,17 @@ impl ProcessHook {
                 Decoded::Answer(Some(r)) if r.cancel => Reply::Cancel {
                     reason: run.stderr_tail.clone(),
                 },
-                Decoded::Answer(r) => to_reply(r.as_ref()),
+                Decoded::Answer(r) => to_reply(r.filter(|r| !r.is_empty()).as_ref()),
             }),
             names::BEFORE_TREE => Ok(match self.decode::<BeforeTreeResult>(run)? {
                 Decoded::Cancel(reason) => Reply::Cancel { reason },
                 Decoded::Answer(Some(r)) if r.cancel => Reply::Cancel {
                     reason: run.stderr_tail.clone(),
                 },
-                Decoded::Answer(r) => to_reply(r.as_ref()),
+                Decoded::Answer(r) => to_reply(r.filter(|r| !r.is_empty()).as_ref()),
             }),
             names::COMPACTING => match self.decode::<CompactingResult>(run)? {
-                Decoded::Answer(r) => Ok(to_reply(r.as_ref())),
+                Decoded::Answer(r) => Ok(to_reply(r.filter(|r| !r.is_empty()).as_ref())),
                 Decoded::Cancel(_) => Err(exit_error(run)),
             },
             _ if run.status == 0 => Ok(Reply::Empty),
