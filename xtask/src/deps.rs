@@ -4,8 +4,9 @@
 //! - an edge between workspace crates outside the order session-model,
 //!   context-builder, compaction, snapcompact, branch-summary, hooks, cli
 //!   (each may depend only on crates earlier in the list, and branch-summary
-//!   not on compaction or snapcompact); `tests` may depend on any of them,
-//!   xtask on none, and nothing on `tests` or xtask;
+//!   not on compaction or snapcompact); `tests` and the example packages
+//!   under `examples/` may depend on any of them, xtask on none, and nothing
+//!   on `tests`, an example or xtask;
 //! - tokio or reqwest among the normal dependencies (direct or transitive)
 //!   of the five synchronous crates below hooks;
 //! - openssl-sys or aws-lc-sys anywhere in the dependency graph.
@@ -49,9 +50,13 @@ const BANNED: &[&str] = &["openssl-sys", "aws-lc-sys"];
 /// A workspace package: its package id, name and role.
 struct Member {
     name: String,
-    /// Folder under `crates/`, or `tests` / `xtask`.
+    /// Folder under `crates/`, or `tests` / `xtask`, or `example` for a
+    /// package under `examples/`.
     role: String,
 }
+
+/// The role of every package under `examples/`.
+const EXAMPLE: &str = "example";
 
 pub(crate) fn run() -> anyhow::Result<()> {
     let meta = metadata()?;
@@ -132,13 +137,13 @@ pub(crate) fn run() -> anyhow::Result<()> {
 
 /// Whether `from` may depend on `to`.
 fn edge_verdict(from: &str, to: &str) -> Result<(), String> {
-    if to == "tests" || to == "xtask" {
+    if to == "tests" || to == "xtask" || to == EXAMPLE {
         return Err(format!("nothing may depend on `{to}`"));
     }
     if from == "xtask" {
         return Err("xtask depends on no workspace crate, so it builds in seconds".into());
     }
-    if from == "tests" {
+    if from == "tests" || from == EXAMPLE {
         return Ok(());
     }
     let rank = |r: &str| ORDER.iter().position(|o| *o == r);
@@ -186,11 +191,19 @@ fn members(meta: &Value) -> anyhow::Result<BTreeMap<String, Member>> {
             continue;
         };
         let manifest = pkg["manifest_path"].as_str().unwrap_or_default();
-        let dir = std::path::Path::new(manifest)
-            .parent()
+        let folder = std::path::Path::new(manifest).parent();
+        let in_examples = folder
+            .and_then(|d| d.parent())
             .and_then(|d| d.file_name())
-            .map(|d| d.to_string_lossy().into_owned())
-            .unwrap_or_default();
+            .is_some_and(|d| d == "examples");
+        let dir = if in_examples {
+            EXAMPLE.to_owned()
+        } else {
+            folder
+                .and_then(|d| d.file_name())
+                .map(|d| d.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        };
         out.insert(
             id.to_owned(),
             Member {
@@ -307,8 +320,12 @@ mod tests {
     }
 
     #[test]
-    fn tests_may_use_anything_and_xtask_nothing() {
+    fn tests_and_examples_may_use_anything_and_xtask_nothing() {
         assert!(edge_verdict("tests", "cli").is_ok());
+        assert!(edge_verdict("example", "cli").is_ok());
+        assert!(edge_verdict("example", "hooks").is_ok());
+        assert!(edge_verdict("cli", "example").is_err());
+        assert!(edge_verdict("tests", "example").is_err());
         assert!(edge_verdict("xtask", "session-model").is_err());
         assert!(edge_verdict("cli", "tests").is_err());
         assert!(edge_verdict("newcrate", "session-model").is_err());
