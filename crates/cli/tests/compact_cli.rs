@@ -47,10 +47,13 @@ impl Reply {
     }
 }
 
+/// One request: its path, JSON body and headers.
+type Seen = (String, Value, Vec<(String, String)>);
+
 #[derive(Default)]
 struct Script {
     replies: Mutex<VecDeque<Reply>>,
-    seen: Mutex<Vec<(String, Value, Vec<(String, String)>)>>,
+    seen: Mutex<Vec<Seen>>,
 }
 
 async fn answer(State(script): State<Arc<Script>>, req: Request) -> Response {
