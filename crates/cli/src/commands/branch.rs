@@ -8,8 +8,10 @@ use musepi_branch_summary::{
     token_budget,
 };
 use musepi_compaction::prompts::SUMMARIZATION_SYSTEM;
-use musepi_hooks::{BranchStrategy, NavigateError, NavigateOptions, Summarizer, navigate};
-use musepi_session_model::{EntryBody, Journal, Stamp};
+use musepi_hooks::{
+    BranchStrategy, NavigateError, NavigateOptions, NavigateOutcome, Summarizer, navigate,
+};
+use musepi_session_model::{EntryBody, EntryId, IdSource, Journal, SessionError, Stamp};
 use serde_json::json;
 
 use crate::cli::BranchArgs;
@@ -105,23 +107,7 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
     for w in &out.warnings {
         note(ctx.quiet(), &format!("musepi: warning: {w}"));
     }
-    // Without a summary (or label) the leaf moved in memory only; the file
-    // records its leaf as its last line, so one marker entry makes it stick.
-    let mut marker = None;
-    if !out.no_op && out.summary_entry.is_none() && args.label.is_none() {
-        let mut stamp = Stamp {
-            ids: ids.as_mut(),
-            now: ctx.now_ms(),
-        };
-        let body = EntryBody::Custom {
-            custom_type: NAVIGATE_MARKER.to_owned(),
-            data: Some(musepi_session_model::RawJson::from_value(&json!({
-                "from": out.old_leaf.as_ref().map(ToString::to_string),
-                "to": target,
-            }))),
-        };
-        marker = Some(journal.append(body, &mut stamp).or_failed()?);
-    }
+    let marker = mark_leaf(&mut journal, &out, &options, ids.as_mut()).or_failed()?;
     if ctx.json() {
         print_json(&json!({
             "noOp": out.no_op,
@@ -181,6 +167,32 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
     }
     print_text(&text).or_failed()?;
     Ok(Exit::Ok)
+}
+
+/// Without a summary (or label) a navigation moves the leaf in memory
+/// only; the file records its leaf as its last line, so one marker entry
+/// makes it stick. Returns the marker's id when one was written.
+pub(crate) fn mark_leaf(
+    journal: &mut Journal,
+    out: &NavigateOutcome,
+    options: &NavigateOptions<'_>,
+    ids: &mut dyn IdSource,
+) -> Result<Option<EntryId>, SessionError> {
+    if out.no_op || out.summary_entry.is_some() || options.label.is_some() {
+        return Ok(None);
+    }
+    let mut stamp = Stamp {
+        ids,
+        now: options.now,
+    };
+    let body = EntryBody::Custom {
+        custom_type: NAVIGATE_MARKER.to_owned(),
+        data: Some(musepi_session_model::RawJson::from_value(&json!({
+            "from": out.old_leaf.as_ref().map(ToString::to_string),
+            "to": options.target,
+        }))),
+    };
+    journal.append(body, &mut stamp).map(Some)
 }
 
 /// `--dry-run`: the collected entries, what fits the budget, and the request.

@@ -20,18 +20,60 @@ use crate::settings::CompactionStrategy;
 
 /// Which strategy runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Chosen {
+pub(crate) enum Chosen {
+    /// The deterministic archive (no model).
     Snapcompact,
+    /// An LLM summary.
     Llm,
+    /// The provider-native remote compaction, then an LLM summary.
     Remote,
 }
 
 impl Chosen {
-    fn name(self) -> &'static str {
+    /// The name users see and pass to `--strategy`.
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Snapcompact => "snapcompact",
             Self::Llm => "llm",
             Self::Remote => "remote",
+        }
+    }
+
+    /// The strategy `musepi compact` runs: `--strategy`, else the
+    /// settings, where instructions ask for an LLM summary.
+    pub(crate) fn pick(
+        flag: Option<&str>,
+        settings: &crate::settings::Settings,
+        instructions: bool,
+    ) -> Result<Self, Failure> {
+        Ok(match flag {
+            Some("snapcompact") => Self::Snapcompact,
+            Some("llm" | "context-full") => Self::Llm,
+            Some("remote") => Self::Remote,
+            Some(other) => {
+                return Err(Failure::bad_input(anyhow::anyhow!(
+                    "--strategy {other}: expected snapcompact, llm or remote"
+                )));
+            }
+            None => match settings.compaction.strategy {
+                CompactionStrategy::ContextFull => Self::Llm,
+                _ if instructions => Self::Llm,
+                _ => Self::Snapcompact,
+            },
+        })
+    }
+
+    /// The pipeline's strategy; `model` names who reads a snapcompact archive.
+    pub(crate) fn strategy(
+        self,
+        settings: &crate::settings::Settings,
+        model: Option<&str>,
+        llm: Option<&crate::provider::Provider>,
+    ) -> Strategy {
+        match self {
+            Self::Snapcompact => snap_strategy(settings, snap_target(settings, model, llm)),
+            Self::Llm => Strategy::Llm,
+            Self::Remote => Strategy::Remote,
         }
     }
 }
@@ -39,21 +81,11 @@ impl Chosen {
 /// Runs the command.
 pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
     let settings = settings(ctx)?;
-    let chosen = match args.strategy.as_deref() {
-        Some("snapcompact") => Chosen::Snapcompact,
-        Some("llm" | "context-full") => Chosen::Llm,
-        Some("remote") => Chosen::Remote,
-        Some(other) => {
-            return Err(Failure::bad_input(anyhow::anyhow!(
-                "--strategy {other}: expected snapcompact, llm or remote"
-            )));
-        }
-        None => match settings.compaction.strategy {
-            CompactionStrategy::ContextFull => Chosen::Llm,
-            _ if args.instructions.is_some() => Chosen::Llm,
-            _ => Chosen::Snapcompact,
-        },
-    };
+    let chosen = Chosen::pick(
+        args.strategy.as_deref(),
+        &settings,
+        args.instructions.is_some(),
+    )?;
     if let Some(out) = &args.out {
         let journal = Journal::open(
             &args.file,
@@ -94,14 +126,7 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         Chosen::Snapcompact => None,
         Chosen::Llm | Chosen::Remote => Some(provider(ctx, &settings, &provider_flags, &progress)?),
     };
-    let strategy = match chosen {
-        Chosen::Snapcompact => snap_strategy(
-            &settings,
-            snap_target(&settings, args.model.as_deref(), llm.as_ref()),
-        ),
-        Chosen::Llm => Strategy::Llm,
-        Chosen::Remote => Strategy::Remote,
-    };
+    let strategy = chosen.strategy(&settings, args.model.as_deref(), llm.as_ref());
     let options = CompactOptions {
         reason: Reason::Manual,
         will_retry: false,
