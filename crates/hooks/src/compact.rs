@@ -258,11 +258,24 @@ pub async fn compact(
             return Err(e.into());
         }
     };
-    let tokens_after = build_context(journal.session())
+    let mut tokens_after: u64 = build_context(journal.session())
         .messages
         .iter()
         .map(|m| estimate_tokens(&m.message))
         .sum();
+    // A PNG archive rides beside the summary text: its frames and text edges count too.
+    if let Some(archive) = result
+        .preserve_data
+        .as_ref()
+        .and_then(|p| p.get("snapcompact"))
+        .and_then(musepi_snapcompact::png_archive::PngArchive::from_value)
+    {
+        let api = match &options.strategy {
+            Strategy::Snapcompact(s) => s.target.api.as_deref(),
+            _ => None,
+        };
+        tokens_after += musepi_snapcompact::archive_tokens(&archive, api);
+    }
     let session = journal.session();
     let index = session.index_of(entry_id.as_str()).unwrap_or(0);
     let entry_json = session

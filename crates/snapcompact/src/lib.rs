@@ -85,6 +85,7 @@ pub use error::SnapError;
 pub use files::FileLists;
 pub use musepi_context_builder::{FILE_LIST_LIMIT, has_url_scheme};
 pub use normalize::{NEWLINE_GLYPH, Renderability, normalize, scan_renderability};
+pub use png_archive::archive_tokens;
 pub use render::{Frame, base64_decode, base64_encode, render};
 pub use serialize::{DIM_OFF, DIM_ON, SerializeOptions};
 pub use shape::{ResolvedShape, Shape, low_companion, resolve_shape};

@@ -675,3 +675,25 @@ mod tests {
         }
     }
 }
+
+/// Estimated input tokens of the whole archive as the context carries it:
+/// the text edges at chars/4 plus each frame priced for the family of the
+/// wire API that will carry it (SPEC §14.3). A frame whose shape is
+/// unknown is priced at the conservative 5,024 tokens.
+pub fn archive_tokens(archive: &PngArchive, api: Option<&str>) -> u64 {
+    let family = crate::pricing::billing_family(api.unwrap_or_default());
+    let text_units = archive.text_head.as_deref().map_or(0, len16)
+        + archive.text_tail.as_deref().map_or(0, len16);
+    let frames: u64 = archive
+        .frames
+        .iter()
+        .filter(|f| f.is_available())
+        .map(|f| {
+            f.printed_shape()
+                .map_or(u64::from(crate::pricing::FRAME_TOKEN_ESTIMATE), |s| {
+                    u64::from(family.frame_tokens(s.frame_size))
+                })
+        })
+        .sum();
+    (text_units as u64).div_ceil(4) + frames
+}

@@ -218,7 +218,12 @@ fn llm_rows(
     tokenizer: Tokenizer,
     full: bool,
 ) -> Vec<Row> {
-    convert_with_sources(&context.messages, &ConvertOptions::default())
+    let archives = musepi_snapcompact::SessionArchives::new(session);
+    let options = ConvertOptions {
+        archive: Some(&archives),
+        ..ConvertOptions::default()
+    };
+    convert_with_sources(&context.messages, &options)
         .into_iter()
         .map(|c| {
             let text = llm_text(&c.message);
