@@ -41,6 +41,7 @@ use musepi_session_model::{
     SequentialIds, SessionError, Stamp, StopReason,
 };
 
+use crate::compact::SnapTarget;
 use crate::runner::Hooks;
 use crate::runtime_decision::{AbortHandle, Decision, EventSink, MaintenanceEvent, Outcome};
 use crate::runtime_settings::MaintenanceSettings;
@@ -92,6 +93,7 @@ pub struct Maintenance {
     pub(crate) clock: Clock,
     pub(crate) events: Option<EventSink>,
     pub(crate) model: Option<(String, String)>,
+    pub(crate) reader: SnapTarget,
     pub(crate) system_prompt: Option<String>,
     pub(crate) state: MaintenanceState,
     pub(crate) abort: AbortHandle,
@@ -131,6 +133,7 @@ impl Maintenance {
             clock: Arc::new(system_clock),
             events: None,
             model: None,
+            reader: SnapTarget::default(),
             system_prompt: None,
             state: MaintenanceState::default(),
             abort: AbortHandle::default(),
@@ -172,6 +175,15 @@ impl Maintenance {
         self
     }
 
+    /// Who reads snapcompact archives: the agent's model, whether it reads
+    /// images (PNG frames) and its wire API. [`Maintenance::set_model`]
+    /// keeps its model id and provider up to date.
+    #[must_use]
+    pub fn with_reader(mut self, reader: SnapTarget) -> Self {
+        self.reader = reader;
+        self
+    }
+
     /// The live agent's system prompt, sent with handoff requests.
     #[must_use]
     pub fn with_system_prompt(mut self, prompt: impl Into<String>) -> Self {
@@ -183,6 +195,8 @@ impl Maintenance {
     /// context window. Without it the session's latest model counts.
     pub fn set_model(&mut self, provider: &str, model_id: &str, context_window: Option<u64>) {
         self.model = Some((provider.to_owned(), model_id.to_owned()));
+        self.reader.provider = Some(provider.to_owned());
+        self.reader.model_id = Some(model_id.to_owned());
         if let Some(w) = context_window {
             self.settings.context_window = w;
         }

@@ -10,7 +10,7 @@ use musepi_context_builder::{
 use musepi_session_model::time::format_iso;
 use musepi_session_model::{EntryId, Header, Journal, Stamp};
 
-use crate::compact::{CompactError, CompactOptions, Strategy, compact};
+use crate::compact::{CompactError, CompactOptions, SnapcompactStrategy, Strategy, compact};
 use crate::runtime::{Maintenance, without_failed_tail};
 use crate::runtime_decision::{
     CompactionReport, Decision, MaintenanceEvent, Outcome, UsedStrategy,
@@ -35,7 +35,8 @@ type Made = (CompactionReport, Vec<String>);
 impl Maintenance {
     /// The strategy for `plan`: handoff only for threshold and incomplete
     /// maintenance outside a tool loop; context-full for everything the
-    /// handoff cannot do; manual instructions ask for an LLM summary.
+    /// handoff cannot do; manual instructions ask for an LLM summary when
+    /// there is a model to write it.
     fn choose(&self, plan: CompactionPlan, instructions: bool) -> UsedStrategy {
         match self.settings.strategy {
             MaintenanceStrategy::Handoff
@@ -45,7 +46,9 @@ impl Maintenance {
                 UsedStrategy::Handoff
             }
             MaintenanceStrategy::Snapcompact | MaintenanceStrategy::Off
-                if !(plan.reason == Reason::Manual && instructions) =>
+                if !(plan.reason == Reason::Manual
+                    && instructions
+                    && self.summarizer.is_some()) =>
             {
                 UsedStrategy::Snapcompact
             }
@@ -64,6 +67,10 @@ impl Maintenance {
         let reason = plan.reason;
         self.emit(MaintenanceEvent::CompactionStart { reason });
         let used = self.choose(plan, instructions.is_some());
+        let ignored = (used == UsedStrategy::Snapcompact && instructions.is_some()).then(|| {
+            "the instructions need a model to write the summary; the archive was written without them"
+                .to_owned()
+        });
         let cancel = self.abort.begin();
         let result = match used {
             UsedStrategy::Handoff => self.run_handoff(reason, &cancel).await,
@@ -86,6 +93,7 @@ impl Maintenance {
                 let mut d = Decision::of(Outcome::Compacted, Some(reason));
                 d.compaction = Some(report);
                 d.notes = notes;
+                d.notes.extend(ignored);
                 d.retry = plan.will_retry;
                 if plan.will_retry {
                     d.continue_turn = true;
@@ -145,29 +153,24 @@ impl Maintenance {
         instructions: Option<String>,
         cancel: &tokio_util::sync::CancellationToken,
     ) -> Result<Made, Stop> {
-        let mut notes = Vec::new();
-        let strategy = match used {
-            UsedStrategy::Snapcompact => {
-                // The model-free archive is not wired into the pipeline yet:
-                // an LLM summary stands in when a model is configured.
-                if self.summarizer.is_none() {
-                    return Err(Stop::Skipped(
-                        "snapcompact is not available yet and no model is configured".to_owned(),
-                    ));
-                }
-                notes.push(
-                    "snapcompact is not available yet; an LLM summary was written instead"
-                        .to_owned(),
-                );
-                Strategy::Llm
+        let strategy = if used == UsedStrategy::Snapcompact {
+            let mut target = self.reader.clone();
+            if target.forced_shape.is_none() {
+                target
+                    .forced_shape
+                    .clone_from(&self.settings.snapcompact_shape);
             }
-            _ => Strategy::Llm,
-        };
-        if self.summarizer.is_none() {
+            Strategy::Snapcompact(Box::new(SnapcompactStrategy {
+                target,
+                settings: self.settings.snap_settings(),
+            }))
+        } else if self.summarizer.is_some() {
+            Strategy::Llm
+        } else {
             return Err(Stop::Skipped(
                 "No model selected: context-full compaction needs a summarizer".to_owned(),
             ));
-        }
+        };
         let options = CompactOptions {
             reason: plan.reason,
             will_retry: plan.will_retry,
@@ -182,7 +185,7 @@ impl Maintenance {
         };
         match compact(&mut self.journal, &options, self.ids.as_mut(), cancel).await {
             Ok(out) => {
-                notes.extend(out.warnings);
+                let notes = out.warnings;
                 let report = CompactionReport {
                     strategy: used,
                     entry_id: Some(out.entry_id),

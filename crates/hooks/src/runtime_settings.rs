@@ -5,6 +5,7 @@
 
 use musepi_compaction::{CompactionSettings, PruneConfig, TriggerContext};
 use musepi_context_builder::ThresholdSettings;
+use musepi_snapcompact::SnapSettings;
 
 /// `compaction.strategy` (SPEC §4.9): how automatic maintenance compacts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -83,6 +84,11 @@ pub struct MaintenanceSettings {
     pub context_window: u64,
     /// Reasoning effort for summarizer calls.
     pub reasoning: Option<String>,
+    /// `snapcompact.*` serialization budgets (its reserve follows
+    /// `reserve_tokens`).
+    pub snapcompact: SnapSettings,
+    /// `snapcompact.shape` when not `auto`: the archive's forced shape.
+    pub snapcompact_shape: Option<String>,
 }
 
 impl Default for MaintenanceSettings {
@@ -104,6 +110,8 @@ impl Default for MaintenanceSettings {
             branch_summary_reserve_tokens: 16_384,
             context_window: 200_000,
             reasoning: Some("high".to_owned()),
+            snapcompact: SnapSettings::default(),
+            snapcompact_shape: None,
         }
     }
 }
@@ -126,6 +134,14 @@ impl MaintenanceSettings {
     pub fn thresholds(&self) -> ThresholdSettings {
         self.compaction()
             .thresholds(self.strategy == MaintenanceStrategy::Off)
+    }
+
+    /// The snapcompact budgets, with the reserve of these settings.
+    pub fn snap_settings(&self) -> SnapSettings {
+        SnapSettings {
+            reserve_tokens: self.reserve_tokens,
+            ..self.snapcompact.clone()
+        }
     }
 
     /// Pruning before a compaction.

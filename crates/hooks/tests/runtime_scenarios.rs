@@ -93,6 +93,10 @@ fn settings(strategy: MaintenanceStrategy) -> MaintenanceSettings {
 }
 
 fn rig_with(settings: MaintenanceSettings, model: Scripted) -> Rig {
+    rig_of(settings, model, true)
+}
+
+fn rig_of(settings: MaintenanceSettings, model: Scripted, with_model: bool) -> Rig {
     let dir = tempfile::tempdir().unwrap();
     let journal = Journal::create(
         dir.path().join("s.jsonl"),
@@ -104,8 +108,11 @@ fn rig_with(settings: MaintenanceSettings, model: Scripted) -> Rig {
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = events.clone();
     let model = Arc::new(model);
-    let mut runtime = Maintenance::new(journal, settings)
-        .with_summarizer(model.clone())
+    let mut runtime = Maintenance::new(journal, settings);
+    if with_model {
+        runtime = runtime.with_summarizer(model.clone());
+    }
+    let mut runtime = runtime
         .with_clock(Arc::new(move || tick.fetch_add(1000, Ordering::SeqCst)))
         .with_events(Arc::new(move |e| sink.lock().unwrap().push(e)));
     runtime.set_model("scripted", "m1", None);
@@ -648,4 +655,78 @@ async fn navigate_tree_moves_the_leaf_with_or_without_a_summary() {
         &session.get(marker.as_str()).unwrap().body,
         EntryBody::Custom { custom_type, .. } if custom_type == NAVIGATE_MARKER
     ));
+}
+
+#[tokio::test]
+async fn the_default_snapcompact_strategy_needs_no_model() {
+    let mut r = rig_of(
+        settings(MaintenanceStrategy::default()),
+        Scripted::default(),
+        false,
+    );
+    r.assistant("done", StopReason::Stop, HIGH);
+    let d = r.runtime.after_assistant(None).await.unwrap();
+    assert_eq!(d.outcome, Outcome::Compacted, "{d:?}");
+    let report = d.compaction.clone().unwrap();
+    assert_eq!(report.strategy, UsedStrategy::Snapcompact);
+    assert!(report.tokens_after < 2_000, "{report:?}");
+    assert!(d.continue_turn && d.continue_prompt.is_some());
+    assert_eq!(
+        r.events(),
+        vec![
+            start(Reason::Threshold),
+            end_ok(Reason::Threshold, false, &d)
+        ]
+    );
+    assert_eq!(r.compactions_in_file(), 1);
+    assert!(r.model.seen.lock().unwrap().is_empty());
+
+    // Manual instructions ask for a model; without one the archive is
+    // written anyway, and the decision says the instructions were not used.
+    r.user("more work");
+    r.assistant(
+        &"the parser reads tokens ".repeat(60),
+        StopReason::Stop,
+        LOW,
+    );
+    r.user("and more");
+    r.assistant(
+        &"the parser reads tokens ".repeat(60),
+        StopReason::Stop,
+        LOW,
+    );
+    let d = r.runtime.compact(Some("keep the parser".into())).await;
+    assert_eq!(d.outcome, Outcome::Compacted, "{d:?}");
+    assert_eq!(d.compaction.unwrap().strategy, UsedStrategy::Snapcompact);
+    assert!(d.notes.iter().any(|n| n.contains("instructions")));
+}
+
+#[tokio::test]
+async fn context_full_without_a_model_is_skipped_quietly() {
+    let mut r = rig_of(
+        settings(MaintenanceStrategy::ContextFull),
+        Scripted::default(),
+        false,
+    );
+    r.assistant("done", StopReason::Stop, HIGH);
+    let d = r.runtime.after_assistant(None).await.unwrap();
+    assert_eq!(d.outcome, Outcome::Skipped);
+    assert!(d.error.is_none() && !d.continue_turn);
+    assert_eq!(
+        r.events(),
+        vec![
+            start(Reason::Threshold),
+            MaintenanceEvent::CompactionEnd {
+                reason: Reason::Threshold,
+                result: None,
+                aborted: false,
+                will_retry: false,
+                error_message: None,
+            }
+        ]
+    );
+    // A manual compaction says why.
+    let d = r.runtime.compact(None).await;
+    assert_eq!(d.outcome, Outcome::Failed);
+    assert!(d.error.unwrap().starts_with("No model selected"));
 }
