@@ -10,8 +10,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use musepi_hooks::events::names;
-use musepi_hooks::{Hooks, ProcessHook, StderrMode};
+use musepi_hooks::events::{
+    BeforeCompactEvent, BeforeCompactResult, BeforeTreeEvent, BeforeTreeResult, CompactEvent,
+    CompactingEvent, CompactingResult, TreeEvent, names,
+};
+use musepi_hooks::{Hook, HookError, HookFuture, HookWarning, Hooks, ProcessHook, StderrMode};
+use tokio_util::sync::CancellationToken;
 
 use crate::commands::{Ctx, Failure};
 use crate::settings::{HookCommand, Settings};
@@ -64,9 +68,91 @@ pub fn from_settings(settings: &Settings, ctx: &Ctx) -> Result<Hooks, Failure> {
     };
     let mut hooks = Hooks::new();
     for hook in process_hooks(settings, &mode).map_err(Failure::bad_input)? {
-        hooks.register(Arc::new(hook));
+        hooks.register(Arc::new(Reported(hook)));
     }
     Ok(hooks)
+}
+
+/// A hook command whose fail-closed failures are printed on stderr as they
+/// happen: they cancel the operation, and the command's error
+/// (`Compaction cancelled`) does not say which hook failed or how.
+struct Reported(ProcessHook);
+
+impl Reported {
+    fn report<T>(&self, event: &'static str, result: Result<T, HookError>) -> Result<T, HookError> {
+        if let Err(error) = &result
+            && self.0.fail_closed()
+        {
+            let warning = HookWarning {
+                hook: self.0.name(),
+                event,
+                error: error.clone(),
+                cancelled: true,
+            };
+            eprintln!("musepi: {warning}");
+        }
+        result
+    }
+}
+
+impl Hook for Reported {
+    fn name(&self) -> String {
+        self.0.name()
+    }
+
+    fn fail_closed(&self) -> bool {
+        self.0.fail_closed()
+    }
+
+    fn handles(&self, event: &str) -> bool {
+        self.0.handles(event)
+    }
+
+    fn before_compact<'a>(
+        &'a self,
+        event: &'a BeforeCompactEvent,
+        cancel: CancellationToken,
+    ) -> HookFuture<'a, Option<BeforeCompactResult>> {
+        Box::pin(async move {
+            let r = self.0.before_compact(event, cancel).await;
+            self.report(names::BEFORE_COMPACT, r)
+        })
+    }
+
+    fn compacting<'a>(
+        &'a self,
+        event: &'a CompactingEvent,
+        cancel: CancellationToken,
+    ) -> HookFuture<'a, Option<CompactingResult>> {
+        Box::pin(async move {
+            let r = self.0.compacting(event, cancel).await;
+            self.report(names::COMPACTING, r)
+        })
+    }
+
+    fn compacted<'a>(
+        &'a self,
+        event: &'a CompactEvent,
+        cancel: CancellationToken,
+    ) -> HookFuture<'a, ()> {
+        // After the save, a failure cancels nothing: the pipeline's warning says it all.
+        self.0.compacted(event, cancel)
+    }
+
+    fn before_tree<'a>(
+        &'a self,
+        event: &'a BeforeTreeEvent,
+        cancel: CancellationToken,
+    ) -> HookFuture<'a, Option<BeforeTreeResult>> {
+        Box::pin(async move {
+            let r = self.0.before_tree(event, cancel).await;
+            self.report(names::BEFORE_TREE, r)
+        })
+    }
+
+    fn tree<'a>(&'a self, event: &'a TreeEvent, cancel: CancellationToken) -> HookFuture<'a, ()> {
+        self.0.tree(event, cancel)
+    }
 }
 
 /// One [`ProcessHook`] per configured command, events in [`names::ALL`]
