@@ -1,0 +1,218 @@
+//! `musepi branch` end to end: the summary request a loopback provider
+//! receives, the `branch_summary` entry under the target, and the context
+//! after navigation; plus navigation without a summary and the digest.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::{Arc, Mutex};
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::Response;
+use serde_json::{Value, json};
+
+const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
+
+type Seen = Arc<Mutex<Vec<Value>>>;
+
+async fn answer(State(seen): State<Seen>, req: Request) -> Response {
+    let bytes = axum::body::to_bytes(req.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    seen.lock()
+        .unwrap()
+        .push(serde_json::from_slice(&bytes).unwrap());
+    let body = json!({"choices": [{"message": {"role": "assistant", "content": "## Goal\n- Try plan B for the parser"}, "finish_reason": "stop"}]});
+    Response::builder()
+        .status(200)
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap()
+}
+
+async fn server() -> (String, Seen) {
+    let seen: Seen = Arc::default();
+    let app = axum::Router::new()
+        .fallback(answer)
+        .with_state(seen.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, seen)
+}
+
+/// start (user) → ok (assistant) → plan B (user) → reading (assistant with a read).
+fn tree(dir: &Path) -> PathBuf {
+    let lines = [
+        json!({"type":"session","version":3,"id":"t1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}),
+        json!({"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"Port the parser.","timestamp":1}}),
+        json!({"type":"message","id":"b2","parentId":"a1","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"Which plan?"}],"provider":"p","model":"m","stopReason":"stop","timestamp":2}}),
+        json!({"type":"message","id":"c3","parentId":"b2","timestamp":"2026-01-01T00:00:03.000Z","message":{"role":"user","content":"Try plan B: a hand-written lexer.","timestamp":3}}),
+        json!({"type":"message","id":"d4","parentId":"c3","timestamp":"2026-01-01T00:00:04.000Z","message":{"role":"assistant","content":[{"type":"text","text":"Reading the lexer."},{"type":"toolCall","id":"r1","name":"read","arguments":{"path":"src/lexer.rs"}}],"provider":"p","model":"m","stopReason":"toolUse","timestamp":4}}),
+    ];
+    let path = dir.join("t.jsonl");
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+async fn musepi(args: &[&str]) -> Output {
+    tokio::process::Command::new(MUSEPI)
+        .args(args)
+        .env("HOME", std::env::temp_dir())
+        .output()
+        .await
+        .unwrap()
+}
+
+fn last(file: &Path) -> Value {
+    serde_json::from_str(
+        std::fs::read_to_string(file)
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap(),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_summary_is_requested_stored_under_the_target_and_seen_in_the_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = tree(dir.path());
+    let (url, seen) = server().await;
+    let base = format!("{url}/v1");
+    let out = musepi(&[
+        "branch",
+        file.to_str().unwrap(),
+        "--to",
+        "b2",
+        "--summarize",
+        "--provider",
+        "openai-compatible",
+        "--base-url",
+        &base,
+        "--model",
+        "m",
+        "--now",
+        "2026-02-01T00:00:00.000Z",
+        "--deterministic-ids",
+        "--json",
+    ])
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let requests = seen.lock().unwrap().clone();
+    assert_eq!(requests.len(), 1);
+    let r = &requests[0];
+    assert_eq!(r["max_tokens"], 2048);
+    assert!(r.get("reasoning_effort").is_none());
+    let prompt = r["messages"][1]["content"].as_str().unwrap();
+    assert!(prompt.starts_with("<conversation>\n[User]: Try plan B: a hand-written lexer.\n\n[Assistant]: Reading the lexer.\n\n[Assistant tool calls]: read(path=\"src/lexer.rs\")\n</conversation>\n\n"), "{prompt}");
+    let entry = last(&file);
+    assert_eq!(entry["type"], "branch_summary");
+    assert_eq!(entry["parentId"], "b2");
+    assert_eq!(entry["fromId"], "b2");
+    assert_eq!(entry["fromExtension"], false);
+    let summary = entry["summary"].as_str().unwrap();
+    assert!(
+        summary.contains(
+            "## Goal\n- Try plan B for the parser\n\n<files>\n# src/\nlexer.rs (Read)\n</files>"
+        ),
+        "{summary}"
+    );
+    assert_eq!(entry["details"]["readFiles"], json!(["src/lexer.rs"]));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["abandoned"], json!(["c3", "d4"]));
+    let ctx = musepi(&["context", file.to_str().unwrap(), "--json"]).await;
+    let ctx: Value = serde_json::from_slice(&ctx.stdout).unwrap();
+    let roles: Vec<&str> = ctx["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "branchSummary"]);
+}
+
+#[tokio::test]
+async fn navigation_without_a_summary_records_the_new_leaf() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = tree(dir.path());
+    let out = musepi(&["branch", file.to_str().unwrap(), "--to", "b2", "--json"]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let entry = last(&file);
+    assert_eq!(entry["type"], "custom");
+    assert_eq!(entry["parentId"], "b2");
+    assert_eq!(entry["customType"], "musepi.navigate");
+    let ctx: Value = serde_json::from_slice(
+        &musepi(&["context", file.to_str().unwrap(), "--json"])
+            .await
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(ctx["messages"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn the_digest_needs_no_model_and_dry_run_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = tree(dir.path());
+    let before = std::fs::read(&file).unwrap();
+    let dry = musepi(&[
+        "branch",
+        file.to_str().unwrap(),
+        "--to",
+        "root",
+        "--summarize",
+        "--dry-run",
+        "--json",
+    ])
+    .await;
+    assert!(dry.status.success());
+    let plan: Value = serde_json::from_slice(&dry.stdout).unwrap();
+    assert_eq!(plan["entries"], json!(["a1", "b2", "c3", "d4"]));
+    assert_eq!(plan["commonAncestorId"], Value::Null);
+    assert_eq!(plan["tokenBudget"], 111_616);
+    assert!(
+        plan["request"]["prompt"]
+            .as_str()
+            .unwrap()
+            .contains("Port the parser.")
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+    let out = musepi(&[
+        "branch",
+        file.to_str().unwrap(),
+        "--to",
+        "b2",
+        "--summarize",
+        "--strategy",
+        "snapcompact",
+    ])
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let entry = last(&file);
+    assert_eq!(entry["type"], "branch_summary");
+    assert!(
+        entry["summary"]
+            .as_str()
+            .unwrap()
+            .contains("Try plan B: a hand-written lexer.")
+    );
+    let bad = musepi(&["branch", file.to_str().unwrap(), "--to", "nope"]).await;
+    assert_eq!(bad.status.code(), Some(2));
+}
