@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """A fake agent loop that keeps its context healthy through `musepi serve`.
 
-No real model is involved: the agent's answers are scripted assistant
-messages whose usage numbers climb past the compaction threshold, and the
-summaries are written by a tiny OpenAI-compatible server on 127.0.0.1 that
-always answers the same text. The script prints every event and decision
-and exits 1 if a decision is not the one the protocol promises.
+No model is involved: the agent's answers are scripted assistant messages
+whose usage numbers climb past the compaction threshold, and the server
+compacts with its default strategy, snapcompact, which needs no model, key
+or network. The script prints every event and decision and exits 1 if a
+decision is not the one the protocol promises.
 
     python3 examples/serve-client.py [--musepi PATH] [--session FILE]
 
@@ -18,46 +18,16 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 WINDOW = 16_000  # the agent model's context window: threshold 13,600 with a 2,000 reserve
-
-
-class FakeSummarizer(BaseHTTPRequestHandler):
-    """`POST /v1/chat/completions` that always returns the same summary."""
-
-    def do_POST(self):
-        length = int(self.headers.get("Content-Length", "0"))
-        self.rfile.read(length)
-        body = json.dumps({
-            "id": "chatcmpl-fake",
-            "object": "chat.completion",
-            "choices": [{
-                "index": 0,
-                "message": {"role": "assistant", "content": "## Goal\nMake the parser fast."},
-                "finish_reason": "stop",
-            }],
-            "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
-        }).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
 
 
 class Musepi:
     """One `musepi serve` process: requests out, events and responses in."""
 
-    def __init__(self, binary, summarizer_url):
+    def __init__(self, binary):
         self.proc = subprocess.Popen(
-            [binary, "serve", "--provider", "openai-compatible", "--model", "fake",
-             "--base-url", summarizer_url],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            [binary, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.next_id = 0
 
     def call(self, method, **params):
@@ -151,16 +121,12 @@ def main():
     parser.add_argument("--session", help="the session file (default: a temporary one)")
     args = parser.parse_args()
 
-    summarizer = ThreadingHTTPServer(("127.0.0.1", 0), FakeSummarizer)
-    threading.Thread(target=summarizer.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{summarizer.server_address[1]}/v1"
-
     session = args.session or os.path.join(tempfile.mkdtemp(prefix="musepi-serve-"), "agent.jsonl")
-    musepi = Musepi(args.musepi, url)
+    musepi = Musepi(args.musepi)
     opened = musepi.call(
         "open", path=session, create=True, contextWindow=WINDOW,
         model={"provider": "fake", "modelId": "agent"},
-        settings={"compaction": {"strategy": "context-full", "reserveTokens": 2000, "keepRecentTokens": 5000,
+        settings={"compaction": {"reserveTokens": 2000, "keepRecentTokens": 5000,
                                  "idleEnabled": True, "idleThresholdTokens": 1000}})
     print(f"session {opened['path']}: strategy {opened['strategy']}, "
           f"threshold {opened['thresholdTokens']} of {opened['contextWindow']} tokens")
@@ -220,7 +186,7 @@ def main():
         musepi.call("append", entries=[user(question * 40)])
         decision = musepi.call("afterAssistant", message=assistant("Done as asked. " * 60, 4_000 + 1_000 * n))
         expect(f"afterAssistant {n + 1}", decision, "none")
-    decision = musepi.call("compact", instructions="keep the benchmark numbers")
+    decision = musepi.call("compact")
     # A manual compaction never starts a turn.
     expect("compact", decision, "compacted", **{"continue": False})
 
@@ -228,7 +194,6 @@ def main():
     print(f"the model now sees {len(context['messages'])} messages, {context['tokens']} tokens")
     musepi.call("close")
     status = musepi.close()
-    summarizer.shutdown()
     if status != 0:
         failures.append(f"musepi serve exited with {status}")
     for failure in failures:

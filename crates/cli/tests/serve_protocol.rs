@@ -71,12 +71,23 @@ struct Client {
 
 impl Client {
     fn start(dir: &Path, base_url: &str) -> Self {
-        let settings = dir.join("settings.json");
-        std::fs::write(
-            &settings,
+        Self::with(
+            dir,
+            &[
+                "--provider",
+                "openai-compatible",
+                "--model",
+                "summarizer",
+                "--base-url",
+                base_url,
+            ],
             r#"{"compaction": {"strategy": "context-full", "keepRecentTokens": 50}}"#,
         )
-        .unwrap();
+    }
+
+    fn with(dir: &Path, flags: &[&str], settings: &str) -> Self {
+        let settings_file = dir.join("settings.json");
+        std::fs::write(&settings_file, settings).unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_musepi"))
             .args([
                 "serve",
@@ -84,10 +95,9 @@ impl Client {
                 "--now",
                 "2025-05-01T10:00:00.000Z",
             ])
-            .args(["--provider", "openai-compatible", "--model", "summarizer"])
-            .args(["--base-url", base_url])
+            .args(flags)
             .arg("--settings")
-            .arg(&settings)
+            .arg(&settings_file)
             .current_dir(dir)
             .env("HOME", dir)
             .stdin(Stdio::piped())
@@ -425,5 +435,35 @@ async fn bad_appends_are_refused_and_change_nothing() {
     assert_eq!(r["error"]["code"], json!("not_assistant"));
     let (_, r) = c.call("open", json!({"path": "missing.jsonl"})).await;
     assert_eq!(r["error"]["code"], json!("bad_session"));
+    assert_eq!(c.finish().await, 0);
+}
+
+#[tokio::test]
+async fn the_default_strategy_compacts_without_a_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Client::with(
+        dir.path(),
+        &[],
+        r#"{"compaction": {"keepRecentTokens": 50}}"#,
+    );
+    let (_, opened) = c
+        .ok(
+            "open",
+            json!({"path": "s.jsonl", "create": true, "contextWindow": 100_000,
+                "model": {"provider": "agent", "modelId": "m1"}}),
+        )
+        .await;
+    assert_eq!(opened["strategy"], json!("snapcompact"));
+    assert_eq!(opened["summarizer"], Value::Null);
+    history(&mut c).await;
+    let high = json!({"role": "assistant", "content": [{"type": "text", "text": "done"}],
+        "provider": "agent", "model": "m1", "stopReason": "stop",
+        "usage": {"input": 90000, "output": 50, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 90050}});
+    let (events, d) = c.ok("afterAssistant", json!({"message": high})).await;
+    assert_eq!(d["action"], json!("compacted"), "{d}");
+    assert_eq!(d["compaction"]["strategy"], json!("snapcompact"));
+    assert_eq!(events[1]["result"]["strategy"], json!("snapcompact"));
+    let file = lines_of(&dir.path().join("s.jsonl"));
+    assert!(file.iter().any(|l| l["type"] == json!("compaction")));
     assert_eq!(c.finish().await, 0);
 }

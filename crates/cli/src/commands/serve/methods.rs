@@ -5,13 +5,15 @@ use std::sync::Arc;
 
 use musepi_hooks::{
     AbortHandle, EventSink, Hooks, Maintenance, MaintenanceError, MaintenanceSettings,
-    MaintenanceStrategy, NavigateError, Summarizer, TreeRequest,
+    MaintenanceStrategy, NavigateError, SnapSettings, SnapTarget, Strategy, Summarizer,
+    TreeRequest,
 };
 use musepi_session_model::time::format_iso;
 use musepi_session_model::{AgentMessage, EntryBody, Header, IdSource, Journal, SequentialIds};
 use serde_json::{Value, json};
 
 use super::views::{context_json, decision_json, entry_body, plan_json, tree_json};
+use crate::commands::runtime::snap_strategy;
 use crate::settings::{CompactionStrategy, Settings, merge_layers};
 
 /// A failed request: a stable code and a message for people.
@@ -77,6 +79,11 @@ pub(super) fn maintenance_settings(s: &Settings, context_window: u64) -> Mainten
         supersede_reads: c.supersede_reads,
         branch_summary_reserve_tokens: u64::from(s.branch_summary.reserve_tokens),
         context_window,
+        snapcompact: match snap_strategy(s, SnapTarget::default()) {
+            Strategy::Snapcompact(snap) => snap.settings,
+            _ => SnapSettings::default(),
+        },
+        snapcompact_shape: (s.snapcompact.shape != "auto").then(|| s.snapcompact.shape.clone()),
         ..MaintenanceSettings::default()
     }
 }
@@ -249,9 +256,18 @@ impl Server {
                 model.get("modelId").and_then(Value::as_str),
             ) else {
                 return Err(RpcError::params(
-                    "`model` is {\"provider\": …, \"modelId\": …}",
+                    "`model` is {\"provider\", \"modelId\", \"vision\"?, \"api\"?}",
                 ));
             };
+            // The archive's reader: PNG frames when the model reads images.
+            runtime = runtime.with_reader(SnapTarget {
+                vision: model
+                    .get("vision")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+                api: model.get("api").and_then(Value::as_str).map(str::to_owned),
+                ..SnapTarget::default()
+            });
             runtime.set_model(provider, model_id, None);
         }
         if let Some(prompt) = str_param(params, "systemPrompt")? {
