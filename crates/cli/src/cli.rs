@@ -60,6 +60,8 @@ pub enum Command {
     Compact(CompactArgs),
     /// Move to another point of the tree, optionally summarizing the branch you leave.
     Branch(BranchArgs),
+    /// Start a new session from a handoff document of this one (SPEC §10).
+    Handoff(HandoffArgs),
     /// Look at snapcompact archives.
     #[command(subcommand)]
     Snapcompact(SnapcompactCommand),
@@ -364,4 +366,32 @@ pub struct BranchArgs {
     /// Show the abandoned entries, what fits the budget and the request; write nothing.
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// `musepi handoff FILE -o NEW`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+The model writes the document from the context at the leaf. session_before_compact hooks run first
+with reason \"handoff\": a cancel stops the handoff, a supplied compaction's summary is the document.
+FILE is never changed; NEW is never overwritten; nothing is written when anything fails.")]
+pub struct HandoffArgs {
+    /// The session file to hand off.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The new session file (it must not exist).
+    #[arg(short = 'o', long = "out", value_name = "NEW")]
+    pub out: PathBuf,
+    /// A focus for the document (`Additional focus: …`).
+    #[arg(long, value_name = "TEXT")]
+    pub instructions: Option<String>,
+    /// A provider kind (openai-compatible, openai-responses, anthropic, remote-endpoint) or a
+    /// name from the settings' providers map.
+    #[arg(long, value_name = "KIND|NAME")]
+    pub provider: Option<String>,
+    /// The model that writes the document.
+    #[arg(long, value_name = "ID")]
+    pub model: Option<String>,
+    /// The provider's base URL.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
 }

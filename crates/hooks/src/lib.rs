@@ -21,6 +21,7 @@ pub mod process;
 pub mod runner;
 mod runtime;
 mod runtime_decision;
+mod runtime_measure;
 mod runtime_run;
 mod runtime_settings;
 mod runtime_tree;

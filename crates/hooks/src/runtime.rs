@@ -25,17 +25,13 @@
 //! on any usage older than the latest compaction) fall back to the chars/4
 //! estimate of the rebuilt context.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use musepi_compaction::{
     Action, REPEATED_OVERFLOW, Reason, TriggerContext, after_assistant, before_request, manual,
     when_idle,
 };
-use musepi_context_builder::{
-    ContextMessage, ConvertOptions, LlmMessage, build_context, convert_to_llm,
-    estimate_context_tokens,
-};
+use musepi_context_builder::{ConvertOptions, LlmMessage, build_context, convert_to_llm};
 use musepi_session_model::{
     AgentMessage, AssistantMessage, ContentBlock, EntryBody, EntryId, IdSource, Journal,
     SequentialIds, SessionError, Stamp, StopReason,
@@ -44,6 +40,7 @@ use musepi_session_model::{
 use crate::compact::SnapTarget;
 use crate::runner::Hooks;
 use crate::runtime_decision::{AbortHandle, Decision, EventSink, MaintenanceEvent, Outcome};
+use crate::runtime_measure::without_failed_tail;
 use crate::runtime_settings::MaintenanceSettings;
 use crate::summarizer::Summarizer;
 
@@ -264,70 +261,6 @@ impl Maintenance {
         convert_to_llm(&ctx.messages, &ConvertOptions::default())
     }
 
-    /// Timestamp (ms) of the latest compaction on the current branch.
-    pub(crate) fn latest_compaction_ms(&self) -> Option<f64> {
-        let session = self.journal.session();
-        let leaf = session.leaf_index()?;
-        session
-            .path_indices(leaf)
-            .into_iter()
-            .rev()
-            .map(|i| &session.entries()[i])
-            .find(|e| matches!(e.body, EntryBody::Compaction(_)))
-            .and_then(musepi_session_model::Entry::timestamp_ms)
-            .map(|ms| ms as f64)
-    }
-
-    /// The context size the triggers compare: the last usage plus estimates
-    /// of what followed, or the chars/4 estimate of the whole context when
-    /// that usage was already acted on or predates the latest compaction.
-    /// Also returns the anchoring assistant's entry.
-    pub fn context_tokens(&self) -> (f64, Option<EntryId>) {
-        let session = self.journal.session();
-        let ctx = build_context(session);
-        let estimate = estimate_context_tokens(ctx.agent_messages());
-        let Some(i) = estimate.last_usage_index else {
-            return (estimate.tokens, None);
-        };
-        let anchor = &ctx.messages[i];
-        let id = session.entries()[anchor.entry_index].id.clone();
-        let stale = self.state.acted_usage.as_ref() == Some(&id)
-            || matches!(
-                (anchor.message.timestamp(), self.latest_compaction_ms()),
-                (Some(t), Some(c)) if t <= c
-            );
-        if stale {
-            let heuristic: u64 = ctx.messages.iter().map(ContextMessage::tokens).sum();
-            (heuristic as f64, None)
-        } else {
-            (estimate.tokens, Some(id))
-        }
-    }
-
-    /// Whether every tool call of the last assistant has its result (a
-    /// safe point to compact inside a tool loop).
-    pub fn at_safe_boundary(&self) -> bool {
-        let ctx = build_context(self.journal.session());
-        let messages = &ctx.messages;
-        let Some(pos) = messages
-            .iter()
-            .rposition(|m| m.message.as_assistant().is_some())
-        else {
-            return true;
-        };
-        let Some(assistant) = messages[pos].message.as_assistant() else {
-            return true;
-        };
-        let answered: HashSet<&str> = messages[pos + 1..]
-            .iter()
-            .filter_map(|m| m.message.as_tool_result())
-            .map(|r| r.tool_call_id.as_str())
-            .collect();
-        assistant
-            .tool_calls()
-            .all(|c| answered.contains(c.id.as_str()))
-    }
-
     pub(crate) fn trigger_context(&self) -> TriggerContext {
         let mut ctx = self.settings.trigger_context();
         ctx.current_model = self.model.clone().or_else(|| {
@@ -363,7 +296,7 @@ impl Maintenance {
             return Err(MaintenanceError::NotAssistant(entry.id.to_string()));
         };
         let (message, id) = (message.clone(), entry.id.clone());
-        if self.state.acted_usage.as_ref() == Some(&id) {
+        if self.state.acted_usage.as_ref() == Some(&id) || self.before_latest_compaction(index) {
             return Ok(Decision::nothing());
         }
         self.observe(&message);
@@ -473,16 +406,4 @@ fn has_output(message: &AssistantMessage) -> bool {
         .content
         .as_text()
         .is_some_and(|t| !t.trim().is_empty())
-}
-
-/// The context without a trailing failed (error or truncated) assistant.
-pub(crate) fn without_failed_tail(mut messages: Vec<LlmMessage>) -> Vec<LlmMessage> {
-    if let Some(LlmMessage::Assistant {
-        stop_reason: Some(StopReason::Error | StopReason::Length),
-        ..
-    }) = messages.last()
-    {
-        messages.pop();
-    }
-    messages
 }

@@ -11,10 +11,11 @@ use musepi_session_model::time::format_iso;
 use musepi_session_model::{EntryId, Header, Journal, Stamp};
 
 use crate::compact::{CompactError, CompactOptions, SnapcompactStrategy, Strategy, compact};
-use crate::runtime::{Maintenance, without_failed_tail};
+use crate::runtime::Maintenance;
 use crate::runtime_decision::{
     CompactionReport, Decision, MaintenanceEvent, Outcome, UsedStrategy,
 };
+use crate::runtime_measure::without_failed_tail;
 use crate::runtime_settings::MaintenanceStrategy;
 use crate::summarizer::SummarizeError;
 

@@ -730,3 +730,29 @@ async fn context_full_without_a_model_is_skipped_quietly() {
     assert_eq!(d.outcome, Outcome::Failed);
     assert!(d.error.unwrap().starts_with("No model selected"));
 }
+
+#[tokio::test]
+async fn usage_from_before_a_compaction_never_triggers_again() {
+    // No timestamps at all: the position in the tree is what counts.
+    let mut r = rig(MaintenanceStrategy::ContextFull);
+    r.user("next step");
+    let mut m = r.reply(Content::text("done"), StopReason::Stop, HIGH);
+    m.timestamp = None;
+    let high = r.append(AgentMessage::Assistant(m));
+    let d = r.runtime.compact(None).await;
+    assert_eq!(d.outcome, Outcome::Compacted);
+    r.events();
+    // The kept answer still carries its high usage: neither the post-turn
+    // check on it nor the next request's check acts on it.
+    assert_eq!(
+        r.runtime.after_assistant(Some(&high)).await.unwrap(),
+        Decision::nothing()
+    );
+    assert_eq!(
+        r.runtime.before_request(Some(true)).await,
+        Decision::nothing()
+    );
+    let (tokens, anchor) = r.runtime.context_tokens();
+    assert!(tokens < 5_000.0 && anchor.is_none(), "{tokens} {anchor:?}");
+    assert!(r.events().is_empty());
+}

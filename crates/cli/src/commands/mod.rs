@@ -10,6 +10,7 @@ pub mod branch;
 pub mod compact;
 pub mod context;
 pub mod files;
+pub mod handoff;
 pub mod hooks_cmd;
 pub mod plan;
 pub mod prune;
@@ -193,6 +194,7 @@ fn dispatch(command: Command, ctx: &Ctx) -> CmdResult {
         Command::Prune(args) => prune::run(&args, ctx),
         Command::Compact(args) => compact::run(&args, ctx),
         Command::Branch(args) => branch::run(&args, ctx),
+        Command::Handoff(args) => handoff::run(&args, ctx),
         Command::Snapcompact(cmd) => snapcompact::run(&cmd, ctx),
         Command::Serve(args) => serve::run(&args, ctx),
         Command::Hooks(cmd) => hooks_cmd::run(&cmd, ctx),

@@ -1,0 +1,284 @@
+//! `musepi handoff FILE -o NEW`: a new session that starts from a handoff
+//! document of this one (SPEC §10, design era).
+//!
+//! The document is written by the model from the context at the leaf
+//! (what a normal turn sends, plus the handoff prompt), unless a
+//! `session_before_compact` hook (run with reason `handoff`) cancels the
+//! handoff or supplies the document as its compaction's `summary`. The new
+//! session's header names the old file as `parentSession`; its one entry
+//! is a visible `custom_message` of type `handoff`. The old file is never
+//! written, and nothing is written when anything fails.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use musepi_compaction::prompts::SUMMARIZATION_SYSTEM;
+use musepi_compaction::{handoff_request, handoff_session};
+use musepi_context_builder::{
+    ConvertOptions, FileOps, SessionContext, build_context, convert_to_llm,
+};
+use musepi_hooks::events::{BeforeCompactEvent, MessageView, PreparationView, names};
+use musepi_hooks::{Hooks, Summarizer};
+use musepi_session_model::time::format_iso;
+use musepi_session_model::{
+    CURRENT_VERSION, EntryBody, Header, IdSource, Journal, Session, SessionError, Stamp, write_new,
+};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::BudgetArgs;
+use crate::cli::HandoffArgs;
+use crate::commands::runtime::{Progress, budgets, ctrl_c, provider, runtime, settings};
+use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
+use crate::ids::RandomIds;
+use crate::output::{Color, aligned, note, print_json, print_text};
+use crate::provider::ProviderFlags;
+
+/// The `reason` hooks see for a handoff.
+pub const HANDOFF_REASON: &str = "handoff";
+
+/// Runs the command.
+pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
+    let settings = settings(ctx)?;
+    if args.out.exists() {
+        return Err(Failure::bad_input(anyhow::anyhow!(
+            "{}: the file already exists; a handoff never overwrites a session",
+            args.out.display()
+        )));
+    }
+    let journal = Journal::open(
+        &args.file,
+        crate::ids::for_migration(ctx.deterministic_ids()).as_mut(),
+    )
+    .or_bad_input()?;
+    let session = journal.session();
+    let context = build_context(session);
+    if context.messages.is_empty() {
+        return Err(Failure::failed(anyhow::anyhow!(
+            "nothing to hand off: the context at the leaf of {} is empty",
+            args.file.display()
+        )));
+    }
+    let parent = std::path::absolute(&args.file).or_bad_input()?;
+    let hooks = crate::hooks::from_settings(&settings, ctx)?;
+    let rt = runtime()?;
+    let progress = Progress::start(ctx, "writing the handoff document");
+    let flags = ProviderFlags {
+        provider: args.provider.clone(),
+        base_url: args.base_url.clone(),
+        model: args.model.clone(),
+    };
+    // A provider is needed only when no hook supplies the document, so a
+    // configuration error waits until then.
+    let llm = provider(ctx, &settings, &flags, &progress);
+    let generated = rt.block_on(async {
+        let cancel = ctrl_c();
+        let mut warnings = Vec::new();
+        let supplied = ask_hooks(
+            &hooks,
+            session,
+            &context,
+            args,
+            &parent,
+            &cancel,
+            &mut warnings,
+        )
+        .await?;
+        let (document, from_extension) = if let Some(document) = supplied {
+            (document, true)
+        } else {
+            let llm = llm?;
+            let history = convert_to_llm(&context.messages, &ConvertOptions::default());
+            let request = handoff_request(
+                history,
+                SUMMARIZATION_SYSTEM.text(),
+                args.instructions.as_deref(),
+                budgets(&settings, &BudgetArgs::default(), None).reasoning,
+            );
+            let response = llm
+                .summarize(&request, cancel.clone())
+                .await
+                .map_err(|e| Failure::failed(anyhow::anyhow!("Handoff generation failed: {e}")))?;
+            (response.text.trim().to_owned(), false)
+        };
+        if cancel.is_cancelled() {
+            return Err(Failure::failed(anyhow::anyhow!("Handoff cancelled")));
+        }
+        Ok((document, from_extension, warnings))
+    });
+    progress.finish();
+    let (document, from_extension, warnings) = generated?;
+    if document.is_empty() {
+        return Err(Failure::failed(anyhow::anyhow!(
+            "Handoff generation failed: the document is empty"
+        )));
+    }
+    let (header, new) = new_session(session, &parent, &document, ctx);
+    write_new(&args.out, &new).map_err(|e| match e {
+        SessionError::AlreadyExists { .. } => Failure::bad_input(e),
+        other => Failure::failed(other),
+    })?;
+    report(args, &header, &document, from_extension, &warnings, ctx)
+}
+
+/// Runs `session_before_compact` with reason `handoff`: the supplied
+/// document, if any; an error when a hook cancels.
+async fn ask_hooks(
+    hooks: &Hooks,
+    session: &Session,
+    context: &SessionContext<'_>,
+    args: &HandoffArgs,
+    parent: &Path,
+    cancel: &CancellationToken,
+    warnings: &mut Vec<String>,
+) -> Result<Option<String>, Failure> {
+    if !hooks.has(names::BEFORE_COMPACT) {
+        return Ok(None);
+    }
+    let event = before_event(session, context, args, parent);
+    let d = hooks.before_compact(&event, cancel).await;
+    warnings.extend(d.warnings.iter().map(ToString::to_string));
+    if d.failed_closed || d.result.as_ref().is_some_and(|r| r.cancel) {
+        for w in &d.warnings {
+            eprintln!("musepi: warning: {w}");
+        }
+        return Err(Failure::failed(anyhow::anyhow!(
+            "Handoff cancelled by a session_before_compact hook; nothing was written"
+        )));
+    }
+    Ok(d.result.and_then(|r| r.compaction).map(|c| c.summary))
+}
+
+/// The `session_before_compact` payload of a handoff: everything in the
+/// context is "summarized", nothing is kept (`firstKeptEntryId` is empty).
+fn before_event(
+    session: &Session,
+    context: &SessionContext<'_>,
+    args: &HandoffArgs,
+    parent: &Path,
+) -> BeforeCompactEvent {
+    let id = |i: usize| session.entries()[i].id.to_string();
+    let mut ops = FileOps::default();
+    for m in &context.messages {
+        ops.add_message(&m.message);
+    }
+    let lists = ops.lists();
+    let previous_summary =
+        context
+            .compaction_index
+            .and_then(|i| match &session.entries()[i].body {
+                EntryBody::Compaction(c) => Some(c.summary.as_str().to_owned()),
+                _ => None,
+            });
+    BeforeCompactEvent {
+        kind: names::BEFORE_COMPACT,
+        session_file: Some(parent.display().to_string()),
+        session_id: session.header().id.clone(),
+        reason: HANDOFF_REASON.to_owned(),
+        will_retry: false,
+        custom_instructions: args.instructions.clone(),
+        preparation: PreparationView {
+            first_kept_entry_id: String::new(),
+            tokens_before: context.messages.iter().map(|m| m.tokens() as f64).sum(),
+            is_split_turn: false,
+            messages_to_summarize: context
+                .messages
+                .iter()
+                .map(|m| MessageView {
+                    entry_id: id(m.entry_index),
+                    role: m.message.role().to_owned(),
+                    message: m.message.as_ref().clone(),
+                })
+                .collect(),
+            turn_prefix_messages: Vec::new(),
+            kept_message_count: 0,
+            previous_summary,
+            read_files: lists.read_files,
+            modified_files: lists.modified_files,
+        },
+        branch_entry_ids: session
+            .leaf_index()
+            .map(|leaf| session.path_indices(leaf).into_iter().map(id).collect())
+            .unwrap_or_default(),
+    }
+}
+
+/// The new session: a fresh id, "now", the old working directory, the old
+/// file as parent, and the document.
+fn new_session(old: &Session, parent: &Path, document: &str, ctx: &Ctx) -> (Header, Session) {
+    let id = if ctx.deterministic_ids() {
+        "00000000-0000-4000-8000-000000000001".to_owned()
+    } else {
+        RandomIds::new().fallback()
+    };
+    let header = Header {
+        version: CURRENT_VERSION,
+        id,
+        timestamp: Some(format_iso(ctx.now_ms())),
+        cwd: old.header().cwd.clone().or_else(|| {
+            std::env::current_dir()
+                .ok()
+                .map(|d| d.display().to_string())
+        }),
+        parent_session: Some(parent.display().to_string()),
+    };
+    let mut ids = crate::ids::for_new_entries(ctx.deterministic_ids(), std::iter::empty());
+    let mut stamp = Stamp {
+        ids: ids.as_mut(),
+        now: ctx.now_ms(),
+    };
+    let session = handoff_session(header.clone(), document, &mut stamp);
+    (header, session)
+}
+
+fn report(
+    args: &HandoffArgs,
+    header: &Header,
+    document: &str,
+    from_extension: bool,
+    warnings: &[String],
+    ctx: &Ctx,
+) -> CmdResult {
+    for w in warnings {
+        note(ctx.quiet(), &format!("musepi: warning: {w}"));
+    }
+    if ctx.json() {
+        print_json(&json!({
+            "file": args.out.display().to_string(),
+            "sessionId": header.id,
+            "parentSession": header.parent_session,
+            "document": document,
+            "fromExtension": from_extension,
+            "warnings": warnings,
+        }))
+        .or_failed()?;
+        return Ok(Exit::Ok);
+    }
+    let rows = vec![
+        ("new session".to_owned(), args.out.display().to_string()),
+        ("session id".to_owned(), header.id.clone()),
+        (
+            "parent".to_owned(),
+            header.parent_session.clone().unwrap_or_default(),
+        ),
+        (
+            "document".to_owned(),
+            if from_extension {
+                "supplied by a hook".to_owned()
+            } else {
+                format!("{} lines", document.lines().count())
+            },
+        ),
+    ];
+    let mut text = aligned(&rows);
+    let _ = writeln!(text, "{}", ctx.style.paint(Color::Dim, "handoff:"));
+    let lines: Vec<&str> = document.lines().take(10).collect();
+    for l in &lines {
+        let _ = writeln!(text, "  {l}");
+    }
+    if document.lines().count() > lines.len() {
+        let _ = writeln!(text, "  {}", ctx.style.paint(Color::Dim, "…"));
+    }
+    print_text(&text).or_failed()?;
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,386 @@
+//! `musepi handoff FILE -o NEW` as a process, against a loopback
+//! chat-completions server: the request (history at the leaf plus the
+//! handoff prompt), the new session (header, parent, the handoff message),
+//! the `session_before_compact` hooks with reason `handoff`, and that a
+//! failure, a cancel or an existing NEW writes nothing.
+
+#![allow(clippy::unwrap_used)]
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+const DOCUMENT: &str = "## Goal\nFix the parser.\n\n## Progress\n### Done\n- [x] Read src/parse.rs\n\n## Next Steps\n1. Edit src/lib.rs";
+
+fn musepi(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_musepi"))
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env("NO_COLOR", "1")
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap()
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json_out(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", String::from_utf8_lossy(&o.stdout), stderr(o)))
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+fn settings(dir: &Path, hooks: &Value) -> PathBuf {
+    let path = dir.join("settings.json");
+    std::fs::write(&path, json!({ "hooks": hooks }).to_string()).unwrap();
+    path
+}
+
+/// A session with a user question, a read and its result, and an answer.
+fn session(dir: &Path) -> PathBuf {
+    let path = dir.join("old.jsonl");
+    let lines = [
+        json!({"type": "session", "version": 3, "id": "old-session", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/work/repo"}),
+        json!({"type": "message", "id": "00000001", "parentId": null, "timestamp": "2025-01-01T00:00:01.000Z",
+               "message": {"role": "user", "content": "Fix the parser: it drops the last line.", "timestamp": 1}}),
+        json!({"type": "message", "id": "00000002", "parentId": "00000001", "timestamp": "2025-01-01T00:00:02.000Z",
+               "message": {"role": "assistant", "content": [{"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "src/parse.rs"}}],
+                           "provider": "p", "model": "m", "stopReason": "toolUse", "timestamp": 2}}),
+        json!({"type": "message", "id": "00000003", "parentId": "00000002", "timestamp": "2025-01-01T00:00:03.000Z",
+               "message": {"role": "toolResult", "toolCallId": "c1", "toolName": "read",
+                           "content": [{"type": "text", "text": "fn lines() {}"}], "isError": false, "timestamp": 3}}),
+        json!({"type": "message", "id": "00000004", "parentId": "00000003", "timestamp": "2025-01-01T00:00:04.000Z",
+               "message": {"role": "assistant", "content": [{"type": "text", "text": "The caller slices one line short."}],
+                           "provider": "p", "model": "m", "stopReason": "stop", "timestamp": 4}}),
+    ];
+    let text: String = lines.iter().map(|l| l.to_string() + "\n").collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// An OpenAI-compatible server on 127.0.0.1: records bodies, answers
+/// `status` with `text`.
+struct Model {
+    url: String,
+    seen: Arc<Mutex<Vec<Value>>>,
+    _rt: tokio::runtime::Runtime,
+}
+
+impl Model {
+    fn start(status: u16, text: &str) -> Self {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let (record, text) = (seen.clone(), text.to_owned());
+        let app = axum::Router::new().fallback(move |body: axum::body::Bytes| {
+            let (record, text) = (record.clone(), text.clone());
+            async move {
+                record
+                    .lock()
+                    .unwrap()
+                    .push(serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null));
+                let body = if status == 200 {
+                    json!({
+                        "id": "chatcmpl-1",
+                        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                    })
+                } else {
+                    json!({"error": {"message": text, "type": "invalid_request_error"}})
+                };
+                (
+                    axum::http::StatusCode::from_u16(status).unwrap(),
+                    axum::Json(body),
+                )
+            }
+        });
+        rt.spawn(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            axum::serve(listener, app).await
+        });
+        Self { url, seen, _rt: rt }
+    }
+
+    fn requests(&self) -> Vec<Value> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+/// `musepi handoff OLD -o NEW --provider openai-compatible --base-url URL --model m …`.
+fn handoff(dir: &Path, model: &Model, extra: &[&str]) -> Output {
+    let old = dir.join("old.jsonl");
+    let new = dir.join("new.jsonl");
+    let mut args = vec![
+        "handoff",
+        p(&old),
+        "-o",
+        p(&new),
+        "--provider",
+        "openai-compatible",
+        "--base-url",
+        &model.url,
+        "--model",
+        "test-model",
+        "--now",
+        "2025-05-01T10:00:00.000Z",
+        "--deterministic-ids",
+    ];
+    args.extend(extra);
+    musepi(dir, &args)
+}
+
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_handoff_writes_a_new_session_that_starts_from_the_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = session(dir.path());
+    let before = std::fs::read(&old).unwrap();
+    let model = Model::start(200, DOCUMENT);
+    let o = handoff(
+        dir.path(),
+        &model,
+        &["--instructions", "the parser only", "--json"],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let doc = json_out(&o);
+    let new = dir.path().join("new.jsonl");
+    assert_eq!(doc["file"], p(&new));
+    assert_eq!(doc["sessionId"], "00000000-0000-4000-8000-000000000001");
+    assert_eq!(doc["document"], DOCUMENT);
+    assert_eq!(doc["fromExtension"], false);
+    assert_eq!(
+        std::fs::read(&old).unwrap(),
+        before,
+        "the old file is never written"
+    );
+
+    let written = lines(&new);
+    assert_eq!(written.len(), 2);
+    assert_eq!(
+        written[0],
+        json!({"type": "session", "version": 3, "id": "00000000-0000-4000-8000-000000000001",
+               "timestamp": "2025-05-01T10:00:00.000Z", "cwd": "/work/repo", "parentSession": p(&old)})
+    );
+    let m = &written[1];
+    assert_eq!(m["type"], "custom_message");
+    assert_eq!(m["customType"], "handoff");
+    assert_eq!(m["display"], true);
+    assert_eq!(m["attribution"], "agent");
+    assert_eq!(m["parentId"], Value::Null);
+    assert_eq!(m["id"], "00000001");
+    assert_eq!(m["content"][0]["text"], DOCUMENT);
+
+    // The request: the history at the leaf, then the handoff prompt with the focus.
+    let requests = model.requests();
+    assert_eq!(requests.len(), 1);
+    let messages = requests[0]["messages"].as_array().unwrap();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "tool", "assistant", "user"]
+    );
+    assert!(messages[0]["content"].as_str().unwrap().contains("summar"));
+    let last = messages.last().unwrap()["content"].to_string();
+    assert!(last.contains("## Goal"), "{last}");
+    assert!(last.contains("Additional focus: the parser only"), "{last}");
+
+    // The new session is what `context` sees: the document alone.
+    let o = musepi(dir.path(), &["context", p(&new), "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(json_out(&o)["messages"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn text_output_names_the_new_file_and_shows_the_document() {
+    let dir = tempfile::tempdir().unwrap();
+    session(dir.path());
+    let model = Model::start(200, DOCUMENT);
+    let o = handoff(dir.path(), &model, &[]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains(&format!(
+            "new session  {}",
+            p(&dir.path().join("new.jsonl"))
+        )),
+        "{text}"
+    );
+    assert!(text.contains("  ## Goal\n  Fix the parser.\n"), "{text}");
+}
+
+#[test]
+fn an_existing_new_file_is_never_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    session(dir.path());
+    let new = dir.path().join("new.jsonl");
+    std::fs::write(&new, "precious\n").unwrap();
+    let model = Model::start(200, DOCUMENT);
+    let o = handoff(dir.path(), &model, &[]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("already exists"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&new).unwrap(), "precious\n");
+    assert!(model.requests().is_empty(), "refused before any request");
+}
+
+#[test]
+fn a_provider_failure_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    session(dir.path());
+    let model = Model::start(400, "context too long for this model");
+    let o = handoff(dir.path(), &model, &[]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("Handoff generation failed: "),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!dir.path().join("new.jsonl").exists());
+}
+
+#[test]
+fn before_compact_hooks_see_reason_handoff_and_can_cancel() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = session(dir.path());
+    let seen = dir.path().join("event.json");
+    let veto = script(
+        dir.path(),
+        "veto.sh",
+        &format!(
+            "cat > '{}'\necho 'no handoff during a release' >&2\nexit 2",
+            p(&seen)
+        ),
+    );
+    let s = settings(
+        dir.path(),
+        &json!({"session_before_compact": [{"command": [p(&veto)]}]}),
+    );
+    let model = Model::start(200, DOCUMENT);
+    let o = handoff(dir.path(), &model, &["--settings", p(&s)]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no handoff during a release"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("Handoff cancelled"), "{}", stderr(&o));
+    assert!(!dir.path().join("new.jsonl").exists());
+    assert!(model.requests().is_empty());
+    let event: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    assert_eq!(event["type"], "session_before_compact");
+    assert_eq!(event["reason"], "handoff");
+    assert_eq!(event["sessionFile"], p(&old));
+    assert_eq!(event["preparation"]["firstKeptEntryId"], "");
+    assert_eq!(event["preparation"]["keptMessageCount"], 0);
+    assert_eq!(
+        event["preparation"]["messagesToSummarize"]
+            .as_array()
+            .unwrap()
+            .len(),
+        4
+    );
+    assert_eq!(event["preparation"]["readFiles"], json!(["src/parse.rs"]));
+    assert_eq!(
+        event["branchEntryIds"],
+        json!(["00000001", "00000002", "00000003", "00000004"])
+    );
+}
+
+#[test]
+fn a_hook_can_supply_the_document_and_no_model_is_needed() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = session(dir.path());
+    let supply = script(
+        dir.path(),
+        "supply.sh",
+        "cat > /dev/null\nprintf '%s\\n' '{\"compaction\": {\"summary\": \"Goal: done by a hook.\\nNext: continue.\"}}'",
+    );
+    let s = settings(
+        dir.path(),
+        &json!({"session_before_compact": [{"command": [p(&supply)]}]}),
+    );
+    let new = dir.path().join("new.jsonl");
+    // No provider flags at all.
+    let o = musepi(
+        dir.path(),
+        &[
+            "handoff",
+            p(&old),
+            "-o",
+            p(&new),
+            "--settings",
+            p(&s),
+            "--json",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let doc = json_out(&o);
+    assert_eq!(doc["fromExtension"], true);
+    assert_eq!(doc["document"], "Goal: done by a hook.\nNext: continue.");
+    assert_eq!(
+        lines(&new)[1]["content"][0]["text"],
+        "Goal: done by a hook.\nNext: continue."
+    );
+    // Without the hook, no provider is a clear error and nothing is written.
+    std::fs::remove_file(&new).unwrap();
+    let o = musepi(dir.path(), &["handoff", p(&old), "-o", p(&new)]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no provider selected"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!new.exists());
+}
+
+#[test]
+fn an_empty_context_has_nothing_to_hand_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old.jsonl");
+    std::fs::write(
+        &old,
+        json!({"type": "session", "version": 3, "id": "empty", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/"})
+            .to_string()
+            + "\n",
+    )
+    .unwrap();
+    let model = Model::start(200, DOCUMENT);
+    let o = handoff(dir.path(), &model, &[]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("nothing to hand off"), "{}", stderr(&o));
+    assert!(!dir.path().join("new.jsonl").exists());
+}

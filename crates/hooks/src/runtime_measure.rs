@@ -1,0 +1,107 @@
+//! What the maintenance runtime measures: the context size the triggers
+//! compare (never the same usage twice, never a usage from before the
+//! latest compaction), the latest compaction, and safe tool-loop boundaries.
+
+use std::collections::HashSet;
+
+use musepi_context_builder::{ContextMessage, LlmMessage, build_context, estimate_context_tokens};
+use musepi_session_model::{EntryBody, EntryId, StopReason};
+
+use crate::runtime::Maintenance;
+
+impl Maintenance {
+    /// Timestamp (ms) of the latest compaction on the current branch.
+    pub(crate) fn latest_compaction_ms(&self) -> Option<f64> {
+        let session = self.journal.session();
+        let leaf = session.leaf_index()?;
+        session
+            .path_indices(leaf)
+            .into_iter()
+            .rev()
+            .map(|i| &session.entries()[i])
+            .find(|e| matches!(e.body, EntryBody::Compaction(_)))
+            .and_then(musepi_session_model::Entry::timestamp_ms)
+            .map(|ms| ms as f64)
+    }
+
+    /// Whether entry `index` lies before the latest compaction on the
+    /// current branch (its usage measured a context that no longer exists),
+    /// whatever the timestamps say.
+    pub(crate) fn before_latest_compaction(&self, index: usize) -> bool {
+        let session = self.journal.session();
+        let Some(leaf) = session.leaf_index() else {
+            return false;
+        };
+        let path = session.path_indices(leaf);
+        let compaction = path
+            .iter()
+            .rposition(|&i| matches!(session.entries()[i].body, EntryBody::Compaction(_)));
+        match (compaction, path.iter().position(|&i| i == index)) {
+            (Some(c), Some(p)) => p < c,
+            _ => false,
+        }
+    }
+
+    /// The context size the triggers compare: the last usage plus estimates
+    /// of what followed, or the chars/4 estimate of the whole context when
+    /// that usage was already acted on or predates the latest compaction.
+    /// Also returns the anchoring assistant's entry.
+    pub fn context_tokens(&self) -> (f64, Option<EntryId>) {
+        let session = self.journal.session();
+        let ctx = build_context(session);
+        let estimate = estimate_context_tokens(ctx.agent_messages());
+        let Some(i) = estimate.last_usage_index else {
+            return (estimate.tokens, None);
+        };
+        let anchor = &ctx.messages[i];
+        let id = session.entries()[anchor.entry_index].id.clone();
+        let stale = self.state.acted_usage.as_ref() == Some(&id)
+            || self.before_latest_compaction(anchor.entry_index)
+            || matches!(
+                (anchor.message.timestamp(), self.latest_compaction_ms()),
+                (Some(t), Some(c)) if t <= c
+            );
+        if stale {
+            let heuristic: u64 = ctx.messages.iter().map(ContextMessage::tokens).sum();
+            (heuristic as f64, None)
+        } else {
+            (estimate.tokens, Some(id))
+        }
+    }
+
+    /// Whether every tool call of the last assistant has its result (a
+    /// safe point to compact inside a tool loop).
+    pub fn at_safe_boundary(&self) -> bool {
+        let ctx = build_context(self.journal.session());
+        let messages = &ctx.messages;
+        let Some(pos) = messages
+            .iter()
+            .rposition(|m| m.message.as_assistant().is_some())
+        else {
+            return true;
+        };
+        let Some(assistant) = messages[pos].message.as_assistant() else {
+            return true;
+        };
+        let answered: HashSet<&str> = messages[pos + 1..]
+            .iter()
+            .filter_map(|m| m.message.as_tool_result())
+            .map(|r| r.tool_call_id.as_str())
+            .collect();
+        assistant
+            .tool_calls()
+            .all(|c| answered.contains(c.id.as_str()))
+    }
+}
+
+/// The context without a trailing failed (error or truncated) assistant.
+pub(crate) fn without_failed_tail(mut messages: Vec<LlmMessage>) -> Vec<LlmMessage> {
+    if let Some(LlmMessage::Assistant {
+        stop_reason: Some(StopReason::Error | StopReason::Length),
+        ..
+    }) = messages.last()
+    {
+        messages.pop();
+    }
+    messages
+}
