@@ -70,6 +70,9 @@ pub enum Command {
     /// Hook commands: run the configured hooks of an event with a sample payload.
     #[command(subcommand)]
     Hooks(HooksCommand),
+    /// The interactive transcript: compactions as dividers that expand with ctrl+o, the tree to
+    /// navigate with an optional branch summary, /compact on demand.
+    View(ViewArgs),
 }
 
 /// `musepi serve`.
@@ -394,4 +397,32 @@ pub struct HandoffArgs {
     /// The provider's base URL.
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
+}
+
+/// `musepi view FILE`.
+#[derive(Debug, Args)]
+pub struct ViewArgs {
+    /// The session file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// How `/compact` summarizes: `snapcompact`, `llm` or `remote` (default: as `musepi compact`).
+    #[arg(long, value_name = "snapcompact|llm|remote")]
+    pub strategy: Option<String>,
+    /// How branch summaries are written: `llm` or `snapcompact` (default: `llm` when a provider is
+    /// configured, else the snapcompact digest, which needs no model).
+    #[arg(long, value_name = "llm|snapcompact")]
+    pub branch_strategy: Option<String>,
+    /// A provider kind (openai-compatible, openai-responses, anthropic, remote-endpoint) or a
+    /// name from the settings' providers map.
+    #[arg(long, value_name = "KIND|NAME")]
+    pub provider: Option<String>,
+    /// The model: the summarizing model, or the one that will read a snapcompact archive.
+    #[arg(long, value_name = "ID")]
+    pub model: Option<String>,
+    /// The provider's base URL.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Budgets for `/compact`.
+    #[command(flatten)]
+    pub budget: BudgetArgs,
 }

@@ -12,3 +12,4 @@ pub mod output;
 
 pub mod provider;
 pub mod settings;
+pub mod view;

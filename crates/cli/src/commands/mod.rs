@@ -19,6 +19,7 @@ pub mod serve;
 pub mod session;
 pub mod settings_glue;
 pub mod snapcompact;
+pub mod view;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -198,5 +199,6 @@ fn dispatch(command: Command, ctx: &Ctx) -> CmdResult {
         Command::Snapcompact(cmd) => snapcompact::run(&cmd, ctx),
         Command::Serve(args) => serve::run(&args, ctx),
         Command::Hooks(cmd) => hooks_cmd::run(&cmd, ctx),
+        Command::View(args) => view::run(&args, ctx),
     }
 }

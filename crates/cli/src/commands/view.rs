@@ -1,0 +1,335 @@
+//! `musepi view FILE`: the interactive transcript and tree.
+//!
+//! The screen, keys and state live in [`crate::view`]; this module reads
+//! the file, decides how summaries will be made, takes over the terminal,
+//! and runs what the view asks for through the same pipelines and helpers
+//! as `musepi branch` and `musepi compact`.
+
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use anyhow::anyhow;
+use musepi_branch_summary::ToolResults;
+use musepi_compaction::Reason;
+use musepi_compaction::prompts::SUMMARIZATION_SYSTEM;
+use musepi_hooks::{
+    BranchStrategy, CompactError, CompactOptions, NavigateOptions, RemoteCompactor, Summarizer,
+    compact, navigate,
+};
+use musepi_session_model::{Journal, Session};
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::{BudgetArgs, ViewArgs};
+use crate::commands::branch::mark_leaf;
+use crate::commands::compact::Chosen;
+use crate::commands::runtime::{Progress, budgets, provider, prune_config, runtime, settings};
+use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
+use crate::provider::{ProviderError, ProviderFlags, process_env, resolve_config};
+use crate::settings::Settings;
+use crate::view::terminal::TerminalGuard;
+use crate::view::text::{thousands, tokens};
+use crate::view::{App, Done, Job, Strategies, Worker, event_loop, snapshot};
+
+/// Runs the command.
+pub fn run(args: &ViewArgs, ctx: &Ctx) -> CmdResult {
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        return Err(Failure::bad_input(anyhow!(
+            "musepi view needs a terminal: run it in an interactive shell (for text, use `musepi context --transcript` or `musepi session tree`)"
+        )));
+    }
+    let settings = settings(ctx)?;
+    let session = load(&args.file, ctx).or_bad_input()?;
+    let flags = ProviderFlags {
+        provider: args.provider.clone(),
+        base_url: args.base_url.clone(),
+        model: args.model.clone(),
+    };
+    // Check the flag now, so a typo is an error before the screen changes.
+    Chosen::pick(args.strategy.as_deref(), &settings, false)?;
+    let (branch, branch_note) =
+        branch_strategy(args.branch_strategy.as_deref(), &settings, &flags)?;
+    let strategies = describe(args, &settings, &flags, branch)?;
+    // Progress, warnings and hook stderr would draw over the screen.
+    let mut quiet = ctx.clone();
+    quiet.globals.quiet = true;
+    let worker = Pipelines {
+        path: args.file.clone(),
+        ctx: quiet,
+        settings,
+        flags,
+        compact_flag: args.strategy.clone(),
+        branch,
+        budget: args.budget.clone(),
+    };
+    let mut guard = TerminalGuard::enter().or_failed()?;
+    let size = guard.terminal().size().or_failed()?;
+    let mut app = App::new(
+        args.file.display().to_string(),
+        snapshot(&session),
+        strategies,
+        (size.width, size.height),
+    );
+    let problems = session.problems().len();
+    if problems > 0 {
+        app.say(
+            format!("{problems} line(s) of the file could not be read: see `musepi session check`"),
+            true,
+        );
+    } else if let Some(note) = branch_note {
+        app.say(note, true);
+    }
+    let result = event_loop::run(guard.terminal(), &mut app, &worker);
+    drop(guard);
+    result.or_failed()?;
+    Ok(Exit::Ok)
+}
+
+fn load(path: &std::path::Path, ctx: &Ctx) -> Result<Session, musepi_session_model::SessionError> {
+    let journal = Journal::open(
+        path,
+        crate::ids::for_migration(ctx.deterministic_ids()).as_mut(),
+    )?;
+    Ok(journal.session().clone())
+}
+
+/// How branch summaries are written: `--branch-strategy`, else an LLM when
+/// a provider is configured, else the snapcompact digest. The note says
+/// why a configured provider is not used.
+fn branch_strategy(
+    flag: Option<&str>,
+    settings: &Settings,
+    flags: &ProviderFlags,
+) -> Result<(BranchStrategy, Option<String>), Failure> {
+    match flag {
+        Some("llm") => Ok((BranchStrategy::Llm, None)),
+        Some("snapcompact") => Ok((BranchStrategy::Snapcompact, None)),
+        Some(other) => Err(Failure::bad_input(anyhow!(
+            "--branch-strategy {other}: expected llm or snapcompact"
+        ))),
+        None => match resolve_config(flags, settings, &process_env) {
+            Ok(_) => Ok((BranchStrategy::Llm, None)),
+            Err(ProviderError::NoProviderSelected { .. }) => {
+                Ok((BranchStrategy::Snapcompact, None))
+            }
+            Err(e) => Ok((
+                BranchStrategy::Snapcompact,
+                Some(format!(
+                    "provider not usable ({e}); branch summaries use the snapcompact digest"
+                )),
+            )),
+        },
+    }
+}
+
+/// What the prompts say about how summaries will be made.
+fn describe(
+    args: &ViewArgs,
+    settings: &Settings,
+    flags: &ProviderFlags,
+    branch: BranchStrategy,
+) -> Result<Strategies, Failure> {
+    let model = || {
+        resolve_config(flags, settings, &process_env)
+            .map_or_else(|_| "no provider configured".to_owned(), |c| c.describe())
+    };
+    let name = |chosen: Chosen| match chosen {
+        Chosen::Snapcompact => chosen.name().to_owned(),
+        other => format!("{} ({})", other.name(), model()),
+    };
+    let flag = args.strategy.as_deref();
+    Ok(Strategies {
+        compact: name(Chosen::pick(flag, settings, false)?),
+        compact_with_instructions: name(Chosen::pick(flag, settings, true)?),
+        branch: match branch {
+            BranchStrategy::Llm => format!("an LLM summary ({})", model()),
+            BranchStrategy::Snapcompact => "the snapcompact digest (no model)".to_owned(),
+        },
+    })
+}
+
+/// Runs the view's jobs on the file, as `musepi branch` and `musepi
+/// compact` do.
+struct Pipelines {
+    path: PathBuf,
+    ctx: Ctx,
+    settings: Settings,
+    flags: ProviderFlags,
+    compact_flag: Option<String>,
+    branch: BranchStrategy,
+    budget: BudgetArgs,
+}
+
+impl Worker for Pipelines {
+    fn run(&self, job: &Job, cancel: &CancellationToken) -> Done {
+        let result = match job {
+            Job::Navigate { target, summarize } => {
+                self.navigate(target.as_deref(), *summarize, cancel)
+            }
+            Job::Compact { instructions } => self.compact(instructions.clone(), cancel),
+        };
+        // The file is read again whatever happened: it shows what is true.
+        match load(&self.path, &self.ctx) {
+            Ok(session) => Done {
+                result: result.map_err(|e| format!("{e:#}")),
+                reload: Some(snapshot(&session)),
+            },
+            Err(e) => Done {
+                result: Err(format!("cannot read {} again: {e}", self.path.display())),
+                reload: None,
+            },
+        }
+    }
+}
+
+fn failure(f: Failure) -> anyhow::Error {
+    f.error
+}
+
+impl Pipelines {
+    fn journal(&self) -> anyhow::Result<Journal> {
+        Ok(Journal::open(
+            &self.path,
+            crate::ids::for_migration(self.ctx.deterministic_ids()).as_mut(),
+        )?)
+    }
+
+    fn navigate(
+        &self,
+        target: Option<&str>,
+        summarize: bool,
+        cancel: &CancellationToken,
+    ) -> anyhow::Result<String> {
+        let mut journal = self.journal()?;
+        let hooks = crate::hooks::from_settings(&self.settings, &self.ctx).map_err(failure)?;
+        let rt = runtime().map_err(failure)?;
+        let progress = Progress::start(&self.ctx, "summarizing the branch");
+        let llm = if summarize && self.branch == BranchStrategy::Llm {
+            Some(provider(&self.ctx, &self.settings, &self.flags, &progress).map_err(failure)?)
+        } else {
+            None
+        };
+        let options = NavigateOptions {
+            target: target.map(str::to_owned),
+            from: None,
+            summarize,
+            custom_instructions: None,
+            replace_instructions: true,
+            label: None,
+            strategy: self.branch,
+            summarizer: llm.as_ref().map(|p| p as &dyn Summarizer),
+            context_window: llm
+                .as_ref()
+                .and_then(|p| p.config().context_window)
+                .map(u64::from),
+            reserve_tokens: u64::from(self.settings.branch_summary.reserve_tokens),
+            tool_results: ToolResults::Truncated,
+            system_prompt: SUMMARIZATION_SYSTEM.text(),
+            hooks: &hooks,
+            now: self.ctx.now_ms(),
+        };
+        let mut ids = crate::ids::for_new_entries(
+            self.ctx.deterministic_ids(),
+            journal.session().entries().iter().map(|e| &e.id),
+        );
+        let out = rt.block_on(navigate(&mut journal, &options, ids.as_mut(), cancel))?;
+        mark_leaf(&mut journal, &out, &options, ids.as_mut())?;
+        let place = target.unwrap_or("root");
+        if out.no_op {
+            return Ok(format!("already at {place}"));
+        }
+        let mut text = match &out.summary_entry {
+            Some(id) => format!(
+                "at {place}: branch summary {id} of {} abandoned entries written under it",
+                out.abandoned.len()
+            ),
+            None => format!(
+                "at {place}: {} entries left behind, no summary",
+                out.abandoned.len()
+            ),
+        };
+        if let Some(editor) = &out.editor_text {
+            let _ = write!(
+                text,
+                " · the message to edit again: {}",
+                crate::output::preview(editor, 40)
+            );
+        }
+        if !out.warnings.is_empty() {
+            let _ = write!(
+                text,
+                " · {} hook warning(s): {}",
+                out.warnings.len(),
+                out.warnings.join("; ")
+            );
+        }
+        Ok(text)
+    }
+
+    fn compact(
+        &self,
+        instructions: Option<String>,
+        cancel: &CancellationToken,
+    ) -> anyhow::Result<String> {
+        let chosen = Chosen::pick(
+            self.compact_flag.as_deref(),
+            &self.settings,
+            instructions.is_some(),
+        )
+        .map_err(failure)?;
+        let mut journal = self.journal()?;
+        let budgets = budgets(&self.settings, &self.budget, None);
+        let hooks = crate::hooks::from_settings(&self.settings, &self.ctx).map_err(failure)?;
+        let rt = runtime().map_err(failure)?;
+        let progress = Progress::start(&self.ctx, "compacting");
+        let llm = match chosen {
+            Chosen::Snapcompact => None,
+            Chosen::Llm | Chosen::Remote => {
+                Some(provider(&self.ctx, &self.settings, &self.flags, &progress).map_err(failure)?)
+            }
+        };
+        let options = CompactOptions {
+            reason: Reason::Manual,
+            will_retry: false,
+            custom_instructions: instructions,
+            settings: budgets,
+            prune: Some(prune_config(&self.settings)),
+            strategy: chosen.strategy(&self.settings, self.flags.model.as_deref(), llm.as_ref()),
+            summarizer: llm.as_ref().map(|p| p as &dyn Summarizer),
+            remote: llm
+                .as_ref()
+                .and_then(|p| p.as_responses())
+                .map(|r| r as &dyn RemoteCompactor),
+            hooks: &hooks,
+            now: self.ctx.now_ms(),
+        };
+        let mut ids = crate::ids::for_new_entries(
+            self.ctx.deterministic_ids(),
+            journal.session().entries().iter().map(|e| &e.id),
+        );
+        let out = match rt.block_on(compact(&mut journal, &options, ids.as_mut(), cancel)) {
+            Ok(out) => out,
+            Err(CompactError::Nothing(reason)) => {
+                return Ok(format!("nothing to compact: {reason}"));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let mut text = format!(
+            "compacted with {}: {} → {} tokens · entry {} keeps from {} · ctrl+o shows it",
+            chosen.name(),
+            tokens(out.result.tokens_before),
+            thousands(out.tokens_after),
+            out.entry_id,
+            out.result.first_kept_entry_id
+        );
+        if !out.warnings.is_empty() {
+            let _ = write!(
+                text,
+                " · {} hook warning(s): {}",
+                out.warnings.len(),
+                out.warnings.join("; ")
+            );
+        }
+        Ok(text)
+    }
+}

@@ -1,0 +1,115 @@
+//! The loop: draw, wait for a key, a resize or a finished job, update the
+//! state, run what it asks for. Jobs run on their own thread so the
+//! spinner turns and Esc can cancel them.
+
+use std::io;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::Backend;
+use tokio_util::sync::CancellationToken;
+
+use super::app::{App, Done, Effect, Input, Job};
+use super::keys::update;
+use super::render::draw;
+
+/// How often the screen is refreshed while nothing happens.
+const TICK: Duration = Duration::from_millis(100);
+
+/// Runs the jobs the view asks for: the pipelines on the session file.
+pub trait Worker: Sync {
+    /// Runs `job` to its end (or until `cancel` fires) and reports it.
+    fn run(&self, job: &Job, cancel: &CancellationToken) -> Done;
+}
+
+/// Runs the view on `terminal` until the user quits.
+pub fn run<B>(terminal: &mut Terminal<B>, app: &mut App, worker: &dyn Worker) -> io::Result<()>
+where
+    B: Backend,
+    B::Error: Into<io::Error>,
+{
+    std::thread::scope(|scope| {
+        let (tx, rx) = mpsc::channel::<Option<Done>>();
+        let mut running = CancelOnDrop(None);
+        let mut quitting = false;
+        loop {
+            let size = terminal.size().map_err(Into::into)?;
+            update(app, Input::Resize(size.width, size.height));
+            terminal.draw(|f| draw(f, app)).map_err(Into::into)?;
+            while let Ok(message) = rx.try_recv() {
+                running.0 = None;
+                let Some(done) = message else {
+                    return Err(io::Error::other("a view job panicked"));
+                };
+                update(app, Input::Done(done));
+                if quitting {
+                    return Ok(());
+                }
+            }
+            let effect = if event::poll(TICK)? {
+                match event::read()? {
+                    Event::Key(key) => update(app, Input::Key(key)),
+                    Event::Resize(w, h) => update(app, Input::Resize(w, h)),
+                    Event::Paste(text) => paste(app, &text),
+                    _ => None,
+                }
+            } else {
+                update(app, Input::Tick)
+            };
+            match effect {
+                None => {}
+                Some(Effect::Quit) => match &running.0 {
+                    Some(token) => {
+                        token.cancel();
+                        quitting = true;
+                    }
+                    None => return Ok(()),
+                },
+                Some(Effect::Cancel) => {
+                    if let Some(token) = &running.0 {
+                        token.cancel();
+                    }
+                }
+                Some(Effect::Run(job)) => {
+                    let token = CancellationToken::new();
+                    running.0 = Some(token.clone());
+                    let tx = tx.clone();
+                    scope.spawn(move || {
+                        let done = catch_unwind(AssertUnwindSafe(|| worker.run(&job, &token)));
+                        let _ = tx.send(done.ok());
+                    });
+                }
+            }
+        }
+    })
+}
+
+/// The running job's token: leaving the loop for any reason cancels the
+/// job, so the scope that joins its thread does not wait long.
+struct CancelOnDrop(Option<CancellationToken>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(token) = &self.0 {
+            token.cancel();
+        }
+    }
+}
+
+/// Pasted text goes into a prompt as typed characters (line breaks dropped).
+fn paste(app: &mut App, text: &str) -> Option<Effect> {
+    let mut effect = None;
+    for c in text.chars().filter(|c| !c.is_control()) {
+        let key = KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
+        if matches!(
+            app.mode,
+            super::app::Mode::Search(_) | super::app::Mode::Command(_)
+        ) {
+            effect = effect.or(update(app, Input::Key(key)));
+        }
+    }
+    effect
+}

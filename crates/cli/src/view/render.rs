@@ -1,0 +1,268 @@
+//! Drawing the state: title, transcript with its cursor gutter and search
+//! highlights, the tree pane, the status or prompt line and the key help.
+//! Every region may be empty; nothing here can panic on a small screen.
+
+use ratatui::Frame;
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Position, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph, Widget};
+
+use super::app::{App, GUTTER, Mode, areas};
+use super::keys::SPINNER;
+use super::lines::Row;
+use super::text::{find_all, str_width, truncate};
+use super::tree_pane;
+
+/// The question asked before leaving a branch.
+pub const CONFIRM: &str = "summarize the branch you leave? [y/n/Esc]";
+
+/// Draws the whole screen.
+pub fn draw(frame: &mut Frame<'_>, app: &App) {
+    let area = frame.area();
+    let a = areas(area.width, area.height, app.pane.open);
+    let buf = frame.buffer_mut();
+    header(app, a.header, buf);
+    if a.tree != Some(a.transcript) {
+        transcript(app, a.transcript, buf);
+    }
+    if let Some(tree) = a.tree {
+        Clear.render(tree, buf);
+        tree_pane::draw(&app.tree, &app.pane, tree, buf);
+    }
+    let cursor = status(app, a.status, buf);
+    footer(app, a.footer, buf);
+    if let Some(position) = cursor {
+        frame.set_cursor_position(position);
+    }
+}
+
+fn put(line: Line<'_>, area: Rect, buf: &mut Buffer) {
+    if area.width > 0 && area.height > 0 {
+        Paragraph::new(line).render(area, buf);
+    }
+}
+
+fn header(app: &App, area: Rect, buf: &mut Buffer) {
+    let leaf = app.transcript.leaf_id.as_deref().unwrap_or("none");
+    let rows = app.rows().len();
+    let shown = (app.top() + app.page()).min(rows);
+    let percent = (shown * 100).checked_div(rows).unwrap_or(100);
+    let text = format!(
+        " musepi view · {} · leaf {leaf} · {} messages · {percent}%",
+        app.file,
+        app.transcript.blocks.len()
+    );
+    let style = Style::default()
+        .fg(Color::Black)
+        .bg(Color::Cyan)
+        .add_modifier(Modifier::BOLD);
+    let text = truncate(&text, usize::from(area.width));
+    buf.set_style(area, style);
+    put(Line::styled(text, style), area, buf);
+}
+
+fn transcript(app: &App, area: Rect, buf: &mut Buffer) {
+    if area.width == 0 || area.height == 0 {
+        return;
+    }
+    let rows = app.rows();
+    if rows.is_empty() {
+        put(
+            Line::styled(
+                "  (no messages on this path)",
+                Style::default().fg(Color::DarkGray),
+            ),
+            area,
+            buf,
+        );
+        return;
+    }
+    let query = app.query.as_deref().filter(|q| !q.is_empty());
+    let lines: Vec<Line<'_>> = rows
+        .iter()
+        .enumerate()
+        .skip(app.top())
+        .take(usize::from(area.height))
+        .map(|(i, row)| {
+            let mark = if i == app.cursor() { "› " } else { "  " };
+            let gutter = Span::styled(
+                truncate(mark, usize::from(GUTTER)),
+                Style::default()
+                    .fg(Color::Yellow)
+                    .add_modifier(Modifier::BOLD),
+            );
+            let mut spans = vec![gutter];
+            match query {
+                Some(q) => spans.extend(highlighted(row, q)),
+                None => spans.extend(row.line.spans.iter().cloned()),
+            }
+            Line::from(spans)
+        })
+        .collect();
+    Paragraph::new(lines).render(area, buf);
+}
+
+/// The row's spans with every match of `query` marked.
+fn highlighted<'a>(row: &'a Row, query: &str) -> Vec<Span<'a>> {
+    let ranges = find_all(&row.text, query);
+    if ranges.is_empty() {
+        return row.line.spans.clone();
+    }
+    let mark = Style::default().fg(Color::Black).bg(Color::Yellow);
+    let mut out = Vec::new();
+    let mut offset = 0;
+    for span in &row.line.spans {
+        let text = span.content.as_ref();
+        let (start, end) = (offset, offset + text.len());
+        let mut at = start;
+        for &(s, e) in &ranges {
+            let (s, e) = (s.max(start), e.min(end));
+            if s >= e {
+                continue;
+            }
+            if s > at {
+                out.push(Span::styled(
+                    text[at - start..s - start].to_owned(),
+                    span.style,
+                ));
+            }
+            out.push(Span::styled(
+                text[s - start..e - start].to_owned(),
+                span.style.patch(mark),
+            ));
+            at = e;
+        }
+        if at < end {
+            out.push(Span::styled(text[at - start..].to_owned(), span.style));
+        }
+        offset = end;
+    }
+    out
+}
+
+/// The status or prompt line; returns where the terminal cursor goes.
+fn status(app: &App, area: Rect, buf: &mut Buffer) -> Option<Position> {
+    let width = usize::from(area.width);
+    let (line, cursor) = match &app.mode {
+        Mode::Search(text) | Mode::Command(text) => {
+            let lead = if matches!(app.mode, Mode::Search(_)) {
+                "/"
+            } else {
+                ":"
+            };
+            let shown = format!("{lead}{text}");
+            // Long input scrolls: its end stays visible.
+            let visible = tail(&shown, width.saturating_sub(1));
+            let x = str_width(&visible) as u16;
+            (Line::raw(visible), Some(Position::new(area.x + x, area.y)))
+        }
+        Mode::Confirm { target } => {
+            let text = format!(
+                "{CONFIRM} → {} · y: {}",
+                target.as_deref().unwrap_or("root"),
+                app.strategies.branch
+            );
+            (
+                Line::styled(
+                    truncate(&text, width),
+                    Style::default()
+                        .fg(Color::Yellow)
+                        .add_modifier(Modifier::BOLD),
+                ),
+                None,
+            )
+        }
+        Mode::Busy {
+            label,
+            tick,
+            cancelling,
+        } => {
+            let spin = SPINNER[tick % SPINNER.len()];
+            let text = if *cancelling {
+                format!("{spin} cancelling…")
+            } else {
+                format!("{spin} {label}… (Esc cancels)")
+            };
+            (Line::raw(truncate(&text, width)), None)
+        }
+        Mode::Normal => match &app.status {
+            Some(s) => {
+                let style = if s.error {
+                    Style::default().fg(Color::Red)
+                } else {
+                    Style::default().fg(Color::Green)
+                };
+                (Line::styled(truncate(&s.text, width), style), None)
+            }
+            None => (Line::raw(""), None),
+        },
+    };
+    put(line, area, buf);
+    cursor.filter(|_| area.height > 0 && area.width > 0)
+}
+
+/// The last `width` columns of `s`.
+fn tail(s: &str, width: usize) -> String {
+    let mut used = 0;
+    let mut start = s.len();
+    for (i, c) in s.char_indices().rev() {
+        let w = super::text::char_width(c);
+        if used + w > width {
+            break;
+        }
+        used += w;
+        start = i;
+    }
+    s[start..].to_owned()
+}
+
+/// Key help for the mode, longest first: the footer shows the first
+/// that fits.
+pub fn help(app: &App) -> &'static [&'static str] {
+    match &app.mode {
+        Mode::Normal if app.pane.open => &[
+            "↑↓/jk PgUp/PgDn Home/End move · Enter go there · l leaf · t/Tab/Esc close · q quit",
+            "↑↓ move · Enter go there · l leaf · t close · q quit",
+            "Enter go · t close · q quit",
+        ],
+        Mode::Normal => &[
+            "↑↓/jk PgUp/PgDn Home/End scroll · / search n/N · G leaf · ctrl+o compaction · Enter fold · t tree · :compact · q quit",
+            "↑↓ PgUp/PgDn Home/End · / search n/N · G leaf · ^O expand · ⏎ fold · t tree · :compact · q quit",
+            "↑↓ scroll · / search · G leaf · ^O expand · ⏎ fold · t tree · :compact · q quit",
+            "^O expand · t tree · / search · q quit",
+            "q quit",
+        ],
+        Mode::Search(_) => &[
+            "Enter find · Esc cancel · `compact [instructions]` runs /compact",
+            "Enter find · Esc cancel",
+        ],
+        Mode::Command(_) => &[
+            "compact [instructions] · find TEXT · tree · leaf · q · Enter run · Esc cancel",
+            "compact [instructions] · Enter run · Esc cancel",
+        ],
+        Mode::Confirm { .. } => &[
+            "y summarize and go · n go without a summary · Esc stay here",
+            "y/n/Esc",
+        ],
+        Mode::Busy { .. } => &[
+            "Esc or ctrl+c cancels; the file is left as it was",
+            "Esc cancels",
+        ],
+    }
+}
+
+fn footer(app: &App, area: Rect, buf: &mut Buffer) {
+    let width = usize::from(area.width);
+    let variants = help(app);
+    let text = variants.iter().find(|v| str_width(v) <= width).map_or_else(
+        || truncate(variants[variants.len() - 1], width),
+        |v| (*v).to_owned(),
+    );
+    put(
+        Line::styled(text, Style::default().fg(Color::DarkGray)),
+        area,
+        buf,
+    );
+}

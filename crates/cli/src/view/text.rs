@@ -1,0 +1,213 @@
+//! Text helpers of the view: terminal-safe characters, display widths,
+//! wrapping, previews and numbers.
+
+use ratatui::text::Span;
+
+/// Columns a tab becomes.
+const TAB: &str = "    ";
+
+/// Replaces what a terminal would interpret (escape sequences, carriage
+/// returns, other control characters) with visible stand-ins; tabs become
+/// spaces. Newlines are kept.
+pub fn sanitize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' => out.push('\n'),
+            '\t' => out.push_str(TAB),
+            '\r' => {}
+            c if c.is_control() => out.push('�'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Terminal columns of one character (0 for combining marks).
+pub fn char_width(c: char) -> usize {
+    let mut buf = [0u8; 4];
+    Span::raw(&*c.encode_utf8(&mut buf)).width()
+}
+
+/// Terminal columns of a string.
+pub fn str_width(s: &str) -> usize {
+    Span::raw(s).width()
+}
+
+/// Wraps `text` into lines of at most `width` columns: at spaces where it
+/// can, inside words where it must. Every input line gives at least one
+/// output line; a character wider than `width` gets a line of its own.
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut out = Vec::new();
+    for line in sanitize(text).split('\n') {
+        wrap_line(line.trim_end(), width, &mut out);
+    }
+    out
+}
+
+fn wrap_line(line: &str, width: usize, out: &mut Vec<String>) {
+    if str_width(line) <= width {
+        out.push(line.to_owned());
+        return;
+    }
+    let start = out.len();
+    let mut current = String::new();
+    let mut current_width = 0;
+    // The byte position in `current` after its last space, for word breaks.
+    let mut last_space: Option<usize> = None;
+    for c in line.chars() {
+        let w = char_width(c);
+        if current_width + w > width && !current.is_empty() {
+            match last_space {
+                _ if c == ' ' => out.push(std::mem::take(&mut current).trim_end().to_owned()),
+                Some(at) if !current[..at].trim().is_empty() => {
+                    let rest = current.split_off(at);
+                    out.push(current.trim_end().to_owned());
+                    current = rest;
+                }
+                _ => out.push(std::mem::take(&mut current)),
+            }
+            current_width = str_width(&current);
+            last_space = None;
+            if c == ' ' {
+                continue;
+            }
+        }
+        if c == ' ' && current.is_empty() && out.len() > start {
+            // No leading space on a continuation line.
+            continue;
+        }
+        current.push(c);
+        current_width += w;
+        if c == ' ' {
+            last_space = Some(current.len());
+        }
+    }
+    out.push(current);
+}
+
+/// Cuts `s` to at most `width` columns, ending with `…` when cut.
+pub fn truncate(s: &str, width: usize) -> String {
+    if str_width(s) <= width {
+        return s.to_owned();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        let w = char_width(c);
+        if used + w + 1 > width {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    if width > 0 {
+        out.push('…');
+    }
+    out
+}
+
+/// One line of at most `max` characters: whitespace runs become one
+/// space, a cut text ends with `…`.
+pub fn one_line(text: &str, max: usize) -> String {
+    crate::output::preview(&sanitize(text), max)
+}
+
+/// Lines of a text (0 for an empty one).
+pub fn line_count(text: &str) -> usize {
+    if text.is_empty() {
+        0
+    } else {
+        text.lines().count().max(1)
+    }
+}
+
+/// A count with thousands separators: `41,234`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
+}
+
+/// A token count (stored as a JavaScript number) with separators.
+pub fn tokens(n: f64) -> String {
+    if n.is_finite() && n >= 0.0 {
+        thousands(n.round() as u64)
+    } else {
+        "?".to_owned()
+    }
+}
+
+/// Byte ranges of `needle` in `hay`, ASCII case-insensitively; ranges
+/// always fall on character boundaries.
+pub fn find_all(hay: &str, needle: &str) -> Vec<(usize, usize)> {
+    let (h, n) = (hay.as_bytes(), needle.as_bytes());
+    let mut out = Vec::new();
+    if n.is_empty() || n.len() > h.len() {
+        return out;
+    }
+    let mut i = 0;
+    while i + n.len() <= h.len() {
+        if h[i..i + n.len()].eq_ignore_ascii_case(n) && hay.is_char_boundary(i) {
+            out.push((i, i + n.len()));
+            i += n.len();
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wraps_at_spaces_and_inside_long_words() {
+        assert_eq!(wrap("one two three", 7), ["one two", "three"]);
+        assert_eq!(wrap("abcdefghij", 4), ["abcd", "efgh", "ij"]);
+        assert_eq!(wrap("a\n\nb", 10), ["a", "", "b"]);
+        assert_eq!(wrap("", 10), [""]);
+    }
+
+    #[test]
+    fn wide_characters_never_loop() {
+        assert_eq!(wrap("📷📷", 1), ["📷", "📷"]);
+        assert_eq!(wrap("x📷", 2), ["x", "📷"]);
+    }
+
+    #[test]
+    fn control_characters_are_made_visible() {
+        assert_eq!(sanitize("a\x1b[31mb\r\n\tc"), "a�[31mb\n    c");
+    }
+
+    #[test]
+    fn truncates_to_width() {
+        assert_eq!(truncate("abcdef", 4), "abc…");
+        assert_eq!(truncate("abc", 4), "abc");
+        assert_eq!(truncate("abc", 0), "");
+    }
+
+    #[test]
+    fn numbers_have_separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(41_234), "41,234");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(tokens(f64::NAN), "?");
+    }
+
+    #[test]
+    fn finds_case_insensitively() {
+        assert_eq!(find_all("Foo foo FOO", "foo"), [(0, 3), (4, 7), (8, 11)]);
+        assert_eq!(find_all("café", "É"), []);
+        assert_eq!(find_all("abc", ""), []);
+    }
+}

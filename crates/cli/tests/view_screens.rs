@@ -1,0 +1,214 @@
+//! Snapshots of `musepi view` screens drawn on ratatui's test backend: the
+//! compaction divider collapsed and expanded, a snapcompact archive's
+//! pages and frames, the tree pane, an 80×24 and a tiny terminal.
+
+#![allow(clippy::unwrap_used)]
+
+mod view_fixtures;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use musepi_cli::view::keys::update;
+use musepi_cli::view::model::Part;
+use musepi_cli::view::render::draw;
+use musepi_cli::view::{App, Input, Strategies, snapshot};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+
+fn strategies() -> Strategies {
+    Strategies {
+        compact: "snapcompact".to_owned(),
+        compact_with_instructions: "llm (no provider configured)".to_owned(),
+        branch: "the snapcompact digest (no model)".to_owned(),
+    }
+}
+
+fn app(jsonl: &str, width: u16, height: u16) -> App {
+    let session = view_fixtures::session(jsonl);
+    App::new(
+        "session.jsonl".to_owned(),
+        snapshot(&session),
+        strategies(),
+        (width, height),
+    )
+}
+
+fn key(app: &mut App, code: KeyCode) {
+    update(app, Input::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+}
+
+fn ctrl(app: &mut App, c: char) {
+    update(
+        app,
+        Input::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)),
+    );
+}
+
+/// The buffer as text: one line per row, trailing spaces dropped, the
+/// blank half of a wide character skipped.
+fn text(buffer: &Buffer) -> String {
+    let area = buffer.area;
+    let mut lines = Vec::new();
+    for y in 0..area.height {
+        let mut line = String::new();
+        let mut skip = 0;
+        for x in 0..area.width {
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            let symbol = buffer[(x, y)].symbol();
+            line.push_str(symbol);
+            skip = ratatui::text::Span::raw(symbol).width().saturating_sub(1);
+        }
+        lines.push(line.trim_end().to_owned());
+    }
+    lines.join("\n")
+}
+
+fn screen(app: &App) -> String {
+    let (w, h) = app.size();
+    let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
+    terminal.draw(|f| draw(f, app)).unwrap();
+    text(terminal.backend().buffer())
+}
+
+/// Moves the cursor up to the nearest compaction divider.
+fn up_to_divider(app: &mut App) {
+    for _ in 0..app.rows().len() {
+        if matches!(app.fold_at_cursor(), Some((_, Part::Divider(_)))) {
+            return;
+        }
+        key(app, KeyCode::Up);
+    }
+    panic!("no divider above the cursor");
+}
+
+#[test]
+fn divider_collapsed() {
+    let app = app(&view_fixtures::compacted(), 80, 24);
+    let s = screen(&app);
+    assert!(s.contains("── 📷 compacted · ctrl+o ──"));
+    insta::assert_snapshot!("divider_collapsed", s);
+}
+
+#[test]
+fn divider_expanded() {
+    let mut app = app(&view_fixtures::compacted(), 80, 24);
+    up_to_divider(&mut app);
+    ctrl(&mut app, 'o');
+    let s = screen(&app);
+    assert!(s.contains("Port the tokenizer to Rust with the same public API."));
+    assert!(s.contains("── end of compaction ──"));
+    insta::assert_snapshot!("divider_expanded", s);
+    // ctrl+o again folds it back into one line.
+    ctrl(&mut app, 'o');
+    assert!(!screen(&app).contains("── end of compaction ──"));
+}
+
+#[test]
+fn snapcompact_text_pages_expanded() {
+    let mut app = app(&view_fixtures::snapcompact_pages(), 80, 24);
+    up_to_divider(&mut app);
+    ctrl(&mut app, 'o');
+    let s = screen(&app);
+    assert!(s.contains("archive: 2 text pages · 20,000 chars · 1,500 dropped"));
+    insta::assert_snapshot!("snapcompact_text_pages_expanded", s);
+}
+
+#[test]
+fn snapcompact_frames_expanded() {
+    let mut app = app(&view_fixtures::snapcompact_frames(), 80, 24);
+    up_to_divider(&mut app);
+    ctrl(&mut app, 'o');
+    let s = screen(&app);
+    assert!(s.contains("archive: 3 PNG frames (8x13-bw ×2, 6x13-sent ×1)"));
+    insta::assert_snapshot!("snapcompact_frames_expanded", s);
+}
+
+#[test]
+fn every_divider_opens_with_ctrl_o_away_from_one() {
+    let mut app = app(&view_fixtures::snapcompact_pages(), 100, 60);
+    ctrl(&mut app, 'o');
+    assert_eq!(app.expanded().len(), 2);
+    ctrl(&mut app, 'o');
+    assert!(app.expanded().is_empty());
+}
+
+#[test]
+fn tree_pane() {
+    let mut app = app(&view_fixtures::compacted(), 80, 24);
+    key(&mut app, KeyCode::Char('t'));
+    let s = screen(&app);
+    assert!(s.contains("[python-read]"));
+    assert!(s.contains("◀ leaf"));
+    insta::assert_snapshot!("tree_pane", s);
+}
+
+#[test]
+fn tree_pane_beside_the_transcript() {
+    let mut app = app(&view_fixtures::compacted(), 120, 30);
+    key(&mut app, KeyCode::Tab);
+    insta::assert_snapshot!("tree_pane_wide", screen(&app));
+}
+
+#[test]
+fn leaving_a_branch_asks_about_a_summary() {
+    let mut app = app(&view_fixtures::compacted(), 80, 24);
+    key(&mut app, KeyCode::Char('t'));
+    // Up to b2, the end of the side branch.
+    while app.tree.rows[app.pane.cursor].target.as_deref() != Some("b2") {
+        key(&mut app, KeyCode::Up);
+    }
+    key(&mut app, KeyCode::Enter);
+    let s = screen(&app);
+    assert!(s.contains("summarize the branch you leave? [y/n/Esc]"));
+    insta::assert_snapshot!("confirm_summary", s);
+}
+
+#[test]
+fn search_highlights_and_reports() {
+    let mut app = app(&view_fixtures::compacted(), 80, 24);
+    key(&mut app, KeyCode::Char('/'));
+    for c in "benchmark".chars() {
+        key(&mut app, KeyCode::Char(c));
+    }
+    key(&mut app, KeyCode::Enter);
+    insta::assert_snapshot!("search", screen(&app));
+}
+
+#[test]
+fn tiny_terminal() {
+    let mut app = app(&view_fixtures::compacted(), 20, 5);
+    up_to_divider(&mut app);
+    ctrl(&mut app, 'o');
+    insta::assert_snapshot!("tiny_20x5", screen(&app));
+}
+
+#[test]
+fn no_size_panics() {
+    let fixtures = [
+        view_fixtures::compacted(),
+        view_fixtures::snapcompact_pages(),
+        view_fixtures::snapcompact_frames(),
+    ];
+    for jsonl in &fixtures {
+        let mut app = app(jsonl, 80, 24);
+        ctrl(&mut app, 'o');
+        for tree in [false, true] {
+            if tree {
+                key(&mut app, KeyCode::Char('t'));
+            }
+            for w in (0..=42).chain([99, 100, 101, 160]) {
+                for h in 0..=12 {
+                    update(&mut app, Input::Resize(w, h));
+                    for code in [KeyCode::PageDown, KeyCode::End, KeyCode::Up, KeyCode::Home] {
+                        key(&mut app, code);
+                    }
+                    screen(&app);
+                }
+            }
+            key(&mut app, KeyCode::Esc);
+        }
+    }
+}
