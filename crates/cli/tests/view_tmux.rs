@@ -1,0 +1,225 @@
+//! `musepi view` end to end: the built binary runs in a tmux pane of
+//! 80×24, keys go in with `tmux send-keys`, the screen comes back with
+//! `tmux capture-pane`. The divider shows, ctrl+o expands it, navigating
+//! with a summary writes a branch_summary entry into the file, `:compact`
+//! writes a compaction and shows its divider, and quitting leaves the
+//! terminal as it was.
+//!
+//! tmux is required: without it the test fails and says how to install it.
+
+#![allow(clippy::unwrap_used)]
+
+mod view_fixtures;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// How long a screen may take to show what a step expects.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+/// A tmux server of its own, killed when the test ends.
+struct Tmux {
+    socket: String,
+    home: PathBuf,
+}
+
+impl Tmux {
+    fn start(dir: &Path, command: &str) -> Self {
+        let version = Command::new("tmux").arg("-V").output();
+        match version {
+            Ok(out) if out.status.success() => {}
+            _ => panic!(
+                "tmux is not installed: this end-to-end test of `musepi view` needs it \
+                 (apt-get install -y tmux); it does not pass without it"
+            ),
+        }
+        let tmux = Self {
+            socket: format!("musepi-view-{}", std::process::id()),
+            home: dir.to_owned(),
+        };
+        let out = tmux.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "view",
+            "-x",
+            "80",
+            "-y",
+            "24",
+            "-c",
+            dir.to_str().unwrap(),
+            command,
+        ]);
+        assert!(
+            out.status.success(),
+            "tmux new-session: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        tmux
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .args(["-u", "-L", &self.socket, "-f", "/dev/null"])
+            .args(args)
+            .env("HOME", &self.home)
+            .env("LANG", "C.UTF-8")
+            .env("LC_ALL", "C.UTF-8")
+            .env_remove("TMUX")
+            .env_remove("NO_COLOR")
+            .output()
+            .unwrap()
+    }
+
+    /// Sends tmux key names (`C-o`, `Enter`, `j`).
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "view"];
+        args.extend_from_slice(keys);
+        assert!(self.run(&args).status.success());
+    }
+
+    /// Types text literally.
+    fn type_text(&self, text: &str) {
+        assert!(
+            self.run(&["send-keys", "-t", "view", "-l", text])
+                .status
+                .success()
+        );
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", "view"]).stdout)
+            .into_owned()
+    }
+
+    /// Waits until the screen satisfies `ok`; fails with the screen.
+    fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.screen();
+            if ok(&screen) {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "waited for {what}; the screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+    }
+}
+
+fn last_entry(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_json::from_str(text.lines().last().unwrap()).unwrap()
+}
+
+#[test]
+fn view_in_tmux() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("session.jsonl");
+    let original = view_fixtures::compacted();
+    std::fs::write(&file, &original).unwrap();
+    // After the view ends the shell reports its exit status and whether the
+    // terminal is back in canonical mode with echo, then waits to be read.
+    let command = format!(
+        "{} view session.jsonl --branch-strategy snapcompact --keep-recent 10 \
+         --now 2025-05-01T10:00:00.000Z --deterministic-ids; \
+         echo \"exit=$?\"; stty -a | tr ' ' '\\n' | grep -x -e icanon -e echo | tr '\\n' ' '; \
+         echo; sleep 60",
+        env!("CARGO_BIN_EXE_musepi")
+    );
+    let tmux = Tmux::start(dir.path(), &command);
+    let divider = "── 📷 compacted · ctrl+o ──";
+
+    // The transcript opens at the leaf with the divider inline.
+    let screen = tmux.wait_for("the transcript", |s| {
+        s.contains("The 1 MB benchmark runs in 2.2 ms.")
+    });
+    assert!(screen.contains(divider), "{screen}");
+    assert!(!screen.contains("── end of compaction ──"), "{screen}");
+
+    // Search puts the cursor on the divider; ctrl+o expands it.
+    tmux.keys(&["/"]);
+    tmux.type_text("compacted");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the search", |s| s.contains("/compacted: match 1 of 1"));
+    tmux.keys(&["C-o"]);
+    let screen = tmux.wait_for("the expanded divider", |s| {
+        s.contains("── end of compaction ──")
+    });
+    assert!(
+        screen.contains("Port the tokenizer to Rust with the same public API."),
+        "{screen}"
+    );
+    tmux.keys(&["C-o"]);
+    tmux.wait_for("the divider folded again", |s| {
+        !s.contains("── end of compaction ──")
+    });
+
+    // The tree pane: go to b2 on the side branch, with a summary.
+    tmux.keys(&["t"]);
+    tmux.wait_for("the tree", |s| {
+        s.contains("◀ leaf") && s.contains("[python-read]")
+    });
+    tmux.keys(&["Home"]);
+    for _ in 0..6 {
+        tmux.keys(&["j"]);
+    }
+    tmux.wait_for("the cursor on b2", |s| {
+        s.lines()
+            .any(|l| l.contains("›") && l.contains("b2 assistant"))
+    });
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("the question", |s| {
+        s.contains("summarize the branch you leave? [y/n/Esc]")
+    });
+    assert!(screen.contains("snapcompact digest"), "{screen}");
+    tmux.keys(&["y"]);
+    let screen = tmux.wait_for("the navigation", |s| s.contains("at b2: branch summary"));
+    assert!(screen.contains("branch summary · from b2"), "{screen}");
+    let entry = last_entry(&file);
+    assert_eq!(entry["type"], "branch_summary", "{entry}");
+    assert_eq!(entry["parentId"], "b2");
+    assert_eq!(entry["fromId"], "b2");
+    assert!(
+        entry["summary"].as_str().unwrap().contains("tokenizer"),
+        "{entry}"
+    );
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(written.starts_with(&original), "earlier lines changed");
+
+    // /compact from the command line: a new compaction, shown as a divider.
+    tmux.keys(&[":"]);
+    tmux.type_text("compact");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("the compaction", |s| {
+        s.contains("compacted with snapcompact")
+    });
+    assert!(screen.contains(divider), "{screen}");
+    let entry = last_entry(&file);
+    assert_eq!(entry["type"], "compaction", "{entry}");
+    assert!(entry["details"]["snapcompact"].is_object(), "{entry}");
+
+    // q leaves the view; the shell finds the terminal as it was.
+    tmux.keys(&["q"]);
+    let screen = tmux.wait_for("the shell", |s| s.contains("exit="));
+    assert!(screen.contains("exit=0"), "{screen}");
+    assert!(
+        screen.contains("icanon echo"),
+        "terminal left in raw mode:\n{screen}"
+    );
+    assert!(
+        !screen.contains(divider),
+        "the alternate screen is still shown:\n{screen}"
+    );
+}
