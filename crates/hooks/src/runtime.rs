@@ -37,7 +37,7 @@ use musepi_session_model::{
     SequentialIds, SessionError, Stamp, StopReason,
 };
 
-use crate::compact::SnapTarget;
+use crate::compact::{RemoteCompactor, SnapTarget};
 use crate::runner::Hooks;
 use crate::runtime_decision::{AbortHandle, Decision, EventSink, MaintenanceEvent, Outcome};
 use crate::runtime_measure::without_failed_tail;
@@ -85,6 +85,7 @@ pub struct Maintenance {
     pub(crate) journal: Journal,
     pub(crate) settings: MaintenanceSettings,
     pub(crate) summarizer: Option<Arc<dyn Summarizer>>,
+    pub(crate) remote: Option<Arc<dyn RemoteCompactor>>,
     pub(crate) hooks: Hooks,
     pub(crate) ids: Box<dyn IdSource + Send>,
     pub(crate) clock: Clock,
@@ -125,6 +126,7 @@ impl Maintenance {
             journal,
             settings,
             summarizer: None,
+            remote: None,
             hooks: Hooks::new(),
             ids: Box::new(ids),
             clock: Arc::new(system_clock),
@@ -141,6 +143,14 @@ impl Maintenance {
     #[must_use]
     pub fn with_summarizer(mut self, summarizer: Arc<dyn Summarizer>) -> Self {
         self.summarizer = Some(summarizer);
+        self
+    }
+
+    /// The provider-native remote compaction (`/responses/compact`, SPEC
+    /// §9.2), tried before the LLM summary when `remote_enabled`.
+    #[must_use]
+    pub fn with_remote(mut self, remote: Arc<dyn RemoteCompactor>) -> Self {
+        self.remote = Some(remote);
         self
     }
 

@@ -154,6 +154,10 @@ impl Maintenance {
         instructions: Option<String>,
         cancel: &tokio_util::sync::CancellationToken,
     ) -> Result<Made, Stop> {
+        let remote = self
+            .remote
+            .as_deref()
+            .filter(|_| self.settings.remote_enabled && used == UsedStrategy::ContextFull);
         let strategy = if used == UsedStrategy::Snapcompact {
             let mut target = self.reader.clone();
             if target.forced_shape.is_none() {
@@ -166,7 +170,11 @@ impl Maintenance {
                 settings: self.settings.snap_settings(),
             }))
         } else if self.summarizer.is_some() {
-            Strategy::Llm
+            if remote.is_some() {
+                Strategy::Remote
+            } else {
+                Strategy::Llm
+            }
         } else {
             return Err(Stop::Skipped(
                 "No model selected: context-full compaction needs a summarizer".to_owned(),
@@ -180,7 +188,7 @@ impl Maintenance {
             prune: Some(self.settings.prune()),
             strategy,
             summarizer: self.summarizer.as_deref(),
-            remote: None,
+            remote,
             hooks: &self.hooks,
             now: (self.clock)(),
         };

@@ -78,6 +78,9 @@ pub struct MaintenanceSettings {
     pub drop_useless: bool,
     /// `compaction.supersedeReads`: blank superseded file reads before compacting.
     pub supersede_reads: bool,
+    /// `compaction.remoteEnabled`: context-full compaction tries the
+    /// provider-native remote compaction first, when the runtime has one.
+    pub remote_enabled: bool,
     /// `branchSummary.reserveTokens`.
     pub branch_summary_reserve_tokens: u64,
     /// The current model's context window.
@@ -107,6 +110,7 @@ impl Default for MaintenanceSettings {
             idle_timeout_seconds: 300,
             drop_useless: true,
             supersede_reads: true,
+            remote_enabled: true,
             branch_summary_reserve_tokens: 16_384,
             context_window: 200_000,
             reasoning: Some("high".to_owned()),

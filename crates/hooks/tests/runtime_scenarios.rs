@@ -12,8 +12,8 @@ use musepi_compaction::{REPEATED_OVERFLOW, Reason};
 use musepi_context_builder::{LlmMessage, RequestPurpose, SummaryRequest, SummaryResponse};
 use musepi_hooks::{
     Decision, Maintenance, MaintenanceEvent, MaintenanceSettings, MaintenanceStrategy,
-    NAVIGATE_MARKER, Outcome, SummarizeError, SummarizeFuture, Summarizer, TreeRequest,
-    UsedStrategy,
+    NAVIGATE_MARKER, Outcome, RemoteCompactInput, RemoteCompactor, RemoteFuture, SummarizeError,
+    SummarizeFuture, Summarizer, TreeRequest, UsedStrategy,
 };
 use musepi_session_model::{
     AgentMessage, AssistantMessage, Content, ContentBlock, EntryBody, Header, Journal, JsonValue,
@@ -97,6 +97,15 @@ fn rig_with(settings: MaintenanceSettings, model: Scripted) -> Rig {
 }
 
 fn rig_of(settings: MaintenanceSettings, model: Scripted, with_model: bool) -> Rig {
+    rig_remote(settings, model, with_model, None)
+}
+
+fn rig_remote(
+    settings: MaintenanceSettings,
+    model: Scripted,
+    with_model: bool,
+    remote: Option<Arc<dyn RemoteCompactor>>,
+) -> Rig {
     let dir = tempfile::tempdir().unwrap();
     let journal = Journal::create(
         dir.path().join("s.jsonl"),
@@ -111,6 +120,9 @@ fn rig_of(settings: MaintenanceSettings, model: Scripted, with_model: bool) -> R
     let mut runtime = Maintenance::new(journal, settings);
     if with_model {
         runtime = runtime.with_summarizer(model.clone());
+    }
+    if let Some(remote) = remote {
+        runtime = runtime.with_remote(remote);
     }
     let mut runtime = runtime
         .with_clock(Arc::new(move || tick.fetch_add(1000, Ordering::SeqCst)))
@@ -755,4 +767,43 @@ async fn usage_from_before_a_compaction_never_triggers_again() {
     let (tokens, anchor) = r.runtime.context_tokens();
     assert!(tokens < 5_000.0 && anchor.is_none(), "{tokens} {anchor:?}");
     assert!(r.events().is_empty());
+}
+
+/// A native remote compaction that records its calls.
+#[derive(Default)]
+struct Native {
+    calls: Mutex<usize>,
+}
+
+impl RemoteCompactor for Native {
+    fn provider(&self) -> String {
+        "openai".into()
+    }
+
+    fn compact<'a>(
+        &'a self,
+        _input: &'a RemoteCompactInput,
+        _cancel: CancellationToken,
+    ) -> RemoteFuture<'a> {
+        Box::pin(async move {
+            *self.calls.lock().unwrap() += 1;
+            Ok(serde_json::json!({"provider": "openai", "replacementHistory": []}))
+        })
+    }
+}
+
+#[tokio::test]
+async fn context_full_tries_the_native_remote_compaction_first_when_enabled() {
+    for enabled in [true, false] {
+        let mut s = settings(MaintenanceStrategy::ContextFull);
+        s.remote_enabled = enabled;
+        let native = Arc::new(Native::default());
+        let mut r = rig_remote(s, Scripted::default(), true, Some(native.clone()));
+        r.assistant("done", StopReason::Stop, HIGH);
+        let d = r.runtime.after_assistant(None).await.unwrap();
+        assert_eq!(d.outcome, Outcome::Compacted);
+        assert_eq!(*native.calls.lock().unwrap(), usize::from(enabled));
+        let text = std::fs::read_to_string(r.runtime.journal().path()).unwrap();
+        assert_eq!(text.contains("openaiRemoteCompaction"), enabled);
+    }
 }

@@ -19,17 +19,21 @@ use std::collections::VecDeque;
 use std::io::Write as _;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use musepi_hooks::{EventSink, MaintenanceEvent, Summarizer};
+use musepi_hooks::{
+    EventSink, MaintenanceEvent, RemoteCompactInput, RemoteCompactor, RemoteFailure, RemoteFuture,
+    SummarizeError, Summarizer,
+};
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt as _;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use crate::cli::ServeArgs;
 use crate::commands::settings_glue::DEFAULT_CONTEXT_WINDOW;
 use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::note;
 use crate::provider::{
-    ProviderError, ProviderFlags, install_crypto_provider, process_env, resolve_provider,
+    Provider, ProviderError, ProviderFlags, install_crypto_provider, process_env, resolve_provider,
 };
 use crate::settings::{LoadedSettings, SettingsSources, load_settings};
 use methods::{RpcError, Server};
@@ -53,6 +57,35 @@ impl Out {
         text.push('\n');
         out.write_all(text.as_bytes())?;
         out.flush()
+    }
+}
+
+/// The `/responses/compact` of an `openai-responses` provider, shared with
+/// the summarizer.
+struct Native(Arc<Provider>);
+
+impl RemoteCompactor for Native {
+    fn provider(&self) -> String {
+        self.0
+            .as_responses()
+            .map(RemoteCompactor::provider)
+            .unwrap_or_default()
+    }
+
+    fn compact<'a>(
+        &'a self,
+        input: &'a RemoteCompactInput,
+        cancel: CancellationToken,
+    ) -> RemoteFuture<'a> {
+        match self.0.as_responses() {
+            Some(responses) => RemoteCompactor::compact(responses, input, cancel),
+            None => Box::pin(async {
+                Err(SummarizeError::Remote {
+                    failure: RemoteFailure::MissingCompactionItem,
+                    message: Some("the provider has no native compaction".to_owned()),
+                })
+            }),
+        }
     }
 }
 
@@ -131,12 +164,16 @@ pub fn run(args: &ServeArgs, ctx: &Ctx) -> CmdResult {
         base_url: args.base_url.clone(),
         model: args.model.clone(),
     };
-    let summarizer: Option<Arc<dyn Summarizer>> =
-        match resolve_provider(&flags, &settings, &process_env) {
-            Ok(p) => Some(Arc::new(p)),
-            Err(ProviderError::NoProviderSelected { .. }) => None,
-            Err(e) => return Err(Failure::bad_input(e)),
-        };
+    let provider = match resolve_provider(&flags, &settings, &process_env) {
+        Ok(p) => Some(Arc::new(p)),
+        Err(ProviderError::NoProviderSelected { .. }) => None,
+        Err(e) => return Err(Failure::bad_input(e)),
+    };
+    let remote = provider
+        .as_ref()
+        .filter(|p| p.as_responses().is_some())
+        .map(|p| Arc::new(Native(p.clone())) as Arc<dyn RemoteCompactor>);
+    let summarizer = provider.map(|p| p as Arc<dyn Summarizer>);
     let hooks = crate::hooks::from_settings(&settings, ctx)?;
     let out = Out::stdout();
     let sink_out = out.clone();
@@ -147,6 +184,7 @@ pub fn run(args: &ServeArgs, ctx: &Ctx) -> CmdResult {
     let server = Server {
         settings,
         summarizer,
+        remote,
         hooks,
         deterministic_ids: ctx.deterministic_ids(),
         now: ctx.now,

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use musepi_hooks::{
     AbortHandle, EventSink, Hooks, Maintenance, MaintenanceError, MaintenanceSettings,
-    MaintenanceStrategy, NavigateError, SnapSettings, SnapTarget, Strategy, Summarizer,
-    TreeRequest,
+    MaintenanceStrategy, NavigateError, RemoteCompactor, SnapSettings, SnapTarget, Strategy,
+    Summarizer, TreeRequest,
 };
 use musepi_session_model::time::format_iso;
 use musepi_session_model::{AgentMessage, EntryBody, Header, IdSource, Journal, SequentialIds};
@@ -77,6 +77,7 @@ pub(super) fn maintenance_settings(s: &Settings, context_window: u64) -> Mainten
         idle_timeout_seconds: c.idle_timeout_seconds,
         drop_useless: c.drop_useless,
         supersede_reads: c.supersede_reads,
+        remote_enabled: c.remote_enabled,
         branch_summary_reserve_tokens: u64::from(s.branch_summary.reserve_tokens),
         context_window,
         snapcompact: match snap_strategy(s, SnapTarget::default()) {
@@ -92,6 +93,7 @@ pub(super) fn maintenance_settings(s: &Settings, context_window: u64) -> Mainten
 pub(super) struct Server {
     pub settings: Settings,
     pub summarizer: Option<Arc<dyn Summarizer>>,
+    pub remote: Option<Arc<dyn RemoteCompactor>>,
     pub hooks: Hooks,
     pub deterministic_ids: bool,
     pub now: Option<i64>,
@@ -249,6 +251,9 @@ impl Server {
             .with_events(self.events.clone());
         if let Some(s) = &self.summarizer {
             runtime = runtime.with_summarizer(s.clone());
+        }
+        if let Some(r) = &self.remote {
+            runtime = runtime.with_remote(r.clone());
         }
         if let Some(model) = params.get("model").filter(|v| !v.is_null()) {
             let (Some(provider), Some(model_id)) = (
