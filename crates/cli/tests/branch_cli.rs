@@ -53,7 +53,11 @@ fn tree(dir: &Path) -> PathBuf {
         json!({"type":"message","id":"d4","parentId":"c3","timestamp":"2026-01-01T00:00:04.000Z","message":{"role":"assistant","content":[{"type":"text","text":"Reading the lexer."},{"type":"toolCall","id":"r1","name":"read","arguments":{"path":"src/lexer.rs"}}],"provider":"p","model":"m","stopReason":"toolUse","timestamp":4}}),
     ];
     let path = dir.join("t.jsonl");
-    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let text = lines.iter().fold(String::new(), |mut acc, l| {
+        acc.push_str(&l.to_string());
+        acc.push('\n');
+        acc
+    });
     std::fs::write(&path, text).unwrap();
     path
 }
