@@ -31,14 +31,16 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::io::AsyncWriteExt as _;
 use tokio_util::sync::CancellationToken;
 
-use crate::events::{
-    BeforeCompactEvent, BeforeCompactResult, BeforeTreeEvent, BeforeTreeResult, CompactEvent,
-    CompactingEvent, CompactingResult, TreeEvent, names,
-};
-use crate::runner::{Hook, HookError, HookFuture};
+use crate::events::{BeforeCompactResult, BeforeTreeResult, CompactingResult, names};
+use crate::runner::HookError;
+
+mod handler;
+mod pipes;
+
+use pipes::{GroupGuard, forward_stderr, join_tail, read_capped};
 
 /// How long a hook may run when its settings do not say.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -49,12 +51,6 @@ pub const EXIT_CANCEL: i32 = 2;
 /// The variables every hook gets from our environment (when they are set).
 pub const BASE_ENV: [&str; 5] = ["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR"];
 
-/// Lines of stderr kept for failure reports.
-const TAIL_LINES: usize = 10;
-/// Characters of one kept stderr line.
-const TAIL_LINE_CHARS: usize = 300;
-/// A stderr "line" longer than this is forwarded in pieces.
-const MAX_LINE_BYTES: usize = 16 * 1024;
 /// Characters of stdout quoted in an invalid-answer report.
 const QUOTE_CHARS: usize = 80;
 
@@ -449,225 +445,5 @@ fn quote(text: &str) -> String {
         format!("{head:?}…")
     } else {
         format!("{head:?}")
-    }
-}
-
-/// Kills the process group on drop (or on demand) until disarmed.
-struct GroupGuard(Option<rustix::process::Pid>);
-
-impl GroupGuard {
-    fn new(pid: Option<u32>) -> Self {
-        Self(
-            pid.and_then(|p| i32::try_from(p).ok())
-                .and_then(rustix::process::Pid::from_raw),
-        )
-    }
-
-    fn kill(&self) {
-        if let Some(pgid) = self.0 {
-            // The group may be gone already; nothing to do then.
-            let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
-        }
-    }
-
-    fn disarm(mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// Reads everything, keeping at most [`MAX_STDOUT`] bytes (the rest is
-/// drained so the hook never blocks on a full pipe).
-async fn read_capped(pipe: Option<impl AsyncRead + Unpin>) -> (Vec<u8>, bool) {
-    let mut kept = Vec::new();
-    let mut overflow = false;
-    let Some(mut pipe) = pipe else {
-        return (kept, overflow);
-    };
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        match pipe.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                let room = MAX_STDOUT - kept.len();
-                if n > room {
-                    overflow = true;
-                }
-                kept.extend_from_slice(&buf[..n.min(room)]);
-            }
-        }
-    }
-    (kept, overflow)
-}
-
-/// Forwards stderr line by line and keeps its last lines in `tail`.
-async fn forward_stderr(
-    pipe: Option<impl AsyncRead + Unpin>,
-    name: &str,
-    mode: &StderrMode,
-    tail: &Mutex<VecDeque<String>>,
-) {
-    let Some(mut pipe) = pipe else { return };
-    let mut pending: Vec<u8> = Vec::new();
-    let mut buf = vec![0u8; 8 * 1024];
-    let emit = |bytes: &[u8]| {
-        let text = String::from_utf8_lossy(bytes);
-        let line = text.trim_end_matches(['\n', '\r']);
-        match mode {
-            StderrMode::Forward => eprintln!("hook {name}: {line}"),
-            StderrMode::Capture => {}
-            StderrMode::Callback(f) => f(name, line),
-        }
-        if let Ok(mut t) = tail.lock() {
-            if t.len() == TAIL_LINES {
-                t.pop_front();
-            }
-            t.push_back(line.chars().take(TAIL_LINE_CHARS).collect());
-        }
-    };
-    loop {
-        let n = match pipe.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        pending.extend_from_slice(&buf[..n]);
-        while let Some(end) = pending.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = pending.drain(..=end).collect();
-            emit(&line);
-        }
-        if pending.len() > MAX_LINE_BYTES {
-            emit(&std::mem::take(&mut pending));
-        }
-    }
-    if !pending.is_empty() {
-        emit(&pending);
-    }
-}
-
-fn join_tail(tail: &Mutex<VecDeque<String>>) -> String {
-    tail.lock()
-        .map(|t| {
-            let lines: Vec<&str> = t
-                .iter()
-                .map(String::as_str)
-                .filter(|l| !l.trim().is_empty())
-                .collect();
-            lines.join("\n")
-        })
-        .unwrap_or_default()
-}
-
-impl Hook for ProcessHook {
-    fn name(&self) -> String {
-        self.name.clone()
-    }
-
-    fn fail_closed(&self) -> bool {
-        self.fail_closed
-    }
-
-    fn handles(&self, event: &str) -> bool {
-        event == self.event
-    }
-
-    fn before_compact<'a>(
-        &'a self,
-        event: &'a BeforeCompactEvent,
-        cancel: CancellationToken,
-    ) -> HookFuture<'a, Option<BeforeCompactResult>> {
-        Box::pin(async move {
-            Ok(
-                match self
-                    .call::<_, BeforeCompactResult>(event, event.session_file.as_deref(), &cancel)
-                    .await?
-                {
-                    Decoded::Answer(r) => r,
-                    Decoded::Cancel(_) => Some(BeforeCompactResult {
-                        cancel: true,
-                        compaction: None,
-                    }),
-                },
-            )
-        })
-    }
-
-    fn compacting<'a>(
-        &'a self,
-        event: &'a CompactingEvent,
-        cancel: CancellationToken,
-    ) -> HookFuture<'a, Option<CompactingResult>> {
-        Box::pin(async move {
-            match self
-                .call::<_, CompactingResult>(event, None, &cancel)
-                .await?
-            {
-                Decoded::Answer(r) => Ok(r),
-                Decoded::Cancel(reason) => Err(HookError::Exit {
-                    status: EXIT_CANCEL,
-                    stderr: reason,
-                }),
-            }
-        })
-    }
-
-    fn compacted<'a>(
-        &'a self,
-        event: &'a CompactEvent,
-        cancel: CancellationToken,
-    ) -> HookFuture<'a, ()> {
-        Box::pin(async move {
-            self.notify(event, event.session_file.as_deref(), &cancel)
-                .await
-        })
-    }
-
-    fn before_tree<'a>(
-        &'a self,
-        event: &'a BeforeTreeEvent,
-        cancel: CancellationToken,
-    ) -> HookFuture<'a, Option<BeforeTreeResult>> {
-        Box::pin(async move {
-            Ok(
-                match self
-                    .call::<_, BeforeTreeResult>(event, event.session_file.as_deref(), &cancel)
-                    .await?
-                {
-                    Decoded::Answer(r) => r,
-                    Decoded::Cancel(_) => Some(BeforeTreeResult {
-                        cancel: true,
-                        ..BeforeTreeResult::default()
-                    }),
-                },
-            )
-        })
-    }
-
-    fn tree<'a>(&'a self, event: &'a TreeEvent, cancel: CancellationToken) -> HookFuture<'a, ()> {
-        Box::pin(async move {
-            self.notify(event, event.session_file.as_deref(), &cancel)
-                .await
-        })
-    }
-}
-
-impl ProcessHook {
-    /// Runs a notification: only the exit status counts; stdout is ignored.
-    async fn notify<E: Serialize>(
-        &self,
-        event: &E,
-        session_file: Option<&str>,
-        cancel: &CancellationToken,
-    ) -> Result<(), HookError> {
-        let run = self.run(&payload(event)?, session_file, cancel).await?;
-        if run.status == 0 {
-            Ok(())
-        } else {
-            Err(exit_error(&run))
-        }
     }
 }

@@ -1,0 +1,123 @@
+//! [`ProcessHook`] as a [`Hook`]: each event method runs the process and
+//! reads its answer; exit 2 becomes `cancel: true` where the event can
+//! cancel.
+
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use super::{Decoded, EXIT_CANCEL, ProcessHook, exit_error, payload};
+use crate::events::{
+    BeforeCompactEvent, BeforeCompactResult, BeforeTreeEvent, BeforeTreeResult, CompactEvent,
+    CompactingEvent, CompactingResult, TreeEvent,
+};
+use crate::runner::{Hook, HookError, HookFuture};
+
+impl Hook for ProcessHook {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn fail_closed(&self) -> bool {
+        self.fail_closed
+    }
+
+    fn handles(&self, event: &str) -> bool {
+        event == self.event
+    }
+
+    fn before_compact<'a>(
+        &'a self,
+        event: &'a BeforeCompactEvent,
+        cancel: CancellationToken,
+    ) -> HookFuture<'a, Option<BeforeCompactResult>> {
+        Box::pin(async move {
+            Ok(
+                match self
+                    .call::<_, BeforeCompactResult>(event, event.session_file.as_deref(), &cancel)
+                    .await?
+                {
+                    Decoded::Answer(r) => r,
+                    Decoded::Cancel(_) => Some(BeforeCompactResult {
+                        cancel: true,
+                        compaction: None,
+                    }),
+                },
+            )
+        })
+    }
+
+    fn compacting<'a>(
+        &'a self,
+        event: &'a CompactingEvent,
+        cancel: CancellationToken,
+    ) -> HookFuture<'a, Option<CompactingResult>> {
+        Box::pin(async move {
+            match self
+                .call::<_, CompactingResult>(event, None, &cancel)
+                .await?
+            {
+                Decoded::Answer(r) => Ok(r),
+                Decoded::Cancel(reason) => Err(HookError::Exit {
+                    status: EXIT_CANCEL,
+                    stderr: reason,
+                }),
+            }
+        })
+    }
+
+    fn compacted<'a>(
+        &'a self,
+        event: &'a CompactEvent,
+        cancel: CancellationToken,
+    ) -> HookFuture<'a, ()> {
+        Box::pin(async move {
+            self.notify(event, event.session_file.as_deref(), &cancel)
+                .await
+        })
+    }
+
+    fn before_tree<'a>(
+        &'a self,
+        event: &'a BeforeTreeEvent,
+        cancel: CancellationToken,
+    ) -> HookFuture<'a, Option<BeforeTreeResult>> {
+        Box::pin(async move {
+            Ok(
+                match self
+                    .call::<_, BeforeTreeResult>(event, event.session_file.as_deref(), &cancel)
+                    .await?
+                {
+                    Decoded::Answer(r) => r,
+                    Decoded::Cancel(_) => Some(BeforeTreeResult {
+                        cancel: true,
+                        ..BeforeTreeResult::default()
+                    }),
+                },
+            )
+        })
+    }
+
+    fn tree<'a>(&'a self, event: &'a TreeEvent, cancel: CancellationToken) -> HookFuture<'a, ()> {
+        Box::pin(async move {
+            self.notify(event, event.session_file.as_deref(), &cancel)
+                .await
+        })
+    }
+}
+
+impl ProcessHook {
+    /// Runs a notification: only the exit status counts; stdout is ignored.
+    async fn notify<E: Serialize>(
+        &self,
+        event: &E,
+        session_file: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> Result<(), HookError> {
+        let run = self.run(&payload(event)?, session_file, cancel).await?;
+        if run.status == 0 {
+            Ok(())
+        } else {
+            Err(exit_error(&run))
+        }
+    }
+}
