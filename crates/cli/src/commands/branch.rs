@@ -21,10 +21,9 @@ use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{Color, aligned, note, print_json, print_text};
 use crate::provider::ProviderFlags;
 
-/// The `customType` of the entry that records a navigation without a
-/// summary: the file's leaf is its last line, so moving the leaf on disk
-/// takes one entry. It never reaches the model.
-pub const NAVIGATE_MARKER: &str = "musepi.navigate";
+/// The entry that records a navigation without a summary (the file's leaf
+/// is its last line, so moving the leaf on disk takes one entry).
+pub use musepi_hooks::NAVIGATE_MARKER;
 
 /// Runs the command.
 pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
