@@ -431,6 +431,28 @@ pub fn drop_think_sections(text: &str) -> String {
     out
 }
 
+/// Estimated input tokens of the whole archive as the context carries it:
+/// the text edges at chars/4 plus each frame priced for the family of the
+/// wire API that will carry it (SPEC §14.3). A frame whose shape is
+/// unknown is priced at the conservative 5,024 tokens.
+pub fn archive_tokens(archive: &PngArchive, api: Option<&str>) -> u64 {
+    let family = crate::pricing::billing_family(api.unwrap_or_default());
+    let text_units = archive.text_head.as_deref().map_or(0, len16)
+        + archive.text_tail.as_deref().map_or(0, len16);
+    let frames: u64 = archive
+        .frames
+        .iter()
+        .filter(|f| f.is_available())
+        .map(|f| {
+            f.printed_shape()
+                .map_or(u64::from(crate::pricing::FRAME_TOKEN_ESTIMATE), |s| {
+                    u64::from(family.frame_tokens(s.frame_size))
+                })
+        })
+        .sum();
+    (text_units as u64).div_ceil(4) + frames
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -674,26 +696,4 @@ mod tests {
             prop_assert_eq!(format!("{}{imaged}{}", layout.text_head, layout.text_tail), layout.kept_text.clone());
         }
     }
-}
-
-/// Estimated input tokens of the whole archive as the context carries it:
-/// the text edges at chars/4 plus each frame priced for the family of the
-/// wire API that will carry it (SPEC §14.3). A frame whose shape is
-/// unknown is priced at the conservative 5,024 tokens.
-pub fn archive_tokens(archive: &PngArchive, api: Option<&str>) -> u64 {
-    let family = crate::pricing::billing_family(api.unwrap_or_default());
-    let text_units = archive.text_head.as_deref().map_or(0, len16)
-        + archive.text_tail.as_deref().map_or(0, len16);
-    let frames: u64 = archive
-        .frames
-        .iter()
-        .filter(|f| f.is_available())
-        .map(|f| {
-            f.printed_shape()
-                .map_or(u64::from(crate::pricing::FRAME_TOKEN_ESTIMATE), |s| {
-                    u64::from(family.frame_tokens(s.frame_size))
-                })
-        })
-        .sum();
-    (text_units as u64).div_ceil(4) + frames
 }
