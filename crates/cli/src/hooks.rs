@@ -14,7 +14,9 @@ use musepi_hooks::events::{
     BeforeCompactEvent, BeforeCompactResult, BeforeTreeEvent, BeforeTreeResult, CompactEvent,
     CompactingEvent, CompactingResult, TreeEvent, names,
 };
-use musepi_hooks::{Hook, HookError, HookFuture, HookWarning, Hooks, ProcessHook, StderrMode};
+use musepi_hooks::{
+    Hook, HookError, HookFuture, HookWarning, Hooks, ProcessHook, StderrMode, StderrSink,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::commands::{Ctx, Failure};
@@ -66,30 +68,52 @@ pub fn from_settings(settings: &Settings, ctx: &Ctx) -> Result<Hooks, Failure> {
     } else {
         StderrMode::Forward
     };
+    from_settings_with(settings, &mode)
+}
+
+/// The hooks the settings configure, their stderr going where `mode`
+/// says: a full-screen interface passes [`StderrMode::Callback`] so that
+/// nothing is written under its screen (the callback then also receives
+/// the failures that cancel an operation, under the hook's name).
+pub fn from_settings_with(settings: &Settings, mode: &StderrMode) -> Result<Hooks, Failure> {
+    let sink = match mode {
+        StderrMode::Callback(f) => Some(f.clone()),
+        StderrMode::Forward | StderrMode::Capture => None,
+    };
     let mut hooks = Hooks::new();
-    for hook in process_hooks(settings, &mode).map_err(Failure::bad_input)? {
-        hooks.register(Arc::new(Reported(hook)));
+    for hook in process_hooks(settings, mode).map_err(Failure::bad_input)? {
+        hooks.register(Arc::new(Reported {
+            hook,
+            sink: sink.clone(),
+        }));
     }
     Ok(hooks)
 }
 
-/// A hook command whose fail-closed failures are printed on stderr as they
-/// happen: they cancel the operation, and the command's error
-/// (`Compaction cancelled`) does not say which hook failed or how.
-struct Reported(ProcessHook);
+/// A hook command whose fail-closed failures are reported as they happen
+/// (on stderr, even with `-q`, or to the callback): they cancel the
+/// operation, and the command's error (`Compaction cancelled`) does not
+/// say which hook failed or how.
+struct Reported {
+    hook: ProcessHook,
+    sink: Option<StderrSink>,
+}
 
 impl Reported {
     fn report<T>(&self, event: &'static str, result: Result<T, HookError>) -> Result<T, HookError> {
         if let Err(error) = &result
-            && self.0.fail_closed()
+            && self.hook.fail_closed()
         {
             let warning = HookWarning {
-                hook: self.0.name(),
+                hook: self.hook.name(),
                 event,
                 error: error.clone(),
                 cancelled: true,
             };
-            eprintln!("musepi: {warning}");
+            match &self.sink {
+                Some(f) => f(&self.hook.name(), &warning.to_string()),
+                None => eprintln!("musepi: {warning}"),
+            }
         }
         result
     }
@@ -97,15 +121,15 @@ impl Reported {
 
 impl Hook for Reported {
     fn name(&self) -> String {
-        self.0.name()
+        self.hook.name()
     }
 
     fn fail_closed(&self) -> bool {
-        self.0.fail_closed()
+        self.hook.fail_closed()
     }
 
     fn handles(&self, event: &str) -> bool {
-        self.0.handles(event)
+        self.hook.handles(event)
     }
 
     fn before_compact<'a>(
@@ -114,7 +138,7 @@ impl Hook for Reported {
         cancel: CancellationToken,
     ) -> HookFuture<'a, Option<BeforeCompactResult>> {
         Box::pin(async move {
-            let r = self.0.before_compact(event, cancel).await;
+            let r = self.hook.before_compact(event, cancel).await;
             self.report(names::BEFORE_COMPACT, r)
         })
     }
@@ -125,7 +149,7 @@ impl Hook for Reported {
         cancel: CancellationToken,
     ) -> HookFuture<'a, Option<CompactingResult>> {
         Box::pin(async move {
-            let r = self.0.compacting(event, cancel).await;
+            let r = self.hook.compacting(event, cancel).await;
             self.report(names::COMPACTING, r)
         })
     }
@@ -136,7 +160,7 @@ impl Hook for Reported {
         cancel: CancellationToken,
     ) -> HookFuture<'a, ()> {
         // After the save, a failure cancels nothing: the pipeline's warning says it all.
-        self.0.compacted(event, cancel)
+        self.hook.compacted(event, cancel)
     }
 
     fn before_tree<'a>(
@@ -145,13 +169,13 @@ impl Hook for Reported {
         cancel: CancellationToken,
     ) -> HookFuture<'a, Option<BeforeTreeResult>> {
         Box::pin(async move {
-            let r = self.0.before_tree(event, cancel).await;
+            let r = self.hook.before_tree(event, cancel).await;
             self.report(names::BEFORE_TREE, r)
         })
     }
 
     fn tree<'a>(&'a self, event: &'a TreeEvent, cancel: CancellationToken) -> HookFuture<'a, ()> {
-        self.0.tree(event, cancel)
+        self.hook.tree(event, cancel)
     }
 }
 
@@ -285,6 +309,58 @@ mod tests {
             Err(
                 "hooks.session_tree[0].onFailure is `stop`; expected `continue` or `cancel`".into()
             )
+        );
+    }
+
+    #[test]
+    fn fail_closed_failures_reach_the_callback_with_the_stderr() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let script = dir.path().join("fail.sh");
+        std::fs::write(&script, "#!/bin/sh\necho broken >&2\nexit 3\n").unwrap_or_default();
+        let perms = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755);
+        std::fs::set_permissions(&script, perms).unwrap_or_default();
+        let settings: Settings = serde_json::from_value(serde_json::json!({"hooks": {
+            "session_before_tree": [{"command": [script.display().to_string()], "onFailure": "cancel"}],
+        }}))
+        .unwrap_or_default();
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        let mode = StderrMode::Callback(Arc::new(move |name: &str, line: &str| {
+            if let Ok(mut s) = sink.lock() {
+                s.push(format!("{name}|{line}"));
+            }
+        }));
+        let hooks = from_settings_with(&settings, &mode).unwrap_or_default();
+        let event = BeforeTreeEvent {
+            kind: names::BEFORE_TREE,
+            session_file: None,
+            preparation: musepi_hooks::events::TreePreparation {
+                target_id: None,
+                old_leaf_id: None,
+                common_ancestor_id: None,
+                entries_to_summarize: Vec::new(),
+                user_wants_summary: false,
+                custom_instructions: None,
+                replace_instructions: false,
+                label: None,
+            },
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let d = rt.block_on(hooks.before_tree(&event, &CancellationToken::new()));
+        assert!(d.failed_closed);
+        let name = script.display().to_string();
+        let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
+        assert_eq!(
+            seen,
+            [
+                format!("{name}|broken"),
+                format!(
+                    "{name}|hook {name} (session_before_tree) exited with status 3: broken; the operation was cancelled (the hook is fail-closed)"
+                ),
+            ]
         );
     }
 }
