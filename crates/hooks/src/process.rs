@@ -255,6 +255,9 @@ impl ProcessHook {
         session_file: Option<&str>,
         cancel: &CancellationToken,
     ) -> Result<Invocation, HookError> {
+        if cancel.is_cancelled() {
+            return Err(HookError::Failed("cancelled before it started".to_owned()));
+        }
         let started = Instant::now();
         let mut command = tokio::process::Command::new(&self.command[0]);
         command

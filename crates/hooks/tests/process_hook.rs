@@ -458,3 +458,18 @@ async fn more_than_the_stdout_cap_is_an_invalid_answer() {
         HookError::InvalidAnswer("more than 4 MiB on stdout".into())
     );
 }
+
+#[tokio::test]
+async fn nothing_starts_after_the_cancellation_token_fired() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let path = script(dir.path(), "h.sh", &format!("touch '{}'", marker.display()));
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    let err = hook(names::TREE, &path)
+        .run(b"{}\n", None, &cancel)
+        .await
+        .unwrap_err();
+    assert_eq!(err, HookError::Failed("cancelled before it started".into()));
+    assert!(!marker.exists());
+}
