@@ -142,7 +142,11 @@ fn search_wraps_and_goes_back() {
     assert_eq!(app.mode, Mode::Normal);
     // From the leaf the search wraps around to the first match.
     assert_eq!(app.cursor(), app.match_rows("SPLIT")[0]);
-    assert!(cursor_text(&app).contains("text.split()"), "{}", cursor_text(&app));
+    assert!(
+        cursor_text(&app).contains("text.split()"),
+        "{}",
+        cursor_text(&app)
+    );
     let first = app.cursor();
     press(&mut app, KeyCode::Char('n'));
     assert!(app.cursor() > first);
@@ -351,7 +355,7 @@ fn compact_from_either_prompt() {
     assert_eq!(effect, Some(Effect::Run(job)));
     match &app.mode {
         Mode::Busy { label, .. } => {
-            assert_eq!(label, "compacting with llm (no provider configured)")
+            assert_eq!(label, "compacting with llm (no provider configured)");
         }
         other => panic!("{other:?}"),
     }

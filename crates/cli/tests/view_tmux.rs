@@ -1,7 +1,7 @@
 //! `musepi view` end to end: the built binary runs in a tmux pane of
 //! 80×24, keys go in with `tmux send-keys`, the screen comes back with
 //! `tmux capture-pane`. The divider shows, ctrl+o expands it, navigating
-//! with a summary writes a branch_summary entry into the file, `:compact`
+//! with a summary writes a `branch_summary` entry into the file, `:compact`
 //! writes a compaction and shows its divider, and quitting leaves the
 //! terminal as it was.
 //!
@@ -134,8 +134,8 @@ fn view_in_tmux() {
     let command = format!(
         "{} view session.jsonl --branch-strategy snapcompact --keep-recent 10 \
          --now 2025-05-01T10:00:00.000Z --deterministic-ids; \
-         echo \"exit=$?\"; stty -a | tr ' ' '\\n' | grep -x -e icanon -e echo | tr '\\n' ' '; \
-         echo; sleep 60",
+         s=$?; t=$(stty -a | tr ' ' '\\n' | grep -x -e icanon -e echo | tr '\\n' ' '); \
+         echo \"exit=$s tty=[$t] done\"; sleep 60",
         env!("CARGO_BIN_EXE_musepi")
     );
     let tmux = Tmux::start(dir.path(), &command);

@@ -8,14 +8,15 @@
 use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use anyhow::anyhow;
 use musepi_branch_summary::ToolResults;
 use musepi_compaction::Reason;
 use musepi_compaction::prompts::SUMMARIZATION_SYSTEM;
 use musepi_hooks::{
-    BranchStrategy, CompactError, CompactOptions, NavigateOptions, RemoteCompactor, Summarizer,
-    compact, navigate,
+    BranchStrategy, CompactError, CompactOptions, Hooks, NavigateOptions, RemoteCompactor,
+    StderrMode, StderrSink, Summarizer, compact, navigate,
 };
 use musepi_session_model::{Journal, Session};
 use tokio_util::sync::CancellationToken;
@@ -28,7 +29,7 @@ use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::provider::{ProviderError, ProviderFlags, process_env, resolve_config};
 use crate::settings::Settings;
 use crate::view::terminal::TerminalGuard;
-use crate::view::text::{thousands, tokens};
+use crate::view::text::{sanitize, thousands, tokens};
 use crate::view::{App, Done, Job, Strategies, Worker, event_loop, snapshot};
 
 /// Runs the command.
@@ -61,6 +62,7 @@ pub fn run(args: &ViewArgs, ctx: &Ctx) -> CmdResult {
         compact_flag: args.strategy.clone(),
         branch,
         budget: args.budget.clone(),
+        hook_lines: Arc::default(),
     };
     let mut guard = TerminalGuard::enter().or_failed()?;
     let size = guard.terminal().size().or_failed()?;
@@ -158,16 +160,30 @@ struct Pipelines {
     compact_flag: Option<String>,
     branch: BranchStrategy,
     budget: BudgetArgs,
+    /// What the hooks of the running job wrote on stderr.
+    hook_lines: Arc<Mutex<Vec<String>>>,
 }
 
 impl Worker for Pipelines {
     fn run(&self, job: &Job, cancel: &CancellationToken) -> Done {
-        let result = match job {
+        if let Ok(mut lines) = self.hook_lines.lock() {
+            lines.clear();
+        }
+        let mut result = match job {
             Job::Navigate { target, summarize } => {
                 self.navigate(target.as_deref(), *summarize, cancel)
             }
             Job::Compact { instructions } => self.compact(instructions.clone(), cancel),
         };
+        // What hooks wrote on stderr would draw over the screen: the last
+        // line is told instead.
+        let last_hook_line = self.hook_lines.lock().ok().and_then(|l| l.last().cloned());
+        if let Some(line) = last_hook_line {
+            result = match result {
+                Ok(text) => Ok(format!("{text} · {line}")),
+                Err(e) => Err(anyhow!("{e:#} · {line}")),
+            };
+        }
         // The file is read again whatever happened: it shows what is true.
         match load(&self.path, &self.ctx) {
             Ok(session) => Done {
@@ -187,6 +203,18 @@ fn failure(f: Failure) -> anyhow::Error {
 }
 
 impl Pipelines {
+    /// The configured hooks, their stderr kept for the status line.
+    fn hooks(&self) -> anyhow::Result<Hooks> {
+        let lines = Arc::clone(&self.hook_lines);
+        let sink: StderrSink = Arc::new(move |name: &str, line: &str| {
+            if let Ok(mut l) = lines.lock() {
+                l.push(format!("hook {name}: {}", sanitize(line)));
+            }
+        });
+        crate::hooks::from_settings_with(&self.settings, &StderrMode::Callback(sink))
+            .map_err(failure)
+    }
+
     fn journal(&self) -> anyhow::Result<Journal> {
         Ok(Journal::open(
             &self.path,
@@ -201,7 +229,7 @@ impl Pipelines {
         cancel: &CancellationToken,
     ) -> anyhow::Result<String> {
         let mut journal = self.journal()?;
-        let hooks = crate::hooks::from_settings(&self.settings, &self.ctx).map_err(failure)?;
+        let hooks = self.hooks()?;
         let rt = runtime().map_err(failure)?;
         let progress = Progress::start(&self.ctx, "summarizing the branch");
         let llm = if summarize && self.branch == BranchStrategy::Llm {
@@ -279,7 +307,7 @@ impl Pipelines {
         .map_err(failure)?;
         let mut journal = self.journal()?;
         let budgets = budgets(&self.settings, &self.budget, None);
-        let hooks = crate::hooks::from_settings(&self.settings, &self.ctx).map_err(failure)?;
+        let hooks = self.hooks()?;
         let rt = runtime().map_err(failure)?;
         let progress = Progress::start(&self.ctx, "compacting");
         let llm = match chosen {
