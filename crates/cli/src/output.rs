@@ -118,9 +118,14 @@ pub fn preview(text: &str, max: usize) -> String {
 }
 
 /// Prints `value` on stdout as one pretty-printed JSON document.
+///
+/// Integral floats print as integers (`35870`, not `35870.0`), as in the
+/// session files.
 pub fn print_json(value: &serde_json::Value) -> io::Result<()> {
+    let mut value = value.clone();
+    musepi_session_model::json::js_numbers(&mut value);
     let mut out = io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, value)?;
+    serde_json::to_writer_pretty(&mut out, &value)?;
     out.write_all(b"\n")?;
     out.flush()
 }

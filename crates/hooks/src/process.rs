@@ -409,7 +409,10 @@ enum Decoded<T> {
 
 /// The event as the hook reads it: one line of JSON and a newline.
 pub fn payload<E: Serialize>(event: &E) -> Result<Vec<u8>, HookError> {
-    let mut bytes = serde_json::to_vec(event)
+    let mut value = serde_json::to_value(event)
+        .map_err(|e| HookError::Failed(format!("cannot serialize the event: {e}")))?;
+    musepi_session_model::json::js_numbers(&mut value);
+    let mut bytes = serde_json::to_vec(&value)
         .map_err(|e| HookError::Failed(format!("cannot serialize the event: {e}")))?;
     bytes.push(b'\n');
     Ok(bytes)

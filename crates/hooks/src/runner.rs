@@ -192,7 +192,8 @@ impl Hooks {
         event: &'static str,
         error: HookError,
     ) -> bool {
-        let cancelled = hook.fail_closed();
+        // After-events are notifications: nothing is left to cancel.
+        let cancelled = hook.fail_closed() && !matches!(event, names::COMPACT | names::TREE);
         d.warnings.push(HookWarning {
             hook: hook.name(),
             event,

@@ -241,6 +241,26 @@ pub fn js_delete(map: &mut Map<String, Value>, key: &str) {
     map.shift_remove(key);
 }
 
+/// Rewrites every number in `value` as JavaScript would print it where
+/// serde would not: an integral float (`1746093600000.0`, from a field held
+/// as `f64`) becomes an integer, so JSON documents for machines read the
+/// way the session files do.
+pub fn js_numbers(value: &mut Value) {
+    match value {
+        Value::Number(n) => {
+            if let Some(f) = n.as_f64().filter(|_| n.is_f64())
+                && f.fract() == 0.0
+                && f.abs() < 9_007_199_254_740_992.0
+            {
+                *n = serde_json::Number::from(f as i64);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(js_numbers),
+        Value::Object(map) => map.values_mut().for_each(js_numbers),
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,6 +269,17 @@ mod tests {
         let v: Value = serde_json::from_str(json).unwrap();
         assert_eq!(js_stringify(&v), expected);
         assert_eq!(js_stringify_len(&v), utf16_len(expected));
+    }
+
+    #[test]
+    fn integral_floats_become_integers() {
+        let mut v =
+            serde_json::json!({"a": 1_746_093_600_000.0, "b": [2.5, 3.0, -0.0], "c": "4.0"});
+        js_numbers(&mut v);
+        assert_eq!(
+            v.to_string(),
+            r#"{"a":1746093600000,"b":[2.5,3,0],"c":"4.0"}"#
+        );
     }
 
     #[test]

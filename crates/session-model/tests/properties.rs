@@ -52,8 +52,7 @@ proptest! {
         let mut c = Clock::default();
         let mut j = Journal::create(&path, header()).unwrap();
         // The first flush needs an assistant message.
-        j.append(asst("start"), &mut c.stamp()).unwrap();
-        let mut last_append = None;
+        let mut last_append = Some(j.append(asst("start"), &mut c.stamp()).unwrap());
         for op in ops {
             let n = j.session().len();
             let id_at = |i: usize| j.session().entries()[i % n].id.to_string();
