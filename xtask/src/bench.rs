@@ -73,6 +73,8 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
 struct Sample {
     seconds: f64,
     peak: u64,
+    /// The time of the case's own step after the session is open, when it reports one.
+    step: Option<f64>,
 }
 
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
@@ -113,6 +115,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         "case", "file", "time", "MB/s", "vs base", "peak", "peak/file"
     );
     let mut summary = Vec::new();
+    let mut steps: Vec<(u64, &str, f64, f64, f64)> = Vec::new();
     for &size in &opts.sizes_mb {
         let file = generate(&bin, &data, size, opts.seed)?;
         let bytes = std::fs::metadata(&file)?.len();
@@ -129,11 +132,16 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
                 .map(|s| s.seconds)
                 .fold(f64::INFINITY, f64::min);
             let peak = samples.iter().map(|s| s.peak).max().unwrap_or(0);
+            let step = samples
+                .iter()
+                .filter_map(|s| s.step)
+                .fold(None, |m: Option<f64>, s| Some(m.map_or(s, |m| m.min(s))));
             results.insert(
                 case.clone(),
                 Sample {
                     seconds: best,
                     peak,
+                    step,
                 },
             );
         }
@@ -154,6 +162,11 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         if let Some(open) = results.get("open") {
             summary.push((size, open.seconds / base, open.peak as f64 / bytes as f64));
         }
+        for (case, target) in [("context", 0.10), ("plan", 0.05)] {
+            if let Some(step) = results.get(case).and_then(|s| s.step) {
+                steps.push((size, case, step, step / base, target));
+            }
+        }
     }
     println!();
     for (size, time_ratio, mem_ratio) in summary {
@@ -161,6 +174,24 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             "{size} MB: open/{baseline} time {time_ratio:.2}x (target <= 1.5x: {}), open peak/file {mem_ratio:.2}x (target < 1.5x: {})",
             met(time_ratio <= 1.5),
             met(mem_ratio < 1.5),
+        );
+    }
+    for (size, case, step, ratio, target) in &steps {
+        println!(
+            "{size} MB: {case} once open {:.1} ms = {:.1}% of {baseline} (target < {:.0}%: {})",
+            step * 1e3,
+            ratio * 100.0,
+            target * 100.0,
+            met(*ratio < *target),
+        );
+    }
+    let plan_steps: Vec<&(u64, &str, f64, f64, f64)> =
+        steps.iter().filter(|s| s.1 == "plan").collect();
+    if let [small, large, ..] = plan_steps.as_slice() {
+        let growth = (large.2 / small.2) / (large.0 as f64 / small.0 as f64);
+        println!(
+            "plan grows {:.2}x per unit of size from {} MB to {} MB (1.00 is linear)",
+            growth, small.0, large.0
         );
     }
     println!(
@@ -245,6 +276,7 @@ fn run_case(bin: &Path, case: &str, file: &Path) -> anyhow::Result<Sample> {
     Ok(Sample {
         seconds: v["seconds"].as_f64().context("no `seconds`")?,
         peak: v["peakBytes"].as_u64().context("no `peakBytes`")?,
+        step: v["detail"]["stepSeconds"].as_f64(),
     })
 }
 

@@ -31,6 +31,14 @@ pub(crate) const CASES: &[Case] = &[
         run: open,
     },
     Case {
+        name: "context",
+        run: context,
+    },
+    Case {
+        name: "plan",
+        run: plan,
+    },
+    Case {
         name: "snap-render",
         run: crate::snap::render,
     },
@@ -82,6 +90,59 @@ fn open(path: &Path) -> Result<Value, BoxError> {
         "problems": session.problems().len(),
         "leaf": leaf,
         "pathLength": path_len,
+    }))
+}
+
+/// `open`, then the context at the leaf and its token count; the detail's
+/// `stepSeconds` is the time after the session is open.
+fn context(path: &Path) -> Result<Value, BoxError> {
+    let journal = Journal::open(path, &mut SequentialIds::new())?;
+    let session = journal.session();
+    let start = std::time::Instant::now();
+    let ctx = musepi_context_builder::build_context(session);
+    let tokens = ctx.estimated_tokens();
+    let estimate = musepi_context_builder::estimate_context_tokens(ctx.agent_messages());
+    let step = start.elapsed().as_secs_f64();
+    Ok(json!({
+        "messages": ctx.messages.len(),
+        "tokens": tokens,
+        "contextTokens": estimate.tokens,
+        "stepSeconds": step,
+    }))
+}
+
+/// `open`, then a compaction plan at the leaf (prune plan, preparation
+/// with the cut, regions and file lists); `stepSeconds` is the time after
+/// the session is open.
+fn plan(path: &Path) -> Result<Value, BoxError> {
+    let journal = Journal::open(path, &mut SequentialIds::new())?;
+    let session = journal.session();
+    let start = std::time::Instant::now();
+    let settings = musepi_compaction::CompactionSettings::default();
+    let prune = musepi_compaction::plan_prune(
+        session,
+        session.leaf_index(),
+        &musepi_compaction::PruneConfig::default(),
+    );
+    // The generated file ends on a compaction: plan at its parent, as a
+    // session would be planned before compacting.
+    let leaf = session
+        .leaf_index()
+        .and_then(|l| match session.entries()[l].body {
+            musepi_session_model::EntryBody::Compaction(_) => session.parent_index(l),
+            _ => Some(l),
+        });
+    let prep = musepi_compaction::prepare(session, leaf, &settings);
+    let step = start.elapsed().as_secs_f64();
+    let (summarize, kept) = prep.as_ref().map_or((0, 0), |p| {
+        (p.messages_to_summarize.len(), p.recent_messages.len())
+    });
+    Ok(json!({
+        "pruneCandidates": prune.candidates.len(),
+        "prepared": prep.is_ok(),
+        "summarize": summarize,
+        "kept": kept,
+        "stepSeconds": step,
     }))
 }
 
