@@ -308,7 +308,6 @@ fn build_tree(steps: &[(usize, u8)]) -> Session {
             Some(entries[parent % entries.len()].0.clone())
         };
         match kind {
-            0 | 1 | 4 => entries.push((id, parent, user("u"))),
             2 => entries.push((id, parent, asst("a"))),
             3 => {
                 call += 1;
@@ -329,6 +328,7 @@ fn build_tree(steps: &[(usize, u8)]) -> Session {
                 let keep = users[i % users.len()].clone();
                 entries.push((id, parent, compaction("S", &keep)));
             }
+            0 | 1 | 4 => entries.push((id, parent, user("u"))),
             _ => entries.push((
                 id,
                 parent,
