@@ -43,3 +43,19 @@ pub use runtime_decision::{
 pub use runtime_settings::{MaintenanceSettings, MaintenanceStrategy};
 pub use runtime_tree::{NAVIGATE_MARKER, TreeOutcome, TreeRequest};
 pub use summarizer::{RemoteFailure, SummarizeError, SummarizeFuture, Summarizer};
+
+/// The provider messages at the session's leaf, as an agent should send
+/// them: refined (no dangling calls or dead error turns), custom messages as
+/// developer messages, and snapcompact PNG archives as images between their
+/// text edges.
+pub fn model_messages(
+    session: &musepi_session_model::Session,
+) -> Vec<musepi_context_builder::LlmMessage> {
+    let ctx = musepi_context_builder::build_context(session);
+    let archives = musepi_snapcompact::SessionArchives::new(session);
+    let options = musepi_context_builder::ConvertOptions {
+        archive: Some(&archives),
+        ..Default::default()
+    };
+    musepi_context_builder::convert_to_llm(&ctx.messages, &options)
+}

@@ -31,7 +31,7 @@ use musepi_compaction::{
     Action, REPEATED_OVERFLOW, Reason, TriggerContext, after_assistant, before_request, manual,
     when_idle,
 };
-use musepi_context_builder::{ConvertOptions, LlmMessage, build_context, convert_to_llm};
+use musepi_context_builder::{LlmMessage, build_context};
 use musepi_session_model::{
     AgentMessage, AssistantMessage, ContentBlock, EntryBody, EntryId, IdSource, Journal,
     SequentialIds, SessionError, Stamp, StopReason,
@@ -267,8 +267,7 @@ impl Maintenance {
 
     /// The provider messages at the leaf, as the agent should send them.
     pub fn context(&self) -> Vec<LlmMessage> {
-        let ctx = build_context(self.journal.session());
-        convert_to_llm(&ctx.messages, &ConvertOptions::default())
+        crate::model_messages(self.journal.session())
     }
 
     pub(crate) fn trigger_context(&self) -> TriggerContext {

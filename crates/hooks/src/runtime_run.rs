@@ -4,9 +4,7 @@
 
 use musepi_compaction::prompts::{AUTO_CONTINUE, HANDOFF_THRESHOLD_FOCUS, SUMMARIZATION_SYSTEM};
 use musepi_compaction::{CompactionPlan, Reason, handoff_request, handoff_session};
-use musepi_context_builder::{
-    ConvertOptions, build_context, convert_to_llm, estimate_context_tokens, estimate_tokens,
-};
+use musepi_context_builder::{build_context, estimate_context_tokens, estimate_tokens};
 use musepi_session_model::time::format_iso;
 use musepi_session_model::{EntryId, Header, Journal, Stamp};
 
@@ -231,7 +229,7 @@ impl Maintenance {
         let session = self.journal.session();
         let ctx = build_context(session);
         let tokens_before = estimate_context_tokens(ctx.agent_messages()).tokens;
-        let history = convert_to_llm(&ctx.messages, &ConvertOptions::default());
+        let history = crate::model_messages(session);
         let focus = (reason == Reason::Threshold).then(|| HANDOFF_THRESHOLD_FOCUS.text());
         let system = self
             .system_prompt

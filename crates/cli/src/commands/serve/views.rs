@@ -114,7 +114,13 @@ pub(super) fn context_json(session: &Session, leaf: Option<usize>, llm: bool, fu
     let context = build_context_at(session, leaf);
     let id = |i: usize| session.entries()[i].id.to_string();
     let messages: Vec<Value> = if llm {
-        convert_with_sources(&context.messages, &ConvertOptions::default())
+        convert_with_sources(
+            &context.messages,
+            &ConvertOptions {
+                archive: Some(&musepi_snapcompact::SessionArchives::new(session)),
+                ..ConvertOptions::default()
+            },
+        )
             .iter()
             .map(|c| {
                 let mut v = json!({"entryId": id(c.entry_index), "role": c.message.role(), "tokens": llm_tokens(&c.message)});
