@@ -21,6 +21,7 @@ mod testkit;
 #[cfg(test)]
 mod tests;
 mod trigger;
+mod window;
 
 pub use cut::{CutPoint, find_cut_point, is_turn_start, is_valid_cut_point, yields_message};
 pub use finish::{
@@ -43,4 +44,8 @@ pub use trigger::{
     Action, CompactionPlan, MAX_EMPTY_INCOMPLETE_RECOVERIES, REPEATED_OVERFLOW, Reason,
     TriggerContext, after_assistant, before_request, is_context_overflow, is_overflow_error,
     manual, when_idle,
+};
+pub use window::{
+    DEFAULT_SUMMARIZER_WINDOW, HistoryUnits, input_budget_tokens, min_window_tokens,
+    window_from_overflow_message,
 };

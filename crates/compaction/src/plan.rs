@@ -41,6 +41,9 @@ pub struct SummaryPlan {
     pub read_set: PathSet,
     /// The previous compaction's `preserveData`.
     pub previous_preserve_data: Option<RawJson>,
+    /// The history as units, for summarizing in windows when it is too
+    /// large for the summarizer (SPEC §8.8).
+    pub history_units: crate::window::HistoryUnits,
     /// Output limit and reasoning of the short summary.
     short_max_tokens: u32,
     reasoning: Option<String>,
@@ -60,6 +63,15 @@ impl SummaryPlan {
             .unwrap_or_else(|| NO_PRIOR_HISTORY.to_owned());
         Self {
             history: history_request(prep, settings, options),
+            history_units: crate::window::HistoryUnits::new(
+                &prep.messages_to_summarize,
+                options
+                    .previous_summary_override
+                    .clone()
+                    .or_else(|| prep.previous_summary.clone()),
+                settings,
+                options,
+            ),
             turn_prefix: turn_prefix_request(prep, settings),
             history_fallback,
             recent_conversation: serialize_for_summary(&prep.recent_messages),

@@ -10,8 +10,10 @@ use std::future::Future;
 use std::pin::Pin;
 
 use musepi_compaction::{
-    CompactionResult, CompactionSettings, NothingToCompact, Preparation, PruneConfig, PrunePlan,
-    Reason, RequestOptions, SummaryPlan, apply_prune, plan_prune, prepare, sum_usage,
+    CompactionResult, CompactionSettings, DEFAULT_SUMMARIZER_WINDOW, HistoryUnits,
+    NothingToCompact, Preparation, PruneConfig, PrunePlan, Reason, RequestOptions, SummaryPlan,
+    apply_prune, input_budget_tokens, min_window_tokens, plan_prune, prepare, sum_usage,
+    window_from_overflow_message,
 };
 use musepi_context_builder::{
     ContextMessage, ConvertOptions, LlmMessage, RequestPurpose, SummaryRequest, build_context,
@@ -499,6 +501,97 @@ async fn call(
     }
 }
 
+/// The history summary: one request, or, when the history is too large for
+/// the summarizer (known from its context window, or learnt from an
+/// overflow rejection), windows folded one into the next (SPEC §8.8).
+/// Returns the answer and how many requests were sent.
+async fn history_summary(
+    plan: &SummaryPlan,
+    summarizer: &dyn Summarizer,
+    cancel: &CancellationToken,
+) -> Result<(Option<musepi_context_builder::SummaryResponse>, usize), CompactError> {
+    let Some(request) = &plan.history else {
+        return Ok((None, 0));
+    };
+    let units = &plan.history_units;
+    let window = summarizer.context_window();
+    let min = min_window_tokens(window.unwrap_or(DEFAULT_SUMMARIZER_WINDOW));
+    if let Some(w) = window {
+        let budget = input_budget_tokens(w, units.max_tokens());
+        if units.tokens() > budget {
+            return windowed(units, summarizer, cancel, budget, min)
+                .await
+                .map(|(r, n)| (Some(r), n));
+        }
+    }
+    match call(summarizer, request, cancel).await {
+        Ok(r) => Ok((Some(r), 1)),
+        Err(CompactError::Summarize { error, .. }) if error.is_context_overflow() => {
+            // The rejection often states the model's window; else halve.
+            let (budget, min) = match overflow_window(&error) {
+                Some(w) => (
+                    input_budget_tokens(w, units.max_tokens()),
+                    min_window_tokens(w),
+                ),
+                None => (units.tokens() / 2, min),
+            };
+            let (r, n) = windowed(units, summarizer, cancel, budget, min).await?;
+            Ok((Some(r), n + 1))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn overflow_window(error: &SummarizeError) -> Option<u64> {
+    match error {
+        SummarizeError::ContextOverflow { message, .. } => window_from_overflow_message(message),
+        _ => None,
+    }
+}
+
+/// Summarizes the history window by window, halving the window after an
+/// overflow rejection, down to `min_tokens`.
+async fn windowed(
+    units: &HistoryUnits,
+    summarizer: &dyn Summarizer,
+    cancel: &CancellationToken,
+    mut budget: u64,
+    min_tokens: u64,
+) -> Result<(musepi_context_builder::SummaryResponse, usize), CompactError> {
+    let mut summary = units.previous_summary().map(str::to_owned);
+    let mut usages = Vec::new();
+    let mut calls = 0;
+    let mut start = 0;
+    budget = budget.max(min_tokens);
+    while start < units.len() {
+        let window = units.next_window(start, budget);
+        let request = units.window_request(window.clone(), summary.as_deref(), budget);
+        calls += 1;
+        match call(summarizer, &request, cancel).await {
+            Ok(r) => {
+                summary = Some(r.text);
+                usages.extend(r.usage);
+                start = window.end;
+            }
+            Err(CompactError::Summarize { error, purpose }) if error.is_context_overflow() => {
+                if budget <= min_tokens {
+                    return Err(CompactError::Summarize { error, purpose });
+                }
+                budget = (budget / 2).max(min_tokens);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let text = summary.unwrap_or_default();
+    Ok((
+        musepi_context_builder::SummaryResponse {
+            text,
+            usage: sum_usage(usages.iter()),
+        },
+        calls,
+    ))
+}
+
 /// The history and turn-prefix calls run concurrently; the short summary
 /// follows (it reads the merged summary). A failed short summary is a
 /// warning, not a failure: the compaction is still good.
@@ -509,12 +602,7 @@ async fn summarize(
     requests: &mut Vec<RequestPurpose>,
     warnings: &mut Vec<String>,
 ) -> Result<(String, Option<String>, Option<Usage>), CompactError> {
-    let history = async {
-        match &plan.history {
-            Some(r) => call(summarizer, r, cancel).await.map(Some),
-            None => Ok(None),
-        }
-    };
+    let history = history_summary(plan, summarizer, cancel);
     let prefix = async {
         match &plan.turn_prefix {
             Some(r) => call(summarizer, r, cancel).await.map(Some),
@@ -522,8 +610,11 @@ async fn summarize(
         }
     };
     let (history, prefix) = tokio::join!(history, prefix);
-    let (history, prefix) = (history?, prefix?);
-    requests.extend(plan.requests().map(|r| r.purpose));
+    let ((history, history_calls), prefix) = (history?, prefix?);
+    requests.extend(std::iter::repeat_n(RequestPurpose::History, history_calls));
+    if plan.turn_prefix.is_some() {
+        requests.push(RequestPurpose::TurnPrefix);
+    }
     let merged = plan.merge(
         history.as_ref().map(|h| h.text.as_str()),
         prefix.as_ref().map(|p| p.text.as_str()),

@@ -34,6 +34,12 @@ pub trait Summarizer: Send + Sync {
     ///
     /// It never contains a secret.
     fn describe(&self) -> String;
+
+    /// The summarizing model's context window, when known: a history too
+    /// large for it is summarized in windows (SPEC §8.8).
+    fn context_window(&self) -> Option<u64> {
+        None
+    }
 }
 
 impl<S: Summarizer + ?Sized> Summarizer for &S {
@@ -47,6 +53,10 @@ impl<S: Summarizer + ?Sized> Summarizer for &S {
 
     fn describe(&self) -> String {
         (**self).describe()
+    }
+
+    fn context_window(&self) -> Option<u64> {
+        (**self).context_window()
     }
 }
 
@@ -62,6 +72,10 @@ impl<S: Summarizer + ?Sized> Summarizer for Box<S> {
     fn describe(&self) -> String {
         (**self).describe()
     }
+
+    fn context_window(&self) -> Option<u64> {
+        (**self).context_window()
+    }
 }
 
 impl<S: Summarizer + ?Sized> Summarizer for Arc<S> {
@@ -75,6 +89,10 @@ impl<S: Summarizer + ?Sized> Summarizer for Arc<S> {
 
     fn describe(&self) -> String {
         (**self).describe()
+    }
+
+    fn context_window(&self) -> Option<u64> {
+        (**self).context_window()
     }
 }
 

@@ -81,6 +81,11 @@ impl Summarizer for Scripted {
 
 /// A session file: three turns with a big tool result each.
 fn session_file(dir: &tempfile::TempDir) -> PathBuf {
+    session_file_with(dir, 3)
+}
+
+/// A session file with `turns` turns.
+fn session_file_with(dir: &tempfile::TempDir, turns: u32) -> PathBuf {
     let path = dir.path().join("s.jsonl");
     let mut j = Journal::create(
         &path,
@@ -89,7 +94,7 @@ fn session_file(dir: &tempfile::TempDir) -> PathBuf {
     .unwrap();
     let mut ids = SequentialIds::new();
     let mut now = 1_735_689_600_000;
-    for turn in 0..3 {
+    for turn in 0..turns {
         let mut stamp = Stamp { ids: &mut ids, now };
         now += 1000;
         j.append(
@@ -602,4 +607,128 @@ async fn a_generated_compactions_files_are_carried_into_the_next_compaction() {
     );
     assert!(files.contains(&"src/f0.rs".to_owned()), "{files:?}");
     assert!(files.contains(&"src/g0.rs".to_owned()), "{files:?}");
+}
+
+/// Rejects any prompt longer than `limit` characters as too long, like a
+/// small model's server; otherwise answers with the size it summarized.
+struct Small {
+    /// Longest `<conversation>` accepted, in characters.
+    limit: usize,
+    /// The window the rejection states.
+    stated: u64,
+    window: Option<u64>,
+    seen: Mutex<Vec<usize>>,
+}
+
+impl Summarizer for Small {
+    fn summarize<'a>(
+        &'a self,
+        request: &'a SummaryRequest,
+        _: CancellationToken,
+    ) -> SummarizeFuture<'a> {
+        Box::pin(async move {
+            let prompt = request.prompt_text();
+            let conversation = prompt.find("\n</conversation>").unwrap_or(prompt.len());
+            self.seen.lock().unwrap().push(conversation);
+            if conversation > self.limit {
+                return Err(SummarizeError::ContextOverflow {
+                    provider: "small".into(),
+                    status: Some(400),
+                    message: format!("maximum context length is {} tokens", self.stated),
+                });
+            }
+            Ok(SummaryResponse {
+                text: format!("summary of {} chars", prompt.len()),
+                usage: None,
+            })
+        })
+    }
+
+    fn describe(&self) -> String {
+        "small".into()
+    }
+
+    fn context_window(&self) -> Option<u64> {
+        self.window
+    }
+}
+
+#[tokio::test]
+async fn an_overflowing_history_is_summarized_in_windows() {
+    let hooks = Hooks::new();
+    // Learnt from the rejection, which states the window: windows of what fits.
+    let dir = tempfile::tempdir().unwrap();
+    let path = session_file_with(&dir, 12);
+    let small = Small {
+        limit: 16_000,
+        stated: 8_000,
+        window: None,
+        seen: Mutex::new(Vec::new()),
+    };
+    let mut opts = options(&small, &hooks);
+    opts.settings.keep_recent_tokens = 600;
+    opts.settings.reserve_tokens = 4_000;
+    let out = run(&path, &opts, &CancellationToken::new()).await.unwrap();
+    let seen = small.seen.lock().unwrap().clone();
+    let history_calls = out
+        .requests
+        .iter()
+        .filter(|p| **p == RequestPurpose::History)
+        .count();
+    assert!(history_calls >= 3, "{:?} {seen:?}", out.requests);
+    assert!(
+        seen[0] > 16_000 && seen[1..].iter().all(|n| *n <= 16_000),
+        "{seen:?}"
+    );
+    assert!(
+        out.result.summary.starts_with("summary of "),
+        "{}",
+        out.result.summary
+    );
+
+    // Known window: windows from the start, no rejected request.
+    let dir = tempfile::tempdir().unwrap();
+    let path = session_file_with(&dir, 12);
+    let known = Small {
+        limit: 16_000,
+        stated: 0,
+        window: Some(25_000),
+        seen: Mutex::new(Vec::new()),
+    };
+    let mut opts = options(&known, &hooks);
+    opts.settings.keep_recent_tokens = 600;
+    opts.settings.reserve_tokens = 4_000;
+    let out = run(&path, &opts, &CancellationToken::new()).await.unwrap();
+    assert!(
+        out.requests
+            .iter()
+            .filter(|p| **p == RequestPurpose::History)
+            .count()
+            >= 2,
+        "{:?}",
+        out.requests
+    );
+    assert!(known.seen.lock().unwrap().iter().all(|n| *n <= 16_000));
+
+    // A window that cannot shrink further fails cleanly and writes nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let path = session_file(&dir);
+    let before = std::fs::read(&path).unwrap();
+    let tiny = Small {
+        limit: 10,
+        stated: 4_096,
+        window: None,
+        seen: Mutex::new(Vec::new()),
+    };
+    let mut opts = options(&tiny, &hooks);
+    opts.settings.keep_recent_tokens = 600;
+    let err = run(&path, &opts, &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("Summarization failed: small rejected the summarizer input"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), before);
 }

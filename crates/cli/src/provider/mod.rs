@@ -362,6 +362,10 @@ impl Summarizer for Provider {
     fn describe(&self) -> String {
         self.config().describe()
     }
+
+    fn context_window(&self) -> Option<u64> {
+        self.config().context_window.map(u64::from)
+    }
 }
 
 /// Parameters left out or renamed after a server rejected them with a 400,
