@@ -10,11 +10,13 @@
 //! ([`builder`]), and render what the crates compute as readable text:
 //! contexts, provider messages and transcripts ([`render_context`]), cut
 //! points ([`render_cut`]), summary requests and pruning plans
-//! ([`render_request`]), with tables from [`table`]. The real pi sessions
+//! ([`render_request`]), branch summaries of tree navigations
+//! ([`render_branch`]), with tables from [`table`]. The real pi sessions
 //! are shown only as ids, roles, numbers and hashes ([`show::Show::Hash`]).
 
 pub mod builder;
 pub mod fixtures;
+pub mod render_branch;
 pub mod render_context;
 pub mod render_cut;
 pub mod render_request;
