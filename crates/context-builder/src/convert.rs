@@ -1,14 +1,34 @@
 //! Conversion of context messages into provider messages (SPEC §2.3), with
 //! the safety refinements of §2.4.
+//!
+//! # Remote replay
+//!
+//! A compaction made by a provider's native compaction (SPEC §9.2) stores
+//! that provider's replacement history; §2.4 sends it in place of the
+//! summary and of the kept entries. The conversion does not know which
+//! provider will send the messages, so it emits both forms in one message:
+//! with [`ConvertOptions::session`] and [`ConvertOptions::refine`], the
+//! summary of a compaction whose `preserveData.openaiRemoteCompaction` has a
+//! non-empty `provider` and an array `replacementHistory` becomes a
+//! [`LlmMessage::ProviderHistory`] that holds the payload, the summary
+//! message and the messages of the kept entries (which therefore no longer
+//! appear in the top-level list). Each provider then resolves it with
+//! [`resolve_replays`](crate::resolve_replays): the provider named by the
+//! payload sends the items and nothing of the kept messages; every other
+//! one sends the summary followed by the kept messages, exactly what the
+//! conversion without a session gives. The refinements run on the flat
+//! list first, so both forms are already free of dangling calls.
+//! The context message list and the summarizer input never change.
 
 use std::collections::HashSet;
 
 use musepi_session_model::{
-    AgentMessage, BashExecutionMessage, Content, ContentBlock, StopReason, Text,
+    AgentMessage, BashExecutionMessage, Content, ContentBlock, Session, StopReason, Text,
 };
 
 use crate::context::ContextMessage;
 use crate::llm::LlmMessage;
+use crate::replay::attach_replays;
 use crate::template::Template;
 
 /// Wraps a compaction summary for the model (our wording, keeping the
@@ -45,6 +65,11 @@ pub struct ConvertOptions<'a> {
     pub developer_role: bool,
     /// Archive blocks for snapcompact compactions.
     pub archive: Option<&'a dyn ArchiveBlocks>,
+    /// The session the messages were built from. With it (and `refine`),
+    /// a compaction summary whose entry stored a provider's native history
+    /// becomes a [`LlmMessage::ProviderHistory`] holding the kept messages
+    /// (SPEC §2.4, remote replay; see the module docs).
+    pub session: Option<&'a Session>,
 }
 
 impl Default for ConvertOptions<'_> {
@@ -53,6 +78,7 @@ impl Default for ConvertOptions<'_> {
             refine: true,
             developer_role: true,
             archive: None,
+            session: None,
         }
     }
 }
@@ -64,6 +90,7 @@ impl ConvertOptions<'_> {
             refine: false,
             developer_role: true,
             archive: None,
+            session: None,
         }
     }
 }
@@ -112,6 +139,9 @@ pub fn convert_with_sources(
     }
     if options.refine {
         drop_dangling(&mut out);
+        if let Some(session) = options.session {
+            attach_replays(&mut out, session);
+        }
     }
     out
 }

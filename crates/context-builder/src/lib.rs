@@ -2,7 +2,8 @@
 //!
 //! This crate owns: the LLM context at any leaf (SPEC §2.1) with the
 //! safety refinements of §2.4, the display transcript (§2.2), conversion to
-//! provider messages (§2.3, [`LlmMessage`]), token counting (the chars/4
+//! provider messages (§2.3, [`LlmMessage`], with the remote replay of §2.4:
+//! [`ProviderHistory`], [`resolve_replays`]), token counting (the chars/4
 //! estimate of §3.1, provider-usage estimates of §3.2, thresholds of §3.3,
 //! the `keepRecentTokens` adaptation of §3.4, and exact BPE counts), the
 //! summarizer serialization (§8.2), file-operation tracking (§11), prompt
@@ -17,6 +18,7 @@ mod estimate;
 mod fileops;
 mod llm;
 mod pathtree;
+mod replay;
 mod serialize;
 mod template;
 mod threshold;
@@ -41,8 +43,11 @@ pub use fileops::{
     FILE_LIST_LIMIT, FileLists, FileOps, PathSet, cmp_utf16, format_files_block, format_legacy,
     has_url_scheme, strip_read_selector, upsert_file_operations,
 };
-pub use llm::{LlmMessage, RequestPurpose, SummaryRequest, SummaryResponse};
+pub use llm::{
+    LlmMessage, ProviderHistory, RequestPurpose, SummaryRequest, SummaryResponse, resolve_replays,
+};
 pub use pathtree::format_grouped_paths;
+pub use replay::{REMOTE_COMPACTION_KEY, remote_replay};
 pub use serialize::{
     TOOL_RESULT_MAX_CHARS, drop_useless_pairs, serialize_conversation, serialize_for_summary,
     truncate_for_summary,

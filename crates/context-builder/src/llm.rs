@@ -1,7 +1,10 @@
 //! Provider-facing messages: what a model is sent, after conversion
 //! (SPEC §2.3), and the plain-data summary request every summarizer takes.
 
+use std::collections::HashSet;
+
 use musepi_session_model::{ContentBlock, StopReason, Usage};
+use serde_json::Value;
 
 /// One message as a provider receives it.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,6 +42,93 @@ pub enum LlmMessage {
         /// Whether the tool failed.
         is_error: bool,
     },
+    /// A compaction summary that carries a provider's native replay of the
+    /// compacted history (SPEC §2.4, remote replay). Only the provider that
+    /// stored it sends its items; every other provider sends its
+    /// [fallback](ProviderHistory::fallback). See [`resolve_replays`].
+    ProviderHistory(ProviderHistory),
+}
+
+/// The remote replay payload of a compaction summary
+/// (`providerPayload = {type: "openaiResponsesHistory", provider, items}`),
+/// with what a provider that cannot replay it sends instead.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderHistory {
+    /// The provider that stored the history
+    /// (`preserveData.openaiRemoteCompaction.provider`): the only one that
+    /// may send [`items`](Self::items).
+    pub provider: String,
+    /// The provider's native input items (`replacementHistory`). They stand
+    /// for the summary and for the [`kept`](Self::kept) messages.
+    pub items: Vec<Value>,
+    /// The compaction summary as any other provider receives it: a user
+    /// message (the wrapped summary, or the summary and its archive blocks).
+    pub summary: Box<LlmMessage>,
+    /// The messages of the entries kept between the compaction's
+    /// `firstKeptEntryId` and the compaction itself. The items already
+    /// contain them; a provider that does not send the items sends these
+    /// after the summary.
+    pub kept: Vec<LlmMessage>,
+}
+
+impl ProviderHistory {
+    /// The payload's `type`.
+    pub const TYPE: &'static str = "openaiResponsesHistory";
+
+    /// What a provider that does not send the items sends in their place:
+    /// the summary, then the kept messages.
+    pub fn fallback(&self) -> impl Iterator<Item = &LlmMessage> {
+        std::iter::once(self.summary.as_ref()).chain(&self.kept)
+    }
+}
+
+/// The messages a provider sends, given the provider whose native
+/// histories it replays (`None`: it replays none).
+///
+/// A [`LlmMessage::ProviderHistory`] stored by `replaying` stays in place
+/// (the provider sends its items), and the tool results that answer calls
+/// among its kept messages are left out with them: their calls are no
+/// longer sent. Every other history is replaced by its summary and its
+/// kept messages. With `None` the result holds no provider history.
+pub fn resolve_replays<'a>(
+    messages: &'a [LlmMessage],
+    replaying: Option<&str>,
+) -> Vec<&'a LlmMessage> {
+    let mut out = Vec::with_capacity(messages.len());
+    let mut covered_calls = HashSet::new();
+    for message in messages {
+        push_resolved(&mut out, &mut covered_calls, message, replaying);
+    }
+    out
+}
+
+fn push_resolved<'a>(
+    out: &mut Vec<&'a LlmMessage>,
+    covered_calls: &mut HashSet<&'a str>,
+    message: &'a LlmMessage,
+    replaying: Option<&str>,
+) {
+    match message {
+        LlmMessage::ProviderHistory(h) if replaying == Some(h.provider.as_str()) => {
+            for kept in &h.kept {
+                if let LlmMessage::Assistant { content, .. } = kept {
+                    covered_calls.extend(content.iter().filter_map(|b| match b {
+                        ContentBlock::ToolCall(call) => Some(call.id.as_str()),
+                        _ => None,
+                    }));
+                }
+            }
+            out.push(message);
+        }
+        LlmMessage::ProviderHistory(h) => {
+            for m in h.fallback() {
+                push_resolved(out, covered_calls, m, replaying);
+            }
+        }
+        LlmMessage::ToolResult { tool_call_id, .. }
+            if covered_calls.contains(tool_call_id.as_str()) => {}
+        other => out.push(other),
+    }
 }
 
 impl LlmMessage {
@@ -49,23 +139,34 @@ impl LlmMessage {
         }
     }
 
-    /// The role name: `user`, `developer`, `assistant` or `toolResult`.
+    /// The role name: `user`, `developer`, `assistant` or `toolResult`;
+    /// a provider history has its summary's role (`user`).
     pub fn role(&self) -> &'static str {
         match self {
             Self::User { .. } => "user",
             Self::Developer { .. } => "developer",
             Self::Assistant { .. } => "assistant",
             Self::ToolResult { .. } => "toolResult",
+            Self::ProviderHistory(h) => h.summary.role(),
         }
     }
 
-    /// The content blocks.
+    /// The content blocks; for a provider history, its summary's.
     pub fn content(&self) -> &[ContentBlock] {
         match self {
             Self::User { content }
             | Self::Developer { content }
             | Self::Assistant { content, .. }
             | Self::ToolResult { content, .. } => content,
+            Self::ProviderHistory(h) => h.summary.content(),
+        }
+    }
+
+    /// The remote replay payload, when the message carries one.
+    pub fn provider_history(&self) -> Option<&ProviderHistory> {
+        match self {
+            Self::ProviderHistory(h) => Some(h),
+            _ => None,
         }
     }
 }
@@ -152,8 +253,8 @@ impl SummaryRequest {
             .iter()
             .rev()
             .find_map(|m| match m {
-                LlmMessage::User { content } => Some(
-                    content
+                LlmMessage::User { .. } | LlmMessage::ProviderHistory(_) => Some(
+                    m.content()
                         .iter()
                         .filter_map(|b| match b {
                             ContentBlock::Text { text, .. } => Some(text.as_str()),

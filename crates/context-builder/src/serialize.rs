@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::context::ContextMessage;
 use crate::convert::{ConvertOptions, convert_to_llm};
-use crate::llm::LlmMessage;
+use crate::llm::{LlmMessage, resolve_replays};
 
 /// Tool results longer than this many UTF-16 units are cut for the summarizer.
 pub const TOOL_RESULT_MAX_CHARS: usize = 2000;
@@ -23,10 +23,12 @@ pub fn serialize_for_summary(messages: &[ContextMessage<'_>]) -> String {
     serialize_conversation(&convert_to_llm(&kept, &ConvertOptions::for_summary()))
 }
 
-/// Serializes provider messages for a summarizer.
+/// Serializes provider messages for a summarizer. A summarizer replays no
+/// provider's native history: a provider history reads as its summary
+/// followed by its kept messages.
 pub fn serialize_conversation(messages: &[LlmMessage]) -> String {
     let mut parts: Vec<String> = Vec::new();
-    for m in messages {
+    for m in resolve_replays(messages, None) {
         match m {
             LlmMessage::User { content } | LlmMessage::Developer { content } => {
                 let text = joined_text(content);
@@ -69,6 +71,14 @@ pub fn serialize_conversation(messages: &[LlmMessage]) -> String {
                         "[Tool result]: {}",
                         truncate_for_summary(&text, TOOL_RESULT_MAX_CHARS)
                     ));
+                }
+            }
+            // Resolved above into the summary and the kept messages; one
+            // left in place reads as its summary.
+            LlmMessage::ProviderHistory(h) => {
+                let text = joined_text(h.summary.content());
+                if !text.is_empty() {
+                    parts.push(format!("[User]: {text}"));
                 }
             }
         }

@@ -46,8 +46,10 @@ pub use summarizer::{RemoteFailure, SummarizeError, SummarizeFuture, Summarizer}
 
 /// The provider messages at the session's leaf, as an agent should send
 /// them: refined (no dangling calls or dead error turns), custom messages as
-/// developer messages, and snapcompact PNG archives as images between their
-/// text edges.
+/// developer messages, snapcompact PNG archives as images between their
+/// text edges, and a provider-native compaction's stored history as a
+/// [`ProviderHistory`](musepi_context_builder::ProviderHistory) that each
+/// provider resolves with [`resolve_replays`](musepi_context_builder::resolve_replays).
 pub fn model_messages(
     session: &musepi_session_model::Session,
 ) -> Vec<musepi_context_builder::LlmMessage> {
@@ -55,6 +57,7 @@ pub fn model_messages(
     let archives = musepi_snapcompact::SessionArchives::new(session);
     let options = musepi_context_builder::ConvertOptions {
         archive: Some(&archives),
+        session: Some(session),
         ..Default::default()
     };
     musepi_context_builder::convert_to_llm(&ctx.messages, &options)

@@ -94,14 +94,70 @@ impl Maintenance {
     }
 }
 
-/// The context without a trailing failed (error or truncated) assistant.
+/// The context without a trailing failed (error or truncated) assistant,
+/// also when it is the last kept message of a provider history that ends
+/// the context.
 pub(crate) fn without_failed_tail(mut messages: Vec<LlmMessage>) -> Vec<LlmMessage> {
-    if let Some(LlmMessage::Assistant {
-        stop_reason: Some(StopReason::Error | StopReason::Length),
-        ..
-    }) = messages.last()
-    {
+    let failed = |m: Option<&LlmMessage>| {
+        matches!(
+            m,
+            Some(LlmMessage::Assistant {
+                stop_reason: Some(StopReason::Error | StopReason::Length),
+                ..
+            })
+        )
+    };
+    if failed(messages.last()) {
         messages.pop();
+    } else if let Some(LlmMessage::ProviderHistory(h)) = messages.last_mut()
+        && failed(h.kept.last())
+    {
+        h.kept.pop();
     }
     messages
+}
+
+#[cfg(test)]
+mod tests {
+    use musepi_context_builder::ProviderHistory;
+    use musepi_session_model::ContentBlock;
+
+    use super::*;
+
+    fn assistant(stop: StopReason) -> LlmMessage {
+        LlmMessage::Assistant {
+            content: vec![ContentBlock::text("a")],
+            provider: None,
+            model: None,
+            stop_reason: Some(stop),
+        }
+    }
+
+    fn history(kept: Vec<LlmMessage>) -> LlmMessage {
+        LlmMessage::ProviderHistory(ProviderHistory {
+            provider: "openai".into(),
+            items: Vec::new(),
+            summary: Box::new(LlmMessage::user_text("S")),
+            kept,
+        })
+    }
+
+    #[test]
+    fn a_failed_tail_goes_also_from_a_provider_history() {
+        let out = without_failed_tail(vec![
+            LlmMessage::user_text("u"),
+            assistant(StopReason::Length),
+        ]);
+        assert_eq!(out, [LlmMessage::user_text("u")]);
+        let out = without_failed_tail(vec![history(vec![
+            LlmMessage::user_text("u"),
+            assistant(StopReason::Error),
+        ])]);
+        assert_eq!(out, [history(vec![LlmMessage::user_text("u")])]);
+        let kept = vec![assistant(StopReason::Stop)];
+        assert_eq!(
+            without_failed_tail(vec![history(kept.clone())]),
+            [history(kept)]
+        );
+    }
 }

@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use musepi_context_builder::LlmMessage;
+use musepi_context_builder::{LlmMessage, resolve_replays};
 use musepi_session_model::json::{js_key_order, js_stringify};
 use musepi_session_model::{AgentMessage, ContentBlock, ToolCall};
 use serde_json::Value;
@@ -95,7 +95,8 @@ pub fn serialize_archive(
     useless: &BTreeSet<String>,
     options: &SerializeOptions,
 ) -> String {
-    Serializer::new(Flavor::Archive, messages, useless, options).run(messages)
+    let messages = resolve_replays(messages, None);
+    Serializer::new(Flavor::Archive, &messages, useless, options).run(&messages)
 }
 
 /// Serializes `messages` for the text-frame archive (SPEC §15.3): like
@@ -106,7 +107,8 @@ pub fn serialize_text(
     useless: &BTreeSet<String>,
     options: &SerializeOptions,
 ) -> String {
-    Serializer::new(Flavor::Text, messages, useless, options).run(messages)
+    let messages = resolve_replays(messages, None);
+    Serializer::new(Flavor::Text, &messages, useless, options).run(&messages)
 }
 
 /// Head/tail truncation (`truncateForArchive`, SPEC §14.1): a text longer
@@ -207,14 +209,14 @@ struct Serializer<'a> {
 impl<'a> Serializer<'a> {
     fn new(
         flavor: Flavor,
-        messages: &'a [LlmMessage],
+        messages: &[&'a LlmMessage],
         useless: &BTreeSet<String>,
         options: &'a SerializeOptions,
     ) -> Self {
         let mut dropped = HashSet::new();
         let mut results = HashMap::new();
         let mut calls = HashSet::new();
-        for message in messages {
+        for &message in messages {
             match message {
                 LlmMessage::ToolResult {
                     tool_call_id,
@@ -242,7 +244,9 @@ impl<'a> Serializer<'a> {
                         }
                     }
                 }
-                LlmMessage::User { .. } | LlmMessage::Developer { .. } => {}
+                LlmMessage::User { .. }
+                | LlmMessage::Developer { .. }
+                | LlmMessage::ProviderHistory(_) => {}
             }
         }
         Self {
@@ -255,14 +259,18 @@ impl<'a> Serializer<'a> {
         }
     }
 
-    fn run(mut self, messages: &'a [LlmMessage]) -> String {
-        for message in messages {
+    fn run(mut self, messages: &[&'a LlmMessage]) -> String {
+        for &message in messages {
             match message {
                 // Developer (custom) messages are part of what the model saw
                 // (spec-decisions 7): archived as user-scope text, as the
-                // summarizer serialization reads them.
-                LlmMessage::User { content } | LlmMessage::Developer { content } => {
-                    let text = joined_text(content);
+                // summarizer serialization reads them. A provider history
+                // was resolved into its summary and kept messages; one left
+                // in place reads as its summary.
+                LlmMessage::User { .. }
+                | LlmMessage::Developer { .. }
+                | LlmMessage::ProviderHistory(_) => {
+                    let text = joined_text(message.content());
                     if !text.is_empty() {
                         let text = self.clean(&text);
                         self.parts.push(SCOPE_USER, &text);

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use musepi_cli::provider::{Provider, ProviderConfig, ProviderKind, shared_client};
-use musepi_context_builder::LlmMessage;
+use musepi_context_builder::{LlmMessage, resolve_replays};
 use musepi_hooks::{
     Decision, Maintenance, MaintenanceError, MaintenanceEvent, MaintenanceSettings, Outcome,
 };
@@ -101,10 +101,15 @@ fn text_of(content: &[ContentBlock]) -> String {
         .join("\n")
 }
 
-/// A provider message in the chat-completions shape.
+/// A provider message in the chat-completions shape. Chat completions
+/// replay no provider's native history: the caller resolves each provider
+/// history into its summary and kept messages first, and one left in place
+/// reads as its summary.
 fn wire(m: &LlmMessage) -> Value {
     match m {
-        LlmMessage::User { content } => json!({"role": "user", "content": text_of(content)}),
+        LlmMessage::User { .. } | LlmMessage::ProviderHistory(_) => {
+            json!({"role": "user", "content": text_of(m.content())})
+        }
         LlmMessage::Developer { content } => {
             json!({"role": "developer", "content": text_of(content)})
         }
@@ -368,7 +373,10 @@ impl Agent {
     async fn request(&mut self) -> Result<AssistantMessage, AgentError> {
         let body = json!({
             "model": AGENT_MODEL,
-            "messages": self.live.iter().map(wire).collect::<Vec<_>>(),
+            "messages": resolve_replays(&self.live, None)
+                .into_iter()
+                .map(wire)
+                .collect::<Vec<_>>(),
         });
         let response = self.http.post(&self.url).json(&body).send().await?;
         let ok = response.status().is_success();

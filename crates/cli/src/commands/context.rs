@@ -3,8 +3,8 @@
 use std::fmt::Write as _;
 
 use musepi_context_builder::{
-    ConvertOptions, LlmMessage, SessionContext, Tokenizer, TranscriptOptions, build_context_at,
-    build_transcript, convert_with_sources, estimate_context_tokens,
+    ConvertOptions, LlmMessage, ProviderHistory, SessionContext, Tokenizer, TranscriptOptions,
+    build_context_at, build_transcript, convert_with_sources, estimate_context_tokens,
 };
 use musepi_session_model::{AgentMessage, ContentBlock, Session};
 use serde_json::{Value, json};
@@ -94,6 +94,15 @@ pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
         if r.compacted_away {
             marks.push_str(" (not in context)");
         }
+        if let Some(p) = &r.payload {
+            let _ = write!(
+                marks,
+                " (replays the {} history: {} items for {} kept messages)",
+                p["provider"].as_str().unwrap_or_default(),
+                p["items"],
+                p["keptMessages"]
+            );
+        }
         let _ = writeln!(
             out,
             "{:<role_width$}  {}  {:>token_width$}  {}{}",
@@ -140,6 +149,8 @@ struct Row {
     message: Option<Value>,
     superseded: bool,
     compacted_away: bool,
+    /// The remote replay payload a provider message carries, counted.
+    payload: Option<Value>,
 }
 
 impl Row {
@@ -153,6 +164,9 @@ impl Row {
         }
         if self.compacted_away {
             v["compactedAway"] = true.into();
+        }
+        if let Some(p) = &self.payload {
+            v["providerPayload"] = p.clone();
         }
         v
     }
@@ -188,6 +202,7 @@ fn context_rows(
             message: full.then(|| message_json(session, m.entry_index, &m.message)),
             superseded: false,
             compacted_away: false,
+            payload: None,
         })
         .collect()
 }
@@ -208,6 +223,7 @@ fn transcript_rows(
             message: full.then(|| message_json(session, t.entry_index, &t.message)),
             superseded: t.superseded,
             compacted_away: t.compacted_away,
+            payload: None,
         })
         .collect()
 }
@@ -221,6 +237,7 @@ fn llm_rows(
     let archives = musepi_snapcompact::SessionArchives::new(session);
     let options = ConvertOptions {
         archive: Some(&archives),
+        session: Some(session),
         ..ConvertOptions::default()
     };
     convert_with_sources(&context.messages, &options)
@@ -248,6 +265,7 @@ fn llm_rows(
                 message: full.then(|| llm_json(&c.message)),
                 superseded: false,
                 compacted_away: false,
+                payload: payload_summary(&c.message),
             }
         })
         .collect()
@@ -278,8 +296,38 @@ fn llm_text(m: &LlmMessage) -> String {
     parts.join("\n")
 }
 
-fn llm_json(m: &LlmMessage) -> Value {
+/// The remote replay payload of a provider message, counted:
+/// `{type, provider, items: N, keptMessages: M}` (SPEC §2.4).
+pub(crate) fn payload_summary(m: &LlmMessage) -> Option<Value> {
+    let h = m.provider_history()?;
+    Some(json!({
+        "type": ProviderHistory::TYPE,
+        "provider": h.provider,
+        "items": h.items.len(),
+        "keptMessages": h.kept.len(),
+    }))
+}
+
+/// The full remote replay payload of a provider message,
+/// `{type, provider, items}`, with the kept messages it stands for
+/// (as [`llm_json`] shows them).
+pub(crate) fn payload_json(m: &LlmMessage) -> Option<(Value, Value)> {
+    let h = m.provider_history()?;
+    Some((
+        json!({"type": ProviderHistory::TYPE, "provider": h.provider, "items": h.items}),
+        h.kept.iter().map(llm_json).collect(),
+    ))
+}
+
+/// A provider message as JSON: role and content, tool-result and assistant
+/// fields, and for a provider history its `providerPayload` and the
+/// `keptMessages` it stands for.
+pub(crate) fn llm_json(m: &LlmMessage) -> Value {
     let mut v = json!({"role": m.role(), "content": m.content()});
+    if let Some((payload, kept)) = payload_json(m) {
+        v["providerPayload"] = payload;
+        v["keptMessages"] = kept;
+    }
     match m {
         LlmMessage::ToolResult {
             tool_call_id,

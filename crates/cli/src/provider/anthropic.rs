@@ -1,6 +1,6 @@
 //! The `anthropic` provider: `POST {base}/v1/messages`.
 
-use musepi_context_builder::{LlmMessage, SummaryRequest, SummaryResponse};
+use musepi_context_builder::{LlmMessage, SummaryRequest, SummaryResponse, resolve_replays};
 use musepi_hooks::{SummarizeError, SummarizeFuture, Summarizer};
 use musepi_session_model::{ContentBlock, Usage};
 use reqwest::header::{HeaderMap, HeaderValue};
@@ -187,14 +187,17 @@ fn plan_tokens(output: u32, budget: Option<u32>, cap: Option<u32>) -> (u32, Opti
 
 /// Provider messages as alternating user and assistant turns: developer
 /// messages and tool results fold into user turns, and neighbouring turns
-/// of one role merge.
+/// of one role merge. A provider history is sent as its summary followed
+/// by its kept messages (SPEC §2.4).
 fn messages(messages: &[LlmMessage]) -> Vec<Value> {
     let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
-    for message in messages {
+    for message in resolve_replays(messages, None) {
         let (role, blocks) = match message {
-            LlmMessage::User { content } | LlmMessage::Developer { content } => {
-                ("user", blocks(content))
-            }
+            // No provider history is left after resolving; one would read
+            // as its summary.
+            LlmMessage::User { .. }
+            | LlmMessage::Developer { .. }
+            | LlmMessage::ProviderHistory(_) => ("user", blocks(message.content())),
             LlmMessage::Assistant { content, .. } => ("assistant", blocks(content)),
             LlmMessage::ToolResult {
                 tool_call_id,

@@ -1,6 +1,6 @@
 //! The `openai-compatible` provider: `POST {base}/chat/completions`.
 
-use musepi_context_builder::{LlmMessage, SummaryRequest, SummaryResponse};
+use musepi_context_builder::{LlmMessage, SummaryRequest, SummaryResponse, resolve_replays};
 use musepi_hooks::{SummarizeError, SummarizeFuture, Summarizer};
 use musepi_session_model::{ContentBlock, Usage};
 use serde_json::{Map, Value, json};
@@ -214,7 +214,9 @@ pub(super) fn chat_usage(usage: &Value) -> Usage {
     }
 }
 
-/// The chat messages for a system prompt and provider messages.
+/// The chat messages for a system prompt and provider messages. Chat
+/// completions replay no native history: a provider history is sent as its
+/// summary followed by its kept messages (SPEC §2.4).
 pub(super) fn chat_messages(
     system_prompt: &str,
     messages: &[LlmMessage],
@@ -224,10 +226,11 @@ pub(super) fn chat_messages(
     if !system_prompt.is_empty() {
         out.push(json!({"role": "system", "content": system_prompt}));
     }
-    for message in messages {
+    for message in resolve_replays(messages, None) {
         match message {
-            LlmMessage::User { content } => {
-                out.push(json!({"role": "user", "content": user_content(content)}));
+            // None is left after resolving; one would read as its summary.
+            LlmMessage::User { .. } | LlmMessage::ProviderHistory(_) => {
+                out.push(json!({"role": "user", "content": user_content(message.content())}));
             }
             LlmMessage::Developer { content } => {
                 out.push(json!({"role": developer.as_str(), "content": user_content(content)}));

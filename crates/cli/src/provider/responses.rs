@@ -1,7 +1,7 @@
 //! The `openai-responses` provider: `POST {base}/responses`, and the
 //! provider-native compaction of SPEC §9.2 at `{base}/responses/compact`.
 
-use musepi_context_builder::{LlmMessage, SummaryRequest, SummaryResponse};
+use musepi_context_builder::{LlmMessage, SummaryRequest, SummaryResponse, resolve_replays};
 use musepi_hooks::{
     RemoteCompactInput, RemoteCompactor, RemoteFailure, RemoteFuture, SummarizeError,
     SummarizeFuture, Summarizer,
@@ -88,6 +88,15 @@ impl OpenAiResponses {
         &self.config
     }
 
+    /// Whether it sends the native history a compaction stored for
+    /// `provider` (SPEC §2.4, remote replay): the stored name is the
+    /// configured name, which [`compact`](Self::compact) and
+    /// [`RemoteCompactor::provider`] store, so a history made under another
+    /// settings entry is never sent here.
+    pub fn replays(&self, provider: &str) -> bool {
+        provider == self.config.name
+    }
+
     /// The JSON body sent for `request`.
     pub fn request_body(&self, request: &SummaryRequest) -> Value {
         self.body(request, Fallbacks::default())
@@ -101,7 +110,10 @@ impl OpenAiResponses {
         if !request.system_prompt.is_empty() {
             body.insert("instructions".into(), request.system_prompt.as_str().into());
         }
-        body.insert("input".into(), input_items(&request.messages).into());
+        body.insert(
+            "input".into(),
+            input_items(&request.messages, &self.config.name).into(),
+        );
         if let Some(max) = self.config.max_tokens_for(request.max_tokens) {
             body.insert("max_output_tokens".into(), max.into());
         }
@@ -121,7 +133,7 @@ impl OpenAiResponses {
     pub fn compaction_body(&self, request: &NativeCompactionRequest<'_>) -> Value {
         let previous = request
             .previous
-            .filter(|p| p.provider == self.config.name)
+            .filter(|p| self.replays(&p.provider))
             .map(|p| p.replacement_history.as_slice())
             .unwrap_or_default();
         self.native_body(request.instructions, previous, request.messages)
@@ -134,7 +146,7 @@ impl OpenAiResponses {
         messages: &[LlmMessage],
     ) -> Value {
         let mut input = previous.to_vec();
-        input.extend(input_items(messages));
+        input.extend(input_items(messages, &self.config.name));
         if let Some(window) = self.config.context_window {
             while estimate(&input) > u64::from(window) && input.last().is_some_and(is_trimmable) {
                 input.pop();
@@ -327,11 +339,24 @@ impl RemoteCompactor for OpenAiResponses {
 }
 
 /// Provider messages as responses input items.
-fn input_items(messages: &[LlmMessage]) -> Vec<Value> {
+///
+/// A provider history stored by `provider` (this provider's configured
+/// name, the one its native compaction stores, see
+/// [`OpenAiResponses::replays`]) is sent as its items, in place of the
+/// summary and the kept messages (SPEC §2.4, remote replay); the history of
+/// any other provider is sent as its summary followed by its kept messages.
+fn input_items(messages: &[LlmMessage], provider: &str) -> Vec<Value> {
     let mut items = Vec::with_capacity(messages.len());
-    for message in messages {
+    for message in resolve_replays(messages, Some(provider)) {
         match message {
-            LlmMessage::User { content } => items.push(input_message("user", content)),
+            LlmMessage::ProviderHistory(h) if h.provider == provider => {
+                items.extend(h.items.iter().cloned());
+            }
+            // Another provider's history was resolved above; one left in
+            // place reads as its summary.
+            LlmMessage::User { .. } | LlmMessage::ProviderHistory(_) => {
+                items.push(input_message("user", message.content()));
+            }
             LlmMessage::Developer { content } => items.push(input_message("developer", content)),
             LlmMessage::Assistant { content, .. } => {
                 let text = joined_text(content);

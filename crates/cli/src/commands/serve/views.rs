@@ -16,11 +16,16 @@ use musepi_session_model::{
 };
 use serde_json::{Map, Value, json};
 
+use crate::commands::context::{payload_json, payload_summary};
 use crate::commands::plan::{prune_json, request_json};
 
 /// A provider message, as `musepi context --llm --json --full` shows it.
 pub(super) fn llm_json(m: &LlmMessage) -> Value {
     let mut v = json!({"role": m.role(), "content": m.content()});
+    if let Some((payload, kept)) = payload_json(m) {
+        v["providerPayload"] = payload;
+        v["keptMessages"] = kept;
+    }
     match m {
         LlmMessage::ToolResult {
             tool_call_id,
@@ -118,12 +123,16 @@ pub(super) fn context_json(session: &Session, leaf: Option<usize>, llm: bool, fu
             &context.messages,
             &ConvertOptions {
                 archive: Some(&musepi_snapcompact::SessionArchives::new(session)),
+                session: Some(session),
                 ..ConvertOptions::default()
             },
         )
             .iter()
             .map(|c| {
                 let mut v = json!({"entryId": id(c.entry_index), "role": c.message.role(), "tokens": llm_tokens(&c.message)});
+                if let Some(p) = payload_summary(&c.message) {
+                    v["providerPayload"] = p;
+                }
                 if full {
                     v["message"] = llm_json(&c.message);
                 }

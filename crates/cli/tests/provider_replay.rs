@@ -1,0 +1,335 @@
+//! The remote replay of SPEC §2.4 on the wire, against a real HTTP server
+//! on 127.0.0.1: a compaction that stored a provider-native history is sent
+//! as that history by the `openai-responses` provider that stored it, and as
+//! the summary followed by the kept messages by every other provider; and
+//! `musepi compact --strategy remote` stores what `musepi context --llm`
+//! then shows.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::response::Response;
+use musepi_cli::provider::{
+    ApiKey, Provider, ProviderConfig, ProviderKind, RetryPolicy, build_client,
+};
+use musepi_context_builder::{
+    COMPACTION_WRAPPER, LlmMessage, RequestPurpose, SummaryRequest, wrap,
+};
+use musepi_hooks::Summarizer;
+use musepi_session_model::{SequentialIds, Session, load_bytes};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
+const SYSTEM: &str = "You write handoffs.";
+const ASK: &str = "Write the handoff.";
+
+// ---------------------------------------------------------------- server
+
+/// Every request seen, as (path, body).
+type Seen = Arc<Mutex<Vec<(String, Value)>>>;
+
+/// Answers by path: native compaction, responses, chat completions and
+/// messages each get a fixed successful answer.
+async fn answer(State(seen): State<Seen>, req: Request) -> Response {
+    let path = req.uri().path().to_owned();
+    let bytes = axum::body::to_bytes(req.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    seen.lock().unwrap().push((path.clone(), body));
+    let reply = if path.ends_with("/responses/compact") {
+        json!({"output": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "kept by the server"}]},
+            {"type": "compaction", "encrypted_content": "ENC"},
+        ]})
+    } else if path.ends_with("/responses") {
+        json!({"output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "## Goal\n- done"}]}], "status": "completed"})
+    } else if path.ends_with("/chat/completions") {
+        json!({"choices": [{"message": {"role": "assistant", "content": "## Goal\n- done"}, "finish_reason": "stop"}]})
+    } else {
+        json!({"content": [{"type": "text", "text": "## Goal\n- done"}], "stop_reason": "end_turn"})
+    };
+    Response::builder()
+        .status(200)
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(reply.to_string()))
+        .unwrap()
+}
+
+async fn server() -> (String, Seen) {
+    let seen = Seen::default();
+    let app = axum::Router::new()
+        .fallback(answer)
+        .with_state(seen.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, seen)
+}
+
+fn provider(kind: ProviderKind, name: &str, url: &str) -> Provider {
+    let base = match kind {
+        ProviderKind::Anthropic => url.to_owned(),
+        _ => format!("{url}/v1"),
+    };
+    let mut config = ProviderConfig::new(kind, base);
+    name.clone_into(&mut config.name);
+    config.model = Some("test-model".to_owned());
+    config.api_key = Some(ApiKey::new("sk-test"));
+    config.timeout = Duration::from_secs(5);
+    config.retry = RetryPolicy {
+        max_attempts: 1,
+        ..RetryPolicy::default()
+    };
+    Provider::new(config, build_client(Duration::from_secs(2)).unwrap())
+}
+
+// ---------------------------------------------------------------- session
+
+const ITEMS: &str = r#"[{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "one"}]}, {"type": "compaction", "encrypted_content": "ENC"}]"#;
+
+/// `u1 a1 [u2 a2(call t1)] C r1(t1) a3 u4`: the kept assistant's call is
+/// answered after the compaction, whose replay was stored by `stored_by`.
+fn session(stored_by: &str) -> Session {
+    let items: Value = serde_json::from_str(ITEMS).unwrap();
+    let entries = [
+        json!({"type": "message", "id": "u1", "parentId": null, "message": {"role": "user", "content": "one", "timestamp": 1}}),
+        json!({"type": "message", "id": "a1", "parentId": "u1", "message": {"role": "assistant", "content": [{"type": "text", "text": "A1"}], "provider": "openai", "model": "m", "stopReason": "stop", "timestamp": 2}}),
+        json!({"type": "message", "id": "u2", "parentId": "a1", "message": {"role": "user", "content": "two", "timestamp": 3}}),
+        json!({"type": "message", "id": "a2", "parentId": "u2", "message": {"role": "assistant", "content": [{"type": "text", "text": "A2"}, {"type": "toolCall", "id": "t1", "name": "read", "arguments": {"path": "a.rs"}}], "provider": "openai", "model": "m", "stopReason": "toolUse", "timestamp": 4}}),
+        json!({"type": "compaction", "id": "c", "parentId": "a2", "summary": "S", "firstKeptEntryId": "u2", "tokensBefore": 100,
+               "preserveData": {"openaiRemoteCompaction": {"provider": stored_by, "replacementHistory": items, "compactionItem": {"type": "compaction", "encrypted_content": "ENC"}}}}),
+        json!({"type": "message", "id": "r1", "parentId": "c", "message": {"role": "toolResult", "toolCallId": "t1", "toolName": "read", "content": [{"type": "text", "text": "fn main"}], "isError": false, "timestamp": 5}}),
+        json!({"type": "message", "id": "a3", "parentId": "r1", "message": {"role": "assistant", "content": [{"type": "text", "text": "A3"}], "provider": "openai", "model": "m", "stopReason": "stop", "timestamp": 6}}),
+        json!({"type": "message", "id": "u4", "parentId": "a3", "message": {"role": "user", "content": "four", "timestamp": 7}}),
+    ];
+    let mut text = json!({"type": "session", "version": 3, "id": "s", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/"}).to_string();
+    for (i, mut e) in entries.into_iter().enumerate() {
+        e["timestamp"] = format!("2026-01-01T00:00:{:02}.000Z", i + 1).into();
+        text.push('\n');
+        text.push_str(&e.to_string());
+    }
+    text.push('\n');
+    load_bytes(
+        "s.jsonl".as_ref(),
+        text.as_bytes(),
+        &mut SequentialIds::new(),
+    )
+    .unwrap()
+}
+
+/// A handoff request over the live messages, as the runtime builds one.
+fn handoff(session: &Session) -> SummaryRequest {
+    let mut messages = musepi_hooks::model_messages(session);
+    messages.push(LlmMessage::user_text(ASK));
+    SummaryRequest {
+        purpose: RequestPurpose::Handoff,
+        system_prompt: SYSTEM.to_owned(),
+        messages,
+        max_tokens: None,
+        reasoning: None,
+    }
+}
+
+/// Sends the handoff of `session` through `provider` and returns the body.
+async fn sent(provider: &Provider, session: &Session, seen: &Seen) -> Value {
+    provider
+        .summarize(&handoff(session), CancellationToken::new())
+        .await
+        .unwrap();
+    seen.lock().unwrap().last().unwrap().1.clone()
+}
+
+fn input_text(role: &str, text: &str) -> Value {
+    json!({"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]})
+}
+
+fn output_text(text: &str) -> Value {
+    json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]})
+}
+
+fn summary() -> String {
+    wrap(&COMPACTION_WRAPPER, "S")
+}
+
+// ---------------------------------------------------------------- tests
+
+#[tokio::test]
+async fn responses_sends_its_own_stored_history_in_place_of_the_summary_and_kept_messages() {
+    let (url, seen) = server().await;
+    let own = provider(ProviderKind::OpenaiResponses, "openai-responses", &url);
+    let body = sent(&own, &session("openai-responses"), &seen).await;
+    let mut input: Vec<Value> = serde_json::from_str(ITEMS).unwrap();
+    // The kept call went with the history, so its result goes too.
+    input.extend([
+        output_text("A3"),
+        input_text("user", "four"),
+        input_text("user", ASK),
+    ]);
+    assert_eq!(body["input"], Value::Array(input));
+    assert_eq!(body["instructions"], SYSTEM);
+}
+
+#[tokio::test]
+async fn responses_sends_another_providers_history_as_the_summary_and_kept_messages() {
+    let (url, seen) = server().await;
+    let other = provider(ProviderKind::OpenaiResponses, "azure", &url);
+    let body = sent(&other, &session("openai-responses"), &seen).await;
+    let input = json!([
+        input_text("user", &summary()),
+        input_text("user", "two"),
+        output_text("A2"),
+        {"type": "function_call", "call_id": "t1", "name": "read", "arguments": "{\"path\":\"a.rs\"}"},
+        {"type": "function_call_output", "call_id": "t1", "output": "fn main"},
+        output_text("A3"),
+        input_text("user", "four"),
+        input_text("user", ASK),
+    ]);
+    assert_eq!(body["input"], input);
+}
+
+#[tokio::test]
+async fn chat_completions_and_anthropic_send_the_summary_and_kept_messages() {
+    let (url, seen) = server().await;
+    let chat = provider(ProviderKind::OpenaiCompatible, "openai-responses", &url);
+    let body = sent(&chat, &session("openai-responses"), &seen).await;
+    assert_eq!(
+        body["messages"],
+        json!([
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": summary()},
+            {"role": "user", "content": "two"},
+            {"role": "assistant", "content": "A2", "tool_calls": [
+                {"id": "t1", "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"a.rs\"}"}},
+            ]},
+            {"role": "tool", "tool_call_id": "t1", "content": "fn main"},
+            {"role": "assistant", "content": "A3"},
+            {"role": "user", "content": "four"},
+            {"role": "user", "content": ASK},
+        ])
+    );
+    let anthropic = provider(ProviderKind::Anthropic, "openai-responses", &url);
+    let body = sent(&anthropic, &session("openai-responses"), &seen).await;
+    let text = |t: &str| json!({"type": "text", "text": t});
+    assert_eq!(
+        body["messages"],
+        json!([
+            {"role": "user", "content": [text(&summary()), text("two")]},
+            {"role": "assistant", "content": [text("A2"), {"type": "tool_use", "id": "t1", "name": "read", "input": {"path": "a.rs"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [text("fn main")]}]},
+            {"role": "assistant", "content": [text("A3")]},
+            {"role": "user", "content": [text("four"), text(ASK)]},
+        ])
+    );
+}
+
+// ---------------------------------------------------------------- end to end
+
+async fn musepi(args: &[&str]) -> std::process::Output {
+    tokio::process::Command::new(MUSEPI)
+        .args(args)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("MUSEPI_API_KEY")
+        .env("HOME", std::env::temp_dir())
+        .output()
+        .await
+        .unwrap()
+}
+
+fn context(out: &std::process::Output) -> Vec<Value> {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    doc["messages"].as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn a_remote_compaction_is_stored_under_the_provider_name_and_replayed_by_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    let example =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sessions/todo-refactor.jsonl");
+    std::fs::copy(example, &file).unwrap();
+    let (url, seen) = server().await;
+    let settings = dir.path().join("settings.json");
+    let entry =
+        json!({"kind": "openai-responses", "baseUrl": format!("{url}/v1"), "model": "gpt-test"});
+    std::fs::write(&settings, json!({"providers": {"work": entry}}).to_string()).unwrap();
+    let file_arg = file.to_str().unwrap();
+    let out = musepi(&[
+        "compact",
+        file_arg,
+        "--strategy",
+        "remote",
+        "--provider",
+        "work",
+        "--settings",
+        settings.to_str().unwrap(),
+        "--now",
+        "2026-02-01T00:00:00.000Z",
+    ])
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        seen.lock()
+            .unwrap()
+            .iter()
+            .any(|(p, _)| p == "/v1/responses/compact")
+    );
+
+    // The context list is the reference's; the provider messages carry the
+    // payload in place of the kept messages.
+    let plain = context(&musepi(&["context", file_arg, "--json"]).await);
+    let llm = context(&musepi(&["context", file_arg, "--llm", "--json"]).await);
+    let payload = &llm[0]["providerPayload"];
+    let kept = payload["keptMessages"].as_u64().unwrap();
+    assert_eq!(
+        *payload,
+        json!({"type": "openaiResponsesHistory", "provider": "work", "items": 2, "keptMessages": kept})
+    );
+    assert!(kept > 0);
+    assert!(plain.iter().all(|m| m.get("providerPayload").is_none()));
+    assert_eq!(
+        llm[1..].len() + usize::try_from(kept).unwrap(),
+        plain.len() - 1
+    );
+    let full = context(&musepi(&["context", file_arg, "--llm", "--json", "--full"]).await);
+    assert_eq!(
+        full[0]["message"]["providerPayload"]["items"][1],
+        json!({"type": "compaction", "encrypted_content": "ENC"})
+    );
+
+    // The provider under that name sends the stored history first.
+    let text = std::fs::read(&file).unwrap();
+    let session = load_bytes(&file, &text, &mut SequentialIds::new()).unwrap();
+    let work = provider(ProviderKind::OpenaiResponses, "work", &url);
+    let body = sent(&work, &session, &seen).await;
+    assert_eq!(
+        body["input"].as_array().unwrap()[..2],
+        [
+            input_text("user", "kept by the server"),
+            json!({"type": "compaction", "encrypted_content": "ENC"})
+        ]
+    );
+    let other = provider(ProviderKind::OpenaiResponses, "openai", &url);
+    let body = sent(&other, &session, &seen).await;
+    assert_eq!(
+        body["input"][0]["content"][0]["text"]
+            .as_str()
+            .map(|t| t.contains("<summary>")),
+        Some(true)
+    );
+}
