@@ -58,7 +58,9 @@ pub struct SnapTarget {
     pub vision: bool,
     /// A shape forced by the `snapcompact.shape` setting (`auto` is none).
     pub forced_shape: Option<String>,
-    /// At most this many frames (never more than 80).
+    /// At most this many frames (never more than 80). By default the cap
+    /// that keeps one request's frames within the 3,000,000-byte budget
+    /// (17 frames, SPEC §14.4), so every frame reaches the model.
     pub max_frames: Option<usize>,
 }
 
@@ -240,7 +242,7 @@ fn png_compaction(
         .map_or(MAX_FRAMES_DEFAULT, archive_frame_cap);
     let max_frames = target
         .max_frames
-        .unwrap_or(MAX_FRAMES_DEFAULT)
+        .unwrap_or(crate::pricing::max_frames_for_data_budget())
         .min(MAX_FRAMES_DEFAULT)
         .min(provider_cap)
         .max(1);
