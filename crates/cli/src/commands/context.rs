@@ -244,19 +244,7 @@ fn llm_rows(
         .into_iter()
         .map(|c| {
             let text = llm_text(&c.message);
-            let tokens = match tokenizer {
-                Tokenizer::Heuristic => {
-                    musepi_context_builder::chars_to_tokens(musepi_session_model::json::utf16_len(
-                        &text,
-                    )) + images(&c.message) * 1200
-                }
-                other => {
-                    other.count_message(&AgentMessage::User(musepi_session_model::UserMessage {
-                        content: musepi_session_model::Content::text(text.clone()),
-                        ..Default::default()
-                    })) + images(&c.message) * 1200
-                }
-            };
+            let tokens = llm_tokens(&c.message, tokenizer);
             Row {
                 entry_id: session.entries()[c.entry_index].id.to_string(),
                 role: c.message.role().to_owned(),
@@ -276,6 +264,22 @@ fn images(m: &LlmMessage) -> u64 {
         .iter()
         .filter(|b| matches!(b, ContentBlock::Image { .. }))
         .count() as u64
+}
+
+/// How a provider message counts: its texts, thinking and `name(args)` tool
+/// calls joined by newlines, counted by `tokenizer`, plus 1,200 per image.
+pub(crate) fn llm_tokens(m: &LlmMessage, tokenizer: Tokenizer) -> u64 {
+    let text = llm_text(m);
+    let counted = match tokenizer {
+        Tokenizer::Heuristic => {
+            musepi_context_builder::chars_to_tokens(musepi_session_model::json::utf16_len(&text))
+        }
+        other => other.count_message(&AgentMessage::User(musepi_session_model::UserMessage {
+            content: musepi_session_model::Content::text(text),
+            ..Default::default()
+        })),
+    };
+    counted + images(m) * 1200
 }
 
 /// The text a provider message carries: texts, thinking, and tool calls as `name(args)`.

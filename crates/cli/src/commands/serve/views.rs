@@ -7,50 +7,15 @@ use musepi_compaction::{
     CompactionSettings, RequestOptions, SummaryPlan, history_max_tokens, plan_prune, prepare,
 };
 use musepi_context_builder::{
-    ConvertOptions, LlmMessage, build_context_at, chars_to_tokens, convert_with_sources,
-    estimate_context_tokens, resolve_threshold_tokens,
+    ConvertOptions, build_context_at, convert_with_sources, estimate_context_tokens,
+    resolve_threshold_tokens,
 };
 use musepi_hooks::{Decision, TreeOutcome};
-use musepi_session_model::{
-    ContentBlock, EntryBody, EntryId, SequentialIds, Session, StopReason, load_bytes,
-};
+use musepi_session_model::{EntryBody, EntryId, SequentialIds, Session, load_bytes};
 use serde_json::{Map, Value, json};
 
-use crate::commands::context::{payload_json, payload_summary};
+use crate::commands::context::{llm_json, llm_tokens, payload_summary};
 use crate::commands::plan::{prune_json, request_json};
-
-/// A provider message, as `musepi context --llm --json --full` shows it.
-pub(super) fn llm_json(m: &LlmMessage) -> Value {
-    let mut v = json!({"role": m.role(), "content": m.content()});
-    if let Some((payload, kept)) = payload_json(m) {
-        v["providerPayload"] = payload;
-        v["keptMessages"] = kept;
-    }
-    match m {
-        LlmMessage::ToolResult {
-            tool_call_id,
-            tool_name,
-            is_error,
-            ..
-        } => {
-            v["toolCallId"] = tool_call_id.as_str().into();
-            v["toolName"] = tool_name.as_str().into();
-            v["isError"] = (*is_error).into();
-        }
-        LlmMessage::Assistant {
-            provider,
-            model,
-            stop_reason,
-            ..
-        } => {
-            v["provider"] = json!(provider);
-            v["model"] = json!(model);
-            v["stopReason"] = json!(stop_reason.as_ref().map(StopReason::as_str));
-        }
-        _ => {}
-    }
-    v
-}
 
 fn ids(list: &[EntryId]) -> Vec<&str> {
     list.iter().map(EntryId::as_str).collect()
@@ -90,30 +55,6 @@ pub(super) fn tree_json(t: &TreeOutcome) -> Value {
     })
 }
 
-/// The heuristic tokens of a provider message, as `musepi context --llm`
-/// counts them: its texts, thinking and `name(args)` tool calls joined by
-/// newlines, chars/4, plus 1,200 per image.
-fn llm_tokens(m: &LlmMessage) -> u64 {
-    let mut parts = Vec::new();
-    let mut images = 0u64;
-    for b in m.content() {
-        match b {
-            ContentBlock::Text { text, .. } => parts.push(text.as_str().to_owned()),
-            ContentBlock::Thinking { thinking, .. } => parts.push(thinking.as_str().to_owned()),
-            ContentBlock::ToolCall(c) => {
-                parts.push(format!(
-                    "{}({})",
-                    c.name.as_str(),
-                    musepi_session_model::json::js_stringify(c.arguments.value())
-                ));
-            }
-            ContentBlock::Image { .. } => images += 1,
-            _ => {}
-        }
-    }
-    chars_to_tokens(musepi_session_model::json::utf16_len(&parts.join("\n"))) + images * 1200
-}
-
 /// `musepi context --json` at `leaf` (`None`: the explicit null leaf).
 pub(super) fn context_json(session: &Session, leaf: Option<usize>, llm: bool, full: bool) -> Value {
     let context = build_context_at(session, leaf);
@@ -129,7 +70,7 @@ pub(super) fn context_json(session: &Session, leaf: Option<usize>, llm: bool, fu
         )
             .iter()
             .map(|c| {
-                let mut v = json!({"entryId": id(c.entry_index), "role": c.message.role(), "tokens": llm_tokens(&c.message)});
+                let mut v = json!({"entryId": id(c.entry_index), "role": c.message.role(), "tokens": llm_tokens(&c.message, musepi_context_builder::Tokenizer::Heuristic)});
                 if let Some(p) = payload_summary(&c.message) {
                     v["providerPayload"] = p;
                 }
