@@ -183,3 +183,18 @@ pub fn canonical_json(value: &Value) -> String {
     write(&mut out, value);
     out
 }
+
+/// Image blocks in a user message: the reference counts them as nothing,
+/// we count 4,800 characters each (spec-decisions 21), so the answers'
+/// numbers are raised by 1,200 tokens per image before comparing.
+pub fn user_images(m: &musepi_session_model::AgentMessage) -> u64 {
+    match m {
+        musepi_session_model::AgentMessage::User(u) => u
+            .content
+            .blocks()
+            .iter()
+            .filter(|b| matches!(b, musepi_session_model::ContentBlock::Image { .. }))
+            .count() as u64,
+        _ => 0,
+    }
+}

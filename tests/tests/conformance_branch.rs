@@ -18,26 +18,11 @@ use musepi_branch_summary::{
     BranchPreparation, PrepareOptions, ToolResults, collect_entries, prepare_branch,
 };
 use musepi_context_builder::{BRANCH_WRAPPER, COMPACTION_WRAPPER};
-use musepi_session_model::{
-    AgentMessage, Content, ContentBlock, EntryId, Journal, SequentialIds, Session,
-};
+use musepi_session_model::{EntryId, Journal, SequentialIds, Session};
 use musepi_tests::{
-    answer_index, conformance_answer_path, conformance_session, read_json, sha256_hex,
+    answer_index, conformance_answer_path, conformance_session, read_json, sha256_hex, user_images,
 };
 use serde_json::{Value, json};
-
-fn user_images(m: &AgentMessage) -> u64 {
-    match m {
-        AgentMessage::User(u) => match &u.content {
-            Content::Blocks(b) => b
-                .iter()
-                .filter(|b| matches!(b, ContentBlock::Image { .. }))
-                .count() as u64,
-            Content::Text(_) => 0,
-        },
-        _ => 0,
-    }
-}
 
 /// Our serialized text with our wrapper sentences replaced by the answers'
 /// markers, and the number of replacements.

@@ -11,27 +11,12 @@
 use musepi_context_builder::{
     ConvertOptions, build_context, convert_to_llm, estimate_context_tokens,
 };
-use musepi_session_model::{
-    AgentMessage, Content, ContentBlock, EntryBody, Journal, SequentialIds, Session,
-};
+use musepi_session_model::{AgentMessage, EntryBody, Journal, SequentialIds, Session};
 use musepi_tests::{
     answer_index, canonical_json, conformance_answer_path, conformance_session, read_json,
-    sha256_hex,
+    sha256_hex, user_images,
 };
 use serde_json::{Value, json};
-
-fn user_images(m: &AgentMessage) -> u64 {
-    match m {
-        AgentMessage::User(u) => match &u.content {
-            Content::Blocks(b) => b
-                .iter()
-                .filter(|b| matches!(b, ContentBlock::Image { .. }))
-                .count() as u64,
-            Content::Text(_) => 0,
-        },
-        _ => 0,
-    }
-}
 
 /// The message as JSON, the way the answers hash it.
 fn message_json(session: &Session, entry_index: usize, message: &AgentMessage) -> Value {
