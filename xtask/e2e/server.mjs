@@ -3,6 +3,7 @@
 //
 //   node server.mjs --model FILE.gguf [--port 0] [--max-tokens 256]
 //                   [--context-size N] [--threads 2] [--name smollm2]
+//                   [--exit-with-stdin]
 //
 // Serves `POST /v1/chat/completions` (non-streaming), `GET /v1/models` and
 // `GET /health` on 127.0.0.1. Once the model is loaded it prints one JSON
@@ -11,8 +12,8 @@
 // `max_tokens` is honoured but capped at --max-tokens, so a tiny CPU model
 // answers in seconds. A prompt that does not fit the context is refused
 // with 400 `exceed_context_size_error`, as llama.cpp's own server does.
-// The server exits on SIGINT or SIGTERM, and when its standard input
-// closes, so it never outlives the driver that started it.
+// The server exits on SIGINT or SIGTERM; with --exit-with-stdin also when
+// its standard input closes, so it never outlives the driver that started it.
 
 import http from "node:http";
 import { parseArgs } from "node:util";
@@ -26,6 +27,7 @@ const { values: args } = parseArgs({
     "context-size": { type: "string" },
     threads: { type: "string", default: "2" },
     name: { type: "string", default: "smollm2" },
+    "exit-with-stdin": { type: "boolean", default: false },
   },
 });
 if (!args.model) {
@@ -232,6 +234,8 @@ function stop(why) {
 }
 process.on("SIGINT", () => stop("SIGINT"));
 process.on("SIGTERM", () => stop("SIGTERM"));
-process.stdin.on("end", () => stop("standard input closed"));
-process.stdin.on("error", () => stop("standard input failed"));
-process.stdin.resume();
+if (args["exit-with-stdin"]) {
+  process.stdin.on("end", () => stop("standard input closed"));
+  process.stdin.on("error", () => stop("standard input failed"));
+  process.stdin.resume();
+}

@@ -39,7 +39,7 @@ impl Server {
             .arg(gguf)
             .args(["--port", &opts.port.to_string()])
             .args(["--max-tokens", &opts.max_tokens.to_string()])
-            .args(["--threads", "2", "--name", MODEL_ID])
+            .args(["--threads", "2", "--name", MODEL_ID, "--exit-with-stdin"])
             .current_dir(node)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
