@@ -340,6 +340,26 @@ fn a_kind_with_flags_uses_official_urls_and_environment_keys() {
     .unwrap();
     assert_eq!(local.api_key, None, "a local server needs no key");
 
+    // A vendor's key never goes to another server; musepi's own key does.
+    let elsewhere = |vars: &'static [(&'static str, &'static str)]| {
+        resolve_config(
+            &flags(
+                Some("openai-compatible"),
+                Some("http://127.0.0.1:8080/v1"),
+                Some("qwen"),
+            ),
+            &s,
+            &env(vars),
+        )
+        .unwrap()
+        .api_key
+    };
+    assert_eq!(elsewhere(&[("OPENAI_API_KEY", "vendor")]), None);
+    assert_eq!(
+        elsewhere(&[("OPENAI_API_KEY", "vendor"), ("MUSEPI_API_KEY", "own")]),
+        Some(ApiKey::new("own"))
+    );
+
     let error = resolve_config(
         &flags(Some("openai-compatible"), None, None),
         &s,

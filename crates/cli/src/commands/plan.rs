@@ -3,8 +3,8 @@
 use std::fmt::Write as _;
 
 use musepi_compaction::{
-    CompactionSettings, NothingToCompact, Preparation, PrunePlan, RequestOptions, SummaryPlan,
-    history_max_tokens, plan_prune, prepare,
+    NothingToCompact, Preparation, PrunePlan, RequestOptions, SummaryPlan, history_max_tokens,
+    plan_prune, prepare,
 };
 use musepi_context_builder::{
     ContextMessage, SummaryRequest, estimate_context_tokens, resolve_threshold_tokens,
@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use crate::cli::PlanArgs;
 use crate::commands::context::resolve_leaf;
 use crate::commands::files::{Input, load_or_fail};
-use crate::commands::settings_glue::{compaction_settings, context_window, prune_config};
+use crate::commands::settings_glue::context_window;
 use crate::commands::{CmdResult, Ctx, Exit, OrExit};
 use crate::output::{Color, aligned, print_json, print_text};
 
@@ -61,12 +61,17 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
     let loaded = load_or_fail(&input, ctx)?;
     let session = &loaded.session;
     let leaf = resolve_leaf(session, args.leaf.as_deref())?;
-    let settings = compaction_settings(CompactionSettings::default(), &args.budget);
+    let file_settings = crate::commands::runtime::settings(ctx)?;
+    let settings = crate::commands::runtime::budgets(&file_settings, &args.budget, None);
     let window = context_window(&args.budget, None);
     let context = musepi_context_builder::build_context_at(session, leaf);
     let estimate = estimate_context_tokens(context.agent_messages());
     let threshold = resolve_threshold_tokens(window, &settings.thresholds(false));
-    let prune = plan_prune(session, leaf, &prune_config(false));
+    let prune = plan_prune(
+        session,
+        leaf,
+        &crate::commands::runtime::prune_config(&file_settings),
+    );
     let threshold_json = json!({
         "contextWindow": window,
         "thresholdTokens": threshold,

@@ -253,16 +253,21 @@ fn api_key(
             }
         });
     }
-    let mut variables = vec![kind.default_key_variable().to_owned()];
-    if kind.default_key_variable() != "MUSEPI_API_KEY" {
-        variables.push("MUSEPI_API_KEY".to_owned());
-    }
-    if let Some(key) = variables.iter().find_map(|v| env(v)) {
-        return Ok(Some(ApiKey::new(key)));
-    }
+    // A vendor's key (OPENAI_API_KEY, ANTHROPIC_API_KEY) goes only to that
+    // vendor's own endpoint, so pointing --base-url at another server never
+    // hands it the key; musepi's own MUSEPI_API_KEY goes wherever it is asked.
     let official = kind
         .default_base_url()
         .is_some_and(|default| default.trim_end_matches('/') == base_url.trim_end_matches('/'));
+    let vendor = kind.default_key_variable();
+    let mut variables = Vec::new();
+    if official && vendor != "MUSEPI_API_KEY" {
+        variables.push(vendor.to_owned());
+    }
+    variables.push("MUSEPI_API_KEY".to_owned());
+    if let Some(key) = variables.iter().find_map(|v| env(v)) {
+        return Ok(Some(ApiKey::new(key)));
+    }
     if official {
         Err(ProviderError::MissingApiKey {
             name: name.to_owned(),
