@@ -467,3 +467,67 @@ async fn the_default_strategy_compacts_without_a_model() {
     assert!(file.iter().any(|l| l["type"] == json!("compaction")));
     assert_eq!(c.finish().await, 0);
 }
+
+#[tokio::test]
+async fn context_promotion_switches_models_instead_of_compacting() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Client::with(
+        dir.path(),
+        &[],
+        r#"{"compaction": {"keepRecentTokens": 50}, "contextPromotion": {"enabled": true}}"#,
+    );
+    // A bad target list is refused before anything opens.
+    let (_, r) = c
+        .call(
+            "open",
+            json!({"path": "s.jsonl", "create": true,
+                "promotionTargets": [{"provider": "agent", "modelId": "m2"}]}),
+        )
+        .await;
+    assert_eq!(r["error"]["code"], json!("invalid_params"));
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("promotionTargets[0]")
+    );
+    assert!(!dir.path().join("s.jsonl").exists());
+
+    let (_, opened) = c
+        .ok(
+            "open",
+            json!({"path": "s.jsonl", "create": true, "contextWindow": 100_000,
+                "model": {"provider": "agent", "modelId": "m1"},
+                "promotionTargets": [{"provider": "agent", "modelId": "m2", "contextWindow": 400_000}]}),
+        )
+        .await;
+    assert_eq!(opened["contextPromotion"], json!(true));
+    assert_eq!(opened["promotionTargets"][0]["modelId"], json!("m2"));
+    history(&mut c).await;
+    let high = json!({"role": "assistant", "content": [{"type": "text", "text": "done"}],
+        "provider": "agent", "model": "m1", "stopReason": "stop",
+        "usage": {"input": 90000, "output": 50, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 90050}});
+    let (events, d) = c.ok("afterAssistant", json!({"message": high})).await;
+    assert_eq!(d["action"], json!("promoted"), "{d}");
+    assert_eq!(d["reason"], json!("threshold"));
+    assert_eq!(d["continue"], json!(false));
+    assert_eq!(
+        d["promotion"],
+        json!({"provider": "agent", "modelId": "m2", "contextWindow": 400_000})
+    );
+    assert_eq!(
+        events,
+        vec![
+            json!({"type": "context_promotion", "reason": "threshold", "fromModel": "agent/m1",
+            "provider": "agent", "modelId": "m2", "contextWindow": 400_000})
+        ]
+    );
+    let file = lines_of(&dir.path().join("s.jsonl"));
+    let last = file.last().unwrap();
+    assert_eq!(last["type"], json!("model_change"));
+    assert_eq!(last["modelId"], json!("m2"));
+    assert!(!file.iter().any(|l| l["type"] == json!("compaction")));
+    let (_, status) = c.ok("status", json!({})).await;
+    assert_eq!(status["contextWindow"], json!(400_000));
+    assert_eq!(c.finish().await, 0);
+}

@@ -22,6 +22,7 @@ pub mod runner;
 mod runtime;
 mod runtime_decision;
 mod runtime_measure;
+mod runtime_promote;
 mod runtime_run;
 mod runtime_settings;
 mod runtime_tree;
@@ -40,6 +41,7 @@ pub use runtime::{Clock, Maintenance, MaintenanceError, MaintenanceState};
 pub use runtime_decision::{
     AbortHandle, CompactionReport, Decision, EventSink, MaintenanceEvent, Outcome, UsedStrategy,
 };
+pub use runtime_promote::PromotionTarget;
 pub use runtime_settings::{MaintenanceSettings, MaintenanceStrategy};
 pub use runtime_tree::{NAVIGATE_MARKER, TreeOutcome, TreeRequest};
 pub use summarizer::{RemoteFailure, SummarizeError, SummarizeFuture, Summarizer};

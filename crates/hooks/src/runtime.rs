@@ -16,7 +16,8 @@
 //! Each returns a [`Decision`]: whether to retry (after dropping the failing
 //! assistant from the live messages), whether to continue and with which
 //! developer prompt, what to tell the user, and the rebuilt context. Events
-//! (`compaction_start`, `compaction_end`, `tree_start`, `tree_end`) go to the
+//! (`compaction_start`, `compaction_end`, `context_promotion`, `tree_start`,
+//! `tree_end`) go to the
 //! caller's [`EventSink`] before the method returns. An [`AbortHandle`]
 //! stops a running compaction or navigation from another task.
 //!
@@ -95,6 +96,7 @@ pub struct Maintenance {
     pub(crate) system_prompt: Option<String>,
     pub(crate) state: MaintenanceState,
     pub(crate) abort: AbortHandle,
+    pub(crate) promotion_targets: Vec<crate::runtime_promote::PromotionTarget>,
 }
 
 impl std::fmt::Debug for Maintenance {
@@ -136,6 +138,7 @@ impl Maintenance {
             system_prompt: None,
             state: MaintenanceState::default(),
             abort: AbortHandle::default(),
+            promotion_targets: Vec::new(),
         }
     }
 
@@ -348,6 +351,9 @@ impl Maintenance {
                 Decision::nothing()
             }
             Action::Compact(plan) => {
+                if let Some(promoted) = self.try_promote(plan.reason, Some(id.clone()))? {
+                    return Ok(promoted);
+                }
                 if plan.reason == Reason::Overflow {
                     self.state.overflow_recovery_attempted = true;
                 }

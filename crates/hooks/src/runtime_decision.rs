@@ -8,6 +8,8 @@ use musepi_compaction::Reason;
 use musepi_context_builder::LlmMessage;
 use musepi_session_model::EntryId;
 use serde_json::{Value, json};
+
+use crate::runtime_promote::PromotionTarget;
 use tokio_util::sync::CancellationToken;
 
 /// How a compaction was made.
@@ -93,6 +95,16 @@ pub enum MaintenanceEvent {
         /// What went wrong (SPEC §4.11).
         error_message: Option<String>,
     },
+    /// `context_promotion`: the runtime switched to a larger-context model
+    /// instead of compacting (a `model_change` entry records it).
+    ContextPromotion {
+        /// Why a compaction was due.
+        reason: Reason,
+        /// The model before, `provider/modelId`, when known.
+        from_model: Option<String>,
+        /// The model now.
+        target: PromotionTarget,
+    },
     /// `tree_start`, before a navigation.
     TreeStart {
         /// The target (`None`: before the first entry).
@@ -121,6 +133,7 @@ impl MaintenanceEvent {
         match self {
             Self::CompactionStart { .. } => "compaction_start",
             Self::CompactionEnd { .. } => "compaction_end",
+            Self::ContextPromotion { .. } => "context_promotion",
             Self::TreeStart { .. } => "tree_start",
             Self::TreeEnd { .. } => "tree_end",
         }
@@ -146,6 +159,16 @@ impl MaintenanceEvent {
                 if let Some(m) = error_message {
                     v["errorMessage"] = m.as_str().into();
                 }
+                v
+            }
+            Self::ContextPromotion {
+                reason,
+                from_model,
+                target,
+            } => {
+                let mut v = target.to_json();
+                v["reason"] = reason.name().into();
+                v["fromModel"] = json!(from_model);
                 v
             }
             Self::TreeStart {
@@ -200,6 +223,9 @@ pub enum Outcome {
     /// A compaction was due but did not happen: no model for the strategy,
     /// or nothing to compact. `compaction_end` carries no message.
     Skipped,
+    /// Context promotion: the agent now uses a larger-context model
+    /// ([`Decision::promotion`]); nothing was compacted.
+    Promoted,
     /// Recovery or compaction failed; show the error.
     Failed,
     /// A hook cancelled it or the abort signal fired.
@@ -207,7 +233,8 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// `none`, `compacted`, `retry`, `warn`, `skipped`, `failed` or `aborted`.
+    /// `none`, `compacted`, `retry`, `warn`, `skipped`, `promoted`, `failed`
+    /// or `aborted`.
     pub fn name(&self) -> &'static str {
         match self {
             Self::Nothing => "none",
@@ -215,6 +242,7 @@ impl Outcome {
             Self::Retry => "retry",
             Self::Warned => "warn",
             Self::Skipped => "skipped",
+            Self::Promoted => "promoted",
             Self::Failed => "failed",
             Self::Aborted => "aborted",
         }
@@ -244,6 +272,9 @@ pub struct Decision {
     pub error: Option<String>,
     /// The compaction made.
     pub compaction: Option<CompactionReport>,
+    /// The model switched to by context promotion: send the next request
+    /// (the retry, for overflow and incomplete output) with it.
+    pub promotion: Option<PromotionTarget>,
     /// The rebuilt provider messages, when the context changed; replace
     /// the live messages with them.
     pub context: Option<Vec<LlmMessage>>,
@@ -268,6 +299,7 @@ impl Decision {
             warning: None,
             error: None,
             compaction: None,
+            promotion: None,
             context: None,
             notes: Vec::new(),
         }

@@ -81,6 +81,9 @@ pub struct MaintenanceSettings {
     /// `compaction.remoteEnabled`: context-full compaction tries the
     /// provider-native remote compaction first, when the runtime has one.
     pub remote_enabled: bool,
+    /// `contextPromotion.enabled`: overflow, incomplete and threshold
+    /// recovery first switch to a larger-context model the agent offers.
+    pub context_promotion: bool,
     /// `branchSummary.reserveTokens`.
     pub branch_summary_reserve_tokens: u64,
     /// The current model's context window.
@@ -111,6 +114,7 @@ impl Default for MaintenanceSettings {
             drop_useless: true,
             supersede_reads: true,
             remote_enabled: true,
+            context_promotion: false,
             branch_summary_reserve_tokens: 16_384,
             context_window: 200_000,
             reasoning: Some("high".to_owned()),

@@ -12,8 +12,8 @@ use musepi_compaction::{REPEATED_OVERFLOW, Reason};
 use musepi_context_builder::{LlmMessage, RequestPurpose, SummaryRequest, SummaryResponse};
 use musepi_hooks::{
     Decision, Maintenance, MaintenanceEvent, MaintenanceSettings, MaintenanceStrategy,
-    NAVIGATE_MARKER, Outcome, RemoteCompactInput, RemoteCompactor, RemoteFuture, SummarizeError,
-    SummarizeFuture, Summarizer, TreeRequest, UsedStrategy,
+    NAVIGATE_MARKER, Outcome, PromotionTarget, RemoteCompactInput, RemoteCompactor, RemoteFuture,
+    SummarizeError, SummarizeFuture, Summarizer, TreeRequest, UsedStrategy,
 };
 use musepi_session_model::{
     AgentMessage, AssistantMessage, Content, ContentBlock, EntryBody, Header, Journal, JsonValue,
@@ -224,7 +224,13 @@ impl Rig {
     }
 
     fn overflow(&mut self) -> String {
+        self.overflow_from("m1")
+    }
+
+    /// A context overflow reported by `model` (of the `scripted` provider).
+    fn overflow_from(&mut self, model: &str) -> String {
         let mut m = self.reply(Content::Blocks(Vec::new()), StopReason::Error, 0.0);
+        m.model = Some(model.into());
         m.usage = None;
         m.error_message = Some("prompt is too long: 210000 tokens > 200000 maximum".into());
         self.append(AgentMessage::Assistant(m))
@@ -232,6 +238,12 @@ impl Rig {
 
     fn events(&self) -> Vec<MaintenanceEvent> {
         std::mem::take(&mut *self.events.lock().unwrap())
+    }
+
+    /// The last line of the file, parsed.
+    fn last_line(&self) -> serde_json::Value {
+        let text = std::fs::read_to_string(self.runtime.journal().path()).unwrap();
+        serde_json::from_str(text.lines().last().unwrap()).unwrap()
     }
 
     fn compactions_in_file(&self) -> usize {
@@ -806,4 +818,135 @@ async fn context_full_tries_the_native_remote_compaction_first_when_enabled() {
         let text = std::fs::read_to_string(r.runtime.journal().path()).unwrap();
         assert_eq!(text.contains("openaiRemoteCompaction"), enabled);
     }
+}
+
+// ------------------------------------------------------------ context promotion
+
+/// Promotion on, with two larger models of the `scripted` provider.
+fn promoting_rig(targets: &[(&str, u64)]) -> Rig {
+    let mut r = rig_with(
+        MaintenanceSettings {
+            context_promotion: true,
+            ..settings(MaintenanceStrategy::ContextFull)
+        },
+        Scripted::default(),
+    );
+    r.runtime.set_promotion_targets(
+        targets
+            .iter()
+            .map(|(m, w)| PromotionTarget::new("scripted", m, *w))
+            .collect(),
+    );
+    r
+}
+
+fn promoted(reason: Reason, from: &str, to: &str, window: u64) -> MaintenanceEvent {
+    MaintenanceEvent::ContextPromotion {
+        reason,
+        from_model: Some(format!("scripted/{from}")),
+        target: PromotionTarget::new("scripted", to, window),
+    }
+}
+
+#[tokio::test]
+async fn overflows_climb_the_promotion_targets_then_fall_back_to_compaction() {
+    let mut r = promoting_rig(&[("m3", 1_000_000), ("m2", 400_000)]);
+    r.user("one more step");
+    r.overflow();
+    let d = r.runtime.after_assistant(None).await.unwrap();
+    assert_eq!(d.outcome, Outcome::Promoted);
+    assert_eq!(d.reason, Some(Reason::Overflow));
+    assert!(d.retry && d.remove_last_assistant && d.continue_turn);
+    assert_eq!(
+        d.promotion,
+        Some(PromotionTarget::new("scripted", "m2", 400_000))
+    );
+    assert!(!last_is_failed_assistant(d.context.as_ref().unwrap()));
+    assert_eq!(
+        r.events(),
+        vec![promoted(Reason::Overflow, "m1", "m2", 400_000)]
+    );
+    // The switch is in the file; nothing was compacted.
+    let line = r.last_line();
+    assert_eq!(line["type"], "model_change");
+    assert_eq!(line["provider"], "scripted");
+    assert_eq!(line["modelId"], "m2");
+    assert_eq!(r.compactions_in_file(), 0);
+    assert_eq!(r.runtime.settings().context_window, 400_000);
+    assert!(!r.runtime.state().overflow_recovery_attempted);
+
+    // The larger model overflows too: the next one up.
+    r.overflow_from("m2");
+    let d = r.runtime.after_assistant(None).await.unwrap();
+    assert_eq!(d.outcome, Outcome::Promoted);
+    assert_eq!(
+        r.events(),
+        vec![promoted(Reason::Overflow, "m2", "m3", 1_000_000)]
+    );
+
+    // No larger model is left: compact and retry, as without promotion.
+    r.overflow_from("m3");
+    let d = r.runtime.after_assistant(None).await.unwrap();
+    assert_eq!(d.outcome, Outcome::Compacted);
+    assert!(d.retry && d.promotion.is_none());
+    assert_eq!(r.compactions_in_file(), 1);
+}
+
+#[tokio::test]
+async fn threshold_maintenance_promotes_without_continuing_and_only_once() {
+    let mut r = promoting_rig(&[("m2", 400_000)]);
+    let id = r.assistant("done", StopReason::Stop, HIGH);
+    let d = r.runtime.after_assistant(None).await.unwrap();
+    assert_eq!(d.outcome, Outcome::Promoted);
+    assert_eq!(d.reason, Some(Reason::Threshold));
+    assert!(!d.retry && !d.remove_last_assistant && !d.continue_turn);
+    assert_eq!(d.continue_prompt, None);
+    assert_eq!(d.context, None);
+    assert_eq!(
+        r.events(),
+        vec![promoted(Reason::Threshold, "m1", "m2", 400_000)]
+    );
+    assert_eq!(r.compactions_in_file(), 0);
+    // The same usage never acts twice.
+    let again = r.runtime.after_assistant(Some(&id)).await.unwrap();
+    assert_eq!(again, Decision::nothing());
+}
+
+#[tokio::test]
+async fn a_target_whose_threshold_the_context_still_crosses_is_not_a_promotion() {
+    // 105,000 tokens of window put the threshold at 88,616: 90,000 crosses it.
+    let mut r = promoting_rig(&[("m2", 105_000)]);
+    r.assistant("done", StopReason::Stop, HIGH);
+    let d = r.runtime.after_assistant(None).await.unwrap();
+    assert_eq!(d.outcome, Outcome::Compacted);
+    assert_eq!(r.compactions_in_file(), 1);
+    assert_eq!(r.runtime.settings().context_window, WINDOW);
+}
+
+#[tokio::test]
+async fn a_length_stop_above_the_threshold_promotes_and_retries() {
+    let mut r = promoting_rig(&[("m2", 400_000)]);
+    r.assistant("half of the answer", StopReason::Length, HIGH);
+    let d = r.runtime.after_assistant(None).await.unwrap();
+    assert_eq!(d.outcome, Outcome::Promoted);
+    assert_eq!(d.reason, Some(Reason::Incomplete));
+    assert!(d.retry && d.remove_last_assistant && d.continue_turn);
+    assert!(!last_is_failed_assistant(d.context.as_ref().unwrap()));
+    assert_eq!(r.compactions_in_file(), 0);
+}
+
+#[tokio::test]
+async fn targets_without_the_setting_never_promote() {
+    let mut r = rig(MaintenanceStrategy::ContextFull);
+    r.runtime
+        .set_promotion_targets(vec![PromotionTarget::new("scripted", "m2", 400_000)]);
+    r.overflow();
+    let d = r.runtime.after_assistant(None).await.unwrap();
+    assert_eq!(d.outcome, Outcome::Compacted);
+    assert!(d.promotion.is_none());
+    assert!(
+        !r.events()
+            .iter()
+            .any(|e| matches!(e, MaintenanceEvent::ContextPromotion { .. }))
+    );
 }

@@ -9,6 +9,7 @@ use musepi_cli::provider::{Provider, ProviderConfig, ProviderKind, shared_client
 use musepi_context_builder::{LlmMessage, resolve_replays};
 use musepi_hooks::{
     Decision, Maintenance, MaintenanceError, MaintenanceEvent, MaintenanceSettings, Outcome,
+    PromotionTarget,
 };
 use musepi_session_model::{
     AgentMessage, AssistantMessage, Content, ContentBlock, CustomMessageEntry, EntryBody, Journal,
@@ -85,6 +86,8 @@ pub struct Agent {
     http: reqwest::Client,
     url: String,
     live: Vec<LlmMessage>,
+    /// The model the agent's requests name (context promotion changes it).
+    model: String,
     events: Arc<Mutex<Vec<MaintenanceEvent>>>,
     steps: Vec<Step>,
     log: Vec<String>,
@@ -140,10 +143,10 @@ fn wire(m: &LlmMessage) -> Value {
 
 /// The model's answer as a session message: text, tool calls, stop
 /// reason and usage; an HTTP error becomes an `error` stop with its message.
-fn assistant_of(ok: bool, body: &Value) -> AssistantMessage {
+fn assistant_of(model: &str, ok: bool, body: &Value) -> AssistantMessage {
     let base = AssistantMessage {
         provider: Some(PROVIDER.to_owned()),
-        model: Some(AGENT_MODEL.to_owned()),
+        model: Some(model.to_owned()),
         ..AssistantMessage::default()
     };
     if !ok {
@@ -267,6 +270,18 @@ pub fn describe_event(e: &MaintenanceEvent) -> String {
                 reason.name()
             )
         }
+        MaintenanceEvent::ContextPromotion {
+            reason,
+            from_model,
+            target,
+        } => format!(
+            "context_promotion ({}): {} -> {}/{} ({} tokens)",
+            reason.name(),
+            from_model.as_deref().unwrap_or("?"),
+            target.provider,
+            target.model_id,
+            target.context_window
+        ),
         other => other.name().to_owned(),
     }
 }
@@ -299,6 +314,7 @@ impl Agent {
             http,
             url: format!("{}/chat/completions", url.trim_end_matches('/')),
             live,
+            model: AGENT_MODEL.to_owned(),
             events,
             steps: Vec::new(),
             log: Vec::new(),
@@ -308,6 +324,12 @@ impl Agent {
     /// The runtime.
     pub fn runtime(&self) -> &Maintenance {
         &self.runtime
+    }
+
+    /// The larger-context models the agent may switch to (used with
+    /// `contextPromotion.enabled`).
+    pub fn offer_models(&mut self, targets: Vec<PromotionTarget>) {
+        self.runtime.set_promotion_targets(targets);
     }
 
     /// Every runtime call so far.
@@ -336,7 +358,7 @@ impl Agent {
                     total_tokens: prompt_tokens + 120.0,
                     ..Usage::default()
                 }),
-                ..assistant_of(true, &json!({}))
+                ..assistant_of(&self.model, true, &json!({}))
             }))?;
         }
         Ok(())
@@ -362,6 +384,13 @@ impl Agent {
         if let Some(context) = &decision.context {
             self.live.clone_from(context);
         }
+        if let Some(target) = &decision.promotion {
+            self.model.clone_from(&target.model_id);
+            self.log.push(format!(
+                "    switched to {} ({} tokens of context)",
+                target.model_id, target.context_window
+            ));
+        }
         self.steps.push(Step {
             point,
             decision: decision.clone(),
@@ -372,7 +401,7 @@ impl Agent {
 
     async fn request(&mut self) -> Result<AssistantMessage, AgentError> {
         let body = json!({
-            "model": AGENT_MODEL,
+            "model": self.model,
             "messages": resolve_replays(&self.live, None)
                 .into_iter()
                 .map(wire)
@@ -381,7 +410,7 @@ impl Agent {
         let response = self.http.post(&self.url).json(&body).send().await?;
         let ok = response.status().is_success();
         let answer: Value = response.json().await?;
-        Ok(assistant_of(ok, &answer))
+        Ok(assistant_of(&self.model, ok, &answer))
     }
 
     /// One user turn: requests until the model answers without tools, or a

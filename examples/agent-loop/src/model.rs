@@ -82,6 +82,7 @@ struct Script {
     replies: Mutex<VecDeque<Reply>>,
     agent_requests: AtomicUsize,
     summary_requests: AtomicUsize,
+    agent_models: Mutex<Vec<String>>,
 }
 
 /// The running model server.
@@ -114,6 +115,15 @@ impl ScriptedModel {
     /// Requests the agent made.
     pub fn agent_requests(&self) -> usize {
         self.script.agent_requests.load(Ordering::SeqCst)
+    }
+
+    /// The `model` of each agent request, in order.
+    pub fn agent_models(&self) -> Vec<String> {
+        self.script
+            .agent_models
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Requests the summarizer made.
@@ -155,6 +165,11 @@ async fn answer(State(script): State<Arc<Script>>, Json(body): Json<Value>) -> R
         );
     }
     script.agent_requests.fetch_add(1, Ordering::SeqCst);
+    script
+        .agent_models
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(body["model"].as_str().unwrap_or_default().to_owned());
     let next = script
         .replies
         .lock()

@@ -1,10 +1,10 @@
 //! One scenario per trigger: a scripted model, a session with some
 //! history, and the turns that make the trigger fire.
 
-use musepi_hooks::{MaintenanceSettings, MaintenanceStrategy};
+use musepi_hooks::{MaintenanceSettings, MaintenanceStrategy, PromotionTarget};
 use musepi_session_model::{Header, Journal};
 
-use crate::agent::{Agent, AgentError, Step};
+use crate::agent::{Agent, AgentError, PROVIDER, Step};
 use crate::model::{Reply, ScriptedModel};
 
 /// The agent model's window; with a 2,000 reserve the threshold is 13,600.
@@ -13,12 +13,18 @@ pub const WINDOW: u64 = 16_000;
 pub const HIGH: u64 = 14_500;
 /// A context well below it.
 pub const LOW: u64 = 3_000;
+/// The larger model context promotion switches to.
+pub const LARGE_MODEL: &str = "agent-model-64k";
+/// Its window.
+pub const LARGE_WINDOW: u64 = 64_000;
 
 /// The scenarios, one per trigger.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scenario {
     /// The provider rejects the context: compact, then retry.
     Overflow,
+    /// The same, with context promotion on: switch to the larger model, retry.
+    Promotion,
     /// An answer cut at the output limit below the threshold: keep it, warn.
     TruncatedBelowThreshold,
     /// An answer cut at the output limit above the threshold: compact, retry.
@@ -37,8 +43,9 @@ pub enum Scenario {
 
 impl Scenario {
     /// Every scenario, in the order the example runs them.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 9] = [
         Self::Overflow,
+        Self::Promotion,
         Self::TruncatedBelowThreshold,
         Self::TruncatedAboveThreshold,
         Self::EmptyRecoveries,
@@ -52,6 +59,7 @@ impl Scenario {
     pub fn title(self) -> &'static str {
         match self {
             Self::Overflow => "overflow: the provider rejects the context",
+            Self::Promotion => "overflow with context promotion: a larger model takes over",
             Self::TruncatedBelowThreshold => {
                 "incomplete: cut at the output limit, below the threshold"
             }
@@ -68,7 +76,7 @@ impl Scenario {
 
     fn replies(self) -> Vec<Reply> {
         match self {
-            Self::Overflow => vec![
+            Self::Overflow | Self::Promotion => vec![
                 Reply::Overflow,
                 Reply::text("Here is the summary of every file.", LOW),
             ],
@@ -109,6 +117,8 @@ pub struct Run {
     pub log: Vec<String>,
     /// Requests the agent sent.
     pub agent_requests: usize,
+    /// The model each of them named.
+    pub agent_models: Vec<String>,
     /// Requests the summarizer sent.
     pub summary_requests: usize,
     /// Scripted replies left over.
@@ -172,10 +182,19 @@ pub async fn run(scenario: Scenario, dir: &std::path::Path) -> Result<Run, Agent
         &path,
         Header::new(format!("{scenario:?}"), "2025-05-01T10:00:00.000Z", "/repo"),
     )?;
-    let mut agent = Agent::new(journal, model.url(), settings())?;
+    let settings = MaintenanceSettings {
+        context_promotion: scenario == Scenario::Promotion,
+        ..settings()
+    };
+    let mut agent = Agent::new(journal, model.url(), settings)?;
+    agent.offer_models(vec![PromotionTarget::new(
+        PROVIDER,
+        LARGE_MODEL,
+        LARGE_WINDOW,
+    )]);
     agent.seed(&HISTORY, 2_500.0)?;
     match scenario {
-        Scenario::Overflow => {
+        Scenario::Overflow | Scenario::Promotion => {
             agent
                 .user_turn("Summarize every file of the repository in one answer.")
                 .await?;
@@ -208,6 +227,7 @@ pub async fn run(scenario: Scenario, dir: &std::path::Path) -> Result<Run, Agent
         steps: agent.steps().to_vec(),
         log: agent.log().to_vec(),
         agent_requests: model.agent_requests(),
+        agent_models: model.agent_models(),
         summary_requests: model.summary_requests(),
         unused_replies: model.unused_replies(),
         file,

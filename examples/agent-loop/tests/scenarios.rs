@@ -5,7 +5,8 @@
 #![allow(clippy::unwrap_used)]
 
 use musepi_agent_loop::agent::{Point, Step};
-use musepi_agent_loop::scenarios::{Run, Scenario, run};
+use musepi_agent_loop::model::AGENT_MODEL;
+use musepi_agent_loop::scenarios::{LARGE_MODEL, LARGE_WINDOW, Run, Scenario, run};
 use musepi_compaction::Reason;
 use musepi_compaction::prompts::AUTO_CONTINUE;
 use musepi_hooks::{MaintenanceEvent, Outcome};
@@ -44,6 +45,34 @@ async fn an_overflow_error_leads_to_compaction_and_a_retry() {
     assert_eq!(r.agent_requests, 2);
     assert_eq!(r.compactions_in_file(), 1);
     assert!(r.summary_requests >= 1);
+}
+
+#[tokio::test]
+async fn with_context_promotion_an_overflow_retries_on_the_larger_model_without_compacting() {
+    let r = scenario(Scenario::Promotion).await;
+    let acted = r.acted();
+    assert_eq!(acted.len(), 1, "{:#?}", r.log);
+    let s = acted[0];
+    assert_eq!(s.decision.outcome, Outcome::Promoted);
+    assert_eq!(s.decision.reason, Some(Reason::Overflow));
+    assert!(s.decision.retry && s.decision.remove_last_assistant && s.decision.continue_turn);
+    let target = s.decision.promotion.as_ref().unwrap();
+    assert_eq!(
+        (target.model_id.as_str(), target.context_window),
+        (LARGE_MODEL, LARGE_WINDOW)
+    );
+    assert!(matches!(
+        s.events.as_slice(),
+        [MaintenanceEvent::ContextPromotion {
+            reason: Reason::Overflow,
+            ..
+        }]
+    ));
+    // The retry named the larger model, and nothing was summarized.
+    assert_eq!(r.agent_models, vec![AGENT_MODEL, LARGE_MODEL]);
+    assert_eq!(r.summary_requests, 0);
+    assert_eq!(r.compactions_in_file(), 0);
+    assert!(r.file.contains(r#""type":"model_change""#));
 }
 
 #[tokio::test]

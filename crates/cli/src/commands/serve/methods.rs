@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use musepi_hooks::{
     AbortHandle, EventSink, Hooks, Maintenance, MaintenanceError, MaintenanceSettings,
-    MaintenanceStrategy, NavigateError, RemoteCompactor, SnapSettings, SnapTarget, Strategy,
-    Summarizer, TreeRequest,
+    MaintenanceStrategy, NavigateError, PromotionTarget, RemoteCompactor, SnapSettings, SnapTarget,
+    Strategy, Summarizer, TreeRequest,
 };
 use musepi_session_model::time::format_iso;
 use musepi_session_model::{AgentMessage, EntryBody, Header, IdSource, Journal, SequentialIds};
@@ -79,6 +79,7 @@ pub(super) fn maintenance_settings(s: &Settings, context_window: u64) -> Mainten
         supersede_reads: c.supersede_reads,
         remote_enabled: c.remote_enabled,
         branch_summary_reserve_tokens: u64::from(s.branch_summary.reserve_tokens),
+        context_promotion: s.context_promotion.enabled,
         context_window,
         snapcompact: match snap_strategy(s, SnapTarget::default()) {
             Strategy::Snapcompact(snap) => snap.settings,
@@ -126,6 +127,33 @@ fn u64_param(params: &Value, key: &str) -> Result<Option<u64>, RpcError> {
             .map(Some)
             .ok_or_else(|| RpcError::params(format!("`{key}` must be a non-negative integer"))),
     }
+}
+
+/// `promotionTargets`: `[{"provider", "modelId", "contextWindow"}]`.
+fn promotion_targets(params: &Value) -> Result<Vec<PromotionTarget>, RpcError> {
+    let list = match params.get("promotionTargets") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(list)) => list,
+        Some(_) => {
+            return Err(RpcError::params(
+                "`promotionTargets` must be a list of {\"provider\", \"modelId\", \"contextWindow\"}",
+            ));
+        }
+    };
+    list.iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let field = |key: &str| t.get(key).and_then(Value::as_str);
+            match (field("provider"), field("modelId"), t.get("contextWindow").and_then(Value::as_u64)) {
+                (Some(provider), Some(model_id), Some(window)) if window > 0 => {
+                    Ok(PromotionTarget::new(provider, model_id, window))
+                }
+                _ => Err(RpcError::params(format!(
+                    "promotionTargets[{i}]: needs \"provider\" and \"modelId\" (strings) and \"contextWindow\" (a positive integer)"
+                ))),
+            }
+        })
+        .collect()
 }
 
 impl Server {
@@ -217,6 +245,7 @@ impl Server {
             settings = merged.settings;
         }
         let window = u64_param(params, "contextWindow")?.unwrap_or(self.context_window);
+        let targets = promotion_targets(params)?;
         let clock = self.clock();
         let journal = if create {
             if path.exists() {
@@ -275,6 +304,7 @@ impl Server {
             });
             runtime.set_model(provider, model_id, None);
         }
+        runtime.set_promotion_targets(targets);
         if let Some(prompt) = str_param(params, "systemPrompt")? {
             runtime = runtime.with_system_prompt(prompt);
         }
@@ -310,6 +340,8 @@ impl Server {
             "contextWindow": s.context_window,
             "thresholdTokens": musepi_context_builder::resolve_threshold_tokens(s.context_window, &s.thresholds()),
             "contextTokens": m.context_tokens().0,
+            "contextPromotion": s.context_promotion,
+            "promotionTargets": m.promotion_targets().iter().map(PromotionTarget::to_json).collect::<Vec<_>>(),
             "summarizer": self.summarizer.as_ref().map(|p| Summarizer::describe(p.as_ref())),
             "state": {
                 "overflowRecoveryAttempted": state.overflow_recovery_attempted,

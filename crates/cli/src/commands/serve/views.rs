@@ -33,6 +33,7 @@ pub(super) fn decision_json(d: &Decision) -> Value {
         "warning": d.warning,
         "error": d.error,
         "compaction": d.compaction.as_ref().map(musepi_hooks::CompactionReport::to_json),
+        "promotion": d.promotion.as_ref().map(musepi_hooks::PromotionTarget::to_json),
         "context": d.context.as_ref().map(|c| c.iter().map(llm_json).collect::<Vec<_>>()),
         "notes": d.notes,
     })

@@ -1,0 +1,191 @@
+//! Context promotion (SPEC §4.4-4.6, `contextPromotion.enabled`): before an
+//! overflow, incomplete-output or threshold compaction, switch to a
+//! larger-context model the agent offers and go on without compacting.
+//!
+//! The agent declares the models it can switch to
+//! ([`Maintenance::set_promotion_targets`]); the runtime picks the smallest
+//! window larger than the current one under whose threshold the context
+//! fits, records the switch as a `model_change` entry, and tells the loop to
+//! retry (overflow, incomplete) or simply go on (threshold). Each promotion
+//! strictly grows the window, so repeated overflows climb the list and then
+//! fall back to compaction.
+
+use musepi_compaction::Reason;
+use musepi_context_builder::resolve_threshold_tokens;
+use musepi_session_model::{EntryBody, EntryId, ModelChange};
+
+use crate::runtime::{Maintenance, MaintenanceError};
+use crate::runtime_decision::{Decision, MaintenanceEvent, Outcome};
+use crate::runtime_measure::without_failed_tail;
+
+/// A larger-context model the agent can switch to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PromotionTarget {
+    /// The provider name, as in `model_change`.
+    pub provider: String,
+    /// The model id, as in `model_change`.
+    pub model_id: String,
+    /// Its context window in tokens.
+    pub context_window: u64,
+}
+
+impl PromotionTarget {
+    /// A target.
+    pub fn new(provider: &str, model_id: &str, context_window: u64) -> Self {
+        Self {
+            provider: provider.to_owned(),
+            model_id: model_id.to_owned(),
+            context_window,
+        }
+    }
+
+    /// `{"provider", "modelId", "contextWindow"}`, as the protocol writes it.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "provider": self.provider,
+            "modelId": self.model_id,
+            "contextWindow": self.context_window,
+        })
+    }
+}
+
+/// The target to promote to: the smallest window above `window` whose
+/// threshold lies above `tokens`, not the current model; the first listed
+/// on a tie.
+pub(crate) fn pick_target<'a>(
+    targets: &'a [PromotionTarget],
+    current: Option<&(String, String)>,
+    window: u64,
+    tokens: f64,
+    threshold: impl Fn(u64) -> i64,
+) -> Option<&'a PromotionTarget> {
+    targets
+        .iter()
+        .filter(|t| t.context_window > window)
+        .filter(|t| current.is_none_or(|(p, m)| *p != t.provider || *m != t.model_id))
+        .filter(|t| tokens < threshold(t.context_window) as f64)
+        .fold(None, |best: Option<&PromotionTarget>, t| match best {
+            Some(b) if b.context_window <= t.context_window => Some(b),
+            _ => Some(t),
+        })
+}
+
+impl Maintenance {
+    /// The models context promotion may switch to.
+    #[must_use]
+    pub fn with_promotion_targets(mut self, targets: Vec<PromotionTarget>) -> Self {
+        self.promotion_targets = targets;
+        self
+    }
+
+    /// Replaces the models context promotion may switch to.
+    pub fn set_promotion_targets(&mut self, targets: Vec<PromotionTarget>) {
+        self.promotion_targets = targets;
+    }
+
+    /// The models context promotion may switch to.
+    pub fn promotion_targets(&self) -> &[PromotionTarget] {
+        &self.promotion_targets
+    }
+
+    /// Tries context promotion instead of a compaction for `reason`; `None`
+    /// when it is off, the reason does not allow it, or no target fits.
+    /// `acted` is the assistant whose usage caused it (never acted on twice).
+    pub(crate) fn try_promote(
+        &mut self,
+        reason: Reason,
+        acted: Option<EntryId>,
+    ) -> Result<Option<Decision>, MaintenanceError> {
+        if !self.settings.context_promotion
+            || !matches!(
+                reason,
+                Reason::Overflow | Reason::Incomplete | Reason::Threshold
+            )
+        {
+            return Ok(None);
+        }
+        let (tokens, _) = self.context_tokens();
+        let ctx = self.trigger_context();
+        let thresholds = self.settings.thresholds();
+        let Some(target) = pick_target(
+            &self.promotion_targets,
+            ctx.current_model.as_ref(),
+            self.settings.context_window,
+            tokens,
+            |w| resolve_threshold_tokens(w, &thresholds),
+        )
+        .cloned() else {
+            return Ok(None);
+        };
+        let from = ctx.current_model.map(|(p, m)| format!("{p}/{m}"));
+        self.append(EntryBody::ModelChange(ModelChange {
+            provider: Some(target.provider.clone()),
+            model_id: Some(target.model_id.clone()),
+            ..ModelChange::default()
+        }))?;
+        self.set_model(
+            &target.provider,
+            &target.model_id,
+            Some(target.context_window),
+        );
+        if acted.is_some() {
+            self.state.acted_usage = acted;
+        }
+        self.emit(MaintenanceEvent::ContextPromotion {
+            reason,
+            from_model: from,
+            target: target.clone(),
+        });
+        let retry = reason != Reason::Threshold;
+        Ok(Some(Decision {
+            retry,
+            remove_last_assistant: retry,
+            continue_turn: retry,
+            context: retry.then(|| without_failed_tail(self.context())),
+            promotion: Some(target),
+            ..Decision::of(Outcome::Promoted, Some(reason))
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn targets() -> Vec<PromotionTarget> {
+        vec![
+            PromotionTarget::new("p", "huge", 1_000_000),
+            PromotionTarget::new("p", "big", 400_000),
+            PromotionTarget::new("q", "big-too", 400_000),
+            PromotionTarget::new("p", "small", 100_000),
+        ]
+    }
+
+    fn minus_reserve(w: u64) -> i64 {
+        w as i64 - 16_384
+    }
+
+    #[test]
+    fn the_smallest_larger_window_wins_and_ties_keep_the_listed_order() {
+        let t = targets();
+        let pick = pick_target(&t, None, 200_000, 190_000.0, minus_reserve).unwrap();
+        assert_eq!(pick.model_id, "big");
+    }
+
+    #[test]
+    fn a_target_whose_threshold_the_context_crosses_is_passed_over() {
+        let t = targets();
+        let pick = pick_target(&t, None, 200_000, 390_000.0, minus_reserve).unwrap();
+        assert_eq!(pick.model_id, "huge");
+        assert!(pick_target(&t, None, 200_000, 990_000.0, minus_reserve).is_none());
+    }
+
+    #[test]
+    fn the_current_model_and_smaller_windows_are_never_picked() {
+        let t = targets();
+        let current = ("p".to_owned(), "big".to_owned());
+        let pick = pick_target(&t, Some(&current), 200_000, 10.0, minus_reserve).unwrap();
+        assert_eq!(pick.model_id, "big-too");
+        assert!(pick_target(&t, None, 1_000_000, 10.0, minus_reserve).is_none());
+    }
+}
