@@ -531,3 +531,32 @@ async fn context_promotion_switches_models_instead_of_compacting() {
     assert_eq!(status["contextWindow"], json!(400_000));
     assert_eq!(c.finish().await, 0);
 }
+
+#[tokio::test]
+async fn branch_summary_enabled_makes_navigation_summarize_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    // The default strategy archives the branch without a model.
+    let mut c = Client::with(dir.path(), &[], "{}");
+    let (_, opened) = c
+        .ok(
+            "open",
+            json!({"path": "s.jsonl", "create": true,
+                "settings": {"branchSummary": {"enabled": true}}}),
+        )
+        .await;
+    assert_eq!(opened["branchSummary"], json!(true));
+    let ids = history(&mut c).await;
+    let (events, moved) = c.ok("navigate", json!({"targetId": ids[1]})).await;
+    assert_eq!(events[0]["summarize"], json!(true));
+    let summary_id = moved["summaryEntryId"].as_str().unwrap().to_owned();
+    let file = lines_of(&dir.path().join("s.jsonl"));
+    assert_eq!(file.last().unwrap()["type"], json!("branch_summary"));
+    assert_eq!(file.last().unwrap()["id"], json!(summary_id));
+    // Saying so explicitly still wins.
+    let (events, moved) = c
+        .ok("navigate", json!({"targetId": ids[3], "summarize": false}))
+        .await;
+    assert_eq!(events[0]["summarize"], json!(false));
+    assert_eq!(moved["summaryEntryId"], Value::Null);
+    assert_eq!(c.finish().await, 0);
+}

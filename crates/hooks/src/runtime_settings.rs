@@ -84,6 +84,10 @@ pub struct MaintenanceSettings {
     /// `contextPromotion.enabled`: overflow, incomplete and threshold
     /// recovery first switch to a larger-context model the agent offers.
     pub context_promotion: bool,
+    /// `branchSummary.enabled`: a navigation summarizes the abandoned
+    /// branch unless the caller says otherwise (the default of
+    /// `summarize` in `musepi serve`'s `navigate`).
+    pub branch_summary_enabled: bool,
     /// `branchSummary.reserveTokens`.
     pub branch_summary_reserve_tokens: u64,
     /// The current model's context window.
@@ -115,6 +119,7 @@ impl Default for MaintenanceSettings {
             supersede_reads: true,
             remote_enabled: true,
             context_promotion: false,
+            branch_summary_enabled: false,
             branch_summary_reserve_tokens: 16_384,
             context_window: 200_000,
             reasoning: Some("high".to_owned()),

@@ -80,6 +80,7 @@ pub(super) fn maintenance_settings(s: &Settings, context_window: u64) -> Mainten
         remote_enabled: c.remote_enabled,
         branch_summary_reserve_tokens: u64::from(s.branch_summary.reserve_tokens),
         context_promotion: s.context_promotion.enabled,
+        branch_summary_enabled: s.branch_summary.enabled,
         context_window,
         snapcompact: match snap_strategy(s, SnapTarget::default()) {
             Strategy::Snapcompact(snap) => snap.settings,
@@ -341,6 +342,7 @@ impl Server {
             "thresholdTokens": musepi_context_builder::resolve_threshold_tokens(s.context_window, &s.thresholds()),
             "contextTokens": m.context_tokens().0,
             "contextPromotion": s.context_promotion,
+            "branchSummary": s.branch_summary_enabled,
             "promotionTargets": m.promotion_targets().iter().map(PromotionTarget::to_json).collect::<Vec<_>>(),
             "summarizer": self.summarizer.as_ref().map(|p| Summarizer::describe(p.as_ref())),
             "state": {
@@ -411,7 +413,10 @@ impl Server {
         };
         let request = TreeRequest {
             target_id: target,
-            summarize: bool_param(params, "summarize")?,
+            summarize: match params.get("summarize") {
+                None | Some(Value::Null) => self.runtime()?.settings().branch_summary_enabled,
+                _ => bool_param(params, "summarize")?,
+            },
             custom_instructions: str_param(params, "instructions")?.map(str::to_owned),
             replace_instructions: match params.get("replaceInstructions") {
                 None | Some(Value::Null) => true,
