@@ -166,6 +166,30 @@ impl std::fmt::Debug for Hooks {
     }
 }
 
+/// The answer to a before-event: it may say nothing, and it may cancel.
+trait BeforeAnswer {
+    fn is_empty(&self) -> bool;
+    fn cancels(&self) -> bool;
+}
+
+impl BeforeAnswer for BeforeCompactResult {
+    fn is_empty(&self) -> bool {
+        Self::is_empty(self)
+    }
+    fn cancels(&self) -> bool {
+        self.cancel
+    }
+}
+
+impl BeforeAnswer for BeforeTreeResult {
+    fn is_empty(&self) -> bool {
+        Self::is_empty(self)
+    }
+    fn cancels(&self) -> bool {
+        self.cancel
+    }
+}
+
 impl Hooks {
     /// No handlers.
     pub fn new() -> Self {
@@ -204,21 +228,22 @@ impl Hooks {
         cancelled
     }
 
-    /// Runs `session_before_compact`.
-    pub async fn before_compact(
-        &self,
-        event: &BeforeCompactEvent,
-        cancel: &CancellationToken,
-    ) -> Dispatch<BeforeCompactResult> {
+    /// Runs a before-event: the last answer that says something wins, and
+    /// a cancel (or a failing fail-closed hook) ends the chain.
+    async fn before_event<'a, R: BeforeAnswer>(
+        &'a self,
+        event: &'static str,
+        call: impl Fn(&'a dyn Hook) -> HookFuture<'a, Option<R>>,
+    ) -> Dispatch<R> {
         let mut d = Dispatch {
             result: None,
             warnings: Vec::new(),
             failed_closed: false,
         };
-        for h in self.for_event(names::BEFORE_COMPACT) {
-            match h.before_compact(event, cancel.clone()).await {
+        for h in self.for_event(event) {
+            match call(h.as_ref()).await {
                 Ok(Some(r)) if !r.is_empty() => {
-                    let stop = r.cancel;
+                    let stop = r.cancels();
                     d.result = Some(r);
                     if stop {
                         break;
@@ -226,13 +251,25 @@ impl Hooks {
                 }
                 Ok(_) => {}
                 Err(e) => {
-                    if Self::fail(&mut d, h.as_ref(), names::BEFORE_COMPACT, e) {
+                    if Self::fail(&mut d, h.as_ref(), event, e) {
                         break;
                     }
                 }
             }
         }
         d
+    }
+
+    /// Runs `session_before_compact`.
+    pub async fn before_compact(
+        &self,
+        event: &BeforeCompactEvent,
+        cancel: &CancellationToken,
+    ) -> Dispatch<BeforeCompactResult> {
+        self.before_event(names::BEFORE_COMPACT, |h| {
+            h.before_compact(event, cancel.clone())
+        })
+        .await
     }
 
     /// Runs `session.compacting`, combining the answers.
@@ -297,29 +334,8 @@ impl Hooks {
         event: &BeforeTreeEvent,
         cancel: &CancellationToken,
     ) -> Dispatch<BeforeTreeResult> {
-        let mut d = Dispatch {
-            result: None,
-            warnings: Vec::new(),
-            failed_closed: false,
-        };
-        for h in self.for_event(names::BEFORE_TREE) {
-            match h.before_tree(event, cancel.clone()).await {
-                Ok(Some(r)) if !r.is_empty() => {
-                    let stop = r.cancel;
-                    d.result = Some(r);
-                    if stop {
-                        break;
-                    }
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    if Self::fail(&mut d, h.as_ref(), names::BEFORE_TREE, e) {
-                        break;
-                    }
-                }
-            }
-        }
-        d
+        self.before_event(names::BEFORE_TREE, |h| h.before_tree(event, cancel.clone()))
+            .await
     }
 
     /// Runs `session_tree` (answers ignored).
