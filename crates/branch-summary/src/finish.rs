@@ -136,69 +136,45 @@ trait Navigate {
     ) -> Result<EntryId, SessionError>;
 }
 
-impl Navigate for Session {
-    fn set_leaf(&mut self, id: &str) -> Result<(), SessionError> {
-        Session::set_leaf(self, id)
-    }
-    fn reset_leaf(&mut self) {
-        Session::reset_leaf(self);
-    }
-    fn summarize(
-        &mut self,
-        from: Option<&str>,
-        s: &Summary,
-        stamp: &mut Stamp<'_>,
-    ) -> Result<EntryId, SessionError> {
-        self.branch_with_summary(
-            from,
-            &s.summary,
-            s.details.clone(),
-            s.from_extension,
-            s.usage.clone(),
-            stamp,
-        )
-    }
-    fn label(
-        &mut self,
-        target: &str,
-        label: &str,
-        stamp: &mut Stamp<'_>,
-    ) -> Result<EntryId, SessionError> {
-        self.append_label(target, Some(label), stamp)
-    }
+/// `Navigate` over the inherent methods `Session` and `Journal` share
+/// (a journal writes each change to its file as well).
+macro_rules! navigate_by_inherent_methods {
+    ($($t:ty),*) => {$(
+        impl Navigate for $t {
+            fn set_leaf(&mut self, id: &str) -> Result<(), SessionError> {
+                <$t>::set_leaf(self, id)
+            }
+            fn reset_leaf(&mut self) {
+                <$t>::reset_leaf(self);
+            }
+            fn summarize(
+                &mut self,
+                from: Option<&str>,
+                s: &Summary,
+                stamp: &mut Stamp<'_>,
+            ) -> Result<EntryId, SessionError> {
+                self.branch_with_summary(
+                    from,
+                    &s.summary,
+                    s.details.clone(),
+                    s.from_extension,
+                    s.usage.clone(),
+                    stamp,
+                )
+            }
+            fn label(
+                &mut self,
+                target: &str,
+                label: &str,
+                stamp: &mut Stamp<'_>,
+            ) -> Result<EntryId, SessionError> {
+                self.append_label(target, Some(label), stamp)
+            }
+        }
+    )*};
 }
 
-impl Navigate for Journal {
-    fn set_leaf(&mut self, id: &str) -> Result<(), SessionError> {
-        Journal::set_leaf(self, id)
-    }
-    fn reset_leaf(&mut self) {
-        Journal::reset_leaf(self);
-    }
-    fn summarize(
-        &mut self,
-        from: Option<&str>,
-        s: &Summary,
-        stamp: &mut Stamp<'_>,
-    ) -> Result<EntryId, SessionError> {
-        self.branch_with_summary(
-            from,
-            &s.summary,
-            s.details.clone(),
-            s.from_extension,
-            s.usage.clone(),
-            stamp,
-        )
-    }
-    fn label(
-        &mut self,
-        target: &str,
-        label: &str,
-        stamp: &mut Stamp<'_>,
-    ) -> Result<EntryId, SessionError> {
-        self.append_label(target, Some(label), stamp)
-    }
-}
+navigate_by_inherent_methods!(Session, Journal);
 
 fn apply(
     tree: &mut impl Navigate,
