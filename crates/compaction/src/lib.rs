@@ -42,8 +42,8 @@ pub use request::{
 pub use settings::CompactionSettings;
 pub use trigger::{
     Action, CompactionPlan, MAX_EMPTY_INCOMPLETE_RECOVERIES, REPEATED_OVERFLOW, Reason,
-    TriggerContext, after_assistant, before_request, is_context_overflow, is_overflow_error,
-    manual, when_idle,
+    TriggerContext, after_assistant, before_request, has_output, is_context_overflow,
+    is_overflow_error, manual, when_idle,
 };
 pub use window::{
     DEFAULT_SUMMARIZER_WINDOW, HistoryUnits, input_budget_tokens, min_window_tokens,

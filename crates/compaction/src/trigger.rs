@@ -189,7 +189,10 @@ fn stale(message: &AssistantMessage, ctx: &TriggerContext) -> bool {
     matches!((message.timestamp, ctx.latest_compaction_ms), (Some(t), Some(c)) if t <= c)
 }
 
-fn has_output(message: &AssistantMessage) -> bool {
+/// Whether the assistant delivered text or a tool call (an answer cut at
+/// the output limit with nothing in it is retried; one with output resets
+/// the count of empty recoveries).
+pub fn has_output(message: &AssistantMessage) -> bool {
     message.content.blocks().iter().any(|b| match b {
         ContentBlock::Text { text, .. } => !text.trim().is_empty(),
         ContentBlock::ToolCall(_) => true,

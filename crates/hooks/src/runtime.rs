@@ -29,13 +29,13 @@
 use std::sync::Arc;
 
 use musepi_compaction::{
-    Action, REPEATED_OVERFLOW, Reason, TriggerContext, after_assistant, before_request, manual,
-    when_idle,
+    Action, REPEATED_OVERFLOW, Reason, TriggerContext, after_assistant, before_request, has_output,
+    manual, when_idle,
 };
 use musepi_context_builder::{LlmMessage, build_context};
 use musepi_session_model::{
-    AgentMessage, AssistantMessage, ContentBlock, EntryBody, EntryId, IdSource, Journal,
-    SequentialIds, SessionError, Stamp, StopReason,
+    AgentMessage, AssistantMessage, EntryBody, EntryId, IdSource, Journal, SequentialIds,
+    SessionError, Stamp, StopReason,
 };
 
 use crate::compact::{RemoteCompactor, SnapTarget};
@@ -409,16 +409,4 @@ impl Maintenance {
 fn calls_tools(message: &AssistantMessage) -> bool {
     matches!(message.stop_reason, Some(StopReason::ToolUse))
         || message.tool_calls().next().is_some()
-}
-
-/// Whether the assistant delivered text or a tool call.
-fn has_output(message: &AssistantMessage) -> bool {
-    message.content.blocks().iter().any(|b| match b {
-        ContentBlock::Text { text, .. } => !text.trim().is_empty(),
-        ContentBlock::ToolCall(_) => true,
-        _ => false,
-    }) || message
-        .content
-        .as_text()
-        .is_some_and(|t| !t.trim().is_empty())
 }
