@@ -6,7 +6,7 @@ use musepi_session_model::{ContentBlock, Usage};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::http::Http;
+use super::http::{Http, Reply};
 use super::{DeveloperRole, Fallbacks, ProviderConfig, data_url, is_blank, joined_text};
 
 /// A chat-completions server: `OpenAI`, `OpenRouter`, `vLLM`, the llama.cpp server, `Ollama`.
@@ -92,19 +92,8 @@ impl OpenAiCompatible {
         let value = self.http.json(&reply)?;
         let answer = ChatAnswer::read(&value)
             .ok_or_else(|| self.http.malformed(&reply, "no choices[0].message"))?;
-        if let Some(reason) = answer.refusal_reason() {
-            return Err(SummarizeError::Refusal {
-                provider: self.config.name.clone(),
-                reason,
-                message: answer.refusal,
-            });
-        }
-        if let Some(error) = answer.error {
-            return Err(SummarizeError::Provider {
-                provider: self.config.name.clone(),
-                status: Some(reply.status),
-                message: self.http.redact(&error),
-            });
+        if let Some(e) = answer.failure(&self.config.name, &reply, &self.http) {
+            return Err(e);
         }
         if is_blank(&answer.text) {
             return Err(SummarizeError::EmptyResponse {
@@ -175,8 +164,30 @@ impl ChatAnswer {
         })
     }
 
+    /// The refusal, or the error inside a successful reply, as the error
+    /// `provider` reports; `None` for a usable answer.
+    pub(super) fn failure(
+        &self,
+        provider: &str,
+        reply: &Reply,
+        http: &Http,
+    ) -> Option<SummarizeError> {
+        if let Some(reason) = self.refusal_reason() {
+            return Some(SummarizeError::Refusal {
+                provider: provider.to_owned(),
+                reason,
+                message: self.refusal.clone(),
+            });
+        }
+        self.error.as_ref().map(|error| SummarizeError::Provider {
+            provider: provider.to_owned(),
+            status: Some(reply.status),
+            message: http.redact(error),
+        })
+    }
+
     /// The refusal reason, when the model declined.
-    pub(super) fn refusal_reason(&self) -> Option<String> {
+    fn refusal_reason(&self) -> Option<String> {
         match self.finish_reason.as_deref() {
             Some(reason @ ("refusal" | "content_filter")) => Some(reason.to_owned()),
             _ => self.refusal.as_ref().map(|_| "refusal".to_owned()),

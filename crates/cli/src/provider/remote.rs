@@ -127,19 +127,8 @@ impl RemoteEndpoint {
         let Some(answer) = ChatAnswer::read(value) else {
             return Err(missing);
         };
-        if let Some(reason) = answer.refusal_reason() {
-            return Err(SummarizeError::Refusal {
-                provider: self.config.name.clone(),
-                reason,
-                message: answer.refusal,
-            });
-        }
-        if let Some(error) = answer.error {
-            return Err(SummarizeError::Provider {
-                provider: self.config.name.clone(),
-                status: Some(reply.status),
-                message: self.http.redact(&error),
-            });
+        if let Some(e) = answer.failure(&self.config.name, reply, &self.http) {
+            return Err(e);
         }
         if answer.text.trim().is_empty() {
             return Err(missing);
