@@ -29,13 +29,12 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::ServeArgs;
+use crate::commands::runtime::settings;
 use crate::commands::settings_glue::DEFAULT_CONTEXT_WINDOW;
 use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
-use crate::output::note;
 use crate::provider::{
     Provider, ProviderError, ProviderFlags, install_crypto_provider, process_env, resolve_provider,
 };
-use crate::settings::{LoadedSettings, SettingsSources, load_settings};
 use methods::{RpcError, Server};
 
 /// Where protocol lines go: one whole line per write, flushed.
@@ -147,17 +146,7 @@ fn abortable(method: &str) -> bool {
 
 /// Runs the command.
 pub fn run(args: &ServeArgs, ctx: &Ctx) -> CmdResult {
-    let cwd = std::env::current_dir().or_bad_input()?;
-    let LoadedSettings {
-        settings, warnings, ..
-    } = load_settings(&SettingsSources::discover(
-        &cwd,
-        ctx.globals.settings.clone(),
-    ))
-    .or_bad_input()?;
-    for w in &warnings {
-        note(ctx.quiet(), &format!("musepi: warning: {w}"));
-    }
+    let settings = settings(ctx)?;
     install_crypto_provider();
     let flags = ProviderFlags {
         provider: args.provider.clone(),
