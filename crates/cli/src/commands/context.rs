@@ -50,31 +50,17 @@ pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
     let leaf = resolve_leaf(session, args.leaf.as_deref())?;
     let context = build_context_at(session, leaf);
     let leaf_id = leaf.map(|i| session.entries()[i].id.to_string());
-    let rows = if args.transcript {
-        transcript_rows(session, leaf, tokenizer, args.full)
+    let view = if args.transcript {
+        View::Transcript
     } else if args.llm {
-        llm_rows(session, &context, tokenizer, args.full)
+        View::Llm
     } else {
-        context_rows(session, &context, tokenizer, args.full)
+        View::Context
     };
+    let rows = rows(session, &context, leaf, view, tokenizer, args.full);
     let total: u64 = rows.iter().map(|r| r.tokens).sum();
     if ctx.json() {
-        let estimate = estimate_context_tokens(context.agent_messages());
-        let doc = json!({
-            "leafId": leaf_id,
-            "model": context.model.as_ref().map(|m| json!({"provider": m.provider, "modelId": m.model_id})),
-            "thinkingLevel": context.thinking_level,
-            "tokenizer": tokenizer.name(),
-            "tokens": total,
-            "contextEstimate": {
-                "tokens": estimate.tokens,
-                "usageTokens": estimate.usage_tokens,
-                "trailingTokens": estimate.trailing_tokens,
-                "lastUsageIndex": estimate.last_usage_index,
-            },
-            "messages": rows.iter().map(Row::to_json).collect::<Vec<_>>(),
-        });
-        print_json(&doc).or_failed()?;
+        print_json(&document(session, &context, leaf, &rows, tokenizer)).or_failed()?;
         return Ok(Exit::Ok);
     }
     let mut out = String::new();
@@ -138,6 +124,71 @@ pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
     );
     print_text(&out).or_failed()?;
     Ok(Exit::Ok)
+}
+
+/// Which messages `musepi context` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum View {
+    /// The agent messages of the context (the default).
+    Context,
+    /// The provider messages (`--llm`).
+    Llm,
+    /// Every entry of the path, compacted away or not (`--transcript`).
+    Transcript,
+}
+
+fn rows(
+    session: &Session,
+    context: &SessionContext<'_>,
+    leaf: Option<usize>,
+    view: View,
+    tokenizer: Tokenizer,
+    full: bool,
+) -> Vec<Row> {
+    match view {
+        View::Context => context_rows(session, context, tokenizer, full),
+        View::Llm => llm_rows(session, context, tokenizer, full),
+        View::Transcript => transcript_rows(session, leaf, tokenizer, full),
+    }
+}
+
+/// The `--json` document of `musepi context`.
+fn document(
+    session: &Session,
+    context: &SessionContext<'_>,
+    leaf: Option<usize>,
+    rows: &[Row],
+    tokenizer: Tokenizer,
+) -> Value {
+    let estimate = estimate_context_tokens(context.agent_messages());
+    json!({
+        "leafId": leaf.map(|i| session.entries()[i].id.to_string()),
+        "model": context.model.as_ref().map(|m| json!({"provider": m.provider, "modelId": m.model_id})),
+        "thinkingLevel": context.thinking_level,
+        "tokenizer": tokenizer.name(),
+        "tokens": rows.iter().map(|r| r.tokens).sum::<u64>(),
+        "contextEstimate": {
+            "tokens": estimate.tokens,
+            "usageTokens": estimate.usage_tokens,
+            "trailingTokens": estimate.trailing_tokens,
+            "lastUsageIndex": estimate.last_usage_index,
+        },
+        "messages": rows.iter().map(Row::to_json).collect::<Vec<_>>(),
+    })
+}
+
+/// `musepi context --json` at `leaf` (`None`: the explicit null leaf) with
+/// the heuristic tokenizer, as `musepi serve`'s `context` answers.
+pub(crate) fn context_json(
+    session: &Session,
+    leaf: Option<usize>,
+    view: View,
+    full: bool,
+) -> Value {
+    let context = build_context_at(session, leaf);
+    let tokenizer = Tokenizer::Heuristic;
+    let rows = rows(session, &context, leaf, view, tokenizer, full);
+    document(session, &context, leaf, &rows, tokenizer)
 }
 
 /// One output line.
@@ -268,7 +319,7 @@ fn images(m: &LlmMessage) -> u64 {
 
 /// How a provider message counts: its texts, thinking and `name(args)` tool
 /// calls joined by newlines, counted by `tokenizer`, plus 1,200 per image.
-pub(crate) fn llm_tokens(m: &LlmMessage, tokenizer: Tokenizer) -> u64 {
+fn llm_tokens(m: &LlmMessage, tokenizer: Tokenizer) -> u64 {
     let text = llm_text(m);
     let counted = match tokenizer {
         Tokenizer::Heuristic => {
@@ -302,7 +353,7 @@ fn llm_text(m: &LlmMessage) -> String {
 
 /// The remote replay payload of a provider message, counted:
 /// `{type, provider, items: N, keptMessages: M}` (SPEC §2.4).
-pub(crate) fn payload_summary(m: &LlmMessage) -> Option<Value> {
+fn payload_summary(m: &LlmMessage) -> Option<Value> {
     let h = m.provider_history()?;
     Some(json!({
         "type": ProviderHistory::TYPE,

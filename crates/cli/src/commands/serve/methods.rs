@@ -12,7 +12,8 @@ use musepi_session_model::time::format_iso;
 use musepi_session_model::{AgentMessage, EntryBody, Header, IdSource, Journal, SequentialIds};
 use serde_json::{Value, json};
 
-use super::views::{context_json, decision_json, entry_body, plan_json, tree_json};
+use super::views::{decision_json, entry_body, plan_json, tree_json};
+use crate::commands::context::{View, context_json};
 use crate::commands::runtime::snap_strategy;
 use crate::settings::{CompactionStrategy, Settings, merge_layers};
 
@@ -444,7 +445,8 @@ impl Server {
         let leaf = self.leaf(params)?;
         let (llm, full) = (bool_param(params, "llm")?, bool_param(params, "full")?);
         let session = self.runtime()?.journal().session();
-        Ok(context_json(session, leaf, llm, full))
+        let view = if llm { View::Llm } else { View::Context };
+        Ok(context_json(session, leaf, view, full))
     }
 
     fn plan(&mut self, params: &Value) -> Reply {

@@ -6,15 +6,12 @@ use std::path::Path;
 use musepi_compaction::{
     CompactionSettings, RequestOptions, SummaryPlan, history_max_tokens, plan_prune, prepare,
 };
-use musepi_context_builder::{
-    ConvertOptions, build_context_at, convert_with_sources, estimate_context_tokens,
-    resolve_threshold_tokens,
-};
+use musepi_context_builder::{build_context_at, estimate_context_tokens, resolve_threshold_tokens};
 use musepi_hooks::{Decision, TreeOutcome};
 use musepi_session_model::{EntryBody, EntryId, SequentialIds, Session, load_bytes};
 use serde_json::{Map, Value, json};
 
-use crate::commands::context::{llm_json, llm_tokens, payload_summary};
+use crate::commands::context::llm_json;
 use crate::commands::plan::{prune_json, request_json};
 
 fn ids(list: &[EntryId]) -> Vec<&str> {
@@ -53,62 +50,6 @@ pub(super) fn tree_json(t: &TreeOutcome) -> Value {
         "markerEntryId": t.marker_entry_id.as_ref().map(EntryId::as_str),
         "context": t.context.iter().map(llm_json).collect::<Vec<_>>(),
         "notes": t.notes,
-    })
-}
-
-/// `musepi context --json` at `leaf` (`None`: the explicit null leaf).
-pub(super) fn context_json(session: &Session, leaf: Option<usize>, llm: bool, full: bool) -> Value {
-    let context = build_context_at(session, leaf);
-    let id = |i: usize| session.entries()[i].id.to_string();
-    let messages: Vec<Value> = if llm {
-        convert_with_sources(
-            &context.messages,
-            &ConvertOptions {
-                archive: Some(&musepi_snapcompact::SessionArchives::new(session)),
-                session: Some(session),
-                ..ConvertOptions::default()
-            },
-        )
-            .iter()
-            .map(|c| {
-                let mut v = json!({"entryId": id(c.entry_index), "role": c.message.role(), "tokens": llm_tokens(&c.message, musepi_context_builder::Tokenizer::Heuristic)});
-                if let Some(p) = payload_summary(&c.message) {
-                    v["providerPayload"] = p;
-                }
-                if full {
-                    v["message"] = llm_json(&c.message);
-                }
-                v
-            })
-            .collect()
-    } else {
-        context
-            .messages
-            .iter()
-            .map(|m| {
-                let mut v = json!({"entryId": id(m.entry_index), "role": m.message.role(), "tokens": m.tokens()});
-                if full {
-                    v["message"] = serde_json::to_value(m.message.as_ref()).unwrap_or(Value::Null);
-                }
-                v
-            })
-            .collect()
-    };
-    let total: u64 = messages.iter().filter_map(|m| m["tokens"].as_u64()).sum();
-    let estimate = estimate_context_tokens(context.agent_messages());
-    json!({
-        "leafId": leaf.map(id),
-        "model": context.model.as_ref().map(|m| json!({"provider": m.provider, "modelId": m.model_id})),
-        "thinkingLevel": context.thinking_level,
-        "tokenizer": "heuristic",
-        "tokens": total,
-        "contextEstimate": {
-            "tokens": estimate.tokens,
-            "usageTokens": estimate.usage_tokens,
-            "trailingTokens": estimate.trailing_tokens,
-            "lastUsageIndex": estimate.last_usage_index,
-        },
-        "messages": messages,
     })
 }
 
