@@ -316,6 +316,23 @@ async fn the_protocol_end_to_end() {
     assert_eq!(ctx["messages"][0]["entryId"], json!(entry_id));
     let (_, llm) = c.ok("context", json!({"llm": true, "full": true})).await;
     assert_eq!(llm["messages"][0]["message"]["role"], json!("user"));
+    // The very document `musepi context --json` prints for the file.
+    for (params, flags) in [
+        (json!({"full": true}), &["--full"][..]),
+        (json!({"llm": true, "full": true}), &["--llm", "--full"][..]),
+    ] {
+        let (_, served) = c.ok("context", params).await;
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_musepi"))
+            .args(["context", "s.jsonl", "--json"])
+            .args(flags)
+            .current_dir(dir.path())
+            .env("HOME", dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(served, printed, "{flags:?}");
+    }
     let (_, plan) = c.ok("plan", json!({})).await;
     assert_eq!(plan["nothingToCompact"], json!(true));
     assert_eq!(plan["reason"], json!("Already compacted"));

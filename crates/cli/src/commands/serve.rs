@@ -50,7 +50,10 @@ impl Out {
         }
     }
 
-    fn line(&self, value: &Value) -> std::io::Result<()> {
+    /// Writes `value` as one line; integral floats print as integers
+    /// (`90050`, not `90050.0`), as `--json` output and docs/protocol.md do.
+    fn line(&self, mut value: Value) -> std::io::Result<()> {
+        musepi_session_model::json::js_numbers(&mut value);
         let mut out = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         let mut text = value.to_string();
         text.push('\n');
@@ -168,7 +171,7 @@ pub fn run(args: &ServeArgs, ctx: &Ctx) -> CmdResult {
     let sink_out = out.clone();
     let events: EventSink = Arc::new(move |e: MaintenanceEvent| {
         // A client that stopped reading ends the server at the next response.
-        let _ = sink_out.line(&json!({"event": e.to_json()}));
+        let _ = sink_out.line(json!({"event": e.to_json()}));
     });
     let server = Server {
         settings,
@@ -218,13 +221,13 @@ async fn serve(mut server: Server, out: &Out) -> std::io::Result<()> {
         let request = match parse(&line) {
             Ok(r) => r,
             Err((id, e)) => {
-                out.line(&response(&id, Err(e)))?;
+                out.line(response(&id, Err(e)))?;
                 continue;
             }
         };
         if !abortable(&request.method) {
             let reply = server.call(&request.method, &request.params).await;
-            out.line(&response(&request.id, reply))?;
+            out.line(response(&request.id, reply))?;
             continue;
         }
         let abort = server.abort_handle();
@@ -236,12 +239,12 @@ async fn serve(mut server: Server, out: &Out) -> std::io::Result<()> {
                 Some(next) = rx.recv() => match parse(&next) {
                     Ok(r) if r.method == "abort" => {
                         let aborted = abort.as_ref().is_some_and(musepi_hooks::AbortHandle::abort);
-                        out.line(&response(&r.id, Ok(json!({"aborted": aborted}))))?;
+                        out.line(response(&r.id, Ok(json!({"aborted": aborted}))))?;
                     }
                     _ => waiting.push_back(next),
                 },
             }
         };
-        out.line(&response(&request.id, reply))?;
+        out.line(response(&request.id, reply))?;
     }
 }
