@@ -227,6 +227,35 @@ fn boundary(session: &Session, path: &[usize]) -> usize {
         .unwrap_or(0)
 }
 
+/// What both prune passes read of the path to a leaf.
+struct Scan<'a> {
+    /// The path's entry indices, root first.
+    path: Vec<usize>,
+    /// Its tool results.
+    results: Vec<ResultInfo<'a>>,
+    /// The path position before which nothing is pruned.
+    boundary: usize,
+    /// Entry indices of superseded reads (empty when `supersede_reads` is off).
+    superseded: HashSet<usize>,
+}
+
+fn scan<'a>(session: &'a Session, leaf: usize, config: &PruneConfig) -> Scan<'a> {
+    let path = session.path_indices(leaf);
+    let results = results(session, &path);
+    let boundary = boundary(session, &path);
+    let superseded = if config.supersede_reads {
+        superseded(&results, config)
+    } else {
+        HashSet::new()
+    };
+    Scan {
+        path,
+        results,
+        boundary,
+        superseded,
+    }
+}
+
 fn placeholder_tokens(s: &str) -> u64 {
     chars_to_tokens(utf16_len(s))
 }
@@ -238,14 +267,12 @@ pub fn plan_prune(session: &Session, leaf: Option<usize>, config: &PruneConfig) 
     let Some(leaf) = leaf else {
         return PrunePlan::default();
     };
-    let path = session.path_indices(leaf);
-    let results = results(session, &path);
-    let boundary = boundary(session, &path);
-    let superseded = if config.supersede_reads {
-        superseded(&results, config)
-    } else {
-        HashSet::new()
-    };
+    let Scan {
+        results,
+        boundary,
+        superseded,
+        ..
+    } = scan(session, leaf, config);
     let mut plan = PrunePlan::default();
     let mut accumulated = 0u64;
     for r in results.iter().rev() {
@@ -304,14 +331,12 @@ pub fn plan_stale_results(
     let Some(leaf) = leaf else {
         return PrunePlan::default();
     };
-    let path = session.path_indices(leaf);
-    let results = results(session, &path);
-    let boundary = boundary(session, &path);
-    let superseded = if config.supersede_reads {
-        superseded(&results, config)
-    } else {
-        HashSet::new()
-    };
+    let Scan {
+        path,
+        results,
+        boundary,
+        superseded,
+    } = scan(session, leaf, config);
     // suffix[pos]: estimated tokens of every message after path position `pos`.
     let entries = session.entries();
     let mut suffix = vec![0u64; path.len() + 1];
