@@ -351,7 +351,8 @@ pub struct BranchArgs {
     /// A label for the new position.
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
-    /// `llm` (the default) or `snapcompact` (a deterministic digest, no model).
+    /// `llm` or `snapcompact` (a deterministic digest, no model); default: `llm` when a provider
+    /// is configured, else `snapcompact`.
     #[arg(long, value_name = "llm|snapcompact")]
     pub strategy: Option<String>,
     /// A provider kind or a name from the settings.

@@ -220,3 +220,78 @@ async fn the_digest_needs_no_model_and_dry_run_writes_nothing() {
     let bad = musepi(&["branch", file.to_str().unwrap(), "--to", "nope"]).await;
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[tokio::test]
+async fn summarize_without_a_provider_writes_the_digest() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = tree(dir.path());
+    let out = tokio::process::Command::new(MUSEPI)
+        .args([
+            "branch",
+            file.to_str().unwrap(),
+            "--to",
+            "b2",
+            "--summarize",
+            "--json",
+        ])
+        .env("HOME", dir.path())
+        .current_dir(dir.path())
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("snapcompact digest"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["strategy"], "snapcompact");
+    let entry = last(&file);
+    assert_eq!(entry["type"], "branch_summary");
+    assert_eq!(entry["parentId"], "b2");
+    assert!(
+        entry["summary"]
+            .as_str()
+            .unwrap()
+            .contains("Try plan B: a hand-written lexer."),
+        "{entry}"
+    );
+}
+
+#[tokio::test]
+async fn summarize_with_an_unusable_provider_is_an_error_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = tree(dir.path());
+    let before = std::fs::read(&file).unwrap();
+    let out = tokio::process::Command::new(MUSEPI)
+        .args([
+            "branch",
+            file.to_str().unwrap(),
+            "--to",
+            "b2",
+            "--summarize",
+            "--provider",
+            "openai-responses",
+            "--model",
+            "gpt-4.1-mini",
+        ])
+        .env("HOME", dir.path())
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("MUSEPI_API_KEY")
+        .current_dir(dir.path())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no API key"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+}

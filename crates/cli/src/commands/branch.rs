@@ -16,7 +16,9 @@ use serde_json::json;
 
 use crate::cli::BranchArgs;
 use crate::commands::plan::request_json;
-use crate::commands::runtime::{Progress, ctrl_c, provider, runtime, settings};
+use crate::commands::runtime::{
+    Progress, ctrl_c, default_branch_strategy, provider, runtime, settings,
+};
 use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{Color, aligned, note, print_json, print_text};
 use crate::provider::ProviderFlags;
@@ -42,27 +44,36 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
             )));
         }
     }
+    let flags = ProviderFlags {
+        provider: args.provider.clone(),
+        base_url: args.base_url.clone(),
+        model: args.model.clone(),
+    };
     let strategy = match args.strategy.as_deref() {
-        None | Some("llm") => BranchStrategy::Llm,
+        Some("llm") => BranchStrategy::Llm,
         Some("snapcompact") => BranchStrategy::Snapcompact,
         Some(other) => {
             return Err(Failure::bad_input(anyhow::anyhow!(
                 "--strategy {other}: expected llm or snapcompact"
             )));
         }
+        // Only a summary needs a provider: a plain move never fails on one.
+        None if !args.summarize => BranchStrategy::Snapcompact,
+        None => default_branch_strategy(&settings, &flags).or_bad_input()?,
     };
     let reserve = u64::from(settings.branch_summary.reserve_tokens);
     if args.dry_run {
         return dry_run(&journal, target.as_deref(), args, reserve, ctx);
     }
+    if args.summarize && args.strategy.is_none() && strategy == BranchStrategy::Snapcompact {
+        note(
+            ctx.quiet(),
+            "musepi: no provider configured: the branch summary is the snapcompact digest (no model); pass --provider for an LLM summary",
+        );
+    }
     let hooks = crate::hooks::from_settings(&settings, ctx)?;
     let rt = runtime()?;
     let progress = Progress::start(ctx, "summarizing the branch");
-    let flags = ProviderFlags {
-        provider: args.provider.clone(),
-        base_url: args.base_url.clone(),
-        model: args.model.clone(),
-    };
     let llm = if args.summarize && strategy == BranchStrategy::Llm {
         Some(provider(ctx, &settings, &flags, &progress)?)
     } else {
@@ -115,6 +126,7 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
             "newLeafId": journal.session().leaf_id().map(ToString::to_string),
             "abandoned": out.abandoned.iter().map(ToString::to_string).collect::<Vec<_>>(),
             "summaryEntryId": out.summary_entry.as_ref().map(ToString::to_string),
+            "strategy": out.summary_entry.as_ref().map(|_| strategy_name(strategy)),
             "summary": out.summary.as_ref().map(|s| s.summary.clone()),
             "fromExtension": out.summary.as_ref().map(|s| s.from_extension),
             "editorText": out.editor_text,
@@ -153,6 +165,16 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
     ];
     if let Some(id) = &out.summary_entry {
         rows.push(("summary entry".to_owned(), id.to_string()));
+        rows.push((
+            "summarized by".to_owned(),
+            match (strategy, &llm) {
+                _ if out.summary.as_ref().is_some_and(|s| s.from_extension) => {
+                    "a session_before_tree hook".to_owned()
+                }
+                (BranchStrategy::Llm, Some(p)) => format!("llm ({})", p.config().describe()),
+                _ => "the snapcompact digest (no model)".to_owned(),
+            },
+        ));
     }
     if let Some(text) = &out.editor_text {
         rows.push(("editor text".to_owned(), crate::output::preview(text, 80)));
@@ -166,6 +188,14 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
     }
     print_text(&text).or_failed()?;
     Ok(Exit::Ok)
+}
+
+/// The strategy's name in `--json` output.
+fn strategy_name(strategy: BranchStrategy) -> &'static str {
+    match strategy {
+        BranchStrategy::Llm => "llm",
+        BranchStrategy::Snapcompact => "snapcompact",
+    }
 }
 
 /// Without a summary (or label) a navigation moves the leaf in memory

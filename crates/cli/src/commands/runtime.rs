@@ -13,7 +13,8 @@ use crate::cli::BudgetArgs;
 use crate::commands::{Ctx, Failure, OrExit};
 use crate::output::note;
 use crate::provider::{
-    Provider, ProviderFlags, RetryNotice, install_crypto_provider, process_env, resolve_provider,
+    Provider, ProviderError, ProviderFlags, RetryNotice, install_crypto_provider, process_env,
+    resolve_config, resolve_provider,
 };
 use crate::settings::{LoadedSettings, Settings, SettingsSources, load_settings};
 
@@ -90,6 +91,24 @@ pub fn provider(
             }
         })),
     )
+}
+
+/// How a branch summary is written when no strategy is named: an LLM
+/// summary when the flags or settings select a provider, else the
+/// snapcompact digest, which needs no model. `Err` is a provider that is
+/// selected but cannot be used (a missing key, a bad URL): the caller
+/// reports it or falls back to the digest and says so.
+pub fn default_branch_strategy(
+    settings: &Settings,
+    flags: &ProviderFlags,
+) -> Result<musepi_hooks::BranchStrategy, ProviderError> {
+    match resolve_config(flags, settings, &process_env) {
+        Ok(_) => Ok(musepi_hooks::BranchStrategy::Llm),
+        Err(ProviderError::NoProviderSelected { .. }) => {
+            Ok(musepi_hooks::BranchStrategy::Snapcompact)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// A spinner on stderr while waiting (only on a terminal, never with `-q`).

@@ -24,9 +24,11 @@ use tokio_util::sync::CancellationToken;
 use crate::cli::{BudgetArgs, ViewArgs};
 use crate::commands::branch::mark_leaf;
 use crate::commands::compact::Chosen;
-use crate::commands::runtime::{Progress, budgets, provider, prune_config, runtime, settings};
+use crate::commands::runtime::{
+    Progress, budgets, default_branch_strategy, provider, prune_config, runtime, settings,
+};
 use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
-use crate::provider::{ProviderError, ProviderFlags, process_env, resolve_config};
+use crate::provider::{ProviderFlags, process_env, resolve_config};
 use crate::settings::Settings;
 use crate::view::terminal::TerminalGuard;
 use crate::view::text::{sanitize, thousands, tokens};
@@ -109,11 +111,8 @@ fn branch_strategy(
         Some(other) => Err(Failure::bad_input(anyhow!(
             "--branch-strategy {other}: expected llm or snapcompact"
         ))),
-        None => match resolve_config(flags, settings, &process_env) {
-            Ok(_) => Ok((BranchStrategy::Llm, None)),
-            Err(ProviderError::NoProviderSelected { .. }) => {
-                Ok((BranchStrategy::Snapcompact, None))
-            }
+        None => match default_branch_strategy(settings, flags) {
+            Ok(strategy) => Ok((strategy, None)),
             Err(e) => Ok((
                 BranchStrategy::Snapcompact,
                 Some(format!(
