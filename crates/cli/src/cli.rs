@@ -20,27 +20,30 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The `--help` section of the flags every command accepts.
+pub const GLOBAL: &str = "Global options";
+
 /// Flags accepted anywhere on the line.
 #[derive(Debug, Clone, Default, Args)]
 pub struct Globals {
     /// Print one JSON document on stdout instead of text for people.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     pub json: bool,
     /// Fix the clock for new entries (ISO-8601, e.g. 2025-05-01T10:00:00.000Z).
-    #[arg(long, global = true, value_name = "ISO-8601")]
+    #[arg(long, global = true, help_heading = GLOBAL, value_name = "ISO-8601")]
     pub now: Option<String>,
     /// New ids `00000001`, `00000002`, … after the highest such id in the
     /// file; v1 entries are numbered that way during migration.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     pub deterministic_ids: bool,
     /// A settings file read after ~/.musepi/settings.json and .musepi/settings.json.
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, help_heading = GLOBAL, value_name = "FILE")]
     pub settings: Option<PathBuf>,
     /// Print nothing on stderr but errors.
-    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    #[arg(short, long, global = true, help_heading = GLOBAL, conflicts_with = "verbose")]
     pub quiet: bool,
     /// Say more (repeat for more).
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    #[arg(short, long, global = true, help_heading = GLOBAL, action = clap::ArgAction::Count)]
     pub verbose: u8,
 }
 
@@ -426,4 +429,57 @@ pub struct ViewArgs {
     /// Budgets for `/compact`.
     #[command(flatten)]
     pub budget: BudgetArgs,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    use super::{Cli, GLOBAL};
+
+    /// Every command's `--help`, the top one first, with its path.
+    fn helps() -> Vec<(String, String)> {
+        fn walk(cmd: &mut clap::Command, path: &str, out: &mut Vec<(String, String)>) {
+            out.push((path.to_owned(), cmd.render_help().to_string()));
+            // clap's own `help` subcommand takes no flags.
+            for sub in cmd.get_subcommands_mut().filter(|s| s.get_name() != "help") {
+                let path = format!("{path} {}", sub.get_name());
+                walk(sub, &path, out);
+            }
+        }
+        let mut cmd = Cli::command();
+        cmd.build();
+        let mut out = Vec::new();
+        walk(&mut cmd, "musepi", &mut out);
+        out
+    }
+
+    #[test]
+    fn every_help_lists_the_global_flags_in_their_own_section() {
+        let helps = helps();
+        assert!(helps.len() > 15, "{} helps", helps.len());
+        for (path, help) in helps {
+            let heading = format!("\n{GLOBAL}:\n");
+            let Some((own, global)) = help.split_once(&heading) else {
+                panic!("`{path} --help` has no {GLOBAL} section:\n{help}");
+            };
+            for flag in [
+                "--json",
+                "--now <ISO-8601>",
+                "--deterministic-ids",
+                "--settings <FILE>",
+                "--quiet",
+                "--verbose",
+            ] {
+                assert!(
+                    global.contains(flag),
+                    "`{path} --help`: {flag} missing:\n{help}"
+                );
+                assert!(
+                    !own.contains(flag),
+                    "`{path} --help`: {flag} outside {GLOBAL}:\n{help}"
+                );
+            }
+        }
+    }
 }

@@ -257,3 +257,30 @@ fn bad_entries_shapes_and_sessions_without_an_archive_exit_2() {
     let o = musepi(&["snapcompact", "render", p(&plain)]);
     assert_eq!(code(&o), 2, "--out is required");
 }
+
+#[test]
+fn an_unknown_shape_lists_the_valid_ones_before_the_file_is_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out");
+    // The file does not exist: the flag is checked first.
+    let missing = dir.path().join("missing.jsonl");
+    let o = musepi(&[
+        "snapcompact",
+        "render",
+        p(&missing),
+        "--out",
+        p(&out),
+        "--shape",
+        "nonsense",
+    ]);
+    assert_eq!(code(&o), 2);
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("--shape: unknown snapcompact shape `nonsense`: expected auto or one of "),
+        "{err}"
+    );
+    for name in ["8on22-bw", "11on16-bw", "doc-8on16-sent-dim"] {
+        assert!(err.contains(name), "{err}");
+    }
+    assert!(!out.exists(), "nothing is written");
+}

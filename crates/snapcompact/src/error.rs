@@ -4,7 +4,10 @@
 #[derive(Debug, thiserror::Error)]
 pub enum SnapError {
     /// A shape name that is not in the shape table (SPEC §14.3).
-    #[error("unknown snapcompact shape `{0}`")]
+    #[error(
+        "unknown snapcompact shape `{0}`: expected auto or one of {names}",
+        names = crate::shape::shape_names()
+    )]
     UnknownShape(String),
     /// The shape's glyphs are not bundled with this crate (the Silver
     /// TrueType font is not shipped).

@@ -158,6 +158,11 @@ pub const SHAPES: &[Shape] = &[
     doc("doc-8on16-sent-dim", Sent, true),
 ];
 
+/// Every shape's name, comma-separated, in table order (for messages).
+pub fn shape_names() -> String {
+    SHAPES.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+}
+
 /// The shape legacy frames (without `font` and `variant`) were printed with.
 pub const LEGACY_SHAPE: &str = "5x8-sent";
 /// The shape of a model nobody measured (spec-decisions 15).
@@ -482,6 +487,18 @@ mod tests {
         assert!(
             matches!(resolve_shape("x", "y", Some("nope")), Err(SnapError::UnknownShape(n)) if n == "nope")
         );
+        let message = resolve_shape("x", "y", Some("nope"))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            message
+                .starts_with("unknown snapcompact shape `nope`: expected auto or one of 8x8r-bw, "),
+            "{message}"
+        );
+        for s in SHAPES {
+            assert!(message.contains(s.name), "{message} lacks {}", s.name);
+        }
     }
 
     #[test]

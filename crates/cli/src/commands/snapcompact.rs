@@ -48,6 +48,16 @@ struct Written {
 }
 
 fn render(args: &RenderArgs, ctx: &Ctx) -> CmdResult {
+    // The flags first: a bad --shape is an error before the file is read.
+    let shape = match (&args.shape, &args.model) {
+        (None, None) => None,
+        (shape, model) => Some(
+            resolve_shape("", model.as_deref().unwrap_or_default(), shape.as_deref())
+                .map_err(|e| anyhow!("--shape: {e}"))
+                .or_bad_input()?
+                .shape,
+        ),
+    };
     let input = Input::from_arg(&args.file);
     let loaded = load_or_fail(&input, ctx)?;
     let session = &loaded.session;
@@ -56,14 +66,6 @@ fn render(args: &RenderArgs, ctx: &Ctx) -> CmdResult {
     let stored = stored_archive(compaction).ok_or_else(|| {
         Failure::bad_input(anyhow!("compaction {id} holds no snapcompact archive"))
     })?;
-    let shape = match (&args.shape, &args.model) {
-        (None, None) => None,
-        (shape, model) => Some(
-            resolve_shape("", model.as_deref().unwrap_or_default(), shape.as_deref())
-                .or_bad_input()?
-                .shape,
-        ),
-    };
     fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))
         .or_failed()?;
