@@ -237,7 +237,7 @@ fn bad_entries_shapes_and_sessions_without_an_archive_exit_2() {
             vec!["--entry", "00000001"],
             "is a message, not a compaction",
         ),
-        (vec!["--entry", "nope"], "no entry nope"),
+        (vec!["--entry", "nope"], "unknown entry id `nope`"),
         (
             vec!["--shape", "9x9-bw"],
             "unknown snapcompact shape `9x9-bw`",

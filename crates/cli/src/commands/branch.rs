@@ -8,9 +8,7 @@ use musepi_branch_summary::{
     token_budget,
 };
 use musepi_compaction::prompts::SUMMARIZATION_SYSTEM;
-use musepi_hooks::{
-    BranchStrategy, NavigateError, NavigateOptions, NavigateOutcome, Summarizer, navigate,
-};
+use musepi_hooks::{BranchStrategy, NavigateOptions, NavigateOutcome, Summarizer, navigate};
 use musepi_session_model::{EntryBody, EntryId, IdSource, Journal, SessionError, Stamp};
 use serde_json::json;
 
@@ -39,9 +37,7 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
     let session = journal.session();
     for id in target.iter().chain(args.from.iter()) {
         if session.index_of(id).is_none() {
-            return Err(Failure::bad_input(anyhow::anyhow!(
-                "unknown entry id `{id}` (see `musepi session tree`)"
-            )));
+            return Err(Failure::unknown_entry(id));
         }
     }
     let flags = ProviderFlags {
@@ -53,7 +49,7 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
         Some("llm") => BranchStrategy::Llm,
         Some("snapcompact") => BranchStrategy::Snapcompact,
         Some(other) => {
-            return Err(Failure::bad_input(anyhow::anyhow!(
+            return Err(Failure::usage(anyhow::anyhow!(
                 "--strategy {other}: expected llm or snapcompact"
             )));
         }
@@ -109,9 +105,6 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
     progress.finish();
     let out = match result {
         Ok(out) => out,
-        Err(e @ (NavigateError::NotFound(_) | NavigateError::NoModel)) => {
-            return Err(Failure::bad_input(e));
-        }
         Err(e) => return Err(Failure::failed(e)),
     };
     for w in &out.warnings {

@@ -51,7 +51,7 @@ impl Chosen {
             Some("llm" | "context-full") => Self::Llm,
             Some("remote") => Self::Remote,
             Some(other) => {
-                return Err(Failure::bad_input(anyhow::anyhow!(
+                return Err(Failure::usage(anyhow::anyhow!(
                     "--strategy {other}: expected snapcompact, llm or remote"
                 )));
             }
@@ -161,9 +161,6 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
                 print_text(&format!("nothing to compact: {reason}\n")).or_failed()?;
             }
             return Ok(if args.strict { Exit::Failed } else { Exit::Ok });
-        }
-        Err(e @ (CompactError::NoModel | CompactError::Session(_))) => {
-            return Err(Failure::bad_input(e));
         }
         Err(e) => return Err(Failure::failed(e)),
     };

@@ -26,11 +26,10 @@ pub(crate) fn resolve_leaf(
     match leaf {
         None => Ok(session.leaf_index()),
         Some("null") => Ok(None),
-        Some(id) => session.index_of(id).map(Some).ok_or_else(|| {
-            Failure::bad_input(anyhow::anyhow!(
-                "unknown entry id `{id}` (see `musepi session tree`)"
-            ))
-        }),
+        Some(id) => session
+            .index_of(id)
+            .map(Some)
+            .ok_or_else(|| Failure::unknown_entry(id)),
     }
 }
 
@@ -41,7 +40,7 @@ pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
     let session = &loaded.session;
     let tokenizer = match &args.tokenizer {
         Some(name) => Tokenizer::parse(name).ok_or_else(|| {
-            Failure::bad_input(anyhow::anyhow!(
+            Failure::usage(anyhow::anyhow!(
                 "--tokenizer {name}: expected heuristic, o200k or cl100k"
             ))
         })?,

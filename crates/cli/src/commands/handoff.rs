@@ -21,7 +21,7 @@ use musepi_hooks::events::{BeforeCompactEvent, MessageView, PreparationView, nam
 use musepi_hooks::{Hooks, Summarizer};
 use musepi_session_model::time::format_iso;
 use musepi_session_model::{
-    CURRENT_VERSION, EntryBody, Header, IdSource, Journal, Session, SessionError, Stamp, write_new,
+    CURRENT_VERSION, EntryBody, Header, IdSource, Journal, Session, Stamp, write_new,
 };
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -41,10 +41,14 @@ pub const HANDOFF_REASON: &str = "handoff";
 pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
     let settings = settings(ctx)?;
     if args.out.exists() {
-        return Err(Failure::bad_input(anyhow::anyhow!(
-            "{}: the file already exists; a handoff never overwrites a session",
-            args.out.display()
-        )));
+        return Err(Failure::new(
+            Exit::BadInput,
+            "file-exists",
+            anyhow::anyhow!(
+                "{}: the file already exists; a handoff never overwrites a session",
+                args.out.display()
+            ),
+        ));
     }
     let journal = Journal::open(
         &args.file,
@@ -54,10 +58,14 @@ pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
     let session = journal.session();
     let context = build_context(session);
     if context.messages.is_empty() {
-        return Err(Failure::failed(anyhow::anyhow!(
-            "nothing to hand off: the context at the leaf of {} is empty",
-            args.file.display()
-        )));
+        return Err(Failure::new(
+            Exit::Failed,
+            "empty-context",
+            anyhow::anyhow!(
+                "nothing to hand off: the context at the leaf of {} is empty",
+                args.file.display()
+            ),
+        ));
     }
     let parent = std::path::absolute(&args.file).or_bad_input()?;
     let hooks = crate::hooks::from_settings(&settings, ctx)?;
@@ -98,26 +106,32 @@ pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
             let response = llm
                 .summarize(&request, cancel.clone())
                 .await
-                .map_err(|e| Failure::failed(anyhow::anyhow!("Handoff generation failed: {e}")))?;
+                .map_err(|e| Failure {
+                    error: anyhow::anyhow!("Handoff generation failed: {e}"),
+                    ..Failure::failed(e)
+                })?;
             (response.text.trim().to_owned(), false)
         };
         if cancel.is_cancelled() {
-            return Err(Failure::failed(anyhow::anyhow!("Handoff cancelled")));
+            return Err(Failure::new(
+                Exit::Failed,
+                "interrupted",
+                anyhow::anyhow!("Handoff cancelled"),
+            ));
         }
         Ok((document, from_extension, warnings))
     });
     progress.finish();
     let (document, from_extension, warnings) = generated?;
     if document.is_empty() {
-        return Err(Failure::failed(anyhow::anyhow!(
-            "Handoff generation failed: the document is empty"
-        )));
+        return Err(Failure::new(
+            Exit::Failed,
+            "provider-failed",
+            anyhow::anyhow!("Handoff generation failed: the document is empty"),
+        ));
     }
     let (header, new) = new_session(session, &parent, &document, ctx);
-    write_new(&args.out, &new).map_err(|e| match e {
-        SessionError::AlreadyExists { .. } => Failure::bad_input(e),
-        other => Failure::failed(other),
-    })?;
+    write_new(&args.out, &new).or_failed()?;
     report(args, &header, &document, from_extension, &warnings, ctx)
 }
 
@@ -142,9 +156,13 @@ async fn ask_hooks(
         for w in &d.warnings {
             eprintln!("musepi: warning: {w}");
         }
-        return Err(Failure::failed(anyhow::anyhow!(
-            "Handoff cancelled by a session_before_compact hook; nothing was written"
-        )));
+        return Err(Failure::new(
+            Exit::Failed,
+            "cancelled",
+            anyhow::anyhow!(
+                "Handoff cancelled by a session_before_compact hook; nothing was written"
+            ),
+        ));
     }
     Ok(d.result.and_then(|r| r.compaction).map(|c| c.summary))
 }

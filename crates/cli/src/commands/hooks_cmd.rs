@@ -86,7 +86,7 @@ impl Report {
 
 fn test(args: &HooksTestArgs, ctx: &Ctx) -> CmdResult {
     let Some(event) = names::ALL.into_iter().find(|n| *n == args.event) else {
-        return Err(Failure::bad_input(anyhow::anyhow!(
+        return Err(Failure::usage(anyhow::anyhow!(
             "unknown hook event `{}`: expected one of {}",
             args.event,
             names::ALL.join(", ")

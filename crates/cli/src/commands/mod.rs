@@ -1,14 +1,16 @@
-//! Command dispatch, the shared command context, and exit codes.
+//! Command dispatch and the shared command context.
 //!
 //! Each command is one module with a `run(args, ctx) -> CmdResult`
 //! function; [`run`] parses the line, builds the [`Ctx`] and maps every
-//! outcome to an exit code (CLI.md): 0 success, 1 the operation failed,
-//! 2 bad usage or bad input. Errors are printed on stderr with their source
-//! chain.
+//! outcome to an exit code ([`failure`], docs/cli.md): 0 success, 1 the
+//! operation failed, 2 bad usage or bad input, 3 the session is busy.
+//! Errors are printed on stderr with their source chain and, with `--json`,
+//! as one JSON document on stdout.
 
 pub mod branch;
 pub mod compact;
 pub mod context;
+pub mod failure;
 pub mod files;
 pub mod handoff;
 pub mod hooks_cmd;
@@ -27,73 +29,10 @@ use std::process::ExitCode;
 use clap::Parser as _;
 use musepi_session_model::time::{EpochMillis, parse_iso};
 
+pub use failure::{CmdResult, Exit, Failure, OrExit};
+
 use crate::cli::{Cli, Command, Globals};
-use crate::output::{Style, print_error};
-
-/// How a command ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
-    /// 0: success.
-    Ok = 0,
-    /// 1: the operation failed (a write failed, nothing to do with `--strict`, …).
-    Failed = 1,
-    /// 2: bad usage or bad input (unreadable file, invalid session, problems found).
-    BadInput = 2,
-}
-
-impl From<Exit> for ExitCode {
-    fn from(e: Exit) -> Self {
-        ExitCode::from(e as u8)
-    }
-}
-
-/// A command that could not finish: the error to print and the exit code.
-#[derive(Debug)]
-pub struct Failure {
-    /// The exit code.
-    pub exit: Exit,
-    /// What went wrong, with its sources.
-    pub error: anyhow::Error,
-}
-
-impl Failure {
-    /// Bad usage or bad input (exit 2).
-    pub fn bad_input(error: impl Into<anyhow::Error>) -> Self {
-        Self {
-            exit: Exit::BadInput,
-            error: error.into(),
-        }
-    }
-
-    /// The operation failed (exit 1).
-    pub fn failed(error: impl Into<anyhow::Error>) -> Self {
-        Self {
-            exit: Exit::Failed,
-            error: error.into(),
-        }
-    }
-}
-
-/// What a command returns.
-pub type CmdResult = Result<Exit, Failure>;
-
-/// Turning errors into [`Failure`]s.
-pub trait OrExit<T> {
-    /// Fails with exit 2.
-    fn or_bad_input(self) -> Result<T, Failure>;
-    /// Fails with exit 1.
-    fn or_failed(self) -> Result<T, Failure>;
-}
-
-impl<T, E: Into<anyhow::Error>> OrExit<T> for Result<T, E> {
-    fn or_bad_input(self) -> Result<T, Failure> {
-        self.map_err(Failure::bad_input)
-    }
-
-    fn or_failed(self) -> Result<T, Failure> {
-        self.map_err(Failure::failed)
-    }
-}
+use crate::output::{Style, print_error, print_json};
 
 /// What every command gets: the global flags, read and checked.
 #[derive(Debug, Clone)]
@@ -111,7 +50,7 @@ impl Ctx {
     pub fn new(globals: Globals) -> Result<Self, Failure> {
         let now = match &globals.now {
             Some(text) => Some(parse_iso(text).ok_or_else(|| {
-                Failure::bad_input(anyhow::anyhow!(
+                Failure::usage(anyhow::anyhow!(
                     "--now {text}: not an ISO-8601 date-time (e.g. 2025-05-01T10:00:00.000Z)"
                 ))
             })?),
@@ -165,26 +104,53 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(args) {
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
-        Err(e) => {
-            // Help and version go to stdout with 0; usage errors to stderr with 2.
+        Err(e) if !e.use_stderr() => {
+            // Help and version go to stdout with 0.
             let _ = e.print();
-            return if e.use_stderr() {
-                Exit::BadInput.into()
-            } else {
-                Exit::Ok.into()
-            };
+            return Exit::Ok.into();
+        }
+        Err(e) => {
+            let _ = e.print();
+            if wants_json(&args) {
+                let text = e.to_string();
+                let failure =
+                    Failure::usage(anyhow::anyhow!("{}", first_line(&text).unwrap_or(&text)));
+                let _ = print_json(&failure.to_json());
+            }
+            return Exit::BadInput.into();
         }
     };
+    let json = cli.globals.json;
     let result = Ctx::new(cli.globals).and_then(|ctx| dispatch(cli.command, &ctx));
     match result {
         Ok(exit) => exit.into(),
         Err(failure) => {
             print_error(&failure.error);
+            if json {
+                let _ = print_json(&failure.to_json());
+            }
             failure.exit.into()
         }
     }
+}
+
+/// Whether `--json` is on a line clap could not parse (before any `--`).
+fn wants_json(args: &[OsString]) -> bool {
+    args.iter()
+        .skip(1)
+        .take_while(|a| *a != "--")
+        .any(|a| a == "--json")
+}
+
+/// A clap error's message without its `error: ` prefix and usage lines.
+fn first_line(text: &str) -> Option<&str> {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(|l| l.strip_prefix("error: ").unwrap_or(l))
 }
 
 fn dispatch(command: Command, ctx: &Ctx) -> CmdResult {

@@ -64,7 +64,11 @@ fn render(args: &RenderArgs, ctx: &Ctx) -> CmdResult {
     let (index, compaction) = find_compaction(session, args.entry.as_deref(), &input)?;
     let id = session.entries()[index].id.to_string();
     let stored = stored_archive(compaction).ok_or_else(|| {
-        Failure::bad_input(anyhow!("compaction {id} holds no snapcompact archive"))
+        Failure::new(
+            Exit::BadInput,
+            "no-archive",
+            anyhow!("compaction {id} holds no snapcompact archive"),
+        )
     })?;
     fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))
@@ -130,7 +134,7 @@ fn find_compaction<'s>(
     let index = match entry {
         Some(id) => session
             .index_of(id)
-            .ok_or_else(|| Failure::bad_input(anyhow!("{}: no entry {id}", input.name())))?,
+            .ok_or_else(|| Failure::unknown_entry(id))?,
         None => session
             .leaf_index()
             .map(|leaf| session.path_indices(leaf))
@@ -140,20 +144,25 @@ fn find_compaction<'s>(
                     .find(|&i| matches!(session.entries()[i].body, EntryBody::Compaction(_)))
             })
             .ok_or_else(|| {
-                Failure::bad_input(anyhow!(
-                    "{}: no compaction on the path to the leaf",
-                    input.name()
-                ))
+                Failure::new(
+                    Exit::BadInput,
+                    "no-archive",
+                    anyhow!("{}: no compaction on the path to the leaf", input.name()),
+                )
             })?,
     };
     let entry = &session.entries()[index];
     match &entry.body {
         EntryBody::Compaction(c) => Ok((index, c)),
-        other => Err(Failure::bad_input(anyhow!(
-            "entry {} is a {}, not a compaction",
-            entry.id,
-            other.type_name()
-        ))),
+        other => Err(Failure::new(
+            Exit::BadInput,
+            "no-archive",
+            anyhow!(
+                "entry {} is a {}, not a compaction",
+                entry.id,
+                other.type_name()
+            ),
+        )),
     }
 }
 

@@ -37,7 +37,7 @@ use crate::view::{App, Done, Job, Strategies, Worker, event_loop, snapshot};
 /// Runs the command.
 pub fn run(args: &ViewArgs, ctx: &Ctx) -> CmdResult {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
-        return Err(Failure::bad_input(anyhow!(
+        return Err(Failure::usage(anyhow!(
             "musepi view needs a terminal: run it in an interactive shell (for text, use `musepi context --transcript` or `musepi session tree`)"
         )));
     }
@@ -108,7 +108,7 @@ fn branch_strategy(
     match flag {
         Some("llm") => Ok((BranchStrategy::Llm, None)),
         Some("snapcompact") => Ok((BranchStrategy::Snapcompact, None)),
-        Some(other) => Err(Failure::bad_input(anyhow!(
+        Some(other) => Err(Failure::usage(anyhow!(
             "--branch-strategy {other}: expected llm or snapcompact"
         ))),
         None => match default_branch_strategy(settings, flags) {

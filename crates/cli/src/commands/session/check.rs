@@ -19,7 +19,12 @@ pub(super) fn run(args: &CheckArgs, ctx: &Ctx) -> CmdResult {
     let loaded = match load(&input, ctx) {
         Ok(l) => l,
         Err(e @ SessionError::Io { .. }) => return Err(Failure::bad_input(e)),
-        Err(e) => return unusable(&name, &e, args, ctx),
+        Err(e) if args.repair => {
+            return Err(Failure::bad_input(anyhow::Error::new(e).context(format!(
+                "{name}: no session header, so there is nothing to repair; nothing was written"
+            ))));
+        }
+        Err(e) => return unusable(&name, &e, ctx),
     };
     let problems = loaded.session.problems();
     let repaired = match (&args.repair, &args.out) {
@@ -56,7 +61,7 @@ pub(super) fn run(args: &CheckArgs, ctx: &Ctx) -> CmdResult {
 }
 
 /// A file the model cannot read as a session at all: one file-level problem.
-fn unusable(name: &str, e: &SessionError, args: &CheckArgs, ctx: &Ctx) -> CmdResult {
+fn unusable(name: &str, e: &SessionError, ctx: &Ctx) -> CmdResult {
     let (line, kind) = match e {
         SessionError::Empty { .. } => (0, "empty-file"),
         SessionError::NotASession { line, .. } => (*line, "not-a-session"),
@@ -71,11 +76,6 @@ fn unusable(name: &str, e: &SessionError, args: &CheckArgs, ctx: &Ctx) -> CmdRes
         .or_failed()?;
     } else {
         print_text(&format!("{e}\n")).or_failed()?;
-    }
-    if args.repair {
-        return Err(Failure::bad_input(anyhow::anyhow!(
-            "{name}: no session header, so there is nothing to repair; nothing was written"
-        )));
     }
     Ok(Exit::BadInput)
 }

@@ -40,10 +40,10 @@ fn refuse_torn(session: &Session, name: &str) -> Result<(), Failure> {
         .iter()
         .find(|p| matches!(p.kind, ProblemKind::TornLine { .. }))
     {
-        return Err(Failure::bad_input(anyhow::anyhow!(
-            "{name}:{}: the last line is torn (a write was cut short); nothing was written. Repair a copy with `musepi session check {name} --repair -o OUT` first",
-            p.line
-        )));
+        return Err(Failure::bad_input(SessionError::TornTail {
+            path: name.into(),
+            line: p.line,
+        }));
     }
     Ok(())
 }
@@ -90,12 +90,12 @@ fn from_file(path: &Path, args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
 
 fn from_stdin(args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
     let Some(out) = args.out.as_deref().filter(|o| o.as_os_str() != "-") else {
-        return Err(Failure::bad_input(anyhow::anyhow!(
+        return Err(Failure::usage(anyhow::anyhow!(
             "reading standard input needs -o OUT (a file) for the migrated session"
         )));
     };
     if args.in_place {
-        return Err(Failure::bad_input(anyhow::anyhow!(
+        return Err(Failure::usage(anyhow::anyhow!(
             "--in-place needs a file, not standard input"
         )));
     }
@@ -132,14 +132,11 @@ fn copy_bytes(from: &Path, to: &Path) -> Result<(), Failure> {
         .map_err(|e| Failure::failed(anyhow::Error::new(e).context(to.display().to_string())))
 }
 
-/// A failed write: exit 1, except a torn file (bad input, exit 2).
+/// A failed write; the file, when it was there, is intact.
 fn write_failure(e: SessionError) -> Failure {
-    match e {
-        SessionError::TornTail { .. } | SessionError::NotASession { .. } => Failure::bad_input(e),
-        other => Failure::failed(
-            anyhow::Error::new(other).context("nothing was changed; the original file is intact"),
-        ),
-    }
+    Failure::failed(
+        anyhow::Error::new(e).context("nothing was changed; the original file is intact"),
+    )
 }
 
 fn report(o: &Outcome<'_>, ctx: &Ctx) -> CmdResult {

@@ -36,14 +36,14 @@ pub(super) struct Repair {
 /// Writes the repaired copy of `loaded` to `out`.
 pub(super) fn run(loaded: &Loaded, out: &Path) -> Result<Repair, Failure> {
     if out.as_os_str() == "-" {
-        return Err(Failure::bad_input(anyhow::anyhow!(
+        return Err(Failure::usage(anyhow::anyhow!(
             "--repair writes a file: give -o a path"
         )));
     }
     if let Input::File(input) = &loaded.input
         && same_file(input, out)
     {
-        return Err(Failure::bad_input(anyhow::anyhow!(
+        return Err(Failure::usage(anyhow::anyhow!(
             "{}: --repair never writes in place; give -o another path",
             out.display()
         )));

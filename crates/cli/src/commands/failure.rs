@@ -1,0 +1,362 @@
+//! Exit codes and error codes: one condition, one exit code, one code.
+//!
+//! A command that cannot finish returns a [`Failure`]: the error with its
+//! sources, the exit code, a stable kebab-case code for `--json` output and,
+//! when the condition is about one line of a file, that line. The exit code
+//! and the code come from the error itself wherever its type says which
+//! condition it is ([`classify`]), so the same condition gets the same exit
+//! code in every command; the constructor a call site picks
+//! ([`Failure::bad_input`], [`Failure::failed`]) only decides for errors
+//! that carry no such type. docs/cli.md lists every code.
+
+use musepi_branch_summary::BranchError;
+use musepi_hooks::{CompactError, NavigateError, SummarizeError};
+use musepi_session_model::SessionError;
+
+use crate::hooks::HookSettingsError;
+use crate::provider::ProviderError;
+use crate::settings::SettingsError;
+
+/// How a command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// 0: success.
+    Ok = 0,
+    /// 1: the operation failed (a provider error, a deadline, a cancelling
+    /// hook, a failed write, nothing to do with `--strict`).
+    Failed = 1,
+    /// 2: bad usage or bad input (bad flags, an unreadable or invalid file,
+    /// a torn tail, an unknown entry id, unusable settings).
+    BadInput = 2,
+    /// 3: the session is busy (another process holds its lock, or it
+    /// changed while we worked): nothing was written, retry later.
+    Busy = 3,
+}
+
+impl From<Exit> for std::process::ExitCode {
+    fn from(e: Exit) -> Self {
+        std::process::ExitCode::from(e as u8)
+    }
+}
+
+/// A command that could not finish.
+#[derive(Debug)]
+pub struct Failure {
+    /// The exit code.
+    pub exit: Exit,
+    /// The stable code of the condition, e.g. `torn-tail`.
+    pub code: &'static str,
+    /// The line of the file the condition is about, when there is one.
+    pub line: Option<u64>,
+    /// What went wrong, with its sources.
+    pub error: anyhow::Error,
+}
+
+impl Failure {
+    /// A failure with an explicit exit code and code.
+    pub fn new(exit: Exit, code: &'static str, error: impl Into<anyhow::Error>) -> Self {
+        Self {
+            exit,
+            code,
+            line: None,
+            error: error.into(),
+        }
+    }
+
+    /// Bad input (exit 2), unless the error names another condition.
+    pub fn bad_input(error: impl Into<anyhow::Error>) -> Self {
+        Self::classified(error.into(), Exit::BadInput)
+    }
+
+    /// The operation failed (exit 1), unless the error names another condition.
+    pub fn failed(error: impl Into<anyhow::Error>) -> Self {
+        Self::classified(error.into(), Exit::Failed)
+    }
+
+    /// Bad usage: a flag or argument that cannot work (exit 2, `usage`).
+    pub fn usage(error: impl Into<anyhow::Error>) -> Self {
+        Self::new(Exit::BadInput, "usage", error)
+    }
+
+    /// An entry id the session does not have (exit 2, `unknown-entry`).
+    pub fn unknown_entry(id: &str) -> Self {
+        Self::new(
+            Exit::BadInput,
+            "unknown-entry",
+            anyhow::anyhow!("unknown entry id `{id}` (see `musepi session tree`)"),
+        )
+    }
+
+    fn classified(error: anyhow::Error, fallback: Exit) -> Self {
+        let condition = classify(&error, fallback);
+        Self {
+            exit: condition.exit,
+            code: condition.code,
+            line: condition.line,
+            error,
+        }
+    }
+
+    /// The `--json` error document:
+    /// `{"error": {"code", "message", "line"?}}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut message = self.error.to_string();
+        for cause in self.error.chain().skip(1) {
+            let text = cause.to_string();
+            if !message.ends_with(&text) {
+                message.push_str(": ");
+                message.push_str(&text);
+            }
+        }
+        let mut error = serde_json::json!({"code": self.code, "message": message});
+        if let Some(line) = self.line {
+            error["line"] = line.into();
+        }
+        serde_json::json!({ "error": error })
+    }
+}
+
+/// What a command returns.
+pub type CmdResult = Result<Exit, Failure>;
+
+/// Turning errors into [`Failure`]s.
+pub trait OrExit<T> {
+    /// Fails as bad input (exit 2) unless the error names another condition.
+    fn or_bad_input(self) -> Result<T, Failure>;
+    /// Fails (exit 1) unless the error names another condition.
+    fn or_failed(self) -> Result<T, Failure>;
+}
+
+impl<T, E: Into<anyhow::Error>> OrExit<T> for Result<T, E> {
+    fn or_bad_input(self) -> Result<T, Failure> {
+        self.map_err(Failure::bad_input)
+    }
+
+    fn or_failed(self) -> Result<T, Failure> {
+        self.map_err(Failure::failed)
+    }
+}
+
+/// A condition: its exit code, its code and the line it is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Condition {
+    /// The exit code.
+    pub exit: Exit,
+    /// The stable code.
+    pub code: &'static str,
+    /// The line of the file, when the condition is about one.
+    pub line: Option<u64>,
+}
+
+const fn condition(exit: Exit, code: &'static str) -> Condition {
+    Condition {
+        exit,
+        code,
+        line: None,
+    }
+}
+
+/// The condition `error` reports: the first error of its chain whose type
+/// names one, else `fallback` with the generic `bad-input` or `failed`.
+pub fn classify(error: &anyhow::Error, fallback: Exit) -> Condition {
+    error
+        .chain()
+        .find_map(|e| {
+            if let Some(e) = e.downcast_ref::<SessionError>() {
+                Some(session(e, fallback))
+            } else if let Some(e) = e.downcast_ref::<CompactError>() {
+                Some(compact(e, fallback))
+            } else if let Some(e) = e.downcast_ref::<NavigateError>() {
+                Some(navigate(e, fallback))
+            } else if let Some(e) = e.downcast_ref::<BranchError>() {
+                Some(branch(e, fallback))
+            } else if let Some(e) = e.downcast_ref::<SummarizeError>() {
+                Some(summarize(e))
+            } else if e.downcast_ref::<std::io::Error>().is_some() {
+                Some(io(fallback))
+            } else if let Some(e) = e.downcast_ref::<ProviderError>() {
+                Some(provider(e))
+            } else if e.downcast_ref::<SettingsError>().is_some()
+                || e.downcast_ref::<HookSettingsError>().is_some()
+            {
+                Some(condition(Exit::BadInput, "bad-settings"))
+            } else {
+                None
+            }
+        })
+        .unwrap_or(match fallback {
+            Exit::BadInput => condition(Exit::BadInput, "bad-input"),
+            Exit::Busy => condition(Exit::Busy, "busy"),
+            Exit::Ok | Exit::Failed => condition(Exit::Failed, "failed"),
+        })
+}
+
+fn session(e: &SessionError, fallback: Exit) -> Condition {
+    match e {
+        SessionError::EntryNotFound(_) => condition(Exit::BadInput, "unknown-entry"),
+        SessionError::Io { .. } => io(fallback),
+        SessionError::Empty { .. } => condition(Exit::BadInput, "empty-file"),
+        SessionError::NotASession { line, .. } => Condition {
+            line: Some(*line),
+            ..condition(Exit::BadInput, "not-a-session")
+        },
+        SessionError::TornTail { line, .. } => Condition {
+            line: Some(*line),
+            ..condition(Exit::BadInput, "torn-tail")
+        },
+        SessionError::ChangedOnDisk { .. } => condition(Exit::Busy, "changed-on-disk"),
+        SessionError::NoOrigin => condition(Exit::Failed, "failed"),
+        SessionError::AlreadyExists { .. } => condition(Exit::BadInput, "file-exists"),
+    }
+}
+
+/// Reading a file and writing one fail the same way; the call site knows
+/// which it was.
+fn io(fallback: Exit) -> Condition {
+    match fallback {
+        Exit::BadInput => condition(Exit::BadInput, "unreadable-file"),
+        _ => condition(Exit::Failed, "write-failed"),
+    }
+}
+
+fn compact(e: &CompactError, fallback: Exit) -> Condition {
+    match e {
+        CompactError::Nothing(_) => condition(Exit::Failed, "nothing-to-compact"),
+        CompactError::CancelledByHook { .. } => condition(Exit::Failed, "cancelled"),
+        CompactError::Aborted => condition(Exit::Failed, "interrupted"),
+        CompactError::NoModel => condition(Exit::BadInput, "no-model"),
+        CompactError::Summarize { error, .. } => summarize(error),
+        CompactError::Session(e) => session(e, fallback),
+        CompactError::Snapcompact(_) => condition(Exit::Failed, "snapcompact-failed"),
+    }
+}
+
+fn navigate(e: &NavigateError, fallback: Exit) -> Condition {
+    match e {
+        NavigateError::NotFound(_) => condition(Exit::BadInput, "unknown-entry"),
+        NavigateError::NoModel => condition(Exit::BadInput, "no-model"),
+        NavigateError::CancelledByHook { .. } => condition(Exit::Failed, "cancelled"),
+        NavigateError::Aborted => condition(Exit::Failed, "interrupted"),
+        NavigateError::Summarize(e) => summarize(e),
+        NavigateError::Branch(e) => branch(e, fallback),
+        NavigateError::Session(e) => session(e, fallback),
+    }
+}
+
+fn branch(e: &BranchError, fallback: Exit) -> Condition {
+    match e {
+        BranchError::EntryNotFound { .. } | BranchError::PositionOutOfRange { .. } => {
+            condition(Exit::BadInput, "unknown-entry")
+        }
+        BranchError::Session(e) => session(e, fallback),
+    }
+}
+
+fn summarize(e: &SummarizeError) -> Condition {
+    match e {
+        SummarizeError::Cancelled => condition(Exit::Failed, "interrupted"),
+        SummarizeError::ContextOverflow { .. } => condition(Exit::Failed, "context-overflow"),
+        SummarizeError::Provider { .. }
+        | SummarizeError::EmptyResponse { .. }
+        | SummarizeError::Refusal { .. }
+        | SummarizeError::MalformedResponse { .. }
+        | SummarizeError::Transport { .. }
+        | SummarizeError::Remote { .. } => condition(Exit::Failed, "provider-failed"),
+    }
+}
+
+fn provider(e: &ProviderError) -> Condition {
+    match e {
+        ProviderError::MissingApiKey { .. } | ProviderError::MissingKeyVariable { .. } => {
+            condition(Exit::BadInput, "missing-api-key")
+        }
+        ProviderError::Client(_) => condition(Exit::Failed, "failed"),
+        ProviderError::NoProviderSelected { .. } => condition(Exit::BadInput, "no-model"),
+        ProviderError::UnknownProvider { .. }
+        | ProviderError::MissingKind { .. }
+        | ProviderError::MissingBaseUrl { .. }
+        | ProviderError::InvalidUrl { .. }
+        | ProviderError::MissingModel { .. } => condition(Exit::BadInput, "bad-provider"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn code_of(e: impl Into<anyhow::Error>, fallback: Exit) -> (Exit, &'static str, Option<u64>) {
+        let c = classify(&e.into(), fallback);
+        (c.exit, c.code, c.line)
+    }
+
+    #[test]
+    fn a_condition_has_one_exit_code_whatever_the_call_site_says() {
+        let changed = || SessionError::ChangedOnDisk {
+            path: PathBuf::from("s.jsonl"),
+        };
+        assert_eq!(
+            code_of(changed(), Exit::BadInput),
+            (Exit::Busy, "changed-on-disk", None)
+        );
+        assert_eq!(
+            code_of(changed(), Exit::Failed),
+            (Exit::Busy, "changed-on-disk", None)
+        );
+        let torn = || SessionError::TornTail {
+            path: PathBuf::from("s.jsonl"),
+            line: 7,
+        };
+        assert_eq!(
+            code_of(torn(), Exit::Failed),
+            (Exit::BadInput, "torn-tail", Some(7))
+        );
+        assert_eq!(
+            code_of(CompactError::Session(torn()), Exit::Failed),
+            (Exit::BadInput, "torn-tail", Some(7))
+        );
+    }
+
+    #[test]
+    fn wrapped_errors_are_found_in_the_chain() {
+        let inner = anyhow::Error::new(SessionError::Empty {
+            path: PathBuf::from("e.jsonl"),
+        })
+        .context("while compacting");
+        assert_eq!(
+            code_of(inner, Exit::Failed),
+            (Exit::BadInput, "empty-file", None)
+        );
+        assert_eq!(
+            code_of(anyhow::anyhow!("plain"), Exit::Failed),
+            (Exit::Failed, "failed", None)
+        );
+        assert_eq!(
+            code_of(anyhow::anyhow!("plain"), Exit::BadInput),
+            (Exit::BadInput, "bad-input", None)
+        );
+    }
+
+    #[test]
+    fn json_errors_carry_code_message_and_line() {
+        let f = Failure::bad_input(SessionError::NotASession {
+            path: PathBuf::from("x.jsonl"),
+            line: 1,
+            reason: "no header".into(),
+        });
+        assert_eq!(
+            f.to_json(),
+            serde_json::json!({"error": {
+                "code": "not-a-session",
+                "message": "x.jsonl:1: not a pi session file: no header",
+                "line": 1,
+            }})
+        );
+        let f = Failure::usage(anyhow::anyhow!("--strategy x: expected llm"));
+        assert_eq!(
+            f.to_json(),
+            serde_json::json!({"error": {"code": "usage", "message": "--strategy x: expected llm"}})
+        );
+    }
+}

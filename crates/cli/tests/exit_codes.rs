@@ -1,0 +1,366 @@
+//! One condition, one exit code, one error shape, in every command:
+//! 0 success, 1 the operation failed, 2 bad usage or bad input, 3 the
+//! session is busy. With `--json` an error is one JSON document on stdout,
+//! `{"error": {"code", "message", "line"?}}`, and a line on stderr.
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::{Value, json};
+use support::{Reply, Server, code, example_session, musepi_in, p, stderr, stdout};
+
+struct Case {
+    dir: tempfile::TempDir,
+}
+
+impl Case {
+    fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        musepi_in(self.path(), self.path(), args, None)
+    }
+
+    fn session(&self) -> PathBuf {
+        example_session(self.path(), "s.jsonl")
+    }
+
+    fn file(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn script(&self, name: &str, body: &str) -> PathBuf {
+        let path = self.file(name, &format!("#!/bin/sh\ncat >/dev/null\n{body}\n"));
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    fn hook_settings(&self, script: &Path) -> PathBuf {
+        let settings = json!({"hooks": {"session_before_compact": [{"command": [p(script)]}]}});
+        self.file("hooks.json", &settings.to_string())
+    }
+}
+
+/// The error document of a failed `--json` run, checked for shape: the
+/// exit code, one JSON document on stdout with a code and a message, and
+/// the error on stderr.
+fn error(o: &Output, exit: i32, expected_code: &str) -> Value {
+    assert_eq!(
+        code(o),
+        exit,
+        "stdout: {}\nstderr: {}",
+        stdout(o),
+        stderr(o)
+    );
+    let doc: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: stdout is not one JSON document: {}", stdout(o)));
+    let error = &doc["error"];
+    assert_eq!(error["code"], expected_code, "{doc}");
+    let message = error["message"].as_str().unwrap();
+    assert!(!message.is_empty());
+    let keys: Vec<&String> = error.as_object().unwrap().keys().collect();
+    assert!(
+        keys.iter()
+            .all(|k| ["code", "message", "line"].contains(&k.as_str())),
+        "{doc}"
+    );
+    assert!(stderr(o).contains("error:"), "{}", stderr(o));
+    doc
+}
+
+#[test]
+fn every_command_family_answers_a_missing_file_with_a_json_error_and_exit_2() {
+    let case = Case::new();
+    let families: [&[&str]; 12] = [
+        &["session", "stats"],
+        &["session", "tree"],
+        &["session", "check"],
+        &["session", "migrate"],
+        &["context"],
+        &["plan"],
+        &["prune"],
+        &["compact"],
+        &["branch", "--to", "root"],
+        &["handoff", "-o", "new.jsonl"],
+        &["snapcompact", "render", "--out", "frames"],
+        &["view"],
+    ];
+    for family in families {
+        let mut args = family.to_vec();
+        let at = if family[0] == "session" || family[0] == "snapcompact" {
+            2
+        } else {
+            1
+        };
+        args.insert(at, "missing.jsonl");
+        args.push("--json");
+        let o = case.run(&args);
+        // `view` needs a terminal before it reads anything.
+        let expected = if family[0] == "view" {
+            "usage"
+        } else {
+            "unreadable-file"
+        };
+        let doc = error(&o, 2, expected);
+        assert!(!case.path().join("missing.jsonl").exists(), "{args:?}");
+        if expected == "unreadable-file" {
+            assert!(
+                doc["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("missing.jsonl"),
+                "{args:?}: {doc}"
+            );
+        }
+    }
+}
+
+#[test]
+fn bad_usage_is_exit_2_with_code_usage() {
+    let case = Case::new();
+    let file = case.session();
+    for args in [
+        vec!["context", p(&file), "--bogus", "--json"],
+        vec!["compact", p(&file), "--strategy", "nope", "--json"],
+        vec!["context", p(&file), "--tokenizer", "nope", "--json"],
+        vec![
+            "branch",
+            p(&file),
+            "--to",
+            "root",
+            "--strategy",
+            "x",
+            "--json",
+        ],
+        vec!["hooks", "test", "no_such_event", "--json"],
+        vec!["--now", "yesterday", "context", p(&file), "--json"],
+    ] {
+        error(&case.run(&args), 2, "usage");
+    }
+    // Without --json the error is on stderr only.
+    let o = case.run(&["compact", p(&file), "--strategy", "nope"]);
+    assert_eq!(code(&o), 2);
+    assert!(o.stdout.is_empty(), "{}", stdout(&o));
+    assert!(stderr(&o).starts_with("musepi: error: --strategy nope"));
+}
+
+#[test]
+fn files_that_are_not_sessions_name_the_line() {
+    let case = Case::new();
+    let text = case.file("notes.txt", "hello\n");
+    let doc = error(
+        &case.run(&["context", p(&text), "--json"]),
+        2,
+        "not-a-session",
+    );
+    assert_eq!(doc["error"]["line"], 1);
+    let empty = case.file("empty.jsonl", "");
+    error(
+        &case.run(&["session", "stats", p(&empty), "--json"]),
+        2,
+        "empty-file",
+    );
+}
+
+#[test]
+fn a_torn_tail_is_exit_2_with_its_line_for_every_writer() {
+    let case = Case::new();
+    let file = case.session();
+    let lines = std::fs::read_to_string(&file).unwrap().lines().count() as u64;
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes.extend_from_slice(br#"{"type":"mess"#);
+    std::fs::write(&file, &bytes).unwrap();
+    for writer in [
+        vec!["prune", p(&file)],
+        vec!["compact", p(&file)],
+        vec!["branch", p(&file), "--to", "root"],
+        vec!["session", "migrate", p(&file)],
+    ] {
+        let mut args = writer.clone();
+        args.push("--json");
+        let doc = error(&case.run(&args), 2, "torn-tail");
+        assert_eq!(doc["error"]["line"], lines + 1, "{writer:?}");
+        assert_eq!(std::fs::read(&file).unwrap(), bytes, "{writer:?} wrote");
+    }
+}
+
+#[test]
+fn unknown_entry_ids_are_exit_2() {
+    let case = Case::new();
+    let file = case.session();
+    for args in [
+        vec!["context", p(&file), "--leaf", "nope", "--json"],
+        vec!["branch", p(&file), "--to", "nope", "--json"],
+        vec![
+            "snapcompact",
+            "render",
+            p(&file),
+            "--out",
+            "f",
+            "--entry",
+            "nope",
+            "--json",
+        ],
+    ] {
+        let doc = error(&case.run(&args), 2, "unknown-entry");
+        assert!(doc["error"]["message"].as_str().unwrap().contains("`nope`"));
+    }
+}
+
+#[test]
+fn a_session_changed_while_we_worked_is_busy_exit_3_and_keeps_the_other_writers_bytes() {
+    let case = Case::new();
+    let file = case.session();
+    // The hook stands for another writer: it rewrites the file in place
+    // while the compaction waits for the hook's answer.
+    let hook = case.script(
+        "rewrite.sh",
+        &format!(
+            "head -n 20 '{0}' > '{0}.part' && cat '{0}.part' > '{0}'",
+            p(&file)
+        ),
+    );
+    let settings = case.hook_settings(&hook);
+    let o = case.run(&["compact", p(&file), "--settings", p(&settings), "--json"]);
+    error(&o, 3, "changed-on-disk");
+    let now = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(now.lines().count(), 20, "the other writer's file is kept");
+}
+
+#[test]
+fn settings_and_providers_that_cannot_work_are_exit_2() {
+    let case = Case::new();
+    let file = case.session();
+    let broken = case.file("broken.json", "{ not json");
+    error(
+        &case.run(&["compact", p(&file), "--settings", p(&broken), "--json"]),
+        2,
+        "bad-settings",
+    );
+    error(
+        &case.run(&[
+            "hooks",
+            "test",
+            "session_tree",
+            "--config",
+            p(&broken),
+            "--json",
+        ]),
+        2,
+        "bad-settings",
+    );
+    let bad_hook = case.file(
+        "bad-hook.json",
+        r#"{"hooks": {"session_tree": [{"command": []}]}}"#,
+    );
+    error(
+        &case.run(&["compact", p(&file), "--settings", p(&bad_hook), "--json"]),
+        2,
+        "bad-settings",
+    );
+    let llm = ["compact", p(&file), "--strategy", "llm", "--json"];
+    error(&case.run(&llm), 2, "no-model");
+    let with = |extra: &[&'static str]| {
+        let mut args = llm.to_vec();
+        args.extend_from_slice(extra);
+        case.run(&args)
+    };
+    error(&with(&["--provider", "nonsense"]), 2, "bad-provider");
+    error(
+        &with(&["--provider", "anthropic", "--model", "claude-x"]),
+        2,
+        "missing-api-key",
+    );
+    error(
+        &case.run(&["serve", "--provider", "nonsense", "--json"]),
+        2,
+        "bad-provider",
+    );
+    let before = case.session();
+    let out = case.file("taken.jsonl", "precious\n");
+    error(
+        &case.run(&["handoff", p(&before), "-o", p(&out), "--json"]),
+        2,
+        "file-exists",
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "precious\n");
+}
+
+#[test]
+fn failed_operations_are_exit_1_and_write_nothing() {
+    let case = Case::new();
+    let file = case.session();
+    let before = std::fs::read(&file).unwrap();
+    // A provider error.
+    let not_found = Reply::json(400, &json!({"error": {"message": "model not found"}}));
+    let server = Server::start_blocking(vec![not_found; 3]);
+    let base = format!("{}/v1", server.url);
+    let o = case.run(&[
+        "compact",
+        p(&file),
+        "--strategy",
+        "llm",
+        "--base-url",
+        &base,
+        "--model",
+        "m",
+        "--json",
+    ]);
+    let doc = error(&o, 1, "provider-failed");
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("model not found"),
+        "{doc}"
+    );
+    // A hook that cancels.
+    let cancel = case.script("cancel.sh", "echo no >&2\nexit 2");
+    let settings = case.hook_settings(&cancel);
+    let o = case.run(&["compact", p(&file), "--settings", p(&settings), "--json"]);
+    error(&o, 1, "cancelled");
+    // A write that fails.
+    let o = case.run(&["compact", p(&file), "-o", "no/such/dir/out.jsonl", "--json"]);
+    error(&o, 1, "write-failed");
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+}
+
+#[test]
+fn nothing_to_compact_is_exit_1_only_with_strict() {
+    let case = Case::new();
+    let tiny = case.file(
+        "tiny.jsonl",
+        concat!(
+            r#"{"type":"session","version":3,"id":"t","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/"}"#,
+            "\n",
+            r#"{"type":"message","id":"00000001","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}"#,
+            "\n"
+        ),
+    );
+    for command in ["compact", "plan"] {
+        let o = case.run(&[command, p(&tiny), "--json"]);
+        assert_eq!(code(&o), 0, "{command}: {}", stderr(&o));
+        let o = case.run(&[command, p(&tiny), "--strict", "--json"]);
+        assert_eq!(code(&o), 1, "{command}: {}", stderr(&o));
+        // The usual document, which says there was nothing to do.
+        let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert!(
+            doc["compacted"] == false || doc["nothingToCompact"] == true,
+            "{doc}"
+        );
+    }
+}
