@@ -33,9 +33,10 @@ pub fn load_fixture(name: &str) -> Session {
     session
 }
 
-/// Loads `../shared/fixtures/pi/<name>` in place.
-pub fn load_pi(name: &str) -> Session {
-    load(&crate::pi_fixture(name))
+/// Loads `../shared/fixtures/pi/<name>` in place, or `None` (with a
+/// notice naming `test`) when the real sessions are not there.
+pub fn load_pi(test: &str, name: &str) -> Option<Session> {
+    crate::pi_fixture(test, name).map(|path| load(&path))
 }
 
 /// Position of the entry with this id, panicking when there is none.

@@ -1,9 +1,12 @@
 //! Golden snapshot and conformance tests over fixture sessions.
 //!
-//! The fixtures live outside the repository, in `../shared` next to the
-//! checkout: the real pi sessions in `fixtures/pi` and the generated
-//! conformance sessions with the reference implementation's answers in
-//! `conformance`. This library holds the helpers the test files share.
+//! The fixtures live in `tests/fixtures` (see its README): hand-written
+//! sessions, and the generated conformance sessions with the reference
+//! implementation's answers in `fixtures/conformance`. The two real pi
+//! sessions are other people's conversations and stay outside the
+//! repository, in `../shared/fixtures/pi`: the tests over them run when
+//! they are there and print a one-line notice when they are not
+//! ([`pi_fixture`]). This library holds the helpers the test files share.
 //!
 //! The golden snapshot tests (`tests/golden_*.rs`) load our own fixture
 //! sessions from `tests/fixtures` ([`fixtures`]) or generate them
@@ -29,24 +32,80 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-/// `../shared`, next to the repository checkout.
+/// `../shared`, next to the repository checkout: reference material that
+/// is not part of the repository (the real pi sessions, and possibly a
+/// newer conformance set).
 pub fn shared_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared")
 }
 
-/// `../shared/conformance/sessions/<name>`.
+/// The conformance set in the repository, `tests/fixtures/conformance`.
+pub fn conformance_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/conformance")
+}
+
+/// The conformance sets to check: the copy in the repository, then
+/// `../shared/conformance` when it exists and holds anything the copy does
+/// not (an extra, never required).
+pub fn conformance_sets() -> Vec<PathBuf> {
+    let mut sets = vec![conformance_dir()];
+    let outside = shared_dir().join("conformance");
+    if outside.join("answers/index.json").is_file() && differs(&outside, &conformance_dir()) {
+        notice(&format!(
+            "also checking the conformance set at {}",
+            outside.display()
+        ));
+        sets.push(outside);
+    }
+    sets
+}
+
+/// Whether `dir` has a session or answer file that `copy` lacks or holds
+/// with other bytes.
+fn differs(dir: &Path, copy: &Path) -> bool {
+    ["sessions", "answers"].iter().any(|sub| {
+        std::fs::read_dir(dir.join(sub))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| {
+                let theirs = std::fs::read(e.path()).ok();
+                let ours = std::fs::read(copy.join(sub).join(e.file_name())).ok();
+                theirs != ours
+            })
+    })
+}
+
+/// `tests/fixtures/conformance/sessions/<name>`.
 pub fn conformance_session(name: &str) -> PathBuf {
-    shared_dir().join("conformance/sessions").join(name)
+    conformance_dir().join("sessions").join(name)
 }
 
-/// `../shared/conformance/answers/<name>`.
+/// `tests/fixtures/conformance/answers/<name>`.
 pub fn conformance_answer_path(name: &str) -> PathBuf {
-    shared_dir().join("conformance/answers").join(name)
+    conformance_dir().join("answers").join(name)
 }
 
-/// `../shared/fixtures/pi/<name>`.
-pub fn pi_fixture(name: &str) -> PathBuf {
-    shared_dir().join("fixtures/pi").join(name)
+/// `../shared/fixtures/pi/<name>`, or `None` (with a one-line notice on
+/// stderr naming `test`) when it is absent: the real pi sessions are other
+/// people's conversations and are never copied into the repository.
+pub fn pi_fixture(test: &str, name: &str) -> Option<PathBuf> {
+    let path = shared_dir().join("fixtures/pi").join(name);
+    if path.is_file() {
+        Some(path)
+    } else {
+        notice(&format!(
+            "skipped {test}: the real pi session {name} is not next to the repository (../shared/fixtures/pi)"
+        ));
+        None
+    }
+}
+
+/// One line on the process's stderr, past the test harness's capture, so
+/// that it shows in the output of a passing test.
+pub fn notice(line: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "note: {line}");
 }
 
 /// Reads a JSON file. Lone surrogate escapes (`\\ud83d` without its pair),
@@ -107,6 +166,8 @@ fn replace_lone_surrogates(text: &str) -> String {
 
 /// One record of `answers/index.json`.
 pub struct AnswerRecord {
+    /// The conformance set the record belongs to.
+    pub set: PathBuf,
     /// The answer file name.
     pub answer: String,
     /// The session file name.
@@ -117,20 +178,40 @@ pub struct AnswerRecord {
     pub record: Value,
 }
 
-/// Every record of `answers/index.json`.
+impl AnswerRecord {
+    /// The session file.
+    pub fn session_path(&self) -> PathBuf {
+        self.set.join("sessions").join(&self.session)
+    }
+
+    /// A file of the set's `answers/` folder.
+    pub fn answer_file(&self, name: &str) -> PathBuf {
+        self.set.join("answers").join(name)
+    }
+
+    /// The answer, read.
+    pub fn read_answer(&self) -> Value {
+        read_json(&self.answer_file(&self.answer))
+    }
+}
+
+/// Every record of `answers/index.json` of every set of
+/// [`conformance_sets`], in order.
 pub fn answer_index() -> Vec<AnswerRecord> {
-    let index = read_json(&conformance_answer_path("index.json"));
-    index["answers"]
-        .as_array()
-        .expect("answers array")
-        .iter()
-        .map(|r| AnswerRecord {
-            answer: r["answer"].as_str().expect("answer").to_owned(),
-            session: r["session"].as_str().expect("session").to_owned(),
-            leaf: r["leaf"].as_str().map(str::to_owned),
-            record: r.clone(),
-        })
-        .collect()
+    let mut records = Vec::new();
+    for set in conformance_sets() {
+        let index = read_json(&set.join("answers/index.json"));
+        for r in index["answers"].as_array().expect("answers array") {
+            records.push(AnswerRecord {
+                set: set.clone(),
+                answer: r["answer"].as_str().expect("answer").to_owned(),
+                session: r["session"].as_str().expect("session").to_owned(),
+                leaf: r["leaf"].as_str().map(str::to_owned),
+                record: r.clone(),
+            });
+        }
+    }
+    records
 }
 
 /// Lowercase hex SHA-256.

@@ -19,9 +19,7 @@ use musepi_branch_summary::{
 };
 use musepi_context_builder::{BRANCH_WRAPPER, COMPACTION_WRAPPER};
 use musepi_session_model::{EntryId, Journal, SequentialIds, Session};
-use musepi_tests::{
-    answer_index, conformance_answer_path, conformance_session, read_json, sha256_hex, user_images,
-};
+use musepi_tests::{answer_index, sha256_hex, user_images};
 use serde_json::{Value, json};
 
 /// Our serialized text with our wrapper sentences replaced by the answers'
@@ -89,12 +87,8 @@ impl<'v> Images<'v> {
 fn branch_summaries_match_the_reference_for_every_target_and_budget() {
     let mut checked = 0;
     for record in answer_index() {
-        let answer = read_json(&conformance_answer_path(&record.answer));
-        let mut journal = Journal::open(
-            conformance_session(&record.session),
-            &mut SequentialIds::new(),
-        )
-        .unwrap();
+        let answer = record.read_answer();
+        let mut journal = Journal::open(record.session_path(), &mut SequentialIds::new()).unwrap();
         if let Some(leaf) = &record.leaf {
             journal.set_leaf(leaf).unwrap();
         }

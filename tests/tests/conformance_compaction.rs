@@ -15,9 +15,7 @@ use musepi_context_builder::{
     serialize_for_summary,
 };
 use musepi_session_model::{AgentMessage, Journal, SequentialIds, Session};
-use musepi_tests::{
-    answer_index, conformance_answer_path, conformance_session, read_json, sha256_hex, user_images,
-};
+use musepi_tests::{answer_index, sha256_hex, user_images};
 use serde_json::{Value, json};
 
 /// Our serialized text with our wrapper sentences replaced by the answers' markers.
@@ -91,12 +89,8 @@ fn find_adjust<'v>(record: &'v Value, decision: &str, k: u64) -> Option<&'v Valu
 fn preparation_matches_the_reference_at_every_keep_recent_budget() {
     let mut checked = 0;
     for record in answer_index() {
-        let answer = read_json(&conformance_answer_path(&record.answer));
-        let mut journal = Journal::open(
-            conformance_session(&record.session),
-            &mut SequentialIds::new(),
-        )
-        .unwrap();
+        let answer = record.read_answer();
+        let mut journal = Journal::open(record.session_path(), &mut SequentialIds::new()).unwrap();
         if let Some(leaf) = &record.leaf {
             journal.set_leaf(leaf).unwrap();
         }

@@ -12,10 +12,7 @@ use musepi_context_builder::{
     ConvertOptions, build_context, convert_to_llm, estimate_context_tokens,
 };
 use musepi_session_model::{AgentMessage, EntryBody, Journal, SequentialIds, Session};
-use musepi_tests::{
-    answer_index, canonical_json, conformance_answer_path, conformance_session, read_json,
-    sha256_hex, user_images,
-};
+use musepi_tests::{answer_index, canonical_json, sha256_hex, user_images};
 use serde_json::{Value, json};
 
 /// The message as JSON, the way the answers hash it.
@@ -42,13 +39,9 @@ fn content_json(role: &str, message: &Value) -> Value {
 #[test]
 fn context_at_each_leaf_matches_the_reference() {
     for record in answer_index() {
-        let answer = read_json(&conformance_answer_path(&record.answer));
+        let answer = record.read_answer();
         let name = &record.answer;
-        let mut journal = Journal::open(
-            conformance_session(&record.session),
-            &mut SequentialIds::new(),
-        )
-        .unwrap();
+        let mut journal = Journal::open(record.session_path(), &mut SequentialIds::new()).unwrap();
         if let Some(leaf) = &record.leaf {
             journal.set_leaf(leaf).unwrap();
         }

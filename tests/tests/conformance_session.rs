@@ -4,13 +4,11 @@
 #![allow(clippy::unwrap_used)]
 
 use musepi_session_model::{Journal, SequentialIds, Session, Tree, write_session};
-use musepi_tests::{
-    answer_index, conformance_answer_path, conformance_session, read_json, sha256_hex,
-};
+use musepi_tests::{AnswerRecord, answer_index, sha256_hex};
 use serde_json::{Value, json};
 
-fn open(name: &str) -> Journal {
-    Journal::open(conformance_session(name), &mut SequentialIds::new()).unwrap()
+fn open(record: &AnswerRecord) -> Journal {
+    Journal::open(record.session_path(), &mut SequentialIds::new()).unwrap()
 }
 
 fn entries_json(session: &Session) -> Vec<Value> {
@@ -30,8 +28,8 @@ fn entries_json(session: &Session) -> Vec<Value> {
 #[test]
 fn migration_rewrites_byte_for_byte_as_the_reference_does() {
     for record in answer_index().iter().filter(|r| r.leaf.is_none()) {
-        let answer = read_json(&conformance_answer_path(&record.answer));
-        let journal = open(&record.session);
+        let answer = record.read_answer();
+        let journal = open(record);
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out.jsonl");
         write_session(&out, journal.session()).unwrap();
@@ -56,7 +54,7 @@ fn migration_rewrites_byte_for_byte_as_the_reference_does() {
             record.session
         );
         if let Some(migrated) = record.record["migrated"].as_str() {
-            let expected = std::fs::read(conformance_answer_path(migrated)).unwrap();
+            let expected = std::fs::read(record.answer_file(migrated)).unwrap();
             assert_eq!(
                 String::from_utf8(bytes).unwrap(),
                 String::from_utf8(expected).unwrap()
@@ -68,8 +66,8 @@ fn migration_rewrites_byte_for_byte_as_the_reference_does() {
 #[test]
 fn entries_tree_labels_name_and_path_match_the_reference() {
     for record in answer_index() {
-        let answer = read_json(&conformance_answer_path(&record.answer));
-        let mut journal = open(&record.session);
+        let answer = record.read_answer();
+        let mut journal = open(&record);
         let name = &record.answer;
         let s = journal.session();
         let h = s.header();

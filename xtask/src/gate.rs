@@ -1,11 +1,11 @@
-//! `cargo xtask check` (the gate) and `cargo xtask golden`.
+//! `cargo xtask check`: the gate.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
-use crate::{cargo, root};
+use crate::cargo;
 
 /// One step of the gate.
 enum Step {
@@ -92,66 +92,6 @@ fn verdict<T>(r: &anyhow::Result<T>) -> &'static str {
 /// `1.2s`.
 pub(crate) fn secs(d: Duration) -> String {
     format!("{:.1}s", d.as_secs_f64())
-}
-
-/// Runs the golden snapshot tests of the `musepi-tests` package with insta
-/// writing new snapshots (`--accept`: accepting every change).
-pub(crate) fn golden(args: &[String]) -> anyhow::Result<()> {
-    let mut accept = false;
-    for arg in args {
-        match arg.as_str() {
-            "--accept" => accept = true,
-            other => bail!("unknown argument `{other}` (expected `--accept`)"),
-        }
-    }
-    let mode = if accept { "always" } else { "new" };
-    let mut cmd = cargo();
-    cmd.args(["test", "-p", "musepi-tests", "--locked", "--no-fail-fast"])
-        .env("INSTA_UPDATE", mode)
-        .env_remove("CI");
-    let result = run_status(&mut cmd);
-    let pending = pending_snapshots()?;
-    if pending.is_empty() {
-        eprintln!("golden: no pending snapshots");
-    } else {
-        eprintln!("golden: {} pending snapshot(s):", pending.len());
-        for p in &pending {
-            eprintln!("  {p}");
-        }
-        if has_cargo_insta() {
-            eprintln!("review them with `cargo insta review`");
-        } else {
-            eprintln!(
-                "review the .snap.new files, then accept them with `cargo xtask golden --accept`"
-            );
-        }
-    }
-    if accept && pending.is_empty() {
-        // Accepted snapshots are written in place; rerun read-only to confirm.
-        let mut confirm = cargo();
-        confirm
-            .args(["test", "-p", "musepi-tests", "--locked"])
-            .env("INSTA_UPDATE", "no")
-            .env("CI", "true");
-        return run_status(&mut confirm).context("snapshot tests still fail after accepting");
-    }
-    result
-}
-
-/// Every `*.snap.new` or `*.pending-snap` file in the repository.
-fn pending_snapshots() -> anyhow::Result<Vec<String>> {
-    let files = crate::tidy::repo_files(&root())?;
-    Ok(files
-        .into_iter()
-        .filter(|f| f.ends_with(".snap.new") || f.ends_with(".pending-snap"))
-        .collect())
-}
-
-fn has_cargo_insta() -> bool {
-    Command::new("cargo-insta")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 /// Runs `cmd`, inheriting stdio; an error when it fails.

@@ -3,8 +3,9 @@
 //! Tasks:
 //! - `check`: the whole gate, in order: fmt, clippy, tests (golden snapshots
 //!   read-only), rustdoc, `deps`, `tidy`. `.ci/run` calls exactly this.
-//! - `golden [--accept]`: runs the golden snapshot tests and writes new or
-//!   changed snapshots for review.
+//! - `golden [--accept]`: runs the tests of every snapshot folder and writes
+//!   new or changed snapshots for review (`cargo insta review`), listing the
+//!   pending ones found on disk.
 //! - `deps`: the dependency-direction check over `cargo metadata`.
 //! - `tidy`: crate docs, READMEs, forbidden macros, whitespace, file sizes,
 //!   fixture copies and stray pending snapshots.
@@ -20,6 +21,7 @@ mod bench;
 mod deps;
 mod e2e;
 mod gate;
+mod golden;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -30,7 +32,7 @@ usage: cargo xtask <task>
 
 tasks:
   check              the whole gate: fmt, clippy, test, doc, deps, tidy
-  golden [--accept]  run the golden snapshot tests, writing new snapshots for review
+  golden [--accept]  run every snapshot test, writing new snapshots for review
   deps               check the dependency direction between workspace crates
   tidy               check docs, READMEs, forbidden macros, whitespace, sizes, fixtures
   bench [--runs N] [--sizes 50,200]
@@ -47,7 +49,7 @@ fn main() -> ExitCode {
     };
     let result = match task.as_str() {
         "check" => no_args(task, rest).and_then(|()| gate::check()),
-        "golden" => gate::golden(rest),
+        "golden" => golden::run(rest),
         "deps" => no_args(task, rest).and_then(|()| deps::run()),
         "tidy" => no_args(task, rest).and_then(|()| tidy::run()),
         "bench" => bench::run(rest),

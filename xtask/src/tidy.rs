@@ -9,7 +9,8 @@
 //! - no `.rs` file over 1000 lines of non-test code (a warning over 500);
 //! - no copy of the real pi sessions of `../shared/fixtures/pi` (no file may
 //!   contain one of their session ids);
-//! - no pending insta snapshot (`*.snap.new`, `*.pending-snap`) in the repository.
+//! - no pending insta snapshot (`*.snap.new`, `*.pending-snap`) anywhere in
+//!   the working tree (they are git-ignored, so the folders are searched).
 //!
 //! Every finding is printed as `file:line: problem`.
 
@@ -49,13 +50,13 @@ pub(crate) fn run() -> anyhow::Result<()> {
         if is_rs || has_ext(file, "md") || has_ext(file, "toml") {
             whitespace(file, &text, &mut t);
         }
-        if file.ends_with(".snap.new") || file.ends_with(".pending-snap") {
-            t.error(
-                file,
-                0,
-                "pending insta snapshot; review it (`cargo xtask golden`) or delete it",
-            );
-        }
+    }
+    for file in crate::golden::pending_snapshots(&root) {
+        t.error(
+            &file,
+            0,
+            "pending insta snapshot; review it (`cargo insta review`, or `cargo xtask golden --accept`) or delete it",
+        );
     }
     fixture_copies(&root, &files, &mut t);
     for w in &t.warnings {
