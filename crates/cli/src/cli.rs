@@ -74,7 +74,7 @@ pub enum Command {
     #[command(subcommand)]
     Hooks(HooksCommand),
     /// The interactive transcript: compactions as dividers that expand with ctrl+o, the tree to
-    /// navigate with an optional branch summary, /compact on demand.
+    /// navigate with an optional branch summary, `:compact` on demand.
     View(ViewArgs),
 }
 
@@ -409,7 +409,7 @@ pub struct ViewArgs {
     /// The session file.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
-    /// How `/compact` summarizes: `snapcompact`, `llm` or `remote` (default: as `musepi compact`).
+    /// How `:compact` summarizes: `snapcompact`, `llm` or `remote` (default: as `musepi compact`).
     #[arg(long, value_name = "snapcompact|llm|remote")]
     pub strategy: Option<String>,
     /// How branch summaries are written: `llm` or `snapcompact` (default: `llm` when a provider is
@@ -426,7 +426,7 @@ pub struct ViewArgs {
     /// The provider's base URL.
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
-    /// Budgets for `/compact`.
+    /// Budgets for `:compact`, and `--context-window` for the header's context usage.
     #[command(flatten)]
     pub budget: BudgetArgs,
 }

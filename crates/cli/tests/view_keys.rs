@@ -9,6 +9,7 @@ mod view_fixtures;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use musepi_cli::view::keys::update;
 use musepi_cli::view::model::Part;
+use musepi_cli::view::tree_pane::TreeFilter;
 use musepi_cli::view::{App, Done, Effect, Input, Job, Mode, Strategies, snapshot};
 
 fn app_sized(jsonl: &str, width: u16, height: u16) -> App {
@@ -342,31 +343,132 @@ fn leaving_a_branch_asks_first() {
 }
 
 #[test]
-fn compact_from_either_prompt() {
+fn search_only_searches_even_for_compact() {
     let mut app = app();
+    let before = app.rows().len();
     press(&mut app, KeyCode::Char('/'));
-    let effect = {
-        typed(&mut app, "compact keep the benchmark numbers");
-        press(&mut app, KeyCode::Enter)
-    };
-    let job = Job::Compact {
-        instructions: Some("keep the benchmark numbers".to_owned()),
-    };
-    assert_eq!(effect, Some(Effect::Run(job)));
-    match &app.mode {
-        Mode::Busy { label, .. } => {
-            assert_eq!(label, "compacting with llm (no provider configured)");
-        }
-        other => panic!("{other:?}"),
-    }
-    let mut app = self::app();
-    press(&mut app, KeyCode::Char(':'));
-    typed(&mut app, "/compact");
-    let effect = press(&mut app, KeyCode::Enter);
+    typed(&mut app, "compact keep the benchmark numbers");
+    assert_eq!(press(&mut app, KeyCode::Enter), None);
+    assert_eq!(app.mode, Mode::Normal);
     assert_eq!(
-        effect,
-        Some(Effect::Run(Job::Compact { instructions: None }))
+        app.query.as_deref(),
+        Some("compact keep the benchmark numbers")
     );
+    assert!(app.status.clone().unwrap().text.ends_with("not found"));
+    // `/compact` is a search for the word: it finds the divider.
+    press(&mut app, KeyCode::Char('/'));
+    typed(&mut app, "compact");
+    assert_eq!(press(&mut app, KeyCode::Enter), None);
+    assert_eq!(app.mode, Mode::Normal);
+    assert!(
+        cursor_text(&app).contains("compact"),
+        "{}",
+        cursor_text(&app)
+    );
+    assert!(app.rows().len() >= before);
+}
+
+#[test]
+fn colon_compact_asks_before_it_runs() {
+    // y and Enter run it, with or without instructions.
+    for (typed_text, answer, instructions) in [
+        ("compact", KeyCode::Char('y'), None),
+        (
+            "compact keep the benchmark numbers",
+            KeyCode::Enter,
+            Some("keep the benchmark numbers"),
+        ),
+        ("/compact", KeyCode::Char('Y'), None),
+    ] {
+        let mut app = app();
+        press(&mut app, KeyCode::Char(':'));
+        typed(&mut app, typed_text);
+        assert_eq!(press(&mut app, KeyCode::Enter), None, "{typed_text}");
+        let instructions = instructions.map(str::to_owned);
+        assert_eq!(
+            app.mode,
+            Mode::ConfirmCompact {
+                instructions: instructions.clone()
+            }
+        );
+        // Other keys wait for an answer.
+        assert_eq!(press(&mut app, KeyCode::Char('j')), None);
+        let effect = press(&mut app, answer);
+        let label = if instructions.is_some() {
+            "compacting with llm (no provider configured)"
+        } else {
+            "compacting with snapcompact"
+        };
+        assert_eq!(effect, Some(Effect::Run(Job::Compact { instructions })));
+        match &app.mode {
+            Mode::Busy { label: l, .. } => assert_eq!(l, label),
+            other => panic!("{other:?}"),
+        }
+    }
+    // n and Esc leave the file alone.
+    for answer in [KeyCode::Char('n'), KeyCode::Esc] {
+        let mut app = app();
+        press(&mut app, KeyCode::Char(':'));
+        typed(&mut app, "compact");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(press(&mut app, answer), None);
+        assert_eq!(app.mode, Mode::Normal);
+        assert_eq!(
+            app.status.clone().unwrap().text,
+            "not compacted: the file is unchanged"
+        );
+    }
+}
+
+#[test]
+fn the_tree_filter_cycles_through_user_messages_labelled_and_all() {
+    let mut app = app();
+    press(&mut app, KeyCode::Char('t'));
+    let all: Vec<Option<String>> = app.tree.rows.iter().map(|r| r.target.clone()).collect();
+    let ids = |app: &App| -> Vec<String> {
+        app.tree
+            .rows
+            .iter()
+            .map(|r| format!("{}{}", r.prefix, r.target.as_deref().unwrap_or("root")))
+            .collect()
+    };
+    press(&mut app, KeyCode::Char('f'));
+    assert_eq!(app.tree.filter, TreeFilter::User);
+    // The user messages under their nearest shown ancestor, the leaf kept.
+    assert_eq!(
+        ids(&app),
+        ["root", "e1", "├─ b1", "└─ e5", "   e7", "   e10"]
+    );
+    assert!(app.tree.rows[app.tree.leaf_row].is_leaf);
+    assert_eq!(app.pane.cursor, app.tree.leaf_row);
+    assert!(
+        app.status
+            .clone()
+            .unwrap()
+            .text
+            .starts_with("tree: user messages")
+    );
+    press(&mut app, KeyCode::Char('f'));
+    assert_eq!(app.tree.filter, TreeFilter::Labelled);
+    assert_eq!(ids(&app), ["root", "e4", "e10"]);
+    assert_eq!(app.tree.rows[1].label.as_deref(), Some("python-read"));
+    // Enter on a filtered row navigates to that entry.
+    press(&mut app, KeyCode::Up);
+    assert_eq!(press(&mut app, KeyCode::Enter), None);
+    assert_eq!(
+        app.mode,
+        Mode::Confirm {
+            target: Some("e4".to_owned())
+        }
+    );
+    press(&mut app, KeyCode::Esc);
+    press(&mut app, KeyCode::Char('f'));
+    assert_eq!(app.tree.filter, TreeFilter::All);
+    let back: Vec<Option<String>> = app.tree.rows.iter().map(|r| r.target.clone()).collect();
+    assert_eq!(back, all);
+    // The cursor stayed on e4, which every filter showed.
+    assert_eq!(app.tree.rows[app.pane.cursor].target.as_deref(), Some("e4"));
+    in_bounds(&app);
 }
 
 #[test]
@@ -375,6 +477,7 @@ fn a_running_job_spins_cancels_and_reloads() {
     press(&mut app, KeyCode::Char(':'));
     typed(&mut app, "compact");
     press(&mut app, KeyCode::Enter);
+    press(&mut app, KeyCode::Char('y'));
     update(&mut app, Input::Tick);
     assert!(matches!(
         app.mode,

@@ -212,3 +212,61 @@ fn no_size_panics() {
         }
     }
 }
+
+#[test]
+fn the_header_shows_the_context_tokens_against_the_window() {
+    let jsonl = view_fixtures::compacted();
+    let mut app = app(&jsonl, 80, 24);
+    // The same total as `musepi context`.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    std::fs::write(&file, &jsonl).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_musepi"))
+        .args(["context", file.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["tokens"], app.transcript.context_tokens);
+    assert_eq!(app.transcript.context_tokens, 108);
+    app.context_window = 400;
+    let s = screen(&app);
+    let header = s.lines().next().unwrap();
+    // What does not fit is left out whole, from the end.
+    assert_eq!(
+        header,
+        " musepi view · context 108 / 400 tokens (27%) · session.jsonl · leaf e10"
+    );
+    // The scroll position is on the status line, not in the header.
+    let status = s.lines().nth(22).unwrap();
+    assert!(status.ends_with("rows 9–29 of 29"), "{status}");
+    key(&mut app, KeyCode::Home);
+    let status = screen(&app).lines().nth(22).unwrap().to_owned();
+    assert!(status.ends_with("rows 1–21 of 29"), "{status}");
+}
+
+#[test]
+fn tree_pane_filtered_to_user_messages() {
+    let mut app = app(&view_fixtures::compacted(), 80, 24);
+    key(&mut app, KeyCode::Char('t'));
+    key(&mut app, KeyCode::Char('f'));
+    let s = screen(&app);
+    assert!(s.contains("tree · user messages · f: filter"), "{s}");
+    assert!(!s.contains("e2 assistant"), "{s}");
+    insta::assert_snapshot!("tree_pane_user_messages", s);
+}
+
+#[test]
+fn colon_compact_asks_for_confirmation() {
+    let mut app = app(&view_fixtures::compacted(), 80, 24);
+    key(&mut app, KeyCode::Char(':'));
+    for c in "compact".chars() {
+        key(&mut app, KeyCode::Char(c));
+    }
+    key(&mut app, KeyCode::Enter);
+    let s = screen(&app);
+    assert!(
+        s.contains("compact at the leaf with snapcompact? [y/n]"),
+        "{s}"
+    );
+    insta::assert_snapshot!("confirm_compact", s);
+}

@@ -2,7 +2,7 @@
 //! 80×24, keys go in with `tmux send-keys`, the screen comes back with
 //! `tmux capture-pane`. The divider shows, ctrl+o expands it, navigating
 //! with a summary writes a `branch_summary` entry into the file, `:compact`
-//! writes a compaction and shows its divider, and quitting leaves the
+//! asks and then writes a compaction and shows its divider, and quitting leaves the
 //! terminal as it was.
 //!
 //! tmux is required: without it the test fails and says how to install it.
@@ -198,10 +198,31 @@ fn view_in_tmux() {
     let written = std::fs::read_to_string(&file).unwrap();
     assert!(written.starts_with(&original), "earlier lines changed");
 
-    // /compact from the command line: a new compaction, shown as a divider.
+    // Typing `compact` in the search only searches.
+    let before = std::fs::read_to_string(&file).unwrap();
+    tmux.keys(&["/"]);
+    tmux.type_text("compact");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the search for compact", |s| s.contains("/compact: match"));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
+
+    // :compact asks first; n leaves the file alone, y compacts.
     tmux.keys(&[":"]);
     tmux.type_text("compact");
     tmux.keys(&["Enter"]);
+    tmux.wait_for("the question", |s| {
+        s.contains("compact at the leaf with snapcompact? [y/n]")
+    });
+    tmux.keys(&["n"]);
+    tmux.wait_for("the refusal", |s| s.contains("not compacted"));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
+    tmux.keys(&[":"]);
+    tmux.type_text("compact");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the question", |s| {
+        s.contains("compact at the leaf with snapcompact? [y/n]")
+    });
+    tmux.keys(&["y"]);
     let screen = tmux.wait_for("the compaction", |s| {
         s.contains("compacted with snapcompact")
     });

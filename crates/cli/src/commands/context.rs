@@ -33,6 +33,17 @@ pub(crate) fn resolve_leaf(
     }
 }
 
+/// The context's tokens at `leaf` (`None`: the empty context): what
+/// `musepi context` prints as its total, the heuristic estimate of every
+/// message the model sees. The view's header and the chart show it.
+pub fn context_tokens(session: &Session, leaf: Option<usize>) -> u64 {
+    build_context_at(session, leaf)
+        .messages
+        .iter()
+        .map(|m| Tokenizer::Heuristic.count_message(&m.message))
+        .sum()
+}
+
 /// Runs the command.
 pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
     let input = Input::from_arg(&args.file);

@@ -27,6 +27,7 @@ use crate::commands::compact::Chosen;
 use crate::commands::runtime::{
     Progress, budgets, default_branch_strategy, provider, prune_config, runtime, settings,
 };
+use crate::commands::settings_glue::context_window;
 use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::provider::{ProviderFlags, process_env, resolve_config};
 use crate::settings::Settings;
@@ -74,6 +75,7 @@ pub fn run(args: &ViewArgs, ctx: &Ctx) -> CmdResult {
         strategies,
         (size.width, size.height),
     );
+    app.context_window = context_window(&args.budget, None);
     let problems = session.problems().len();
     if problems > 0 {
         app.say(

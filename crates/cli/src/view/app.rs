@@ -82,6 +82,11 @@ pub enum Mode {
         /// Where navigation goes.
         target: Option<String>,
     },
+    /// Asking whether to compact, after `:compact`.
+    ConfirmCompact {
+        /// The user's focus for the summary.
+        instructions: Option<String>,
+    },
     /// A job is running.
     Busy {
         /// What it does.
@@ -105,9 +110,9 @@ pub struct Status {
 /// How summaries and compactions will be made, for the prompts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Strategies {
-    /// `/compact`: e.g. `snapcompact` or `llm (openai-compatible gpt-4o)`.
+    /// `:compact`: e.g. `snapcompact` or `llm (openai-compatible gpt-4o)`.
     pub compact: String,
-    /// `/compact` with instructions (they may ask for an LLM summary).
+    /// `:compact` with instructions (they may ask for an LLM summary).
     pub compact_with_instructions: String,
     /// Branch summaries: e.g. `the snapcompact digest (no model)`.
     pub branch: String,
@@ -174,6 +179,8 @@ pub struct App {
     pub status: Option<Status>,
     /// The last search.
     pub query: Option<String>,
+    /// The context window the header measures the context's tokens against.
+    pub context_window: u64,
     pub(crate) expanded: BTreeSet<FoldKey>,
     pub(crate) rows: Vec<Row>,
     pub(crate) size: (u16, u16),
@@ -198,6 +205,7 @@ impl App {
             mode: Mode::Normal,
             status: None,
             query: None,
+            context_window: crate::commands::settings_glue::DEFAULT_CONTEXT_WINDOW,
             expanded: BTreeSet::new(),
             rows: Vec::new(),
             size: (width, height),
@@ -207,6 +215,15 @@ impl App {
         app.relayout();
         app.jump_to_leaf();
         app
+    }
+
+    /// How `:compact` will summarize, with or without instructions.
+    pub fn compact_strategy(&self, instructions: bool) -> &str {
+        if instructions {
+            &self.strategies.compact_with_instructions
+        } else {
+            &self.strategies.compact
+        }
     }
 
     /// The laid-out rows.
@@ -417,6 +434,32 @@ impl App {
         self.relayout();
     }
 
+    /// The tree pane's next filter (all, user messages, labelled); the
+    /// cursor stays on its entry when the filter shows it, else goes to
+    /// the leaf. Says which filter is on.
+    pub fn cycle_tree_filter(&mut self) {
+        let target = self
+            .tree
+            .rows
+            .get(self.pane.cursor)
+            .map(|r| r.target.clone());
+        self.tree.set_filter(self.tree.filter.next());
+        self.pane.cursor = target
+            .and_then(|t| self.tree.row_of(t.as_deref()))
+            .unwrap_or(self.tree.leaf_row);
+        self.pane.top = 0;
+        let page = self.tree_page();
+        self.pane.follow(page);
+        let shown = self.tree.rows.len() - 1;
+        self.say(
+            format!(
+                "tree: {} ({shown} shown; f for the next filter)",
+                self.tree.filter.name()
+            ),
+            false,
+        );
+    }
+
     /// A new screen size.
     pub fn resize(&mut self, width: u16, height: u16) {
         if self.size != (width, height) {
@@ -435,8 +478,9 @@ impl App {
 
     /// Takes the session as a job left it: new transcript and tree, folds
     /// of entries that still exist kept, the leaf in view.
-    pub fn reload(&mut self, transcript: Transcript, tree: TreeModel) {
+    pub fn reload(&mut self, transcript: Transcript, mut tree: TreeModel) {
         self.transcript = transcript;
+        tree.set_filter(self.tree.filter);
         self.tree = tree;
         self.rows.clear();
         self.relayout();

@@ -32,6 +32,7 @@ pub fn update(app: &mut App, input: Input) -> Option<Effect> {
             Mode::Search(text) => prompt_key(app, key, text, true),
             Mode::Command(text) => prompt_key(app, key, text, false),
             Mode::Confirm { target } => confirm_key(app, key, target),
+            Mode::ConfirmCompact { instructions } => confirm_compact_key(app, key, instructions),
             Mode::Busy { .. } => busy_key(app, key),
         },
     }
@@ -107,6 +108,7 @@ fn tree_key(app: &mut App, key: KeyEvent) -> Option<Effect> {
             app.pane.follow(page);
         }
         KeyCode::Enter => return choose(app),
+        KeyCode::Char('f') => app.cycle_tree_filter(),
         _ => {}
     }
     None
@@ -151,6 +153,28 @@ fn confirm_key(app: &mut App, key: KeyEvent, target: Option<String>) -> Option<E
     Some(start(app, Job::Navigate { target, summarize }))
 }
 
+fn confirm_compact_key(
+    app: &mut App,
+    key: KeyEvent,
+    instructions: Option<String>,
+) -> Option<Effect> {
+    match key.code {
+        KeyCode::Char('y' | 'Y') | KeyCode::Enter => {
+            Some(start(app, Job::Compact { instructions }))
+        }
+        KeyCode::Char('n' | 'N') | KeyCode::Esc => {
+            app.mode = Mode::Normal;
+            app.say("not compacted: the file is unchanged", false);
+            None
+        }
+        _ if ctrl(key, 'c') => {
+            app.mode = Mode::Normal;
+            None
+        }
+        _ => None,
+    }
+}
+
 fn prompt_key(app: &mut App, key: KeyEvent, mut text: String, search: bool) -> Option<Effect> {
     if ctrl(key, 'c') || key.code == KeyCode::Esc {
         app.mode = Mode::Normal;
@@ -178,17 +202,9 @@ fn prompt_key(app: &mut App, key: KeyEvent, mut text: String, search: bool) -> O
     None
 }
 
-/// Enter in a prompt. In the `/` prompt `compact [instructions]` is the
-/// `/compact` command; anything else is searched for.
+/// Enter in a prompt: the `/` prompt searches for the text, whatever it
+/// is; the `:` prompt runs a command (`compact` asks first).
 fn submit(app: &mut App, text: &str, search: bool) -> Option<Effect> {
-    let command = text.strip_prefix('/').unwrap_or(text);
-    let (word, rest) = command
-        .split_once(char::is_whitespace)
-        .map_or((command, ""), |(w, r)| (w, r.trim()));
-    let arg = (!rest.is_empty()).then(|| rest.to_owned());
-    if word == "compact" {
-        return Some(start(app, Job::Compact { instructions: arg }));
-    }
     if search {
         if !text.is_empty() {
             app.query = Some(text.to_owned());
@@ -196,8 +212,17 @@ fn submit(app: &mut App, text: &str, search: bool) -> Option<Effect> {
         }
         return None;
     }
+    let command = text.strip_prefix('/').unwrap_or(text);
+    let (word, rest) = command
+        .split_once(char::is_whitespace)
+        .map_or((command, ""), |(w, r)| (w, r.trim()));
+    let arg = (!rest.is_empty()).then(|| rest.to_owned());
     match word {
         "" => None,
+        "compact" => {
+            app.mode = Mode::ConfirmCompact { instructions: arg };
+            None
+        }
         "q" | "quit" => Some(Effect::Quit),
         "tree" => {
             app.toggle_tree();
@@ -238,12 +263,9 @@ fn start(app: &mut App, job: Job) -> Effect {
             summarize: true, ..
         } => format!("summarizing the branch with {}", app.strategies.branch),
         Job::Navigate { .. } => "navigating".to_owned(),
-        Job::Compact { instructions: None } => {
-            format!("compacting with {}", app.strategies.compact)
-        }
-        Job::Compact { .. } => format!(
+        Job::Compact { instructions } => format!(
             "compacting with {}",
-            app.strategies.compact_with_instructions
+            app.compact_strategy(instructions.is_some())
         ),
     };
     app.mode = Mode::Busy {

@@ -4,7 +4,9 @@
 //! fired as the slim divider `── 📷 compacted · ctrl+o ──` that expands into
 //! its summary (and the frames or pages of a snapcompact archive); tool
 //! calls, results and thinking folded; search; a tree pane to navigate
-//! with an optional branch summary; `/compact` on demand.
+//! with an optional branch summary, filtered to user messages or labels;
+//! `:compact` on demand, after a question; the context's tokens against
+//! the window in the title.
 //!
 //! The parts, from data to screen:
 //! - [`model`]: the display transcript as owned blocks and parts

@@ -20,6 +20,8 @@ pub struct Transcript {
     pub blocks: Vec<Block>,
     /// The leaf's entry id.
     pub leaf_id: Option<String>,
+    /// The context's tokens at the leaf, as `musepi context` counts them.
+    pub context_tokens: u64,
 }
 
 /// One transcript line of the session: a message or a compaction.
@@ -184,6 +186,7 @@ impl Transcript {
         Self {
             blocks,
             leaf_id: session.leaf_id().map(ToString::to_string),
+            context_tokens: crate::commands::context::context_tokens(session, session.leaf_index()),
         }
     }
 }

@@ -12,7 +12,7 @@ use ratatui::widgets::{Clear, Paragraph, Widget};
 use super::app::{App, GUTTER, Mode, areas};
 use super::keys::SPINNER;
 use super::lines::Row;
-use super::text::{find_all, str_width, truncate};
+use super::text::{find_all, str_width, thousands, truncate};
 use super::tree_pane;
 
 /// The question asked before leaving a branch.
@@ -44,23 +44,50 @@ fn put(line: Line<'_>, area: Rect, buf: &mut Buffer) {
     }
 }
 
+/// The title: the context's tokens against the window first (what the
+/// model reads at the leaf), then the file, the leaf and the path's size;
+/// the parts that do not fit are left out from the end.
 fn header(app: &App, area: Rect, buf: &mut Buffer) {
     let leaf = app.transcript.leaf_id.as_deref().unwrap_or("none");
-    let rows = app.rows().len();
-    let shown = (app.top() + app.page()).min(rows);
-    let percent = (shown * 100).checked_div(rows).unwrap_or(100);
-    let text = format!(
-        " musepi view · {} · leaf {leaf} · {} messages · {percent}%",
-        app.file,
-        app.transcript.blocks.len()
-    );
+    let used = app.transcript.context_tokens;
+    let window = app.context_window;
+    let percent = (used * 100).checked_div(window).unwrap_or(0);
+    let parts = [
+        " musepi view".to_owned(),
+        format!(
+            "context {} / {} tokens ({percent}%)",
+            thousands(used),
+            thousands(window)
+        ),
+        app.file.clone(),
+        format!("leaf {leaf}"),
+        format!("{} messages", app.transcript.blocks.len()),
+    ];
+    let width = usize::from(area.width);
+    let short = format!(" {}/{} tokens", thousands(used), thousands(window));
+    let text = (2..=parts.len())
+        .rev()
+        .map(|n| parts[..n].join(" · "))
+        .chain([short])
+        .find(|t| str_width(t) <= width)
+        .unwrap_or_else(|| truncate(&parts[..2].join(" · "), width));
     let style = Style::default()
         .fg(Color::Black)
         .bg(Color::Cyan)
         .add_modifier(Modifier::BOLD);
-    let text = truncate(&text, usize::from(area.width));
     buf.set_style(area, style);
     put(Line::styled(text, style), area, buf);
+}
+
+/// Where the screen is in the transcript: `rows 120–143 of 310`.
+pub fn position(app: &App) -> String {
+    let rows = app.rows().len();
+    if rows == 0 {
+        return String::new();
+    }
+    let first = app.top() + 1;
+    let last = (app.top() + app.page()).min(rows);
+    format!("rows {first}–{last} of {rows}")
 }
 
 fn transcript(app: &App, area: Rect, buf: &mut Buffer) {
@@ -174,6 +201,21 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) -> Option<Position> {
                 None,
             )
         }
+        Mode::ConfirmCompact { instructions } => {
+            let text = format!(
+                "compact at the leaf with {}? [y/n]",
+                app.compact_strategy(instructions.is_some())
+            );
+            (
+                Line::styled(
+                    truncate(&text, width),
+                    Style::default()
+                        .fg(Color::Yellow)
+                        .add_modifier(Modifier::BOLD),
+                ),
+                None,
+            )
+        }
         Mode::Busy {
             label,
             tick,
@@ -187,20 +229,36 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) -> Option<Position> {
             };
             (Line::raw(truncate(&text, width)), None)
         }
-        Mode::Normal => match &app.status {
-            Some(s) => {
-                let style = if s.error {
-                    Style::default().fg(Color::Red)
-                } else {
-                    Style::default().fg(Color::Green)
-                };
-                (Line::styled(truncate(&s.text, width), style), None)
-            }
-            None => (Line::raw(""), None),
-        },
+        Mode::Normal => (normal_status(app, width), None),
     };
     put(line, area, buf);
     cursor.filter(|_| area.height > 0 && area.width > 0)
+}
+
+/// The status line in normal mode: the message on the left, where the
+/// screen is in the transcript on the right when both fit (the message
+/// wins when they do not).
+fn normal_status(app: &App, width: usize) -> Line<'static> {
+    let (text, style) = match &app.status {
+        Some(s) if s.error => (s.text.clone(), Style::default().fg(Color::Red)),
+        Some(s) => (s.text.clone(), Style::default().fg(Color::Green)),
+        None => (String::new(), Style::default()),
+    };
+    let transcript_shown = app.areas().tree != Some(app.areas().transcript);
+    let position = if transcript_shown {
+        position(app)
+    } else {
+        String::new()
+    };
+    let needed = str_width(&text) + 2 + str_width(&position);
+    if position.is_empty() || needed > width {
+        return Line::styled(truncate(&text, width), style);
+    }
+    Line::from(vec![
+        Span::styled(text.clone(), style),
+        Span::raw(" ".repeat(width - str_width(&text) - str_width(&position))),
+        Span::styled(position, Style::default().fg(Color::DarkGray)),
+    ])
 }
 
 /// The last `width` columns of `s`.
@@ -223,8 +281,9 @@ fn tail(s: &str, width: usize) -> String {
 pub fn help(app: &App) -> &'static [&'static str] {
     match &app.mode {
         Mode::Normal if app.pane.open => &[
-            "↑↓/jk PgUp/PgDn Home/End move · Enter go there · l leaf · t/Tab/Esc close · q quit",
-            "↑↓ move · Enter go there · l leaf · t close · q quit",
+            "↑↓/jk PgUp/PgDn Home/End move · Enter go there · l leaf · f filter · t/Tab/Esc close · q quit",
+            "↑↓ move · Enter go there · l leaf · f filter · t close · q quit",
+            "Enter go · f filter · t close · q quit",
             "Enter go · t close · q quit",
         ],
         Mode::Normal => &[
@@ -234,13 +293,15 @@ pub fn help(app: &App) -> &'static [&'static str] {
             "^O expand · t tree · / search · q quit",
             "q quit",
         ],
-        Mode::Search(_) => &[
-            "Enter find · Esc cancel · `compact [instructions]` runs /compact",
-            "Enter find · Esc cancel",
-        ],
+        Mode::Search(_) => &["Enter find · Esc cancel"],
         Mode::Command(_) => &[
             "compact [instructions] · find TEXT · tree · leaf · q · Enter run · Esc cancel",
             "compact [instructions] · Enter run · Esc cancel",
+        ],
+        Mode::ConfirmCompact { .. } => &[
+            "y or Enter compact (a compaction entry is appended) · n or Esc leave the file as it is",
+            "y compact · n/Esc cancel",
+            "y/n",
         ],
         Mode::Confirm { .. } => &[
             "y summarize and go · n go without a summary · Esc stay here",

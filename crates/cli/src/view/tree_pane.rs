@@ -33,74 +33,189 @@ pub struct TreeRow {
     pub label: Option<String>,
 }
 
-/// The rows of a session's tree, with the leaf's row.
+/// Which entries the tree pane lists (`f` cycles through them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TreeFilter {
+    /// Every entry.
+    #[default]
+    All,
+    /// User messages only.
+    User,
+    /// Labelled entries only.
+    Labelled,
+}
+
+impl TreeFilter {
+    /// The next filter in the cycle all → user → labelled → all.
+    #[must_use]
+    pub fn next(self) -> Self {
+        match self {
+            Self::All => Self::User,
+            Self::User => Self::Labelled,
+            Self::Labelled => Self::All,
+        }
+    }
+
+    /// How the pane's title names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::All => "all entries",
+            Self::User => "user messages",
+            Self::Labelled => "labelled",
+        }
+    }
+
+    fn keeps(self, row: &TreeRow) -> bool {
+        match self {
+            Self::All => true,
+            Self::User => row.kind == "user",
+            Self::Labelled => row.label.is_some(),
+        }
+    }
+}
+
+/// One entry of the tree, before filtering.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Node {
+    /// Its row, without the branch lines.
+    row: TreeRow,
+    /// The parent's node.
+    parent: Option<usize>,
+}
+
+/// The rows of a session's tree under a filter, with the leaf's row.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TreeModel {
-    /// A root row first, then every entry in pre-order.
+    /// A root row first, then the entries the filter keeps in pre-order
+    /// (the leaf always), each under its nearest kept ancestor.
     pub rows: Vec<TreeRow>,
     /// The leaf's row (the root row when there is no leaf).
     pub leaf_row: usize,
+    /// The filter the rows are for.
+    pub filter: TreeFilter,
+    /// Every entry in pre-order.
+    nodes: Vec<Node>,
 }
 
 impl TreeModel {
-    /// The tree of `session`.
+    /// The tree of `session`, every entry shown.
     pub fn from_session(session: &Session) -> Self {
         let tree = session.tree();
         let leaf = session.leaf_index();
         let path: std::collections::BTreeSet<usize> = leaf
             .map(|l| session.path_indices(l).into_iter().collect())
             .unwrap_or_default();
+        let mut nodes = Vec::with_capacity(session.entries().len());
+        // (entry, parent node, below the leaf)
+        let mut stack: Vec<(usize, Option<usize>, bool)> = tree
+            .roots()
+            .iter()
+            .rev()
+            .map(|&r| (r, None, false))
+            .collect();
+        while let Some((i, parent, above_below)) = stack.pop() {
+            let entry = &session.entries()[i];
+            let below = above_below || leaf == Some(i);
+            let node = nodes.len();
+            nodes.push(Node {
+                row: TreeRow {
+                    target: Some(entry.id.to_string()),
+                    prefix: String::new(),
+                    on_path: path.contains(&i),
+                    is_leaf: leaf == Some(i),
+                    below_leaf: below,
+                    kind: kind_of(entry).to_owned(),
+                    preview: sanitize(&preview_of(entry)),
+                    label: session.label(entry.id.as_str()).map(sanitize),
+                },
+                parent,
+            });
+            for &c in tree.children(i).iter().rev() {
+                stack.push((c, Some(node), below));
+            }
+        }
+        let mut model = Self {
+            rows: Vec::new(),
+            leaf_row: 0,
+            filter: TreeFilter::All,
+            nodes,
+        };
+        model.set_filter(TreeFilter::All);
+        model
+    }
+
+    /// Shows the entries `filter` keeps, each under its nearest kept
+    /// ancestor, with the branch lines drawn anew.
+    pub fn set_filter(&mut self, filter: TreeFilter) {
+        self.filter = filter;
+        let kept: Vec<bool> = self
+            .nodes
+            .iter()
+            .map(|n| n.row.is_leaf || filter.keeps(&n.row))
+            .collect();
+        // Children by nearest kept ancestor, in pre-order.
+        let mut children: Vec<Vec<usize>> = vec![Vec::new(); self.nodes.len()];
+        let mut roots = Vec::new();
+        for (i, node) in self.nodes.iter().enumerate() {
+            if !kept[i] {
+                continue;
+            }
+            let mut up = node.parent;
+            while let Some(p) = up.filter(|&p| !kept[p]) {
+                up = self.nodes[p].parent;
+            }
+            match up {
+                Some(p) => children[p].push(i),
+                None => roots.push(i),
+            }
+        }
+        let leaf_anywhere = self.nodes.iter().any(|n| n.row.is_leaf);
         let mut rows = vec![TreeRow {
             target: None,
             prefix: String::new(),
             on_path: true,
-            is_leaf: leaf.is_none(),
-            below_leaf: leaf.is_none(),
+            is_leaf: !leaf_anywhere,
+            below_leaf: !leaf_anywhere,
             kind: String::new(),
             preview: "before the first entry".to_owned(),
             label: None,
         }];
         let mut leaf_row = 0;
-        // (entry, prefix of its row, prefix of the rows under it, below the leaf)
-        let mut stack: Vec<(usize, String, String, bool)> = tree
-            .roots()
+        // (node, prefix of its row, prefix of the rows under it)
+        let mut stack: Vec<(usize, String, String)> = roots
             .iter()
             .rev()
-            .map(|&r| (r, String::new(), String::new(), false))
+            .map(|&r| (r, String::new(), String::new()))
             .collect();
-        while let Some((i, first, rest, above_below)) = stack.pop() {
-            let entry = &session.entries()[i];
-            let below = above_below || leaf == Some(i);
-            if leaf == Some(i) {
+        while let Some((i, first, rest)) = stack.pop() {
+            if self.nodes[i].row.is_leaf {
                 leaf_row = rows.len();
             }
             rows.push(TreeRow {
-                target: Some(entry.id.to_string()),
                 prefix: first,
-                on_path: path.contains(&i),
-                is_leaf: leaf == Some(i),
-                below_leaf: below,
-                kind: kind_of(entry).to_owned(),
-                preview: sanitize(&preview_of(entry)),
-                label: session.label(entry.id.as_str()).map(sanitize),
+                ..self.nodes[i].row.clone()
             });
-            let children = tree.children(i);
-            if let [only] = children {
+            if let [only] = children[i].as_slice() {
                 // A linear run stays at the same indentation.
-                stack.push((*only, rest.clone(), rest, below));
+                stack.push((*only, rest.clone(), rest));
                 continue;
             }
-            for (n, &c) in children.iter().enumerate().rev() {
-                let last = n + 1 == children.len();
+            for (n, &c) in children[i].iter().enumerate().rev() {
+                let last = n + 1 == children[i].len();
                 stack.push((
                     c,
                     format!("{rest}{}", if last { "└─ " } else { "├─ " }),
                     format!("{rest}{}", if last { "   " } else { "│  " }),
-                    below,
                 ));
             }
         }
-        Self { rows, leaf_row }
+        self.rows = rows;
+        self.leaf_row = leaf_row;
+    }
+
+    /// The row of `target`, if the filter shows it.
+    pub fn row_of(&self, target: Option<&str>) -> Option<usize> {
+        self.rows.iter().position(|r| r.target.as_deref() == target)
     }
 }
 
@@ -148,7 +263,7 @@ pub fn draw(model: &TreeModel, pane: &TreePane, area: Rect, buf: &mut Buffer) {
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(Style::default().fg(Color::Blue))
-        .title(" tree · Enter: go there · t: close ");
+        .title(format!(" tree · {} · f: filter ", model.filter.name()));
     let inner = block.inner(area);
     block.render(area, buf);
     let width = usize::from(inner.width);
