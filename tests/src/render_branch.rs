@@ -290,6 +290,7 @@ pub fn render_navigation(session: &Session, nav: &Navigation<'_>) -> String {
             &SummaryResponse {
                 text: nav.answer.to_owned(),
                 usage: None,
+                truncated: false,
             },
         ))
     } else {

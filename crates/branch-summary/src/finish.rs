@@ -248,6 +248,7 @@ mod tests {
         SummaryResponse {
             text: text.to_owned(),
             usage: None,
+            truncated: false,
         }
     }
 
@@ -350,6 +351,7 @@ mod tests {
         let response = SummaryResponse {
             text: "t".into(),
             usage: Some(usage.clone()),
+            truncated: false,
         };
         assert_eq!(finish(&prep, &response).usage, Some(usage));
     }

@@ -90,6 +90,10 @@ pub struct ServeArgs {
     /// The provider's base URL.
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
+    /// The most time one request to the provider may take, retries and their waits included
+    /// (default: the settings' deadlineMs, else 120).
+    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    pub deadline: Option<std::time::Duration>,
     /// The agent model's context window, for the thresholds (default 200000; `open` may set it per session).
     #[arg(long, value_name = "N")]
     pub context_window: Option<u64>,
@@ -313,6 +317,10 @@ pub struct CompactArgs {
     /// The provider's base URL.
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
+    /// The most time one request to the provider may take, retries and their waits included
+    /// (default: the settings' deadlineMs, else 120).
+    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    pub deadline: Option<std::time::Duration>,
     /// Budgets.
     #[command(flatten)]
     pub budget: BudgetArgs,
@@ -367,6 +375,10 @@ pub struct BranchArgs {
     /// The provider's base URL.
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
+    /// The most time one request to the provider may take, retries and their waits included
+    /// (default: the settings' deadlineMs, else 120).
+    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    pub deadline: Option<std::time::Duration>,
     /// The summarizing model's context window (budget = window − branchSummary.reserveTokens).
     #[arg(long, value_name = "N")]
     pub context_window: Option<u64>,
@@ -401,6 +413,10 @@ pub struct HandoffArgs {
     /// The provider's base URL.
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
+    /// The most time one request to the provider may take, retries and their waits included
+    /// (default: the settings' deadlineMs, else 120).
+    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    pub deadline: Option<std::time::Duration>,
 }
 
 /// `musepi view FILE`.
@@ -426,9 +442,22 @@ pub struct ViewArgs {
     /// The provider's base URL.
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
+    /// The most time one request to the provider may take, retries and their waits included
+    /// (default: the settings' deadlineMs, else 120).
+    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    pub deadline: Option<std::time::Duration>,
     /// Budgets for `:compact`, and `--context-window` for the header's context usage.
     #[command(flatten)]
     pub budget: BudgetArgs,
+}
+
+/// A positive number of seconds, decimals allowed (`90`, `0.5`).
+fn seconds(text: &str) -> Result<std::time::Duration, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9)
+        .map(std::time::Duration::from_secs_f64)
+        .ok_or_else(|| format!("`{text}` is not a positive number of seconds"))
 }
 
 #[cfg(test)]

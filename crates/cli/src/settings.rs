@@ -227,8 +227,11 @@ pub struct ProviderEntry {
     pub max_tokens: Option<u32>,
     /// A reasoning effort that replaces the request's (`off` for none).
     pub reasoning: Option<String>,
-    /// Total time of one attempt, in milliseconds.
+    /// Total time of one attempt, in milliseconds (default: the deadline).
     pub timeout_ms: Option<u64>,
+    /// Total time of one request, every attempt and the waits between them
+    /// included, in milliseconds (default 120000).
+    pub deadline_ms: Option<u64>,
     /// Connect timeout in milliseconds.
     pub connect_timeout_ms: Option<u64>,
     /// Retries after the first attempt.

@@ -4,113 +4,17 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::collections::VecDeque;
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::response::Response;
 use serde_json::{Value, json};
-
-const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
-
-#[derive(Clone)]
-struct Reply {
-    status: u16,
-    headers: Vec<(&'static str, String)>,
-    body: String,
-    delay: Duration,
-}
-
-impl Reply {
-    fn json(status: u16, body: &Value) -> Self {
-        Self::raw(status, &body.to_string())
-    }
-    fn raw(status: u16, body: &str) -> Self {
-        Self {
-            status,
-            headers: Vec::new(),
-            body: body.to_owned(),
-            delay: Duration::ZERO,
-        }
-    }
-    fn header(mut self, name: &'static str, value: &str) -> Self {
-        self.headers.push((name, value.to_owned()));
-        self
-    }
-    fn delayed(mut self, d: Duration) -> Self {
-        self.delay = d;
-        self
-    }
-}
-
-/// One request: its path, JSON body and headers.
-type Seen = (String, Value, Vec<(String, String)>);
-
-#[derive(Default)]
-struct Script {
-    replies: Mutex<VecDeque<Reply>>,
-    seen: Mutex<Vec<Seen>>,
-}
-
-async fn answer(State(script): State<Arc<Script>>, req: Request) -> Response {
-    let path = req.uri().path().to_owned();
-    let headers: Vec<(String, String)> = req
-        .headers()
-        .iter()
-        .map(|(k, v)| {
-            (
-                k.as_str().to_owned(),
-                v.to_str().unwrap_or_default().to_owned(),
-            )
-        })
-        .collect();
-    let bytes = axum::body::to_bytes(req.into_body(), usize::MAX)
-        .await
-        .unwrap();
-    let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    script.seen.lock().unwrap().push((path, body, headers));
-    let reply = script
-        .replies
-        .lock()
-        .unwrap()
-        .pop_front()
-        .unwrap_or_else(|| Reply::raw(500, "script exhausted"));
-    tokio::time::sleep(reply.delay).await;
-    let mut r = Response::builder()
-        .status(reply.status)
-        .header("content-type", "application/json");
-    for (k, v) in &reply.headers {
-        r = r.header(*k, v);
-    }
-    r.body(Body::from(reply.body)).unwrap()
-}
-
-async fn server(replies: Vec<Reply>) -> (String, Arc<Script>) {
-    let script = Arc::new(Script {
-        replies: Mutex::new(replies.into()),
-        seen: Mutex::default(),
-    });
-    let app = axum::Router::new()
-        .fallback(answer)
-        .with_state(script.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, script)
-}
+use support::{MUSEPI, Reply, Server};
 
 fn chat(text: &str) -> Reply {
-    Reply::json(
-        200,
-        &json!({
-            "choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
-        }),
-    )
+    support::chat(text, "stop")
 }
 
 /// The example session, copied to a temp dir.
@@ -148,16 +52,16 @@ fn stderr(o: &Output) -> String {
 async fn compact_with(
     entry: Value,
     replies: Vec<Reply>,
-) -> (Output, PathBuf, Vec<u8>, Arc<Script>, tempfile::TempDir) {
+) -> (Output, PathBuf, Vec<u8>, Server, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let file = session(dir.path());
     let before = std::fs::read(&file).unwrap();
-    let (url, script) = server(replies).await;
+    let server = Server::start(replies).await;
     let mut entry = entry;
     let base = entry["baseUrl"]
         .as_str()
         .unwrap_or_default()
-        .replace("{url}", &url);
+        .replace("{url}", &server.url);
     entry["baseUrl"] = Value::String(base);
     let settings = settings(dir.path(), &entry);
     let out = musepi(&[
@@ -174,7 +78,7 @@ async fn compact_with(
         "--json",
     ])
     .await;
-    (out, file, before, script, dir)
+    (out, file, before, server, dir)
 }
 
 fn openai(timeout_ms: u64) -> Value {
@@ -198,23 +102,23 @@ async fn an_openai_compatible_summary_is_written_and_the_requests_are_exact() {
     )
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
-    let seen = script.seen.lock().unwrap().clone();
+    let seen = script.seen();
     assert_eq!(seen.len(), 3);
-    for (path, body, headers) in &seen {
-        assert_eq!(path, "/v1/chat/completions");
-        assert_eq!(body["model"], "summarizer-1");
-        assert_eq!(body["stream"], false);
-        assert_eq!(body["messages"][0]["role"], "system");
+    for request in &seen {
+        assert_eq!(request.path, "/v1/chat/completions");
+        assert_eq!(request.body["model"], "summarizer-1");
+        assert_eq!(request.body["stream"], false);
+        assert_eq!(request.body["messages"][0]["role"], "system");
         assert!(
-            !headers.iter().any(|(k, _)| k == "authorization"),
+            !request.headers.contains_key("authorization"),
             "no key was configured"
         );
     }
     let prompts: Vec<&str> = seen
         .iter()
-        .map(|(_, b, _)| b["messages"][1]["content"].as_str().unwrap())
+        .map(|r| r.body["messages"][1]["content"].as_str().unwrap())
         .collect();
-    let maxes: Vec<&Value> = seen.iter().map(|(_, b, _)| &b["max_tokens"]).collect();
+    let maxes: Vec<&Value> = seen.iter().map(|r| &r.body["max_tokens"]).collect();
     // History and turn prefix run concurrently; the short summary comes last.
     let history = prompts
         .iter()
@@ -255,7 +159,7 @@ async fn a_429_with_retry_after_and_a_500_are_retried() {
     ];
     let (out, file, _, script, _dir) = compact_with(openai(10_000), replies).await;
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(script.seen.lock().unwrap().len(), 5);
+    assert_eq!(script.seen().len(), 5);
     assert_eq!(last_entry(&file)["type"], "compaction");
 }
 
@@ -294,13 +198,13 @@ async fn an_abort_mid_request_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let file = session(dir.path());
     let before = std::fs::read(&file).unwrap();
-    let (url, script) = server(vec![
+    let script = Server::start(vec![
         chat("x").delayed(Duration::from_secs(30)),
         chat("x").delayed(Duration::from_secs(30)),
     ])
     .await;
     let mut entry = openai(60_000);
-    entry["baseUrl"] = json!(format!("{url}/v1"));
+    entry["baseUrl"] = json!(format!("{}/v1", script.url));
     let settings = settings(dir.path(), &entry);
     let child = tokio::process::Command::new(MUSEPI)
         .args([
@@ -317,9 +221,7 @@ async fn an_abort_mid_request_writes_nothing() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    while script.seen.lock().unwrap().is_empty() {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    script.wait_for_requests(1).await;
     let pid = i32::try_from(child.id().unwrap()).unwrap();
     // SAFETY-free: kill(2) through the libc crate is a plain syscall wrapper.
     assert_eq!(unsafe_free_sigint(pid), 0);
@@ -363,16 +265,9 @@ async fn anthropic_responses_and_the_remote_endpoint_write_summaries_too() {
     )
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(
-        script
-            .seen
-            .lock()
-            .unwrap()
-            .iter()
-            .all(|(p, b, _)| p == "/v1/messages"
-                && b["model"] == "claude-test"
-                && b["system"].is_string())
-    );
+    assert!(script.seen().iter().all(|r| r.path == "/v1/messages"
+        && r.body["model"] == "claude-test"
+        && r.body["system"].is_string()));
     assert_eq!(last_entry(&file)["shortSummary"], "short a");
 
     let responses_reply = |t: &str| {
@@ -393,11 +288,9 @@ async fn anthropic_responses_and_the_remote_endpoint_write_summaries_too() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         script
-            .seen
-            .lock()
-            .unwrap()
+            .seen()
             .iter()
-            .all(|(p, b, _)| p == "/v1/responses" && b["instructions"].is_string())
+            .all(|r| r.path == "/v1/responses" && r.body["instructions"].is_string())
     );
     assert_eq!(last_entry(&file)["shortSummary"], "short r");
 
@@ -412,11 +305,10 @@ async fn anthropic_responses_and_the_remote_endpoint_write_summaries_too() {
     )
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
-    let seen = script.seen.lock().unwrap().clone();
-    assert!(seen.iter().all(|(p, b, _)| p == "/summarize"
-        && b["systemPrompt"].is_string()
-        && b["prompt"].is_string()
-        && b["maxTokens"].is_number()));
+    assert!(script.seen().iter().all(|r| r.path == "/summarize"
+        && r.body["systemPrompt"].is_string()
+        && r.body["prompt"].is_string()
+        && r.body["maxTokens"].is_number()));
     // History and prefix run concurrently, so either may get either answer;
     // the merged summary holds both.
     let summary = last_entry(&file)["summary"].as_str().unwrap().to_owned();
@@ -455,4 +347,98 @@ async fn snapcompact_needs_no_server_and_is_deterministic() {
     let src =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sessions/todo-refactor.jsonl");
     assert_eq!(std::fs::read(&file).unwrap(), std::fs::read(src).unwrap());
+}
+
+#[tokio::test]
+async fn a_summary_cut_at_the_output_limit_is_stored_with_a_warning() {
+    let cut = || support::chat("## Goal\n- the history, cut mid", "length");
+    let (out, file, before, _, _dir) =
+        compact_with(openai(10_000), vec![cut(), cut(), chat("short")]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let warning = "stopped at its output limit, so it may end mid-sentence; it is used as written";
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let warnings: Vec<&str> = doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings.iter().all(|w| w.contains(warning)), "{warnings:?}");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with("the history answer of test"))
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with("the turnPrefix answer of test"))
+    );
+    assert_eq!(stderr(&out).matches(warning).count(), 2, "{}", stderr(&out));
+    assert_ne!(std::fs::read(&file).unwrap(), before);
+    assert_eq!(last_entry(&file)["type"], "compaction");
+}
+
+#[tokio::test]
+async fn a_stalled_provider_ends_by_the_deadline_of_the_flag_or_the_settings() {
+    let stalled = || chat("x").delayed(Duration::from_mins(1));
+    let mut entry = openai(60_000);
+    entry["deadlineMs"] = json!(300);
+    let (out, file, before, _, _dir) = compact_with(entry, vec![stalled(), stalled()]).await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("test gave no answer within the 300 ms deadline (1 attempt)"),
+        "{}",
+        stderr(&out)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["error"]["code"], "deadline-exceeded");
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = session(dir.path());
+    let server = Server::start(vec![stalled(), stalled()]).await;
+    let base = format!("{}/v1", server.url);
+    let args = [
+        "compact",
+        file.to_str().unwrap(),
+        "--strategy",
+        "llm",
+        "--base-url",
+        &base,
+    ];
+    let out = musepi(&[&args[..], &["--model", "m", "--deadline", "0.4", "--json"]].concat()).await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("within the 400 ms deadline"),
+        "{}",
+        stderr(&out)
+    );
+    let out = musepi(&[&args[..], &["--model", "m", "--deadline", "soon"]].concat()).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("`soon` is not a positive number of seconds"));
+}
+
+#[tokio::test]
+async fn an_endless_answer_or_a_redirect_elsewhere_writes_nothing() {
+    let (out, file, before, _, _dir) =
+        compact_with(openai(10_000), vec![Reply::endless(), Reply::endless()]).await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["error"]["code"], "response-too-large");
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+
+    let elsewhere = Server::start(vec![chat("## stolen"); 3]).await;
+    let to = format!("{}/v1/chat/completions", elsewhere.url);
+    let (out, file, before, _, _dir) = compact_with(
+        openai(10_000),
+        vec![Reply::redirect(307, &to), Reply::redirect(307, &to)],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["error"]["code"], "redirect-refused");
+    assert!(elsewhere.seen().is_empty());
+    assert_eq!(std::fs::read(&file).unwrap(), before);
 }

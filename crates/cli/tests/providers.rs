@@ -4,14 +4,11 @@
 // Helpers outside #[test] functions unwrap too: a failure there is a test failure.
 #![allow(clippy::unwrap_used)]
 
-use std::collections::VecDeque;
+mod support;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
-use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
 use musepi_cli::provider::{
     ApiKey, DeveloperRole, NativeCompactionRequest, OpenAiRemoteCompaction, Provider,
     ProviderConfig, ProviderKind, RetryNotice, RetryPolicy, build_client,
@@ -21,128 +18,14 @@ use musepi_hooks::{
     RemoteCompactInput, RemoteCompactor, RemoteFailure, SummarizeError, Summarizer,
 };
 use musepi_session_model::{ContentBlock, JsonValue, Text, ToolCall, Usage};
-use serde_json::{Value, json};
+use serde_json::json;
+use support::{Reply, Seen, Server};
 use tokio_util::sync::CancellationToken;
 
 const KEY: &str = "sk-test-secret-0123456789";
 const SYSTEM: &str = "You are a summarizer.";
 const PROMPT: &str = "<conversation>\n[User]: fix the bug\n</conversation>\n\nSummarize.";
 const SUMMARY: &str = "## Goal\nFix the bug.";
-
-// ---------------------------------------------------------------- server
-
-/// One scripted answer.
-#[derive(Clone)]
-struct Reply {
-    status: u16,
-    headers: Vec<(&'static str, String)>,
-    body: String,
-    delay: Duration,
-    /// Send the body's first half, then break the connection.
-    cut: bool,
-}
-
-impl Reply {
-    fn json(status: u16, body: &Value) -> Self {
-        Self::raw(status, &body.to_string())
-    }
-
-    fn raw(status: u16, body: &str) -> Self {
-        Self {
-            status,
-            headers: Vec::new(),
-            body: body.to_owned(),
-            delay: Duration::ZERO,
-            cut: false,
-        }
-    }
-
-    fn header(mut self, name: &'static str, value: &str) -> Self {
-        self.headers.push((name, value.to_owned()));
-        self
-    }
-
-    fn delayed(mut self, delay: Duration) -> Self {
-        self.delay = delay;
-        self
-    }
-
-    fn cut(mut self) -> Self {
-        self.cut = true;
-        self
-    }
-}
-
-/// One request the server received.
-#[derive(Debug, Clone)]
-struct Seen {
-    path: String,
-    headers: HeaderMap,
-    body: Value,
-}
-
-#[derive(Default)]
-struct Script {
-    replies: Mutex<VecDeque<Reply>>,
-    seen: Mutex<Vec<Seen>>,
-}
-
-struct Server {
-    url: String,
-    script: Arc<Script>,
-}
-
-impl Server {
-    async fn start(replies: Vec<Reply>) -> Self {
-        let script = Arc::new(Script {
-            replies: Mutex::new(replies.into()),
-            seen: Mutex::default(),
-        });
-        let app = axum::Router::new()
-            .fallback(answer)
-            .with_state(script.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        Self { url, script }
-    }
-
-    fn seen(&self) -> Vec<Seen> {
-        self.script.seen.lock().unwrap().clone()
-    }
-
-    async fn wait_for_requests(&self, n: usize) {
-        while self.script.seen.lock().unwrap().len() < n {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    }
-}
-
-async fn answer(State(script): State<Arc<Script>>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
-    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap();
-    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    script.seen.lock().unwrap().push(Seen {
-        path: parts.uri.path().to_owned(),
-        headers: parts.headers,
-        body,
-    });
-    let reply = script.replies.lock().unwrap().pop_front();
-    let reply = reply.unwrap_or_else(|| Reply::raw(599, "no reply scripted"));
-    tokio::time::sleep(reply.delay).await;
-    let mut response = Response::builder().status(StatusCode::from_u16(reply.status).unwrap());
-    for (name, value) in &reply.headers {
-        response = response.header(*name, value);
-    }
-    let body = if reply.cut {
-        let half = Bytes::from(reply.body[..reply.body.len() / 2].to_owned());
-        let broken = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "cut");
-        Body::from_stream(futures_util::stream::iter([Ok(half), Err(broken)]))
-    } else {
-        Body::from(reply.body)
-    };
-    response.body(body).unwrap()
-}
 
 // ---------------------------------------------------------------- providers
 
@@ -1153,4 +1036,205 @@ async fn native_compaction_ignores_another_providers_history_and_trims_to_the_wi
         body["input"],
         json!([{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix the bug"}]}])
     );
+}
+
+// ---------------------------------------------------------------- limits
+
+#[tokio::test]
+async fn a_redirect_to_another_origin_is_not_followed() {
+    for status in [301, 302, 303, 307, 308] {
+        for flavour in ALL {
+            let elsewhere = Server::start(vec![flavour.ok(SUMMARY)]).await;
+            let target = format!("{}{}", elsewhere.url, flavour.path());
+            let server = Server::start(vec![Reply::redirect(status, &target)]).await;
+            let err = summarize(&flavour.provider(&server)).await.unwrap_err();
+            assert_eq!(
+                err,
+                SummarizeError::Redirected {
+                    provider: flavour_name(flavour).to_owned(),
+                    location: target.clone(),
+                },
+                "{flavour:?} {status}"
+            );
+            assert!(
+                err.to_string()
+                    .contains("another origin; it was not followed"),
+                "{err}"
+            );
+            assert_eq!(server.seen().len(), 1, "not retried");
+            assert!(elsewhere.seen().is_empty(), "{flavour:?} {status}: re-sent");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_redirect_within_the_origin_is_followed_with_the_same_body() {
+    let flavour = Flavour::Chat;
+    let server = Server::start(vec![
+        Reply::redirect(307, "/moved/chat/completions"),
+        flavour.ok(SUMMARY),
+    ])
+    .await;
+    assert_eq!(
+        summarize(&flavour.provider(&server)).await,
+        Ok(SUMMARY.into())
+    );
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[1].path, "/moved/chat/completions");
+    assert_eq!(seen[1].body, seen[0].body);
+    assert_eq!(
+        header(&seen[1], "authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+}
+
+#[tokio::test]
+async fn an_endless_answer_is_read_only_up_to_the_limit() {
+    for flavour in ALL {
+        let server = Server::start(vec![Reply::endless()]).await;
+        let err = summarize(&flavour.provider(&server)).await.unwrap_err();
+        assert_eq!(
+            err,
+            SummarizeError::TooLarge {
+                provider: flavour_name(flavour).to_owned(),
+                limit: musepi_cli::provider::MAX_RESPONSE_BYTES,
+            },
+            "{flavour:?}"
+        );
+        assert_eq!(server.seen().len(), 1, "not retried");
+    }
+    // A whole body of a declared length over the limit is refused as well.
+    let limit = usize::try_from(musepi_cli::provider::MAX_RESPONSE_BYTES).unwrap();
+    let server = Server::start(vec![Reply::raw(200, &" ".repeat(limit + 1))]).await;
+    let err = summarize(&Flavour::Chat.provider(&server)).await;
+    assert!(
+        matches!(err, Err(SummarizeError::TooLarge { .. })),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_summary_far_longer_than_its_output_limit_is_refused() {
+    // The request asks for at most 100 tokens: 1600 bytes pass, 1601 do not.
+    let limited = SummaryRequest::single(RequestPurpose::History, SYSTEM, PROMPT, Some(100), None);
+    for flavour in ALL {
+        let fits = format!("{}\n{}", "x".repeat(800), "x".repeat(799));
+        let runaway = format!("{fits}x");
+        let server = Server::start(vec![flavour.ok(&fits), flavour.ok(&runaway)]).await;
+        let provider = flavour.provider(&server);
+        let ok = provider.summarize(&limited, CancellationToken::new()).await;
+        assert_eq!(ok.map(|r| r.text.len()), Ok(1600), "{flavour:?}");
+        let err = provider.summarize(&limited, CancellationToken::new()).await;
+        assert_eq!(
+            err,
+            Err(SummarizeError::SummaryTooLong {
+                provider: flavour_name(flavour).to_owned(),
+                bytes: 1601,
+                max_tokens: 100,
+            }),
+            "{flavour:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_stalled_provider_fails_by_the_deadline() {
+    for flavour in ALL {
+        let stalled = flavour.ok(SUMMARY).delayed(Duration::from_mins(1));
+        let server = Server::start(vec![stalled.clone(), stalled.clone(), stalled]).await;
+        let mut config = flavour.config(&server);
+        config.deadline = Duration::from_millis(300);
+        config.timeout = Duration::from_secs(30);
+        let err = summarize(&Provider::new(config, client()))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err,
+            SummarizeError::Deadline {
+                provider: flavour_name(flavour).to_owned(),
+                deadline_ms: 300,
+                attempts: 1,
+            },
+            "{flavour:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{} gave no answer within the 300 ms deadline (1 attempt)",
+                flavour_name(flavour)
+            )
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_deadline_covers_the_retries_and_their_waits() {
+    // Attempts time out after 100 ms and are retried after 10-40 ms, until
+    // the 450 ms deadline: a few attempts, never the 10 the policy allows.
+    let stalled = Flavour::Chat.ok(SUMMARY).delayed(Duration::from_secs(5));
+    let server = Server::start(vec![stalled; 10]).await;
+    let mut config = Flavour::Chat.config(&server);
+    config.deadline = Duration::from_millis(450);
+    config.timeout = Duration::from_millis(100);
+    config.retry.max_attempts = 10;
+    let err = summarize(&Provider::new(config, client()))
+        .await
+        .unwrap_err();
+    let SummarizeError::Deadline { attempts, .. } = err else {
+        panic!("{err:?}");
+    };
+    assert!((2..10).contains(&attempts), "{attempts} attempts");
+    assert_eq!(server.seen().len() as u32, attempts);
+
+    // Server errors: the last answer is reported when no time is left for
+    // the next attempt.
+    let server = Server::start(vec![Flavour::Chat.error(500, "overloaded"); 10]).await;
+    let mut config = Flavour::Chat.config(&server);
+    config.deadline = Duration::from_millis(150);
+    config.retry.max_attempts = 10;
+    config.retry.base_delay = Duration::from_millis(100);
+    config.retry.max_delay = Duration::from_millis(100);
+    let err = summarize(&Provider::new(config, client()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.status(), Some(500), "{err:?}");
+    assert!(server.seen().len() < 10);
+}
+
+#[tokio::test]
+async fn answers_cut_at_the_output_limit_are_marked_truncated() {
+    let cut = |flavour: Flavour| -> Reply {
+        let body = match flavour {
+            Flavour::Chat | Flavour::RemoteChat => json!({
+                "choices": [{"message": {"role": "assistant", "content": "## Goal\nFix the"}, "finish_reason": "length"}],
+            }),
+            Flavour::Anthropic => json!({
+                "content": [{"type": "text", "text": "## Goal\nFix the"}],
+                "stop_reason": "max_tokens",
+            }),
+            Flavour::Responses => json!({
+                "status": "incomplete",
+                "incomplete_details": {"reason": "max_output_tokens"},
+                "output": [{"type": "message", "role": "assistant",
+                            "content": [{"type": "output_text", "text": "## Goal\nFix the"}]}],
+            }),
+            Flavour::RemoteCustom => json!({"summary": "## Goal\nFix the"}),
+        };
+        Reply::json(200, &body)
+    };
+    for flavour in ALL {
+        let server = Server::start(vec![cut(flavour), flavour.ok(SUMMARY)]).await;
+        let provider = flavour.provider(&server);
+        let first = provider
+            .summarize(&request(), CancellationToken::new())
+            .await;
+        let second = provider
+            .summarize(&request(), CancellationToken::new())
+            .await;
+        // The custom endpoint has no way to say so.
+        let expected = flavour != Flavour::RemoteCustom;
+        assert_eq!(first.map(|r| r.truncated), Ok(expected), "{flavour:?}");
+        assert_eq!(second.map(|r| r.truncated), Ok(false), "{flavour:?}");
+    }
 }

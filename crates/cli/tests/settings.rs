@@ -283,6 +283,7 @@ fn flags(provider: Option<&str>, base_url: Option<&str>, model: Option<&str>) ->
         provider: provider.map(str::to_owned),
         base_url: base_url.map(str::to_owned),
         model: model.map(str::to_owned),
+        deadline: None,
     }
 }
 
@@ -526,5 +527,93 @@ fn resolution_builds_a_ready_provider_without_touching_the_network() {
     assert_eq!(
         shared.describe(),
         "openai-compatible m at http://127.0.0.1:1/v1"
+    );
+}
+
+#[test]
+fn a_key_a_header_cannot_carry_is_refused_naming_its_variable() {
+    let s = settings(json!({"providers": {
+        "own": {"kind": "openai-compatible", "baseUrl": "http://127.0.0.1:9/v1", "model": "m", "apiKeyEnv": "OWN_KEY"},
+    }}));
+    let cases: [(&str, &str, &str, &str); 5] = [
+        ("OWN_KEY", "sk-abc\r\nX-Injected: 1", "a line break", "7"),
+        ("OWN_KEY", "sk-abc\n", "a line break", "7"),
+        ("OWN_KEY", "sk abc", "a space", "3"),
+        ("OWN_KEY", "sk-\u{7f}", "a control character", "4"),
+        ("OWN_KEY", "sk-é", "a character that is not ASCII", "4"),
+    ];
+    for (variable, key, what, position) in cases {
+        let lookup = |name: &str| (name == variable).then(|| key.to_owned());
+        let error = resolve_config(&flags(Some("own"), None, None), &s, &lookup).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "the API key in {variable} holds {what} at character {position}, which an HTTP header cannot carry; nothing was sent (check the variable for a stray line break)"
+            ),
+            "{key:?}"
+        );
+        assert!(!error.to_string().contains("sk-"), "the key is never shown");
+    }
+    // The vendor's and musepi's own variables are checked the same way.
+    let vendor = resolve_config(
+        &flags(Some("anthropic"), None, Some("claude-x")),
+        &Settings::default(),
+        &env(&[("ANTHROPIC_API_KEY", "ak\n")]),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(vendor, ProviderError::InvalidKey { ref variable, .. } if variable == "ANTHROPIC_API_KEY")
+    );
+    let own = resolve_config(
+        &flags(
+            Some("openai-compatible"),
+            Some("http://127.0.0.1:9/v1"),
+            Some("m"),
+        ),
+        &Settings::default(),
+        &env(&[("MUSEPI_API_KEY", "k\r")]),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(own, ProviderError::InvalidKey { ref variable, .. } if variable == "MUSEPI_API_KEY")
+    );
+}
+
+#[test]
+fn the_deadline_comes_from_the_flag_then_the_entry_then_the_default() {
+    let s = settings(json!({"providers": {
+        "slow": {"kind": "openai-compatible", "baseUrl": "http://127.0.0.1:9/v1", "model": "m", "deadlineMs": 5000},
+        "capped": {"kind": "openai-compatible", "baseUrl": "http://127.0.0.1:9/v1", "model": "m", "deadlineMs": 5000, "timeoutMs": 1000},
+    }}));
+    let config = |name: &str, flag: Option<Duration>| {
+        let mut f = flags(Some(name), None, None);
+        f.deadline = flag;
+        resolve_config(&f, &s, &env(&[])).unwrap()
+    };
+    let default = resolve_config(
+        &flags(
+            Some("openai-compatible"),
+            Some("http://127.0.0.1:9/v1"),
+            Some("m"),
+        ),
+        &s,
+        &env(&[]),
+    )
+    .unwrap();
+    assert_eq!(
+        (default.deadline, default.timeout),
+        (Duration::from_mins(2), Duration::from_mins(2))
+    );
+    let entry = config("slow", None);
+    assert_eq!(
+        (entry.deadline, entry.timeout),
+        (Duration::from_secs(5), Duration::from_secs(5))
+    );
+    let flag = config("slow", Some(Duration::from_millis(300)));
+    assert_eq!(flag.deadline, Duration::from_millis(300));
+    let capped = config("capped", None);
+    assert_eq!(
+        (capped.deadline, capped.timeout),
+        (Duration::from_secs(5), Duration::from_secs(1))
     );
 }

@@ -276,4 +276,8 @@ pub struct SummaryResponse {
     pub text: String,
     /// Usage, when the provider reported it.
     pub usage: Option<Usage>,
+    /// Whether the model stopped at the output limit, so the text may end
+    /// mid-thought (`finish_reason: length`, `stop_reason: max_tokens`, an
+    /// incomplete response).
+    pub truncated: bool,
 }

@@ -29,7 +29,7 @@ use crate::events::{
     SuppliedCompaction, names,
 };
 use crate::runner::{HookWarning, Hooks};
-use crate::summarizer::{SummarizeError, Summarizer};
+use crate::summarizer::{SummarizeError, Summarizer, truncation_warning};
 
 /// How the summary is made.
 #[derive(Debug, Clone, PartialEq)]
@@ -560,6 +560,7 @@ async fn windowed(
 ) -> Result<(musepi_context_builder::SummaryResponse, usize), CompactError> {
     let mut summary = units.previous_summary().map(str::to_owned);
     let mut usages = Vec::new();
+    let mut truncated = false;
     let mut calls = 0;
     let mut start = 0;
     budget = budget.max(min_tokens);
@@ -571,6 +572,7 @@ async fn windowed(
             Ok(r) => {
                 summary = Some(r.text);
                 usages.extend(r.usage);
+                truncated |= r.truncated;
                 start = window.end;
             }
             Err(CompactError::Summarize { error, purpose }) if error.is_context_overflow() => {
@@ -587,6 +589,7 @@ async fn windowed(
         musepi_context_builder::SummaryResponse {
             text,
             usage: sum_usage(usages.iter()),
+            truncated,
         },
         calls,
     ))
@@ -629,6 +632,16 @@ async fn summarize(
             None
         }
     };
+    let answers = [
+        (RequestPurpose::History, &history),
+        (RequestPurpose::TurnPrefix, &prefix),
+        (RequestPurpose::ShortSummary, &short),
+    ];
+    for (purpose, answer) in answers {
+        if answer.as_ref().is_some_and(|a| a.truncated) {
+            warnings.push(truncation_warning(purpose, summarizer));
+        }
+    }
     let usage = {
         let usages: Vec<&Usage> = [&history, &prefix, &short]
             .into_iter()

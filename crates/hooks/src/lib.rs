@@ -44,7 +44,10 @@ pub use runtime_decision::{
 pub use runtime_promote::PromotionTarget;
 pub use runtime_settings::{MaintenanceSettings, MaintenanceStrategy};
 pub use runtime_tree::{NAVIGATE_MARKER, TreeOutcome, TreeRequest};
-pub use summarizer::{RemoteFailure, SummarizeError, SummarizeFuture, Summarizer};
+pub use summarizer::{
+    MAX_BYTES_PER_TOKEN, RemoteFailure, SummarizeError, SummarizeFuture, Summarizer,
+    truncation_warning,
+};
 
 /// The provider messages at the session's leaf, as an agent should send
 /// them: refined (no dangling calls or dead error turns), custom messages as

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::events::{BeforeTreeEvent, TreeEvent, TreePreparation, names};
 use crate::runner::{HookWarning, Hooks};
-use crate::summarizer::{SummarizeError, Summarizer};
+use crate::summarizer::{SummarizeError, Summarizer, truncation_warning};
 
 /// How a branch summary is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -223,6 +223,9 @@ pub async fn navigate(
                             Err(SummarizeError::Cancelled) => return Err(NavigateError::Aborted),
                             Err(e) => return Err(NavigateError::Summarize(e)),
                         };
+                        if response.truncated {
+                            warnings.push(truncation_warning(request.purpose, summarizer));
+                        }
                         Some(finish(&prep, &response))
                     }
                 }

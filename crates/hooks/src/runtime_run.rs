@@ -249,6 +249,11 @@ impl Maintenance {
         if cancel.is_cancelled() {
             return Err(Stop::Aborted);
         }
+        let notes: Vec<String> = response
+            .truncated
+            .then(|| crate::summarizer::truncation_warning(request.purpose, summarizer.as_ref()))
+            .into_iter()
+            .collect();
         let document = response.text.trim().to_owned();
         if document.is_empty() {
             return Err(Stop::Failed(
@@ -299,6 +304,6 @@ impl Maintenance {
             from_extension: false,
             session_file: Some(path),
         };
-        Ok((report, Vec::new()))
+        Ok((report, notes))
     }
 }

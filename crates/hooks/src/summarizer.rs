@@ -179,6 +179,54 @@ pub enum SummarizeError {
         message: String,
     },
 
+    /// No answer came within the request's deadline, which covers every
+    /// attempt and the waits between them.
+    #[error("{provider} gave no answer within the {} deadline ({attempts} attempt{})", Millis(*deadline_ms), if *attempts == 1 { "" } else { "s" })]
+    Deadline {
+        /// The summarizer's name.
+        provider: String,
+        /// The deadline, in milliseconds.
+        deadline_ms: u64,
+        /// How many attempts were started.
+        attempts: u32,
+    },
+
+    /// The answer was larger than a summarizer reads; it was not read to
+    /// the end.
+    #[error("{provider} sent an answer larger than {limit} bytes; it was not read to the end")]
+    TooLarge {
+        /// The summarizer's name.
+        provider: String,
+        /// The most bytes read.
+        limit: u64,
+    },
+
+    /// The summary is far longer than the output limit it was asked for allows.
+    #[error(
+        "{provider} sent a {bytes}-byte summary for an output limit of {max_tokens} tokens (at most {} bytes); it was not used",
+        u64::from(*max_tokens) * crate::summarizer::MAX_BYTES_PER_TOKEN
+    )]
+    SummaryTooLong {
+        /// The summarizer's name.
+        provider: String,
+        /// The summary's size in bytes.
+        bytes: u64,
+        /// The output limit that was sent.
+        max_tokens: u32,
+    },
+
+    /// The server answered with a redirect to another origin, which is not
+    /// followed: the conversation and the key go only to the configured URL.
+    #[error(
+        "{provider} answered with a redirect to {location}, another origin; it was not followed, so the request went only to the configured URL"
+    )]
+    Redirected {
+        /// The summarizer's name.
+        provider: String,
+        /// Where the redirect pointed (without user info or query).
+        location: String,
+    },
+
     /// A remote compaction call (SPEC §9) failed with one of the spec's
     /// messages, e.g. `Remote compaction failed (502 Bad Gateway)`.
     #[error("{failure}{}", MessageSuffix(message.as_deref()))]
@@ -249,6 +297,36 @@ impl fmt::Display for StatusSuffix {
     }
 }
 
+/// The warning for an answer that stopped at its output limit: it is used
+/// as written, and says so.
+pub fn truncation_warning(
+    purpose: musepi_context_builder::RequestPurpose,
+    summarizer: &dyn Summarizer,
+) -> String {
+    format!(
+        "the {} answer of {} stopped at its output limit, so it may end mid-sentence; it is used as written (a larger output limit gives a complete one)",
+        purpose.name(),
+        summarizer.describe()
+    )
+}
+
+/// The most bytes a summary may have per token of its output limit: four
+/// times what the densest text takes, so only a runaway answer reaches it.
+pub const MAX_BYTES_PER_TOKEN: u64 = 16;
+
+/// Renders a duration in milliseconds as `120 s` or `300 ms`.
+struct Millis(u64);
+
+impl fmt::Display for Millis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_multiple_of(1000) {
+            write!(f, "{} s", self.0 / 1000)
+        } else {
+            write!(f, "{} ms", self.0)
+        }
+    }
+}
+
 /// Renders `: message` or nothing.
 struct MessageSuffix<'a>(Option<&'a str>);
 
@@ -281,6 +359,7 @@ mod tests {
                 Ok(SummaryResponse {
                     text: request.prompt_text(),
                     usage: None,
+                    truncated: false,
                 })
             })
         }

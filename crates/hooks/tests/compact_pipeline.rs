@@ -70,6 +70,7 @@ impl Summarizer for Scripted {
                     total_tokens: 15.0,
                     ..Default::default()
                 }),
+                truncated: false,
             })
         })
     }
@@ -640,6 +641,7 @@ impl Summarizer for Small {
             Ok(SummaryResponse {
                 text: format!("summary of {} chars", prompt.len()),
                 usage: None,
+                truncated: false,
             })
         })
     }

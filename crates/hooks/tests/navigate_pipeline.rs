@@ -41,6 +41,7 @@ impl Summarizer for Echo {
             Ok(SummaryResponse {
                 text: "## Goal\n- tried plan B".into(),
                 usage: None,
+                truncated: false,
             })
         })
     }
@@ -328,5 +329,48 @@ async fn navigating_to_the_leaf_is_a_no_op() {
     assert!(out.no_op);
     assert!(
         matches!(go(&path, &options("nope", false, None, &hooks)).await, Err(NavigateError::NotFound(id)) if id == "nope")
+    );
+}
+
+/// Answers every request with a summary the model stopped at its output limit.
+struct Cut;
+
+impl Summarizer for Cut {
+    fn summarize<'a>(&'a self, _: &'a SummaryRequest, _: CancellationToken) -> SummarizeFuture<'a> {
+        Box::pin(async {
+            Ok(SummaryResponse {
+                text: "## Goal\n- tried plan".into(),
+                usage: None,
+                truncated: true,
+            })
+        })
+    }
+    fn describe(&self) -> String {
+        "cut".into()
+    }
+}
+
+#[tokio::test]
+async fn a_summary_cut_at_the_output_limit_is_kept_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, ids) = tree_file(dir.path());
+    let hooks = Hooks::new();
+    let out = go(&path, &options(&ids[1], true, Some(&Cut), &hooks))
+        .await
+        .unwrap();
+    assert_eq!(
+        out.warnings,
+        [
+            "the branchSummary answer of cut stopped at its output limit, so it may end mid-sentence; it is used as written (a larger output limit gives a complete one)"
+        ]
+    );
+    let j = Journal::open(&path, &mut SequentialIds::new()).unwrap();
+    let EntryBody::BranchSummary(b) = &j.session().leaf_entry().unwrap().body else {
+        panic!("not a branch summary")
+    };
+    assert!(
+        b.summary.contains("## Goal\n- tried plan"),
+        "{}",
+        b.summary.as_str()
     );
 }

@@ -43,6 +43,7 @@ impl Summarizer for Recorder {
             Ok(SummaryResponse {
                 text: "## Goal\n- summarized".into(),
                 usage: None,
+                truncated: false,
             })
         })
     }

@@ -58,7 +58,11 @@ impl Summarizer for Scripted {
                 RequestPurpose::Handoff => "## Goal\nFinish the parser.".to_owned(),
                 _ => "## Goal\nFix the parser.".to_owned(),
             };
-            Ok(SummaryResponse { text, usage: None })
+            Ok(SummaryResponse {
+                text,
+                usage: None,
+                truncated: false,
+            })
         })
     }
 

@@ -44,6 +44,7 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
         provider: args.provider.clone(),
         base_url: args.base_url.clone(),
         model: args.model.clone(),
+        deadline: args.deadline,
     };
     let strategy = match args.strategy.as_deref() {
         Some("llm") => BranchStrategy::Llm,

@@ -114,6 +114,7 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         provider: args.provider.clone(),
         base_url: args.base_url.clone(),
         model: args.model.clone(),
+        deadline: args.deadline,
     };
     let budgets = budgets(&settings, &args.budget, None);
     if args.dry_run {

@@ -256,6 +256,11 @@ fn summarize(e: &SummarizeError) -> Condition {
     match e {
         SummarizeError::Cancelled => condition(Exit::Failed, "interrupted"),
         SummarizeError::ContextOverflow { .. } => condition(Exit::Failed, "context-overflow"),
+        SummarizeError::Deadline { .. } => condition(Exit::Failed, "deadline-exceeded"),
+        SummarizeError::TooLarge { .. } | SummarizeError::SummaryTooLong { .. } => {
+            condition(Exit::Failed, "response-too-large")
+        }
+        SummarizeError::Redirected { .. } => condition(Exit::Failed, "redirect-refused"),
         SummarizeError::Provider { .. }
         | SummarizeError::EmptyResponse { .. }
         | SummarizeError::Refusal { .. }
@@ -270,6 +275,7 @@ fn provider(e: &ProviderError) -> Condition {
         ProviderError::MissingApiKey { .. } | ProviderError::MissingKeyVariable { .. } => {
             condition(Exit::BadInput, "missing-api-key")
         }
+        ProviderError::InvalidKey { .. } => condition(Exit::BadInput, "invalid-api-key"),
         ProviderError::Client(_) => condition(Exit::Failed, "failed"),
         ProviderError::NoProviderSelected { .. } => condition(Exit::BadInput, "no-model"),
         ProviderError::UnknownProvider { .. }

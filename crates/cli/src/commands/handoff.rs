@@ -75,6 +75,7 @@ pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
         provider: args.provider.clone(),
         base_url: args.base_url.clone(),
         model: args.model.clone(),
+        deadline: args.deadline,
     };
     // A provider is needed only when no hook supplies the document, so a
     // configuration error waits until then.
@@ -110,6 +111,9 @@ pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
                     error: anyhow::anyhow!("Handoff generation failed: {e}"),
                     ..Failure::failed(e)
                 })?;
+            if response.truncated {
+                warnings.push(musepi_hooks::truncation_warning(request.purpose, &llm));
+            }
             (response.text.trim().to_owned(), false)
         };
         if cancel.is_cancelled() {

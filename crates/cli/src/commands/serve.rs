@@ -155,6 +155,7 @@ pub fn run(args: &ServeArgs, ctx: &Ctx) -> CmdResult {
         provider: args.provider.clone(),
         base_url: args.base_url.clone(),
         model: args.model.clone(),
+        deadline: args.deadline,
     };
     let provider = match resolve_provider(&flags, &settings, &process_env) {
         Ok(p) => Some(Arc::new(p)),

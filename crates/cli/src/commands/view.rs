@@ -48,6 +48,7 @@ pub fn run(args: &ViewArgs, ctx: &Ctx) -> CmdResult {
         provider: args.provider.clone(),
         base_url: args.base_url.clone(),
         model: args.model.clone(),
+        deadline: args.deadline,
     };
     // Check the flag now, so a typo is an error before the screen changes.
     Chosen::pick(args.strategy.as_deref(), &settings, false)?;

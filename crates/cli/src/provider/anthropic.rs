@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::http::Http;
-use super::{Fallbacks, ProviderConfig, is_blank};
+use super::{Fallbacks, ProviderConfig, is_blank, sent_limit, summary_response};
 
 /// The `anthropic-version` header sent.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -99,13 +99,13 @@ impl Anthropic {
     ) -> Result<SummaryResponse, SummarizeError> {
         let url = self.config.endpoint("/v1/messages");
         let mut fallbacks = Fallbacks::default();
-        let reply = loop {
+        let (reply, body) = loop {
             let body = self.body(request, fallbacks);
             let reply = self.http.post(&url, self.headers(), &body, cancel).await?;
             if body.get("thinking").is_some() && self.http.rejects(&reply, "thinking") {
                 fallbacks.no_reasoning = true;
             } else {
-                break reply;
+                break (reply, body);
             }
         };
         if !reply.is_success() {
@@ -121,22 +121,21 @@ impl Anthropic {
             .filter_map(|b| b.get("text").and_then(Value::as_str))
             .collect::<Vec<_>>()
             .join("\n");
-        if value.get("stop_reason").and_then(Value::as_str) == Some("refusal") {
+        let stop_reason = value.get("stop_reason").and_then(Value::as_str);
+        if stop_reason == Some("refusal") {
             return Err(SummarizeError::Refusal {
                 provider: self.config.name.clone(),
                 reason: "refusal".to_owned(),
                 message: (!is_blank(&text)).then_some(text),
             });
         }
-        if is_blank(&text) {
-            return Err(SummarizeError::EmptyResponse {
-                provider: self.config.name.clone(),
-            });
-        }
-        Ok(SummaryResponse {
+        summary_response(
+            &self.config.name,
             text,
-            usage: value.get("usage").map(usage),
-        })
+            sent_limit(&body, &["max_tokens"]),
+            stop_reason == Some("max_tokens"),
+            value.get("usage").map(usage),
+        )
     }
 }
 

@@ -1,7 +1,14 @@
 //! The HTTP layer every provider shares: the TLS set-up, the one
-//! `reqwest::Client`, POSTs with retries, backoff and cancellation, and the
-//! reading of error bodies.
+//! `reqwest::Client`, POSTs with retries, backoff, a deadline and
+//! cancellation, bodies read up to a limit, and the reading of error bodies.
+//!
+//! What a request may do is bounded: it ends by its deadline, which covers
+//! every attempt and the waits between them; an answer is read up to
+//! [`MAX_RESPONSE_BYTES`]; a redirect is followed only within the same
+//! origin (scheme, host and port), so the conversation and the key never
+//! reach a host they were not configured for.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
@@ -15,6 +22,12 @@ use super::ApiKey;
 /// The connect timeout of the shared client.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The most bytes of one answer that are read; a larger answer is an error.
+pub const MAX_RESPONSE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The most redirects followed within one origin.
+const MAX_REDIRECTS: usize = 5;
+
 /// Installs ring as the process-wide rustls crypto provider.
 ///
 /// Call it once at start-up, before any client is built; calling it again
@@ -24,7 +37,8 @@ pub fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-/// Builds a client with rustls over ring and the given connect timeout.
+/// Builds a client with rustls over ring and the given connect timeout,
+/// following redirects only within the origin of the request.
 ///
 /// Total timeouts are set per request, so one client serves every provider.
 pub fn build_client(connect_timeout: Duration) -> Result<reqwest::Client, reqwest::Error> {
@@ -32,6 +46,20 @@ pub fn build_client(connect_timeout: Duration) -> Result<reqwest::Client, reqwes
     reqwest::Client::builder()
         .user_agent(concat!("musepi/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(connect_timeout)
+        .redirect(reqwest::redirect::Policy::custom(|attempt| {
+            let same_origin = attempt
+                .previous()
+                .first()
+                .is_some_and(|first| first.origin() == attempt.url().origin());
+            if !same_origin {
+                // Handed back as the 3xx answer, which `once` refuses.
+                attempt.stop()
+            } else if attempt.previous().len() > MAX_REDIRECTS {
+                attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
+            } else {
+                attempt.follow()
+            }
+        }))
         .build()
 }
 
@@ -132,12 +160,22 @@ struct Failure {
     message: String,
 }
 
+/// Why an attempt gave no usable answer.
+enum AttemptError {
+    /// The transport failed; it may be worth another attempt.
+    Transport(Failure),
+    /// The answer must not be used and is not retried (a redirect to
+    /// another origin, a body over the limit).
+    Fatal(SummarizeError),
+}
+
 /// What one provider needs to send requests.
 #[derive(Clone)]
 pub(crate) struct Http {
     pub(crate) client: reqwest::Client,
     pub(crate) provider: String,
     pub(crate) timeout: Duration,
+    pub(crate) deadline: Duration,
     pub(crate) retry: RetryPolicy,
     pub(crate) secret: Option<ApiKey>,
     pub(crate) observer: Option<RetryObserver>,
@@ -145,7 +183,12 @@ pub(crate) struct Http {
 
 impl Http {
     /// POSTs `body` as JSON with retries; resolves with the last HTTP answer,
-    /// or with a cancelled or transport error.
+    /// or with a cancelled, transport or deadline error.
+    ///
+    /// The deadline covers every attempt and the waits between them: each
+    /// attempt may take at most the attempt timeout and what is left of the
+    /// deadline, and a retry that would start after the deadline is not made
+    /// (the last answer or error is returned instead).
     pub(crate) async fn post(
         &self,
         url: &str,
@@ -154,10 +197,23 @@ impl Http {
         cancel: &CancellationToken,
     ) -> Result<Reply, SummarizeError> {
         let payload = body.to_string().into_bytes();
+        let deadline = tokio::time::Instant::now() + self.deadline;
+        let attempts = AtomicU32::new(0);
         tokio::select! {
             biased;
             () = cancel.cancelled() => Err(SummarizeError::Cancelled),
-            result = self.with_retries(url, &headers, &payload) => result,
+            result = self.with_retries(url, &headers, &payload, deadline, &attempts) => result,
+            () = tokio::time::sleep_until(deadline) => {
+                Err(self.deadline_error(attempts.load(Ordering::Relaxed)))
+            }
+        }
+    }
+
+    fn deadline_error(&self, attempts: u32) -> SummarizeError {
+        SummarizeError::Deadline {
+            provider: self.provider.clone(),
+            deadline_ms: u64::try_from(self.deadline.as_millis()).unwrap_or(u64::MAX),
+            attempts,
         }
     }
 
@@ -166,25 +222,45 @@ impl Http {
         url: &str,
         headers: &HeaderMap,
         payload: &[u8],
+        deadline: tokio::time::Instant,
+        attempts: &AtomicU32,
     ) -> Result<Reply, SummarizeError> {
         let max_attempts = self.retry.max_attempts.max(1);
         let mut attempt = 1;
         loop {
             let last = attempt >= max_attempts;
-            let (delay, from_retry_after, reason) = match self.once(url, headers, payload).await {
+            attempts.store(attempt, Ordering::Relaxed);
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let timeout = self.timeout.min(left);
+            let outcome = match self.once(url, headers, payload, timeout).await {
+                Err(AttemptError::Fatal(e)) => return Err(e),
+                Err(AttemptError::Transport(f)) => Err(f),
+                Ok(reply) => Ok(reply),
+            };
+            // No attempt starts after the deadline.
+            let out_of_time = |delay: Duration| tokio::time::Instant::now() + delay >= deadline;
+            let (delay, from_retry_after, reason) = match outcome {
                 Ok(reply) => {
                     if last || !is_retryable_status(reply.status) {
                         return Ok(reply);
                     }
                     let reason = format!("HTTP {}", reply.status);
-                    match reply.retry_after {
+                    let (delay, from_retry_after) = match reply.retry_after {
                         Some(wait) if wait > self.retry.max_retry_after => return Ok(reply),
-                        Some(wait) => (wait, true, reason),
-                        None => (self.retry.backoff(attempt), false, reason),
+                        Some(wait) => (wait, true),
+                        None => (self.retry.backoff(attempt), false),
+                    };
+                    if out_of_time(delay) {
+                        return Ok(reply);
                     }
+                    (delay, from_retry_after, reason)
                 }
                 Err(failure) => {
-                    if last || !failure.retryable {
+                    let delay = self.retry.backoff(attempt);
+                    if failure.timed_out && out_of_time(delay) {
+                        return Err(self.deadline_error(attempt));
+                    }
+                    if last || !failure.retryable || out_of_time(delay) {
                         return Err(SummarizeError::Transport {
                             provider: self.provider.clone(),
                             attempts: attempt,
@@ -197,7 +273,7 @@ impl Http {
                     } else {
                         "connection error"
                     };
-                    (self.retry.backoff(attempt), false, reason.to_owned())
+                    (delay, false, reason.to_owned())
                 }
             };
             let notice = RetryNotice {
@@ -222,26 +298,76 @@ impl Http {
         }
     }
 
-    async fn once(&self, url: &str, headers: &HeaderMap, payload: &[u8]) -> Result<Reply, Failure> {
+    async fn once(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        payload: &[u8],
+        timeout: Duration,
+    ) -> Result<Reply, AttemptError> {
         let response = self
             .client
             .post(url)
-            .timeout(self.timeout)
+            .timeout(timeout)
             .headers(headers.clone())
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
             .body(payload.to_vec())
             .send()
             .await
-            .map_err(|e| self.failure(&e))?;
+            .map_err(|e| AttemptError::Transport(self.failure(&e)))?;
         let status = response.status();
+        if status.is_redirection() {
+            let location = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|l| response.url().join(l).ok())
+                .map_or_else(
+                    || "(no location)".to_owned(),
+                    |u| super::display_url(u.as_str()),
+                );
+            return Err(AttemptError::Fatal(SummarizeError::Redirected {
+                provider: self.provider.clone(),
+                location,
+            }));
+        }
         let retry_after = retry_after(response.headers(), SystemTime::now());
-        let body = response.text().await.map_err(|e| self.failure(&e))?;
+        let body = self.read_body(response).await?;
         Ok(Reply {
             status: status.as_u16(),
             status_text: status.canonical_reason().unwrap_or_default().to_owned(),
             body,
             retry_after,
         })
+    }
+
+    /// The body as text, read up to [`MAX_RESPONSE_BYTES`].
+    async fn read_body(&self, mut response: reqwest::Response) -> Result<String, AttemptError> {
+        let too_large = || {
+            AttemptError::Fatal(SummarizeError::TooLarge {
+                provider: self.provider.clone(),
+                limit: MAX_RESPONSE_BYTES,
+            })
+        };
+        if response
+            .content_length()
+            .is_some_and(|n| n > MAX_RESPONSE_BYTES)
+        {
+            return Err(too_large());
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| AttemptError::Transport(self.failure(&e)))?
+        {
+            if (bytes.len() + chunk.len()) as u64 > MAX_RESPONSE_BYTES {
+                return Err(too_large());
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok(String::from_utf8(bytes)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
     }
 
     fn failure(&self, error: &reqwest::Error) -> Failure {

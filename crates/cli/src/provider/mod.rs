@@ -22,16 +22,17 @@ mod responses;
 use std::fmt;
 use std::time::Duration;
 
-use musepi_context_builder::SummaryRequest;
-use musepi_hooks::{SummarizeFuture, Summarizer};
-use musepi_session_model::ContentBlock;
+use musepi_context_builder::{SummaryRequest, SummaryResponse};
+use musepi_hooks::{MAX_BYTES_PER_TOKEN, SummarizeError, SummarizeFuture, Summarizer};
+use musepi_session_model::{ContentBlock, Usage};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use anthropic::{ANTHROPIC_DEFAULT_MAX_TOKENS, ANTHROPIC_VERSION, Anthropic};
 pub use http::{
-    DEFAULT_CONNECT_TIMEOUT, RetryNotice, RetryObserver, RetryPolicy, build_client,
-    install_crypto_provider, shared_client,
+    DEFAULT_CONNECT_TIMEOUT, MAX_RESPONSE_BYTES, RetryNotice, RetryObserver, RetryPolicy,
+    build_client, install_crypto_provider, shared_client,
 };
 pub use openai::OpenAiCompatible;
 pub use remote::{RemoteEndpoint, RemoteSummary};
@@ -43,8 +44,12 @@ pub use responses::{
 
 use http::Http;
 
-/// The default total timeout of one attempt.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_mins(3);
+/// The default deadline of one request: every attempt and every wait
+/// between attempts end by then.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_mins(2);
+
+/// The default timeout of one attempt: the whole deadline.
+pub const DEFAULT_TIMEOUT: Duration = DEFAULT_DEADLINE;
 
 /// The wire protocol a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -175,8 +180,10 @@ pub struct ProviderConfig {
     pub max_tokens: Option<u32>,
     /// Reasoning effort that replaces the request's; `off` or `none` never sends any.
     pub reasoning: Option<String>,
-    /// Total time of one attempt.
+    /// Total time of one attempt (it is also bounded by what is left of the deadline).
     pub timeout: Duration,
+    /// Total time of one request: every attempt and the waits between them.
+    pub deadline: Duration,
     /// Connect timeout; `None` uses the shared client's.
     pub connect_timeout: Option<Duration>,
     /// Retries.
@@ -191,7 +198,7 @@ pub struct ProviderConfig {
 
 impl ProviderConfig {
     /// A configuration with defaults: named after its kind, no model, no key,
-    /// a 180 s timeout and the default retry policy.
+    /// a 120 s deadline per request and the default retry policy.
     pub fn new(kind: ProviderKind, base_url: impl Into<String>) -> Self {
         Self {
             name: kind.as_str().to_owned(),
@@ -202,6 +209,7 @@ impl ProviderConfig {
             max_tokens: None,
             reasoning: None,
             timeout: DEFAULT_TIMEOUT,
+            deadline: DEFAULT_DEADLINE,
             connect_timeout: None,
             retry: RetryPolicy::default(),
             developer_role: DeveloperRole::default(),
@@ -245,6 +253,7 @@ impl ProviderConfig {
             client,
             provider: self.name.clone(),
             timeout: self.timeout,
+            deadline: self.deadline,
             retry: self.retry.clone(),
             secret: self.api_key.clone(),
             observer: None,
@@ -398,4 +407,42 @@ fn data_url(mime_type: &str, data: &str) -> String {
 /// Whether a summary text is empty.
 fn is_blank(text: &str) -> bool {
     text.trim().is_empty()
+}
+
+/// The output limit a request body asked for, under any of `keys`.
+fn sent_limit(body: &Value, keys: &[&str]) -> Option<u32> {
+    keys.iter()
+        .find_map(|k| body.get(*k).and_then(Value::as_u64))
+        .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+}
+
+/// A provider's summary: an error when it is blank, or far longer than the
+/// output limit that was sent allows ([`MAX_BYTES_PER_TOKEN`] bytes a
+/// token), which only a runaway answer is.
+fn summary_response(
+    provider: &str,
+    text: String,
+    limit: Option<u32>,
+    truncated: bool,
+    usage: Option<Usage>,
+) -> Result<SummaryResponse, SummarizeError> {
+    if is_blank(&text) {
+        return Err(SummarizeError::EmptyResponse {
+            provider: provider.to_owned(),
+        });
+    }
+    if let Some(max_tokens) = limit
+        && text.len() as u64 > u64::from(max_tokens).saturating_mul(MAX_BYTES_PER_TOKEN)
+    {
+        return Err(SummarizeError::SummaryTooLong {
+            provider: provider.to_owned(),
+            bytes: text.len() as u64,
+            max_tokens,
+        });
+    }
+    Ok(SummaryResponse {
+        text,
+        usage,
+        truncated,
+    })
 }

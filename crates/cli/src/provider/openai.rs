@@ -7,7 +7,9 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::http::{Http, Reply};
-use super::{DeveloperRole, Fallbacks, ProviderConfig, data_url, is_blank, joined_text};
+use super::{
+    DeveloperRole, Fallbacks, ProviderConfig, data_url, joined_text, sent_limit, summary_response,
+};
 
 /// A chat-completions server: `OpenAI`, `OpenRouter`, `vLLM`, the llama.cpp server, `Ollama`.
 pub struct OpenAiCompatible {
@@ -70,7 +72,7 @@ impl OpenAiCompatible {
     ) -> Result<SummaryResponse, SummarizeError> {
         let url = self.config.endpoint("/chat/completions");
         let mut fallbacks = Fallbacks::default();
-        let reply = loop {
+        let (reply, body) = loop {
             let body = self.body(request, fallbacks);
             let reply = self
                 .http
@@ -83,7 +85,7 @@ impl OpenAiCompatible {
             {
                 fallbacks.max_completion_tokens = true;
             } else {
-                break reply;
+                break (reply, body);
             }
         };
         if !reply.is_success() {
@@ -95,15 +97,14 @@ impl OpenAiCompatible {
         if let Some(e) = answer.failure(&self.config.name, &reply, &self.http) {
             return Err(e);
         }
-        if is_blank(&answer.text) {
-            return Err(SummarizeError::EmptyResponse {
-                provider: self.config.name.clone(),
-            });
-        }
-        Ok(SummaryResponse {
-            text: answer.text,
-            usage: answer.usage,
-        })
+        let truncated = answer.is_truncated();
+        summary_response(
+            &self.config.name,
+            answer.text,
+            sent_limit(&body, &["max_tokens", "max_completion_tokens"]),
+            truncated,
+            answer.usage,
+        )
     }
 }
 
@@ -184,6 +185,11 @@ impl ChatAnswer {
             status: Some(reply.status),
             message: http.redact(error),
         })
+    }
+
+    /// Whether the model stopped at the output limit.
+    pub(super) fn is_truncated(&self) -> bool {
+        self.finish_reason.as_deref() == Some("length")
     }
 
     /// The refusal reason, when the model declined.

@@ -10,9 +10,9 @@ use musepi_session_model::Usage;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::ProviderConfig;
 use super::http::{Http, Reply};
 use super::openai::ChatAnswer;
+use super::{ProviderConfig, sent_limit, summary_response};
 
 /// A custom summarizer endpoint.
 pub struct RemoteEndpoint {
@@ -29,6 +29,8 @@ pub struct RemoteSummary {
     pub short_summary: Option<String>,
     /// Usage, when an OpenAI-compatible endpoint reported it.
     pub usage: Option<Usage>,
+    /// Whether an OpenAI-compatible endpoint stopped at the output limit.
+    pub truncated: bool,
 }
 
 impl From<RemoteSummary> for SummaryResponse {
@@ -36,6 +38,7 @@ impl From<RemoteSummary> for SummaryResponse {
         Self {
             text: summary.text,
             usage: summary.usage,
+            truncated: summary.truncated,
         }
     }
 }
@@ -112,14 +115,20 @@ impl RemoteEndpoint {
             return Err(self.http.remote_status_error(&reply));
         }
         let value = self.http.json(&reply)?;
+        let limit = sent_limit(&body, &["max_tokens", "maxTokens"]);
         if self.is_chat_completions() {
-            self.read_chat(&reply, &value)
+            self.read_chat(&reply, &value, limit)
         } else {
-            self.read_custom(&value)
+            self.read_custom(&value, limit)
         }
     }
 
-    fn read_chat(&self, reply: &Reply, value: &Value) -> Result<RemoteSummary, SummarizeError> {
+    fn read_chat(
+        &self,
+        reply: &Reply,
+        value: &Value,
+        limit: Option<u32>,
+    ) -> Result<RemoteSummary, SummarizeError> {
         let missing = SummarizeError::Remote {
             failure: RemoteFailure::MissingContent,
             message: None,
@@ -133,27 +142,37 @@ impl RemoteEndpoint {
         if answer.text.trim().is_empty() {
             return Err(missing);
         }
+        let truncated = answer.is_truncated();
+        let summary = summary_response(
+            &self.config.name,
+            answer.text,
+            limit,
+            truncated,
+            answer.usage,
+        )?;
         Ok(RemoteSummary {
-            text: answer.text,
+            text: summary.text,
             short_summary: None,
-            usage: answer.usage,
+            usage: summary.usage,
+            truncated: summary.truncated,
         })
     }
 
-    fn read_custom(&self, value: &Value) -> Result<RemoteSummary, SummarizeError> {
+    fn read_custom(
+        &self,
+        value: &Value,
+        limit: Option<u32>,
+    ) -> Result<RemoteSummary, SummarizeError> {
         let Some(summary) = value.get("summary").and_then(Value::as_str) else {
             return Err(SummarizeError::Remote {
                 failure: RemoteFailure::MissingSummary,
                 message: None,
             });
         };
-        if summary.trim().is_empty() {
-            return Err(SummarizeError::EmptyResponse {
-                provider: self.config.name.clone(),
-            });
-        }
+        let summary = summary_response(&self.config.name, summary.to_owned(), limit, false, None)?;
         Ok(RemoteSummary {
-            text: summary.to_owned(),
+            text: summary.text,
+            truncated: false,
             short_summary: value
                 .get("shortSummary")
                 .and_then(Value::as_str)

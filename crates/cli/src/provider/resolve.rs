@@ -16,6 +16,8 @@ pub struct ProviderFlags {
     pub base_url: Option<String>,
     /// `--model ID`.
     pub model: Option<String>,
+    /// `--deadline SECONDS`: the total time of one request.
+    pub deadline: Option<Duration>,
 }
 
 /// Why no provider could be made.
@@ -78,6 +80,18 @@ pub enum ProviderError {
         name: String,
         /// The variables that were read.
         variables: Vec<String>,
+    },
+    /// The key holds a character an HTTP header cannot carry.
+    #[error(
+        "the API key in {variable} holds {what} at character {position}, which an HTTP header cannot carry; nothing was sent (check the variable for a stray line break)"
+    )]
+    InvalidKey {
+        /// The variable it came from.
+        variable: String,
+        /// What the character is, e.g. `a line break`.
+        what: &'static str,
+        /// Its position, from 1.
+        position: usize,
     },
     /// The variable named by `apiKeyEnv` is unset.
     #[error("environment variable {variable} named by providers.{name}.apiKeyEnv is not set")]
@@ -149,6 +163,14 @@ pub fn resolve_config(
     config.api_key = api_key;
     config.max_tokens = entry.max_tokens.filter(|&n| n > 0);
     config.reasoning.clone_from(&entry.reasoning);
+    if let Some(deadline) = flags.deadline.or(entry
+        .deadline_ms
+        .filter(|&ms| ms > 0)
+        .map(Duration::from_millis))
+    {
+        config.deadline = deadline;
+        config.timeout = deadline;
+    }
     if let Some(ms) = entry.timeout_ms.filter(|&ms| ms > 0) {
         config.timeout = Duration::from_millis(ms);
     }
@@ -246,12 +268,11 @@ fn api_key(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<ApiKey>, ProviderError> {
     if let Some(variable) = &entry.api_key_env {
-        return env(variable).map(|k| Some(ApiKey::new(k))).ok_or_else(|| {
-            ProviderError::MissingKeyVariable {
-                name: name.to_owned(),
-                variable: variable.clone(),
-            }
-        });
+        let key = env(variable).ok_or_else(|| ProviderError::MissingKeyVariable {
+            name: name.to_owned(),
+            variable: variable.clone(),
+        })?;
+        return checked_key(variable, key).map(Some);
     }
     // A vendor's key (OPENAI_API_KEY, ANTHROPIC_API_KEY) goes only to that
     // vendor's own endpoint, so pointing --base-url at another server never
@@ -265,8 +286,8 @@ fn api_key(
         variables.push(vendor.to_owned());
     }
     variables.push("MUSEPI_API_KEY".to_owned());
-    if let Some(key) = variables.iter().find_map(|v| env(v)) {
-        return Ok(Some(ApiKey::new(key)));
+    if let Some((variable, key)) = variables.iter().find_map(|v| env(v).map(|k| (v, k))) {
+        return checked_key(variable, key).map(Some);
     }
     if official {
         Err(ProviderError::MissingApiKey {
@@ -275,5 +296,28 @@ fn api_key(
         })
     } else {
         Ok(None)
+    }
+}
+
+/// The key, when every character can go in an HTTP header as is: visible
+/// ASCII, no spaces, tabs, line breaks or other control characters.
+fn checked_key(variable: &str, key: String) -> Result<ApiKey, ProviderError> {
+    match key.chars().position(|c| !c.is_ascii_graphic()) {
+        None => Ok(ApiKey::new(key)),
+        Some(index) => {
+            let c = key.chars().nth(index).unwrap_or_default();
+            let what = match c {
+                '\r' | '\n' => "a line break",
+                '\t' => "a tab",
+                ' ' => "a space",
+                c if c.is_control() => "a control character",
+                _ => "a character that is not ASCII",
+            };
+            Err(ProviderError::InvalidKey {
+                variable: variable.to_owned(),
+                what,
+                position: index + 1,
+            })
+        }
     }
 }

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::http::Http;
 use super::openai::arguments_json;
-use super::{Fallbacks, ProviderConfig, data_url, is_blank, joined_text};
+use super::{Fallbacks, ProviderConfig, data_url, joined_text, sent_limit, summary_response};
 
 /// User messages starting with one of these are context the harness
 /// injected, not the user's words; native compaction drops them.
@@ -222,7 +222,7 @@ impl OpenAiResponses {
     ) -> Result<SummaryResponse, SummarizeError> {
         let url = self.config.endpoint("/responses");
         let mut fallbacks = Fallbacks::default();
-        let reply = loop {
+        let (reply, body) = loop {
             let body = self.body(request, fallbacks);
             let reply = self
                 .http
@@ -231,7 +231,7 @@ impl OpenAiResponses {
             if body.get("reasoning").is_some() && self.http.rejects(&reply, "reasoning") {
                 fallbacks.no_reasoning = true;
             } else {
-                break reply;
+                break (reply, body);
             }
         };
         if !reply.is_success() {
@@ -270,10 +270,10 @@ impl OpenAiResponses {
                 _ => {}
             }
         }
-        let filtered = value
+        let incomplete = value
             .pointer("/incomplete_details/reason")
-            .and_then(Value::as_str)
-            == Some("content_filter");
+            .and_then(Value::as_str);
+        let filtered = incomplete == Some("content_filter");
         if refusal.is_some() || filtered {
             return Err(SummarizeError::Refusal {
                 provider: provider(),
@@ -286,16 +286,13 @@ impl OpenAiResponses {
                 message: refusal.filter(|r| !r.is_empty()),
             });
         }
-        let text = texts.join("\n");
-        if is_blank(&text) {
-            return Err(SummarizeError::EmptyResponse {
-                provider: provider(),
-            });
-        }
-        Ok(SummaryResponse {
-            text,
-            usage: value.get("usage").map(responses_usage),
-        })
+        summary_response(
+            &self.config.name,
+            texts.join("\n"),
+            sent_limit(&body, &["max_output_tokens"]),
+            incomplete == Some("max_output_tokens"),
+            value.get("usage").map(responses_usage),
+        )
     }
 }
 

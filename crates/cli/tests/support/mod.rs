@@ -26,6 +26,8 @@ pub enum Payload {
     Text(String),
     /// 64 KiB chunks of `x` without end, until the client stops reading.
     Endless,
+    /// The first half of these bytes, then a broken connection.
+    Cut(String),
 }
 
 /// One scripted answer.
@@ -63,6 +65,15 @@ impl Reply {
             body: Payload::Endless,
             ..Self::raw(200, "")
         }
+    }
+
+    /// The same answer, cut off halfway by a broken connection.
+    #[must_use]
+    pub fn cut(mut self) -> Self {
+        if let Payload::Text(text) = self.body {
+            self.body = Payload::Cut(text);
+        }
+        self
     }
 
     /// A redirect to `location`.
@@ -159,6 +170,13 @@ impl Server {
     pub fn seen(&self) -> Vec<Seen> {
         self.script.seen.lock().unwrap().clone()
     }
+
+    /// Waits until `n` requests have arrived.
+    pub async fn wait_for_requests(&self, n: usize) {
+        while self.script.seen.lock().unwrap().len() < n {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
 }
 
 impl Drop for Server {
@@ -188,6 +206,11 @@ async fn answer(State(script): State<Arc<Script>>, request: Request) -> Response
     }
     let body = match reply.body {
         Payload::Text(text) => Body::from(text),
+        Payload::Cut(text) => {
+            let half = Bytes::from(text.as_bytes()[..text.len() / 2].to_vec());
+            let broken = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "cut");
+            Body::from_stream(futures_util::stream::iter([Ok(half), Err(broken)]))
+        }
         Payload::Endless => {
             let chunk = Bytes::from(vec![b'x'; 64 * 1024]);
             Body::from_stream(futures_util::stream::repeat_with(move || {
