@@ -5,14 +5,18 @@
 //! plus the native `/responses/compact` of SPEC §9.2) and [`RemoteEndpoint`]
 //! (the custom summarizer URL of SPEC §9.1). They share one
 //! `reqwest::Client` over rustls and ring ([`install_crypto_provider`],
-//! [`shared_client`]), retry 429, 5xx, dropped connections and timeouts with
-//! backoff ([`RetryPolicy`]), and stop promptly when the cancellation token
-//! fires. Answers are read whole: nothing is streamed.
+//! [`shared_client`]) that follows redirects only within the origin, retry
+//! 429, 5xx, dropped connections and timeouts with backoff
+//! ([`RetryPolicy`]) until the request's deadline ([`DEFAULT_DEADLINE`]),
+//! read answers up to [`MAX_RESPONSE_BYTES`], and stop promptly when the
+//! cancellation token fires. A summary that stopped at the output limit is
+//! marked `truncated`; one far longer than the limit allows is an error.
 //!
 //! [`resolve_provider`] turns `--provider`, `--base-url`, `--model` and the
 //! settings into a ready [`Provider`].
 
 mod anthropic;
+mod client;
 mod http;
 mod openai;
 mod remote;
@@ -30,10 +34,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use anthropic::{ANTHROPIC_DEFAULT_MAX_TOKENS, ANTHROPIC_VERSION, Anthropic};
-pub use http::{
-    DEFAULT_CONNECT_TIMEOUT, MAX_RESPONSE_BYTES, RetryNotice, RetryObserver, RetryPolicy,
-    build_client, install_crypto_provider, shared_client,
-};
+pub use client::{DEFAULT_CONNECT_TIMEOUT, build_client, install_crypto_provider, shared_client};
+pub use http::{MAX_RESPONSE_BYTES, RetryNotice, RetryObserver, RetryPolicy};
 pub use openai::OpenAiCompatible;
 pub use remote::{RemoteEndpoint, RemoteSummary};
 pub use resolve::{ProviderError, ProviderFlags, process_env, resolve_config, resolve_provider};

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::http::{build_client, shared_client};
+use super::client::{build_client, shared_client};
 use super::{ApiKey, Provider, ProviderConfig, ProviderKind, RetryPolicy};
 use crate::settings::{ProviderEntry, Settings};
 
