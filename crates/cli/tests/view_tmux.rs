@@ -9,114 +9,13 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod tmux;
 mod view_fixtures;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::path::Path;
 
 use serde_json::Value;
-
-/// How long a screen may take to show what a step expects.
-const PATIENCE: Duration = Duration::from_secs(20);
-
-/// A tmux server of its own, killed when the test ends.
-struct Tmux {
-    socket: String,
-    home: PathBuf,
-}
-
-impl Tmux {
-    fn start(dir: &Path, command: &str) -> Self {
-        let version = Command::new("tmux").arg("-V").output();
-        match version {
-            Ok(out) if out.status.success() => {}
-            _ => panic!(
-                "tmux is not installed: this end-to-end test of `musepi view` needs it \
-                 (apt-get install -y tmux); it does not pass without it"
-            ),
-        }
-        let tmux = Self {
-            socket: format!("musepi-view-{}", std::process::id()),
-            home: dir.to_owned(),
-        };
-        let out = tmux.run(&[
-            "new-session",
-            "-d",
-            "-s",
-            "view",
-            "-x",
-            "80",
-            "-y",
-            "24",
-            "-c",
-            dir.to_str().unwrap(),
-            command,
-        ]);
-        assert!(
-            out.status.success(),
-            "tmux new-session: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        tmux
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new("tmux")
-            .args(["-u", "-L", &self.socket, "-f", "/dev/null"])
-            .args(args)
-            .env("HOME", &self.home)
-            .env("LANG", "C.UTF-8")
-            .env("LC_ALL", "C.UTF-8")
-            .env_remove("TMUX")
-            .env_remove("NO_COLOR")
-            .output()
-            .unwrap()
-    }
-
-    /// Sends tmux key names (`C-o`, `Enter`, `j`).
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "view"];
-        args.extend_from_slice(keys);
-        assert!(self.run(&args).status.success());
-    }
-
-    /// Types text literally.
-    fn type_text(&self, text: &str) {
-        assert!(
-            self.run(&["send-keys", "-t", "view", "-l", text])
-                .status
-                .success()
-        );
-    }
-
-    fn screen(&self) -> String {
-        String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", "view"]).stdout)
-            .into_owned()
-    }
-
-    /// Waits until the screen satisfies `ok`; fails with the screen.
-    fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let screen = self.screen();
-            if ok(&screen) {
-                return screen;
-            }
-            assert!(
-                start.elapsed() < PATIENCE,
-                "waited for {what}; the screen:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.run(&["kill-server"]);
-    }
-}
+use tmux::Tmux;
 
 fn last_entry(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap();
@@ -138,7 +37,7 @@ fn view_in_tmux() {
          echo \"exit=$s tty=[$t] done\"; sleep 60",
         env!("CARGO_BIN_EXE_musepi")
     );
-    let tmux = Tmux::start(dir.path(), &command);
+    let tmux = Tmux::start("view", dir.path(), &command);
     let divider = "── 📷 compacted · ctrl+o ──";
 
     // The transcript opens at the leaf with the divider inline.

@@ -142,6 +142,18 @@ impl HistoryUnits {
         start..end
     }
 
+    /// How many windows of `budget_tokens` the units from `start` on take:
+    /// the requests a windowed summary sends when none is rejected.
+    pub fn window_count(&self, start: usize, budget_tokens: u64) -> usize {
+        let mut count = 0;
+        let mut at = start;
+        while at < self.units.len() {
+            at = self.next_window(at, budget_tokens).end;
+            count += 1;
+        }
+        count
+    }
+
     /// The request for the units in `window`, folding into `previous` (the
     /// summary so far) with the update prompt when there is one. A single
     /// unit larger than `budget_tokens` is cut to fit, with a marker.
@@ -245,6 +257,10 @@ mod tests {
         assert_eq!(h.next_window(2, 210), 2..3);
         assert_eq!(h.next_window(3, 210), 3..4);
         assert_eq!(h.next_window(0, 100_000), 0..4);
+        assert_eq!(h.window_count(0, 210), 3);
+        assert_eq!(h.window_count(2, 210), 2);
+        assert_eq!(h.window_count(4, 210), 0);
+        assert_eq!(h.window_count(0, 100_000), 1);
     }
 
     #[test]

@@ -516,13 +516,11 @@ async fn history_summary(
     let units = &plan.history_units;
     let window = summarizer.context_window();
     let min = min_window_tokens(window.unwrap_or(DEFAULT_SUMMARIZER_WINDOW));
-    if let Some(w) = window {
-        let budget = input_budget_tokens(w, units.max_tokens());
-        if units.tokens() > budget {
-            return windowed(units, summarizer, cancel, budget, min)
-                .await
-                .map(|(r, n)| (Some(r), n));
-        }
+    if let Some(budget) = known_budget(units, window) {
+        // Announced with the other requests.
+        return windowed(units, summarizer, cancel, budget, min, false)
+            .await
+            .map(|(r, n)| (Some(r), n));
     }
     match call(summarizer, request, cancel).await {
         Ok(r) => Ok((Some(r), 1)),
@@ -535,11 +533,33 @@ async fn history_summary(
                 ),
                 None => (units.tokens() / 2, min),
             };
-            let (r, n) = windowed(units, summarizer, cancel, budget, min).await?;
+            let (r, n) = windowed(units, summarizer, cancel, budget, min, true).await?;
             Ok((Some(r), n + 1))
         }
         Err(e) => Err(e),
     }
+}
+
+/// The window budget when the summarizer's known window is too small for
+/// the whole history in one request.
+fn known_budget(units: &HistoryUnits, window: Option<u64>) -> Option<u64> {
+    let budget = input_budget_tokens(window?, units.max_tokens());
+    (units.tokens() > budget).then_some(budget)
+}
+
+/// The requests a summary plan sends when none is rejected: the history
+/// (one, or one per window), the turn prefix, the short summary.
+fn expected_requests(plan: &SummaryPlan, window: Option<u64>) -> usize {
+    let units = &plan.history_units;
+    let history = match (&plan.history, known_budget(units, window)) {
+        (None, _) => 0,
+        (Some(_), None) => 1,
+        (Some(_), Some(budget)) => {
+            let min = min_window_tokens(window.unwrap_or(DEFAULT_SUMMARIZER_WINDOW));
+            units.window_count(0, budget.max(min))
+        }
+    };
+    history + usize::from(plan.turn_prefix.is_some()) + 1
 }
 
 fn overflow_window(error: &SummarizeError) -> Option<u64> {
@@ -550,13 +570,16 @@ fn overflow_window(error: &SummarizeError) -> Option<u64> {
 }
 
 /// Summarizes the history window by window, halving the window after an
-/// overflow rejection, down to `min_tokens`.
+/// overflow rejection, down to `min_tokens`. The windows are announced to
+/// the summarizer unless the caller did (`announce`), and so are those a
+/// halving adds.
 async fn windowed(
     units: &HistoryUnits,
     summarizer: &dyn Summarizer,
     cancel: &CancellationToken,
     mut budget: u64,
     min_tokens: u64,
+    announce: bool,
 ) -> Result<(musepi_context_builder::SummaryResponse, usize), CompactError> {
     let mut summary = units.previous_summary().map(str::to_owned);
     let mut usages = Vec::new();
@@ -564,6 +587,9 @@ async fn windowed(
     let mut calls = 0;
     let mut start = 0;
     budget = budget.max(min_tokens);
+    if announce {
+        summarizer.expect_requests(units.window_count(0, budget));
+    }
     while start < units.len() {
         let window = units.next_window(start, budget);
         let request = units.window_request(window.clone(), summary.as_deref(), budget);
@@ -579,7 +605,12 @@ async fn windowed(
                 if budget <= min_tokens {
                     return Err(CompactError::Summarize { error, purpose });
                 }
+                let expected = units.window_count(start, budget);
                 budget = (budget / 2).max(min_tokens);
+                // The rejected window was sent; its smaller windows follow.
+                summarizer.expect_requests(
+                    (units.window_count(start, budget) + 1).saturating_sub(expected),
+                );
             }
             Err(e) => return Err(e),
         }
@@ -605,6 +636,7 @@ async fn summarize(
     requests: &mut Vec<RequestPurpose>,
     warnings: &mut Vec<String>,
 ) -> Result<(String, Option<String>, Option<Usage>), CompactError> {
+    summarizer.expect_requests(expected_requests(plan, summarizer.context_window()));
     let history = history_summary(plan, summarizer, cancel);
     let prefix = async {
         match &plan.turn_prefix {

@@ -40,6 +40,15 @@ pub trait Summarizer: Send + Sync {
     fn context_window(&self) -> Option<u64> {
         None
     }
+
+    /// A progress hint: the pipeline expects to send `more` requests
+    /// besides those it announced before (a compaction announces its
+    /// history windows, turn prefix and short summary before the first,
+    /// and the windows an overflow rejection adds when it happens). The
+    /// default ignores it; a caller that shows "request k of N" counts it.
+    fn expect_requests(&self, more: usize) {
+        let _ = more;
+    }
 }
 
 impl<S: Summarizer + ?Sized> Summarizer for &S {
@@ -57,6 +66,10 @@ impl<S: Summarizer + ?Sized> Summarizer for &S {
 
     fn context_window(&self) -> Option<u64> {
         (**self).context_window()
+    }
+
+    fn expect_requests(&self, more: usize) {
+        (**self).expect_requests(more);
     }
 }
 
@@ -76,6 +89,10 @@ impl<S: Summarizer + ?Sized> Summarizer for Box<S> {
     fn context_window(&self) -> Option<u64> {
         (**self).context_window()
     }
+
+    fn expect_requests(&self, more: usize) {
+        (**self).expect_requests(more);
+    }
 }
 
 impl<S: Summarizer + ?Sized> Summarizer for Arc<S> {
@@ -93,6 +110,10 @@ impl<S: Summarizer + ?Sized> Summarizer for Arc<S> {
 
     fn context_window(&self) -> Option<u64> {
         (**self).context_window()
+    }
+
+    fn expect_requests(&self, more: usize) {
+        (**self).expect_requests(more);
     }
 }
 

@@ -619,6 +619,8 @@ struct Small {
     stated: u64,
     window: Option<u64>,
     seen: Mutex<Vec<usize>>,
+    /// The requests the pipeline announced.
+    expected: Mutex<usize>,
 }
 
 impl Summarizer for Small {
@@ -653,6 +655,10 @@ impl Summarizer for Small {
     fn context_window(&self) -> Option<u64> {
         self.window
     }
+
+    fn expect_requests(&self, more: usize) {
+        *self.expected.lock().unwrap() += more;
+    }
 }
 
 #[tokio::test]
@@ -666,6 +672,7 @@ async fn an_overflowing_history_is_summarized_in_windows() {
         stated: 8_000,
         window: None,
         seen: Mutex::new(Vec::new()),
+        expected: Mutex::new(0),
     };
     let mut opts = options(&small, &hooks);
     opts.settings.keep_recent_tokens = 600;
@@ -678,6 +685,9 @@ async fn an_overflowing_history_is_summarized_in_windows() {
         .filter(|p| **p == RequestPurpose::History)
         .count();
     assert!(history_calls >= 3, "{:?} {seen:?}", out.requests);
+    // Every request sent was announced, the windows once the rejection came.
+    assert_eq!(*small.expected.lock().unwrap(), out.requests.len());
+    assert_eq!(seen.len(), out.requests.len(), "every request is listed");
     assert!(
         seen[0] > 16_000 && seen[1..].iter().all(|n| *n <= 16_000),
         "{seen:?}"
@@ -696,6 +706,7 @@ async fn an_overflowing_history_is_summarized_in_windows() {
         stated: 0,
         window: Some(25_000),
         seen: Mutex::new(Vec::new()),
+        expected: Mutex::new(0),
     };
     let mut opts = options(&known, &hooks);
     opts.settings.keep_recent_tokens = 600;
@@ -711,6 +722,8 @@ async fn an_overflowing_history_is_summarized_in_windows() {
         out.requests
     );
     assert!(known.seen.lock().unwrap().iter().all(|n| *n <= 16_000));
+    // Known window: all announced before the first request.
+    assert_eq!(*known.expected.lock().unwrap(), out.requests.len());
 
     // A window that cannot shrink further fails cleanly and writes nothing.
     let dir = tempfile::tempdir().unwrap();
@@ -721,6 +734,7 @@ async fn an_overflowing_history_is_summarized_in_windows() {
         stated: 4_096,
         window: None,
         seen: Mutex::new(Vec::new()),
+        expected: Mutex::new(0),
     };
     let mut opts = options(&tiny, &hooks);
     opts.settings.keep_recent_tokens = 600;

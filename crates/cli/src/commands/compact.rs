@@ -9,6 +9,7 @@ use serde_json::json;
 
 use crate::cli::CompactArgs;
 use crate::commands::plan::{prune_json, request_json};
+use crate::commands::requests::Counted;
 use crate::commands::runtime::{
     Progress, budgets, ctrl_c, provider, prune_config, runtime, settings, snap_strategy,
     snap_target,
@@ -122,11 +123,16 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
     }
     let hooks = crate::hooks::from_settings(&settings, ctx)?;
     let rt = runtime()?;
-    let progress = Progress::start(ctx, &format!("compacting with {}", chosen.name()));
+    let label = format!("compacting with {}", chosen.name());
+    let progress = Progress::start(ctx, &label);
     let llm = match chosen {
         Chosen::Snapcompact => None,
         Chosen::Llm | Chosen::Remote => Some(provider(ctx, &settings, &provider_flags, &progress)?),
     };
+    // The spinner says which request of how many is running.
+    let counted = llm
+        .as_ref()
+        .map(|p| Counted::new(p as &dyn Summarizer, &progress, "compacting"));
     let strategy = chosen.strategy(&settings, args.model.as_deref(), llm.as_ref());
     let options = CompactOptions {
         reason: Reason::Manual,
@@ -135,7 +141,7 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         settings: budgets,
         prune: (!args.no_prune).then(|| prune_config(&settings)),
         strategy,
-        summarizer: llm.as_ref().map(|p| p as &dyn Summarizer),
+        summarizer: counted.as_ref().map(|c| c as &dyn Summarizer),
         remote: llm
             .as_ref()
             .and_then(|p| p.as_responses())

@@ -16,6 +16,7 @@ pub mod handoff;
 pub mod hooks_cmd;
 pub mod plan;
 pub mod prune;
+pub mod requests;
 pub mod runtime;
 pub mod serve;
 pub mod session;

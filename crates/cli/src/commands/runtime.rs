@@ -127,12 +127,25 @@ impl Progress {
         }
         let bar = ProgressBar::new_spinner();
         bar.set_style(
-            ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
+            // The message gives way on a narrow terminal; the time stays.
+            ProgressStyle::with_template("{spinner} {wide_msg} {elapsed:>4}")
                 .unwrap_or_else(|_| ProgressStyle::default_spinner()),
         );
         bar.set_message(message.to_owned());
         bar.enable_steady_tick(Duration::from_millis(100));
         Self { bar: Some(bar) }
+    }
+
+    /// No spinner at all (what `start` gives off a terminal or with `-q`).
+    pub fn hidden() -> Self {
+        Self { bar: None }
+    }
+
+    /// Replaces the spinner's message.
+    pub fn set_message(&self, message: &str) {
+        if let Some(b) = &self.bar {
+            b.set_message(message.to_owned());
+        }
     }
 
     /// Stops the spinner and clears its line.

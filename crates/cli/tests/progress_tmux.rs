@@ -1,0 +1,161 @@
+//! The progress of a long LLM compaction, end to end: on a terminal (a
+//! tmux pane) the spinner says which request of how many is running, for
+//! how long, and the tokens sent and received; off a terminal nothing of
+//! it reaches stderr. The summarizer is a slow server on 127.0.0.1.
+//!
+//! tmux is required: without it the test fails and says how to install it.
+
+#![allow(clippy::unwrap_used)]
+
+mod tmux;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::response::Response;
+use serde_json::json;
+use tmux::Tmux;
+
+const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
+
+/// How long each answer takes: long enough to read the spinner.
+const DELAY: Duration = Duration::from_millis(1500);
+
+async fn answer(State(count): State<Arc<AtomicUsize>>) -> Response {
+    count.fetch_add(1, Ordering::SeqCst);
+    tokio::time::sleep(DELAY).await;
+    let body = json!({
+        "choices": [{"message": {"role": "assistant", "content": "## Goal\n- Keep the todo store appendable"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 900, "completion_tokens": 12, "total_tokens": 912}
+    });
+    Response::builder()
+        .status(200)
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap()
+}
+
+/// A slow chat-completions server on its own thread; its base URL and how
+/// many requests it answered.
+fn slow_server() -> (String, Arc<AtomicUsize>) {
+    let count = Arc::new(AtomicUsize::new(0));
+    let state = count.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let app = axum::Router::new().fallback(answer).with_state(state);
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    let addr = rx.recv().unwrap();
+    (format!("http://{addr}/v1"), count)
+}
+
+fn session(dir: &Path) -> std::path::PathBuf {
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sessions/todo-refactor.jsonl");
+    let dst = dir.join("s.jsonl");
+    std::fs::copy(src, &dst).unwrap();
+    dst
+}
+
+fn compact_args(base: &str) -> Vec<String> {
+    [
+        "compact",
+        "s.jsonl",
+        "--strategy",
+        "llm",
+        "--provider",
+        "openai-compatible",
+        "--base-url",
+        base,
+        "--model",
+        "m",
+        "--now",
+        "2026-02-01T00:00:00.000Z",
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+#[test]
+fn a_long_compaction_says_which_request_of_how_many_on_a_terminal_only() {
+    let (base, count) = slow_server();
+
+    // On a terminal: request k of N, elapsed time and tokens.
+    let dir = tempfile::tempdir().unwrap();
+    session(dir.path());
+    let command = format!(
+        "MUSEPI_API_KEY= {MUSEPI} {}; echo \"exit=$? done\"; sleep 60",
+        compact_args(&base).join(" ")
+    );
+    let tmux = Tmux::start("progress", dir.path(), &command);
+    let screen = tmux.wait_for("the first request", |s| s.contains("compacting · request"));
+    let line = screen
+        .lines()
+        .find(|l| l.contains("compacting · request"))
+        .unwrap()
+        .to_owned();
+    // The history first, alone or with the turn prefix beside it; the
+    // elapsed time at the end of the line.
+    assert!(
+        line.contains("· request 1 of ") || line.contains("· requests 1, 2 of "),
+        "{line}"
+    );
+    assert!(line.contains(" tokens sent, 0 received · hist"), "{line}");
+    assert!(line.trim_end().ends_with('s'), "the elapsed time: {line}");
+    assert!(line.chars().count() <= 80, "{line}");
+    // The last of the requests announced (the short summary), after the
+    // answers before it.
+    let last = |screen: &str| -> Option<(String, String)> {
+        screen.lines().find_map(|l| {
+            let (k, n) = l
+                .split("compacting · request ")
+                .nth(1)?
+                .split(" · ")
+                .next()?
+                .split_once(" of ")?;
+            (k == n).then(|| (n.to_owned(), l.to_owned()))
+        })
+    };
+    let screen = tmux.wait_for("the last request", |s| last(s).is_some());
+    let (n, line) = last(&screen).unwrap();
+    assert!(!line.contains(" 0 received"), "{line}");
+    let screen = tmux.wait_for("the result", |s| s.contains("done"));
+    assert!(screen.contains("exit=0"), "{screen}");
+    assert!(
+        !screen.contains("compacting ·"),
+        "the spinner is cleared:\n{screen}"
+    );
+    assert_eq!(count.load(Ordering::SeqCst).to_string(), n);
+
+    // Off a terminal: nothing of it on stderr, the same result.
+    let dir = tempfile::tempdir().unwrap();
+    session(dir.path());
+    let out = std::process::Command::new(MUSEPI)
+        .args(compact_args(&base))
+        .current_dir(dir.path())
+        .env("HOME", dir.path())
+        .env_remove("MUSEPI_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("request"), "{stderr}");
+    assert!(!stderr.contains("tokens sent"), "{stderr}");
+}
