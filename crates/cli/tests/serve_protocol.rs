@@ -125,6 +125,12 @@ impl Client {
         stdin.flush().await.unwrap();
     }
 
+    async fn send_bytes(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(bytes).await.unwrap();
+        stdin.flush().await.unwrap();
+    }
+
     async fn read(&mut self) -> Value {
         let line = tokio::time::timeout(PATIENCE, self.stdout.next_line())
             .await
@@ -575,5 +581,33 @@ async fn branch_summary_enabled_makes_navigation_summarize_by_default() {
         .await;
     assert_eq!(events[0]["summarize"], json!(false));
     assert_eq!(moved["summaryEntryId"], Value::Null);
+    assert_eq!(c.finish().await, 0);
+}
+
+#[tokio::test]
+async fn a_line_of_invalid_utf8_gets_a_parse_error_and_the_server_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Client::start(dir.path(), "http://127.0.0.1:9/v1");
+    c.send_bytes(b"{\"id\": 1, \"method\": \"status\xff\"}\n")
+        .await;
+    let r = c.read().await;
+    assert_eq!(r["ok"], json!(false));
+    assert_eq!(r["id"], Value::Null);
+    assert_eq!(r["error"]["code"], json!("parse_error"));
+    assert_eq!(
+        r["error"]["message"],
+        json!("line 1 is not valid UTF-8 (at byte 28); a request is one JSON document in UTF-8")
+    );
+    // Lines after it are read and answered.
+    c.send_bytes(b"\xc3\n").await;
+    let r = c.read().await;
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("line 2 is not valid UTF-8")
+    );
+    let (_, r) = c.call("frobnicate", json!({})).await;
+    assert_eq!(r["error"]["code"], json!("unknown_method"));
     assert_eq!(c.finish().await, 0);
 }

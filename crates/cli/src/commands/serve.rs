@@ -98,8 +98,38 @@ struct Request {
     params: Value,
 }
 
+/// One line of input: its text, or why it has none (it is not UTF-8).
+type Line = Result<String, String>;
+
+/// Reads one line of standard input, newline excluded; `None` at the end.
+async fn next_line(
+    input: &mut (impl tokio::io::AsyncBufRead + Unpin),
+    number: u64,
+) -> Option<Line> {
+    let mut bytes = Vec::new();
+    match input.read_until(b'\n', &mut bytes).await {
+        Ok(0) | Err(_) => return None,
+        Ok(_) => {}
+    }
+    if bytes.last() == Some(&b'\n') {
+        bytes.pop();
+        if bytes.last() == Some(&b'\r') {
+            bytes.pop();
+        }
+    }
+    Some(String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "line {number} is not valid UTF-8 (at byte {}); a request is one JSON document in UTF-8",
+            e.utf8_error().valid_up_to() + 1
+        )
+    }))
+}
+
 /// Reads a request line; a bad one becomes the error response to send.
-fn parse(line: &str) -> Result<Request, (Value, RpcError)> {
+fn parse(line: &Line) -> Result<Request, (Value, RpcError)> {
+    let line = line
+        .as_deref()
+        .map_err(|e| (Value::Null, RpcError::new("parse_error", e.clone())))?;
     let value: Value = serde_json::from_str(line).map_err(|e| {
         (
             Value::Null,
@@ -198,16 +228,21 @@ pub fn run(args: &ServeArgs, ctx: &Ctx) -> CmdResult {
 
 /// The request loop: until end of input, or until stdout is gone.
 async fn serve(mut server: Server, out: &Out) -> std::io::Result<()> {
-    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+    let (tx, mut rx) = mpsc::unbounded_channel::<Line>();
     tokio::spawn(async move {
-        let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
+        let mut input = tokio::io::BufReader::new(tokio::io::stdin());
+        let mut number = 0;
+        loop {
+            number += 1;
+            let Some(line) = next_line(&mut input, number).await else {
+                break;
+            };
             if tx.send(line).is_err() {
                 break;
             }
         }
     });
-    let mut waiting: VecDeque<String> = VecDeque::new();
+    let mut waiting: VecDeque<Line> = VecDeque::new();
     loop {
         let line = match waiting.pop_front() {
             Some(l) => l,
@@ -216,7 +251,7 @@ async fn serve(mut server: Server, out: &Out) -> std::io::Result<()> {
                 None => return Ok(()),
             },
         };
-        if line.trim().is_empty() {
+        if line.as_deref().is_ok_and(|l| l.trim().is_empty()) {
             continue;
         }
         let request = match parse(&line) {
