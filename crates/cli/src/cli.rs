@@ -73,6 +73,9 @@ pub enum Command {
     /// Hook commands: run the configured hooks of an event with a sample payload.
     #[command(subcommand)]
     Hooks(HooksCommand),
+    /// Trust a project's .musepi/settings.json: show what it would enable and record its hash,
+    /// so its hooks, providers and key variables take effect.
+    Trust(TrustArgs),
     /// The interactive transcript: compactions as dividers that expand with ctrl+o, the tree to
     /// navigate with an optional branch summary, `:compact` on demand.
     View(ViewArgs),
@@ -97,6 +100,31 @@ pub struct ServeArgs {
     /// The agent model's context window, for the thresholds (default 200000; `open` may set it per session).
     #[arg(long, value_name = "N")]
     pub context_window: Option<u64>,
+}
+
+/// `musepi trust [FILE]`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+A project settings file (.musepi/settings.json in the working directory) comes with the repository:
+its hooks run programs, its providers receive the conversation and an API key. They take effect only
+once you trust the file's exact content; any change to the file needs `musepi trust` again. Until
+then musepi warns and applies only its compaction, branchSummary, snapcompact and contextPromotion
+settings (without compaction.remoteEndpoint). ~/.musepi/settings.json and --settings FILE are always
+trusted. Approvals are kept in ~/.musepi/trusted.json.")]
+pub struct TrustArgs {
+    /// The settings file, or a folder holding .musepi/settings.json (default: the working
+    /// directory's).
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Show what the file would enable and its hash; record nothing.
+    #[arg(long, conflicts_with_all = ["revoke", "list"])]
+    pub dry_run: bool,
+    /// Withdraw the approval of the file.
+    #[arg(long, conflicts_with = "list")]
+    pub revoke: bool,
+    /// List every trusted file and whether it still has the approved content.
+    #[arg(long, conflicts_with = "file")]
+    pub list: bool,
 }
 
 /// `musepi snapcompact …`.

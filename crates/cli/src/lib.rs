@@ -12,4 +12,5 @@ pub mod output;
 
 pub mod provider;
 pub mod settings;
+pub mod trust;
 pub mod view;

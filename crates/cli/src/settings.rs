@@ -6,6 +6,12 @@
 //! applies flags last. Unknown keys are ignored. A value of the wrong type
 //! is dropped with a [`SettingsWarning`] naming its file and key path, so
 //! the key falls back to an earlier file's value or to the default.
+//!
+//! The working directory's file comes with the repository, so its hooks,
+//! providers and remote endpoint apply only when the user trusts its exact
+//! content ([`crate::trust`]); until then they are dropped and
+//! [`LoadedSettings::untrusted`] says so. The user's own file and an
+//! explicit `--settings FILE` are the user's choice and always apply.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -319,19 +325,22 @@ pub struct SettingsSources {
     pub project: Option<PathBuf>,
     /// `--settings FILE`; it must exist and be valid JSON.
     pub explicit: Option<PathBuf>,
+    /// The trust store that says whether `project` is trusted; without
+    /// one, nothing is.
+    pub trust: Option<PathBuf>,
 }
 
 impl SettingsSources {
     /// The standard files for `cwd` and `$HOME`, plus `explicit`.
     pub fn discover(cwd: &Path, explicit: Option<PathBuf>) -> Self {
-        let home = std::env::var_os("HOME")
-            .or_else(|| std::env::var_os("USERPROFILE"))
-            .filter(|h| !h.is_empty())
-            .map(PathBuf::from);
+        let home = crate::trust::home();
         Self {
-            user: home.map(|h| h.join(".musepi").join("settings.json")),
+            user: home
+                .as_ref()
+                .map(|h| h.join(".musepi").join("settings.json")),
             project: Some(cwd.join(".musepi").join("settings.json")),
             explicit,
+            trust: crate::trust::store_path(home.as_deref()),
         }
     }
 }
@@ -345,23 +354,71 @@ pub struct LoadedSettings {
     pub warnings: Vec<SettingsWarning>,
     /// The files that were read, lowest priority first.
     pub files: Vec<PathBuf>,
+    /// The project file's keys that were ignored because it is not trusted.
+    pub untrusted: Option<Untrusted>,
+}
+
+/// A project settings file whose hooks, providers or remote endpoint were
+/// ignored because the user has not trusted its content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Untrusted {
+    /// The file.
+    pub file: PathBuf,
+    /// Whether it was trusted with other content.
+    pub changed: bool,
+    /// The ignored keys, e.g. `hooks`, `compaction.remoteEndpoint`.
+    pub ignored: Vec<String>,
+}
+
+impl fmt::Display for Untrusted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let keys = match self.ignored.as_slice() {
+            [] => String::new(),
+            [one] => one.clone(),
+            [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+        };
+        if self.changed {
+            write!(
+                f,
+                "{} changed since you trusted it, so its {keys} are ignored (its other settings apply); review it and trust it again with `musepi trust`",
+                self.file.display()
+            )
+        } else {
+            write!(
+                f,
+                "{} is not trusted, so its {keys} are ignored (its other settings apply); review it and trust it with `musepi trust`",
+                self.file.display()
+            )
+        }
+    }
 }
 
 /// Reads and merges the settings files. Missing implicit files are skipped;
 /// an unreadable or invalid implicit file is ignored with a warning; an
-/// explicit file that cannot be read or parsed is an error.
+/// explicit file that cannot be read or parsed is an error. The project
+/// file's keys that need trust are dropped unless the trust store approves
+/// its content.
 pub fn load_settings(sources: &SettingsSources) -> Result<LoadedSettings, SettingsError> {
     let mut layers = Vec::new();
     let mut warnings = Vec::new();
+    let mut untrusted = None;
+    // The project file may be the user's own (in the home folder) or the
+    // explicit one: it is read once, as that.
+    let project = sources.project.as_ref().filter(|p| {
+        ![&sources.user, &sources.explicit]
+            .into_iter()
+            .flatten()
+            .any(|other| crate::commands::files::same_file(p, other))
+    });
     let candidates = [
         (sources.user.as_ref(), false),
-        (sources.project.as_ref(), false),
+        (project, false),
         (sources.explicit.as_ref(), true),
     ];
     for (path, required) in candidates {
         let Some(path) = path else { continue };
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
+        let bytes = match crate::trust::read_regular(path) {
+            Ok(bytes) => bytes,
             Err(e) if !required && e.kind() == io::ErrorKind::NotFound => continue,
             Err(source) if required => {
                 return Err(SettingsError::Read {
@@ -374,21 +431,64 @@ pub fn load_settings(sources: &SettingsSources) -> Result<LoadedSettings, Settin
                 continue;
             }
         };
-        match serde_json::from_str::<Value>(&text) {
-            Ok(value) => layers.push((path.clone(), value)),
+        let mut value = match serde_json::from_slice::<Value>(&bytes) {
+            Ok(value) => value,
             Err(source) if required => {
                 return Err(SettingsError::Json {
                     path: path.clone(),
                     source,
                 });
             }
-            Err(e) => warnings.push(file_warning(path, format!("not valid JSON: {e}"))),
+            Err(e) => {
+                warnings.push(file_warning(path, format!("not valid JSON: {e}")));
+                continue;
+            }
+        };
+        if Some(path) == project
+            && let Value::Object(map) = &mut value
+        {
+            untrusted =
+                restrict_untrusted(path, &bytes, map, sources.trust.as_deref(), &mut warnings);
         }
+        layers.push((path.clone(), value));
     }
     let mut loaded = merge_layers(layers);
     warnings.append(&mut loaded.warnings);
     loaded.warnings = warnings;
+    loaded.untrusted = untrusted;
     Ok(loaded)
+}
+
+/// Drops the keys of a project file that need trust, unless `store`
+/// approves `bytes` for it.
+fn restrict_untrusted(
+    path: &Path,
+    bytes: &[u8],
+    map: &mut Map<String, Value>,
+    store: Option<&Path>,
+    warnings: &mut Vec<SettingsWarning>,
+) -> Option<Untrusted> {
+    use crate::trust::{TrustStore, Verdict, key_for, sha256_hex, strip_restricted};
+    let verdict = match (store, key_for(path)) {
+        (Some(store), Ok(key)) => match TrustStore::load(store) {
+            Ok(s) => s.verdict(&key, &sha256_hex(bytes)),
+            Err(e) => {
+                warnings.push(file_warning(path, format!("{e}; the file is not trusted")));
+                Verdict::Unknown
+            }
+        },
+        _ => Verdict::Unknown,
+    };
+    if verdict == Verdict::Trusted {
+        return None;
+    }
+    let ignored = strip_restricted(map);
+    let matters = |k: &String| matches!(k.as_str(), "hooks" | "providers") || k.contains('.');
+    ignored.iter().any(matters).then(|| Untrusted {
+        file: path.to_owned(),
+        changed: verdict == Verdict::Changed,
+        ignored: ignored.into_iter().filter(matters).collect(),
+    })
 }
 
 /// Merges parsed settings documents, lowest priority first.
@@ -422,6 +522,7 @@ pub fn merge_layers(layers: Vec<(PathBuf, Value)>) -> LoadedSettings {
         settings,
         warnings,
         files,
+        untrusted: None,
     }
 }
 

@@ -85,7 +85,7 @@ fn error(o: &Output, exit: i32, expected_code: &str) -> Value {
 #[test]
 fn every_command_family_answers_a_missing_file_with_a_json_error_and_exit_2() {
     let case = Case::new();
-    let families: [&[&str]; 12] = [
+    let families: [&[&str]; 13] = [
         &["session", "stats"],
         &["session", "tree"],
         &["session", "check"],
@@ -97,6 +97,7 @@ fn every_command_family_answers_a_missing_file_with_a_json_error_and_exit_2() {
         &["branch", "--to", "root"],
         &["handoff", "-o", "new.jsonl"],
         &["snapcompact", "render", "--out", "frames"],
+        &["trust"],
         &["view"],
     ];
     for family in families {

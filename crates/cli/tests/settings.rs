@@ -12,8 +12,9 @@ use musepi_cli::provider::{
 };
 use musepi_cli::settings::{
     CompactionStrategy, HookCommand, ProviderEntry, Settings, SettingsError, SettingsSources,
-    SettingsWarning, SystemPromptImaging, load_settings, merge_layers,
+    SettingsWarning, SystemPromptImaging, Untrusted, load_settings, merge_layers,
 };
+use musepi_cli::trust::{TrustStore, Trusted, key_for, sha256_hex};
 use musepi_hooks::Summarizer;
 use serde_json::{Value, json};
 
@@ -95,13 +96,22 @@ fn files_merge_user_then_project_then_explicit() {
         "explicit.json",
         &json!({"compaction": {"strategy": "context-full", "remoteEndpoint": null}, "branchSummary": {"enabled": true}}),
     );
+    // The project file is trusted with this content.
+    let store = dir.path().join("home/.musepi/trusted.json");
+    let approval = Trusted {
+        sha256: sha256_hex(&std::fs::read(&project).unwrap()),
+        trusted_at: "2026-01-01T00:00:00.000Z".into(),
+    };
+    TrustStore::update(&store, &key_for(&project).unwrap(), Some(approval)).unwrap();
     let sources = SettingsSources {
         user: Some(user.clone()),
         project: Some(project.clone()),
         explicit: Some(explicit.clone()),
+        trust: Some(store),
     };
     let loaded = load_settings(&sources).unwrap();
     assert_eq!(loaded.warnings, []);
+    assert_eq!(loaded.untrusted, None);
     assert_eq!(loaded.files, [user, project, explicit]);
     let s = loaded.settings;
     assert_eq!(s.compaction.reserve_tokens, 2000);
@@ -244,7 +254,7 @@ fn broken_files_warn_unless_explicit() {
     let loaded = load_settings(&SettingsSources {
         user: Some(broken.clone()),
         project: Some(array.clone()),
-        explicit: None,
+        ..SettingsSources::default()
     })
     .unwrap();
     assert_eq!(loaded.warnings.len(), 2);
@@ -616,4 +626,102 @@ fn the_deadline_comes_from_the_flag_then_the_entry_then_the_default() {
         (capped.deadline, capped.timeout),
         (Duration::from_secs(5), Duration::from_secs(1))
     );
+}
+
+#[test]
+fn an_untrusted_project_file_keeps_only_its_harmless_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let user = write(
+        dir.path(),
+        "home/.musepi/settings.json",
+        &json!({"providers": {"mine": {"kind": "anthropic", "model": "m"}}}),
+    );
+    let project = write(
+        dir.path(),
+        "repo/.musepi/settings.json",
+        &json!({
+            "compaction": {"reserveTokens": 2000, "remoteEndpoint": "https://x.example/s", "strategy": "context-full"},
+            "branchSummary": {"enabled": true},
+            "providers": {"theirs": {"kind": "openai-compatible", "baseUrl": "https://x.example/v1", "apiKeyEnv": "OPENAI_API_KEY"}},
+            "hooks": {"session_tree": [{"command": ["./x"]}]},
+        }),
+    );
+    let store = dir.path().join("home/.musepi/trusted.json");
+    let sources = SettingsSources {
+        user: Some(user),
+        project: Some(project.clone()),
+        trust: Some(store.clone()),
+        ..SettingsSources::default()
+    };
+    let loaded = load_settings(&sources).unwrap();
+    let s = &loaded.settings;
+    assert_eq!(s.compaction.reserve_tokens, 2000);
+    assert_eq!(s.compaction.strategy, CompactionStrategy::ContextFull);
+    assert!(s.branch_summary.enabled);
+    assert_eq!(s.compaction.remote_endpoint, None);
+    assert_eq!(s.providers.keys().collect::<Vec<_>>(), ["mine"]);
+    assert!(s.hooks.is_empty());
+    assert_eq!(
+        loaded.untrusted,
+        Some(Untrusted {
+            file: project.clone(),
+            changed: false,
+            ignored: vec![
+                "compaction.remoteEndpoint".into(),
+                "providers".into(),
+                "hooks".into()
+            ],
+        })
+    );
+
+    // Trusted with other content: still ignored, and said so.
+    let approval = Trusted {
+        sha256: sha256_hex(b"{}"),
+        trusted_at: "2026-01-01T00:00:00.000Z".into(),
+    };
+    TrustStore::update(&store, &key_for(&project).unwrap(), Some(approval)).unwrap();
+    let loaded = load_settings(&sources).unwrap();
+    assert!(loaded.untrusted.as_ref().is_some_and(|u| u.changed));
+    assert!(loaded.settings.hooks.is_empty());
+
+    // A project file with nothing that needs trust says nothing.
+    std::fs::write(&project, r#"{"compaction": {"reserveTokens": 3000}}"#).unwrap();
+    let loaded = load_settings(&sources).unwrap();
+    assert_eq!(loaded.untrusted, None);
+    assert_eq!(loaded.settings.compaction.reserve_tokens, 3000);
+
+    // Without a trust store nothing is trusted.
+    std::fs::write(
+        &project,
+        r#"{"hooks": {"session_tree": [{"command": ["./x"]}]}}"#,
+    )
+    .unwrap();
+    let loaded = load_settings(&SettingsSources {
+        trust: None,
+        ..sources.clone()
+    })
+    .unwrap();
+    assert!(loaded.settings.hooks.is_empty());
+    assert!(loaded.untrusted.is_some());
+}
+
+#[test]
+fn the_home_folders_own_file_is_not_a_project_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let user = write(
+        dir.path(),
+        ".musepi/settings.json",
+        &json!({"hooks": {"session_tree": [{"command": ["./mine"]}]}}),
+    );
+    // Working in the home folder: the one file is the user's, and trusted.
+    let sources = SettingsSources {
+        user: Some(user.clone()),
+        project: Some(user.clone()),
+        trust: Some(dir.path().join(".musepi/trusted.json")),
+        ..SettingsSources::default()
+    };
+    let loaded = load_settings(&sources).unwrap();
+    assert_eq!(loaded.untrusted, None);
+    assert_eq!(loaded.settings.hooks["session_tree"].len(), 1);
+    assert_eq!(loaded.files, [user]);
 }

@@ -16,6 +16,7 @@ use musepi_session_model::SessionError;
 use crate::hooks::HookSettingsError;
 use crate::provider::ProviderError;
 use crate::settings::SettingsError;
+use crate::trust::TrustError;
 
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,7 +182,7 @@ pub fn classify(error: &anyhow::Error, fallback: Exit) -> Condition {
             {
                 Some(condition(Exit::BadInput, "bad-settings"))
             } else {
-                None
+                e.downcast_ref::<TrustError>().map(trust)
             }
         })
         .unwrap_or(match fallback {
@@ -283,6 +284,14 @@ fn provider(e: &ProviderError) -> Condition {
         | ProviderError::MissingBaseUrl { .. }
         | ProviderError::InvalidUrl { .. }
         | ProviderError::MissingModel { .. } => condition(Exit::BadInput, "bad-provider"),
+    }
+}
+
+fn trust(e: &TrustError) -> Condition {
+    match e {
+        TrustError::NoHome => condition(Exit::BadInput, "no-home"),
+        TrustError::Read { .. } => condition(Exit::BadInput, "bad-trust-store"),
+        TrustError::Write { .. } => condition(Exit::Failed, "write-failed"),
     }
 }
 

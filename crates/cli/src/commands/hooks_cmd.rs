@@ -16,8 +16,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::{HooksCommand, HooksTestArgs};
 use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
-use crate::output::{Color, note, print_json, print_text};
-use crate::settings::{LoadedSettings, SettingsSources, load_settings};
+use crate::output::{Color, print_json, print_text};
+use crate::settings::SettingsSources;
 
 mod sample;
 
@@ -94,21 +94,15 @@ fn test(args: &HooksTestArgs, ctx: &Ctx) -> CmdResult {
     };
     let sources = match &args.config {
         Some(file) => SettingsSources {
-            user: None,
-            project: None,
             explicit: Some(file.clone()),
+            ..SettingsSources::default()
         },
         None => SettingsSources::discover(
             &std::env::current_dir().or_bad_input()?,
             ctx.globals.settings.clone(),
         ),
     };
-    let LoadedSettings {
-        settings, warnings, ..
-    } = load_settings(&sources).or_bad_input()?;
-    for w in &warnings {
-        note(ctx.quiet(), &format!("musepi: warning: {w}"));
-    }
+    let settings = crate::commands::runtime::load(&sources, ctx)?;
     let mode = if ctx.quiet() {
         StderrMode::Capture
     } else {

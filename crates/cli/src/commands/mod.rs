@@ -22,6 +22,7 @@ pub mod serve;
 pub mod session;
 pub mod settings_glue;
 pub mod snapcompact;
+pub mod trust;
 pub mod view;
 
 use std::ffi::OsString;
@@ -166,6 +167,7 @@ fn dispatch(command: Command, ctx: &Ctx) -> CmdResult {
         Command::Snapcompact(cmd) => snapcompact::run(&cmd, ctx),
         Command::Serve(args) => serve::run(&args, ctx),
         Command::Hooks(cmd) => hooks_cmd::run(&cmd, ctx),
+        Command::Trust(args) => trust::run(&args, ctx),
         Command::View(args) => view::run(&args, ctx),
     }
 }

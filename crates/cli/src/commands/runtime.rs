@@ -18,18 +18,30 @@ use crate::provider::{
 };
 use crate::settings::{LoadedSettings, Settings, SettingsSources, load_settings};
 
-/// Loads the settings files (warnings go to stderr).
+/// Loads the settings files of the working directory, the home folder and
+/// `--settings`.
 pub fn settings(ctx: &Ctx) -> Result<Settings, Failure> {
     let cwd = std::env::current_dir().or_bad_input()?;
+    load(
+        &SettingsSources::discover(&cwd, ctx.globals.settings.clone()),
+        ctx,
+    )
+}
+
+/// Loads settings files; warnings go to stderr, and so does the note that
+/// an untrusted project file's hooks and providers were ignored.
+pub fn load(sources: &SettingsSources, ctx: &Ctx) -> Result<Settings, Failure> {
     let LoadedSettings {
-        settings, warnings, ..
-    } = load_settings(&SettingsSources::discover(
-        &cwd,
-        ctx.globals.settings.clone(),
-    ))
-    .or_bad_input()?;
+        settings,
+        warnings,
+        untrusted,
+        ..
+    } = load_settings(sources).or_bad_input()?;
     for w in &warnings {
         note(ctx.quiet(), &format!("musepi: warning: {w}"));
+    }
+    if let Some(u) = &untrusted {
+        note(ctx.quiet(), &format!("musepi: warning: {u}"));
     }
     Ok(settings)
 }

@@ -224,6 +224,17 @@ async fn answer(State(script): State<Arc<Script>>, request: Request) -> Response
 /// Runs `musepi` with `args` in `cwd`, with no API key in the environment
 /// and `home` as the home folder; `stdin` is written to its standard input.
 pub fn musepi_in(cwd: &Path, home: &Path, args: &[&str], stdin: Option<&[u8]>) -> Output {
+    musepi_with_env(cwd, home, args, stdin, &[])
+}
+
+/// [`musepi_in`] with these environment variables set as well.
+pub fn musepi_with_env(
+    cwd: &Path,
+    home: &Path,
+    args: &[&str],
+    stdin: Option<&[u8]>,
+    env: &[(&str, &str)],
+) -> Output {
     use std::io::Write as _;
     let mut child = Command::new(MUSEPI)
         .args(args)
@@ -233,6 +244,7 @@ pub fn musepi_in(cwd: &Path, home: &Path, args: &[&str], stdin: Option<&[u8]>) -
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("MUSEPI_API_KEY")
         .env_remove("NO_COLOR")
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
