@@ -14,6 +14,7 @@
 //! folder, written atomically under a lock.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
@@ -244,6 +245,75 @@ pub fn strip_restricted(map: &mut Map<String, Value>) -> Vec<String> {
         }
     });
     removed
+}
+
+/// A project settings file whose hooks, providers or remote endpoint were
+/// ignored because the user has not trusted its content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Untrusted {
+    /// The file.
+    pub file: PathBuf,
+    /// Whether it was trusted with other content.
+    pub changed: bool,
+    /// The ignored keys, e.g. `hooks`, `compaction.remoteEndpoint`.
+    pub ignored: Vec<String>,
+}
+
+impl fmt::Display for Untrusted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let keys = match self.ignored.as_slice() {
+            [] => String::new(),
+            [one] => one.clone(),
+            [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+        };
+        if self.changed {
+            write!(
+                f,
+                "{} changed since you trusted it, so its {keys} are ignored (its other settings apply); review it and trust it again with `musepi trust`",
+                self.file.display()
+            )
+        } else {
+            write!(
+                f,
+                "{} is not trusted, so its {keys} are ignored (its other settings apply); review it and trust it with `musepi trust`",
+                self.file.display()
+            )
+        }
+    }
+}
+
+/// Drops the keys of a project file's settings that need trust, unless
+/// `store` approves `bytes` for `path`; says which were dropped, and why
+/// the store could not be read, if it could not.
+pub fn restrict(
+    path: &Path,
+    bytes: &[u8],
+    map: &mut Map<String, Value>,
+    store: Option<&Path>,
+) -> (Option<Untrusted>, Option<TrustError>) {
+    let mut store_error = None;
+    let verdict = match (store, key_for(path)) {
+        (Some(store), Ok(key)) => match TrustStore::load(store) {
+            Ok(s) => s.verdict(&key, &sha256_hex(bytes)),
+            Err(e) => {
+                store_error = Some(e);
+                Verdict::Unknown
+            }
+        },
+        _ => Verdict::Unknown,
+    };
+    if verdict == Verdict::Trusted {
+        return (None, store_error);
+    }
+    // Unknown keys are ignored anyway; only these would have done something.
+    let matters = |k: &String| matches!(k.as_str(), "hooks" | "providers") || k.contains('.');
+    let ignored: Vec<String> = strip_restricted(map).into_iter().filter(matters).collect();
+    let untrusted = (!ignored.is_empty()).then(|| Untrusted {
+        file: path.to_owned(),
+        changed: verdict == Verdict::Changed,
+        ignored,
+    });
+    (untrusted, store_error)
 }
 
 /// Opens `file` for reading only if it is a regular file (not a FIFO or a

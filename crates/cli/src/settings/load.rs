@@ -1,0 +1,223 @@
+//! Reading the settings files, keeping the trusted keys, and merging them.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::{Settings, SettingsError, SettingsWarning, Untrusted};
+
+/// Where settings are read from, in increasing priority.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SettingsSources {
+    /// `~/.musepi/settings.json`.
+    pub user: Option<PathBuf>,
+    /// `.musepi/settings.json` in the working directory.
+    pub project: Option<PathBuf>,
+    /// `--settings FILE`; it must exist and be valid JSON.
+    pub explicit: Option<PathBuf>,
+    /// The trust store that says whether `project` is trusted; without
+    /// one, nothing is.
+    pub trust: Option<PathBuf>,
+}
+
+impl SettingsSources {
+    /// The standard files for `cwd` and `$HOME`, plus `explicit`.
+    pub fn discover(cwd: &Path, explicit: Option<PathBuf>) -> Self {
+        let home = crate::trust::home();
+        Self {
+            user: home
+                .as_ref()
+                .map(|h| h.join(".musepi").join("settings.json")),
+            project: Some(cwd.join(".musepi").join("settings.json")),
+            explicit,
+            trust: crate::trust::store_path(home.as_deref()),
+        }
+    }
+}
+
+/// Merged settings and what was wrong with them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LoadedSettings {
+    /// The merged settings.
+    pub settings: Settings,
+    /// Values and files that were ignored, in file order.
+    pub warnings: Vec<SettingsWarning>,
+    /// The files that were read, lowest priority first.
+    pub files: Vec<PathBuf>,
+    /// The project file's keys that were ignored because it is not trusted.
+    pub untrusted: Option<Untrusted>,
+}
+
+/// Reads and merges the settings files. Missing implicit files are skipped;
+/// an unreadable or invalid implicit file is ignored with a warning; an
+/// explicit file that cannot be read or parsed is an error. The project
+/// file's keys that need trust are dropped unless the trust store approves
+/// its content.
+pub fn load_settings(sources: &SettingsSources) -> Result<LoadedSettings, SettingsError> {
+    let mut layers = Vec::new();
+    let mut warnings = Vec::new();
+    let mut untrusted = None;
+    // The project file may be the user's own (in the home folder) or the
+    // explicit one: it is read once, as that.
+    let project = sources.project.as_ref().filter(|p| {
+        ![&sources.user, &sources.explicit]
+            .into_iter()
+            .flatten()
+            .any(|other| crate::commands::files::same_file(p, other))
+    });
+    let candidates = [
+        (sources.user.as_ref(), false),
+        (project, false),
+        (sources.explicit.as_ref(), true),
+    ];
+    for (path, required) in candidates {
+        let Some(path) = path else { continue };
+        let bytes = match crate::trust::read_regular(path) {
+            Ok(bytes) => bytes,
+            Err(e) if !required && e.kind() == io::ErrorKind::NotFound => continue,
+            Err(source) if required => {
+                return Err(SettingsError::Read {
+                    path: path.clone(),
+                    source,
+                });
+            }
+            Err(e) => {
+                warnings.push(file_warning(path, format!("cannot be read: {e}")));
+                continue;
+            }
+        };
+        let mut value = match serde_json::from_slice::<Value>(&bytes) {
+            Ok(value) => value,
+            Err(source) if required => {
+                return Err(SettingsError::Json {
+                    path: path.clone(),
+                    source,
+                });
+            }
+            Err(e) => {
+                warnings.push(file_warning(path, format!("not valid JSON: {e}")));
+                continue;
+            }
+        };
+        if Some(path) == project
+            && let Value::Object(map) = &mut value
+        {
+            let (restricted, store_error) =
+                crate::trust::restrict(path, &bytes, map, sources.trust.as_deref());
+            if let Some(e) = store_error {
+                warnings.push(file_warning(path, format!("{e}; the file is not trusted")));
+            }
+            untrusted = restricted;
+        }
+        layers.push((path.clone(), value));
+    }
+    let mut loaded = merge_layers(layers);
+    warnings.append(&mut loaded.warnings);
+    loaded.warnings = warnings;
+    loaded.untrusted = untrusted;
+    Ok(loaded)
+}
+
+/// Merges parsed settings documents, lowest priority first.
+pub fn merge_layers(layers: Vec<(PathBuf, Value)>) -> LoadedSettings {
+    let mut merged = Map::new();
+    let mut warnings = Vec::new();
+    let mut files = Vec::new();
+    for (file, value) in layers {
+        files.push(file.clone());
+        let Value::Object(mut map) = value else {
+            warnings.push(file_warning(
+                &file,
+                "the top level is not a JSON object".to_owned(),
+            ));
+            continue;
+        };
+        drop_invalid(&mut map, &mut Vec::new(), &file, &mut warnings);
+        deep_merge(&mut merged, map);
+    }
+    let settings = serde_json::from_value(Value::Object(merged)).unwrap_or_else(|e| {
+        // Every value was checked on its own; a failure here means two
+        // valid values conflict, which the typed settings cannot express.
+        warnings.push(SettingsWarning {
+            file: files.last().cloned().unwrap_or_default(),
+            key: String::new(),
+            message: format!("settings could not be combined ({e}), using defaults"),
+        });
+        Settings::default()
+    });
+    LoadedSettings {
+        settings,
+        warnings,
+        files,
+        untrusted: None,
+    }
+}
+
+fn file_warning(path: &Path, message: String) -> SettingsWarning {
+    SettingsWarning {
+        file: path.to_path_buf(),
+        key: String::new(),
+        message,
+    }
+}
+
+/// Removes every value the typed settings reject, with a warning for each.
+///
+/// Each value is tried alone at its path (all settings have defaults, so a
+/// lone value parses exactly when it is acceptable); objects that the path
+/// accepts are searched key by key instead.
+fn drop_invalid(
+    map: &mut Map<String, Value>,
+    path: &mut Vec<String>,
+    file: &Path,
+    warnings: &mut Vec<SettingsWarning>,
+) {
+    let keys: Vec<String> = map.keys().cloned().collect();
+    for key in keys {
+        path.push(key.clone());
+        if let Some(value) = map.get_mut(&key) {
+            let recurse =
+                matches!(value, Value::Object(_)) && probe(path, Value::Object(Map::new())).is_ok();
+            if recurse {
+                if let Value::Object(child) = value {
+                    drop_invalid(child, path, file, warnings);
+                }
+            } else if let Err(message) = probe(path, value.clone()) {
+                warnings.push(SettingsWarning {
+                    file: file.to_path_buf(),
+                    key: path.join("."),
+                    message,
+                });
+                map.remove(&key);
+            }
+        }
+        path.pop();
+    }
+}
+
+/// Whether `value` alone at `path` parses as settings.
+fn probe(path: &[String], value: Value) -> Result<(), String> {
+    let document = path.iter().rev().fold(value, |inner, key| {
+        let mut map = Map::new();
+        map.insert(key.clone(), inner);
+        Value::Object(map)
+    });
+    serde_json::from_value::<Settings>(document)
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+/// Merges `overlay` into `base`: objects key by key, anything else replaced.
+fn deep_merge(base: &mut Map<String, Value>, overlay: Map<String, Value>) {
+    for (key, value) in overlay {
+        match (base.get_mut(&key), value) {
+            (Some(Value::Object(existing)), Value::Object(incoming)) => {
+                deep_merge(existing, incoming);
+            }
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
