@@ -9,12 +9,16 @@ decision is not the one the protocol promises.
 
     python3 examples/serve-client.py [--musepi PATH] [--session FILE]
 
-docs/protocol.md describes every message.
+The musepi binary is --musepi PATH, else $MUSEPI, else `musepi` on the
+PATH (`cargo install --path crates/cli` puts it there), else the build of
+this repository (target/release/musepi, then target/debug/musepi, under
+$CARGO_TARGET_DIR when it is set). docs/protocol.md describes every message.
 """
 
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -115,14 +119,37 @@ def tool_result(call_id):
         "isError": False}}
 
 
+def find_musepi(flag):
+    """The binary to run: the flag, $MUSEPI, the PATH, then this repository's build."""
+    if flag:
+        return flag
+    if os.environ.get("MUSEPI"):
+        return os.environ["MUSEPI"]
+    on_path = shutil.which("musepi")
+    if on_path:
+        return on_path
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(repo, "target")
+    for profile in ("release", "debug"):
+        built = os.path.join(target, profile, "musepi")
+        if os.path.isfile(built) and os.access(built, os.X_OK):
+            return built
+    raise SystemExit(
+        "serve-client: no musepi binary found (not on the PATH, not built in "
+        f"{target}): build it with `cargo build --release -p musepi`, install it with "
+        "`cargo install --path crates/cli`, or pass --musepi PATH (or set MUSEPI)")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--musepi", default=os.environ.get("MUSEPI", "musepi"))
+    parser.add_argument("--musepi", help="the musepi binary (default: $MUSEPI, the PATH, then target/)")
     parser.add_argument("--session", help="the session file (default: a temporary one)")
     args = parser.parse_args()
 
+    binary = find_musepi(args.musepi)
+    print(f"musepi {binary}")
     session = args.session or os.path.join(tempfile.mkdtemp(prefix="musepi-serve-"), "agent.jsonl")
-    musepi = Musepi(args.musepi)
+    musepi = Musepi(binary)
     opened = musepi.call(
         "open", path=session, create=True, contextWindow=WINDOW,
         model={"provider": "fake", "modelId": "agent"},
