@@ -5,7 +5,8 @@
 //                   [--context-size N] [--threads 2] [--name smollm2]
 //                   [--exit-with-stdin]
 //
-// Serves `POST /v1/chat/completions` (non-streaming), `GET /v1/models` and
+// Serves `POST /v1/chat/completions` (non-streaming; every chat-completions
+// role, tool calls and results included, see history.mjs), `GET /v1/models` and
 // `GET /health` on 127.0.0.1. Once the model is loaded it prints one JSON
 // line to stdout, `{"ready":true,"port":N,...}`; everything else goes to
 // stderr. Requests run one at a time at temperature 0 (repeatable answers);
@@ -18,6 +19,7 @@
 import http from "node:http";
 import { parseArgs } from "node:util";
 import { getLlama, LlamaChat, LlamaLogLevel } from "node-llama-cpp";
+import { BadRequest, toHistory } from "./history.mjs";
 
 const { values: args } = parseArgs({
   options: {
@@ -72,51 +74,6 @@ log(
   `loaded ${args.model} in ${Date.now() - loadStart} ms ` +
     `(context ${context.contextSize} tokens, ${threads} threads, replies capped at ${maxTokensCap} tokens)`,
 );
-
-/** Message content (a string, or parts with `text`) as text. */
-function contentText(content) {
-  if (typeof content === "string") return content;
-  if (Array.isArray(content)) {
-    return content
-      .map((part) => (part && typeof part.text === "string" ? part.text : ""))
-      .join("");
-  }
-  return "";
-}
-
-/** OpenAI messages as node-llama-cpp chat history, ending with the empty model turn to fill. */
-function toHistory(messages) {
-  if (!Array.isArray(messages) || messages.length === 0) {
-    throw new BadRequest("`messages` must be a non-empty array");
-  }
-  const history = [];
-  for (const m of messages) {
-    const text = contentText(m?.content);
-    switch (m?.role) {
-      case "system":
-      case "developer":
-        history.push({ type: "system", text });
-        break;
-      case "user":
-        history.push({ type: "user", text });
-        break;
-      case "assistant":
-        history.push({ type: "model", response: [text] });
-        break;
-      default:
-        throw new BadRequest(`unsupported message role ${JSON.stringify(m?.role)}`);
-    }
-  }
-  history.push({ type: "model", response: [] });
-  return history;
-}
-
-class BadRequest extends Error {
-  constructor(message, type = "invalid_request_error") {
-    super(message);
-    this.type = type;
-  }
-}
 
 function promptTokens(history) {
   const { contextText } = chat.chatWrapper.generateContextState({ chatHistory: history });

@@ -215,6 +215,17 @@ fn a_handoff_writes_a_new_session_that_starts_from_the_document() {
         ["system", "user", "assistant", "tool", "assistant", "user"]
     );
     assert!(messages[0]["content"].as_str().unwrap().contains("summar"));
+    // The e2e server's own test (xtask/e2e/history.test.mjs) reads this
+    // very body: the two agree on what an OpenAI-compatible server gets.
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../xtask/e2e/handoff-request.json");
+    let expected: Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    assert!(
+        requests[0] == expected,
+        "xtask/e2e/handoff-request.json is no longer the body musepi sends; write this there:\n{}",
+        serde_json::to_string_pretty(&requests[0]).unwrap()
+    );
     let last = messages.last().unwrap()["content"].to_string();
     assert!(last.contains("## Goal"), "{last}");
     assert!(last.contains("Additional focus: the parser only"), "{last}");

@@ -111,7 +111,12 @@ pub(super) fn install_server(cache: &Path) -> anyhow::Result<PathBuf> {
     let src = root().join("xtask/e2e");
     let dir = cache.join("node");
     fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    for file in ["package.json", "package-lock.json", "server.mjs"] {
+    for file in [
+        "package.json",
+        "package-lock.json",
+        "server.mjs",
+        "history.mjs",
+    ] {
         fs::copy(src.join(file), dir.join(file))
             .with_context(|| format!("cannot copy xtask/e2e/{file} to {}", dir.display()))?;
     }
