@@ -175,6 +175,16 @@ pub struct ContextArgs {
     /// Include each message in the JSON output.
     #[arg(long)]
     pub full: bool,
+    /// Draw the context's tokens along the path to the leaf, with each compaction and what it
+    /// removed (in the terminal, as JSON with --json, or as SVG with --out).
+    #[arg(long, conflicts_with_all = ["transcript", "llm", "tokenizer", "full"])]
+    pub chart: bool,
+    /// Write the chart to this SVG file instead of drawing it in the terminal.
+    #[arg(long, value_name = "FILE.svg", requires = "chart")]
+    pub out: Option<PathBuf>,
+    /// The context window the chart reads the figures against (default 200000).
+    #[arg(long, value_name = "N", requires = "chart")]
+    pub context_window: Option<u64>,
 }
 
 /// Budget flags shared by `plan` and `compact`.
@@ -520,20 +530,24 @@ mod tests {
             let Some((own, global)) = help.split_once(&heading) else {
                 panic!("`{path} --help` has no {GLOBAL} section:\n{help}");
             };
+            // A flag's own line starts with it (other help text may name it).
+            let defines = |section: &str, flag: &str| {
+                section.lines().any(|l| l.trim_start().starts_with(flag))
+            };
             for flag in [
                 "--json",
                 "--now <ISO-8601>",
                 "--deterministic-ids",
                 "--settings <FILE>",
-                "--quiet",
-                "--verbose",
+                "-q, --quiet",
+                "-v, --verbose",
             ] {
                 assert!(
-                    global.contains(flag),
+                    defines(global, flag),
                     "`{path} --help`: {flag} missing:\n{help}"
                 );
                 assert!(
-                    !own.contains(flag),
+                    !defines(own, flag),
                     "`{path} --help`: {flag} outside {GLOBAL}:\n{help}"
                 );
             }

@@ -58,6 +58,19 @@ pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
         None => Tokenizer::Heuristic,
     };
     let leaf = resolve_leaf(session, args.leaf.as_deref())?;
+    if args.chart {
+        let window = args
+            .context_window
+            .unwrap_or(crate::commands::settings_glue::DEFAULT_CONTEXT_WINDOW);
+        return crate::commands::chart::run(
+            session,
+            leaf,
+            window,
+            &args.file,
+            args.out.as_deref(),
+            ctx,
+        );
+    }
     let context = build_context_at(session, leaf);
     let leaf_id = leaf.map(|i| session.entries()[i].id.to_string());
     let view = if args.transcript {

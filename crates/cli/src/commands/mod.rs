@@ -8,6 +8,7 @@
 //! as one JSON document on stdout.
 
 pub mod branch;
+pub mod chart;
 pub mod compact;
 pub mod context;
 pub mod failure;

@@ -1,0 +1,292 @@
+//! `musepi context FILE --chart [--out FILE.svg]`: the context's tokens
+//! along the path to the leaf, each compaction and what it removed, drawn
+//! in the terminal ([`text`]) or as an SVG file ([`svg`]), or as JSON.
+//!
+//! The figures are the context's tokens as `musepi context` totals them,
+//! measured with the leaf at each point of the path: at every entry of a
+//! path of up to [`MAX_POINTS`] entries (evenly spaced points of a longer
+//! one), and just before and at every compaction.
+
+pub mod svg;
+pub mod text;
+
+use std::collections::BTreeSet;
+use std::io::IsTerminal;
+use std::path::Path;
+
+use musepi_session_model::{EntryBody, Session};
+use serde_json::{Value, json};
+
+use crate::commands::context::context_tokens;
+use crate::commands::files::{same_file, write_atomically};
+use crate::commands::{Ctx, Exit, Failure, OrExit};
+use crate::output::{print_json, print_text};
+
+/// The most points measured along a path.
+pub const MAX_POINTS: usize = 400;
+
+/// The context's tokens with the leaf at one entry of the path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Point {
+    /// Where on the path (0: the first entry).
+    pub position: usize,
+    /// The entry.
+    pub entry_id: String,
+    /// The context's tokens there.
+    pub tokens: u64,
+}
+
+/// A compaction on the path and what it removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Drop {
+    /// 1 for the first compaction on the path.
+    pub number: usize,
+    /// Where on the path.
+    pub position: usize,
+    /// The compaction entry.
+    pub entry_id: String,
+    /// The context's tokens at the entry before it.
+    pub before: u64,
+    /// The context's tokens at it: its summary and the kept messages.
+    pub after: u64,
+    /// Messages on the path it summarized: from the previous compaction's
+    /// first kept entry (or the start) to its own.
+    pub summarized: usize,
+    /// `snapcompact`, `llm`, `remote` or `hook`.
+    pub made_by: &'static str,
+}
+
+impl Drop {
+    /// The tokens it removed.
+    pub fn removed(&self) -> u64 {
+        self.before.saturating_sub(self.after)
+    }
+
+    /// The share of the tokens before it that it removed, in whole percent.
+    pub fn removed_percent(&self) -> u64 {
+        (self.removed() * 100).checked_div(self.before).unwrap_or(0)
+    }
+}
+
+/// The context's tokens along the path to a leaf.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Series {
+    /// The leaf.
+    pub leaf_id: Option<String>,
+    /// Entries on the path.
+    pub path_len: usize,
+    /// The points measured, in path order.
+    pub points: Vec<Point>,
+    /// The compactions on the path, in path order.
+    pub compactions: Vec<Drop>,
+    /// The context window the figures are read against.
+    pub window: u64,
+}
+
+impl Series {
+    /// The figures of `session` along the path to `leaf`.
+    pub fn measure(session: &Session, leaf: Option<usize>, window: u64) -> Self {
+        let path = leaf.map(|l| session.path_indices(l)).unwrap_or_default();
+        let n = path.len();
+        let mut positions: BTreeSet<usize> = if n <= MAX_POINTS {
+            (0..n).collect()
+        } else {
+            (0..MAX_POINTS)
+                .map(|i| i * (n - 1) / (MAX_POINTS - 1))
+                .collect()
+        };
+        let compaction_positions: Vec<usize> = (0..n)
+            .filter(|&p| matches!(session.entries()[path[p]].body, EntryBody::Compaction(_)))
+            .collect();
+        for &p in &compaction_positions {
+            positions.insert(p);
+            positions.extend(p.checked_sub(1));
+        }
+        let id = |p: usize| session.entries()[path[p]].id.to_string();
+        let points: Vec<Point> = positions
+            .iter()
+            .map(|&p| Point {
+                position: p,
+                entry_id: id(p),
+                tokens: context_tokens(session, Some(path[p])),
+            })
+            .collect();
+        let at = |p: usize| {
+            points
+                .iter()
+                .find(|pt| pt.position == p)
+                .map_or(0, |pt| pt.tokens)
+        };
+        let position_of = |entry: Option<&str>| {
+            entry.and_then(|e| {
+                path.iter()
+                    .position(|&i| session.entries()[i].id.as_str() == e)
+            })
+        };
+        let mut boundary = 0;
+        let mut compactions = Vec::new();
+        for (k, &p) in compaction_positions.iter().enumerate() {
+            let EntryBody::Compaction(c) = &session.entries()[path[p]].body else {
+                continue;
+            };
+            let kept = position_of(
+                c.first_kept_entry_id
+                    .as_ref()
+                    .map(musepi_session_model::EntryId::as_str),
+            )
+            .unwrap_or(p);
+            let summarized = path[boundary.min(kept)..kept]
+                .iter()
+                .filter(|&&i| session.entries()[i].message().is_some())
+                .count();
+            boundary = kept.max(boundary);
+            compactions.push(Drop {
+                number: k + 1,
+                position: p,
+                entry_id: id(p),
+                before: p.checked_sub(1).map_or(0, at),
+                after: at(p),
+                summarized,
+                made_by: made_by(c),
+            });
+        }
+        Self {
+            leaf_id: leaf.map(|l| session.entries()[l].id.to_string()),
+            path_len: n,
+            points,
+            compactions,
+            window,
+        }
+    }
+
+    /// The highest figure.
+    pub fn peak(&self) -> u64 {
+        self.points.iter().map(|p| p.tokens).max().unwrap_or(0)
+    }
+
+    /// The figure at the leaf.
+    pub fn at_leaf(&self) -> u64 {
+        self.points.last().map_or(0, |p| p.tokens)
+    }
+
+    /// The `--json` document.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "leafId": self.leaf_id,
+            "pathLength": self.path_len,
+            "contextWindow": self.window,
+            "tokens": self.at_leaf(),
+            "peak": self.peak(),
+            "points": self.points.iter().map(|p| json!({
+                "position": p.position, "entryId": p.entry_id, "tokens": p.tokens,
+            })).collect::<Vec<_>>(),
+            "compactions": self.compactions.iter().map(|c| json!({
+                "entryId": c.entry_id, "position": c.position,
+                "tokensBefore": c.before, "tokensAfter": c.after,
+                "removed": c.removed(), "messagesSummarized": c.summarized,
+                "madeBy": c.made_by,
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// Who made a compaction, as far as the entry tells.
+fn made_by(c: &musepi_session_model::Compaction) -> &'static str {
+    let details = c.details.as_ref();
+    let preserved = c
+        .preserve_data
+        .as_ref()
+        .map(musepi_session_model::RawJson::to_value);
+    if c.is_from_extension() {
+        "hook"
+    } else if details.is_some_and(|d| d.get("snapcompact").is_some()) {
+        "snapcompact"
+    } else if preserved.is_some_and(|p| p.get("openaiRemoteCompaction").is_some()) {
+        "remote"
+    } else {
+        "llm"
+    }
+}
+
+/// The terminal's width: the terminal's own when standard output is one,
+/// else `$COLUMNS`, else 80.
+fn terminal_width() -> usize {
+    if std::io::stdout().is_terminal()
+        && let Ok((w, _)) = crossterm::terminal::size()
+        && w > 0
+    {
+        return usize::from(w);
+    }
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse().ok())
+        .filter(|&w| w > 0)
+        .unwrap_or(80)
+}
+
+/// Runs `musepi context --chart`: JSON, an SVG file, or the terminal chart.
+pub fn run(
+    session: &Session,
+    leaf: Option<usize>,
+    window: u64,
+    input: &Path,
+    out: Option<&Path>,
+    ctx: &Ctx,
+) -> Result<Exit, Failure> {
+    if let Some(out) = out {
+        check_out(out, input)?;
+    }
+    let series = Series::measure(session, leaf, window);
+    if let Some(out) = out {
+        let svg = svg::render(&series, &input.display().to_string());
+        write_atomically(out, |w| std::io::Write::write_all(w, svg.as_bytes()))
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", out.display()))
+            .or_failed()?;
+    }
+    if ctx.json() {
+        let mut doc = series.to_json();
+        if let Some(out) = out {
+            doc["out"] = out.display().to_string().into();
+        }
+        print_json(&doc).or_failed()?;
+    } else if let Some(out) = out {
+        print_text(&format!(
+            "wrote {} ({} points, {} compaction(s), peak {} tokens)\n",
+            out.display(),
+            series.points.len(),
+            series.compactions.len(),
+            crate::view::text::thousands(series.peak())
+        ))
+        .or_failed()?;
+    } else {
+        let chart = text::render(&series, terminal_width(), text::HEIGHT, ctx.style);
+        print_text(&chart).or_failed()?;
+    }
+    Ok(Exit::Ok)
+}
+
+/// `--out` must name an `.svg` file that is not the session itself.
+fn check_out(out: &Path, input: &Path) -> Result<(), Failure> {
+    let svg = out
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("svg"));
+    if !svg {
+        return Err(Failure::usage(anyhow::anyhow!(
+            "--out {}: the chart is written as SVG, to a file named *.svg",
+            out.display()
+        )));
+    }
+    if out.exists() && same_file(out, input) {
+        return Err(Failure::usage(anyhow::anyhow!(
+            "--out {}: that is the session file itself",
+            out.display()
+        )));
+    }
+    if std::fs::symlink_metadata(out).is_ok_and(|m| !m.is_file()) {
+        return Err(Failure::usage(anyhow::anyhow!(
+            "--out {}: not a regular file",
+            out.display()
+        )));
+    }
+    Ok(())
+}

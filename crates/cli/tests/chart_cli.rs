@@ -1,0 +1,270 @@
+//! `musepi context --chart`: the context's tokens along the path, drawn in
+//! the terminal (a golden snapshot at two widths), as JSON whose figures
+//! are `musepi context`'s own, and as an SVG file an XML parser reads.
+//! The session is generated here: our own content, two compactions.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+
+const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
+
+fn time(n: usize) -> String {
+    format!("2025-06-01T10:{:02}:{:02}.000Z", n / 60 % 60, n % 60)
+}
+
+/// 24 turns of a user request and a longer answer, growing; compactions
+/// after turns 10 and 18, each keeping the last two turns.
+fn session(dir: &Path) -> PathBuf {
+    let mut lines = vec![
+        json!({"type": "session", "version": 3, "id": "chart-demo", "timestamp": time(0), "cwd": "/home/dev/chart"}),
+    ];
+    let mut parent: Option<String> = None;
+    let mut n = 0;
+    let mut push = |lines: &mut Vec<Value>, mut entry: Value| {
+        n += 1;
+        let id = format!("{n:08}");
+        entry["id"] = id.clone().into();
+        entry["parentId"] = parent.clone().map_or(Value::Null, Value::String);
+        entry["timestamp"] = time(n).into();
+        lines.push(entry);
+        parent = Some(id.clone());
+        id
+    };
+    let mut turn_starts = Vec::new();
+    for turn in 1..=24usize {
+        let user = format!("Step {turn}: extend the report with section {turn}. ").repeat(4);
+        let id = push(
+            &mut lines,
+            json!({"type": "message", "message": {"role": "user", "content": user, "timestamp": turn}}),
+        );
+        turn_starts.push(id);
+        let answer = format!("Section {turn} is written and checked. ").repeat(8 + turn * 2);
+        push(
+            &mut lines,
+            json!({"type": "message", "message": {"role": "assistant", "content": [{"type": "text", "text": answer}],
+                "provider": "p", "model": "m", "stopReason": "stop", "timestamp": turn}}),
+        );
+        if turn == 10 || turn == 18 {
+            let kept = turn_starts[turn - 2].clone();
+            push(
+                &mut lines,
+                json!({"type": "compaction", "summary": format!("## Goal\nA report, {turn} sections so far."),
+                    "firstKeptEntryId": kept, "tokensBefore": 1000 * turn, "details": {"readFiles": [], "modifiedFiles": []}}),
+            );
+        }
+    }
+    let path = dir.join("chart.jsonl");
+    let text: String = lines.iter().map(|l| l.to_string() + "\n").collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn musepi(dir: &Path, args: &[&str], columns: &str) -> Output {
+    Command::new(MUSEPI)
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env("COLUMNS", columns)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+fn ok(o: &Output) -> String {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+#[test]
+fn the_terminal_chart_is_aligned_deterministic_and_fits_the_width() {
+    let dir = tempfile::tempdir().unwrap();
+    session(dir.path());
+    for columns in ["72", "40"] {
+        let chart = ok(&musepi(
+            dir.path(),
+            &["context", "chart.jsonl", "--chart"],
+            columns,
+        ));
+        let width: usize = columns.parse().unwrap();
+        for line in chart.lines() {
+            assert!(
+                line.chars().count() <= width,
+                "wider than {width}: {line:?}"
+            );
+        }
+        assert_eq!(
+            chart,
+            ok(&musepi(
+                dir.path(),
+                &["context", "chart.jsonl", "--chart"],
+                columns
+            )),
+            "the same file gives the same chart"
+        );
+        insta::assert_snapshot!(format!("chart_{columns}_columns"), chart);
+    }
+}
+
+#[test]
+fn the_json_figures_are_those_of_musepi_context_at_each_point() {
+    let dir = tempfile::tempdir().unwrap();
+    session(dir.path());
+    let doc: Value = serde_json::from_str(&ok(&musepi(
+        dir.path(),
+        &[
+            "context",
+            "chart.jsonl",
+            "--chart",
+            "--json",
+            "--context-window",
+            "8000",
+        ],
+        "80",
+    )))
+    .unwrap();
+    assert_eq!(doc["pathLength"], 50);
+    assert_eq!(doc["contextWindow"], 8000);
+    let points = doc["points"].as_array().unwrap();
+    assert_eq!(points.len(), 50, "every entry of a short path");
+    let tokens_at = |id: &str| -> Value {
+        let out = ok(&musepi(
+            dir.path(),
+            &["context", "chart.jsonl", "--leaf", id, "--json"],
+            "80",
+        ));
+        serde_json::from_str::<Value>(&out).unwrap()["tokens"].clone()
+    };
+    for p in points.iter().step_by(7) {
+        assert_eq!(
+            p["tokens"],
+            tokens_at(p["entryId"].as_str().unwrap()),
+            "{p}"
+        );
+    }
+    let leaf = points.last().unwrap();
+    assert_eq!(doc["tokens"], leaf["tokens"]);
+    assert_eq!(doc["tokens"], tokens_at(doc["leafId"].as_str().unwrap()));
+    let compactions = doc["compactions"].as_array().unwrap();
+    assert_eq!(compactions.len(), 2);
+    for c in compactions {
+        let at = c["position"].as_u64().unwrap() as usize;
+        assert_eq!(c["tokensAfter"], points[at]["tokens"]);
+        assert_eq!(c["tokensBefore"], points[at - 1]["tokens"]);
+        assert_eq!(
+            c["removed"].as_u64().unwrap(),
+            c["tokensBefore"].as_u64().unwrap() - c["tokensAfter"].as_u64().unwrap()
+        );
+        assert_eq!(c["madeBy"], "llm");
+    }
+    // The first summarizes turns 1 to 8 (16 messages), the second turns 9 to 16.
+    assert_eq!(compactions[0]["messagesSummarized"], 16);
+    assert_eq!(compactions[1]["messagesSummarized"], 16);
+}
+
+#[test]
+fn the_svg_file_is_well_formed_and_shows_every_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    session(dir.path());
+    let out = ok(&musepi(
+        dir.path(),
+        &["context", "chart.jsonl", "--chart", "--out", "chart.svg"],
+        "80",
+    ));
+    assert!(
+        out.starts_with("wrote chart.svg (50 points, 2 compaction(s), peak "),
+        "{out}"
+    );
+    let svg = dir.path().join("chart.svg");
+    // A real XML parser reads it; the structure is what the chart draws.
+    let check = Command::new("python3")
+        .arg("-c")
+        .arg(
+            r#"
+import sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+root = ET.parse(sys.argv[1]).getroot()
+assert root.tag == ns + "svg", root.tag
+line = root.find(ns + "polyline")
+print(len(line.get("points").split()))
+print(sum(1 for l in root.iter(ns + "line") if l.get("stroke-dasharray") == "4 3"))
+print("|".join(t.text for t in root.iter(ns + "text")))
+"#,
+        )
+        .arg(&svg)
+        .output()
+        .expect("python3 parses the SVG");
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let report = String::from_utf8(check.stdout).unwrap();
+    let mut lines = report.lines();
+    assert_eq!(lines.next(), Some("50"), "one vertex per point");
+    assert_eq!(lines.next(), Some("2"), "one dashed line per compaction");
+    let texts = lines.next().unwrap();
+    assert!(
+        texts.contains("context tokens along the path to 00000050 (50 entries)"),
+        "{texts}"
+    );
+    assert!(texts.contains("1 −") && texts.contains("2 −"), "{texts}");
+    // The same session gives the same bytes.
+    let first = std::fs::read(&svg).unwrap();
+    ok(&musepi(
+        dir.path(),
+        &["context", "chart.jsonl", "--chart", "--out", "chart.svg"],
+        "80",
+    ));
+    assert_eq!(std::fs::read(&svg).unwrap(), first);
+}
+
+#[test]
+fn out_must_be_an_svg_file_and_never_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = session(dir.path());
+    let before = std::fs::read(&file).unwrap();
+    for (out, message) in [
+        (
+            "chart.png",
+            "the chart is written as SVG, to a file named *.svg",
+        ),
+        ("chart.jsonl", "the chart is written as SVG"),
+    ] {
+        let o = musepi(
+            dir.path(),
+            &["context", "chart.jsonl", "--chart", "--out", out],
+            "80",
+        );
+        assert_eq!(o.status.code(), Some(2));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(message),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    std::fs::create_dir(dir.path().join("folder.svg")).unwrap();
+    let o = musepi(
+        dir.path(),
+        &["context", "chart.jsonl", "--chart", "--out", "folder.svg"],
+        "80",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a regular file"));
+    // --out and --context-window need --chart; --chart takes no --llm.
+    for args in [
+        vec!["context", "chart.jsonl", "--out", "c.svg"],
+        vec!["context", "chart.jsonl", "--chart", "--llm"],
+    ] {
+        assert_eq!(
+            musepi(dir.path(), &args, "80").status.code(),
+            Some(2),
+            "{args:?}"
+        );
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+    assert!(!dir.path().join("chart.png").exists());
+}
