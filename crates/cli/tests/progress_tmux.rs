@@ -131,7 +131,8 @@ fn a_long_compaction_says_which_request_of_how_many_on_a_terminal_only() {
     let screen = tmux.wait_for("the last request", |s| last(s).is_some());
     let (n, line) = last(&screen).unwrap();
     assert!(!line.contains(" 0 received"), "{line}");
-    let screen = tmux.wait_for("the result", |s| s.contains("done"));
+    // Not "done" alone: the spinner says "3 of 3 requests done" a moment.
+    let screen = tmux.wait_for("the result", |s| s.contains("exit="));
     assert!(screen.contains("exit=0"), "{screen}");
     assert!(
         !screen.contains("compacting ·"),
