@@ -14,6 +14,7 @@ mod plan;
 mod prepare;
 pub mod prompts;
 mod prune;
+mod prune_first;
 mod request;
 mod settings;
 #[cfg(test)]
@@ -30,11 +31,14 @@ pub use finish::{
 };
 pub use handoff::{HANDOFF_CUSTOM_TYPE, handoff_prompt, handoff_request, handoff_session};
 pub use plan::SummaryPlan;
-pub use prepare::{NothingToCompact, Preparation, prepare, summary_message};
+pub use prepare::{
+    NothingToCompact, Preparation, adapted_keep_recent_tokens, prepare, summary_message,
+};
 pub use prune::{
     PruneCandidate, PruneConfig, PruneKind, PrunePlan, SUPERSEDED_NOTICE, USELESS_NOTICE,
     age_placeholder, apply_prune, plan_prune, plan_stale_results, supersede_key,
 };
+pub use prune_first::{PruneFirst, prune_first};
 pub use request::{
     RequestOptions, assemble_prompt, history_max_tokens, history_request, previous_summary,
     short_summary_max_tokens, short_summary_request, turn_prefix_max_tokens, turn_prefix_request,

@@ -121,6 +121,51 @@ fn messages_in<'a>(
         .collect()
 }
 
+/// The `keepRecentTokens` a compaction at `leaf` cuts with: the setting,
+/// shrunk when the last provider usage since the previous compaction shows
+/// the estimate of those messages runs low (the ratio of the usage's prompt
+/// tokens to the estimate; never enlarged). `settings.adapt_keep_recent`
+/// off, or no usage, leaves the setting as it is.
+///
+/// The usage measured the messages as they were sent, so a caller that
+/// prunes before preparing measures this on the session before pruning
+/// (see [`crate::prune_first`]).
+pub fn adapted_keep_recent_tokens(
+    session: &Session,
+    leaf: Option<usize>,
+    settings: &CompactionSettings,
+) -> u64 {
+    let keep = settings.keep_recent_tokens;
+    let Some(leaf) = leaf.filter(|_| settings.adapt_keep_recent) else {
+        return keep;
+    };
+    let path = session.path_indices(leaf);
+    let entries = session.entries();
+    let start = path
+        .iter()
+        .rposition(|&i| matches!(entries[i].body, EntryBody::Compaction(_)))
+        .map_or(0, |p| p + 1);
+    adapt_over(session, &path[start..], keep)
+}
+
+/// The adaptation over the entries since the previous compaction.
+fn adapt_over(session: &Session, since: &[usize], keep: u64) -> u64 {
+    let entries = session.entries();
+    let last_usage = since.iter().rev().find_map(|&i| match &entries[i].body {
+        EntryBody::Message(m) => musepi_context_builder::anchoring_usage(m),
+        _ => None,
+    });
+    let Some(usage) = last_usage else {
+        return keep;
+    };
+    let estimated: u64 = since
+        .iter()
+        .filter_map(|&i| summary_message(session, i))
+        .map(|m| estimate_tokens(&m))
+        .sum();
+    adapt_keep_recent_tokens(keep, calculate_prompt_tokens(usage), estimated)
+}
+
 /// Prepares a compaction of the path at `leaf`.
 pub fn prepare<'a>(
     session: &'a Session,
@@ -148,24 +193,11 @@ pub fn prepare<'a>(
         .collect();
     let tokens_before = estimate_context_tokens(usage_messages.iter().map(AsRef::as_ref)).tokens;
 
-    let mut keep = settings.keep_recent_tokens;
-    if settings.adapt_keep_recent {
-        let last_usage = path[start..]
-            .iter()
-            .rev()
-            .find_map(|&i| match &entries[i].body {
-                EntryBody::Message(m) => musepi_context_builder::anchoring_usage(m),
-                _ => None,
-            });
-        if let Some(usage) = last_usage {
-            let estimated: u64 = path[start..]
-                .iter()
-                .filter_map(|&i| summary_message(session, i))
-                .map(|m| estimate_tokens(&m))
-                .sum();
-            keep = adapt_keep_recent_tokens(keep, calculate_prompt_tokens(usage), estimated);
-        }
-    }
+    let keep = if settings.adapt_keep_recent {
+        adapt_over(session, &path[start..], settings.keep_recent_tokens)
+    } else {
+        settings.keep_recent_tokens
+    };
 
     let cut = find_cut_point(entries, &path, start, end, keep);
     let first_kept = &entries[path[cut.first_kept_index.min(end - 1)]];

@@ -23,6 +23,7 @@ mod serialize;
 mod template;
 mod threshold;
 mod tokenizer;
+mod tokens;
 mod transcript;
 
 pub use context::{
@@ -58,6 +59,7 @@ pub use threshold::{
     resolve_threshold_tokens, should_compact,
 };
 pub use tokenizer::Tokenizer;
+pub use tokens::{context_tokens, llm_message_tokens, measured_tokens, provider_messages};
 pub use transcript::{
     SUPERSEDED_SHORT_SUMMARY, SUPERSEDED_SUMMARY, TranscriptItem, TranscriptOptions,
     build_transcript,

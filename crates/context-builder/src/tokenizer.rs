@@ -56,16 +56,8 @@ impl Tokenizer {
                 Content::Blocks(blocks) => blocks
                     .iter()
                     .map(|b| match b {
-                        ContentBlock::Text { text: t, .. } => text(t),
-                        ContentBlock::Thinking { thinking, .. } => text(thinking),
-                        ContentBlock::ToolCall(call) => {
-                            text(&call.name)
-                                + text(&musepi_session_model::json::js_stringify(
-                                    call.arguments.value(),
-                                ))
-                        }
                         ContentBlock::Image { .. } => image_tokens,
-                        _ => 0,
+                        other => self.count_block(other),
                     })
                     .sum(),
             }
@@ -80,6 +72,42 @@ impl Tokenizer {
             AgentMessage::CompactionSummary(m) => text(&m.summary),
             AgentMessage::Other { .. } => 0,
         }
+    }
+}
+
+impl Tokenizer {
+    /// Tokens of a block's text: a text, a thinking, or a tool call's name
+    /// and compact JSON arguments (images and other blocks count 0 here).
+    pub(crate) fn count_block(self, block: &ContentBlock) -> u64 {
+        let bpe = match self {
+            Self::Heuristic => return chars_to_tokens(block_chars(block)),
+            Self::O200k => bpe_openai::o200k_base(),
+            Self::Cl100k => bpe_openai::cl100k_base(),
+        };
+        let text = |s: &str| bpe.count(s) as u64;
+        match block {
+            ContentBlock::Text { text: t, .. } => text(t),
+            ContentBlock::Thinking { thinking, .. } => text(thinking),
+            ContentBlock::ToolCall(call) => {
+                text(&call.name)
+                    + text(&musepi_session_model::json::js_stringify(
+                        call.arguments.value(),
+                    ))
+            }
+            _ => 0,
+        }
+    }
+}
+
+/// UTF-16 units of a block's text as the estimate counts them: a text, a
+/// thinking, or a tool call's name and compact JSON arguments (images are
+/// counted apart, other blocks not at all).
+pub(crate) fn block_chars(block: &ContentBlock) -> usize {
+    match block {
+        ContentBlock::Text { text, .. } => text.utf16_len(),
+        ContentBlock::Thinking { thinking, .. } => thinking.utf16_len(),
+        ContentBlock::ToolCall(call) => call.name.utf16_len() + call.arguments.js_len(),
+        _ => 0,
     }
 }
 

@@ -11,13 +11,13 @@ use std::pin::Pin;
 
 use musepi_compaction::{
     CompactionResult, CompactionSettings, DEFAULT_SUMMARIZER_WINDOW, HistoryUnits,
-    NothingToCompact, Preparation, PruneConfig, PrunePlan, Reason, RequestOptions, SummaryPlan,
-    apply_prune, input_budget_tokens, min_window_tokens, plan_prune, prepare, sum_usage,
+    NothingToCompact, Preparation, PruneConfig, PruneFirst, PrunePlan, Reason, RequestOptions,
+    SummaryPlan, input_budget_tokens, min_window_tokens, prune_first, sum_usage,
     window_from_overflow_message,
 };
 use musepi_context_builder::{
-    ContextMessage, ConvertOptions, LlmMessage, RequestPurpose, SummaryRequest, build_context,
-    convert_to_llm, estimate_tokens,
+    ContextMessage, ConvertOptions, LlmMessage, RequestPurpose, SummaryRequest, Tokenizer,
+    convert_to_llm,
 };
 use musepi_session_model::{EntryId, IdSource, Journal, SessionError, Stamp, Usage};
 pub use musepi_snapcompact::{SnapSettings, SnapTarget};
@@ -134,7 +134,8 @@ pub struct CompactOutcome {
     pub result: CompactionResult,
     /// What pruning changed, written together with the entry.
     pub pruned: PrunePlan,
-    /// Estimated tokens of the context after compaction.
+    /// The context's tokens after compaction (`result.tokens_before` holds
+    /// them before, measured before pruning).
     pub tokens_after: u64,
     /// Requests sent, in order.
     pub requests: Vec<RequestPurpose>,
@@ -226,18 +227,20 @@ pub async fn compact(
     cancel: &CancellationToken,
 ) -> Result<CompactOutcome, CompactError> {
     let mut warnings = Vec::new();
-    let pruned = match &options.prune {
-        Some(config) => {
-            let plan = plan_prune(journal.session(), journal.session().leaf_index(), config);
-            if !plan.is_empty() {
-                let changes = apply_prune(journal.session(), &plan, options.now)?;
-                journal.stage_replacements(changes)?;
-            }
-            plan
-        }
-        None => PrunePlan::default(),
-    };
-    let result = run(journal, options, cancel, &mut warnings).await;
+    let session = journal.session();
+    let step = prune_first(
+        session,
+        session.leaf_index(),
+        &options.settings,
+        options.prune.as_ref(),
+        Some(&musepi_snapcompact::SessionArchives::new(session)),
+        options.now,
+    )?;
+    if !step.changes.is_empty() {
+        journal.stage_replacements(step.changes.clone())?;
+    }
+    let pruned = step.plan.clone();
+    let result = run(journal, options, &step, cancel, &mut warnings).await;
     let (result, requests) = match result {
         Ok(r) => r,
         Err(e) => {
@@ -260,25 +263,9 @@ pub async fn compact(
             return Err(e.into());
         }
     };
-    let mut tokens_after: u64 = build_context(journal.session())
-        .messages
-        .iter()
-        .map(|m| estimate_tokens(&m.message))
-        .sum();
-    // A PNG archive rides beside the summary text: its frames and text edges count too.
-    if let Some(archive) = result
-        .preserve_data
-        .as_ref()
-        .and_then(|p| p.get("snapcompact"))
-        .and_then(musepi_snapcompact::png_archive::PngArchive::from_value)
-    {
-        let api = match &options.strategy {
-            Strategy::Snapcompact(s) => s.target.api.as_deref(),
-            _ => None,
-        };
-        tokens_after += musepi_snapcompact::archive_tokens(&archive, api);
-    }
     let session = journal.session();
+    let tokens_after =
+        musepi_snapcompact::context_tokens(session, session.leaf_index(), Tokenizer::Heuristic);
     let index = session.index_of(entry_id.as_str()).unwrap_or(0);
     let entry_json = session
         .raw_line(index)
@@ -315,10 +302,11 @@ pub async fn compact(
 async fn run(
     journal: &Journal,
     options: &CompactOptions<'_>,
+    step: &PruneFirst,
     cancel: &CancellationToken,
     warnings: &mut Vec<String>,
 ) -> Result<(CompactionResult, Vec<RequestPurpose>), CompactError> {
-    let route = decide(journal, options, cancel, warnings).await?;
+    let route = decide(journal, options, step, cancel, warnings).await?;
     match route {
         Route::Supplied(result) => Ok((result, Vec::new())),
         Route::Summarize {
@@ -352,15 +340,17 @@ async fn run(
     }
 }
 
-/// Prepares, asks the hooks, and decides the route.
+/// Prepares (over the session as pruning left it, measured before
+/// pruning), asks the hooks, and decides the route.
 async fn decide(
     journal: &Journal,
     options: &CompactOptions<'_>,
+    step: &PruneFirst,
     cancel: &CancellationToken,
     warnings: &mut Vec<String>,
 ) -> Result<Route, CompactError> {
     let session = journal.session();
-    let prep = prepare(session, session.leaf_index(), &options.settings)?;
+    let prep = step.prepare(session, session.leaf_index())?;
     let hooks = options.hooks;
     if hooks.has(names::BEFORE_COMPACT) {
         let event = BeforeCompactEvent {

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use musepi_context_builder::{ContextMessage, LlmMessage, build_context, estimate_context_tokens};
+use musepi_context_builder::{LlmMessage, Tokenizer, build_context};
 use musepi_session_model::{EntryBody, EntryId, StopReason};
 
 use crate::runtime::Maintenance;
@@ -42,30 +42,33 @@ impl Maintenance {
         }
     }
 
-    /// The context size the triggers compare: the last usage plus estimates
-    /// of what followed, or the chars/4 estimate of the whole context when
-    /// that usage was already acted on or predates the latest compaction.
-    /// Also returns the anchoring assistant's entry.
+    /// The context size the triggers compare: the last usage plus the
+    /// context's tokens of what followed it
+    /// ([`musepi_snapcompact::measured_tokens`], which never anchors on a
+    /// usage from before the latest compaction on the path), or the
+    /// context's tokens when that usage was already acted on or is dated
+    /// before the latest compaction. Also returns the anchoring assistant's
+    /// entry.
     pub fn context_tokens(&self) -> (f64, Option<EntryId>) {
         let session = self.journal.session();
-        let ctx = build_context(session);
-        let estimate = estimate_context_tokens(ctx.agent_messages());
-        let Some(i) = estimate.last_usage_index else {
-            return (estimate.tokens, None);
+        let leaf = session.leaf_index();
+        let measured = musepi_snapcompact::measured_tokens(session, leaf);
+        let Some(i) = measured.last_usage_index else {
+            return (measured.tokens, None);
         };
+        let ctx = build_context(session);
         let anchor = &ctx.messages[i];
         let id = session.entries()[anchor.entry_index].id.clone();
         let stale = self.state.acted_usage.as_ref() == Some(&id)
-            || self.before_latest_compaction(anchor.entry_index)
             || matches!(
                 (anchor.message.timestamp(), self.latest_compaction_ms()),
                 (Some(t), Some(c)) if t <= c
             );
         if stale {
-            let heuristic: u64 = ctx.messages.iter().map(ContextMessage::tokens).sum();
-            (heuristic as f64, None)
+            let tokens = musepi_snapcompact::context_tokens(session, leaf, Tokenizer::Heuristic);
+            (tokens as f64, None)
         } else {
-            (estimate.tokens, Some(id))
+            (measured.tokens, Some(id))
         }
     }
 

@@ -4,7 +4,7 @@
 
 use musepi_compaction::prompts::{AUTO_CONTINUE, HANDOFF_THRESHOLD_FOCUS, SUMMARIZATION_SYSTEM};
 use musepi_compaction::{CompactionPlan, Reason, handoff_request, handoff_session};
-use musepi_context_builder::{build_context, estimate_context_tokens, estimate_tokens};
+use musepi_context_builder::Tokenizer;
 use musepi_session_model::time::format_iso;
 use musepi_session_model::{EntryId, Header, Journal, Stamp};
 
@@ -227,8 +227,9 @@ impl Maintenance {
             ));
         };
         let session = self.journal.session();
-        let ctx = build_context(session);
-        let tokens_before = estimate_context_tokens(ctx.agent_messages()).tokens;
+        let tokens_before =
+            musepi_snapcompact::context_tokens(session, session.leaf_index(), Tokenizer::Heuristic)
+                as f64;
         let history = crate::model_messages(session);
         let focus = (reason == Reason::Threshold).then(|| HANDOFF_THRESHOLD_FOCUS.text());
         let system = self
@@ -288,11 +289,9 @@ impl Maintenance {
         // successor's file exists at once so the agent can switch to it.
         journal.rewrite().map_err(|e| Stop::Failed(e.to_string()))?;
         self.journal = journal;
-        let tokens_after = build_context(self.journal.session())
-            .messages
-            .iter()
-            .map(|m| estimate_tokens(&m.message))
-            .sum();
+        let session = self.journal.session();
+        let tokens_after =
+            musepi_snapcompact::context_tokens(session, session.leaf_index(), Tokenizer::Heuristic);
         let report = CompactionReport {
             strategy: UsedStrategy::Handoff,
             entry_id: None,

@@ -229,11 +229,7 @@ impl Journal {
     ) -> Result<(), SessionError> {
         self.check_writable()?;
         for (i, entry, text) in changes {
-            let old_entry = std::mem::replace(&mut self.session.entries[i], entry);
-            let old_source = std::mem::replace(
-                &mut self.session.sources[i],
-                LineSource::Text(text.into_boxed_str()),
-            );
+            let (old_entry, old_source) = self.session.replace_entry(i, entry, text);
             if !self.staged.iter().any(|(j, _, _)| *j == i) {
                 self.staged.push((i, old_entry, old_source));
             }

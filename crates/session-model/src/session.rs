@@ -262,6 +262,19 @@ impl Session {
         })
     }
 
+    /// Replaces entry `i` in memory by `entry`, which `line` writes, and
+    /// returns what it replaced; no file is touched. The replacement keeps
+    /// the entry's id and parent (pruning changes a message's content only).
+    /// [`crate::Journal::stage_replacements`] does this for a journal.
+    pub fn replace_entry(&mut self, i: usize, entry: Entry, line: String) -> (Entry, LineSource) {
+        let old_entry = std::mem::replace(&mut self.entries[i], entry);
+        let old_source = std::mem::replace(
+            &mut self.sources[i],
+            LineSource::Text(line.into_boxed_str()),
+        );
+        (old_entry, old_source)
+    }
+
     /// Moves the leaf to `id` (`branch(id)`); entries are not modified.
     pub fn set_leaf(&mut self, id: &str) -> Result<(), SessionError> {
         let i = self

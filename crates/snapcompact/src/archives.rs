@@ -1,7 +1,7 @@
 //! The archive blocks of a session's compactions, for context conversion
 //! (SPEC §2.4, snapcompact bullet; §14.8).
 
-use musepi_context_builder::ArchiveBlocks;
+use musepi_context_builder::{ArchiveBlocks, ContextEstimate, Tokenizer};
 use musepi_session_model::{ContentBlock, EntryBody, Session};
 
 use crate::history::history_blocks;
@@ -77,6 +77,25 @@ impl ArchiveBlocks for SessionArchives<'_> {
         };
         Some(history_blocks(&archive, budget))
     }
+}
+
+/// The context's tokens at `leaf`, with the session's archives: the one
+/// size of what the model sees that every command shows
+/// ([`musepi_context_builder::context_tokens`]; docs/design.md, "The
+/// context's tokens").
+pub fn context_tokens(session: &Session, leaf: Option<usize>, tokenizer: Tokenizer) -> u64 {
+    musepi_context_builder::context_tokens(
+        session,
+        leaf,
+        Some(&SessionArchives::new(session)),
+        tokenizer,
+    )
+}
+
+/// What the compaction trigger compares at `leaf`, with the session's
+/// archives ([`musepi_context_builder::measured_tokens`]).
+pub fn measured_tokens(session: &Session, leaf: Option<usize>) -> ContextEstimate {
+    musepi_context_builder::measured_tokens(session, leaf, Some(&SessionArchives::new(session)))
 }
 
 /// Whether a stored archive is one of the legacy archives that could crash

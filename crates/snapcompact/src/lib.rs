@@ -20,7 +20,8 @@
 //!   reader that takes images, text frames for any other.
 //! - [`SessionArchives`]: rebuilds the blocks of stored PNG archives when a
 //!   session is converted for a model
-//!   ([`musepi_context_builder::ArchiveBlocks`]).
+//!   ([`musepi_context_builder::ArchiveBlocks`]); [`context_tokens`] and
+//!   [`measured_tokens`] count what the model sees with them.
 //! - [`prompts`]: the lead-ins and reading rules, one template each under
 //!   `prompts/snapcompact/`.
 //!
@@ -78,7 +79,7 @@ mod summary;
 pub mod text_frames;
 mod util;
 
-pub use archives::{SessionArchives, is_legacy_crash_risk};
+pub use archives::{SessionArchives, context_tokens, is_legacy_crash_risk, measured_tokens};
 pub use compaction::{SnapSettings, SnapTarget, compact_preparation};
 pub use data_url::{DataUrlMode, elide_data_urls};
 pub use error::SnapError;

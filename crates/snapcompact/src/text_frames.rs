@@ -174,6 +174,10 @@ pub struct SnapInput<'a> {
     pub archive_max_chars: usize,
     /// Serialization budgets.
     pub serialize: SerializeOptions,
+    /// The context's tokens before the compaction, which the lead-in names
+    /// (a compaction passes its `tokensBefore`); `None` names the
+    /// estimate of the archived history instead.
+    pub tokens_before: Option<u64>,
 }
 
 static NO_IDS: BTreeSet<String> = BTreeSet::new();
@@ -190,6 +194,7 @@ impl<'a> SnapInput<'a> {
             files,
             archive_max_chars: DEFAULT_ARCHIVE_MAX_CHARS,
             serialize: SerializeOptions::default(),
+            tokens_before: None,
         }
     }
 }
@@ -239,7 +244,11 @@ pub fn snap_compact(input: &SnapInput<'_>) -> SnapResult {
         &[
             (
                 "tokens_before",
-                &thousands(estimate_tokens_from_chars(len16(&source)) as u64),
+                &thousands(
+                    input
+                        .tokens_before
+                        .unwrap_or(estimate_tokens_from_chars(len16(&source)) as u64),
+                ),
             ),
             (
                 "tokens_kept",

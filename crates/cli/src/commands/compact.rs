@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use musepi_compaction::{Reason, RequestOptions, SummaryPlan, prepare};
+use musepi_compaction::{Reason, RequestOptions, SummaryPlan, prune_first};
 use musepi_hooks::{CompactError, CompactOptions, RemoteCompactor, Strategy, Summarizer, compact};
 use musepi_session_model::{EntryBody, Journal};
 use serde_json::json;
@@ -64,15 +64,22 @@ impl Chosen {
         })
     }
 
-    /// The pipeline's strategy; `model` names who reads a snapcompact archive.
+    /// The pipeline's strategy; `model` names who reads a snapcompact
+    /// archive, whose size follows the reserve of `budgets` (settings and
+    /// `--reserve`).
     pub(crate) fn strategy(
         self,
         settings: &crate::settings::Settings,
+        budgets: &musepi_compaction::CompactionSettings,
         model: Option<&str>,
         llm: Option<&crate::provider::Provider>,
     ) -> Strategy {
         match self {
-            Self::Snapcompact => snap_strategy(settings, snap_target(settings, model, llm)),
+            Self::Snapcompact => snap_strategy(
+                settings,
+                budgets.reserve_tokens,
+                snap_target(settings, model, llm),
+            ),
             Self::Llm => Strategy::Llm,
             Self::Remote => Strategy::Remote,
         }
@@ -118,8 +125,9 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         deadline: args.deadline,
     };
     let budgets = budgets(&settings, &args.budget, None);
+    let prune = (!args.no_prune).then(|| prune_config(&settings));
     if args.dry_run {
-        return dry_run(&journal, chosen, &budgets, args, ctx);
+        return dry_run(&journal, chosen, &budgets, prune.as_ref(), args, ctx);
     }
     let hooks = crate::hooks::from_settings(&settings, ctx)?;
     let rt = runtime()?;
@@ -133,13 +141,13 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
     let counted = llm
         .as_ref()
         .map(|p| Counted::new(p as &dyn Summarizer, &progress, "compacting"));
-    let strategy = chosen.strategy(&settings, args.model.as_deref(), llm.as_ref());
+    let strategy = chosen.strategy(&settings, &budgets, args.model.as_deref(), llm.as_ref());
     let options = CompactOptions {
         reason: Reason::Manual,
         will_retry: false,
         custom_instructions: args.instructions.clone(),
         settings: budgets,
-        prune: (!args.no_prune).then(|| prune_config(&settings)),
+        prune,
         strategy,
         summarizer: counted.as_ref().map(|c| c as &dyn Summarizer),
         remote: llm
@@ -256,16 +264,24 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
     }
 }
 
-/// `--dry-run`: the requests (or the archive plan) and nothing written.
+/// `--dry-run`: the requests (or the archive plan) and nothing written,
+/// prepared as the compaction prepares ([`prune_first`]).
 fn dry_run(
     journal: &Journal,
     chosen: Chosen,
     budgets: &musepi_compaction::CompactionSettings,
+    prune: Option<&musepi_compaction::PruneConfig>,
     args: &CompactArgs,
     ctx: &Ctx,
 ) -> CmdResult {
     let session = journal.session();
-    let prep = match prepare(session, session.leaf_index(), budgets) {
+    let leaf = session.leaf_index();
+    let archives = musepi_snapcompact::SessionArchives::new(session);
+    let step =
+        prune_first(session, leaf, budgets, prune, Some(&archives), ctx.now_ms()).or_bad_input()?;
+    let mut pruned = session.clone();
+    step.apply_to(&mut pruned);
+    let prep = match step.prepare(&pruned, leaf) {
         Ok(p) => p,
         Err(reason) => {
             print_text(&format!("nothing to compact: {reason}\n")).or_failed()?;
@@ -292,6 +308,7 @@ fn dry_run(
             "strategy": chosen.name(),
             "firstKeptEntryId": prep.first_kept_entry_id.as_str(),
             "tokensBefore": prep.tokens_before,
+            "prune": prune_json(session, &step.plan),
             "requests": requests,
         }))
         .or_failed()?;

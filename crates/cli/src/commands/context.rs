@@ -3,8 +3,8 @@
 use std::fmt::Write as _;
 
 use musepi_context_builder::{
-    ConvertOptions, LlmMessage, ProviderHistory, SessionContext, Tokenizer, TranscriptOptions,
-    build_context_at, build_transcript, convert_with_sources, estimate_context_tokens,
+    LlmMessage, ProviderHistory, SessionContext, Tokenizer, TranscriptOptions, build_context_at,
+    build_transcript, llm_message_tokens, provider_messages,
 };
 use musepi_session_model::{AgentMessage, ContentBlock, Session};
 use serde_json::{Value, json};
@@ -33,15 +33,12 @@ pub(crate) fn resolve_leaf(
     }
 }
 
-/// The context's tokens at `leaf` (`None`: the empty context): what
-/// `musepi context` prints as its total, the heuristic estimate of every
-/// message the model sees. The view's header and the chart show it.
+/// The context's tokens at `leaf` (`None`: the empty context), counted by
+/// the heuristic: what every command shows as the size of what the model
+/// sees ([`musepi_snapcompact::context_tokens`]; docs/design.md). The
+/// view's header and the chart show it.
 pub fn context_tokens(session: &Session, leaf: Option<usize>) -> u64 {
-    build_context_at(session, leaf)
-        .messages
-        .iter()
-        .map(|m| Tokenizer::Heuristic.count_message(&m.message))
-        .sum()
+    musepi_snapcompact::context_tokens(session, leaf, Tokenizer::Heuristic)
 }
 
 /// Runs the command.
@@ -81,7 +78,7 @@ pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
         View::Context
     };
     let rows = rows(session, &context, leaf, view, tokenizer, args.full);
-    let total: u64 = rows.iter().map(|r| r.tokens).sum();
+    let total = musepi_snapcompact::context_tokens(session, leaf, tokenizer);
     if ctx.json() {
         print_json(&document(session, &context, leaf, &rows, tokenizer)).or_failed()?;
         return Ok(Exit::Ok);
@@ -137,7 +134,7 @@ pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
         st.paint(
             Color::Bold,
             &format!(
-                "{} {what}, {total} tokens ({}), model {model}, thinking {}, leaf {}",
+                "{} {what}, {total} tokens in context ({}), model {model}, thinking {}, leaf {}",
                 rows.len(),
                 tokenizer.name(),
                 context.thinking_level,
@@ -170,12 +167,14 @@ fn rows(
 ) -> Vec<Row> {
     match view {
         View::Context => context_rows(session, context, tokenizer, full),
-        View::Llm => llm_rows(session, context, tokenizer, full),
+        View::Llm => llm_rows(session, leaf, tokenizer, full),
         View::Transcript => transcript_rows(session, leaf, tokenizer, full),
     }
 }
 
-/// The `--json` document of `musepi context`.
+/// The `--json` document of `musepi context`: `tokens` is the context's
+/// tokens, `messageTokens` the sum of the rows' own counts, and
+/// `contextEstimate` what the compaction trigger compares.
 fn document(
     session: &Session,
     context: &SessionContext<'_>,
@@ -183,13 +182,14 @@ fn document(
     rows: &[Row],
     tokenizer: Tokenizer,
 ) -> Value {
-    let estimate = estimate_context_tokens(context.agent_messages());
+    let estimate = musepi_snapcompact::measured_tokens(session, leaf);
     json!({
         "leafId": leaf.map(|i| session.entries()[i].id.to_string()),
         "model": context.model.as_ref().map(|m| json!({"provider": m.provider, "modelId": m.model_id})),
         "thinkingLevel": context.thinking_level,
         "tokenizer": tokenizer.name(),
-        "tokens": rows.iter().map(|r| r.tokens).sum::<u64>(),
+        "tokens": musepi_snapcompact::context_tokens(session, leaf, tokenizer),
+        "messageTokens": rows.iter().map(|r| r.tokens).sum::<u64>(),
         "contextEstimate": {
             "tokens": estimate.tokens,
             "usageTokens": estimate.usage_tokens,
@@ -302,23 +302,15 @@ fn transcript_rows(
         .collect()
 }
 
-fn llm_rows(
-    session: &Session,
-    context: &SessionContext<'_>,
-    tokenizer: Tokenizer,
-    full: bool,
-) -> Vec<Row> {
+/// The provider messages, each counted as the context's tokens count it, so
+/// that the rows add up to the total.
+fn llm_rows(session: &Session, leaf: Option<usize>, tokenizer: Tokenizer, full: bool) -> Vec<Row> {
     let archives = musepi_snapcompact::SessionArchives::new(session);
-    let options = ConvertOptions {
-        archive: Some(&archives),
-        session: Some(session),
-        ..ConvertOptions::default()
-    };
-    convert_with_sources(&context.messages, &options)
+    provider_messages(session, leaf, Some(&archives))
         .into_iter()
         .map(|c| {
             let text = llm_text(&c.message);
-            let tokens = llm_tokens(&c.message, tokenizer);
+            let tokens = llm_message_tokens(&c.message, tokenizer);
             Row {
                 entry_id: session.entries()[c.entry_index].id.to_string(),
                 role: c.message.role().to_owned(),
@@ -331,29 +323,6 @@ fn llm_rows(
             }
         })
         .collect()
-}
-
-fn images(m: &LlmMessage) -> u64 {
-    m.content()
-        .iter()
-        .filter(|b| matches!(b, ContentBlock::Image { .. }))
-        .count() as u64
-}
-
-/// How a provider message counts: its texts, thinking and `name(args)` tool
-/// calls joined by newlines, counted by `tokenizer`, plus 1,200 per image.
-fn llm_tokens(m: &LlmMessage, tokenizer: Tokenizer) -> u64 {
-    let text = llm_text(m);
-    let counted = match tokenizer {
-        Tokenizer::Heuristic => {
-            musepi_context_builder::chars_to_tokens(musepi_session_model::json::utf16_len(&text))
-        }
-        other => other.count_message(&AgentMessage::User(musepi_session_model::UserMessage {
-            content: musepi_session_model::Content::text(text),
-            ..Default::default()
-        })),
-    };
-    counted + images(m) * 1200
 }
 
 /// The text a provider message carries: texts, thinking, and tool calls as `name(args)`.

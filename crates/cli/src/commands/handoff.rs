@@ -201,7 +201,8 @@ fn before_event(
         custom_instructions: args.instructions.clone(),
         preparation: PreparationView {
             first_kept_entry_id: String::new(),
-            tokens_before: context.messages.iter().map(|m| m.tokens() as f64).sum(),
+            tokens_before: crate::commands::context::context_tokens(session, session.leaf_index())
+                as f64,
             is_split_turn: false,
             messages_to_summarize: context
                 .messages

@@ -3,13 +3,13 @@
 use std::fmt::Write as _;
 
 use musepi_compaction::{
-    NothingToCompact, Preparation, PrunePlan, RequestOptions, SummaryPlan, history_max_tokens,
-    plan_prune, prepare,
+    CompactionSettings, NothingToCompact, Preparation, PruneConfig, PruneFirst, PrunePlan,
+    RequestOptions, SummaryPlan, history_max_tokens, prune_first,
 };
 use musepi_context_builder::{
-    ContextMessage, SummaryRequest, estimate_context_tokens, resolve_threshold_tokens,
+    ContextEstimate, ContextMessage, SummaryRequest, resolve_threshold_tokens,
 };
-use musepi_session_model::Session;
+use musepi_session_model::{Session, SessionError};
 use serde_json::{Value, json};
 
 use crate::cli::PlanArgs;
@@ -55,6 +55,80 @@ pub(crate) fn request_json(r: &SummaryRequest) -> Value {
     })
 }
 
+/// Everything a plan shows, computed as the compaction computes it
+/// ([`prune_first`]): the prune plan and the measurement on the session as
+/// it is, the preparation over the session as pruning leaves it.
+struct Planned {
+    step: PruneFirst,
+    pruned: Session,
+    /// What the compaction trigger compares, before pruning.
+    measured: ContextEstimate,
+    threshold: i64,
+    window: u64,
+}
+
+impl Planned {
+    fn new(
+        session: &Session,
+        leaf: Option<usize>,
+        settings: &CompactionSettings,
+        prune: &PruneConfig,
+        window: u64,
+        now: i64,
+    ) -> Result<Self, SessionError> {
+        let archives = musepi_snapcompact::SessionArchives::new(session);
+        let step = prune_first(session, leaf, settings, Some(prune), Some(&archives), now)?;
+        let mut pruned = session.clone();
+        step.apply_to(&mut pruned);
+        Ok(Self {
+            step,
+            pruned,
+            measured: musepi_snapcompact::measured_tokens(session, leaf),
+            threshold: resolve_threshold_tokens(window, &settings.thresholds(false)),
+            window,
+        })
+    }
+
+    fn threshold_json(&self) -> Value {
+        json!({
+            "contextWindow": self.window,
+            "thresholdTokens": self.threshold,
+            "measuredTokens": self.measured.tokens,
+            "overThreshold": self.measured.tokens > self.threshold as f64,
+        })
+    }
+
+    /// `threshold 170000 of a 200000-token window; measured 177657, over`.
+    fn threshold_text(&self) -> String {
+        let over = if self.measured.tokens > self.threshold as f64 {
+            "over"
+        } else {
+            "under"
+        };
+        format!(
+            "{} of a {}-token window; measured {} ({over})",
+            self.threshold, self.window, self.measured.tokens
+        )
+    }
+}
+
+/// `musepi plan --json` at `leaf`, as `musepi serve`'s `plan` answers.
+pub(crate) fn plan_json(
+    session: &Session,
+    leaf: Option<usize>,
+    settings: &CompactionSettings,
+    prune: &PruneConfig,
+    window: u64,
+    show_prompts: bool,
+    now: i64,
+) -> Result<Value, SessionError> {
+    let planned = Planned::new(session, leaf, settings, prune, window, now)?;
+    Ok(match planned.step.prepare(&planned.pruned, leaf) {
+        Ok(prep) => document(session, leaf, &planned, &prep, settings, show_prompts),
+        Err(reason) => nothing_json(session, &planned, &reason),
+    })
+}
+
 /// Runs the command.
 pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
     let input = Input::from_arg(&args.file);
@@ -64,64 +138,32 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
     let file_settings = crate::commands::runtime::settings(ctx)?;
     let settings = crate::commands::runtime::budgets(&file_settings, &args.budget, None);
     let window = context_window(&args.budget, None);
-    let context = musepi_context_builder::build_context_at(session, leaf);
-    let estimate = estimate_context_tokens(context.agent_messages());
-    let threshold = resolve_threshold_tokens(window, &settings.thresholds(false));
-    let prune = plan_prune(
-        session,
-        leaf,
-        &crate::commands::runtime::prune_config(&file_settings),
-    );
-    let threshold_json = json!({
-        "contextWindow": window,
-        "thresholdTokens": threshold,
-        "contextTokens": estimate.tokens,
-        "overThreshold": estimate.tokens > threshold as f64,
-    });
-    let prep = match prepare(session, leaf, &settings) {
+    let prune = crate::commands::runtime::prune_config(&file_settings);
+    let planned =
+        Planned::new(session, leaf, &settings, &prune, window, ctx.now_ms()).or_bad_input()?;
+    let prep = match planned.step.prepare(&planned.pruned, leaf) {
         Ok(p) => p,
-        Err(reason) => return nothing(ctx, args, &reason, &threshold_json, &prune, session),
-    };
-    let plan = SummaryPlan::new(&prep, &settings, &RequestOptions::default());
-    let kept_tokens = tokens(&prep.recent_messages);
-    let estimated_after = kept_tokens + u64::from(history_max_tokens(&settings));
-    let lists = prep.file_ops.lists();
-    if ctx.json() {
-        let mut doc = json!({
-            "nothingToCompact": false,
-            "leafId": leaf.map(|i| session.entries()[i].id.to_string()),
-            "firstKeptEntryId": prep.first_kept_entry_id.as_str(),
-            "isSplitTurn": prep.cut.is_split_turn,
-            "turnStartEntryId": prep.cut.turn_start_index.map(|p| session.entries()[prep.path[p]].id.to_string()),
-            "tokensBefore": prep.tokens_before,
-            "estimatedTokensAfter": estimated_after,
-            "keepRecentTokens": prep.keep_recent_tokens,
-            "messagesToSummarize": ids(session, &prep.messages_to_summarize),
-            "turnPrefixMessages": ids(session, &prep.turn_prefix_messages),
-            "keptMessages": ids(session, &prep.recent_messages),
-            "previousSummary": prep.previous_summary.is_some(),
-            "fileLists": {"readFiles": lists.read_files, "modifiedFiles": lists.modified_files},
-            "threshold": threshold_json,
-            "prune": prune_json(session, &prune),
-        });
-        if args.show_prompts {
-            let mut requests: Vec<Value> = plan.requests().map(request_json).collect();
-            requests.push(request_json(
-                &plan.short_request(&plan.merge(Some("{history summary}"), None)),
-            ));
-            doc["requests"] = Value::Array(requests);
+        Err(reason) => {
+            if ctx.json() {
+                print_json(&nothing_json(session, &planned, &reason)).or_failed()?;
+            } else {
+                print_text(&format!("nothing to compact: {reason}\n")).or_failed()?;
+            }
+            return Ok(if args.strict { Exit::Failed } else { Exit::Ok });
         }
+    };
+    if ctx.json() {
+        let doc = document(session, leaf, &planned, &prep, &settings, args.show_prompts);
         print_json(&doc).or_failed()?;
         return Ok(Exit::Ok);
     }
+    let plan = SummaryPlan::new(&prep, &settings, &RequestOptions::default());
     print_text(&render(
         session,
         &prep,
         &plan,
-        &prune,
-        estimated_after,
-        threshold,
-        window,
+        &planned,
+        estimated_after(&prep, &settings),
         args.show_prompts,
         ctx,
     ))
@@ -129,37 +171,78 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
     Ok(Exit::Ok)
 }
 
-fn nothing(
-    ctx: &Ctx,
-    args: &PlanArgs,
-    reason: &NothingToCompact,
-    threshold: &Value,
-    prune: &PrunePlan,
-    session: &Session,
-) -> CmdResult {
-    if ctx.json() {
-        let doc = json!({
-            "nothingToCompact": true,
-            "reason": reason.to_string(),
-            "threshold": threshold,
-            "prune": prune_json(session, prune),
-        });
-        print_json(&doc).or_failed()?;
-    } else {
-        print_text(&format!("nothing to compact: {reason}\n")).or_failed()?;
-    }
-    Ok(if args.strict { Exit::Failed } else { Exit::Ok })
+/// The kept messages plus the summary's output limit.
+fn estimated_after(prep: &Preparation<'_>, settings: &CompactionSettings) -> u64 {
+    tokens(&prep.recent_messages) + u64::from(history_max_tokens(settings))
 }
 
-#[allow(clippy::too_many_arguments)]
+fn nothing_json(session: &Session, planned: &Planned, reason: &NothingToCompact) -> Value {
+    json!({
+        "nothingToCompact": true,
+        "reason": reason.to_string(),
+        "tokensBefore": planned.step.tokens_before,
+        "threshold": planned.threshold_json(),
+        "prune": prune_json(session, &planned.step.plan),
+    })
+}
+
+fn document(
+    session: &Session,
+    leaf: Option<usize>,
+    planned: &Planned,
+    prep: &Preparation<'_>,
+    settings: &CompactionSettings,
+    show_prompts: bool,
+) -> Value {
+    let lists = prep.file_ops.lists();
+    let mut doc = json!({
+        "nothingToCompact": false,
+        "leafId": leaf.map(|i| session.entries()[i].id.to_string()),
+        "firstKeptEntryId": prep.first_kept_entry_id.as_str(),
+        "isSplitTurn": prep.cut.is_split_turn,
+        "turnStartEntryId": prep.cut.turn_start_index.map(|p| session.entries()[prep.path[p]].id.to_string()),
+        "tokensBefore": prep.tokens_before,
+        "estimatedTokensAfter": estimated_after(prep, settings),
+        "keepRecentTokens": prep.keep_recent_tokens,
+        "messagesToSummarize": ids(session, &prep.messages_to_summarize),
+        "turnPrefixMessages": ids(session, &prep.turn_prefix_messages),
+        "keptMessages": ids(session, &prep.recent_messages),
+        "previousSummary": prep.previous_summary.is_some(),
+        "fileLists": {"readFiles": lists.read_files, "modifiedFiles": lists.modified_files},
+        "threshold": planned.threshold_json(),
+        "prune": prune_json(session, &planned.step.plan),
+    });
+    if show_prompts {
+        let plan = SummaryPlan::new(prep, settings, &RequestOptions::default());
+        let mut requests: Vec<Value> = plan.requests().map(request_json).collect();
+        requests.push(request_json(
+            &plan.short_request(&plan.merge(Some("{history summary}"), None)),
+        ));
+        doc["requests"] = Value::Array(requests);
+    }
+    doc
+}
+
+/// What pruning does, in words: `nothing to prune`, or
+/// `27 results, would save 28503 tokens` (`verb` is `would save` or `saved`).
+pub(crate) fn prune_text(plan: &PrunePlan, verb: &str) -> String {
+    if plan.is_empty() {
+        "nothing to prune".to_owned()
+    } else {
+        format!(
+            "{} results, {verb} {} tokens",
+            plan.candidates.len(),
+            plan.tokens_saved
+        )
+    }
+}
+
 fn render(
     session: &Session,
     prep: &Preparation<'_>,
     plan: &SummaryPlan,
-    prune: &PrunePlan,
+    planned: &Planned,
     estimated_after: u64,
-    threshold: i64,
-    window: u64,
     show_prompts: bool,
     ctx: &Ctx,
 ) -> String {
@@ -188,10 +271,7 @@ fn render(
             "estimated after".to_owned(),
             format!("{estimated_after} (kept messages + the summary's output limit)"),
         ),
-        (
-            "threshold".to_owned(),
-            format!("{threshold} of a {window}-token window"),
-        ),
+        ("threshold".to_owned(), planned.threshold_text()),
         (
             "summarize".to_owned(),
             format!(
@@ -235,15 +315,7 @@ fn render(
         ),
         (
             "prune".to_owned(),
-            if prune.is_empty() {
-                "nothing".to_owned()
-            } else {
-                format!(
-                    "{} results, {} tokens saved",
-                    prune.candidates.len(),
-                    prune.tokens_saved
-                )
-            },
+            prune_text(&planned.step.plan, "would save"),
         ),
     ];
     let requests: Vec<&str> = plan

@@ -238,9 +238,12 @@ pub fn snap_target(
     }
 }
 
-/// The snapcompact strategy the settings and flags describe.
+/// The snapcompact strategy the settings describe, for `reserve_tokens`
+/// (`compaction.reserveTokens`, or `--reserve` where a command takes it):
+/// the text archive's budget follows it.
 pub fn snap_strategy(
     settings: &Settings,
+    reserve_tokens: u64,
     target: musepi_hooks::SnapTarget,
 ) -> musepi_hooks::Strategy {
     let s = &settings.snapcompact;
@@ -257,7 +260,7 @@ pub fn snap_strategy(
         target,
         settings: musepi_hooks::SnapSettings {
             serialize,
-            reserve_tokens: u64::from(settings.compaction.reserve_tokens),
+            reserve_tokens,
         },
     }))
 }

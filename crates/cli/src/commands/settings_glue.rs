@@ -1,7 +1,7 @@
 //! Turning flags (and, when present, settings files) into the plain
 //! settings of the library crates.
 
-use musepi_compaction::{CompactionSettings, PruneConfig};
+use musepi_compaction::CompactionSettings;
 
 use crate::cli::BudgetArgs;
 
@@ -26,13 +26,4 @@ pub fn context_window(budget: &BudgetArgs, configured: Option<u64>) -> u64 {
         .context_window
         .or(configured)
         .unwrap_or(DEFAULT_CONTEXT_WINDOW)
-}
-
-/// The prune configuration.
-pub fn prune_config(force: bool) -> PruneConfig {
-    let mut c = PruneConfig::default();
-    if force {
-        c.minimum_savings = 0;
-    }
-    c
 }

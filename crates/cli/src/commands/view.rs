@@ -318,13 +318,19 @@ impl Pipelines {
                 Some(provider(&self.ctx, &self.settings, &self.flags, &progress).map_err(failure)?)
             }
         };
+        let strategy = chosen.strategy(
+            &self.settings,
+            &budgets,
+            self.flags.model.as_deref(),
+            llm.as_ref(),
+        );
         let options = CompactOptions {
             reason: Reason::Manual,
             will_retry: false,
             custom_instructions: instructions,
             settings: budgets,
             prune: Some(prune_config(&self.settings)),
-            strategy: chosen.strategy(&self.settings, self.flags.model.as_deref(), llm.as_ref()),
+            strategy,
             summarizer: llm.as_ref().map(|p| p as &dyn Summarizer),
             remote: llm
                 .as_ref()

@@ -204,6 +204,7 @@ fn text_compaction(
         files: &input.files,
         archive_max_chars: archive_max_chars_for_reserve(settings.reserve_tokens),
         serialize: settings.serialize.clone(),
+        tokens_before: Some(prep.tokens_before as u64),
     };
     let out = snap_compact(&snap);
     let mut details = input.details();

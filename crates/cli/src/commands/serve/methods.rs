@@ -12,8 +12,9 @@ use musepi_session_model::time::format_iso;
 use musepi_session_model::{AgentMessage, EntryBody, Header, IdSource, Journal, SequentialIds};
 use serde_json::{Value, json};
 
-use super::views::{decision_json, entry_body, plan_json, tree_json};
+use super::views::{decision_json, entry_body, tree_json};
 use crate::commands::context::{View, context_json};
+use crate::commands::plan::plan_json;
 use crate::commands::runtime::snap_strategy;
 use crate::settings::{CompactionStrategy, Settings, merge_layers};
 
@@ -83,7 +84,7 @@ pub(super) fn maintenance_settings(s: &Settings, context_window: u64) -> Mainten
         context_promotion: s.context_promotion.enabled,
         branch_summary_enabled: s.branch_summary.enabled,
         context_window,
-        snapcompact: match snap_strategy(s, SnapTarget::default()) {
+        snapcompact: match snap_strategy(s, u64::from(c.reserve_tokens), SnapTarget::default()) {
             Strategy::Snapcompact(snap) => snap.settings,
             _ => SnapSettings::default(),
         },
@@ -341,7 +342,8 @@ impl Server {
             "strategy": s.strategy.name(),
             "contextWindow": s.context_window,
             "thresholdTokens": musepi_context_builder::resolve_threshold_tokens(s.context_window, &s.thresholds()),
-            "contextTokens": m.context_tokens().0,
+            "contextTokens": musepi_snapcompact::context_tokens(session, session.leaf_index(), musepi_context_builder::Tokenizer::Heuristic),
+            "measuredTokens": m.context_tokens().0,
             "contextPromotion": s.context_promotion,
             "branchSummary": s.branch_summary_enabled,
             "promotionTargets": m.promotion_targets().iter().map(PromotionTarget::to_json).collect::<Vec<_>>(),
@@ -463,13 +465,17 @@ impl Server {
         compaction.keep_recent_tokens = keep.unwrap_or(compaction.keep_recent_tokens);
         compaction.reserve_tokens = reserve.unwrap_or(compaction.reserve_tokens);
         let window = window.unwrap_or(s.context_window);
-        Ok(plan_json(
+        let now = (self.clock())();
+        let runtime = self.runtime()?;
+        plan_json(
             runtime.journal().session(),
             leaf,
             &compaction,
-            &s.prune(),
+            &runtime.settings().prune(),
             window,
             show_prompts,
-        ))
+            now,
+        )
+        .map_err(|e| RpcError::new("bad_session", e.to_string()))
     }
 }

@@ -3,16 +3,11 @@
 
 use std::path::Path;
 
-use musepi_compaction::{
-    CompactionSettings, RequestOptions, SummaryPlan, history_max_tokens, plan_prune, prepare,
-};
-use musepi_context_builder::{build_context_at, estimate_context_tokens, resolve_threshold_tokens};
 use musepi_hooks::{Decision, TreeOutcome};
-use musepi_session_model::{EntryBody, EntryId, SequentialIds, Session, load_bytes};
+use musepi_session_model::{EntryBody, EntryId, SequentialIds, load_bytes};
 use serde_json::{Map, Value, json};
 
 use crate::commands::context::llm_json;
-use crate::commands::plan::{prune_json, request_json};
 
 fn ids(list: &[EntryId]) -> Vec<&str> {
     list.iter().map(EntryId::as_str).collect()
@@ -51,74 +46,6 @@ pub(super) fn tree_json(t: &TreeOutcome) -> Value {
         "context": t.context.iter().map(llm_json).collect::<Vec<_>>(),
         "notes": t.notes,
     })
-}
-
-/// `musepi plan --json` at `leaf` with `settings` and `window`.
-pub(super) fn plan_json(
-    session: &Session,
-    leaf: Option<usize>,
-    settings: &CompactionSettings,
-    prune: &musepi_compaction::PruneConfig,
-    window: u64,
-    show_prompts: bool,
-) -> Value {
-    let id = |i: usize| session.entries()[i].id.to_string();
-    let context = build_context_at(session, leaf);
-    let estimate = estimate_context_tokens(context.agent_messages());
-    let threshold = resolve_threshold_tokens(window, &settings.thresholds(false));
-    let pruned = plan_prune(session, leaf, prune);
-    let threshold_json = json!({
-        "contextWindow": window,
-        "thresholdTokens": threshold,
-        "contextTokens": estimate.tokens,
-        "overThreshold": estimate.tokens > threshold as f64,
-    });
-    let prep = match prepare(session, leaf, settings) {
-        Ok(p) => p,
-        Err(reason) => {
-            return json!({
-                "nothingToCompact": true,
-                "reason": reason.to_string(),
-                "threshold": threshold_json,
-                "prune": prune_json(session, &pruned),
-            });
-        }
-    };
-    let plan = SummaryPlan::new(&prep, settings, &RequestOptions::default());
-    let kept: u64 = prep
-        .recent_messages
-        .iter()
-        .map(musepi_context_builder::ContextMessage::tokens)
-        .sum();
-    let list = |m: &[musepi_context_builder::ContextMessage<'_>]| {
-        m.iter().map(|m| id(m.entry_index)).collect::<Vec<_>>()
-    };
-    let lists = prep.file_ops.lists();
-    let mut doc = json!({
-        "nothingToCompact": false,
-        "leafId": leaf.map(id),
-        "firstKeptEntryId": prep.first_kept_entry_id.as_str(),
-        "isSplitTurn": prep.cut.is_split_turn,
-        "turnStartEntryId": prep.cut.turn_start_index.map(|p| id(prep.path[p])),
-        "tokensBefore": prep.tokens_before,
-        "estimatedTokensAfter": kept + u64::from(history_max_tokens(settings)),
-        "keepRecentTokens": prep.keep_recent_tokens,
-        "messagesToSummarize": list(&prep.messages_to_summarize),
-        "turnPrefixMessages": list(&prep.turn_prefix_messages),
-        "keptMessages": list(&prep.recent_messages),
-        "previousSummary": prep.previous_summary.is_some(),
-        "fileLists": {"readFiles": lists.read_files, "modifiedFiles": lists.modified_files},
-        "threshold": threshold_json,
-        "prune": prune_json(session, &pruned),
-    });
-    if show_prompts {
-        let mut requests: Vec<Value> = plan.requests().map(request_json).collect();
-        requests.push(request_json(
-            &plan.short_request(&plan.merge(Some("{history summary}"), None)),
-        ));
-        doc["requests"] = Value::Array(requests);
-    }
-    doc
 }
 
 /// Entry types a client may append; compactions and branch summaries are

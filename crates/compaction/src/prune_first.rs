@@ -1,0 +1,83 @@
+//! A compaction as it runs: what pruning blanks and what the compaction is
+//! measured against, decided once on the session as it is, before anything
+//! is pruned. `musepi plan` and the compaction pipeline both start here, so
+//! that the plan predicts the compaction: the same prune plan, the same
+//! cut, the same regions, the same tokens.
+
+use musepi_context_builder::{ArchiveBlocks, Tokenizer, context_tokens};
+use musepi_session_model::{Entry, Session, SessionError};
+
+use crate::prepare::{NothingToCompact, Preparation, adapted_keep_recent_tokens, prepare};
+use crate::prune::{PruneConfig, PrunePlan, apply_prune, plan_prune};
+use crate::settings::CompactionSettings;
+
+/// What is decided before pruning, on the session as it is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PruneFirst {
+    /// What pruning blanks ([`plan_prune`]; empty when pruning is off).
+    pub plan: PrunePlan,
+    /// The entries it changes, `(position, new entry, new line)`: staged in
+    /// a journal ([`musepi_session_model::Journal::stage_replacements`]) or
+    /// applied to a copy ([`PruneFirst::apply_to`]).
+    pub changes: Vec<(usize, Entry, String)>,
+    /// The settings to prepare the pruned session with: `keepRecentTokens`
+    /// adapted against the estimate of the messages before pruning (the
+    /// provider's usage measured them unpruned), and the adaptation off.
+    pub settings: CompactionSettings,
+    /// The context's tokens at the leaf before pruning: the compaction's
+    /// `tokensBefore`.
+    pub tokens_before: u64,
+}
+
+/// Decides pruning and measures the session at `leaf` before anything is
+/// pruned. `prune` is the prune configuration (`None`: no pruning);
+/// `archive` supplies snapcompact archives for the context's tokens; `now`
+/// stamps the pruned results.
+pub fn prune_first(
+    session: &Session,
+    leaf: Option<usize>,
+    settings: &CompactionSettings,
+    prune: Option<&PruneConfig>,
+    archive: Option<&dyn ArchiveBlocks>,
+    now: i64,
+) -> Result<PruneFirst, SessionError> {
+    let plan = prune.map_or_else(PrunePlan::default, |c| plan_prune(session, leaf, c));
+    let changes = if plan.is_empty() {
+        Vec::new()
+    } else {
+        apply_prune(session, &plan, now)?
+    };
+    Ok(PruneFirst {
+        plan,
+        changes,
+        settings: CompactionSettings {
+            keep_recent_tokens: adapted_keep_recent_tokens(session, leaf, settings),
+            adapt_keep_recent: false,
+            ..settings.clone()
+        },
+        tokens_before: context_tokens(session, leaf, archive, Tokenizer::Heuristic),
+    })
+}
+
+impl PruneFirst {
+    /// Applies the changes to `session`, a copy of the session they were
+    /// decided on, in memory.
+    pub fn apply_to(&self, session: &mut Session) {
+        for (i, entry, line) in &self.changes {
+            session.replace_entry(*i, entry.clone(), line.clone());
+        }
+    }
+
+    /// Prepares the compaction at `leaf` over `pruned`, the session with the
+    /// changes applied, with [`PruneFirst::settings`]; its `tokens_before`
+    /// is [`PruneFirst::tokens_before`].
+    pub fn prepare<'a>(
+        &self,
+        pruned: &'a Session,
+        leaf: Option<usize>,
+    ) -> Result<Preparation<'a>, NothingToCompact> {
+        let mut prep = prepare(pruned, leaf, &self.settings)?;
+        prep.tokens_before = self.tokens_before as f64;
+        Ok(prep)
+    }
+}
