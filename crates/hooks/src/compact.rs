@@ -6,6 +6,7 @@
 //! rewrite (or the entry alone is appended durably). A cancellation, a hook
 //! veto or a failure at any step leaves the file byte for byte as it was.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::pin::Pin;
 
@@ -19,7 +20,7 @@ use musepi_context_builder::{
     ContextMessage, ConvertOptions, LlmMessage, RequestPurpose, SummaryRequest, Tokenizer,
     convert_to_llm,
 };
-use musepi_session_model::{EntryId, IdSource, Journal, SessionError, Stamp, Usage};
+use musepi_session_model::{EntryBody, EntryId, IdSource, Journal, SessionError, Stamp, Usage};
 pub use musepi_snapcompact::{SnapSettings, SnapTarget};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -340,6 +341,21 @@ async fn run(
     }
 }
 
+/// `prep` with the summarized messages that a staged prune blanked put
+/// back as they were.
+fn with_unpruned_history<'j>(journal: &'j Journal, mut prep: Preparation<'j>) -> Preparation<'j> {
+    let restore = |m: &mut ContextMessage<'j>| {
+        if let Some(EntryBody::Message(original)) =
+            journal.staged_original(m.entry_index).map(|e| &e.body)
+        {
+            m.message = Cow::Borrowed(original);
+        }
+    };
+    prep.messages_to_summarize.iter_mut().for_each(restore);
+    prep.turn_prefix_messages.iter_mut().for_each(restore);
+    prep
+}
+
 /// Prepares (over the session as pruning left it, measured before
 /// pruning), asks the hooks, and decides the route.
 async fn decide(
@@ -405,6 +421,10 @@ async fn decide(
         }
     }
     if let Strategy::Snapcompact(snap) = &options.strategy {
+        // The archive shortens tool output by its own salience rules: it
+        // reads what pruning blanked as it was, so the cut, the regions and
+        // the kept messages stay those of the pruned session.
+        let prep = with_unpruned_history(journal, prep);
         let mut result =
             musepi_snapcompact::compact_preparation(&prep, &snap.target, &snap.settings)?;
         result.preserve_data = merge_preserve(result.preserve_data.take(), preserve);

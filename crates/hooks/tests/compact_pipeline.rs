@@ -308,6 +308,41 @@ async fn staged_pruning_is_written_with_the_entry() {
     );
 }
 
+#[tokio::test]
+async fn a_snapcompact_archive_reads_what_staged_pruning_blanked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = session_file(&dir);
+    let summarizer = Scripted::new(None);
+    let hooks = Hooks::new();
+    let mut opts = options(&summarizer, &hooks);
+    opts.strategy = Strategy::snapcompact(musepi_hooks::SnapTarget::default());
+    opts.prune = Some(PruneConfig {
+        protect_tokens: 2_000,
+        minimum_savings: 0,
+        ..PruneConfig::default()
+    });
+    opts.settings.keep_recent_tokens = 600;
+    let out = run(&path, &opts, &CancellationToken::new()).await.unwrap();
+    assert!(!out.pruned.is_empty());
+    // The archive shows the outputs as they were, not their placeholders…
+    assert!(
+        !out.result.summary.contains("[Output truncated"),
+        "{}",
+        out.result.summary
+    );
+    assert!(
+        out.result.summary.contains(&"x".repeat(200)),
+        "{}",
+        out.result.summary
+    );
+    // …while the kept history is pruned on disk as before.
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        text.matches("\"prunedAt\":1800000000000").count(),
+        out.pruned.candidates.len()
+    );
+}
+
 struct Veto;
 impl Hook for Veto {
     fn name(&self) -> String {

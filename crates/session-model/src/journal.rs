@@ -237,6 +237,15 @@ impl Journal {
         Ok(())
     }
 
+    /// The entry at `index` as it was before a staged replacement, if one
+    /// is staged there.
+    pub fn staged_original(&self, index: usize) -> Option<&Entry> {
+        self.staged
+            .iter()
+            .find(|(i, _, _)| *i == index)
+            .map(|(_, entry, _)| entry)
+    }
+
     /// Whether replacements are staged and not yet written.
     pub fn has_staged(&self) -> bool {
         !self.staged.is_empty()
