@@ -442,3 +442,35 @@ async fn an_endless_answer_or_a_redirect_elsewhere_writes_nothing() {
     assert!(elsewhere.seen().is_empty());
     assert_eq!(std::fs::read(&file).unwrap(), before);
 }
+
+#[tokio::test]
+async fn the_reserve_flag_sizes_the_snapcompact_archive() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = session(dir.path());
+    let mut sizes = Vec::new();
+    for reserve in ["4096", "65536"] {
+        let out = dir.path().join(format!("r{reserve}.jsonl"));
+        let o = musepi(&[
+            "compact",
+            file.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--reserve",
+            reserve,
+            "--keep-recent",
+            "2000",
+            "--deterministic-ids",
+        ])
+        .await;
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = last_entry(&out)["details"]["snapcompact"]["text"]
+            .as_str()
+            .unwrap()
+            .encode_utf16()
+            .count();
+        sizes.push(text);
+    }
+    // A reserve of 4,096 tokens gives the smallest archive, 12,000 characters.
+    assert!(sizes[0] <= 12_000, "{sizes:?}");
+    assert!(sizes[1] > sizes[0], "{sizes:?}");
+}
