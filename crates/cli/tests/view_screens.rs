@@ -112,7 +112,7 @@ fn snapcompact_text_pages_expanded() {
     up_to_divider(&mut app);
     ctrl(&mut app, 'o');
     let s = screen(&app);
-    assert!(s.contains("archive: 2 text pages · 20,000 chars · 1,500 dropped"));
+    assert!(s.contains("archive: 4 text pages · 20,000 chars · 1,500 not shown"));
     insta::assert_snapshot!("snapcompact_text_pages_expanded", s);
 }
 

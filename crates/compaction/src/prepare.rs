@@ -33,6 +33,8 @@ pub enum NothingToCompact {
 /// Everything a summarizer needs to compact the path at a leaf.
 #[derive(Debug, Clone)]
 pub struct Preparation<'a> {
+    /// The session prepared: the entries the messages below come from.
+    pub session: &'a Session,
     /// The path, as entry positions, root first.
     pub path: Vec<usize>,
     /// Path position of the previous compaction, if any.
@@ -260,6 +262,7 @@ pub fn prepare<'a>(
     }
 
     Ok(Preparation {
+        session,
         first_kept_entry_id: first_kept.id.clone(),
         path,
         previous_compaction: prev,

@@ -697,7 +697,7 @@ async fn the_default_snapcompact_strategy_needs_no_model() {
     assert_eq!(d.outcome, Outcome::Compacted, "{d:?}");
     let report = d.compaction.clone().unwrap();
     assert_eq!(report.strategy, UsedStrategy::Snapcompact);
-    assert!(report.tokens_after < 2_000, "{report:?}");
+    assert!(report.tokens_after < 3_000, "{report:?}");
     assert!(d.continue_turn && d.continue_prompt.is_some());
     assert_eq!(
         r.events(),

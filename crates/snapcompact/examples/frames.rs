@@ -8,7 +8,8 @@
 //! `MODEL` picks the measured shape (`claude-sonnet-4-5`, `gpt-5`,
 //! `gemini-2.5-pro`, …). The frames land in `OUT_DIR/frame-001.png` …, the
 //! text edges in `text-head.txt` and `text-tail.txt`, the summary in
-//! `summary.md`.
+//! `summary.md`. With `text` as `MODEL` it writes the text archive's
+//! summary alone, as a reader without images would get it.
 
 use std::error::Error;
 use std::path::PathBuf;
@@ -34,18 +35,27 @@ fn main() -> Result<(), Box<dyn Error>> {
     let prep = prepare(&session, session.leaf_index(), &settings)?;
     let target = SnapTarget {
         model_id: Some(model.clone()),
-        vision: true,
+        vision: model != "text",
         ..SnapTarget::default()
     };
     let result = compact_preparation(&prep, &target, &SnapSettings::default())?;
+    let out = PathBuf::from(out);
+    std::fs::create_dir_all(&out)?;
+    std::fs::write(out.join("summary.md"), &result.summary)?;
+    if !target.vision {
+        println!(
+            "{}: {}",
+            out.display(),
+            result.short_summary.unwrap_or_default()
+        );
+        return Ok(());
+    }
     let archive = result
         .preserve_data
         .as_ref()
         .and_then(|p| p.get("snapcompact"))
         .and_then(PngArchive::from_value)
         .ok_or("the compaction holds no PNG archive")?;
-    let out = PathBuf::from(out);
-    std::fs::create_dir_all(&out)?;
     for (i, frame) in archive.frames.iter().enumerate() {
         let png = base64_decode(&frame.data).ok_or("a frame is not base64")?;
         std::fs::write(out.join(format!("frame-{:03}.png", i + 1)), png)?;
@@ -58,7 +68,6 @@ fn main() -> Result<(), Box<dyn Error>> {
             std::fs::write(out.join(name), plain_text(text))?;
         }
     }
-    std::fs::write(out.join("summary.md"), &result.summary)?;
     println!(
         "{}: {}",
         out.display(),

@@ -1,5 +1,5 @@
-//! The archive blocks of a session's compactions, for context conversion
-//! (SPEC §2.4, snapcompact bullet; §14.8).
+//! The archive blocks of a session's compactions, for context conversion:
+//! a stored PNG archive goes back into the context as text and images.
 
 use musepi_context_builder::{ArchiveBlocks, ContextEstimate, Tokenizer};
 use musepi_session_model::{ContentBlock, EntryBody, Session};
@@ -99,7 +99,7 @@ pub fn measured_tokens(session: &Session, leaf: Option<usize>) -> ContextEstimat
 }
 
 /// Whether a stored archive is one of the legacy archives that could crash
-/// a request (SPEC §2.4): its frames carry no shape metadata, it is large
+/// a request: its frames carry no shape metadata, it is large
 /// (16 frames or more, or 3,000,000 base64 bytes or more), and it is long
 /// (16 frames or more, 1,000,000 dropped characters or more, or 250,000
 /// archived characters or more). Such an archive keeps its text but sends

@@ -1,5 +1,5 @@
-//! Inline base64 data URLs, replaced atomically by a short notice
-//! (SPEC §14.1), so that a later truncation can never leave half an image
+//! Inline base64 data URLs, replaced atomically by a short notice, so
+//! that a later truncation can never leave half an image
 //! in the archive.
 
 use std::borrow::Cow;

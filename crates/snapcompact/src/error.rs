@@ -3,7 +3,7 @@
 /// Everything that can go wrong in this crate.
 #[derive(Debug, thiserror::Error)]
 pub enum SnapError {
-    /// A shape name that is not in the shape table (SPEC §14.3).
+    /// A shape name that is not in the shape table.
     #[error(
         "unknown snapcompact shape `{0}`: expected auto or one of {names}",
         names = crate::shape::shape_names()
@@ -31,7 +31,7 @@ pub enum SnapError {
         reason: &'static str,
     },
     /// The preparation's first kept entry has no id (an unmigrated v1
-    /// session, SPEC §14.6 step 1).
+    /// session).
     #[error("first kept entry has no id: the session may need migration")]
     NoFirstKeptId,
     /// The PNG encoder failed.

@@ -1,5 +1,4 @@
-//! The file lists that ride along with an archive (SPEC §11.3, §15.5 step 5,
-//! §14.6 step 9).
+//! The file lists that ride along with an archive.
 //!
 //! Tracking belongs to context-builder ([`FileOps`], with `computeFileLists`
 //! as [`FileOps::lists`]); this module only renders those lists the way the
@@ -8,7 +7,9 @@
 
 use std::fmt::Write as _;
 
-use musepi_context_builder::{FILE_LIST_LIMIT, FileOps, PathSet, format_files_block};
+use musepi_context_builder::{FILE_LIST_LIMIT, FileOps, PathSet, format_grouped_paths};
+
+use crate::util::len16;
 
 /// Files read and modified by the archived history.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -58,21 +59,54 @@ impl FileLists {
         self.lists.is_empty()
     }
 
-    /// The flat FILES section of the text-frame summary (SPEC §15.5 step 5):
-    /// sorted `path (Read|Write|RW)` lines, at most [`FILE_LIST_LIMIT`], then
-    /// `[…N files elided…]`, inside `<files>`; empty when there is no file.
+    /// How many files there are, read or modified.
+    pub fn len(&self) -> usize {
+        self.lists.read_files.len() + self.lists.modified_files.len()
+    }
+
+    /// The flat FILES section of the text summary with at most
+    /// [`FILE_LIST_LIMIT`] files (see [`FileLists::section_within`]).
     pub fn section(&self) -> String {
+        self.section_with(FILE_LIST_LIMIT)
+    }
+
+    /// The flat FILES section of the text summary: sorted
+    /// `path (Read|Write|RW)` lines inside `<files>`, every file when the
+    /// section is at most `max_chars` UTF-16 units long, else as many as fit
+    /// (never fewer than [`FILE_LIST_LIMIT`]) and `[…N files elided…]`;
+    /// empty when there is no file. Also returns how many files it lists.
+    pub fn section_within(&self, max_chars: usize) -> (String, usize) {
+        let lines = self.marked_lines();
+        let mut used = "<files>\n</files>".len() + "[…99999 files elided…]\n".len();
+        let all: usize =
+            lines.iter().map(|l| len16(l) + 1).sum::<usize>() + "<files>\n</files>".len();
+        let mut fit = lines.len();
+        if all > max_chars {
+            fit = 0;
+            for line in &lines {
+                used += len16(line) + 1;
+                if used > max_chars {
+                    break;
+                }
+                fit += 1;
+            }
+            fit = fit.max(FILE_LIST_LIMIT.min(lines.len()));
+        }
+        (self.section_with(fit), fit.min(lines.len()))
+    }
+
+    fn section_with(&self, limit: usize) -> String {
         let lines = self.marked_lines();
         if lines.is_empty() {
             return String::new();
         }
         let mut out = String::from("<files>\n");
-        for line in lines.iter().take(FILE_LIST_LIMIT) {
+        for line in lines.iter().take(limit) {
             out.push_str(line);
             out.push('\n');
         }
-        if lines.len() > FILE_LIST_LIMIT {
-            let _ = writeln!(out, "[…{} files elided…]", lines.len() - FILE_LIST_LIMIT);
+        if lines.len() > limit {
+            let _ = writeln!(out, "[…{} files elided…]", lines.len() - limit);
         }
         out.push_str("</files>");
         out
@@ -87,16 +121,20 @@ impl FileLists {
             .collect()
     }
 
-    /// The grouped, prefix-folded file tree of SPEC §11.5 without its
-    /// `<files>` wrapper (the PNG-frame summary, §14.6 step 9); empty when
-    /// there is no file.
+    /// The grouped, prefix-folded file tree of every file, without a
+    /// `<files>` wrapper (the PNG-frame summary); empty when there is no
+    /// file.
     pub fn tree(&self) -> String {
-        let block = format_files_block(&self.lists, &self.read);
-        block
-            .strip_prefix("<files>\n")
-            .and_then(|b| b.strip_suffix("\n</files>"))
-            .unwrap_or(&block)
-            .to_owned()
+        let all: Vec<(String, String)> = self
+            .lists
+            .marked(&self.read)
+            .into_iter()
+            .map(|(p, m)| (p, format!(" ({m})")))
+            .collect();
+        if all.is_empty() {
+            return String::new();
+        }
+        format_grouped_paths(&all)
     }
 }
 
@@ -129,7 +167,12 @@ mod tests {
         assert_eq!(section.lines().count(), 1 + 20 + 1 + 1);
         assert!(section.contains("f19.rs (Read)\n[…1 files elided…]\n</files>"));
         assert!(!section.contains("f20.rs"));
-        assert!(lists.tree().ends_with("[…1 files elided…]"));
+        assert!(lists.tree().ends_with("f20.rs (Read)"), "{}", lists.tree());
+        let (all, listed) = lists.section_within(10_000);
+        assert_eq!((all.lines().count(), listed), (1 + 21 + 1, 21));
+        let (some, listed) = lists.section_within(30);
+        assert_eq!(listed, 20);
+        assert!(some.contains("[…1 files elided…]"));
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Rebuilding the context from a PNG archive (SPEC §14.8): the text edges
+//! Rebuilding the context from a PNG archive: the text edges
 //! as plain text around the frames, newest frames first within the byte
 //! budget, with delimiter lines saying what is where.
 
@@ -18,7 +18,7 @@ pub fn plain_text(archived: &str) -> String {
 }
 
 /// The archive's whole source as plain text, for a later LLM summary that
-/// takes over from it (SPEC §14.8, migration): `text`, or head and tail
+/// takes over from it: `text`, or head and tail
 /// joined by a line break.
 pub fn archive_plain_source(archive: &PngArchive) -> String {
     plain_text(&archive.source_text())
@@ -71,7 +71,7 @@ fn omitted_notice(count: usize, budget_bytes: usize) -> String {
 }
 
 /// The blocks that follow the summary text in the rebuilt context
-/// (`historyBlocks`, SPEC §14.8): the head as text, the frames that fit
+/// (`historyBlocks`): the head as text, the frames that fit
 /// `max_frame_data_bytes` of base64 (newest kept first; the oldest go), and
 /// the tail as text, with delimiter lines between.
 pub fn history_blocks(archive: &PngArchive, max_frame_data_bytes: usize) -> Vec<ContentBlock> {

@@ -88,6 +88,49 @@ pub(crate) fn wrap_lines(
     }
 }
 
+/// Where a page that could hold `text[..full]` ends so no word is split:
+/// after the last line break (the newline glyph) in its last third, else
+/// after its last space in its second half, else at `full` (a word longer
+/// than half a page). The whole rest ends where it ends.
+pub(crate) fn break_back(text: &str, full: usize) -> usize {
+    if full >= text.len() {
+        return text.len();
+    }
+    let head = &text[..full];
+    let glyph = crate::normalize::NEWLINE_GLYPH;
+    if text[full..].starts_with([' ', glyph]) || head.ends_with([' ', glyph]) {
+        return full;
+    }
+    if let Some(at) = head.rfind(glyph).filter(|&at| at * 3 >= full * 2) {
+        return at + glyph.len_utf8();
+    }
+    if let Some(at) = head.rfind(' ').filter(|&at| at * 2 >= full && at > 0) {
+        return at + 1;
+    }
+    full
+}
+
+/// Where the newest `text[from..]` starts so no word is split: after the
+/// first line break or space in its first third, else at `from`.
+pub(crate) fn break_forward(text: &str, from: usize) -> usize {
+    if from == 0 {
+        return 0;
+    }
+    let tail = &text[from..];
+    let glyph = crate::normalize::NEWLINE_GLYPH;
+    if text[..from].ends_with([' ', glyph]) || tail.starts_with([' ', glyph]) {
+        return from;
+    }
+    let limit = tail.len() / 3;
+    if let Some(at) = tail.find(glyph).filter(|&at| at <= limit) {
+        return from + at + glyph.len_utf8();
+    }
+    if let Some(at) = tail.find(' ').filter(|&at| at <= limit) {
+        return from + at + 1;
+    }
+    from
+}
+
 /// Consecutive byte ranges of `text`, one per frame: full grid pages for
 /// grid shapes, `2 × rows` wrapped lines for doc shapes.
 pub(crate) fn paginate(text: &str, shape: &Shape, geometry: Geometry) -> Vec<Range<usize>> {
@@ -98,7 +141,8 @@ pub(crate) fn paginate(text: &str, shape: &Shape, geometry: Geometry) -> Vec<Ran
         let mut end = if shape.is_doc() {
             wrap_lines(rest, shape, geometry.cols, 2 * geometry.rows as usize).1
         } else {
-            walk_grid(rest, shape, geometry.cols, geometry.rows, |_, _, _| {}).0
+            let full = walk_grid(rest, shape, geometry.cols, geometry.rows, |_, _, _| {}).0;
+            break_back(rest, full)
         };
         if end == 0 {
             end = rest.chars().next().map_or(rest.len(), char::len_utf8);
@@ -185,5 +229,46 @@ mod tests {
             assert_eq!(pages.last().map(|p| p.end), Some(text.len()));
             assert!(pages.windows(2).all(|w| w[0].end == w[1].start));
         }
+    }
+
+    #[test]
+    fn grid_pages_end_at_a_line_end_or_a_space() {
+        let shape = grid();
+        let g = shape.geometry();
+        let words: Vec<String> = (0..4000).map(|i| format!("word{i}")).collect();
+        let text = words.join(" ");
+        let pages = paginate(&text, &shape, g);
+        assert!(pages.len() > 1);
+        let joined: String = pages.iter().map(|r| &text[r.clone()]).collect();
+        assert_eq!(joined, text);
+        for r in &pages[..pages.len() - 1] {
+            assert!(
+                text[r.clone()].ends_with(' '),
+                "{:?}",
+                &text[r.end - 10..r.end]
+            );
+        }
+        // A line end near the cut wins over a space.
+        let glyph = crate::normalize::NEWLINE_GLYPH;
+        let lined = words
+            .chunks(10)
+            .map(|c| c.join(" "))
+            .collect::<Vec<_>>()
+            .join(&glyph.to_string());
+        for r in &paginate(&lined, &shape, g)[..1] {
+            assert!(lined[r.clone()].ends_with(glyph));
+        }
+    }
+
+    #[test]
+    fn a_word_longer_than_half_a_page_is_cut_where_the_page_is_full() {
+        let text = "x".repeat(40_000);
+        let shape = grid();
+        let pages = paginate(&text, &shape, shape.geometry());
+        assert_eq!(pages[0].len(), shape.geometry().capacity as usize);
+        assert_eq!(break_forward("ab cd", 1), 3);
+        assert_eq!(break_forward("ab cd", 3), 3);
+        assert_eq!(break_back("ab cd ef", 7), 6);
+        assert_eq!(break_back("ab cd ef", 5), 5);
     }
 }

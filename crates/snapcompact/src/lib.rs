@@ -1,10 +1,11 @@
 //! Snapcompact: compaction without a model.
 //!
-//! This crate owns the deterministic archive that replaces old history
-//! (SPEC §14, §15): the archive serialization with its budgets, text frames
-//! for every model, PNG frames printed with bitmap fonts for vision models,
-//! model-aware shapes and image pricing, and the persisted archive that the
-//! next compaction re-renders.
+//! This crate owns the deterministic archive that replaces old history:
+//! the salience archive that every reader gets as text (a ledger of every
+//! user message, tool call and error, then the conversation shortened by
+//! salience), PNG frames of the whole transcript printed with bitmap fonts
+//! for readers of images, model-aware shapes and image pricing, and the
+//! persisted archive that the next compaction continues.
 //!
 //! Everything here is a pure, synchronous function of its input: no model,
 //! no network, no clock, no randomness, and the same input always gives the
@@ -17,35 +18,42 @@
 //! - [`compact_preparation`]: the compaction pass. A prepared compaction
 //!   ([`musepi_compaction::Preparation`]) and the reader ([`SnapTarget`])
 //!   in, a [`musepi_compaction::CompactionResult`] out: PNG frames for a
-//!   reader that takes images, text frames for any other.
+//!   reader that takes images (with the salience history in the summary
+//!   too), the text archive for any other.
 //! - [`SessionArchives`]: rebuilds the blocks of stored PNG archives when a
 //!   session is converted for a model
 //!   ([`musepi_context_builder::ArchiveBlocks`]); [`context_tokens`] and
 //!   [`measured_tokens`] count what the model sees with them.
-//! - [`prompts`]: the lead-ins and reading rules, one template each under
+//! - [`prompts`]: the lead-ins and reading guides, one template each under
 //!   `prompts/snapcompact/`.
 //!
 //! The engine, by area:
 //!
-//! - [`serialize`]: the archive transcript of SPEC §14.1
-//!   ([`serialize::serialize_archive`]) and its text-port variant of §15.3
+//! - [`salience`]: the salience archive ([`salience::build_history`]):
+//!   the ledger, the conversation kept by salience within a budget, the
+//!   markers that name the entries where text was left out, and the
+//!   continuation of an earlier archive.
+//! - [`text_frames`]: the text archive's summary around it
+//!   ([`text_frames::snap_compact`]), its pages
+//!   ([`text_frames::TextPages`]) and the persisted
+//!   [`text_frames::SnapArchiveState`], with [`FileLists`] rendering
+//!   context-builder's file lists.
+//! - [`serialize`]: the transcript the PNG frames print
+//!   ([`serialize::serialize_archive`]) and its plain variant
 //!   ([`serialize::serialize_text`]), with scope markers, merged tool
 //!   results, useless pairs dropped and head/tail truncation
 //!   ([`serialize::truncate_for_archive`]); [`elide_data_urls`].
-//! - [`normalize()`]: §14.2, reducing text to what the bundled fonts print;
+//! - [`normalize()`]: reducing text to what the bundled fonts print;
 //!   [`scan_renderability`].
-//! - [`text_frames`]: the text-frame archive of §15 for every model
-//!   ([`text_frames::snap_compact`], [`text_frames::plan_archive`],
-//!   the persisted [`text_frames::SnapArchiveState`]), with [`FileLists`]
-//!   rendering context-builder's file lists.
 //! - [`shape`] and [`pricing`]: the shape table, geometry, the shape for a
-//!   model ([`shape::resolve_shape`]) and what frames cost (§14.3, §14.4).
+//!   model ([`shape::resolve_shape`]) and what frames cost.
 //! - [`font`] and [`render`](mod@render): the bundled X.org glyphs and 1-bit PNG
 //!   printing ([`render::render`]).
 //! - [`png_archive`] and [`history`]: the PNG archive's layout with
-//!   foveation ([`png_archive::plan_archive`]), its stored records
+//!   foveation and pages that end at a line end or a space
+//!   ([`png_archive::plan_archive`]), its stored records
 //!   ([`png_archive::PngArchive`]) and the blocks that rebuild the context
-//!   from it ([`history::history_blocks`], §14.5-§14.8).
+//!   from it ([`history::history_blocks`]).
 //!
 //! ```
 //! use musepi_context_builder::LlmMessage;
@@ -57,7 +65,10 @@
 //! let result = snap_compact(&SnapInput::new(&messages, &files));
 //! assert!(result.summary.starts_with("Resume the prior conversation"));
 //! assert!(result.summary.contains("src/parser.rs (Write)"));
-//! assert_eq!(result.archive.text, "¶user:Please port the parser to Rust.");
+//! assert_eq!(
+//!     result.archive.text,
+//!     "=== LEDGER ===\n#1 ¶user:Please port the parser to Rust."
+//! );
 //! ```
 
 mod archives;
@@ -73,6 +84,7 @@ pub mod png_archive;
 pub mod pricing;
 pub mod prompts;
 pub mod render;
+pub mod salience;
 pub mod serialize;
 pub mod shape;
 mod summary;

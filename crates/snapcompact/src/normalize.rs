@@ -1,4 +1,4 @@
-//! Normalization for printing (SPEC §14.2): the archive text is reduced to
+//! Normalization for printing: the archive text is reduced to
 //! what the bundled bitmap fonts can print, and whitespace is collapsed so
 //! that every cell carries ink.
 //!
@@ -15,7 +15,7 @@ use crate::serialize::{DIM_OFF, DIM_ON};
 /// solid black cell.
 pub const NEWLINE_GLYPH: char = '\u{2588}';
 
-/// Normalizes `text` for printing on frames (SPEC §14.2).
+/// Normalizes `text` for printing on frames.
 pub fn normalize(text: &str) -> String {
     let stripped = strip_ansi(text);
     let collapsed = collapse_runs(&stripped);

@@ -1,4 +1,4 @@
-//! The PNG-frame archive (SPEC §14.5, §14.7): both chronological edges stay
+//! The PNG-frame archive: both chronological edges stay
 //! verbatim text, the middle is printed on frames, and when frames run out
 //! the middle of the middle is printed denser and its oldest part dropped.
 
@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::data_url::{DataUrlMode, elide_data_urls};
 use crate::error::SnapError;
-use crate::layout::paginate;
+use crate::layout::{break_back, break_forward, paginate};
 use crate::normalize::{NEWLINE_GLYPH, normalize};
 use crate::pricing::HQ_EDGE_FRAMES;
 use crate::render::render;
@@ -28,7 +28,7 @@ pub struct PlannedPage {
     pub shape: Shape,
 }
 
-/// Where the normalized archive text goes (SPEC §14.5).
+/// Where the normalized archive text goes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PngLayout {
     /// The oldest edge, kept as text.
@@ -45,7 +45,7 @@ pub struct PngLayout {
 
 /// Plans the archive of `text` (normalized, oldest first) with frames of
 /// the `high` shape, a dense `low` companion for foveation, and at most
-/// `max_frames` frames (`planArchive`, SPEC §14.5).
+/// `max_frames` frames (`planArchive`).
 pub fn plan_archive(
     text: &str,
     high: &Shape,
@@ -64,8 +64,10 @@ pub fn plan_archive(
     if len16(text) <= 2 * edge {
         return Ok(whole());
     }
-    let head = head_units(text, edge);
-    let tail = tail_units(text, edge);
+    // Both edges end at a line end or a space, so no word is split between
+    // an edge and a frame.
+    let head = &text[..break_back(text, head_units(text, edge).len())];
+    let tail = &text[break_forward(text, text.len() - tail_units(text, edge).len())..];
     let middle = &text[head.len()..text.len() - tail.len()];
     if middle.is_empty() {
         return Ok(whole());
@@ -128,7 +130,7 @@ pub fn plan_archive(
     })
 }
 
-/// One stored frame (`preserveData.snapcompact.frames[i]`, SPEC §14.7).
+/// One stored frame (`preserveData.snapcompact.frames[i]`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ArchiveFrame {
@@ -161,7 +163,7 @@ pub struct ArchiveFrame {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
     /// The shape variant name (this crate's addition: with it any reader can
-    /// re-price or re-render the frame, spec-decisions 15).
+    /// re-price or re-render the frame).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shape: Option<String>,
 }
@@ -212,7 +214,7 @@ impl ArchiveFrame {
     }
 }
 
-/// The persisted PNG archive (`preserveData.snapcompact`, SPEC §14.7).
+/// The persisted PNG archive (`preserveData.snapcompact`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PngArchive {
@@ -270,7 +272,7 @@ impl PngArchive {
         (has_text || !archive.frames.is_empty()).then_some(archive)
     }
 
-    /// The source the next compaction re-renders from (SPEC §14.6 step 3):
+    /// The source the next compaction re-renders from:
     /// `text`, else `textHead + U+2588 + textTail`.
     pub fn source_text(&self) -> String {
         if let Some(text) = &self.text {
@@ -336,7 +338,7 @@ pub fn archive_record(
     }
 }
 
-/// The normalized source of a new archive (SPEC §14.6 steps 3 and 5).
+/// The normalized source of a new archive.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArchiveSource {
     /// Oldest first: the previous archive's source (or a folded LLM
@@ -433,7 +435,7 @@ pub fn drop_think_sections(text: &str) -> String {
 
 /// Estimated input tokens of the whole archive as the context carries it:
 /// the text edges at chars/4 plus each frame priced for the family of the
-/// wire API that will carry it (SPEC §14.3). A frame whose shape is
+/// wire API that will carry it. A frame whose shape is
 /// unknown is priced at the conservative 5,024 tokens.
 pub fn archive_tokens(archive: &PngArchive, api: Option<&str>) -> u64 {
     let family = crate::pricing::billing_family(api.unwrap_or_default());

@@ -1,4 +1,4 @@
-//! What frames cost (SPEC §14.3, §14.4): the billing family of the wire API
+//! What frames cost: the billing family of the wire API
 //! carrying a request, the visual tokens of one frame, and the image
 //! budgets of providers.
 

@@ -1,13 +1,21 @@
 //! The texts the archives put in front of the model, one template each
-//! under `prompts/snapcompact/` (our own wording of SPEC §14.8 and §15.5).
+//! under `prompts/snapcompact/` (our own wording).
 
 use musepi_context_builder::{Template, template};
 
 /// The text-frame lead-in (`{{tokens_before}}`, `{{tokens_kept}}`); it
 /// opens with `Resume the prior conversation`.
 pub const TEXT_LEAD_IN: Template = template!("snapcompact/text-lead-in.md");
-/// The text-frame reading guide; it opens with `Reading guide`.
+/// The text-frame reading guide (`{{shortened}}`, `{{files}}`); it opens
+/// with `Reading guide`.
 pub const TEXT_READING_GUIDE: Template = template!("snapcompact/text-reading-guide.md");
+/// The guide's line when nothing was shortened.
+pub const TEXT_GUIDE_COMPLETE: Template = template!("snapcompact/text-guide-complete.md");
+/// The guide's line that counts what was shortened, by kind.
+pub const TEXT_GUIDE_SHORTENED: Template = template!("snapcompact/text-guide-shortened.md");
+/// The guide's line when the file list could not show every file
+/// (`{{shown}}`, `{{total}}`).
+pub const TEXT_GUIDE_FILES: Template = template!("snapcompact/text-guide-files.md");
 /// The PNG-frame summary: lead-in, legend of scopes, `{{reading_rules}}`,
 /// `{{notes}}`, the advice to re-derive unclear details, `{{files}}` and
 /// the HISTORY heading.
@@ -30,9 +38,12 @@ pub const FRAMES_NOTE_TRUNCATED: Template = template!("snapcompact/frames-note-t
 pub const FRAMES_FILES: Template = template!("snapcompact/frames-files.md");
 
 /// Every template of the crate.
-pub const ALL: [Template; 11] = [
+pub const ALL: [Template; 14] = [
     TEXT_LEAD_IN,
     TEXT_READING_GUIDE,
+    TEXT_GUIDE_COMPLETE,
+    TEXT_GUIDE_SHORTENED,
+    TEXT_GUIDE_FILES,
     FRAMES_SUMMARY,
     FRAMES_RULES_TEXT,
     FRAMES_RULES_IMAGES,
@@ -63,9 +74,25 @@ mod tests {
 
     #[test]
     fn every_template_renders_with_exactly_its_placeholders() {
-        let expected: [&[&str]; 11] = [
+        let expected: [&[&str]; 14] = [
             &["tokens_before", "tokens_kept"],
+            &["shortened", "files"],
             &[],
+            &[
+                "users",
+                "users_total",
+                "calls",
+                "calls_total",
+                "replies",
+                "replies_total",
+                "replies_omitted",
+                "outputs",
+                "outputs_total",
+                "outputs_omitted",
+                "left_out",
+                "total",
+            ],
+            &["shown", "total"],
             &["reading_rules", "notes", "files"],
             &[],
             &[],

@@ -1,4 +1,4 @@
-//! Printing normalized text onto 1-bit grayscale PNG frames (SPEC §14).
+//! Printing normalized text onto 1-bit grayscale PNG frames.
 //!
 //! A frame is as wide as the shape's frame size and exactly as tall as the
 //! rows it prints, so a partly filled last frame bills no blank rows. Grid

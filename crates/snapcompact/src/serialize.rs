@@ -1,5 +1,5 @@
-//! The archive serialization (SPEC §14.1) and its text-frame variant
-//! (§15.3): provider messages become one compact transcript with scope
+//! The archive serialization of the PNG frames and its plain-text variant:
+//! provider messages become one compact transcript with scope
 //! markers, tool results merged into their calls, useless pairs dropped and
 //! long texts cut in the middle.
 
@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::data_url::{DataUrlMode, elide_data_urls};
 use crate::util::{head_units, js_round, len16, tail_units};
 
-/// Starts a dim ink span (zero-width; SPEC §14.1).
+/// Starts a dim ink span (zero-width).
 pub const DIM_ON: char = '\u{E}';
 /// Ends a dim ink span (zero-width).
 pub const DIM_OFF: char = '\u{F}';
@@ -37,7 +37,7 @@ pub const TOOL_CALL_MAX_CHARS: usize = 2000;
 /// Default share of a cut text kept from its head.
 pub const TRUNCATE_HEAD_RATIO: f64 = 0.6;
 
-/// Budgets and switches of the serialization (SPEC §14.9).
+/// Budgets and switches of the serialization.
 ///
 /// A cap of `None` disables it (the reference's `Infinity`).
 #[derive(Debug, Clone, PartialEq)]
@@ -69,7 +69,7 @@ impl Default for SerializeOptions {
     }
 }
 
-/// The call ids whose tool result was flagged `useless` (SPEC §6).
+/// The call ids whose tool result was flagged `useless`.
 ///
 /// Provider messages do not carry the flag, so it is collected from the
 /// session messages before conversion. Errors are never useless: the
@@ -85,7 +85,7 @@ pub fn useless_call_ids<'m>(
         .collect()
 }
 
-/// Serializes `messages` for the PNG-frame archive (SPEC §14.1): dim tool
+/// Serializes `messages` for the PNG-frame archive: dim tool
 /// output when asked, data URLs elided, existing ink toggles stripped.
 ///
 /// `useless` holds the call ids whose results were flagged useless
@@ -99,7 +99,7 @@ pub fn serialize_archive(
     Serializer::new(Flavor::Archive, &messages, useless, options).run(&messages)
 }
 
-/// Serializes `messages` for the text-frame archive (SPEC §15.3): like
+/// Serializes `messages` for the text-frame archive: like
 /// [`serialize_archive`] but without dim toggles, data-URL elision or any
 /// cleaning of the raw text, and with reasoning always included.
 pub fn serialize_text(
@@ -111,7 +111,7 @@ pub fn serialize_text(
     Serializer::new(Flavor::Text, &messages, useless, options).run(&messages)
 }
 
-/// Head/tail truncation (`truncateForArchive`, SPEC §14.1): a text longer
+/// Head/tail truncation (`truncateForArchive`): a text longer
 /// than `max` UTF-16 units keeps `round(max × ratio)` units of its head and
 /// the rest of `max` from its tail, joined by ` […Nch elided…] ` where N is
 /// the length beyond `max`. A surrogate pair at a cut is left out whole.
@@ -262,8 +262,8 @@ impl<'a> Serializer<'a> {
     fn run(mut self, messages: &[&'a LlmMessage]) -> String {
         for &message in messages {
             match message {
-                // Developer (custom) messages are part of what the model saw
-                // (spec-decisions 7): archived as user-scope text, as the
+                // Developer (custom) messages are part of what the model saw:
+                // archived as user-scope text, as the
                 // summarizer serialization reads them. A provider history
                 // was resolved into its summary and kept messages; one left
                 // in place reads as its summary.

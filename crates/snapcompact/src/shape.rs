@@ -1,4 +1,4 @@
-//! Frame shapes (SPEC §14.3): font, cell, ink and layout of every variant,
+//! Frame shapes: font, cell, ink and layout of every variant,
 //! the geometry they give at a frame size, and the choice of shape for a
 //! model.
 
@@ -165,7 +165,7 @@ pub fn shape_names() -> String {
 
 /// The shape legacy frames (without `font` and `variant`) were printed with.
 pub const LEGACY_SHAPE: &str = "5x8-sent";
-/// The shape of a model nobody measured (spec-decisions 15).
+/// The shape of a model nobody measured.
 pub const UNMEASURED_SHAPE: &str = "8on22-bw";
 /// The geometry of the low-quality ("dense") foveation companion.
 pub const DENSE_SHAPE: &str = "8on16-bw";
@@ -200,7 +200,7 @@ impl Shape {
         }
     }
 
-    /// Columns, rows and capacity at the shape's frame size (SPEC §14.3):
+    /// Columns, rows and capacity at the shape's frame size:
     /// `gridCols = floor(size / cellWidth)`, `rows = floor(size / cellHeight
     /// / lineRepeat)`; doc shapes have `floor((gridCols − 3) / 2)` columns
     /// per side and twice the capacity.
@@ -271,7 +271,7 @@ pub struct ResolvedShape {
     pub detail: Option<&'static str>,
 }
 
-/// Chooses the shape for a request (`resolveShape`, SPEC §14.3).
+/// Chooses the shape for a request (`resolveShape`).
 ///
 /// A forced variant (anything but `auto`) wins; otherwise the model id
 /// picks its measured shape, and an unmeasured model gets `8on22-bw` at

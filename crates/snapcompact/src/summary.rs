@@ -1,7 +1,7 @@
-//! The summary text of a PNG-frame compaction (SPEC §14.6 steps 10 and 12,
-//! §14.8): the short lead-in with the legend and reading rules, then the
-//! file tree and the HISTORY heading; the archive itself follows as
-//! separate blocks when the context is rebuilt.
+//! The summary text of a PNG-frame compaction: the short lead-in with the
+//! legend and reading rules, the file tree, and under the HISTORY heading
+//! the salience history for readers of text; the transcript itself
+//! follows as text edges and images when the context is rebuilt.
 
 use std::fmt::Write as _;
 
@@ -13,16 +13,25 @@ use crate::prompts::{
     FRAMES_FILES, FRAMES_NOTE_DIGEST, FRAMES_NOTE_TRUNCATED, FRAMES_RULES_DOC, FRAMES_RULES_GRID,
     FRAMES_RULES_IMAGES, FRAMES_RULES_REPEAT, FRAMES_RULES_TEXT, FRAMES_SUMMARY, render,
 };
+use crate::salience::History;
+use crate::text_frames::reading_guide;
 use crate::util::{len16, thousands};
+
+/// What opens the history text in a PNG-frame summary: the HISTORY
+/// heading and a blank line.
+pub(crate) const HISTORY_MARK: &str = "HISTORY\n===================\n\n";
 
 /// The entry `summary` of a PNG-frame archive: `No prior history.` when
 /// there are no frames, no text and no files; otherwise the rendered
-/// template. `digest` says a previous LLM summary was folded in at the head.
+/// template, then under HISTORY the reading guide and the salience
+/// history, so a reader of text alone finds the history too. `digest`
+/// says a previous LLM summary was folded in at the head of the frames.
 pub(crate) fn frames_summary(
     layout: &PngLayout,
     archive: &PngArchive,
     files: &FileLists,
     digest: bool,
+    history: &History,
 ) -> String {
     let has_text = archive.text.is_some() || archive.text_head.is_some();
     if archive.frames.is_empty() && !has_text && files.is_empty() {
@@ -40,20 +49,34 @@ pub(crate) fn frames_summary(
             &[("chars", &thousands(archive.truncated_chars))],
         ));
     }
+    let files_count = files.len();
     let tree = files.tree();
     let files = if tree.is_empty() {
         String::new()
     } else {
         format!("{}\n\n", render(&FRAMES_FILES, &[("tree", &tree)]))
     };
-    render(
+    let mut out = render(
         &FRAMES_SUMMARY,
         &[
             ("reading_rules", &reading_rules(layout)),
             ("notes", &notes),
             ("files", &files),
         ],
-    )
+    );
+    if !history.text.is_empty() {
+        let guide = reading_guide(
+            &history.shortened,
+            history.source_chars,
+            len16(&history.text),
+            (files_count, files_count),
+        );
+        out.push_str("\n\n");
+        out.push_str(&guide);
+        out.push_str("\n\n");
+        out.push_str(&history.text);
+    }
+    out
 }
 
 /// The reading rules: plain text only, or the image rules with the frame
@@ -97,8 +120,7 @@ fn reading_rules(layout: &PngLayout) -> String {
 }
 
 /// `Archived {totalChars} chars of history onto {n} snapcompact frame{s}`,
-/// plus ` (+{textChars} chars as text)` when a text edge is kept (SPEC §14.6
-/// step 12); numbers with thousands separators.
+/// plus ` (+{textChars} chars as text)` when a text edge is kept; numbers with thousands separators.
 pub(crate) fn frames_short_summary(layout: &PngLayout, archive: &PngArchive) -> String {
     let n = archive.frames.len();
     let mut out = format!(
@@ -136,12 +158,20 @@ mod tests {
         }
     }
 
+    fn no_history() -> History {
+        History {
+            text: String::new(),
+            shortened: crate::salience::Shortened::default(),
+            source_chars: 0,
+        }
+    }
+
     #[test]
     fn nothing_at_all_is_no_prior_history() {
         let l = layout(&[], "");
         let a = archive_record(&l, Vec::new(), 0);
         assert_eq!(
-            frames_summary(&l, &a, &FileLists::default(), false),
+            frames_summary(&l, &a, &FileLists::default(), false, &no_history()),
             "No prior history."
         );
         assert_eq!(
@@ -155,7 +185,7 @@ mod tests {
         let l = layout(&[], "¶user:hi");
         let a = archive_record(&l, Vec::new(), 12_345);
         let files = FileLists::from_ops(["src/a.rs"], [], ["src/b.rs"]);
-        let s = frames_summary(&l, &a, &files, true);
+        let s = frames_summary(&l, &a, &files, true, &no_history());
         assert!(s.starts_with("Resume the prior conversation."), "{s}");
         assert!(s.contains("Reading rules:\n- The archive is plain text, verbatim and exact.\n- The history opens with a condensed digest"));
         assert!(s.contains("- About 12,345 characters of older middle history were dropped"));
@@ -173,7 +203,7 @@ mod tests {
     fn the_rules_name_every_tier_of_a_foveated_archive() {
         let l = layout(&["11on16-bw", "8on16-bw", "11on16-bw"], "x");
         let a = archive_record(&l, Vec::new(), 0);
-        let s = frames_summary(&l, &a, &FileLists::default(), false);
+        let s = frames_summary(&l, &a, &FileLists::default(), false, &no_history());
         assert!(
             s.contains("- Each image is a grid 142 or 196 characters wide and up to 98 rows tall"),
             "{s}"
@@ -190,6 +220,7 @@ mod tests {
             &archive_record(&l, Vec::new(), 0),
             &FileLists::default(),
             false,
+            &no_history(),
         );
         assert!(doc.contains("two columns, each 96 characters wide and up to 98 rows tall"));
         let l = layout(&["8x8r-bw"], "x");
@@ -198,6 +229,7 @@ mod tests {
             &archive_record(&l, Vec::new(), 0),
             &FileLists::default(),
             false,
+            &no_history(),
         );
         assert!(repeated.contains("printed twice"));
     }

@@ -2,10 +2,11 @@
 //! [--model ID]`: the archive of a compaction as files to look at.
 //!
 //! A PNG archive (`preserveData.snapcompact`) gives its stored frames as
-//! `frame-001.png` …; a text archive (`details.snapcompact`) gives its
-//! pages as `page-001.txt` …. Both write the verbatim edges
-//! (`text-head.txt`, `text-tail.txt`), the whole kept text (`archive.txt`)
-//! and `archive.json` (what each file holds, no image data). With
+//! `frame-001.png` … and its verbatim edges (`text-head.txt`,
+//! `text-tail.txt`); a text archive (`details.snapcompact`) gives its
+//! pages as `page-001.txt` …, each ending at a line end. Both write the
+//! whole kept text (`archive.txt`) and `archive.json` (what each file
+//! holds, no image data). With
 //! `--shape` or `--model`, the archive's text is printed anew in that shape
 //! instead of writing the stored frames.
 
@@ -17,9 +18,7 @@ use musepi_session_model::{Compaction, EntryBody, Session};
 use musepi_snapcompact::history::plain_text;
 use musepi_snapcompact::png_archive::{ArchiveFrame, PngArchive, plan_archive, render_frames};
 use musepi_snapcompact::pricing::{MAX_FRAMES_DEFAULT, PRESERVE_KEY};
-use musepi_snapcompact::text_frames::{
-    DEFAULT_ARCHIVE_MAX_CHARS, SnapArchiveState, plan_archive as plan_text,
-};
+use musepi_snapcompact::text_frames::{SnapArchiveState, TextPages};
 use musepi_snapcompact::{base64_decode, low_companion, normalize, resolve_shape};
 use serde_json::{Value, json};
 
@@ -270,11 +269,9 @@ fn write_stored_frames(dir: &Path, png: &PngArchive) -> anyhow::Result<Written> 
     Ok(written)
 }
 
-/// A text archive's pages, planned as the compaction planned them (its
-/// kept text already fits the budget, so nothing more is dropped).
+/// A text archive's pages, each ending at a line end.
 fn write_pages(dir: &Path, archive: &SnapArchiveState) -> anyhow::Result<Written> {
-    let budget = DEFAULT_ARCHIVE_MAX_CHARS.max(archive.text.encode_utf16().count());
-    let layout = plan_text(&archive.text, budget);
+    let layout = TextPages::new(&archive.text);
     let mut files = Vec::new();
     let mut pages = Vec::new();
     for frame in &layout.frames {
@@ -286,14 +283,8 @@ fn write_pages(dir: &Path, archive: &SnapArchiveState) -> anyhow::Result<Written
         )?);
         pages.push(json!({"file": name, "chars": frame.chars}));
     }
-    for (name, text) in [
-        ("text-head.txt", layout.text_head.as_str()),
-        ("text-tail.txt", layout.text_tail.as_str()),
-        ("archive.txt", archive.text.as_str()),
-    ] {
-        if !text.is_empty() {
-            files.push(write(dir, name, text.as_bytes())?);
-        }
+    if !archive.text.is_empty() {
+        files.push(write(dir, "archive.txt", archive.text.as_bytes())?);
     }
     Ok(Written {
         doc: json!({

@@ -5,7 +5,7 @@
 use musepi_session_model::{Compaction, RawJson};
 use musepi_snapcompact::png_archive::{ArchiveFrame, PngArchive};
 use musepi_snapcompact::pricing::PRESERVE_KEY;
-use musepi_snapcompact::text_frames::{DEFAULT_ARCHIVE_MAX_CHARS, SnapArchiveState, plan_archive};
+use musepi_snapcompact::text_frames::{SnapArchiveState, TextPages};
 
 use super::text::thousands;
 
@@ -25,14 +25,12 @@ pub enum ArchiveInfo {
     },
     /// Text pages for any model.
     Pages {
-        /// Characters of each page of the middle, oldest first.
+        /// Characters of each page, oldest first.
         pages: Vec<u64>,
         /// Characters kept in all.
         total_chars: u64,
-        /// Characters dropped over every compaction.
+        /// Characters not shown, over every compaction.
         truncated_chars: u64,
-        /// Characters of the verbatim head and tail edges.
-        edges: (u64, u64),
     },
 }
 
@@ -78,15 +76,11 @@ pub fn stored_archive(c: &Compaction) -> Option<ArchiveInfo> {
         .as_ref()
         .and_then(|d| d.get(PRESERVE_KEY))
         .and_then(SnapArchiveState::from_value)?;
-    // The kept text already fits the budget it was planned with, so
-    // planning it again gives the same pages and drops nothing.
-    let budget = DEFAULT_ARCHIVE_MAX_CHARS.max(text.text.encode_utf16().count());
-    let layout = plan_archive(&text.text, budget);
+    let pages = TextPages::new(&text.text);
     Some(ArchiveInfo::Pages {
-        pages: layout.frames.iter().map(|f| f.chars as u64).collect(),
+        pages: pages.frames.iter().map(|f| f.chars as u64).collect(),
         total_chars: units(&text.text),
         truncated_chars: text.truncated_chars,
-        edges: (units(&layout.text_head), units(&layout.text_tail)),
     })
 }
 
@@ -142,19 +136,18 @@ impl ArchiveInfo {
                 pages,
                 total_chars,
                 truncated_chars,
-                edges,
             } => {
                 let n = pages.len();
                 if n == 0 {
                     out.push(format!(
-                        "archive: {} chars of verbatim text (small enough for no pages) · {} dropped",
+                        "archive: {} chars of text · {} not shown",
                         thousands(*total_chars),
                         thousands(*truncated_chars)
                     ));
                     return out;
                 }
                 out.push(format!(
-                    "archive: {n} text page{} · {} chars · {} dropped",
+                    "archive: {n} text page{} · {} chars · {} not shown",
                     plural(n),
                     thousands(*total_chars),
                     thousands(*truncated_chars)
@@ -166,7 +159,6 @@ impl ArchiveInfo {
                         thousands(*chars)
                     ));
                 }
-                out.push(edges_line(*edges));
             }
         }
         out
@@ -178,7 +170,7 @@ impl ArchiveInfo {
             Self::Frames { frames, .. } => {
                 format!("{} PNG frame{}", frames.len(), plural(frames.len()))
             }
-            Self::Pages { pages, .. } if pages.is_empty() => "verbatim text archive".to_owned(),
+            Self::Pages { pages, .. } if pages.is_empty() => "empty text archive".to_owned(),
             Self::Pages { pages, .. } => {
                 format!("{} text page{}", pages.len(), plural(pages.len()))
             }

@@ -1,24 +1,23 @@
 //! The compaction pass: a prepared compaction in, the content of a
-//! compaction entry out, without a model (SPEC §14.6, §15.5, §15.6;
-//! spec-decisions 15).
+//! compaction entry out, without a model.
 //!
-//! A reader that takes images (`vision`) gets the PNG-frame archive of
-//! §14, stored in `preserveData.snapcompact`; every other reader gets the
-//! text-frame archive of §15, stored in `details.snapcompact`. Either one
+//! A reader that takes images (`vision`) gets the PNG-frame archive,
+//! stored in `preserveData.snapcompact`; every other reader gets the text
+//! archive, stored in `details.snapcompact`. Either one
 //! continues the other: a later compaction re-archives from the previous
 //! archive's text, whichever kind it was, and never carries old frames
 //! forward.
 //!
 //! The entry is written with `fromExtension: false`. `MusePi` delivered its
 //! text archive through a `session_before_compact` hook, so pi stored it as
-//! extension-made and the next compaction ignored its file lists (SPEC
-//! §15.6, §19.5); we do not reproduce that, so cumulative file tracking
+//! extension-made and the next compaction ignored its file lists; we do
+//! not reproduce that, so cumulative file tracking
 //! keeps working across snapcompact compactions.
 
 use std::collections::BTreeSet;
 
 use musepi_compaction::{CompactionResult, Preparation};
-use musepi_context_builder::{ContextMessage, ConvertOptions, LlmMessage, convert_to_llm};
+use musepi_context_builder::{ContextMessage, ConvertOptions, LlmMessage, convert_with_sources};
 use musepi_session_model::RawJson;
 use musepi_session_model::json::{js_delete, js_set};
 use serde_json::{Map, Value};
@@ -31,11 +30,13 @@ use crate::png_archive::{
     PngArchive, archive_record, compose_archive_source, plan_archive, render_frames,
 };
 use crate::pricing::{MAX_FRAMES_DEFAULT, PRESERVE_KEY, archive_frame_cap};
+use crate::salience::is_salience_text;
 use crate::serialize::{SerializeOptions, serialize_archive, useless_call_ids};
 use crate::shape::{low_companion, resolve_shape};
-use crate::summary::{frames_short_summary, frames_summary};
+use crate::summary::{HISTORY_MARK, frames_short_summary, frames_summary};
 use crate::text_frames::{
-    SNAP_ARCHIVE_VERSION, SnapArchiveState, SnapInput, archive_max_chars_for_reserve, snap_compact,
+    MIN_ARCHIVE_CHARS, SNAP_ARCHIVE_VERSION, SnapArchiveState, SnapInput,
+    archive_max_chars_for_reserve, history_within, snap_compact,
 };
 
 /// The `preserveData` key of a provider-native remote compaction, which a
@@ -60,7 +61,7 @@ pub struct SnapTarget {
     pub forced_shape: Option<String>,
     /// At most this many frames (never more than 80). By default the cap
     /// that keeps one request's frames within the 3,000,000-byte budget
-    /// (17 frames, SPEC §14.4), so every frame reaches the model.
+    /// (17 frames), so every frame reaches the model.
     pub max_frames: Option<usize>,
 }
 
@@ -74,7 +75,7 @@ impl SnapTarget {
 /// Budgets.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SnapSettings {
-    /// Serialization budgets (SPEC §14.9).
+    /// Serialization budgets.
     pub serialize: SerializeOptions,
     /// `compaction.reserveTokens`: the text archive gets
     /// [`archive_max_chars_for_reserve`] of it.
@@ -116,6 +117,10 @@ struct Archived<'p> {
     /// Summarized and turn-prefix messages, converted as the summarizer
     /// converts them.
     messages: Vec<LlmMessage>,
+    /// The session entry of each message.
+    entry_ids: Vec<String>,
+    /// The context's tokens before the compaction.
+    tokens_before: u64,
     /// Call ids whose results were flagged useless.
     useless: BTreeSet<String>,
     files: FileLists,
@@ -136,7 +141,17 @@ impl<'p> Archived<'p> {
             .chain(&prep.turn_prefix_messages)
             .cloned()
             .collect();
-        let messages = convert_to_llm(&context, &ConvertOptions::for_summary());
+        let converted = convert_with_sources(&context, &ConvertOptions::for_summary());
+        let entries = prep.session.entries();
+        let entry_ids = converted
+            .iter()
+            .map(|c| {
+                entries
+                    .get(c.entry_index)
+                    .map_or_else(String::new, |e| e.id.to_string())
+            })
+            .collect();
+        let messages = converted.into_iter().map(|c| c.message).collect();
         let useless = useless_call_ids(context.iter().map(|m| m.message.as_ref()));
         let previous_preserve = match prep.previous_preserve_data.as_ref().map(RawJson::to_value) {
             Some(Value::Object(map)) => map,
@@ -152,6 +167,8 @@ impl<'p> Archived<'p> {
             .and_then(SnapArchiveState::from_value);
         Self {
             messages,
+            entry_ids,
+            tokens_before: prep.tokens_before as u64,
             useless,
             files: FileLists::from_file_ops(&prep.file_ops),
             previous_preserve,
@@ -169,6 +186,48 @@ impl<'p> Archived<'p> {
         }
     }
 
+    /// The earlier archive a new one continues, as text: a text archive;
+    /// else a PNG archive's salience history (under HISTORY in its
+    /// summary), or, for an older PNG archive without one, its transcript.
+    fn continued_archive(&self) -> Option<SnapArchiveState> {
+        self.previous_text.clone().or_else(|| {
+            self.previous_png.as_ref().map(|png| {
+                let history = self
+                    .previous_summary
+                    .and_then(|s| s.split_once(HISTORY_MARK))
+                    .map(|(_, h)| h)
+                    .filter(|h| is_salience_text(h));
+                SnapArchiveState {
+                    text: history.map_or_else(|| archive_plain_source(png), ToOwned::to_owned),
+                    truncated_chars: png.truncated_chars,
+                    version: if history.is_some() {
+                        SNAP_ARCHIVE_VERSION
+                    } else {
+                        1
+                    },
+                }
+            })
+        })
+    }
+
+    fn snap_input<'s>(
+        &'s self,
+        continued: Option<&'s SnapArchiveState>,
+        settings: &SnapSettings,
+    ) -> SnapInput<'s> {
+        SnapInput {
+            messages: &self.messages,
+            entry_ids: &self.entry_ids,
+            useless: &self.useless,
+            previous_summary: self.previous_summary,
+            previous_archive: continued,
+            files: &self.files,
+            archive_max_chars: archive_max_chars_for_reserve(settings.reserve_tokens),
+            serialize: settings.serialize.clone(),
+            tokens_before: Some(self.tokens_before),
+        }
+    }
+
     /// The previous `preserveData` without the remote replay and without
     /// `drop` keys.
     fn carried_preserve(&self, drop: &[&str]) -> Map<String, Value> {
@@ -181,31 +240,14 @@ impl<'p> Archived<'p> {
     }
 }
 
-/// The text-frame archive (SPEC §15.5, §15.6).
+/// The text-frame archive.
 fn text_compaction(
     prep: &Preparation<'_>,
     input: &Archived<'_>,
     settings: &SnapSettings,
 ) -> CompactionResult {
-    // A text archive wins; else a PNG archive continues as its plain
-    // source, with its dropped count; else the previous LLM summary.
-    let continued = input.previous_text.clone().or_else(|| {
-        input.previous_png.as_ref().map(|png| SnapArchiveState {
-            text: archive_plain_source(png),
-            truncated_chars: png.truncated_chars,
-            version: SNAP_ARCHIVE_VERSION,
-        })
-    });
-    let snap = SnapInput {
-        messages: &input.messages,
-        useless: &input.useless,
-        previous_summary: input.previous_summary,
-        previous_archive: continued.as_ref(),
-        files: &input.files,
-        archive_max_chars: archive_max_chars_for_reserve(settings.reserve_tokens),
-        serialize: settings.serialize.clone(),
-        tokens_before: Some(prep.tokens_before as u64),
-    };
+    let continued = input.continued_archive();
+    let snap = input.snap_input(continued.as_ref(), settings);
     let out = snap_compact(&snap);
     let mut details = input.details();
     let archive = serde_json::to_value(&out.archive).unwrap_or(Value::Null);
@@ -223,7 +265,7 @@ fn text_compaction(
     }
 }
 
-/// The PNG-frame archive (SPEC §14.6).
+/// The PNG-frame archive.
 fn png_compaction(
     prep: &Preparation<'_>,
     input: &Archived<'_>,
@@ -276,11 +318,17 @@ fn png_compaction(
         frames,
         previous.as_ref().map_or(0, |p| p.truncated_chars),
     );
+    // The same salience history a text reader gets, under HISTORY.
+    let continued = input.continued_archive();
+    let snap = input.snap_input(continued.as_ref(), settings);
+    let budget = snap.archive_max_chars.max(MIN_ARCHIVE_CHARS);
+    let history = history_within(&snap, budget);
     let summary = frames_summary(
         &layout,
         &archive,
         &input.files,
         source.included_previous_summary,
+        &history,
     );
     let short_summary = frames_short_summary(&layout, &archive);
     let mut preserve = input.carried_preserve(&[]);

@@ -13,6 +13,7 @@ use super::testkit::Builder;
 use super::*;
 use crate::SessionArchives;
 use crate::history::history_blocks;
+use crate::normalize::NEWLINE_GLYPH;
 use crate::pricing::{FRAME_DATA_BYTES_BUDGET, FRAME_DATA_BYTES_ESTIMATE};
 use crate::util::{head_units, len16, tail_units};
 
@@ -96,7 +97,13 @@ fn png_frames_carry_their_shape_and_the_preserve_data_holds_the_archive() {
         "{s}"
     );
     assert!(s.contains("FILES\n===================\n\n# src/\nplanner.rs (Write)\nplanner.ts (Read)\n\nHISTORY\n"), "{s}");
-    assert!(s.ends_with("HISTORY\n==================="));
+    // A reader of text alone finds the history under HISTORY too.
+    assert!(
+        s.contains("HISTORY\n===================\n\nReading guide\n"),
+        "{s}"
+    );
+    assert!(s.contains("=== LEDGER ===\n"), "{s}");
+    assert!(s.contains("¶user:t59w0 t59w1"), "{s}");
     assert!(
         !s.contains("{{") && !s.contains("}}") && !s.contains("dropped"),
         "{s}"
@@ -354,8 +361,15 @@ proptest! {
         let head = png.text_head.clone().unwrap_or_default();
         let tail = png.text_tail.clone().unwrap_or_default();
         if len16(&source) > 2 * edge {
-            prop_assert_eq!(head.as_str(), head_units(&source, edge));
-            prop_assert_eq!(tail.as_str(), tail_units(&source, edge));
+            // An edge ends at a line end or a space when one is near the cut.
+            let full_head = head_units(&source, edge);
+            let full_tail = tail_units(&source, edge);
+            prop_assert!(source.starts_with(head.as_str()) && full_head.starts_with(head.as_str()));
+            prop_assert!(source.ends_with(tail.as_str()) && full_tail.ends_with(tail.as_str()));
+            let word_end = |s: &str| s.ends_with(' ') || s.ends_with(NEWLINE_GLYPH);
+            prop_assert!(head == full_head || word_end(&head));
+            prop_assert!(tail == full_tail || word_end(&source[..source.len() - tail.len()]));
+            prop_assert!(3 * len16(&head) >= edge && 3 * len16(&tail) >= edge);
         } else {
             prop_assert_eq!(head.as_str(), source.as_str());
             prop_assert!(png.frames.is_empty());

@@ -1,6 +1,5 @@
-//! The text-frame compaction through real preparations (SPEC §18.8 case
-//! 12, §18.9 cases 2-4, 6 and 7 adapted to our seam), and what both
-//! archives share.
+//! The text compaction through real preparations, and what both archives
+//! share.
 
 use musepi_compaction::CompactionResult;
 use musepi_session_model::{Content, CustomMessageEntry, EntryBody, EntryId, RawJson, Text};
@@ -84,7 +83,7 @@ fn file_markers_and_lists_come_from_the_preparation() {
     assert_eq!(out.usage, None);
 }
 
-/// The session of SPEC §18.9 case 2.
+/// A migration left unfinished.
 fn migration_session() -> Builder {
     let mut b = Builder::new();
     b.user("Please migrate src/app/main.ts to the new router.");
@@ -133,11 +132,11 @@ fn a_text_compaction_carries_the_preparation_and_the_archive() {
     assert_eq!(strings(details.get("modifiedFiles")), ["src/app/main.ts"]);
     assert_eq!(strings(details.get("readFiles")), Vec::<String>::new());
     let archive = archive_of(&out);
-    assert_eq!(archive.version, 1);
+    assert_eq!(archive.version, 2);
     assert!(
         archive
             .text
-            .starts_with("¶user:Please migrate src/app/main.ts")
+            .starts_with("=== LEDGER ===\n#1 ¶user:Please migrate src/app/main.ts")
     );
     assert_eq!(
         out.short_summary
@@ -201,13 +200,14 @@ fn a_compaction_without_an_archive_in_between_restarts_from_its_summary() {
     ending(&mut b);
     let text = archive_of(&compact(&b, 1)).text;
     assert!(
-        text.starts_with("An LLM wrote this summary.\n\n¶ai:Carrying on."),
+        text.starts_with("=== LEDGER ===\n¶summary:An LLM wrote this summary.\n"),
         "{text}"
     );
+    assert!(text.contains("Latest request."), "{text}");
     assert!(!text.contains("Please migrate"), "{text}");
 }
 
-/// The session of SPEC §18.9 case 6.
+/// A question about deploying.
 fn deploy_session() -> Builder {
     let mut b = Builder::new();
     b.user("how do we deploy?");
@@ -286,12 +286,20 @@ fn the_previous_preserve_data_is_carried_without_the_remote_replay_or_an_archive
     let out = compact_preparation(&prep, &text_target(), &SnapSettings::default())
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(out.preserve_data, Some(json!({"hookData": {"n": 1}})));
-    // The previous PNG archive continues as plain text, with its dropped count.
+    // The previous PNG archive continues from its transcript, with its
+    // dropped count.
     let archive = archive_of(&out);
     assert!(
         archive
             .text
-            .starts_with("¶user:old\n¶ai:older answer\n\n¶user:how do we deploy?")
+            .starts_with("=== LEDGER ===\n#1 ¶user:old\n#2 ¶user:how do we deploy?"),
+        "{}",
+        archive.text
+    );
+    assert!(
+        archive.text.contains("#1 ¶ai:older answer"),
+        "{}",
+        archive.text
     );
     assert_eq!(archive.truncated_chars, 3);
 
@@ -320,7 +328,7 @@ fn a_vision_reader_without_a_model_gets_text() {
     let b = deploy_session();
     let out = compact_preparation(&b.prepare(1), &target, &SnapSettings::default())
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(archive_of(&out).version, 1);
+    assert_eq!(archive_of(&out).version, SNAP_ARCHIVE_VERSION);
 }
 
 #[test]

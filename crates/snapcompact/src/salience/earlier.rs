@@ -1,0 +1,368 @@
+//! What came before: an earlier salience archive read back into blocks, a
+//! transcript archive of the older format (the text frames of version 1,
+//! or a PNG archive's source) parsed by its scope markers, or an LLM
+//! summary folded in whole.
+
+use super::blocks::{
+    Block, Limits, OutputCap, Piece, Rank, Scope, Section, output_block, prose_block,
+    summary_block, tier, user_block,
+};
+use super::text::{is_error_line, shorten_head};
+use super::{CONVERSATION_HEADING, LEDGER_HEADING};
+use crate::util::len16;
+
+/// The earlier history a compaction continues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Earlier<'a> {
+    /// Nothing: the archive starts here.
+    None,
+    /// A salience archive's text (this format).
+    Archive(&'a str),
+    /// A transcript with `¶user:`, `¶think:`, `¶ai:` and `¶call:` parts
+    /// (the previous text-frame format, or a PNG archive's plain source).
+    Transcript(&'a str),
+    /// A summary written by a model.
+    Summary(&'a str),
+}
+
+impl<'a> Earlier<'a> {
+    /// An archive text in this format, else a transcript.
+    pub fn archived(text: &'a str) -> Self {
+        if is_salience_text(text) {
+            Self::Archive(text)
+        } else if text.trim().is_empty() {
+            Self::None
+        } else {
+            Self::Transcript(text)
+        }
+    }
+
+    /// UTF-16 length of the earlier text.
+    pub fn chars(&self) -> usize {
+        match self {
+            Self::None => 0,
+            Self::Archive(t) | Self::Transcript(t) | Self::Summary(t) => len16(t),
+        }
+    }
+}
+
+/// Whether `text` is a salience archive (it opens with one of its headings).
+pub fn is_salience_text(text: &str) -> bool {
+    text.starts_with(LEDGER_HEADING) || text.starts_with(CONVERSATION_HEADING)
+}
+
+/// The blocks of the earlier history and the last user turn it numbered.
+pub(crate) fn earlier_blocks(earlier: Earlier<'_>, limits: &Limits) -> (Vec<Block>, u32) {
+    match earlier {
+        Earlier::None => (Vec::new(), 0),
+        Earlier::Summary(text) if text.trim().is_empty() => (Vec::new(), 0),
+        Earlier::Summary(text) => (vec![summary_block(text.trim(), limits)], 0),
+        Earlier::Archive(text) => archive_blocks(text),
+        Earlier::Transcript(text) => transcript_blocks(text, limits),
+    }
+}
+
+/// `#12 rest` → `(12, "rest")`.
+fn turn_prefix(line: &str) -> Option<(u32, &str)> {
+    let rest = line.strip_prefix('#')?;
+    let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let turn = rest[..digits].parse().ok()?;
+    Some((turn, rest[digits..].strip_prefix(' ')?))
+}
+
+/// An earlier salience archive: each ledger entry a guaranteed block as
+/// it was printed, the conversation re-read into blocks that compete for
+/// the budget again.
+fn archive_blocks(text: &str) -> (Vec<Block>, u32) {
+    let (ledger, conversation) = match text.find(&format!("\n\n{CONVERSATION_HEADING}\n")) {
+        Some(at) => (&text[..at], &text[at + 2..]),
+        None if text.starts_with(CONVERSATION_HEADING) => ("", text),
+        None => (text, ""),
+    };
+    let mut blocks = Vec::new();
+    let mut max_turn = 0u32;
+    let mut in_call = false;
+    for line in ledger.lines().skip(1) {
+        let turn = turn_prefix(line).map(|(t, _)| t);
+        let starts = turn.is_some()
+            || line.starts_with('¶')
+            || line.starts_with("[…")
+            || (in_call && !line.starts_with(' '));
+        if let Some(t) = turn {
+            max_turn = max_turn.max(t);
+        }
+        let sep = if starts || blocks.is_empty() {
+            ""
+        } else {
+            "\n"
+        };
+        if starts || blocks.is_empty() {
+            in_call = line.starts_with("¶call:")
+                || (in_call && turn.is_none() && !line.starts_with('¶') && !line.starts_with("[…"));
+            blocks.push(Block::new(
+                Section::Ledger,
+                Scope::EarlierLedger,
+                turn.unwrap_or(max_turn),
+                None,
+            ));
+        }
+        if let Some(block) = blocks.last_mut() {
+            block.source_chars += len16(line) + 1;
+            block.pieces.push(Piece::new(sep, line, Rank::Must));
+        }
+    }
+    let mut current: Option<(Scope, u32, String)> = None;
+    let flush = |current: &mut Option<(Scope, u32, String)>, blocks: &mut Vec<Block>| {
+        if let Some((scope, turn, body)) = current.take() {
+            blocks.push(match scope {
+                Scope::Out(tool) => output_block(&tool, &body, turn, None, &[], OutputCap::NONE),
+                Scope::EarlierMarker => marker_block(&body, turn),
+                other => prose_block(other, &body, turn, None),
+            });
+        }
+    };
+    let mut turn = 0u32;
+    let mut in_out = false;
+    for line in conversation.lines().skip(1) {
+        if in_out {
+            if line == "</out>" {
+                in_out = false;
+                flush(&mut current, &mut blocks);
+            } else if let Some((_, _, body)) = current.as_mut() {
+                if !body.is_empty() {
+                    body.push('\n');
+                }
+                body.push_str(line);
+            }
+            continue;
+        }
+        let mut rest = line;
+        if let Some((t, r)) = turn_prefix(line) {
+            turn = t;
+            max_turn = max_turn.max(t);
+            rest = r;
+        }
+        let opened = if let Some(r) = rest.strip_prefix("¶think:") {
+            Some((Scope::Think, r.to_owned()))
+        } else if let Some(r) = rest.strip_prefix("¶ai:") {
+            Some((Scope::Ai, r.to_owned()))
+        } else if let Some(tool) = rest.strip_prefix("<out ").and_then(|r| r.strip_suffix('>')) {
+            in_out = true;
+            Some((Scope::Out(tool.to_owned()), String::new()))
+        } else if rest.starts_with("[…") && rest.ends_with("…]") {
+            Some((Scope::EarlierMarker, rest.to_owned()))
+        } else {
+            None
+        };
+        match opened {
+            Some((scope, body)) => {
+                flush(&mut current, &mut blocks);
+                current = Some((scope, turn, body));
+            }
+            None => match current.as_mut() {
+                Some((Scope::EarlierMarker, ..)) | None => {
+                    flush(&mut current, &mut blocks);
+                    current = Some((Scope::Ai, turn, rest.to_owned()));
+                }
+                Some((_, _, body)) => {
+                    body.push('\n');
+                    body.push_str(rest);
+                }
+            },
+        }
+    }
+    flush(&mut current, &mut blocks);
+    (blocks, max_turn)
+}
+
+/// A marker line of an earlier archive: kept if the budget is left over.
+fn marker_block(text: &str, turn: u32) -> Block {
+    let mut block = Block::new(Section::Conversation, Scope::EarlierMarker, turn, None);
+    block.pieces.push(Piece::new(
+        "",
+        text,
+        Rank::Optional {
+            tier: tier::OUTPUT,
+            score: 0,
+        },
+    ));
+    block
+}
+
+const SCOPES: [&str; 4] = ["¶user:", "¶think:", "¶ai:", "¶call:"];
+
+/// The parts of a transcript: `(marker, content)`, where a part opens at
+/// the start of a line with a scope marker (parts are separated by a blank
+/// line in text archives, by one line break in a PNG archive's source);
+/// text before the first marker comes with an empty marker.
+fn parts(text: &str) -> Vec<(&str, &str)> {
+    let mut starts: Vec<usize> = Vec::new();
+    for scope in SCOPES {
+        if text.starts_with(scope) {
+            starts.push(0);
+        }
+        starts.extend(
+            text.match_indices(&format!("\n{scope}"))
+                .map(|(i, _)| i + 1),
+        );
+    }
+    starts.sort_unstable();
+    starts.dedup();
+    let mut out = Vec::new();
+    let first = starts.first().copied().unwrap_or(text.len());
+    if first > 0 {
+        out.push(("", text[..first].trim_end()));
+    }
+    for (k, &s) in starts.iter().enumerate() {
+        let end = starts.get(k + 1).map_or(text.len(), |&e| e - 1);
+        let part = &text[s..end.max(s)];
+        let scope = SCOPES
+            .iter()
+            .find(|m| part.starts_with(**m))
+            .copied()
+            .unwrap_or_default();
+        out.push((scope, &part[scope.len()..]));
+    }
+    out
+}
+
+/// A transcript of the older format, parsed into blocks like fresh
+/// messages (without entry ids).
+fn transcript_blocks(text: &str, limits: &Limits) -> (Vec<Block>, u32) {
+    let mut blocks = Vec::new();
+    let mut turn = 0u32;
+    for (scope, content) in parts(text) {
+        let content = content.trim();
+        if content.is_empty() {
+            continue;
+        }
+        match scope {
+            "" => blocks.push(summary_block(content, limits)),
+            "¶user:" => {
+                turn += 1;
+                blocks.push(user_block(content, turn, None, limits));
+            }
+            "¶think:" => blocks.push(prose_block(Scope::Think, content, turn, None)),
+            "¶ai:" => blocks.push(prose_block(Scope::Ai, content, turn, None)),
+            _ => call_blocks(content, turn, limits, &mut blocks),
+        }
+    }
+    (blocks, turn)
+}
+
+/// `name(args)` lines, each optionally followed by `<out>` … `</out>`.
+fn call_blocks(content: &str, turn: u32, limits: &Limits, blocks: &mut Vec<Block>) {
+    let mut lines = content.lines().peekable();
+    while let Some(line) = lines.next() {
+        let mut call = Block::new(Section::Ledger, Scope::Call, turn, None);
+        let (shown, cut) = shorten_head(line, limits.path_chars.max(limits.command_chars));
+        call.shortened = cut;
+        call.source_chars = len16(line);
+        call.pieces.push(Piece::new("", shown, Rank::Must));
+        let mut output = None;
+        if lines.peek() == Some(&"<out>") {
+            lines.next();
+            let mut body: Vec<&str> = Vec::new();
+            for l in lines.by_ref() {
+                if l == "</out>" {
+                    break;
+                }
+                body.push(l);
+            }
+            let body = body.join("\n");
+            let mut lifted = Vec::new();
+            for l in body.lines().filter(|l| is_error_line(l)) {
+                if lifted.len() >= limits.error_lines {
+                    break;
+                }
+                let (shown, _) = shorten_head(l, limits.error_chars);
+                let mut piece = Piece::new("\n  ! ", shown, Rank::Must);
+                piece.silent = true;
+                call.pieces.push(piece);
+                lifted.push(l.to_owned());
+            }
+            output = Some(output_block(
+                "tool",
+                &body,
+                turn,
+                None,
+                &lifted,
+                OutputCap::NONE,
+            ));
+        }
+        blocks.push(call);
+        blocks.extend(output);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::blocks::LEVELS;
+    use super::*;
+
+    #[test]
+    fn a_transcript_is_parsed_by_its_scope_markers() {
+        let text = "[Summary of earlier history] old\n\n¶user:do it\n\n¶think:hmm\n\n¶ai:ok\n\n¶call:bash(command=\"make\")\n<out>\nerror: boom\nlast\n</out>\nread(path=\"a\")";
+        let (blocks, turn) = earlier_blocks(Earlier::Transcript(text), &LEVELS[0]);
+        let scopes: Vec<&Scope> = blocks.iter().map(|b| &b.scope).collect();
+        assert_eq!(
+            scopes,
+            [
+                &Scope::Summary,
+                &Scope::User,
+                &Scope::Think,
+                &Scope::Ai,
+                &Scope::Call,
+                &Scope::Out("tool".into()),
+                &Scope::Call,
+            ]
+        );
+        assert_eq!(turn, 1);
+        assert_eq!(blocks[4].pieces[1].text, "error: boom");
+        assert_eq!(blocks[6].pieces[0].text, "read(path=\"a\")");
+    }
+
+    #[test]
+    fn an_archive_is_read_back_entry_by_entry() {
+        let text = format!(
+            "{LEDGER_HEADING}\n#1 ¶user:first\nsecond line\n¶call:bash(command=make)\n  ! error: boom\nls()\n#2 ¶user:again\n\n{CONVERSATION_HEADING}\n#1 ¶ai:Done. It works.\n<out bash>\nok\n</out>\n[…a1…]\n#2 ¶think:plan"
+        );
+        assert!(is_salience_text(&text));
+        let (blocks, turn) = earlier_blocks(Earlier::archived(&text), &LEVELS[0]);
+        assert_eq!(turn, 2);
+        let ledger: Vec<String> = blocks
+            .iter()
+            .filter(|b| b.section == Section::Ledger)
+            .map(|b| {
+                b.pieces.iter().fold(String::new(), |mut out, p| {
+                    out.push_str(&p.sep);
+                    out.push_str(&p.text);
+                    out
+                })
+            })
+            .collect();
+        assert_eq!(
+            ledger,
+            [
+                "#1 ¶user:first\nsecond line",
+                "¶call:bash(command=make)\n  ! error: boom",
+                "ls()",
+                "#2 ¶user:again"
+            ]
+        );
+        let conversation: Vec<(&Scope, u32)> = blocks
+            .iter()
+            .filter(|b| b.section == Section::Conversation)
+            .map(|b| (&b.scope, b.turn))
+            .collect();
+        assert_eq!(
+            conversation,
+            [
+                (&Scope::Ai, 1),
+                (&Scope::Out("bash".into()), 1),
+                (&Scope::EarlierMarker, 1),
+                (&Scope::Think, 2)
+            ]
+        );
+    }
+}

@@ -1,0 +1,249 @@
+//! The salience archive: the archived history as text that keeps what
+//! matters within a budget, without a model.
+//!
+//! The archive has two parts, each oldest first:
+//!
+//! - the **ledger**, never elided while the budget can hold it: every user
+//!   message (a long one by its head, its tail and every sentence of its
+//!   middle that states a constraint or holds a number or a path), every
+//!   tool call as `name(args)` (paths whole, the head of a command, long
+//!   values as `…`), the lines of each tool output that look like errors
+//!   (`  ! `) and the last line a command printed (`  → `);
+//! - the **conversation**: the assistant's reasoning and replies and the
+//!   tool output, cut into sentences and lines that the rest of the budget
+//!   keeps by salience (numbers, paths, identifiers, constraints,
+//!   decisions, errors), not by age. Every reply keeps its best sentence
+//!   before any reply loses all of it, and tool output comes last.
+//!
+//! Wherever something was left out a marker says so (`[…]`); the last one
+//! of a message names the session entry that still holds it (`[…ID…]`),
+//! and a run of entries left out whole is one line, `[…ID to ID…]`. When even the ledger does not fit, it is
+//! shortened in steps (shorter heads, fewer error lines) and, as a last
+//! resort, its oldest entries are dropped.
+//!
+//! A pure function: the same input gives the same text, and the text is
+//! never longer than the budget.
+
+mod blocks;
+mod build;
+mod earlier;
+mod select;
+mod text;
+
+use std::collections::BTreeSet;
+
+use musepi_context_builder::LlmMessage;
+
+#[cfg(test)]
+use self::blocks::Rank;
+use self::blocks::{Block, LEVELS, OutputCap, Scope};
+use self::build::{Builder, Source};
+use self::earlier::earlier_blocks;
+pub use self::earlier::{Earlier, is_salience_text};
+use self::select::{Kept, must_cost, render, select};
+
+/// The heading of the ledger.
+pub const LEDGER_HEADING: &str = "=== LEDGER ===";
+/// The heading of the conversation.
+pub const CONVERSATION_HEADING: &str = "=== CONVERSATION ===";
+
+/// The share of the budget, in tenths, the guaranteed ledger may take
+/// before a tighter level is tried: the rest goes to what the budget keeps
+/// by salience.
+const LEDGER_SHARE_TENTHS: usize = 7;
+
+/// What the archive is built from.
+#[derive(Debug, Clone, Copy)]
+pub struct HistoryInput<'a> {
+    /// The messages leaving the context, converted for a provider.
+    pub messages: &'a [LlmMessage],
+    /// The session entry of each message (empty when unknown).
+    pub entry_ids: &'a [String],
+    /// Call ids whose results were flagged useless (dropped with their call
+    /// unless the result is an error).
+    pub useless: &'a BTreeSet<String>,
+    /// The history before these messages.
+    pub earlier: Earlier<'a>,
+    /// The longest the archive text may be, in UTF-16 units.
+    pub budget: usize,
+    /// The most of one tool output the archive shows, in UTF-16 units
+    /// (its head and tail, `output_head_ratio` from the head); `None` for
+    /// no cap.
+    pub output_max_chars: Option<usize>,
+    /// The share of a capped output taken from its head.
+    pub output_head_ratio: f64,
+}
+
+/// How many of a kind of entry there were, and how many were shortened or
+/// left out whole.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Count {
+    /// Entries of this kind.
+    pub total: usize,
+    /// Shown in part.
+    pub shortened: usize,
+    /// Not shown at all.
+    pub omitted: usize,
+}
+
+/// What the archive shortened, by kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Shortened {
+    /// User messages.
+    pub user_messages: Count,
+    /// Tool calls (shortened: an argument cut).
+    pub calls: Count,
+    /// Assistant reasoning and replies.
+    pub replies: Count,
+    /// Tool outputs.
+    pub outputs: Count,
+    /// Entries of an earlier archive's ledger, and an earlier summary.
+    pub earlier: Count,
+    /// 0 when the ledger is as generous as it gets; 1 and 2 are tighter.
+    pub ledger_level: usize,
+}
+
+impl Shortened {
+    /// Whether nothing at all was shortened or left out.
+    pub fn is_nothing(&self) -> bool {
+        [
+            self.user_messages,
+            self.calls,
+            self.replies,
+            self.outputs,
+            self.earlier,
+        ]
+        .iter()
+        .all(|c| c.shortened == 0 && c.omitted == 0)
+    }
+}
+
+/// The archive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct History {
+    /// The ledger and the conversation under their headings; empty when
+    /// there is nothing to archive.
+    pub text: String,
+    /// What was shortened.
+    pub shortened: Shortened,
+    /// UTF-16 length of the history archived: the earlier archive and the
+    /// messages, as text.
+    pub source_chars: usize,
+}
+
+/// Builds the archive of `input` (see the module documentation).
+pub fn build_history(input: &HistoryInput<'_>) -> History {
+    let mut chosen = None;
+    for (level, limits) in LEVELS.iter().enumerate() {
+        let (mut blocks, turn) = earlier_blocks(input.earlier, limits);
+        let cap = OutputCap {
+            max: input.output_max_chars,
+            head_ratio: input.output_head_ratio,
+        };
+        let mut builder = Builder::new(limits, input.useless, turn, cap);
+        let sources: Vec<Source<'_>> = input
+            .messages
+            .iter()
+            .enumerate()
+            .map(|(i, message)| Source {
+                message,
+                id: input.entry_ids.get(i).map(String::as_str),
+            })
+            .collect();
+        builder.messages(&sources);
+        blocks.append(&mut builder.blocks);
+        // The most generous ledger must leave the conversation a share of
+        // the budget; a tighter one only has to fit.
+        let share = if level == 0 {
+            input.budget / 10 * LEDGER_SHARE_TENTHS
+        } else {
+            input.budget
+        };
+        let fits = must_cost(&blocks) <= share;
+
+        chosen = Some((level, blocks));
+        if fits {
+            break;
+        }
+    }
+    let Some((level, blocks)) = chosen else {
+        return History {
+            text: String::new(),
+            shortened: Shortened::default(),
+            source_chars: 0,
+        };
+    };
+    let kept = select(&blocks, input.budget);
+    let text = render(&blocks, &kept);
+    let mut shortened = count(&blocks, &kept);
+    shortened.ledger_level = level;
+    let source_chars = blocks.iter().map(|b| b.source_chars).sum();
+    History {
+        text,
+        shortened,
+        source_chars,
+    }
+}
+
+/// `[…ID…]`, or `[…]` when the entry is unknown.
+pub(crate) fn marker(id: Option<&str>) -> String {
+    match id {
+        Some(id) => format!("[…{id}…]"),
+        None => "[…]".to_owned(),
+    }
+}
+
+/// The marker of a run of blocks left out whole.
+pub(crate) fn run_marker(run: &[&Block]) -> String {
+    let mut ids: Vec<&str> = Vec::new();
+    for block in run {
+        if let Some(id) = block.id.as_deref()
+            && ids.last() != Some(&id)
+            && !ids.contains(&id)
+        {
+            ids.push(id);
+        }
+    }
+    match ids.as_slice() {
+        [] => "[…]".to_owned(),
+        [one] => marker(Some(one)),
+        [first, .., last] => format!("[…{first} to {last}…]"),
+    }
+}
+
+fn count(blocks: &[Block], kept: &Kept) -> Shortened {
+    let mut s = Shortened::default();
+    for (block, kept) in blocks.iter().zip(kept) {
+        let c = match block.scope {
+            Scope::User => &mut s.user_messages,
+            Scope::Call => &mut s.calls,
+            Scope::Think | Scope::Ai => &mut s.replies,
+            Scope::Out(_) => &mut s.outputs,
+            Scope::Summary | Scope::EarlierLedger => &mut s.earlier,
+            Scope::EarlierMarker => continue,
+        };
+        c.total += 1;
+        let shown = kept.iter().filter(|&&k| k).count();
+        let lost = block.pieces.iter().zip(kept).any(|(p, &k)| !k && !p.silent);
+        if shown == 0 {
+            c.omitted += 1;
+        } else if lost || block.shortened {
+            c.shortened += 1;
+        }
+    }
+    s
+}
+
+/// Whether every guaranteed piece of `blocks` is kept (for tests).
+#[cfg(test)]
+fn guarantees_kept(blocks: &[Block], kept: &Kept) -> bool {
+    blocks.iter().zip(kept).all(|(b, k)| {
+        b.pieces
+            .iter()
+            .zip(k)
+            .all(|(p, &k)| p.rank != Rank::Must || k)
+    })
+}
+
+#[cfg(test)]
+mod tests;

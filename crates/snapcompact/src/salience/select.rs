@@ -1,0 +1,450 @@
+//! Spending the budget: every guaranteed piece first, then the optional
+//! ones by tier, score and recency; and printing the kept pieces with a
+//! marker wherever something was left out.
+
+use std::cmp::Reverse;
+use std::fmt::Write as _;
+
+use super::blocks::{Block, Rank, Scope, Section};
+use super::{CONVERSATION_HEADING, LEDGER_HEADING, marker, run_marker};
+use crate::util::len16;
+
+/// Which pieces of which blocks are kept.
+pub(crate) type Kept = Vec<Vec<bool>>;
+
+/// Keeps every guaranteed piece and then optional pieces while the
+/// printed archive stays within `budget` UTF-16 units. The guaranteed
+/// pieces must fit (see [`must_cost`]); if they do not, whole ledger
+/// blocks are dropped oldest first.
+pub(crate) fn select(blocks: &[Block], budget: usize) -> Kept {
+    let mut kept: Kept = blocks
+        .iter()
+        .map(|b| b.pieces.iter().map(|p| p.rank == Rank::Must).collect())
+        .collect();
+    // Over budget with the guarantees alone: drop the oldest blocks, as
+    // few as will do (found by bisection: fewer blocks never print longer,
+    // give or take a run marker, which the final check below settles).
+    let guaranteed = kept.clone();
+    let dropping = |n: usize| -> Kept {
+        let mut k = guaranteed.clone();
+        k.iter_mut().take(n).flatten().for_each(|x| *x = false);
+        k
+    };
+    let mut oldest = 0usize;
+    if len16(&render(blocks, &kept)) > budget {
+        let (mut lo, mut hi) = (1usize, blocks.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if len16(&render(blocks, &dropping(mid))) <= budget {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        oldest = lo;
+        kept = dropping(oldest);
+        while len16(&render(blocks, &kept)) > budget && oldest < blocks.len() {
+            oldest += 1;
+            kept = dropping(oldest);
+        }
+        if len16(&render(blocks, &kept)) > budget {
+            kept.iter_mut().flatten().for_each(|k| *k = false);
+            return kept;
+        }
+    }
+    let mut order: Vec<(usize, usize)> = blocks
+        .iter()
+        .enumerate()
+        .skip(oldest)
+        .flat_map(|(b, block)| {
+            block
+                .pieces
+                .iter()
+                .enumerate()
+                .filter_map(move |(p, piece)| match piece.rank {
+                    Rank::Optional { .. } => Some((b, p)),
+                    Rank::Must => None,
+                })
+        })
+        .collect();
+    order.sort_by_key(|&(b, p)| {
+        let Rank::Optional { tier, score } = blocks[b].pieces[p].rank else {
+            unreachable!("only optional pieces are ordered")
+        };
+        (Reverse(tier), Reverse(score), Reverse(b), p)
+    });
+    // Greedy with an upper bound of what each piece adds, then fill what the
+    // bound overestimated, a few rounds.
+    let mut used = len16(&render(blocks, &kept));
+    for _ in 0..4 {
+        let mut added = false;
+        for &(b, p) in &order {
+            if kept[b][p] {
+                continue;
+            }
+            let cost = piece_cost(blocks, &kept, b, p);
+            if used + cost <= budget {
+                kept[b][p] = true;
+                used += cost;
+                added = true;
+            }
+        }
+        let actual = len16(&render(blocks, &kept));
+        if actual > budget {
+            // The bound failed (it should not): give back the last pieces.
+            for &(b, p) in order.iter().rev() {
+                if kept[b][p] {
+                    kept[b][p] = false;
+                    if len16(&render(blocks, &kept)) <= budget {
+                        break;
+                    }
+                }
+            }
+            break;
+        }
+        used = actual;
+        if !added {
+            break;
+        }
+    }
+    kept
+}
+
+/// What keeping piece `p` of block `b` can add at most: its text and
+/// separator, the gap markers it adds (it may split a gap in two, or close
+/// one), and, when it opens the block, the block's framing, the run marker
+/// it may split in two and a marker the next block may need again.
+fn piece_cost(blocks: &[Block], kept: &Kept, b: usize, p: usize) -> usize {
+    let block = &blocks[b];
+    let piece = &block.pieces[p];
+    let mut cost = len16(&piece.sep).max(1) + len16(&piece.text);
+    let open = kept[b].iter().any(|&k| k);
+    if !piece.silent {
+        let dropped_beside = |range: &mut dyn Iterator<Item = usize>| {
+            for i in range {
+                if kept[b][i] {
+                    return false;
+                }
+                if !block.pieces[i].silent {
+                    return true;
+                }
+            }
+            false
+        };
+        let left = dropped_beside(&mut (0..p).rev());
+        let right = dropped_beside(&mut (p + 1..block.pieces.len()));
+        let gaps = usize::from(left) + usize::from(right);
+        let before = usize::from(open);
+        cost += gaps.saturating_sub(before) * (len16(&marker(block.id.as_deref())) + 2);
+    }
+    if !open {
+        let in_run = |i: usize| {
+            blocks[i].section == block.section
+                && !kept[i].iter().any(|&k| k)
+                && !blocks[i].pieces.iter().all(|p| p.silent)
+        };
+        let same = |i: &usize| blocks[*i].section == block.section;
+        let left = (0..b).rev().find(same).is_some_and(in_run);
+        let right = (b + 1..blocks.len()).find(same).is_some_and(in_run);
+        let runs = usize::from(left) + usize::from(right);
+        cost += framing(block) + runs.saturating_sub(1) * (RUN_MARKER_MAX + 1) + FOLLOW_MAX;
+    }
+    cost
+}
+
+/// What a block's opening can add to the block after it: its scope marker
+/// and turn again.
+const FOLLOW_MAX: usize = 16;
+
+/// The longest run marker, `[…ID to ID…]`, for ids up to 16 characters
+/// (longer ids are rare; the final check keeps the budget regardless).
+const RUN_MARKER_MAX: usize = 42;
+
+/// The length of a block's prefix and closing.
+fn framing(block: &Block) -> usize {
+    let turn = if block.turn > 0 {
+        block.turn.to_string().len() + 2
+    } else {
+        0
+    };
+    turn + match &block.scope {
+        Scope::User => "¶user:".len(),
+        Scope::Summary => "¶summary:".len(),
+        Scope::Call => "¶call:".len() + 8,
+        Scope::Think => "¶think:".len(),
+        Scope::Ai => "¶ai:".len(),
+        Scope::Out(tool) => len16(tool) + "<out >\n\n</out>".len(),
+        Scope::EarlierLedger | Scope::EarlierMarker => 0,
+    } + 1
+}
+
+/// One section being printed.
+#[derive(Default)]
+struct Part<'b> {
+    lines: Vec<String>,
+    /// Blocks left out whole since the last printed one.
+    run: Vec<&'b Block>,
+    last: Option<&'b Scope>,
+    last_turn: u32,
+}
+
+impl Part<'_> {
+    fn flush(&mut self) {
+        if !self.run.is_empty() {
+            self.lines.push(run_marker(&self.run));
+            self.run.clear();
+            self.last = None;
+        }
+    }
+}
+
+/// Prints the kept pieces: the ledger, then the conversation, each under
+/// its heading; a run of blocks left out whole is one marker line.
+pub(crate) fn render(blocks: &[Block], kept: &Kept) -> String {
+    let mut ledger = Part::default();
+    let mut conversation = Part::default();
+    let mut has_conversation = false;
+    for (block, kept) in blocks.iter().zip(kept) {
+        let part = match block.section {
+            Section::Ledger => &mut ledger,
+            Section::Conversation => {
+                has_conversation = true;
+                &mut conversation
+            }
+        };
+        if !kept.iter().any(|&k| k) {
+            if !block.pieces.iter().all(|p| p.silent) {
+                part.run.push(block);
+            }
+            continue;
+        }
+        part.flush();
+        let mut line = String::new();
+        let new_turn = block.turn > 0 && block.turn != part.last_turn;
+        let same = part.last == Some(&block.scope);
+        match &block.scope {
+            Scope::User => {
+                if block.turn > 0 {
+                    let _ = write!(line, "#{} ", block.turn);
+                }
+                line.push_str("¶user:");
+            }
+            Scope::Summary => line.push_str("¶summary:"),
+            Scope::Call if !same => line.push_str("¶call:"),
+            Scope::Think | Scope::Ai | Scope::Out(_) if new_turn => {
+                let _ = write!(line, "#{} ", block.turn);
+            }
+            _ => {}
+        }
+        match &block.scope {
+            Scope::Think if new_turn || !same => line.push_str("¶think:"),
+            Scope::Ai if new_turn || !same => line.push_str("¶ai:"),
+            Scope::Out(tool) => {
+                line.push_str("<out ");
+                line.push_str(tool);
+                line.push_str(">\n");
+            }
+            _ => {}
+        }
+        pieces(block, kept, &mut line);
+        if let Scope::Out(_) = block.scope {
+            line.push_str("\n</out>");
+        }
+        part.last = match block.scope {
+            Scope::EarlierLedger | Scope::EarlierMarker => None,
+            _ => Some(&block.scope),
+        };
+        if block.section == Section::Conversation {
+            part.last_turn = block.turn.max(part.last_turn);
+        }
+        part.lines.push(line);
+    }
+    ledger.flush();
+    conversation.flush();
+    let mut text = String::new();
+    if !ledger.lines.is_empty() {
+        text.push_str(LEDGER_HEADING);
+        text.push('\n');
+        text.push_str(&ledger.lines.join("\n"));
+    }
+    if has_conversation {
+        if !text.is_empty() {
+            text.push_str("\n\n");
+        }
+        text.push_str(CONVERSATION_HEADING);
+        text.push('\n');
+        text.push_str(&conversation.lines.join("\n"));
+    }
+    text
+}
+
+/// Appends the kept pieces of `block`, a marker in each gap that is not
+/// silent, and `×N` after a repeated call.
+fn pieces(block: &Block, kept: &[bool], out: &mut String) {
+    // Where each gap starts; the last one names the entry, the others are
+    // plain `[…]`.
+    let mut gaps = Vec::new();
+    let mut in_gap = false;
+    for (i, (piece, &k)) in block.pieces.iter().zip(kept).enumerate() {
+        if k {
+            in_gap = false;
+        } else if !piece.silent && !in_gap {
+            gaps.push(i);
+            in_gap = true;
+        }
+    }
+    let last_gap = gaps.last().copied();
+    let named = marker(block.id.as_deref());
+    let mark = |at: usize| {
+        if Some(at) == last_gap {
+            named.as_str()
+        } else {
+            "[…]"
+        }
+    };
+    let mut any = false;
+    // A pending gap: where it starts, and whether on a new line.
+    let mut gap: Option<(usize, bool)> = None;
+    for (i, (piece, &k)) in block.pieces.iter().zip(kept).enumerate() {
+        if !k {
+            if !piece.silent && gap.is_none() {
+                gap = Some((i, piece.sep.contains('\n')));
+            }
+            continue;
+        }
+        if let Some((at, newline)) = gap.take() {
+            if any {
+                out.push_str(if newline { "\n" } else { " " });
+            }
+            out.push_str(mark(at));
+            out.push_str(if piece.sep.contains('\n') {
+                &piece.sep
+            } else {
+                " "
+            });
+        } else if any {
+            out.push_str(&piece.sep);
+        }
+        out.push_str(&piece.text);
+        if i == 0 && block.repeat > 1 {
+            let _ = write!(out, " ×{}", block.repeat);
+        }
+        any = true;
+    }
+    if let Some((at, newline)) = gap {
+        if any {
+            out.push_str(if newline { "\n" } else { " " });
+        }
+        out.push_str(mark(at));
+    }
+}
+
+/// What the guaranteed pieces cost when printed alone.
+pub(crate) fn must_cost(blocks: &[Block]) -> usize {
+    let kept: Kept = blocks
+        .iter()
+        .map(|b| b.pieces.iter().map(|p| p.rank == Rank::Must).collect())
+        .collect();
+    len16(&render(blocks, &kept))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::blocks::{Piece, tier};
+    use super::*;
+
+    fn block(
+        section: Section,
+        scope: Scope,
+        turn: u32,
+        id: &str,
+        pieces: &[(&str, &str, Rank)],
+    ) -> Block {
+        let mut b = Block::new(section, scope, turn, Some(id));
+        b.pieces = pieces
+            .iter()
+            .map(|(sep, text, rank)| Piece::new(*sep, *text, *rank))
+            .collect();
+        b
+    }
+
+    fn opt(score: i32) -> Rank {
+        Rank::Optional {
+            tier: tier::CONVERSATION,
+            score,
+        }
+    }
+
+    fn sample() -> Vec<Block> {
+        vec![
+            block(
+                Section::Ledger,
+                Scope::User,
+                1,
+                "u1",
+                &[("", "Fix the bug.", Rank::Must)],
+            ),
+            block(
+                Section::Ledger,
+                Scope::Call,
+                1,
+                "a1",
+                &[("", "bash(command=make)", Rank::Must)],
+            ),
+            block(
+                Section::Conversation,
+                Scope::Ai,
+                1,
+                "a1",
+                &[
+                    ("", "Looking.", opt(-5)),
+                    (" ", "The bug is in src/a.rs at line 120.", opt(12)),
+                    (" ", "Done.", opt(-5)),
+                ],
+            ),
+            block(
+                Section::Conversation,
+                Scope::Out("bash".into()),
+                1,
+                "r1",
+                &[("", "cc a.c", opt(-4)), ("\n", "ok", opt(-2))],
+            ),
+        ]
+    }
+
+    #[test]
+    fn everything_fits_verbatim() {
+        let blocks = sample();
+        let kept = select(&blocks, 10_000);
+        assert_eq!(
+            render(&blocks, &kept),
+            "=== LEDGER ===\n#1 ¶user:Fix the bug.\n¶call:bash(command=make)\n\n=== CONVERSATION ===\n#1 ¶ai:Looking. The bug is in src/a.rs at line 120. Done.\n<out bash>\ncc a.c\nok\n</out>"
+        );
+    }
+
+    #[test]
+    fn a_tight_budget_keeps_the_ledger_and_the_salient_sentence() {
+        let blocks = sample();
+        let budget = must_cost(&blocks) + 80;
+        let kept = select(&blocks, budget);
+        let text = render(&blocks, &kept);
+        assert!(len16(&text) <= budget, "{text}");
+        assert_eq!(
+            text,
+            "=== LEDGER ===\n#1 ¶user:Fix the bug.\n¶call:bash(command=make)\n\n=== CONVERSATION ===\n#1 ¶ai:Looking. The bug is in src/a.rs at line 120. Done.\n[…r1…]"
+        );
+    }
+
+    #[test]
+    fn without_room_for_the_ledger_the_oldest_blocks_go() {
+        let blocks = sample();
+        let budget = must_cost(&blocks) - 10;
+        let kept = select(&blocks, budget);
+        let text = render(&blocks, &kept);
+        assert!(len16(&text) <= budget, "{text}");
+        assert_eq!(
+            text,
+            "=== LEDGER ===\n[…u1…]\n¶call:bash(command=make)\n\n=== CONVERSATION ===\n[…a1 to r1…]"
+        );
+    }
+}

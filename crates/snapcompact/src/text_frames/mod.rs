@@ -1,0 +1,378 @@
+//! The text archive for every model: the archived history as a salience
+//! archive ([`crate::salience`]) in the summary, after a lead-in and a
+//! reading guide that says what was shortened and where to find it, and
+//! before the list of every file read or changed.
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+
+use musepi_context_builder::LlmMessage;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::files::FileLists;
+use crate::salience::{Earlier, History, HistoryInput, Shortened, build_history};
+use crate::serialize::SerializeOptions;
+use crate::util::{ceil_div4, head_units, js_round, len16, thousands};
+
+/// Characters per page when the archive is shown page by page (about
+/// 1,500 tokens).
+pub const FRAME_CHAR_CAPACITY: usize = 6000;
+/// Default archive budget (the file list comes on top, at most a quarter
+/// of it).
+pub const DEFAULT_ARCHIVE_MAX_CHARS: usize = 40_000;
+/// The smallest archive budget.
+pub const MIN_ARCHIVE_CHARS: usize = 2 * FRAME_CHAR_CAPACITY;
+/// Version of the persisted [`SnapArchiveState`]: 2 is the salience
+/// archive; 1 was a verbatim transcript cut between two edges.
+pub const SNAP_ARCHIVE_VERSION: u32 = 2;
+/// Share of the reserve that the host gives the archive.
+pub const ARCHIVE_BUDGET_RATIO: f64 = 0.6;
+/// The smallest archive budget the host asks for.
+pub const MIN_HOST_ARCHIVE_CHARS: usize = 8000;
+
+/// `ceil(chars / 4)`: the token estimate of the text archive.
+pub fn estimate_tokens_from_chars(chars: usize) -> usize {
+    ceil_div4(chars)
+}
+
+/// The host's archive budget for a reserve:
+/// `max(8000, round(reserve_tokens × 4 × 0.6))`.
+pub fn archive_max_chars_for_reserve(reserve_tokens: u64) -> usize {
+    let chars = js_round(reserve_tokens as f64 * 4.0 * ARCHIVE_BUDGET_RATIO) as usize;
+    chars.max(MIN_HOST_ARCHIVE_CHARS)
+}
+
+/// One page of an archive (metadata only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SnapFrame {
+    /// Position, from 0, oldest first.
+    pub index: usize,
+    /// UTF-16 units on the page.
+    pub chars: usize,
+}
+
+/// An archive text cut into pages of at most [`FRAME_CHAR_CAPACITY`]
+/// units, each ending at a line end (or, for a longer line, at
+/// whitespace), so no page break splits a line that fits on a page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextPages {
+    /// The pages.
+    pub frames: Vec<SnapFrame>,
+    text: String,
+    ranges: Vec<Range<usize>>,
+}
+
+impl TextPages {
+    /// Pages `text`.
+    pub fn new(text: &str) -> Self {
+        let mut ranges = Vec::new();
+        let mut start = 0usize;
+        while start < text.len() {
+            let rest = &text[start..];
+            let head = head_units(rest, FRAME_CHAR_CAPACITY);
+            let end = if head.len() == rest.len() {
+                rest.len()
+            } else if let Some(nl) = head.rfind('\n') {
+                nl + 1
+            } else if let Some(ws) = head.rfind(char::is_whitespace).filter(|&w| w > 0) {
+                ws + 1
+            } else {
+                head.len()
+                    .max(rest.chars().next().map_or(1, char::len_utf8))
+            };
+            ranges.push(start..start + end);
+            start += end;
+        }
+        let frames = ranges
+            .iter()
+            .enumerate()
+            .map(|(index, r)| SnapFrame {
+                index,
+                chars: len16(&text[r.clone()]),
+            })
+            .collect();
+        Self {
+            frames,
+            text: text.to_owned(),
+            ranges,
+        }
+    }
+
+    /// The text of page `index`.
+    pub fn page(&self, index: usize) -> Option<&str> {
+        self.ranges
+            .get(index)
+            .and_then(|r| self.text.get(r.clone()))
+    }
+}
+
+/// The persisted text archive (`details.snapcompact`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SnapArchiveState {
+    /// The archive text: the salience archive (version 2), or the kept
+    /// transcript (version 1).
+    pub text: String,
+    /// UTF-16 units of history not shown, over every compaction.
+    pub truncated_chars: u64,
+    /// [`SNAP_ARCHIVE_VERSION`] when written here.
+    pub version: u32,
+}
+
+impl SnapArchiveState {
+    /// Reads a stored archive: a string `text` and a numeric
+    /// `truncatedChars`; otherwise none. A missing version is 1.
+    pub fn from_value(value: &Value) -> Option<Self> {
+        let text = value.get("text")?.as_str()?.to_owned();
+        let truncated = value.get("truncatedChars")?.as_f64()?;
+        let version = value
+            .get("version")
+            .and_then(Value::as_f64)
+            .map_or(1, |v| v.max(0.0) as u32);
+        Some(Self {
+            text,
+            truncated_chars: if truncated.is_finite() {
+                truncated.max(0.0) as u64
+            } else {
+                0
+            },
+            version,
+        })
+    }
+
+    /// The earlier history this archive holds, for the next compaction.
+    pub fn earlier(&self) -> Earlier<'_> {
+        Earlier::archived(&self.text)
+    }
+}
+
+/// What [`snap_compact`] archives.
+#[derive(Debug, Clone)]
+pub struct SnapInput<'a> {
+    /// The messages leaving the context, converted for a provider.
+    pub messages: &'a [LlmMessage],
+    /// The session entry of each message, for the markers that say where
+    /// shortened text can be read in full (empty when unknown).
+    pub entry_ids: &'a [String],
+    /// Call ids whose results were flagged useless (see
+    /// [`crate::serialize::useless_call_ids`]).
+    pub useless: &'a BTreeSet<String>,
+    /// The previous compaction's summary, when it was an LLM summary.
+    pub previous_summary: Option<&'a str>,
+    /// The previous compaction's text archive, when there is one.
+    pub previous_archive: Option<&'a SnapArchiveState>,
+    /// Files read and modified.
+    pub files: &'a FileLists,
+    /// Total archive budget in UTF-16 units (default 40,000; at least
+    /// [`MIN_ARCHIVE_CHARS`]).
+    pub archive_max_chars: usize,
+    /// Budgets: the archive shows at most `tool_result_max_chars` of one
+    /// tool output (its head and tail, split by `truncate_head_ratio`).
+    pub serialize: SerializeOptions,
+    /// The context's tokens before the compaction, which the lead-in names
+    /// (a compaction passes its `tokensBefore`); `None` names the
+    /// estimate of the archived history instead.
+    pub tokens_before: Option<u64>,
+}
+
+static NO_IDS: BTreeSet<String> = BTreeSet::new();
+
+impl<'a> SnapInput<'a> {
+    /// An input with no previous summary or archive, no entry ids, no
+    /// useless results and the default budgets.
+    pub fn new(messages: &'a [LlmMessage], files: &'a FileLists) -> Self {
+        Self {
+            messages,
+            entry_ids: &[],
+            useless: &NO_IDS,
+            previous_summary: None,
+            previous_archive: None,
+            files,
+            archive_max_chars: DEFAULT_ARCHIVE_MAX_CHARS,
+            serialize: SerializeOptions::default(),
+            tokens_before: None,
+        }
+    }
+}
+
+/// What [`snap_compact`] produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SnapResult {
+    /// The compaction summary: lead-in, reading guide, archive, files.
+    pub summary: String,
+    /// One line for UIs.
+    pub short_summary: String,
+    /// The state to persist for the next compaction.
+    pub archive: SnapArchiveState,
+    /// The archive's pages, for showing it page by page.
+    pub frames: Vec<SnapFrame>,
+    /// UTF-16 length of the archive text.
+    pub archive_chars: usize,
+    /// Files read and not modified (for `details.readFiles`).
+    pub read_files: Vec<String>,
+    /// Files modified (for `details.modifiedFiles`).
+    pub modified_files: Vec<String>,
+}
+
+/// The earlier history of an input: a previous archive wins over a
+/// previous LLM summary.
+fn earlier<'a>(input: &SnapInput<'a>) -> Earlier<'a> {
+    match (input.previous_archive, input.previous_summary) {
+        (Some(archive), _) => archive.earlier(),
+        (None, Some(summary)) if !summary.trim().is_empty() => Earlier::Summary(summary),
+        _ => Earlier::None,
+    }
+}
+
+/// The history of `input` within `budget` UTF-16 units.
+pub(crate) fn history_within(input: &SnapInput<'_>, budget: usize) -> History {
+    build_history(&HistoryInput {
+        messages: input.messages,
+        entry_ids: input.entry_ids,
+        useless: input.useless,
+        earlier: earlier(input),
+        budget,
+        output_max_chars: input.serialize.tool_result_max_chars,
+        output_head_ratio: input.serialize.truncate_head_ratio,
+    })
+}
+
+/// The text compaction: a pure function of its input.
+pub fn snap_compact(input: &SnapInput<'_>) -> SnapResult {
+    let budget = input.archive_max_chars.max(MIN_ARCHIVE_CHARS);
+    // The history gets the budget; the file list beside it shows every
+    // file when it takes at most a quarter of that again.
+    let (files, listed) = input.files.section_within(budget / 4);
+    let history = history_within(input, budget);
+    let source_chars = history.source_chars;
+    let region = history.text;
+    let archive_chars = len16(&region);
+    let truncated_chars = input
+        .previous_archive
+        .map_or(0, |a| a.truncated_chars)
+        .saturating_add(source_chars.saturating_sub(archive_chars) as u64);
+    let lead_in = crate::prompts::render(
+        &crate::prompts::TEXT_LEAD_IN,
+        &[
+            (
+                "tokens_before",
+                &thousands(
+                    input
+                        .tokens_before
+                        .unwrap_or(estimate_tokens_from_chars(source_chars) as u64),
+                ),
+            ),
+            (
+                "tokens_kept",
+                &thousands(estimate_tokens_from_chars(archive_chars) as u64),
+            ),
+        ],
+    );
+    let guide = reading_guide(
+        &history.shortened,
+        source_chars,
+        archive_chars,
+        (listed, input.files.len()),
+    );
+    let summary = [
+        lead_in.as_str(),
+        guide.as_str(),
+        region.as_str(),
+        files.as_str(),
+    ]
+    .into_iter()
+    .filter(|s| !s.is_empty())
+    .collect::<Vec<_>>()
+    .join("\n\n");
+    let short_summary = short_summary(&history.shortened, source_chars, archive_chars);
+    SnapResult {
+        summary,
+        short_summary,
+        frames: TextPages::new(&region).frames,
+        archive: SnapArchiveState {
+            text: region,
+            truncated_chars,
+            version: SNAP_ARCHIVE_VERSION,
+        },
+        archive_chars,
+        read_files: input.files.read_files().to_vec(),
+        modified_files: input.files.modified_files().to_vec(),
+    }
+}
+
+/// `archived N tokens verbatim`, or what the archive kept of how much.
+fn short_summary(shortened: &Shortened, source_chars: usize, kept_chars: usize) -> String {
+    let before = estimate_tokens_from_chars(source_chars);
+    if shortened.is_nothing() {
+        return format!("archived {before} tokens verbatim");
+    }
+    let kinds = [
+        shortened.user_messages,
+        shortened.calls,
+        shortened.replies,
+        shortened.outputs,
+        shortened.earlier,
+    ];
+    let total: usize = kinds.iter().map(|c| c.total).sum();
+    let cut: usize = kinds.iter().map(|c| c.shortened + c.omitted).sum();
+    format!(
+        "archived {before} tokens into {} by salience ({cut} of {total} entries shortened or left out)",
+        estimate_tokens_from_chars(kept_chars)
+    )
+}
+
+/// The reading guide: how to read the archive, exactly what was shortened,
+/// and how to read it in full.
+pub(crate) fn reading_guide(
+    shortened: &Shortened,
+    source_chars: usize,
+    kept_chars: usize,
+    (listed, all_files): (usize, usize),
+) -> String {
+    use crate::prompts::{TEXT_GUIDE_COMPLETE, TEXT_GUIDE_SHORTENED, TEXT_READING_GUIDE, render};
+    let n = |v: usize| thousands(v as u64);
+    let what = if shortened.is_nothing() {
+        render(&TEXT_GUIDE_COMPLETE, &[])
+    } else {
+        let s = shortened;
+        render(
+            &TEXT_GUIDE_SHORTENED,
+            &[
+                (
+                    "users",
+                    &n(s.user_messages.shortened + s.user_messages.omitted),
+                ),
+                ("users_total", &n(s.user_messages.total)),
+                ("calls", &n(s.calls.shortened + s.calls.omitted)),
+                ("calls_total", &n(s.calls.total)),
+                ("replies", &n(s.replies.shortened)),
+                ("replies_omitted", &n(s.replies.omitted)),
+                ("replies_total", &n(s.replies.total)),
+                ("outputs", &n(s.outputs.shortened)),
+                ("outputs_omitted", &n(s.outputs.omitted)),
+                ("outputs_total", &n(s.outputs.total)),
+                ("left_out", &n(source_chars.saturating_sub(kept_chars))),
+                ("total", &n(source_chars)),
+            ],
+        )
+    };
+    let files_note = if all_files > 0 && listed < all_files {
+        format!(
+            "\n{}",
+            render(
+                &crate::prompts::TEXT_GUIDE_FILES,
+                &[("shown", &n(listed)), ("total", &n(all_files))]
+            )
+        )
+    } else {
+        String::new()
+    };
+    render(
+        &TEXT_READING_GUIDE,
+        &[("shortened", &what), ("files", &files_note)],
+    )
+}
+
+#[cfg(test)]
+mod tests;
