@@ -4,8 +4,10 @@
 //! generate deterministic synthetic sessions under `<target>/bench-data`,
 //! runs every case in a separate process per run, and prints time, peak
 //! memory (the process's own `VmHWM`) and ratios against the baseline case
-//! measured in the same run. Tests never assert timings; this is where
-//! performance is measured.
+//! measured in the same run; then, as the pseudo-case `retention`, builds
+//! `musepi` and measures how many planted and real facts survive
+//! `musepi compact` at three budgets. Tests never assert timings; this is
+//! where performance is measured.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -94,7 +96,9 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let data = target.join("bench-data");
     std::fs::create_dir_all(&data).with_context(|| format!("{}", data.display()))?;
 
-    let all_cases = list_cases(&bin)?;
+    let mut all_cases = list_cases(&bin)?;
+    // Not a timed case: what compaction keeps, measured after the timings.
+    all_cases.push(RETENTION.to_owned());
     let baseline = all_cases
         .first()
         .cloned()
@@ -105,7 +109,9 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             bail!("unknown case `{c}` (cases: {})", all_cases.join(", "));
         }
     }
-    if !cases.contains(&baseline) {
+    let retention = cases.contains(&RETENTION.to_owned());
+    cases.retain(|c| c != RETENTION);
+    if !cases.contains(&baseline) && (!cases.is_empty() || !retention) {
         cases.insert(0, baseline.clone());
     }
 
@@ -116,7 +122,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     );
     let mut summary = Vec::new();
     let mut steps: Vec<(u64, &str, f64, f64, f64)> = Vec::new();
-    for &size in &opts.sizes_mb {
+    for &size in opts.sizes_mb.iter().filter(|_| !cases.is_empty()) {
         let file = generate(&bin, &data, size, opts.seed)?;
         let bytes = std::fs::metadata(&file)?.len();
         let mut results: BTreeMap<String, Sample> = BTreeMap::new();
@@ -199,7 +205,61 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         opts.runs,
         data.display()
     );
+    if retention {
+        run_retention(&bin, &target, &data)?;
+    }
     Ok(())
+}
+
+/// The pseudo-case that measures retention.
+const RETENTION: &str = "retention";
+
+/// Builds `musepi` and has `musepi-bench retention` measure what
+/// `musepi compact` keeps of the example, generated and (when
+/// `../shared` is beside the repository) real sessions.
+fn run_retention(bin: &Path, target: &Path, data: &Path) -> anyhow::Result<()> {
+    eprintln!("==> building musepi (release)");
+    run_status(cargo().args([
+        "build",
+        "--release",
+        "--locked",
+        "-p",
+        "musepi",
+        "--bin",
+        "musepi",
+    ]))?;
+    let root = workspace_root()?;
+    let mut cmd = Command::new(bin);
+    cmd.arg("retention")
+        .arg("--musepi")
+        .arg(target.join("release/musepi"))
+        .arg("--work")
+        .arg(data.join("retention"))
+        .arg("--example")
+        .arg(root.join("examples/sessions/todo-refactor.jsonl"));
+    let shared = root.join("../shared");
+    if shared.is_dir() {
+        cmd.arg("--shared").arg(shared);
+    }
+    println!();
+    println!(
+        "retention (planted facts and the sessions' own, verbatim in what `musepi context --llm` shows of the compaction):"
+    );
+    run_status(&mut cmd)
+}
+
+/// The workspace's root folder.
+fn workspace_root() -> anyhow::Result<PathBuf> {
+    let out = cargo()
+        .args(["metadata", "--format-version", "1", "--no-deps", "--locked"])
+        .stderr(Stdio::inherit())
+        .output()
+        .context("cannot run cargo metadata")?;
+    let meta: Value = serde_json::from_slice(&out.stdout)?;
+    meta["workspace_root"]
+        .as_str()
+        .map(PathBuf::from)
+        .context("cargo metadata has no workspace_root")
 }
 
 fn met(ok: bool) -> &'static str {

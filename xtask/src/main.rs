@@ -9,8 +9,10 @@
 //! - `deps`: the dependency-direction check over `cargo metadata`.
 //! - `tidy`: crate docs, READMEs, forbidden macros, whitespace, file sizes,
 //!   fixture copies and stray pending snapshots.
-//! - `bench [--runs N] [--sizes 50,200]`: builds `musepi-bench` in release
-//!   mode, generates synthetic sessions and prints time and memory ratios.
+//! - `bench [--runs N] [--sizes 50,200] [--cases a,b]`: builds `musepi-bench`
+//!   in release mode, generates synthetic sessions and prints time and
+//!   memory ratios, then what `musepi compact` keeps of a history (the
+//!   `retention` case).
 //! - `e2e [--base-url URL --model ID]`: `musepi compact --strategy llm`
 //!   against a real model (SmolLM2-135M from `PyPI`, served by `node-llama-cpp`
 //!   from npm on loopback), cached under `<target>/e2e`; docs/e2e.md.
@@ -35,8 +37,9 @@ tasks:
   golden [--accept]  run every snapshot test, writing new snapshots for review
   deps               check the dependency direction between workspace crates
   tidy               check docs, READMEs, forbidden macros, whitespace, sizes, fixtures
-  bench [--runs N] [--sizes 50,200]
-                     build musepi-bench (release) and compare cases on synthetic sessions
+  bench [--runs N] [--sizes 50,200] [--cases a,b]
+                     build musepi-bench (release) and compare cases on synthetic sessions,
+                     then measure retention (the case `retention`)
   e2e [--keep-recent N] [--max-tokens N] [--port N] [--session FILE] [--base-url URL --model ID] [--skip-unavailable]
                      compact with a real model on loopback (installs it from PyPI and npm
                      into target/e2e on the first run); see docs/e2e.md";

@@ -50,10 +50,6 @@ pub(crate) const CASES: &[Case] = &[
         name: "snap-png",
         run: crate::snap::compact_png,
     },
-    Case {
-        name: "snap-retain",
-        run: crate::snap::retention,
-    },
 ];
 
 /// The baseline: read the whole file and parse every line into a typed

@@ -5,11 +5,15 @@
 //! case once and prints `{case, bytes, seconds, peakBytes, detail}` as one
 //! JSON line, where `peakBytes` is the process's own peak resident memory
 //! (`VmHWM`). `musepi-bench list` names the cases, the baseline first.
+//! `musepi-bench retention [--musepi BIN] [--work DIR] [--example FILE]
+//! [--shared DIR]` measures what `musepi compact` keeps of a history (see
+//! `retention/mod.rs`).
 //!
 //! A new case is one function in `cases.rs` and one line in its table.
 
 mod cases;
 mod generate;
+mod retention;
 mod rng;
 mod snap;
 
@@ -38,6 +42,7 @@ fn run(args: &[String]) -> Result<(), BoxError> {
             }
             Ok(())
         }
+        Some("retention") => retention::run(&args[1..]),
         Some("generator-version") => {
             println!("{}", generate::VERSION);
             Ok(())
@@ -85,7 +90,7 @@ fn run(args: &[String]) -> Result<(), BoxError> {
             Ok(())
         }
         _ => Err(
-            "usage: musepi-bench list | generator-version | generate --size-mb N --seed S --out FILE | run CASE FILE"
+            "usage: musepi-bench list | generator-version | generate --size-mb N --seed S --out FILE | run CASE FILE | retention [--musepi BIN] [--work DIR] [--example FILE] [--shared DIR]"
                 .into(),
         ),
     }

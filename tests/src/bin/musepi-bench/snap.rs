@@ -1,18 +1,18 @@
-//! The snapcompact cases: rendering throughput, the compaction pass over
-//! the synthetic session, and how many planted facts an archive keeps.
+//! The snapcompact cases: rendering throughput and the compaction pass over
+//! the synthetic session (how much an archive keeps is measured by
+//! `musepi-bench retention`).
 
-use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Instant;
 
-use musepi_compaction::{CompactionResult, CompactionSettings, Preparation, prepare};
+use musepi_compaction::{CompactionResult, CompactionSettings, prepare};
 use musepi_context_builder::{ContextMessage, ConvertOptions, build_context_at, convert_to_llm};
 use musepi_session_model::json::utf16_ceil_byte_from_end;
-use musepi_session_model::{EntryBody, Journal, SequentialIds, Session, load_bytes};
+use musepi_session_model::{EntryBody, Journal, SequentialIds, Session};
 use musepi_snapcompact::png_archive::{PngArchive, plan_archive, render_frames};
 use musepi_snapcompact::serialize::{SerializeOptions, serialize_archive, useless_call_ids};
 use musepi_snapcompact::{Shape, SnapSettings, SnapTarget, compact_preparation, normalize};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::BoxError;
 
@@ -120,191 +120,4 @@ fn png_of(result: &CompactionResult) -> Option<PngArchive> {
         .as_ref()
         .and_then(|p| p.get("snapcompact"))
         .and_then(PngArchive::from_value)
-}
-
-/// Where facts are planted, oldest first, as a share of the history.
-const SPOTS: [(&str, f64); 5] = [
-    ("oldest", 0.0),
-    ("early", 0.25),
-    ("middle", 0.5),
-    ("late", 0.9),
-    ("newest", 1.0),
-];
-/// Turns of the retention session.
-const RETENTION_TURNS: usize = 400;
-
-/// The four facts planted at a spot: a file path, an error string, a
-/// number and a user constraint.
-fn facts(spot: &str, n: usize) -> [String; 4] {
-    [
-        format!("crates/{spot}/src/module_{n}.rs"),
-        format!("error[E0{n:03}]: {spot} borrow of `frames` conflicts"),
-        format!("{spot} budget is {} tokens", 7919 * (n + 3)),
-        format!("never edit the {spot}_vendored/ folder"),
-    ]
-}
-
-/// A long synthetic session with facts planted at [`SPOTS`]: each turn a
-/// request, a bash call with a long result and an answer; the planted
-/// turns say their facts in the request and the answer. The last turn is
-/// kept.
-fn retention_session() -> Result<Session, BoxError> {
-    let mut lines = vec![
-        json!({"type": "session", "version": 3, "id": "retention", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/repo"}),
-    ];
-    let mut parent = Value::Null;
-    let mut push = |lines: &mut Vec<Value>, message: Value| {
-        let id = format!("{:08x}", lines.len());
-        lines.push(json!({"type": "message", "id": id, "parentId": parent, "timestamp": "2025-01-01T00:00:01.000Z", "message": message}));
-        parent = Value::String(id);
-    };
-    let planted = |turn: usize| {
-        SPOTS
-            .iter()
-            .enumerate()
-            .find(|(_, (_, at))| ((RETENTION_TURNS - 1) as f64 * at).round() as usize == turn)
-    };
-    for turn in 0..RETENTION_TURNS {
-        let (request, answer) = match planted(turn) {
-            Some((n, (spot, _))) => {
-                let [path, error, number, constraint] = facts(spot, n);
-                (
-                    format!("Constraint: {constraint}. Look at {path}; the {number}."),
-                    format!("The build of {path} fails with {error}; keeping the {number}."),
-                )
-            }
-            None => (
-                format!("Step {turn}: refactor the planner module and run the tests again."),
-                format!("Step {turn} is done; the planner tests pass."),
-            ),
-        };
-        push(
-            &mut lines,
-            json!({"role": "user", "content": request, "timestamp": 1}),
-        );
-        let call = format!("c{turn}");
-        push(
-            &mut lines,
-            json!({"role": "assistant", "content": [
-            {"type": "text", "text": format!("Running the tests for step {turn}.")},
-            {"type": "toolCall", "id": call, "name": "bash", "arguments": {"command": "cargo test -p planner"}}
-        ], "stopReason": "toolUse", "timestamp": 1}),
-        );
-        let mut output = String::new();
-        for i in 0..60 {
-            let _ = writeln!(output, "test planner::case_{turn}_{i} ... ok");
-        }
-        push(
-            &mut lines,
-            json!({"role": "toolResult", "toolCallId": call, "toolName": "bash",
-            "content": [{"type": "text", "text": output}], "isError": false, "timestamp": 1}),
-        );
-        push(
-            &mut lines,
-            json!({"role": "assistant", "content": [{"type": "text", "text": answer}], "stopReason": "stop", "timestamp": 1}),
-        );
-    }
-    push(
-        &mut lines,
-        json!({"role": "user", "content": "Carry on.", "timestamp": 1}),
-    );
-    push(
-        &mut lines,
-        json!({"role": "assistant", "content": [{"type": "text", "text": "Carrying on."}], "stopReason": "stop", "timestamp": 1}),
-    );
-    let mut text = String::new();
-    for line in &lines {
-        let _ = writeln!(text, "{line}");
-    }
-    Ok(load_bytes(
-        Path::new("retention.jsonl"),
-        text.as_bytes(),
-        &mut SequentialIds::new(),
-    )?)
-}
-
-fn retention_prep(session: &Session) -> Result<Preparation<'_>, BoxError> {
-    let settings = CompactionSettings {
-        keep_recent_tokens: 1,
-        adapt_keep_recent: false,
-        ..CompactionSettings::default()
-    };
-    Ok(prepare(session, session.leaf_index(), &settings)?)
-}
-
-/// Which planted facts an archive text keeps verbatim, by spot.
-fn survival(text: &str) -> Map<String, Value> {
-    SPOTS
-        .iter()
-        .enumerate()
-        .map(|(n, (spot, _))| {
-            let kept = facts(spot, n)
-                .iter()
-                .filter(|f| text.contains(f.as_str()))
-                .count();
-            ((*spot).to_owned(), json!(format!("{kept}/4")))
-        })
-        .collect()
-}
-
-/// Retention: the synthetic session compacted as text at several reserves
-/// and as PNG frames at several frame caps; for each, how many of the four
-/// facts planted at each spot survive verbatim in the archive text (for
-/// PNG, the text the frames and edges print). The session file is not
-/// read: the case builds its own session.
-pub(crate) fn retention(_path: &Path) -> Result<Value, BoxError> {
-    let session = retention_session()?;
-    let prep = retention_prep(&session)?;
-    let mut configs = Map::new();
-    let mut newest_kept = true;
-    for reserve in [4096u64, 16_384, 65_536] {
-        let settings = SnapSettings {
-            reserve_tokens: reserve,
-            ..SnapSettings::default()
-        };
-        let result = compact_preparation(&prep, &SnapTarget::default(), &settings)?;
-        let details = result.details.unwrap_or_default();
-        let text = details["snapcompact"]["text"].as_str().unwrap_or_default();
-        let kept = survival(text);
-        newest_kept &= kept["newest"] == "4/4";
-        let mut row = kept;
-        row.insert("archiveChars".into(), json!(text.encode_utf16().count()));
-        configs.insert(format!("text reserve={reserve}"), Value::Object(row));
-    }
-    for frames in [1usize, 4, 16, 80] {
-        let result = compact_preparation(&prep, &claude(Some(frames)), &SnapSettings::default())?;
-        let png = png_of(&result).ok_or("no PNG archive")?;
-        let text = png.text.clone().unwrap_or_default();
-        let kept = survival(&text);
-        newest_kept &= kept["newest"] == "4/4";
-        let mut row = kept;
-        row.insert("frames".into(), json!(png.frames.len()));
-        row.insert("archiveChars".into(), json!(png.total_chars));
-        configs.insert(format!("png maxFrames={frames}"), Value::Object(row));
-    }
-    Ok(json!({
-        "turns": RETENTION_TURNS,
-        "sourceChars": source_chars(&prep),
-        "newestEdgeAllSurvive": newest_kept,
-        "survival": configs,
-    }))
-}
-
-/// UTF-16 length of the normalized archive serialization of `prep`.
-fn source_chars(prep: &Preparation<'_>) -> usize {
-    let all: Vec<ContextMessage<'_>> = prep
-        .messages_to_summarize
-        .iter()
-        .chain(&prep.turn_prefix_messages)
-        .cloned()
-        .collect();
-    let messages = convert_to_llm(&all, &ConvertOptions::for_summary());
-    let useless = useless_call_ids(all.iter().map(|m| m.message.as_ref()));
-    normalize(&serialize_archive(
-        &messages,
-        &useless,
-        &SerializeOptions::default(),
-    ))
-    .encode_utf16()
-    .count()
 }
