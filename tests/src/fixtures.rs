@@ -2,7 +2,7 @@
 //! sessions in `../shared/fixtures/pi` (read in place, never copied).
 //!
 //! Files older than v3 are migrated in memory with the deterministic ids
-//! `00000001`, `00000002`, … (spec-decisions 3); the files are not touched.
+//! `00000001`, `00000002`, … (docs/design.md, "The session file and its tree"); the files are not touched.
 
 use std::path::{Path, PathBuf};
 

@@ -266,7 +266,7 @@ pub fn canonical_json(value: &Value) -> String {
 }
 
 /// Image blocks in a user message: the reference counts them as nothing,
-/// we count 4,800 characters each (spec-decisions 21), so the answers'
+/// we count 4,800 characters each (docs/design.md, "Where musepi differs from pi"), so the answers'
 /// numbers are raised by 1,200 tokens per image before comparing.
 pub fn user_images(m: &musepi_session_model::AgentMessage) -> u64 {
     match m {

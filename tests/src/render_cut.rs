@@ -213,7 +213,7 @@ fn render_preparation(
         prep.boundary_start, prep.boundary_end
     );
 
-    // The walk back from the end over message entries, as SPEC §7.5 step 3 sums it.
+    // The walk back from the end over message entries, as docs/design.md, "Cut points and regions" sums it.
     let mut from_end = vec![None; prep.path.len()];
     let mut acc = 0u64;
     for pos in (prep.boundary_start..prep.boundary_end).rev() {

@@ -1,6 +1,6 @@
-//! Generated scenarios whose sizes are the point: the cases of SPEC §18.5
-//! that need long texts, the end-to-end example of Appendix C, and the
-//! pruning cases of §18.10 item 4. Each returns the JSONL builder so a
+//! Generated scenarios whose sizes are the point: the cases of pi's compaction tests
+//! that need long texts, the end-to-end example of pi's design, and the
+//! pruning cases musepi adds to pi's. Each returns the JSONL builder so a
 //! test can still add to it.
 
 use serde_json::json;
@@ -15,7 +15,7 @@ pub fn filler(tag: &str, len: usize) -> String {
     s
 }
 
-/// SPEC Appendix C: eleven entries, a model change at index 6, usage
+/// The end-to-end example of pi's design: eleven entries, a model change at index 6, usage
 /// 45,000 + 500 on the last assistant.
 pub fn appendix_c() -> SessionBuilder {
     let mut b = SessionBuilder::new();
@@ -59,7 +59,7 @@ pub fn appendix_c() -> SessionBuilder {
     b
 }
 
-/// SPEC §18.5 item 5: ten user/assistant pairs; assistant `i` reports
+/// From pi's compaction tests: ten user/assistant pairs; assistant `i` reports
 /// input 100, output 50 and cacheRead `(i+1) × 1000`.
 pub fn pairs_with_cache_reads() -> SessionBuilder {
     let mut b = SessionBuilder::new();
@@ -76,14 +76,14 @@ pub fn pairs_with_cache_reads() -> SessionBuilder {
     b
 }
 
-/// SPEC §18.5 item 6: a single assistant entry.
+/// From pi's compaction tests: a single assistant entry.
 pub fn single_assistant() -> SessionBuilder {
     let mut b = SessionBuilder::new();
     b.assistant(&[text_block("A lone answer with no question.")], None);
     b
 }
 
-/// SPEC §18.5 item 8: `Turn 1`, `A1`, `Turn 2`, then three long answers
+/// From pi's compaction tests: `Turn 1`, `A1`, `Turn 2`, then three long answers
 /// of 1,250 tokens each.
 pub fn long_second_turn() -> SessionBuilder {
     let mut b = SessionBuilder::new();
@@ -96,7 +96,7 @@ pub fn long_second_turn() -> SessionBuilder {
     b
 }
 
-/// SPEC §18.5 item 9: `hi`, `hello`, a 4,000-character custom message, `ok`.
+/// From pi's compaction tests: `hi`, `hello`, a 4,000-character custom message, `ok`.
 pub fn custom_message_between() -> SessionBuilder {
     let mut b = SessionBuilder::new();
     b.user("hi");
@@ -109,7 +109,7 @@ pub fn custom_message_between() -> SessionBuilder {
     b
 }
 
-/// SPEC §18.5 item 13: three turns, a compaction keeping from the second
+/// From pi's compaction tests: three turns, a compaction keeping from the second
 /// user message, a fourth turn; texts repeated `repeat` times.
 pub fn previous_compaction(repeat: usize) -> SessionBuilder {
     let mut b = SessionBuilder::new();

@@ -153,7 +153,7 @@ fn check_one(
     let p = match result {
         Ok(p) => p,
         // The reference prepares an empty compaction; we report there is
-        // nothing to compact (SPEC §7.1, [PI+]/[DOC]).
+        // nothing to compact (docs/design.md, "Cut points and regions").
         Err(NothingToCompact::TooSmall) if reference_empty => return,
         Err(e) => panic!("{name}: the reference prepares, we say {e}"),
     };

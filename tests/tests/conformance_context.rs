@@ -2,7 +2,7 @@
 //! level, message list, per-message estimates and digests, the context
 //! estimate, and the provider-message count.
 //!
-//! Adjustment (spec-decisions 21): a user image counts 1,200 tokens here
+//! Adjustment (docs/design.md, "Where musepi differs from pi"): a user image counts 1,200 tokens here
 //! and nothing in the reference, so the reference numbers are raised by
 //! that much before comparing.
 

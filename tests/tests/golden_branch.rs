@@ -1,5 +1,5 @@
 //! Golden snapshots of tree navigations that summarize the branch they
-//! leave (`branch__*`, SPEC §13): the old leaf, the target and their
+//! leave (`branch__*`, docs/design.md, "Branch summaries"): the old leaf, the target and their
 //! common ancestor, the abandoned entries with their tokens and whether
 //! they fit the budget, the file lists, the summary request, the stored
 //! summary for a fixed answer, and where the leaf and the summary entry

@@ -87,7 +87,7 @@ fn context_tree_leaf_is_compaction() {
     );
 }
 
-/// SPEC §1.10: the text states both contexts (user, assistant,
+/// The complete example session of pi's design: the text states both contexts (user, assistant,
 /// toolResult, branchSummary at the file leaf; the summary, then "Also
 /// update the tests", thinking level high, at the label).
 #[test]

@@ -1,10 +1,10 @@
 //! Golden snapshots of compaction cut points (`cut__*`): the worked
-//! examples of SPEC §7.8, the cut landing on each kind of turn start and
-//! on metadata (spec-decisions 6), a previous compaction with kept entries
-//! (spec-decisions 5), the cases of §18.5 and Appendix C.
+//! examples (docs/design.md, "Cut points and regions"), the cut landing on each kind of turn start and
+//! on metadata (docs/design.md, "Where musepi differs from pi"), a previous compaction with kept entries
+//! (docs/design.md, "Where musepi differs from pi"), the cases of pi's compaction tests.
 //!
 //! Unless a scenario says otherwise the `keepRecentTokens` adaptation of
-//! SPEC §3.4 is off, so the numbers can be followed by hand.
+//! The `keepRecentTokens` adaptation is off, so the numbers can be followed by hand.
 
 #![allow(clippy::unwrap_used)]
 
@@ -172,7 +172,7 @@ fn useless_pruned_and_images() {
 
 #[test]
 fn reference_pairs_with_cache_reads() {
-    // SPEC §18.5 item 5: with the adaptation on (the default), the cache
+    // From pi's compaction tests: with the adaptation on (the default), the cache
     // reads make the estimate look 50 times too small.
     let b = scenarios::pairs_with_cache_reads();
     let adapted = CompactionSettings {
@@ -252,7 +252,7 @@ fn appendix_c() {
 
 #[test]
 fn thresholds() {
-    // SPEC §3.3 worked examples ([DOC] column) and §18.5 item 4, whose
+    // The threshold examples of pi's design and pi's compaction tests, whose
     // expectations are pi's (`tokens > window − reserve`).
     let s = |reserve: u64, percent: f64, tokens: f64| ThresholdSettings {
         reserve_tokens: reserve,

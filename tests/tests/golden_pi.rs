@@ -6,7 +6,7 @@
 //! Only ids, roles, numbers and hashes appear (the first 12 hex digits of
 //! the SHA-256 of each message's text): the sessions' text never enters
 //! the repository. The cuts are the reference's (no adaptation); the line
-//! after each table says where the adaptation of SPEC §3.4 would cut.
+//! after each table says where the adaptation (docs/design.md, "When to compact") would cut.
 
 #![allow(clippy::unwrap_used)]
 

@@ -1,5 +1,5 @@
-//! Golden snapshots of tool-output pruning plans (`prune__*`, SPEC §5 and
-//! §6): age pruning behind the protected window, the minimum saving,
+//! Golden snapshots of tool-output pruning plans (`prune__*`;
+//! docs/design.md, "Pruning"): age pruning behind the protected window, the minimum saving,
 //! protected and tiny results, useless and superseded results, the
 //! compaction boundary, and the per-turn stale-result pass.
 //!
@@ -51,7 +51,7 @@ fn plan(b: &SessionBuilder) -> String {
 
 #[test]
 fn age_pruning_behind_the_protected_window() {
-    // SPEC §18.10 item 4: 5 × (10,000 − 9) = 49,955 tokens saved.
+    // A case musepi adds to pi's tests: 5 × (10,000 − 9) = 49,955 tokens saved.
     let mut b = SessionBuilder::new();
     b.user("Refactor the old modules.");
     for i in 0..5 {

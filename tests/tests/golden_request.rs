@@ -134,7 +134,7 @@ fn split_turn_without_history() {
 
 #[test]
 fn split_turn_capped_by_the_model() {
-    // SPEC §18.7 item 5: a huge reserve is capped by the model's output limit.
+    // From pi's summary-reasoning tests: a huge reserve is capped by the model's output limit.
     let session = load_fixture("worked_a.jsonl");
     let s = CompactionSettings {
         reserve_tokens: 500_000,

@@ -9,6 +9,8 @@
 //! - no `.rs` file over 1000 lines of non-test code (a warning over 500);
 //! - no copy of the real pi sessions of `../shared/fixtures/pi` (no file may
 //!   contain one of their session ids);
+//! - no citation of the behaviour description or the decision list the
+//!   project was built from (they are not in the repository);
 //! - no pending insta snapshot (`*.snap.new`, `*.pending-snap`) anywhere in
 //!   the working tree (they are git-ignored, so the folders are searched).
 //!
@@ -49,6 +51,12 @@ pub(crate) fn run() -> anyhow::Result<()> {
         }
         if is_rs || has_ext(file, "md") || has_ext(file, "toml") {
             whitespace(file, &text, &mut t);
+        }
+        if ["rs", "md", "toml", "py", "sh", "mjs", "txt"]
+            .iter()
+            .any(|e| has_ext(file, e))
+        {
+            citations(file, &text, &mut t);
         }
     }
     for file in crate::golden::pending_snapshots(&root) {
@@ -250,6 +258,32 @@ fn forbidden_macros(file: &str, text: &str, t: &mut Tidy) {
     }
 }
 
+/// References to the behaviour description and decision list the project
+/// was built from: they are not in the repository, so a reader cannot
+/// follow them. The patterns are assembled at run time so this file does
+/// not trip its own check.
+fn citations(file: &str, text: &str, t: &mut Tidy) {
+    let section = '\u{a7}';
+    let spec = ["SP", "EC"].concat();
+    let patterns = [
+        format!("{spec} {section}"),
+        format!("{spec} Appendix"),
+        ["spec", "-decisions"].concat(),
+    ];
+    for (i, line) in text.lines().enumerate() {
+        let numbered = line.char_indices().any(|(k, c)| {
+            c == section && line[k + c.len_utf8()..].starts_with(|d: char| d.is_ascii_digit())
+        });
+        if numbered || patterns.iter().any(|p| line.contains(p.as_str())) {
+            t.error(
+                file,
+                i + 1,
+                "cites a document that is not in the repository: describe the behaviour, or point at docs/design.md",
+            );
+        }
+    }
+}
+
 fn whitespace(file: &str, text: &str, t: &mut Tidy) {
     for (i, line) in text.lines().enumerate() {
         if line.contains('\t') {
@@ -397,6 +431,23 @@ mod tests {
             t.errors,
             vec!["x.rs:2: debugging macro (`dbg!`)".to_owned()]
         );
+    }
+
+    #[test]
+    fn citations_of_documents_outside_the_repository_are_found() {
+        let mut t = Tidy::default();
+        let (spec, sec) = (["SP", "EC"].concat(), '\u{a7}');
+        let decisions = ["spec", "-decisions 6"].concat();
+        let text = format!(
+            "ok\n// ({spec} {sec}7.5)\n// see {decisions}\n// pricing {sec}\n// docs/design.md, \"Pruning\"\n// {sec}14.2\n"
+        );
+        citations("a.rs", &text, &mut t);
+        let lines: Vec<&str> = t
+            .errors
+            .iter()
+            .map(|e| e.split(": ").next().unwrap())
+            .collect();
+        assert_eq!(lines, ["a.rs:2", "a.rs:3", "a.rs:6"]);
     }
 
     #[test]

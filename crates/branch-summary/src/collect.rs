@@ -1,4 +1,4 @@
-//! Which entries a branch summary covers (SPEC §13.2).
+//! Which entries a branch summary covers (docs/design.md, "Branch summaries").
 //!
 //! Leaving the old leaf for a target abandons the entries between the old
 //! leaf and the deepest entry the two paths share. Those entries, oldest
@@ -36,7 +36,7 @@ impl Collected {
 }
 
 /// Collects the entries abandoned by moving from `old_leaf` to `target`
-/// (`collectEntriesForBranchSummary`, SPEC §13.2), by entry position.
+/// (`collectEntriesForBranchSummary`, docs/design.md, "Branch summaries"), by entry position.
 ///
 /// - No old leaf: nothing.
 /// - The common ancestor is the deepest entry of the target's path that is

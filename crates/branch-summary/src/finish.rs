@@ -1,6 +1,5 @@
-//! From the model's answer to the stored summary (SPEC §13.5), where the
-//! leaf lands (§13.1 step 8), and writing both to the session (§13.1 step 9,
-//! spec-decisions 12).
+//! From the model's answer to the stored summary, where the leaf lands, and
+//! writing both to the session (docs/design.md, "Branch summaries").
 
 use musepi_context_builder::{
     SummaryResponse, Template, format_files_block, template, upsert_file_operations,
@@ -83,12 +82,12 @@ pub struct Destination {
     pub editor_text: Option<String>,
 }
 
-/// Where the leaf lands when navigating to `target` (SPEC §13.1 step 8):
+/// Where the leaf lands when navigating to `target` (docs/design.md, "Branch summaries"):
 /// on a user message's parent, with its text returned for editing; on a
 /// custom message's parent, with its text; otherwise on the target. A
 /// parent that is missing from the session (an orphan) counts as none.
 ///
-/// Navigating to the current leaf does nothing at all (SPEC §13.1 step 1);
+/// Navigating to the current leaf does nothing at all (docs/design.md, "Branch summaries");
 /// callers check for it first, or a user-message leaf would move to its
 /// parent.
 pub fn destination(session: &Session, target: Option<&str>) -> Result<Destination, BranchError> {
@@ -202,9 +201,9 @@ fn apply(
     Ok(None)
 }
 
-/// Completes a navigation on a journal, durably (SPEC §13.1 step 9): with a
-/// summary, a `branch_summary` entry under the new leaf (spec-decisions
-/// 12), labelled with `label`; without one, the leaf moves to the new leaf
+/// Completes a navigation on a journal, durably (docs/design.md, "Branch summaries"): with a
+/// summary, a `branch_summary` entry under the new leaf (docs/design.md,
+/// "Where musepi differs from pi"), labelled with `label`; without one, the leaf moves to the new leaf
 /// (or is reset) and `label` goes on the target. Returns the summary
 /// entry's id. A summary with empty text counts as none.
 pub fn apply_to_journal(
@@ -482,7 +481,7 @@ mod tests {
 
     #[test]
     fn without_a_summary_the_leaf_moves_and_new_entries_follow_it() {
-        // SPEC §18.2 cases 12 and 15: u1, a2, u3; back to a2; a new message
+        // From pi's tree-traversal tests: u1, a2, u3; back to a2; a new message
         // is a sibling of u3, and the context follows the new branch.
         let mut session = session_from(vec![
             entry("u1", None, user("msg1")),
@@ -531,7 +530,7 @@ mod tests {
 
     #[test]
     fn an_unknown_new_leaf_is_refused_and_nothing_changes() {
-        // SPEC §18.2 case 13: `branchWithSummary` to an unknown id throws.
+        // From pi's tree-traversal tests: `branchWithSummary` to an unknown id throws.
         let mut session = picture();
         let dest = Destination {
             target: Some(EntryId::new("nonexistent")),

@@ -2,20 +2,20 @@
 //!
 //! When the user navigates the session tree (`/tree`) away from the current
 //! leaf, the entries left behind can be summarized so the conversation
-//! remembers what was tried there (SPEC §13). This crate owns that
+//! remembers what was tried there (docs/design.md, "Branch summaries"). This crate owns that
 //! pipeline, as pure synchronous steps:
 //!
 //! 1. [`collect_entries`]: the abandoned entries, from the old leaf up to
-//!    the deepest entry the old leaf and the target share (§13.2).
+//!    the deepest entry the old leaf and the target share.
 //! 2. [`prepare_branch`]: their messages, newest first, within a token
 //!    budget ([`token_budget`]), with the files they read and changed
-//!    (§13.3, §13.4, §11.2).
-//! 3. [`summary_request`]: the plain-data [`SummaryRequest`] for a model
-//!    (§13.5), or none when nothing fits.
+//!    (docs/design.md, "Summaries").
+//! 3. [`summary_request`]: the plain-data [`SummaryRequest`] for a model,
+//!    or none when nothing fits.
 //! 4. [`finish`]: the model's answer becomes the stored [`Summary`]: the
 //!    preamble, the text and the `<files>` block.
 //! 5. [`destination`] and [`apply_to_journal`]: where the leaf lands, and
-//!    the `branch_summary` entry under it (spec-decisions 12).
+//!    the `branch_summary` entry under it.
 //!
 //! It builds on `musepi-session-model` (the tree) and
 //! `musepi-context-builder` (token estimates, the summarizer serialization,

@@ -1,5 +1,5 @@
-//! Fitting the abandoned entries into a token budget (SPEC §13.3, §13.4,
-//! with spec-decisions 4 and 14).
+//! Fitting the abandoned entries into a token budget (docs/design.md,
+//! "Branch summaries").
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -17,12 +17,12 @@ use musepi_session_model::{
 
 use crate::error::BranchError;
 
-/// The context window assumed when the model does not say (SPEC §13.5).
+/// The context window assumed when the model does not say (docs/design.md, "Branch summaries").
 pub const FALLBACK_CONTEXT_WINDOW: u64 = 128_000;
 /// The default `branchSummary.reserveTokens`.
 pub const DEFAULT_RESERVE_TOKENS: u64 = 16_384;
 
-/// The token budget of a branch summary's input (spec-decisions 14):
+/// The token budget of a branch summary's input (docs/design.md, "Branch summaries"):
 /// `(context_window or 128000) - reserve_tokens`. A window of `None` or 0
 /// means unknown. A reserve at least as large as the window gives 0, which
 /// [`prepare_branch`] reads as "no limit", as the reference reads its
@@ -38,13 +38,13 @@ pub fn token_budget(context_window: Option<u64>, reserve_tokens: u64) -> u64 {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum ToolResults {
     /// Leave every tool result out: what they did lives in the assistant's
-    /// tool calls. The reference's behaviour (`[PI]`), which the
+    /// tool calls. The reference's behaviour (pi's code), which the
     /// conformance answers record.
     Skip,
     /// Keep them, counted as the summarizer will see them (cut at 2,000
     /// UTF-16 units; a result without text counts 0), and leave out useless
     /// results that are not errors, together with the calls that asked for
-    /// them (spec-decisions 14, SPEC §6.2).
+    /// them (docs/design.md, "Branch summaries" and "Pruning").
     #[default]
     Truncated,
 }
@@ -101,7 +101,7 @@ impl<'a> BranchPreparation<'a> {
         self.file_ops.lists()
     }
 
-    /// The summarizer's view of the messages (SPEC §8.2).
+    /// The summarizer's view of the messages (docs/design.md, "Summaries").
     pub fn serialized(&self) -> String {
         let dropped: HashSet<&str> = self.dropped_calls.iter().map(String::as_str).collect();
         let messages: Vec<ContextMessage<'a>> = self
@@ -113,7 +113,7 @@ impl<'a> BranchPreparation<'a> {
     }
 }
 
-/// The message an entry gives a branch summary (SPEC §13.3): compactions as
+/// The message an entry gives a branch summary (docs/design.md, "Branch summaries"): compactions as
 /// their summary, every branch summary (even an empty one), custom
 /// messages, and messages, with tool results as `tool_results` says.
 /// Metadata gives none. The second value is the id of a tool call whose
@@ -206,10 +206,10 @@ fn without_calls<'a>(m: &ContextMessage<'a>, dropped: &HashSet<&str>) -> Context
 }
 
 /// Fits the collected entries (positions, oldest first) into
-/// `token_budget` (`prepareBranchEntries`, SPEC §13.4).
+/// `token_budget` (`prepareBranchEntries`, docs/design.md, "Branch summaries").
 ///
 /// 1. The `details` lists of every collected `branch_summary` not made by
-///    an extension (`fromHook`/`fromExtension`, spec-decisions 4) join the
+///    an extension (`fromHook`/`fromExtension`, docs/design.md, "The session file and its tree") join the
 ///    file operations, whatever the budget. Compaction details do not.
 /// 2. Walking newest to oldest, each entry's message (see [`ToolResults`])
 ///    gives its file operations, fitting or not, and is taken while the

@@ -1,4 +1,4 @@
-//! The summary request of a branch (SPEC §13.5), as plain data.
+//! The summary request of a branch (docs/design.md, "Branch summaries"), as plain data.
 
 use musepi_context_builder::{RequestPurpose, SummaryRequest, Template, template};
 
@@ -7,7 +7,7 @@ use crate::prepare::BranchPreparation;
 /// The default instruction: what a branch summary holds.
 pub const INSTRUCTIONS: Template = template!("branch-summary/branch-summary.md");
 
-/// Output limit of a branch summary call (SPEC §8.5).
+/// Output limit of a branch summary call (docs/design.md, "Summaries").
 pub const MAX_TOKENS: u32 = 2048;
 
 /// How to ask for the summary.
@@ -20,7 +20,7 @@ pub struct RequestOptions<'a> {
     /// as none.
     pub custom_instructions: Option<&'a str>,
     /// Whether custom instructions replace the default instruction
-    /// (spec-decisions 13, the default) or are added to it as
+    /// (docs/design.md, "Branch summaries", the default) or are added to it as
     /// `Additional focus:` (`replaceInstructions: false`).
     pub replace_instructions: bool,
 }

@@ -63,7 +63,7 @@ pub enum Command {
     Compact(CompactArgs),
     /// Move to another point of the tree, optionally summarizing the branch you leave.
     Branch(BranchArgs),
-    /// Start a new session from a handoff document of this one (SPEC §10).
+    /// Start a new session from a handoff document of this one (docs/design.md, "Handoff").
     Handoff(HandoffArgs),
     /// Look at snapcompact archives.
     #[command(subcommand)]

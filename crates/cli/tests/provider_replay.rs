@@ -1,4 +1,4 @@
-//! The remote replay of SPEC §2.4 on the wire, against a real HTTP server
+//! The remote replay (docs/design.md, "What the model sees") on the wire, against a real HTTP server
 //! on 127.0.0.1: a compaction that stored a provider-native history is sent
 //! as that history by the `openai-responses` provider that stored it, and as
 //! the summary followed by the kept messages by every other provider; and

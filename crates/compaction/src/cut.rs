@@ -1,4 +1,4 @@
-//! Where to cut (SPEC §7.4-7.6, with spec-decisions 6).
+//! Where to cut (docs/design.md, "Cut points and regions" and "Where musepi differs from pi").
 
 use musepi_session_model::{AgentMessage, Entry, EntryBody};
 
@@ -57,12 +57,12 @@ pub struct CutPoint {
 }
 
 /// Finds the cut in `path[start..end]` keeping about `keep_recent_tokens`
-/// (SPEC §7.5): walk back from the end summing message estimates until the
+/// (docs/design.md, "Cut points and regions"): walk back from the end summing message estimates until the
 /// budget is reached, cut at the first valid cut point at or after that
 /// entry, pull metadata entries in front of the cut into the kept side.
 ///
 /// A turn is split only when the first kept message does not start a turn
-/// and the turn's beginning lies before the cut (spec-decisions 6).
+/// and the turn's beginning lies before the cut (docs/design.md, "Where musepi differs from pi").
 pub fn find_cut_point(
     entries: &[Entry],
     path: &[usize],

@@ -1,4 +1,4 @@
-//! Turning summarizer answers into a compaction entry (SPEC §8.7, §12).
+//! Turning summarizer answers into a compaction entry (docs/design.md, "Summaries").
 
 use musepi_context_builder::{format_files_block, upsert_file_operations};
 use musepi_session_model::{Compaction, EntryBody, EntryId, RawJson, Text, Usage};
@@ -55,7 +55,7 @@ pub fn history_without_call(prep: &Preparation<'_>) -> String {
         .unwrap_or_else(|| NO_PRIOR_HISTORY.to_owned())
 }
 
-/// Joins the history summary and the turn-prefix summary (SPEC §8.7).
+/// Joins the history summary and the turn-prefix summary (docs/design.md, "Summaries").
 pub fn merge_summaries(history: &str, turn_prefix: Option<&str>) -> String {
     match turn_prefix {
         Some(prefix) => format!("{history}\n\n---\n\n**Turn Context (split turn):**\n\n{prefix}"),

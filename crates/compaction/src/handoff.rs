@@ -1,4 +1,4 @@
-//! Handoff (SPEC §10, design-era semantics): a document for a successor,
+//! Handoff (docs/design.md, "Handoff", design-era semantics): a document for a successor,
 //! and the new session that starts with it.
 
 use musepi_context_builder::{LlmMessage, RequestPurpose, SummaryRequest};

@@ -42,7 +42,7 @@ pub struct SummaryPlan {
     /// The previous compaction's `preserveData`.
     pub previous_preserve_data: Option<RawJson>,
     /// The history as units, for summarizing in windows when it is too
-    /// large for the summarizer (SPEC §8.8).
+    /// large for the summarizer (docs/design.md, "Summaries").
     pub history_units: crate::window::HistoryUnits,
     /// Output limit and reasoning of the short summary.
     short_max_tokens: u32,
@@ -91,7 +91,7 @@ impl SummaryPlan {
         self.history.iter().chain(&self.turn_prefix)
     }
 
-    /// The merged summary text from the answers (SPEC §8.7).
+    /// The merged summary text from the answers (docs/design.md, "Summaries").
     pub fn merge(&self, history: Option<&str>, turn_prefix: Option<&str>) -> String {
         merge_summaries(history.unwrap_or(&self.history_fallback), turn_prefix)
     }

@@ -1,4 +1,4 @@
-//! Preparing a compaction (SPEC §7, with spec-decisions 5 and 6): the
+//! Preparing a compaction (docs/design.md, "Cut points and regions" and "Where musepi differs from pi"): the
 //! boundary, the cut, the three regions, `tokensBefore`, the previous
 //! summary and the cumulative file operations.
 
@@ -48,7 +48,7 @@ pub struct Preparation<'a> {
     /// Id of the first kept entry.
     pub first_kept_entry_id: EntryId,
     /// Messages summarized and dropped: the previous compaction's kept
-    /// messages (spec-decisions 5) and the complete turns before the cut.
+    /// messages (docs/design.md, "Where musepi differs from pi") and the complete turns before the cut.
     pub messages_to_summarize: Vec<ContextMessage<'a>>,
     /// The prefix of a split turn, summarized separately.
     pub turn_prefix_messages: Vec<ContextMessage<'a>>,

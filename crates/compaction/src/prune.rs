@@ -1,4 +1,4 @@
-//! Tool-output pruning (SPEC §5) and useless-result elision (§6): stale
+//! Tool-output pruning and useless-result elision (docs/design.md, "Pruning"): stale
 //! tool results are blanked in place, never removed, so calls and results
 //! stay paired. Pruning returns the changed entries; the caller rewrites
 //! the journal atomically.
@@ -23,7 +23,7 @@ pub const SUPERSEDED_NOTICE: &str = "[Superseded by a newer read of this file]";
 /// Placeholder for a result its tool flagged as useless.
 pub const USELESS_NOTICE: &str = "[Uneventful result elided]";
 
-/// Pruning settings (SPEC §5.1).
+/// Pruning settings (docs/design.md, "Pruning").
 #[derive(Debug, Clone, PartialEq)]
 pub struct PruneConfig {
     /// The newest this many tokens of tool output are never age-pruned.
@@ -118,7 +118,7 @@ fn is_protected(config: &PruneConfig, tool_name: &str, read_path: Option<&str>) 
         })
 }
 
-/// The supersede key of a read (SPEC §5.4): the bare path, or the path with
+/// The supersede key of a read (docs/design.md, "Pruning"): the bare path, or the path with
 /// its selector after `\0` (line ranges) or `\1` (`raw`/`conflicts`).
 pub fn supersede_key(path: &str) -> Option<String> {
     if has_url_scheme(path) {
@@ -183,7 +183,7 @@ fn results<'a>(session: &'a Session, path: &[usize]) -> Vec<ResultInfo<'a>> {
     out
 }
 
-/// Results superseded by newer reads of the same file (SPEC §5.4).
+/// Results superseded by newer reads of the same file (docs/design.md, "Pruning").
 fn superseded(results: &[ResultInfo<'_>], config: &PruneConfig) -> HashSet<usize> {
     let mut out = HashSet::new();
     let mut newer_ok: HashSet<String> = HashSet::new();
@@ -260,7 +260,7 @@ fn placeholder_tokens(s: &str) -> u64 {
     chars_to_tokens(utf16_len(s))
 }
 
-/// The threshold prune (`pruneToolOutputs`, SPEC §5.3): superseded and
+/// The threshold prune (`pruneToolOutputs`, docs/design.md, "Pruning"): superseded and
 /// useless results anywhere after the boundary, and results older than the
 /// protected window, if the total saving reaches `minimum_savings`.
 pub fn plan_prune(session: &Session, leaf: Option<usize>, config: &PruneConfig) -> PrunePlan {
@@ -317,7 +317,7 @@ pub fn plan_prune(session: &Session, leaf: Option<usize>, config: &PruneConfig) 
     plan
 }
 
-/// The per-turn pass (SPEC §5.4, §6.2): superseded reads and useless
+/// The per-turn pass (docs/design.md, "Pruning"): superseded reads and useless
 /// results only, blanked when the messages after them are small enough
 /// (≤ `suffix_token_limit`) not to disturb the prompt cache much, or all of
 /// them when the session has been idle past the cache lifetime.

@@ -1,4 +1,4 @@
-//! The summary requests of a compaction (SPEC §8.3-8.6), as plain data.
+//! The summary requests of a compaction (docs/design.md, "Summaries"), as plain data.
 
 use musepi_context_builder::{
     ContextMessage, RequestPurpose, SummaryRequest, serialize_for_summary,
@@ -48,7 +48,7 @@ fn cap(limit: u64, s: &CompactionSettings) -> u32 {
 }
 
 /// Assembles `<conversation>`, `<previous-summary>`, `<additional-context>`,
-/// the instruction and the custom focus (SPEC §8.3).
+/// the instruction and the custom focus (docs/design.md, "Summaries").
 pub fn assemble_prompt(
     conversation: &str,
     previous_summary: Option<&str>,

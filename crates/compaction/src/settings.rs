@@ -1,4 +1,4 @@
-//! The settings compaction reads (SPEC §17.1, design era).
+//! The settings compaction reads (docs/design.md, "Settings").
 
 use musepi_context_builder::ThresholdSettings;
 
@@ -12,7 +12,7 @@ pub struct CompactionSettings {
     /// The recent window kept verbatim.
     pub keep_recent_tokens: u64,
     /// Shrink the kept window when provider usage shows the estimate runs
-    /// low (SPEC §3.4). The reference does not; the design era does.
+    /// low (docs/design.md, "When to compact"). The reference does not; the design era does.
     pub adapt_keep_recent: bool,
     /// Percent threshold (≤ 0: unset).
     pub threshold_percent: f64,

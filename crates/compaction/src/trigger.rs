@@ -1,4 +1,4 @@
-//! When to compact (SPEC §4): pure decisions over plain inputs, one per
+//! When to compact (docs/design.md, "When to compact"): pure decisions over plain inputs, one per
 //! natural point of an agent loop.
 
 use std::sync::OnceLock;
@@ -34,7 +34,7 @@ impl Reason {
         }
     }
 
-    /// The `errorMessage` of a failed compaction for this reason (SPEC §4.11).
+    /// The `errorMessage` of a failed compaction for this reason (docs/design.md, "When to compact").
     pub fn failure_message(self, error: &str) -> String {
         match self {
             Self::Overflow => format!("Context overflow recovery failed: {error}"),
@@ -45,7 +45,7 @@ impl Reason {
     }
 }
 
-/// The message after a second overflow in one run (SPEC §4.4).
+/// The message after a second overflow in one run (docs/design.md, "When to compact").
 pub const REPEATED_OVERFLOW: &str = "Context overflow recovery failed after one compact-and-retry attempt. Try reducing context or switching to a larger-context model.";
 
 /// How many no-output incomplete answers in a row are retried before giving up.
@@ -154,7 +154,7 @@ fn overflow_patterns() -> &'static RegexSet {
     })
 }
 
-/// Whether a provider error text says the context was too long (SPEC §4.3).
+/// Whether a provider error text says the context was too long (docs/design.md, "When to compact").
 pub fn is_overflow_error(error_message: &str) -> bool {
     overflow_patterns().is_match(error_message)
 }
@@ -203,7 +203,7 @@ pub fn has_output(message: &AssistantMessage) -> bool {
         .is_some_and(|t| !t.trim().is_empty())
 }
 
-/// The post-turn check after an assistant message (SPEC §4.2-4.6):
+/// The post-turn check after an assistant message (docs/design.md, "When to compact"):
 /// overflow recovery, incomplete-output recovery, or threshold maintenance.
 pub fn after_assistant(message: &AssistantMessage, ctx: &TriggerContext) -> Action {
     if !ctx.thresholds.enabled
@@ -264,7 +264,7 @@ pub fn after_assistant(message: &AssistantMessage, ctx: &TriggerContext) -> Acti
     Action::None
 }
 
-/// The mid-turn check before the next request of a tool loop (SPEC §4.7):
+/// The mid-turn check before the next request of a tool loop (docs/design.md, "When to compact"):
 /// only at a safe boundary (every tool call of the last assistant has its
 /// result), never with a separate continuation.
 pub fn before_request(context_tokens: f64, safe_boundary: bool, ctx: &TriggerContext) -> Action {
@@ -283,7 +283,7 @@ pub fn before_request(context_tokens: f64, safe_boundary: bool, ctx: &TriggerCon
     })
 }
 
-/// Idle maintenance (SPEC §4.8): never continues.
+/// Idle maintenance (docs/design.md, "When to compact"): never continues.
 pub fn when_idle(
     context_tokens: f64,
     idle_seconds: u64,

@@ -1,4 +1,4 @@
-//! Summarizing history too large for the summarizer in windows (SPEC §8.8):
+//! Summarizing history too large for the summarizer in windows (docs/design.md, "Summaries"):
 //! the messages are split into windows that fit, and each window's summary
 //! is folded into the next with the update prompt.
 
@@ -13,7 +13,7 @@ use crate::prompts::{FIRST_SUMMARY, SUMMARIZATION_SYSTEM, UPDATE_SUMMARY};
 use crate::request::{RequestOptions, assemble_prompt, history_max_tokens};
 use crate::settings::CompactionSettings;
 
-/// The context window assumed for a summarizer that does not say (SPEC §8.8).
+/// The context window assumed for a summarizer that does not say (docs/design.md, "Summaries").
 pub const DEFAULT_SUMMARIZER_WINDOW: u64 = 200_000;
 
 /// The smallest input a window may have, in tokens:

@@ -1,4 +1,4 @@
-//! The LLM context at a leaf (SPEC §2.1).
+//! The LLM context at a leaf (docs/design.md, "What the model sees").
 
 use std::borrow::Cow;
 
@@ -92,9 +92,9 @@ pub fn build_context_over_path<'a>(session: &'a Session, path: &[usize]) -> Sess
     let mut ctx = SessionContext::empty();
     let mut compaction_pos = None;
     // oh-my-pi's `model_change` with `role: "default"` sets an explicit
-    // default that later assistant messages no longer override ([DOC]);
+    // default that later assistant messages no longer override (pi's design);
     // other roles (`smol`, `slow`, …) do not change the main model, and
-    // pi's role-less shape is overridden by the next assistant ([PI]).
+    // pi's role-less shape is overridden by the next assistant (pi's code).
     let mut explicit_default = false;
     for (pos, &i) in path.iter().enumerate() {
         let e = &entries[i];
@@ -161,7 +161,7 @@ pub fn build_context_over_path<'a>(session: &'a Session, path: &[usize]) -> Sess
     ctx
 }
 
-/// The message an entry contributes to a context, if any (SPEC §2.1 step 6;
+/// The message an entry contributes to a context, if any (docs/design.md, "What the model sees";
 /// compactions are handled by the caller).
 pub fn entry_message(entry: &Entry) -> Option<Cow<'_, AgentMessage>> {
     match &entry.body {

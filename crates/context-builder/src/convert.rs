@@ -1,10 +1,10 @@
-//! Conversion of context messages into provider messages (SPEC §2.3), with
-//! the safety refinements of §2.4.
+//! Conversion of context messages into provider messages (docs/design.md, "What the model sees"), with
+//! the safety refinements (docs/design.md, "What the model sees").
 //!
 //! # Remote replay
 //!
-//! A compaction made by a provider's native compaction (SPEC §9.2) stores
-//! that provider's replacement history; §2.4 sends it in place of the
+//! A compaction made by a provider's native compaction (docs/design.md, "Remote summaries") stores
+//! that provider's replacement history; docs/design.md, "What the model sees" sends it in place of the
 //! summary and of the kept entries. The conversion does not know which
 //! provider will send the messages, so it emits both forms in one message:
 //! with [`ConvertOptions::session`] and [`ConvertOptions::refine`], the
@@ -43,7 +43,7 @@ pub const INTERRUPTED_THINKING: &str = "interrupted-thinking";
 
 /// Supplies the archive blocks of a snapcompact compaction: the blocks
 /// follow the summary text in the same user message, without a wrapper
-/// (SPEC §14.8). Implemented by the snapcompact crate.
+/// (docs/snapcompact.md). Implemented by the snapcompact crate.
 pub trait ArchiveBlocks {
     /// The blocks for the compaction entry at `entry_index`, or `None` when
     /// it carries no archive.
@@ -53,13 +53,13 @@ pub trait ArchiveBlocks {
 /// How to convert.
 #[derive(Clone, Copy)]
 pub struct ConvertOptions<'a> {
-    /// Apply the safety refinements (spec-decisions 20): drop error and
+    /// Apply the safety refinements (docs/design.md, "What the model sees"): drop error and
     /// aborted turns with their results, dangling tool calls and orphan
     /// tool results. Every request sent to a model uses them; the
     /// summarizer serialization does not (its input must equal the
     /// reference's).
     pub refine: bool,
-    /// Send custom messages as developer messages (spec-decisions 7);
+    /// Send custom messages as developer messages (docs/design.md, "What the model sees");
     /// `false` for providers without a developer role (they become user
     /// messages).
     pub developer_role: bool,
@@ -68,7 +68,7 @@ pub struct ConvertOptions<'a> {
     /// The session the messages were built from. With it (and `refine`),
     /// a compaction summary whose entry stored a provider's native history
     /// becomes a [`LlmMessage::ProviderHistory`] holding the kept messages
-    /// (SPEC §2.4, remote replay; see the module docs).
+    /// (docs/design.md, "What the model sees"; see the module docs).
     pub session: Option<&'a Session>,
 }
 
@@ -239,7 +239,7 @@ fn pruned_content(content: &Content) -> Vec<ContentBlock> {
     out
 }
 
-/// `bashExecutionToText` (SPEC §2.3).
+/// `bashExecutionToText` (docs/design.md, "What the model sees").
 pub fn bash_execution_to_text(b: &BashExecutionMessage) -> String {
     let mut text = format!("Ran `{}`\n", b.command.as_str());
     if b.output.is_empty() {

@@ -1,4 +1,4 @@
-//! Token accounting (SPEC §3): the chars/4 estimate, provider usage, and
+//! Token accounting (docs/design.md, "Token estimates"): the chars/4 estimate, provider usage, and
 //! the context estimate that combines them.
 
 use musepi_session_model::{AgentMessage, Content, ContentBlock, StopReason, Usage};
@@ -6,8 +6,8 @@ use musepi_session_model::{AgentMessage, Content, ContentBlock, StopReason, Usag
 /// Characters an image block counts for: about 1,200 tokens.
 pub const IMAGE_CHARS: usize = 4800;
 
-/// `ceil(chars / 4)` for one message (SPEC §3.1, with spec-decisions 16 and
-/// 21: custom messages count, and user images count 4,800 characters).
+/// `ceil(chars / 4)` for one message (docs/design.md, "Token estimates":
+/// custom messages count, and user images count 4,800 characters).
 ///
 /// Characters are UTF-16 code units; a tool call counts its name plus its
 /// arguments as compact `JSON.stringify` output.
@@ -60,7 +60,7 @@ fn content_chars(content: &Content) -> usize {
     }
 }
 
-/// The context size a provider reported (SPEC §3.2): `totalTokens` when
+/// The context size a provider reported (docs/design.md, "Token estimates"): `totalTokens` when
 /// non-zero, else `input + output + cacheRead + cacheWrite`.
 pub fn calculate_context_tokens(usage: &Usage) -> f64 {
     if usage.total_tokens == 0.0 {
@@ -110,7 +110,7 @@ pub struct ContextEstimate {
 }
 
 /// The context size: the last anchoring usage plus estimates of what came
-/// after it (SPEC §3.2).
+/// after it (docs/design.md, "Token estimates").
 pub fn estimate_context_tokens<'a, I>(messages: I) -> ContextEstimate
 where
     I: IntoIterator<Item = &'a AgentMessage>,

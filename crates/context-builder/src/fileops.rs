@@ -1,4 +1,4 @@
-//! File-operation tracking in summaries (SPEC §11): which files the
+//! File-operation tracking in summaries (docs/design.md, "Summaries"): which files the
 //! summarized history read and changed, and the `<files>` block that lists
 //! them.
 
@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use musepi_session_model::{AgentMessage, ContentBlock};
 use serde_json::Value;
 
-/// At most this many files are listed; the rest are counted (SPEC §11.5).
+/// At most this many files are listed; the rest are counted (docs/design.md, "Summaries").
 pub const FILE_LIST_LIMIT: usize = 20;
 
 /// Orders strings by UTF-16 code units, as JavaScript's default sort does.
@@ -77,7 +77,7 @@ pub struct FileLists {
 
 impl FileOps {
     /// Adds the operations of one message: `read`, `write` and `edit` tool
-    /// calls of an assistant with a non-empty string `path` (SPEC §11.1).
+    /// calls of an assistant with a non-empty string `path` (docs/design.md, "Summaries").
     /// URL-like paths are skipped; read selectors (`:10-20`, `:raw`) are
     /// stripped from read paths.
     pub fn add_message(&mut self, message: &AgentMessage) {
@@ -104,7 +104,7 @@ impl FileOps {
     }
 
     /// Adds a previous summary's persisted lists: `readFiles` as read,
-    /// `modifiedFiles` as edited (SPEC §11.2).
+    /// `modifiedFiles` as edited (docs/design.md, "Summaries").
     pub fn add_details(&mut self, details: &Value) {
         let list = |key: &str| {
             details
@@ -122,7 +122,7 @@ impl FileOps {
         }
     }
 
-    /// `computeFileLists` (SPEC §11.3): modified = edited ∪ written, read =
+    /// `computeFileLists` (docs/design.md, "Summaries"): modified = edited ∪ written, read =
     /// read − modified, both sorted, URL-like paths left out.
     pub fn lists(&self) -> FileLists {
         let mut modified = PathSet::default();
@@ -196,7 +196,7 @@ pub fn has_url_scheme(path: &str) -> bool {
 }
 
 /// Strips a trailing read selector (`:50`, `:50-200`, `:L10-L20`, `:raw`,
-/// `:conflicts`, or one of each) from a read path (SPEC §11.1).
+/// `:conflicts`, or one of each) from a read path (docs/design.md, "Summaries").
 pub fn strip_read_selector(path: &str) -> String {
     let mut out = path;
     let mut seen_range = false;
@@ -243,7 +243,7 @@ fn is_range(s: &str) -> bool {
     matches!(after_sep.and_then(number), Some(""))
 }
 
-/// The `<files>` block (SPEC §11.5): at most 20 files in the grouped,
+/// The `<files>` block (docs/design.md, "Summaries"): at most 20 files in the grouped,
 /// prefix-folded tree, then `[…N files elided…]`. Empty when there are no files.
 pub fn format_files_block(lists: &FileLists, read: &PathSet) -> String {
     let all = lists.marked(read);
@@ -267,7 +267,7 @@ pub fn format_files_block(lists: &FileLists, read: &PathSet) -> String {
     format!("<files>\n{body}\n</files>")
 }
 
-/// pi's legacy rendering (SPEC §11.4): `\n\n<read-files>…` and
+/// pi's legacy rendering (docs/design.md, "Summaries"): `\n\n<read-files>…` and
 /// `<modified-files>…` sections, or nothing.
 pub fn format_legacy(lists: &FileLists) -> String {
     let mut sections = Vec::new();
@@ -290,7 +290,7 @@ pub fn format_legacy(lists: &FileLists) -> String {
     }
 }
 
-/// Replaces any file lists in `summary` with `block` (SPEC §11.5
+/// Replaces any file lists in `summary` with `block` (docs/design.md, "Summaries"
 /// `upsertFileOperations`): every `<files>`, `<read-files>` and
 /// `<modified-files>` block is removed with the whitespace after it, then
 /// the new block is appended after a blank line.

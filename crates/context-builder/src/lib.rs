@@ -1,14 +1,14 @@
 //! What the model sees of a session.
 //!
-//! This crate owns: the LLM context at any leaf (SPEC §2.1) with the
-//! safety refinements of §2.4, the display transcript (§2.2), conversion to
-//! provider messages (§2.3, [`LlmMessage`], with the remote replay of §2.4:
-//! [`ProviderHistory`], [`resolve_replays`]), token counting (the chars/4
-//! estimate of §3.1, provider-usage estimates of §3.2, thresholds of §3.3,
-//! the `keepRecentTokens` adaptation of §3.4, and exact BPE counts), the
-//! summarizer serialization (§8.2), file-operation tracking (§11), prompt
-//! template rendering for every crate, and the plain-data
-//! [`SummaryRequest`] that every summarizer takes.
+//! This crate owns: the LLM context at any leaf with the safety
+//! refinements, the display transcript, conversion to provider messages
+//! ([`LlmMessage`], with the remote replay: [`ProviderHistory`],
+//! [`resolve_replays`]), token counting (the chars/4 estimate, provider
+//! usage, thresholds, the `keepRecentTokens` adaptation, exact BPE counts,
+//! and [`context_tokens`], the one size of what the model sees), the
+//! summarizer serialization, file-operation tracking, prompt template
+//! rendering for every crate, and the plain-data [`SummaryRequest`] that
+//! every summarizer takes. docs/design.md describes each behaviour.
 //!
 //! It builds on `musepi-session-model` and knows nothing of when to compact.
 

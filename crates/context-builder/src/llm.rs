@@ -1,5 +1,5 @@
 //! Provider-facing messages: what a model is sent, after conversion
-//! (SPEC §2.3), and the plain-data summary request every summarizer takes.
+//! (docs/design.md, "What the model sees"), and the plain-data summary request every summarizer takes.
 
 use std::collections::HashSet;
 
@@ -15,7 +15,7 @@ pub enum LlmMessage {
         /// Text and image blocks.
         content: Vec<ContentBlock>,
     },
-    /// A developer (system-level) message: custom messages (spec-decisions 7).
+    /// A developer (system-level) message: custom messages (docs/design.md, "What the model sees").
     Developer {
         /// Text and image blocks.
         content: Vec<ContentBlock>,
@@ -43,7 +43,7 @@ pub enum LlmMessage {
         is_error: bool,
     },
     /// A compaction summary that carries a provider's native replay of the
-    /// compacted history (SPEC §2.4, remote replay). Only the provider that
+    /// compacted history (docs/design.md, "What the model sees"). Only the provider that
     /// stored it sends its items; every other provider sends its
     /// [fallback](ProviderHistory::fallback). See [`resolve_replays`].
     ProviderHistory(ProviderHistory),
@@ -172,7 +172,7 @@ impl LlmMessage {
 }
 
 /// What a summary request is for; providers may use it for logging and
-/// errors name it (`Summarization failed: …`, SPEC §4.11).
+/// errors name it (`Summarization failed: …`, docs/design.md, "When to compact").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RequestPurpose {
     /// The history summary of a compaction (first or update).
@@ -199,7 +199,7 @@ impl RequestPurpose {
         }
     }
 
-    /// The prefix of the error message when the call fails (SPEC §4.11).
+    /// The prefix of the error message when the call fails (docs/design.md, "When to compact").
     pub fn failure_prefix(self) -> &'static str {
         match self {
             Self::History => "Summarization failed",
@@ -222,9 +222,9 @@ pub struct SummaryRequest {
     /// The messages: for summaries, one user message holding the assembled
     /// prompt; for a handoff, the live history followed by the handoff prompt.
     pub messages: Vec<LlmMessage>,
-    /// Output limit, when one applies (SPEC §8.5).
+    /// Output limit, when one applies (docs/design.md, "Summaries").
     pub max_tokens: Option<u32>,
-    /// Reasoning effort (`minimal`, `low`, `medium`, `high`, `xhigh`), when asked for (SPEC §8.6).
+    /// Reasoning effort (`minimal`, `low`, `medium`, `high`, `xhigh`), when asked for (docs/design.md, "Summaries").
     pub reasoning: Option<String>,
 }
 
@@ -247,7 +247,7 @@ impl SummaryRequest {
     }
 
     /// The text of the last user message: the assembled prompt, which is
-    /// what the custom remote endpoint receives (SPEC §9.1).
+    /// what the custom remote endpoint receives (docs/design.md, "Remote summaries").
     pub fn prompt_text(&self) -> String {
         self.messages
             .iter()

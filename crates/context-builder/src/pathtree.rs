@@ -1,4 +1,4 @@
-//! The grouped, prefix-folded directory tree of a file list (SPEC §11.6).
+//! The grouped, prefix-folded directory tree of a file list (docs/design.md, "Summaries").
 
 /// One directory of the tree.
 #[derive(Default)]

@@ -1,6 +1,6 @@
-//! The remote replay of SPEC §2.4: a compaction whose entry stored a
+//! The remote replay (docs/design.md, "What the model sees"): a compaction whose entry stored a
 //! provider's native history (`preserveData.openaiRemoteCompaction`, written
-//! by the provider-native compaction of §9.2) reaches the model as a
+//! by the provider-native compaction (docs/design.md, "Remote summaries") reaches the model as a
 //! [`LlmMessage::ProviderHistory`] that holds the messages of the kept
 //! entries, instead of a summary followed by those messages.
 
@@ -40,7 +40,7 @@ pub fn remote_replay(session: &Session, entry_index: usize) -> Option<(String, V
 /// Turns every compaction summary in `out` whose entry carries a valid
 /// replay into a [`LlmMessage::ProviderHistory`], moving the messages that
 /// follow it from entries before the compaction on its path (the kept
-/// entries, SPEC §2.1 step 7) inside it.
+/// entries, docs/design.md, "What the model sees") inside it.
 pub(crate) fn attach_replays(out: &mut Vec<Converted>, session: &Session) {
     let mut i = 0;
     while i < out.len() {

@@ -1,4 +1,4 @@
-//! The summarizer's view of a conversation (SPEC §8.2): labelled blocks
+//! The summarizer's view of a conversation (docs/design.md, "Summaries"): labelled blocks
 //! joined by blank lines, tool results cut at 2,000 UTF-16 units, useless
 //! call/result pairs left out.
 
@@ -110,7 +110,7 @@ fn joined_text(content: &[ContentBlock]) -> String {
 
 /// Cuts `text` after `max` UTF-16 units and says how many were left out.
 /// A cut that would split a surrogate pair lands before the pair
-/// (spec-decisions 2); the count still reports the units beyond `max`.
+/// (docs/design.md, "Where musepi differs from pi"); the count still reports the units beyond `max`.
 pub fn truncate_for_summary(text: &str, max: usize) -> Cow<'_, str> {
     let len = utf16_len(text);
     if len <= max {
@@ -126,7 +126,7 @@ pub fn truncate_for_summary(text: &str, max: usize) -> Cow<'_, str> {
 
 /// Context messages with every useless tool result (flagged useless and
 /// not an error) removed, together with the call that asked for it
-/// (SPEC §6.2, third consumer). Other messages are kept as they are.
+/// (docs/design.md, "Pruning"). Other messages are kept as they are.
 pub fn drop_useless_pairs<'a>(messages: &[ContextMessage<'a>]) -> Vec<ContextMessage<'a>> {
     let useless: HashSet<&str> = messages
         .iter()

@@ -1,5 +1,5 @@
-//! When the context is too big (SPEC §3.3) and how much recent history to
-//! keep when it is (§3.4).
+//! When the context is too big (docs/design.md, "When to compact") and how much recent history to
+//! keep when it is (docs/design.md, "When to compact").
 
 /// The settings thresholds read.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,7 +59,7 @@ pub fn should_compact(tokens: f64, window: u64, s: &ThresholdSettings) -> bool {
 }
 
 /// Shrinks `keep_recent_tokens` when provider usage shows the chars/4
-/// estimate runs low (SPEC §3.4): `floor(keep / (prompt / estimated))` when
+/// estimate runs low (docs/design.md, "When to compact"): `floor(keep / (prompt / estimated))` when
 /// that ratio is above 1; never enlarges it.
 pub fn adapt_keep_recent_tokens(
     keep_recent_tokens: u64,

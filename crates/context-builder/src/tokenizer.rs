@@ -10,7 +10,7 @@ use crate::estimate::{IMAGE_CHARS, chars_to_tokens, estimate_tokens};
 /// How tokens are counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Tokenizer {
-    /// `ceil(chars / 4)` in UTF-16 units (SPEC §3.1), what every decision uses.
+    /// `ceil(chars / 4)` in UTF-16 units (docs/design.md, "Token estimates"), what every decision uses.
     #[default]
     Heuristic,
     /// `OpenAI`'s o200k BPE (GPT-4o and later).

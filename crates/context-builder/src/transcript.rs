@@ -1,4 +1,4 @@
-//! The display transcript (SPEC §2.2): the whole path in order, with each
+//! The display transcript (docs/design.md, "What the model sees"): the whole path in order, with each
 //! compaction inline where it fired.
 
 use std::borrow::Cow;

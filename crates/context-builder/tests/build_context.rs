@@ -1,4 +1,4 @@
-//! SPEC §18.1: `buildSessionContext` over hand-built entry lists, and
+//! From pi's context-building tests: `buildSessionContext` over hand-built entry lists, and
 //! properties of the context over generated trees.
 
 #![allow(clippy::unwrap_used)]

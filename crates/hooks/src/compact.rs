@@ -1,4 +1,4 @@
-//! The compaction pipeline (SPEC §4.12, §8.1, §12): prune, prepare, ask the
+//! The compaction pipeline (docs/design.md, "When to compact" and "Summaries"): prune, prepare, ask the
 //! hooks, summarize, commit, rebuild, report.
 //!
 //! Nothing reaches the file until the very end: pruning is staged in
@@ -37,12 +37,12 @@ use crate::summarizer::{SummarizeError, Summarizer, truncation_warning};
 pub enum Strategy {
     /// An LLM summary (`context-full`).
     Llm,
-    /// The provider-native remote compaction first (SPEC §9.2), falling
+    /// The provider-native remote compaction first (docs/design.md, "Remote summaries"), falling
     /// back to an LLM summary when it fails; the LLM summary is always
     /// written too (design era).
     Remote,
-    /// The deterministic archive: no model, no key, no network (SPEC §14,
-    /// §15). PNG frames for a vision model, text frames otherwise.
+    /// The deterministic archive: no model, no key, no network
+    /// (docs/snapcompact.md). PNG frames for a vision model, text frames otherwise.
     Snapcompact(Box<SnapcompactStrategy>),
 }
 
@@ -74,7 +74,7 @@ impl Strategy {
     }
 }
 
-/// What a remote-native compaction sends (SPEC §9.2).
+/// What a remote-native compaction sends (docs/design.md, "Remote summaries").
 #[derive(Debug, Clone, PartialEq)]
 pub struct RemoteCompactInput {
     /// The summarization instructions.
@@ -162,7 +162,7 @@ pub enum CompactError {
     /// The strategy needs a model and none is configured.
     #[error("No model selected: configure a provider (--provider) or use --strategy snapcompact")]
     NoModel,
-    /// A summarizer call failed (`Summarization failed: …`, SPEC §4.11).
+    /// A summarizer call failed (`Summarization failed: …`, docs/design.md, "When to compact").
     #[error("{}: {error}", purpose.failure_prefix())]
     Summarize {
         /// Which call.
@@ -513,7 +513,7 @@ async fn call(
 
 /// The history summary: one request, or, when the history is too large for
 /// the summarizer (known from its context window, or learnt from an
-/// overflow rejection), windows folded one into the next (SPEC §8.8).
+/// overflow rejection), windows folded one into the next (docs/design.md, "Summaries").
 /// Returns the answer and how many requests were sent.
 async fn history_summary(
     plan: &SummaryPlan,

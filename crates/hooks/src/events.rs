@@ -1,4 +1,4 @@
-//! The five extension events (SPEC §16) and what handlers may answer.
+//! The five extension events (docs/design.md, "Hooks") and what handlers may answer.
 //!
 //! Every event serializes to the JSON a hook process reads on stdin, and
 //! every result deserializes from the JSON it prints (docs/hooks.md).

@@ -2,7 +2,7 @@
 //!
 //! This crate will own the async pipelines that run compaction and tree
 //! navigation end to end (prune, prepare, summarize, commit), the five hook
-//! points of SPEC §16 for Rust handlers and for hook processes with
+//! points (docs/design.md, "Hooks") for Rust handlers and for hook processes with
 //! timeouts, and the maintenance runtime that a live agent loop calls.
 //! It is the first crate that uses tokio; it never talks to a provider
 //! itself (the caller passes a summarizer).
@@ -11,7 +11,7 @@
 //! pipeline calls to turn a [`SummaryRequest`](musepi_context_builder::SummaryRequest)
 //! into text, and [`SummarizeError`], the failures it distinguishes
 //! (cancelled, provider error, context overflow, empty answer, refusal,
-//! transport, and the remote-compaction messages of SPEC §9).
+//! transport, and the remote-compaction messages).
 
 pub mod compact;
 mod digest;

@@ -1,4 +1,4 @@
-//! Tree navigation with an optional branch summary (SPEC §13.1), through
+//! Tree navigation with an optional branch summary (docs/design.md, "Branch summaries"), through
 //! the `session_before_tree` and `session_tree` hooks.
 //!
 //! A cancellation, a hook veto or a failed summary leaves the session (and
@@ -36,7 +36,7 @@ pub struct NavigateOptions<'a> {
     pub summarize: bool,
     /// The user's instructions for the summary.
     pub custom_instructions: Option<String>,
-    /// Whether they replace the default prompt (spec-decisions 13).
+    /// Whether they replace the default prompt (docs/design.md, "Branch summaries").
     pub replace_instructions: bool,
     /// A label for the new position.
     pub label: Option<String>,
@@ -112,7 +112,7 @@ pub enum NavigateError {
     Session(#[from] SessionError),
 }
 
-/// Navigates `journal` to `options.target` (SPEC §13.1).
+/// Navigates `journal` to `options.target` (docs/design.md, "Branch summaries").
 pub async fn navigate(
     journal: &mut Journal,
     options: &NavigateOptions<'_>,

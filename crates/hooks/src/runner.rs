@@ -1,4 +1,4 @@
-//! Registered hook handlers and how their answers combine (SPEC §16.6).
+//! Registered hook handlers and how their answers combine (docs/design.md, "Hooks").
 //!
 //! Handlers run in registration order. For the `session_before_*` events a
 //! non-empty answer replaces the one before it (the last wins) and

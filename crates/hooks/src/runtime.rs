@@ -1,5 +1,5 @@
 //! The maintenance runtime: what a live agent loop calls at its natural
-//! points to keep its context healthy (SPEC §4, §12, §13.1).
+//! points to keep its context healthy (docs/design.md, "When to compact" and "Summaries" and "Branch summaries").
 //!
 //! [`Maintenance`] owns the session's [`Journal`], the settings, the
 //! summarizer, the hooks and the recovery state. The agent loop calls:
@@ -149,8 +149,9 @@ impl Maintenance {
         self
     }
 
-    /// The provider-native remote compaction (`/responses/compact`, SPEC
-    /// §9.2), tried before the LLM summary when `remote_enabled`.
+    /// The provider-native remote compaction (`/responses/compact`;
+    /// docs/design.md, "Remote summaries"), tried before the LLM summary
+    /// when `remote_enabled`.
     #[must_use]
     pub fn with_remote(mut self, remote: Arc<dyn RemoteCompactor>) -> Self {
         self.remote = Some(remote);
@@ -288,7 +289,7 @@ impl Maintenance {
 
     /// The post-turn check after an assistant message was appended (the
     /// leaf, or `entry_id`): overflow recovery, incomplete-output recovery,
-    /// threshold maintenance (SPEC §4.2-4.6).
+    /// threshold maintenance (docs/design.md, "When to compact").
     ///
     /// An assistant that called tools does not end the turn: threshold
     /// maintenance waits for [`Maintenance::before_request`].
@@ -373,7 +374,7 @@ impl Maintenance {
     }
 
     /// The mid-turn check before the next provider request of a tool loop
-    /// (SPEC §4.7). `safe_boundary` defaults to [`Maintenance::at_safe_boundary`].
+    /// (docs/design.md, "When to compact"). `safe_boundary` defaults to [`Maintenance::at_safe_boundary`].
     /// A compaction here never schedules a continuation: the loop owns the
     /// next request and sends the rebuilt context.
     pub async fn before_request(&mut self, safe_boundary: Option<bool>) -> Decision {
@@ -385,7 +386,7 @@ impl Maintenance {
         }
     }
 
-    /// Idle maintenance (SPEC §4.8) after `idle_seconds` without activity;
+    /// Idle maintenance (docs/design.md, "When to compact") after `idle_seconds` without activity;
     /// it never continues.
     pub async fn idle(&mut self, idle_seconds: u64) -> Decision {
         let (tokens, anchor) = self.context_tokens();
@@ -396,7 +397,7 @@ impl Maintenance {
         }
     }
 
-    /// Manual `/compact [instructions]` (SPEC §4.12): always allowed, it
+    /// Manual `/compact [instructions]` (docs/design.md, "When to compact"): always allowed, it
     /// never starts a turn. Instructions ask for an LLM summary.
     pub async fn compact(&mut self, instructions: Option<String>) -> Decision {
         let (_, anchor) = self.context_tokens();

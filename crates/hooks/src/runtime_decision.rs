@@ -1,5 +1,5 @@
 //! What the maintenance runtime tells the agent loop: decisions, the events
-//! of SPEC §4.10 (and their tree counterparts), and the abort handle.
+//! (docs/design.md, "When to compact") (and their tree counterparts), and the abort handle.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -92,7 +92,7 @@ pub enum MaintenanceEvent {
         aborted: bool,
         /// The failed request will be retried.
         will_retry: bool,
-        /// What went wrong (SPEC §4.11).
+        /// What went wrong (docs/design.md, "When to compact").
         error_message: Option<String>,
     },
     /// `context_promotion`: the runtime switched to a larger-context model
@@ -268,7 +268,7 @@ pub struct Decision {
     pub continue_prompt: Option<String>,
     /// A notice for the user.
     pub warning: Option<String>,
-    /// The failure message (SPEC §4.11).
+    /// The failure message (docs/design.md, "When to compact").
     pub error: Option<String>,
     /// The compaction made.
     pub compaction: Option<CompactionReport>,
@@ -307,7 +307,7 @@ impl Decision {
 }
 
 /// Aborts whatever compaction or navigation the runtime is running
-/// (`abortCompaction`, SPEC §4.13). Cloneable and usable from any task
+/// (`abortCompaction`, docs/design.md, "When to compact"). Cloneable and usable from any task
 /// while a runtime method is being awaited.
 #[derive(Debug, Clone, Default)]
 pub struct AbortHandle {

@@ -1,4 +1,4 @@
-//! Context promotion (SPEC §4.4-4.6, `contextPromotion.enabled`): before an
+//! Context promotion (docs/design.md, "When to compact", `contextPromotion.enabled`): before an
 //! overflow, incomplete-output or threshold compaction, switch to a
 //! larger-context model the agent offers and go on without compacting.
 //!

@@ -1,6 +1,6 @@
 //! Running one compaction for the maintenance runtime: choosing the
-//! strategy (SPEC §4.9), the pipeline or the handoff (§10.2), the events
-//! (§4.10) with the failure messages (§4.11), and the decision that follows.
+//! strategy (docs/design.md, "When to compact"), the pipeline or the handoff (docs/design.md, "Handoff"), the events
+//! with the failure messages (docs/design.md, "When to compact"), and the decision that follows.
 
 use musepi_compaction::prompts::{AUTO_CONTINUE, HANDOFF_THRESHOLD_FOCUS, SUMMARIZATION_SYSTEM};
 use musepi_compaction::{CompactionPlan, Reason, handoff_request, handoff_session};
@@ -117,7 +117,7 @@ impl Maintenance {
     /// The `compaction_end` and the decision of a run that made nothing.
     fn stopped(&self, reason: Reason, automatic: bool, stop: Stop) -> Decision {
         let (outcome, aborted, message, note) = match stop {
-            // SPEC §4.10: no model, or nothing to compact, ends without a
+            // As pi reports it: no model, or nothing to compact, ends without a
             // message for automatic runs; a manual run reports it.
             Stop::Skipped(why) if automatic => (Outcome::Skipped, false, None, Some(why)),
             Stop::Skipped(why) | Stop::Failed(why) => (
@@ -213,7 +213,7 @@ impl Maintenance {
         }
     }
 
-    /// A handoff (SPEC §10.2): the document from the live context, then a
+    /// A handoff (docs/design.md, "Handoff"): the document from the live context, then a
     /// new session next to this one whose first entry holds it. The runtime
     /// continues on the new session.
     async fn run_handoff(

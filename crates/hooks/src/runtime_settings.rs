@@ -1,4 +1,4 @@
-//! The settings the maintenance runtime reads (SPEC §17.1, design era).
+//! The settings the maintenance runtime reads (docs/design.md, "Settings").
 //!
 //! A plain struct with the design-era defaults; the `musepi` binary maps its
 //! settings files into it, an embedding agent fills it from its own.
@@ -7,15 +7,15 @@ use musepi_compaction::{CompactionSettings, PruneConfig, TriggerContext};
 use musepi_context_builder::ThresholdSettings;
 use musepi_snapcompact::SnapSettings;
 
-/// `compaction.strategy` (SPEC §4.9): how automatic maintenance compacts.
+/// `compaction.strategy` (docs/design.md, "When to compact"): how automatic maintenance compacts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum MaintenanceStrategy {
-    /// The local, model-free archive (spec-decisions 19: the default).
+    /// The local, model-free archive (docs/design.md, "Settings": the default).
     #[default]
     Snapcompact,
     /// An LLM summary written as a compaction entry.
     ContextFull,
-    /// A handoff document that starts a new session (SPEC §10.2); overflow
+    /// A handoff document that starts a new session (docs/design.md, "Handoff"); overflow
     /// and mid-turn maintenance use a context-full summary instead.
     Handoff,
     /// No automatic compaction (manual `/compact` still works).

@@ -1,5 +1,5 @@
-//! Tree navigation through the maintenance runtime (`navigateTree`,
-//! SPEC §13.1): the navigation pipeline with an optional branch summary,
+//! Tree navigation through the maintenance runtime (`navigateTree`;
+//! docs/design.md, "Branch summaries"): the navigation pipeline with an optional branch summary,
 //! reported as `tree_start` / `tree_end`, abortable like a compaction.
 
 use musepi_branch_summary::ToolResults;
@@ -79,7 +79,7 @@ impl Maintenance {
     }
 
     /// Navigates to `request.target_id`, optionally leaving a summary of
-    /// the abandoned branch under the target (SPEC §13.1).
+    /// the abandoned branch under the target (docs/design.md, "Branch summaries").
     pub async fn navigate_tree(
         &mut self,
         request: TreeRequest,

@@ -36,7 +36,7 @@ pub trait Summarizer: Send + Sync {
     fn describe(&self) -> String;
 
     /// The summarizing model's context window, when known: a history too
-    /// large for it is summarized in windows (SPEC §8.8).
+    /// large for it is summarized in windows (docs/design.md, "Summaries").
     fn context_window(&self) -> Option<u64> {
         None
     }
@@ -139,7 +139,7 @@ pub enum SummarizeError {
     },
 
     /// The provider rejected the summarizer input as larger than the model's
-    /// context; the caller may re-plan with smaller windows (SPEC §8.8).
+    /// context; the caller may re-plan with smaller windows (docs/design.md, "Summaries").
     /// Never retried.
     #[error(
         "{provider} rejected the summarizer input as too long for the model{}: {message}",
@@ -248,11 +248,11 @@ pub enum SummarizeError {
         location: String,
     },
 
-    /// A remote compaction call (SPEC §9) failed with one of the spec's
+    /// A remote compaction call (docs/design.md, "Remote summaries") failed with one of the spec's
     /// messages, e.g. `Remote compaction failed (502 Bad Gateway)`.
     #[error("{failure}{}", MessageSuffix(message.as_deref()))]
     Remote {
-        /// Which of the spec's failures.
+        /// Which of these failures.
         failure: RemoteFailure,
         /// The endpoint's own message, when it gave one.
         message: Option<String>,
@@ -265,7 +265,7 @@ impl SummarizeError {
         matches!(self, Self::Cancelled)
     }
 
-    /// Whether the input was too large for the summarizing model (SPEC §8.8).
+    /// Whether the input was too large for the summarizing model (docs/design.md, "Summaries").
     pub fn is_context_overflow(&self) -> bool {
         matches!(self, Self::ContextOverflow { .. })
     }
@@ -284,7 +284,7 @@ impl SummarizeError {
     }
 }
 
-/// The failures of the remote summary modes, with the spec's messages (SPEC §9).
+/// The failures of the remote summary modes, with the messages pi gives them (docs/design.md, "Remote summaries").
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RemoteFailure {
     /// A non-2xx answer.
@@ -295,13 +295,13 @@ pub enum RemoteFailure {
         /// Its reason phrase, e.g. `Bad Gateway`.
         status_text: String,
     },
-    /// The custom endpoint's answer has no string `summary` (§9.1 a).
+    /// The custom endpoint's answer has no string `summary` (docs/design.md, "Remote summaries").
     #[error("Remote compaction response missing summary")]
     MissingSummary,
-    /// The OpenAI-compatible endpoint's answer has no text (§9.1 b).
+    /// The OpenAI-compatible endpoint's answer has no text (docs/design.md, "Remote summaries").
     #[error("Remote compaction response missing choices[0].message.content")]
     MissingContent,
-    /// The native `/responses/compact` answer has no compaction item (§9.2).
+    /// The native `/responses/compact` answer has no compaction item (docs/design.md, "Remote summaries").
     #[error("Remote compaction response missing compaction item")]
     MissingCompactionItem,
 }

@@ -1,4 +1,4 @@
-//! Entries (SPEC §1.3, §1.4) and the header (§1.2).
+//! Entries and the header (docs/design.md, "The session file and its tree").
 
 use serde_json::{Map, Value};
 
@@ -322,7 +322,7 @@ pub struct Compaction {
 }
 
 impl Compaction {
-    /// Whether an extension made it (`fromHook` or `fromExtension`, SPEC §1.4).
+    /// Whether an extension made it (`fromHook` or `fromExtension`, docs/design.md, "The session file and its tree").
     pub fn is_from_extension(&self) -> bool {
         self.from_hook == Some(true) || self.from_extension == Some(true)
     }

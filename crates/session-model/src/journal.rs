@@ -1,5 +1,5 @@
 //! The journal file: durable appends, the deferred first flush and atomic
-//! rewrites (SPEC §1.8).
+//! rewrites (docs/design.md, "The session file and its tree").
 //!
 //! Invariants:
 //! - a complete entry line on disk is never lost: appends add one whole line

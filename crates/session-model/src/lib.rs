@@ -2,8 +2,8 @@
 //! the tree over them, migration from older formats, and the journal file
 //! that writes them back durably.
 //!
-//! This crate owns the session format (SPEC §1): every entry type, message
-//! role and content block ([`Entry`], [`EntryBody`], [`AgentMessage`],
+//! This crate owns the session format (docs/design.md, "The session file
+//! and its tree"): every entry type, message role and content block ([`Entry`], [`EntryBody`], [`AgentMessage`],
 //! [`ContentBlock`]); loading with per-line [`Problem`]s ([`load_file`],
 //! [`load_bytes`]); the tree ([`Session`]: index, path, children, labels,
 //! leaf, [`Session::branched`]); migration from v1 and v2 with

@@ -1,5 +1,5 @@
-//! Loading a session from JSONL (SPEC §1.7) and migrating it in memory
-//! (SPEC §1.9).
+//! Loading a session from JSONL (docs/design.md, "The session file and its tree") and migrating it in memory
+//! (docs/design.md, "The session file and its tree").
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};

@@ -1,4 +1,4 @@
-//! Messages (`AgentMessage`, SPEC §1.5) and their content blocks.
+//! Messages (`AgentMessage`, docs/design.md, "The session file and its tree") and their content blocks.
 
 use serde::de::{self, SeqAccess, Visitor};
 use serde::ser::SerializeSeq;
@@ -260,13 +260,13 @@ pub struct Usage {
     /// Cost breakdown, kept as written.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost: Option<RawJson>,
-    /// One-hour cache writes (`[PI+]`).
+    /// One-hour cache writes (newer pi).
     #[serde(rename = "cacheWrite1h", skip_serializing_if = "Option::is_none")]
     pub cache_write_1h: Option<f64>,
-    /// Reasoning tokens (`[PI+]`).
+    /// Reasoning tokens (newer pi).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<f64>,
-    /// Context tokens (`[NEWER]`).
+    /// Context tokens (oh-my-pi, newer than its design).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context_tokens: Option<f64>,
 }
@@ -422,19 +422,19 @@ pub struct ToolResultMessage {
     /// Epoch milliseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<f64>,
-    /// The tool flagged the result as contextually useless (SPEC §6).
+    /// The tool flagged the result as contextually useless (docs/design.md, "Pruning").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub useless: Option<bool>,
-    /// When pruning blanked the content (epoch ms, SPEC §5).
+    /// When pruning blanked the content (epoch ms, docs/design.md, "Pruning").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pruned_at: Option<f64>,
-    /// Usage of nested LLM work done by the tool (`[PI+]`).
+    /// Usage of nested LLM work done by the tool (newer pi).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
 }
 
 impl ToolResultMessage {
-    /// Useless and not an error (errors always win, SPEC §6.1).
+    /// Useless and not an error (errors always win, docs/design.md, "Pruning").
     pub fn is_useless(&self) -> bool {
         self.useless == Some(true) && !self.is_error
     }

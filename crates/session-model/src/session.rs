@@ -1,5 +1,5 @@
 //! The session: entries in file order, the id index, the tree links, labels
-//! and the leaf (SPEC §1.6).
+//! and the leaf (docs/design.md, "The session file and its tree").
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -323,7 +323,7 @@ impl Session {
     }
 
     /// Moves the leaf to `from` (or clears it for `None`, meaning "root") and
-    /// appends a `branch_summary` under it (SPEC §1.6, `branchWithSummary`).
+    /// appends a `branch_summary` under it (docs/design.md, "The session file and its tree", `branchWithSummary`).
     pub fn branch_with_summary(
         &mut self,
         from: Option<&str>,
@@ -350,7 +350,7 @@ impl Session {
 
     /// A new session holding only the path from the root to `leaf`, with the
     /// labels of entries on that path re-created after the last path entry
-    /// (`createBranchedSession`, SPEC §1.6). The header gets `header`'s id,
+    /// (`createBranchedSession`, docs/design.md, "The session file and its tree"). The header gets `header`'s id,
     /// time and cwd, and `parentSession` as given.
     pub fn branched(
         &self,
@@ -391,7 +391,7 @@ impl Session {
     }
 
     /// Whether any entry is an assistant message (the deferred first flush
-    /// waits for one, SPEC §1.8).
+    /// waits for one, docs/design.md, "The session file and its tree").
     pub fn has_assistant_message(&self) -> bool {
         self.entries
             .iter()

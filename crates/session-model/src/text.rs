@@ -2,7 +2,7 @@
 //! `JSON.stringify` length.
 //!
 //! Token estimates, truncation points and budgets all count UTF-16 code
-//! units (SPEC §0). Both lengths are computed once, when the text is read,
+//! units (docs/design.md, "The session file and its tree"). Both lengths are computed once, when the text is read,
 //! so estimating a 200 MB session never rescans its text.
 
 use std::fmt;

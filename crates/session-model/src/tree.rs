@@ -1,4 +1,4 @@
-//! The session tree view (`getTree`, SPEC §1.6).
+//! The session tree view (`getTree`, docs/design.md, "The session file and its tree").
 
 use crate::session::Session;
 

@@ -1,5 +1,5 @@
-//! SPEC §18.3 (`file-operations.test.ts`), with the `[PI+]` refusal policy
-//! (spec-decisions 17): a non-empty file without a valid header is refused
+//! From pi's file-operation tests (`file-operations.test.ts`), with musepi's refusal policy
+//! (docs/design.md, "Where musepi differs from pi"): a non-empty file without a valid header is refused
 //! and left byte for byte as it was; nothing is rewritten to "recover" it.
 
 mod common;

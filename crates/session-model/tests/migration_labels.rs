@@ -1,5 +1,5 @@
-//! SPEC §18.4 (`migration.test.ts`, `labels.test.ts`, `save-entry.test.ts`)
-//! and §18.10.8-9: migration, labels, custom entries, the deferred flush.
+//! The cases of pi's migration, label and save-entry tests
+//! (`migration.test.ts`, `labels.test.ts`, `save-entry.test.ts`): migration, labels, custom entries, the deferred flush.
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! SPEC §18.2 (`tree-traversal.test.ts`): appends, the leaf, branches,
+//! From pi's tree-traversal tests (`tree-traversal.test.ts`): appends, the leaf, branches,
 //! `getTree`, `branch`, `branchWithSummary` and `createBranchedSession`.
 
 mod common;

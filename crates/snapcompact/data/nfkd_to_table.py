@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Generate data/nfkd_fold.txt: the NFKD fallback of snapcompact's
-normalization (SPEC §14.2 step 3), for characters outside ASCII and Latin-1.
+normalization (docs/snapcompact.md), for characters outside ASCII and Latin-1.
 
 Run once by hand when the rules change; the crate never runs it:
 

@@ -344,7 +344,7 @@ fn llm_text(m: &LlmMessage) -> String {
 }
 
 /// The remote replay payload of a provider message, counted:
-/// `{type, provider, items: N, keptMessages: M}` (SPEC §2.4).
+/// `{type, provider, items: N, keptMessages: M}` (docs/design.md, "What the model sees").
 fn payload_summary(m: &LlmMessage) -> Option<Value> {
     let h = m.provider_history()?;
     Some(json!({

@@ -1,5 +1,5 @@
 //! `musepi handoff FILE -o NEW`: a new session that starts from a handoff
-//! document of this one (SPEC §10, design era).
+//! document of this one (docs/design.md, "Handoff").
 //!
 //! The document is written by the model from the context at the leaf
 //! (what a normal turn sends, plus the handoff prompt), unless a

@@ -1,4 +1,4 @@
-//! `musepi prune FILE`: blank stale tool output in place (SPEC §5, §6).
+//! `musepi prune FILE`: blank stale tool output in place (docs/design.md, "Pruning").
 //!
 //! The plan is the one a compaction prunes with ([`plan_prune`], which
 //! `musepi plan` shows): superseded reads, useless results and results

@@ -187,7 +187,7 @@ fn plan_tokens(output: u32, budget: Option<u32>, cap: Option<u32>) -> (u32, Opti
 /// Provider messages as alternating user and assistant turns: developer
 /// messages and tool results fold into user turns, and neighbouring turns
 /// of one role merge. A provider history is sent as its summary followed
-/// by its kept messages (SPEC §2.4).
+/// by its kept messages (docs/design.md, "What the model sees").
 fn messages(messages: &[LlmMessage]) -> Vec<Value> {
     let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for message in resolve_replays(messages, None) {

@@ -369,7 +369,7 @@ impl Http {
     }
 
     /// Maps a non-2xx answer to an overflow error (400/413 matching the
-    /// patterns of SPEC §4.3), or `None`.
+    /// patterns (docs/design.md, "When to compact"), or `None`.
     pub(crate) fn overflow(&self, reply: &Reply) -> Option<SummarizeError> {
         if !matches!(reply.status, 400 | 413) {
             return None;
@@ -394,7 +394,7 @@ impl Http {
             })
     }
 
-    /// Maps a non-2xx answer of a remote compaction call (SPEC §9) to the
+    /// Maps a non-2xx answer of a remote compaction call (docs/design.md, "Remote summaries") to the
     /// overflow error or `Remote compaction failed (<status> <statusText>)`.
     pub(crate) fn remote_status_error(&self, reply: &Reply) -> SummarizeError {
         self.overflow(reply).unwrap_or_else(|| {

@@ -2,8 +2,8 @@
 //!
 //! Four kinds, each a [`Summarizer`]: [`OpenAiCompatible`] (chat
 //! completions), [`Anthropic`] (messages), [`OpenAiResponses`] (responses,
-//! plus the native `/responses/compact` of SPEC §9.2) and [`RemoteEndpoint`]
-//! (the custom summarizer URL of SPEC §9.1). They share one
+//! plus the native `/responses/compact` (docs/design.md, "Remote summaries") and [`RemoteEndpoint`]
+//! (the custom summarizer URL (docs/design.md, "Remote summaries"). They share one
 //! `reqwest::Client` over rustls and ring ([`install_crypto_provider`],
 //! [`shared_client`]) that follows redirects only within the origin, retry
 //! 429, 5xx, dropped connections and timeouts with backoff
@@ -63,7 +63,7 @@ pub enum ProviderKind {
     Anthropic,
     /// `POST {base}/responses`, and `{base}/responses/compact`.
     OpenaiResponses,
-    /// `POST` to the configured URL itself (SPEC §9.1).
+    /// `POST` to the configured URL itself (docs/design.md, "Remote summaries").
     RemoteEndpoint,
 }
 
@@ -140,7 +140,7 @@ impl fmt::Debug for ApiKey {
 }
 
 /// The role `developer` messages are sent as by chat-completions servers
-/// (spec-decisions 7: a server without a developer role gets them as user messages).
+/// (docs/design.md, "What the model sees": a server without a developer role gets them as user messages).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DeveloperRole {

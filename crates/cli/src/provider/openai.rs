@@ -233,7 +233,7 @@ pub(super) fn chat_usage(usage: &Value) -> Usage {
 
 /// The chat messages for a system prompt and provider messages. Chat
 /// completions replay no native history: a provider history is sent as its
-/// summary followed by its kept messages (SPEC §2.4).
+/// summary followed by its kept messages (docs/design.md, "What the model sees").
 pub(super) fn chat_messages(
     system_prompt: &str,
     messages: &[LlmMessage],

@@ -1,4 +1,4 @@
-//! The `remote-endpoint` provider: the custom summarizer URL of SPEC §9.1.
+//! The `remote-endpoint` provider: the custom summarizer URL (docs/design.md, "Remote summaries").
 //!
 //! A URL whose path ends in `/chat/completions` gets an OpenAI-compatible
 //! body; any other gets `{systemPrompt, prompt, maxTokens}` and answers

@@ -1,5 +1,5 @@
 //! The `openai-responses` provider: `POST {base}/responses`, and the
-//! provider-native compaction of SPEC §9.2 at `{base}/responses/compact`.
+//! provider-native compaction (docs/design.md, "Remote summaries") at `{base}/responses/compact`.
 
 use musepi_context_builder::{LlmMessage, SummaryRequest, SummaryResponse, resolve_replays};
 use musepi_hooks::{
@@ -89,7 +89,7 @@ impl OpenAiResponses {
     }
 
     /// Whether it sends the native history a compaction stored for
-    /// `provider` (SPEC §2.4, remote replay): the stored name is the
+    /// `provider` (docs/design.md, "What the model sees"): the stored name is the
     /// configured name, which [`compact`](Self::compact) and
     /// [`RemoteCompactor::provider`] store, so a history made under another
     /// settings entry is never sent here.
@@ -161,8 +161,8 @@ impl OpenAiResponses {
         Value::Object(body)
     }
 
-    /// Provider-native compaction (SPEC §9.2). On any error the caller
-    /// falls back to a local summary (spec-decisions 11).
+    /// Provider-native compaction (docs/design.md, "Remote summaries"). On any error the caller
+    /// falls back to a local summary (docs/design.md, "Remote summaries").
     pub async fn compact(
         &self,
         request: &NativeCompactionRequest<'_>,
@@ -340,7 +340,7 @@ impl RemoteCompactor for OpenAiResponses {
 /// A provider history stored by `provider` (this provider's configured
 /// name, the one its native compaction stores, see
 /// [`OpenAiResponses::replays`]) is sent as its items, in place of the
-/// summary and the kept messages (SPEC §2.4, remote replay); the history of
+/// summary and the kept messages (docs/design.md, "What the model sees"); the history of
 /// any other provider is sent as its summary followed by its kept messages.
 fn input_items(messages: &[LlmMessage], provider: &str) -> Vec<Value> {
     let mut items = Vec::with_capacity(messages.len());

@@ -1,4 +1,4 @@
-//! Settings files (CLI.md, SPEC §17).
+//! Settings files (CLI.md, docs/design.md, "Settings").
 //!
 //! `~/.musepi/settings.json`, then `.musepi/settings.json` in the working
 //! directory, then an explicit `--settings FILE` are deep-merged, later files
@@ -26,7 +26,7 @@ pub use load::{LoadedSettings, SettingsSources, load_settings, merge_layers};
 
 mod load;
 
-/// Every setting, with the defaults of SPEC §17.1.
+/// Every setting, with the defaults (docs/design.md, "Settings").
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Settings {
@@ -44,15 +44,15 @@ pub struct Settings {
     pub hooks: BTreeMap<String, Vec<HookCommand>>,
 }
 
-/// `compaction.strategy` values (SPEC §4.9).
+/// `compaction.strategy` values (docs/design.md, "When to compact").
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CompactionStrategy {
-    /// An LLM summary (SPEC §8).
+    /// An LLM summary (docs/design.md, "Summaries").
     ContextFull,
-    /// A handoff document and a new session (SPEC §10).
+    /// A handoff document and a new session (docs/design.md, "Handoff").
     Handoff,
-    /// The local deterministic archive (spec-decisions 19: the default).
+    /// The local deterministic archive (docs/design.md, "Settings": the default).
     #[default]
     Snapcompact,
     /// Mechanical elision of large tool results.
@@ -79,7 +79,7 @@ pub struct CompactionSettings {
     pub mid_turn_enabled: bool,
     /// Allows provider-native compaction and the custom remote endpoint.
     pub remote_enabled: bool,
-    /// The custom summarizer URL (SPEC §9.1).
+    /// The custom summarizer URL (docs/design.md, "Remote summaries").
     pub remote_endpoint: Option<String>,
     /// A percent threshold when > 0.
     pub threshold_percent: f64,
@@ -91,9 +91,9 @@ pub struct CompactionSettings {
     pub idle_threshold_tokens: u64,
     /// Idle delay.
     pub idle_timeout_seconds: u64,
-    /// Useless-result elision (SPEC §6).
+    /// Useless-result elision (docs/design.md, "Pruning").
     pub drop_useless: bool,
-    /// Superseded-read pruning (SPEC §5.4).
+    /// Superseded-read pruning (docs/design.md, "Pruning").
     pub supersede_reads: bool,
 }
 
@@ -162,11 +162,11 @@ pub enum SystemPromptImaging {
     All,
 }
 
-/// `snapcompact.*`, with the serialization budgets of SPEC §14.9.
+/// `snapcompact.*`, with the serialization budgets (docs/snapcompact.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct SnapcompactSettings {
-    /// `auto` or a shape name from SPEC §14.3.
+    /// `auto` or a shape name from docs/snapcompact.md.
     pub shape: String,
     /// Inline imaging of the system prompt.
     pub system_prompt: SystemPromptImaging,

@@ -1,6 +1,6 @@
 //! What a snapcompact compaction archived, for its expanded divider: the
-//! PNG frames of `preserveData.snapcompact` (SPEC §14.7) or the text pages
-//! of `details.snapcompact` (SPEC §15).
+//! PNG frames of `preserveData.snapcompact` (docs/snapcompact.md) or the text pages
+//! of `details.snapcompact` (docs/snapcompact.md).
 
 use musepi_session_model::{Compaction, RawJson};
 use musepi_snapcompact::png_archive::{ArchiveFrame, PngArchive};

@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use super::model::{Block, BlockKind, Divider, Part, Tone, Transcript};
 use super::text::{str_width, tokens, truncate, wrap};
 
-/// The slim divider a compaction shows in the transcript (SPEC §2.2).
+/// The slim divider a compaction shows in the transcript (docs/design.md, "What the model sees").
 pub const DIVIDER: &str = "── 📷 compacted · ctrl+o ──";
 /// The line closing an expanded divider.
 pub const DIVIDER_END: &str = "── end of compaction ──";

@@ -1,4 +1,4 @@
-//! `musepi view`: the interactive transcript and tree (SPEC §2.2, §13.1).
+//! `musepi view`: the interactive transcript and tree (docs/design.md, "What the model sees" and "Branch summaries").
 //!
 //! The whole scrollback of the leaf's path, each compaction inline where it
 //! fired as the slim divider `── 📷 compacted · ctrl+o ──` that expands into

@@ -1,4 +1,4 @@
-//! What the view shows, as plain data: the display transcript of SPEC §2.2
+//! What the view shows, as plain data: the display transcript (docs/design.md, "What the model sees")
 //! turned into blocks of text parts, some of them folded.
 //!
 //! Nothing here knows about terminals: [`Transcript::from_session`] reads a

@@ -1,6 +1,6 @@
 //! The tree pane: every entry of the session in tree order, indented at
 //! branch points, with labels, the leaf's path and the leaf marked
-//! (SPEC §13.1 navigation starts here).
+//! (docs/design.md, "Branch summaries" navigation starts here).
 
 use musepi_session_model::Session;
 use ratatui::buffer::Buffer;

@@ -1,4 +1,6 @@
-//! Behaviour tests of the crate: SPEC §7.8, §18.5, §18.10 and Appendix C.
+//! Behaviour tests of the crate: the worked examples of docs/design.md
+//! ("Cut points and regions"), cases of pi's compaction tests, and the
+//! end-to-end example of pi's design.
 
 mod prepare_tests;
 mod property_tests;

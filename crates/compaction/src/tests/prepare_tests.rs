@@ -95,7 +95,7 @@ fn appendix_c_worked_example() {
     assert_eq!(p.cut.first_kept_index, 3);
 }
 
-/// SPEC §7.8 A: a cut on an assistant splits its turn; on a user it does not.
+/// A cut on an assistant splits its turn; on a user it does not.
 #[test]
 fn worked_example_a_split_turn() {
     let mut b = Builder::new();
@@ -119,7 +119,7 @@ fn worked_example_a_split_turn() {
     assert!(!p.cut.is_split_turn);
 }
 
-/// SPEC §7.8 B: one huge turn: nothing before it, so the history is "No prior history.".
+/// One huge turn: nothing before it, so the history is "No prior history.".
 #[test]
 fn worked_example_b_one_huge_turn() {
     let mut b = Builder::new();
@@ -137,7 +137,7 @@ fn worked_example_b_one_huge_turn() {
     assert_eq!(crate::history_without_call(&p), NO_PRIOR_HISTORY);
 }
 
-/// SPEC §7.8 C with spec-decisions 6: metadata pulled in front of a user
+/// Metadata pulled in front of a user
 /// message does not make a split turn.
 #[test]
 fn worked_example_c_metadata_before_a_turn_start() {
@@ -158,7 +158,7 @@ fn worked_example_c_metadata_before_a_turn_start() {
     assert_eq!(p.messages_to_summarize.len(), 2);
 }
 
-/// SPEC §7.8 D and §18.10 item 3.
+/// Everything fits the kept window (docs/design.md, "Cut points and regions").
 #[test]
 fn nothing_to_compact() {
     let mut b = Builder::new();
@@ -183,8 +183,8 @@ fn nothing_to_compact() {
     );
 }
 
-/// SPEC §18.5 item 13 with spec-decisions 5: previously kept messages are
-/// summarized again, and the previous summary is not.
+/// From pi's compaction tests, with musepi's difference (docs/design.md,
+/// "Where musepi differs from pi"): previously kept messages are summarized again, and the previous summary is not.
 #[test]
 fn previous_compaction_kept_messages_are_summarized_again() {
     let mut b = Builder::new();
@@ -223,7 +223,7 @@ fn previous_compaction_kept_messages_are_summarized_again() {
     );
 }
 
-/// SPEC §18.5 items 6-9.
+/// From pi's compaction tests.
 #[test]
 fn cut_point_cases_of_the_reference_suite() {
     let mut b = Builder::new();

@@ -3,7 +3,7 @@ use serde_json::json;
 use crate::testkit::Builder;
 use crate::{PruneConfig, PruneKind, USELESS_NOTICE, apply_prune, plan_prune, plan_stale_results};
 
-/// SPEC §18.10 item 4.
+/// A case musepi adds to pi's tests.
 #[test]
 fn old_results_behind_the_protected_window_are_pruned() {
     let mut b = Builder::new();
