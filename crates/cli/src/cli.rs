@@ -227,12 +227,21 @@ pub struct PruneArgs {
     /// The session file.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
+    /// Write the result to OUT (`-` for standard output) instead of changing FILE; OUT must not
+    /// exist unless --force.
+    #[arg(short = 'o', long = "out", value_name = "OUT")]
+    pub out: Option<PathBuf>,
     /// Show what would change and write nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Prune age-wise even when the saving is below the minimum (20000 tokens).
+    /// Write even when the session looks live (another process holds its lock or wrote it in the
+    /// last 5 seconds), and replace OUT when it exists.
     #[arg(long)]
     pub force: bool,
+    /// Prune old tool output by age only when that saves at least N tokens (default 20000; 0
+    /// prunes whatever it can).
+    #[arg(long, value_name = "N")]
+    pub min_saving: Option<u64>,
 }
 
 /// `musepi session …`.
@@ -282,9 +291,12 @@ pub struct CheckArgs {
     /// for byte. Never in place.
     #[arg(long, requires = "out")]
     pub repair: bool,
-    /// Where the repaired copy goes.
+    /// Where the repaired copy goes (it must not exist unless --force).
     #[arg(short = 'o', long = "out", value_name = "OUT", requires = "repair")]
     pub out: Option<PathBuf>,
+    /// Replace OUT when it exists.
+    #[arg(long, requires = "repair")]
+    pub force: bool,
 }
 
 /// `musepi session migrate FILE [-o OUT | --in-place]`.
@@ -307,6 +319,10 @@ pub struct MigrateArgs {
     /// Say what would change and write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Write even when the session looks live (another process holds its lock or wrote it in the
+    /// last 5 seconds), and replace OUT when it exists.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `musepi hooks …`.
@@ -365,12 +381,17 @@ pub struct CompactArgs {
     /// Do not prune stale tool output first.
     #[arg(long)]
     pub no_prune: bool,
-    /// Write the compacted session to OUT instead of changing FILE.
+    /// Write the result to OUT (`-` for standard output) instead of changing FILE; OUT must not
+    /// exist unless --force.
     #[arg(short = 'o', long = "out", value_name = "OUT")]
     pub out: Option<PathBuf>,
     /// Show what would be sent and write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Write even when the session looks live (another process holds its lock or wrote it in the
+    /// last 5 seconds), and replace OUT when it exists.
+    #[arg(long)]
+    pub force: bool,
     /// Exit 1 when there is nothing to compact.
     #[arg(long)]
     pub strict: bool,
@@ -423,6 +444,14 @@ pub struct BranchArgs {
     /// Show the abandoned entries, what fits the budget and the request; write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Write the result to OUT (`-` for standard output) instead of changing FILE; OUT must not
+    /// exist unless --force.
+    #[arg(short = 'o', long = "out", value_name = "OUT")]
+    pub out: Option<PathBuf>,
+    /// Write even when the session looks live (another process holds its lock or wrote it in the
+    /// last 5 seconds), and replace OUT when it exists.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `musepi handoff FILE -o NEW`.

@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::{Arc, Mutex};
@@ -59,6 +61,7 @@ fn tree(dir: &Path) -> PathBuf {
         acc
     });
     std::fs::write(&path, text).unwrap();
+    common::settle(&path);
     path
 }
 

@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
 mod support;
 
 use std::path::{Path, PathBuf};
@@ -23,6 +24,7 @@ fn session(dir: &Path) -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sessions/todo-refactor.jsonl");
     let dst = dir.join("s.jsonl");
     std::fs::copy(src, &dst).unwrap();
+    common::settle(&dst);
     dst
 }
 

@@ -3,6 +3,8 @@
 //! promise that read-only commands never write and that a file we cannot
 //! read is never rewritten.
 
+mod common;
+
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -101,6 +103,7 @@ fn p(path: &Path) -> &str {
 fn copy_to(dir: &Path, from: &Path, name: &str) -> PathBuf {
     let to = dir.join(name);
     std::fs::copy(from, &to).expect("copy");
+    common::settle(&to);
     to
 }
 
@@ -274,7 +277,8 @@ fn check_lists_every_problem_and_exits_2() {
         [
             (3, "malformed-json"),
             (4, "dangling-parent"),
-            (5, "duplicate-id")
+            (5, "duplicate-id"),
+            (5, "self-parent")
         ]
     );
     assert_eq!(v["problems"][1]["entryId"], "b2");
@@ -578,7 +582,8 @@ fn a_read_only_folder_fails_the_rewrite_cleanly() {
     std::fs::create_dir(&folder).unwrap();
     let file = copy_to(&folder, &conformance("rand-0002.jsonl"), "v2.jsonl");
     let before = std::fs::read(&file).unwrap();
-    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    // The file itself may be written; only the folder may not.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
     std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o555)).unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_musepi"));

@@ -1,5 +1,6 @@
 //! The crate's error type.
 
+use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
@@ -15,6 +16,19 @@ pub enum SessionError {
     #[error("{}: {source}", path.display())]
     Io {
         /// The file.
+        path: PathBuf,
+        /// What the system said.
+        #[source]
+        source: io::Error,
+    },
+    /// Writing failed (a folder that cannot be written, a full disk, …);
+    /// the file the write was for is as it was.
+    #[error(
+        "{}: writing failed: {source}; nothing was changed, the original file is intact",
+        path.display()
+    )]
+    WriteFailed {
+        /// The file that was to be written.
         path: PathBuf,
         /// What the system said.
         #[source]
@@ -37,7 +51,43 @@ pub enum SessionError {
         /// What was found instead.
         reason: String,
     },
-    /// The file ends with a torn line (a write cut short); writing to it
+    /// The header's `version` is not 1, 2 or 3 (a number): the file is
+    /// neither read nor migrated.
+    #[error(
+        "{}:{line}: unrecognised session version {found}: musepi reads versions 1, 2 and 3 (a JSON number); nothing was read or changed",
+        path.display()
+    )]
+    UnknownVersion {
+        /// The file.
+        path: PathBuf,
+        /// The header's line.
+        line: u64,
+        /// The `version` value as written.
+        found: String,
+    },
+    /// The path is a FIFO, a device, a folder or a socket: reading it could
+    /// block forever or never end, so it is refused before any read.
+    #[error("{}: is a {kind}, not a regular file; a session is a regular file", path.display())]
+    NotRegular {
+        /// The path.
+        path: PathBuf,
+        /// What it is instead (`FIFO`, `character device`, `folder`, …).
+        kind: &'static str,
+    },
+    /// A line longer than the cap (see [`crate::MAX_LINE_BYTES`]).
+    #[error(
+        "{}:{line}: the line is longer than {limit} bytes; musepi does not read lines that long",
+        path.display()
+    )]
+    LineTooLong {
+        /// The file.
+        path: PathBuf,
+        /// The line.
+        line: u64,
+        /// The cap in bytes.
+        limit: u64,
+    },
+    /// The file ends with a torn line (a write was cut short); writing to it
     /// would bury the fragment, so writes wait for an explicit repair.
     #[error(
         "{}:{line}: the last line is torn (a write was cut short); nothing was written. Repair a copy with `musepi session check --repair -o OUT`",
@@ -49,14 +99,79 @@ pub enum SessionError {
         /// The torn line.
         line: u64,
     },
-    /// The file changed on disk after it was read; nothing was written.
+    /// The file changed on disk after it was read in a way a write cannot
+    /// build on; nothing was written.
     #[error(
-        "{}: the file changed on disk since it was read (another writer?); nothing was written",
+        "{}: the file changed while musepi worked ({what}); nothing was written, retry",
         path.display()
     )]
     ChangedOnDisk {
         /// The file.
         path: PathBuf,
+        /// What changed.
+        what: String,
+    },
+    /// Another process looks to be using the session right now.
+    #[error(
+        "{}: the session is live: {sign}; nothing was written. Quit the agent first, let it keep the session through `musepi serve` (or the pi extension), or pass --force",
+        path.display()
+    )]
+    Live {
+        /// The file.
+        path: PathBuf,
+        /// What was seen.
+        sign: LiveSign,
+    },
+    /// The file has a problem that a rewrite would carry into the new file
+    /// wrongly (for example a v1 compaction index that names no entry).
+    #[error(
+        "{}:{line}: {problem}; a rewrite would get it wrong, so nothing was written (see `musepi session check`)",
+        path.display()
+    )]
+    Blocked {
+        /// The file.
+        path: PathBuf,
+        /// The line with the problem.
+        line: u64,
+        /// The problem.
+        problem: String,
+    },
+    /// A new entry that would not pass `session check`; it is not written.
+    #[error("the new {kind} entry is invalid: {problem}; nothing was written")]
+    InvalidEntry {
+        /// The entry's type (`message:user`, `compaction`, …).
+        kind: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The caller may not write the file; it is not replaced either.
+    #[error("{}: the file is not writable by you; nothing was written", path.display())]
+    NotWritable {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file has other hard links, which a rewrite through a temporary
+    /// file and a rename would break.
+    #[error(
+        "{}: the file has {links} hard links; a rewrite would leave the other names with the old content, so nothing was written (write a copy with -o OUT)",
+        path.display()
+    )]
+    HardLinked {
+        /// The file.
+        path: PathBuf,
+        /// Its link count.
+        links: u64,
+    },
+    /// The rewritten file could not keep the original's owner or group.
+    #[error(
+        "{}: {what}; a rewrite would change it, so nothing was written",
+        path.display()
+    )]
+    OwnerChange {
+        /// The file.
+        path: PathBuf,
+        /// Whose file it is.
+        what: String,
     },
     /// The session has lines that live only in a file it no longer knows.
     #[error("the session was not read from a file, so its stored lines are unavailable")]
@@ -67,4 +182,97 @@ pub enum SessionError {
         /// The file.
         path: PathBuf,
     },
+}
+
+/// What made a session look live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LiveSign {
+    /// Another process holds the file's advisory lock.
+    Locked,
+    /// The file was modified this many whole seconds ago, within the live
+    /// window ([`crate::LIVE_WINDOW_MS`]).
+    RecentWrite {
+        /// Seconds since the last modification.
+        seconds_ago: u64,
+    },
+}
+
+impl fmt::Display for LiveSign {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Locked => f.write_str("another process holds its lock"),
+            Self::RecentWrite { seconds_ago } => {
+                write!(
+                    f,
+                    "it was written {seconds_ago} s ago (an agent may be appending to it)"
+                )
+            }
+        }
+    }
+}
+
+impl SessionError {
+    /// A stable kebab-case name for the condition, for `--json` errors.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::EntryNotFound(_) => "unknown-entry",
+            Self::Io { source, .. } if source.kind() == io::ErrorKind::NotFound => "not-found",
+            Self::Io { .. } => "io-error",
+            Self::WriteFailed { .. } => "write-failed",
+            Self::Empty { .. } => "empty-file",
+            Self::NotASession { .. } => "not-a-session",
+            Self::UnknownVersion { .. } => "unknown-version",
+            Self::NotRegular { .. } => "not-a-regular-file",
+            Self::LineTooLong { .. } => "line-too-long",
+            Self::TornTail { .. } => "torn-tail",
+            Self::ChangedOnDisk { .. } => "changed-on-disk",
+            Self::Live { .. } => "session-live",
+            Self::Blocked { .. } => "problems-block-rewrite",
+            Self::InvalidEntry { .. } => "invalid-entry",
+            Self::NotWritable { .. } => "not-writable",
+            Self::HardLinked { .. } => "hard-linked",
+            Self::OwnerChange { .. } => "owner-change",
+            Self::NoOrigin => "no-origin",
+            Self::AlreadyExists { .. } => "already-exists",
+        }
+    }
+
+    /// The file line the error is about, when there is one.
+    pub fn line(&self) -> Option<u64> {
+        match self {
+            Self::NotASession { line, .. }
+            | Self::UnknownVersion { line, .. }
+            | Self::LineTooLong { line, .. }
+            | Self::TornTail { line, .. }
+            | Self::Blocked { line, .. } => Some(*line).filter(|&l| l > 0),
+            _ => None,
+        }
+    }
+
+    /// Whether the condition is "busy": another process is using or
+    /// changing the file, nothing was written, and a later retry may work.
+    pub fn is_busy(&self) -> bool {
+        matches!(self, Self::ChangedOnDisk { .. } | Self::Live { .. })
+    }
+
+    /// Whether the condition is bad input: the file (or the entry) is not
+    /// something musepi reads or writes as it is.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            Self::EntryNotFound(_)
+                | Self::Empty { .. }
+                | Self::NotASession { .. }
+                | Self::UnknownVersion { .. }
+                | Self::NotRegular { .. }
+                | Self::LineTooLong { .. }
+                | Self::TornTail { .. }
+                | Self::Blocked { .. }
+                | Self::InvalidEntry { .. }
+                | Self::NotWritable { .. }
+                | Self::HardLinked { .. }
+                | Self::OwnerChange { .. }
+                | Self::AlreadyExists { .. }
+        ) || matches!(self, Self::Io { source, .. } if !matches!(source.kind(), io::ErrorKind::Interrupted | io::ErrorKind::OutOfMemory))
+    }
 }

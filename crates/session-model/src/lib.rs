@@ -32,6 +32,7 @@
 
 mod entry;
 mod error;
+mod fsutil;
 mod id;
 mod journal;
 pub mod json;
@@ -42,14 +43,19 @@ mod session;
 mod text;
 pub mod time;
 mod tree;
+mod validate;
 mod wire;
 
 pub use entry::{
     BranchSummary, Compaction, CustomMessageEntry, Entry, EntryBody, Header, ModelChange,
 };
-pub use error::SessionError;
+pub use error::{LiveSign, SessionError};
+pub use fsutil::MAX_LINE_BYTES;
 pub use id::{EntryId, IdSource, SequentialIds};
-pub use journal::{Journal, write_new, write_session};
+pub use journal::{
+    Journal, LIVE_WINDOW_MS, Replace, write_file, write_new, write_session, write_session_file,
+    write_session_to,
+};
 pub use load::{FileTail, load_bytes, load_file, read_header_of};
 pub use message::{
     AgentMessage, AssistantMessage, BashExecutionMessage, BranchSummaryMessage,

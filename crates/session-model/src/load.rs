@@ -1,14 +1,14 @@
 //! Loading a session from JSONL (docs/design.md, "The session file and its tree") and migrating it in memory
 //! (docs/design.md, "The session file and its tree").
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use serde_json::Value;
 
 use crate::entry::{EntryBody, Header};
 use crate::error::SessionError;
+use crate::fsutil::{MAX_LINE_BYTES, open_regular, read_line_capped};
 use crate::id::{EntryId, IdSet, IdSource, fresh_id};
 use crate::json::{js_delete, js_set, js_stringify};
 use crate::problem::{Problem, ProblemKind};
@@ -29,16 +29,13 @@ pub struct FileTail {
 /// Reads the session file at `path`.
 ///
 /// Problems with single lines are collected in [`Session::problems`]; only
-/// an unreadable file, an empty file, or a file without a valid header is
-/// an error. Files older than v3 are migrated in memory with ids from `ids`
+/// an unreadable file, an empty file, a file that is not a regular file, a
+/// file without a valid header (or with an unrecognised `version`) and a
+/// line longer than [`crate::MAX_LINE_BYTES`] are errors. Files older than v3 are migrated in memory with ids from `ids`
 /// (the file itself is not touched). Entry lines stay on disk: the session
 /// refers to them by offset and copies them byte for byte on rewrites.
 pub fn load_file(path: &Path, ids: &mut dyn IdSource) -> Result<(Session, FileTail), SessionError> {
-    let io_err = |source| SessionError::Io {
-        path: path.to_owned(),
-        source,
-    };
-    let file = File::open(path).map_err(io_err)?;
+    let file = open_regular(path)?;
     let mut reader = BufReader::with_capacity(1 << 20, file);
     let (mut session, tail) = Loader::new(path, false).run(&mut reader, ids)?;
     session.origin = Some(path.to_owned());
@@ -67,6 +64,8 @@ struct Loader<'p> {
     /// v1 migration: ids by position in the parsed-object list (header = 0).
     v1_ids: Vec<Option<EntryId>>,
     v1_taken: IdSet,
+    /// Problems migration found with the line being read.
+    v1_problems: Vec<ProblemKind>,
 }
 
 impl<'p> Loader<'p> {
@@ -78,7 +77,17 @@ impl<'p> Loader<'p> {
             offset: 0,
             v1_ids: Vec::new(),
             v1_taken: IdSet::default(),
+            v1_problems: Vec::new(),
         }
+    }
+
+    /// Reads the next line (with its newline) into `buf`.
+    fn next_line(
+        &self,
+        reader: &mut dyn BufRead,
+        buf: &mut Vec<u8>,
+    ) -> Result<usize, SessionError> {
+        next_line(self.path, self.line_no + 1, reader, buf)
     }
 
     fn source(&self, offset: u64, line: &[u8]) -> LineSource {
@@ -97,10 +106,6 @@ impl<'p> Loader<'p> {
         reader: &mut dyn BufRead,
         ids: &mut dyn IdSource,
     ) -> Result<(Session, FileTail), SessionError> {
-        let io_err = |source| SessionError::Io {
-            path: self.path.to_owned(),
-            source,
-        };
         let mut buf = Vec::with_capacity(1 << 16);
         let mut pending_before_header: Vec<(u64, Vec<u8>, Problem)> = Vec::new();
         let mut tail = FileTail {
@@ -112,7 +117,7 @@ impl<'p> Loader<'p> {
         // Find the header: the first line that parses as JSON.
         let mut session = loop {
             buf.clear();
-            let n = read_line(reader, &mut buf).map_err(io_err)?;
+            let n = self.next_line(reader, &mut buf)?;
             if n == 0 {
                 return Err(if any_bytes && !pending_before_header.is_empty() {
                     SessionError::NotASession {
@@ -133,6 +138,13 @@ impl<'p> Loader<'p> {
             trim_newline(&mut buf);
             if buf.iter().all(u8::is_ascii_whitespace) {
                 continue;
+            }
+            if !any_bytes && let Some(reason) = not_text(&buf) {
+                return Err(SessionError::NotASession {
+                    path: self.path.to_owned(),
+                    line: self.line_no,
+                    reason,
+                });
             }
             any_bytes = true;
             match read_header(&buf) {
@@ -179,6 +191,13 @@ impl<'p> Loader<'p> {
                             .into(),
                     });
                 }
+                HeaderRead::BadVersion(found) => {
+                    return Err(SessionError::UnknownVersion {
+                        path: self.path.to_owned(),
+                        line: self.line_no,
+                        found,
+                    });
+                }
                 HeaderRead::Malformed(error) => {
                     let problem = Problem {
                         line: self.line_no,
@@ -194,7 +213,7 @@ impl<'p> Loader<'p> {
 
         loop {
             buf.clear();
-            let n = read_line(reader, &mut buf).map_err(io_err)?;
+            let n = self.next_line(reader, &mut buf)?;
             if n == 0 {
                 break;
             }
@@ -289,6 +308,15 @@ impl<'p> Loader<'p> {
                 kind: ProblemKind::InvalidEntry { error },
             });
         }
+        let mut kinds = std::mem::take(&mut self.v1_problems);
+        crate::validate::entry_problems(&parsed.entry, &mut kinds);
+        for kind in kinds {
+            session.problems.push(Problem {
+                line: self.line_no,
+                entry_id: entry_id.clone(),
+                kind,
+            });
+        }
         session.push_loaded(parsed.entry, source, self.line_no);
         Ok(())
     }
@@ -309,11 +337,37 @@ impl<'p> Loader<'p> {
         parsed.entry.id = id.clone();
         parsed.entry.parent_id.clone_from(&parent);
         parsed.has_id = true;
+        let is_compaction = matches!(parsed.entry.body, EntryBody::Compaction(_));
         let first_kept = parsed.first_kept_entry_index.and_then(|index| {
-            if index.fract() != 0.0 || index < 0.0 {
-                return None;
+            let resolved = if index.fract() != 0.0 {
+                Err("is not a whole number")
+            } else if index < 0.0 {
+                Err("is negative")
+            } else if index == 0.0 {
+                Err("names the header")
+            } else {
+                self.v1_ids
+                    .get(index as usize)
+                    .cloned()
+                    .flatten()
+                    .ok_or("names no earlier entry")
+            };
+            match resolved {
+                Ok(id) => Some(id),
+                Err(reason) => {
+                    if is_compaction {
+                        self.v1_problems.push(ProblemKind::FirstKeptIndex {
+                            index: {
+                                let mut text = String::new();
+                                crate::json::push_js_number(&mut text, index);
+                                text
+                            },
+                            reason,
+                        });
+                    }
+                    None
+                }
             }
-            self.v1_ids.get(index as usize).cloned().flatten()
         });
         let is_compaction_with_index = parsed.first_kept_entry_index.is_some();
         if let EntryBody::Compaction(c) = &mut parsed.entry.body
@@ -321,7 +375,6 @@ impl<'p> Loader<'p> {
         {
             c.first_kept_entry_id.clone_from(&first_kept);
         }
-        let is_compaction = matches!(parsed.entry.body, EntryBody::Compaction(_));
         let hook = parsed.hook_message_role;
         self.rewrite(line, |map| {
             js_set(map, "id", id.as_str().into());
@@ -359,9 +412,45 @@ impl<'p> Loader<'p> {
     }
 }
 
-/// Reads one line including its newline; returns the bytes read.
-fn read_line(reader: &mut dyn BufRead, buf: &mut Vec<u8>) -> std::io::Result<usize> {
-    reader.read_until(b'\n', buf)
+/// Reads line `line_no` (with its newline) into `buf`; returns the bytes read.
+fn next_line(
+    path: &Path,
+    line_no: u64,
+    reader: &mut dyn BufRead,
+    buf: &mut Vec<u8>,
+) -> Result<usize, SessionError> {
+    read_line_capped(reader, buf, MAX_LINE_BYTES)
+        .map_err(|source| SessionError::Io {
+            path: path.to_owned(),
+            source,
+        })?
+        .ok_or_else(|| SessionError::LineTooLong {
+            path: path.to_owned(),
+            line: line_no,
+            limit: MAX_LINE_BYTES,
+        })
+}
+
+/// Why the first line of a file cannot be a header before JSON is even
+/// tried: a byte-order mark, or bytes that are not UTF-8.
+fn not_text(line: &[u8]) -> Option<String> {
+    if line.starts_with(&[0xEF, 0xBB, 0xBF]) {
+        return Some(
+            "the line starts with a UTF-8 byte-order mark (EF BB BF); session files are UTF-8 without one"
+                .into(),
+        );
+    }
+    match std::str::from_utf8(line) {
+        Ok(_) => None,
+        Err(e) => {
+            let at = e.valid_up_to();
+            Some(format!(
+                "the line is not valid UTF-8 (byte {:#04x} at column {})",
+                line[at],
+                at + 1
+            ))
+        }
+    }
 }
 
 fn trim_newline(buf: &mut Vec<u8>) {
@@ -372,17 +461,14 @@ fn trim_newline(buf: &mut Vec<u8>) {
 
 /// Reads the header of `path` only: `Ok(None)` for an empty file.
 pub fn read_header_of(path: &Path) -> Result<Option<Header>, SessionError> {
-    let io_err = |source| SessionError::Io {
-        path: path.to_owned(),
-        source,
-    };
-    let file = File::open(path).map_err(io_err)?;
-    let mut reader = BufReader::new(file.take(64 << 20));
+    let file = open_regular(path)?;
+    let mut reader = BufReader::new(file);
     let mut buf = Vec::new();
     let mut line = 0;
+    let mut any = false;
     loop {
         buf.clear();
-        if read_line(&mut reader, &mut buf).map_err(io_err)? == 0 {
+        if next_line(path, line + 1, &mut reader, &mut buf)? == 0 {
             return Ok(None);
         }
         line += 1;
@@ -390,6 +476,14 @@ pub fn read_header_of(path: &Path) -> Result<Option<Header>, SessionError> {
         if buf.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
+        if !any && let Some(reason) = not_text(&buf) {
+            return Err(SessionError::NotASession {
+                path: path.to_owned(),
+                line,
+                reason,
+            });
+        }
+        any = true;
         match read_header(&buf) {
             HeaderRead::Header(h) => return Ok(Some(h)),
             HeaderRead::Malformed(_) => {}
@@ -399,6 +493,13 @@ pub fn read_header_of(path: &Path) -> Result<Option<Header>, SessionError> {
                     line,
                     reason: "the first JSON line is not a `session` header with a string `id`"
                         .into(),
+                });
+            }
+            HeaderRead::BadVersion(found) => {
+                return Err(SessionError::UnknownVersion {
+                    path: path.to_owned(),
+                    line,
+                    found,
                 });
             }
         }

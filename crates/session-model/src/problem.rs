@@ -58,6 +58,61 @@ pub enum ProblemKind {
     Cycle,
     /// A line before the header that is not the header.
     BeforeHeader,
+    /// `parentId` is the entry's own id; it is read as a root.
+    SelfParent,
+    /// A message role this crate does not know; the entry is kept as it is
+    /// and left out of the context.
+    UnknownRole {
+        /// The role as written.
+        role: String,
+    },
+    /// A tool call whose `arguments` is not a JSON object (a string, for
+    /// example); providers reject such a call.
+    ToolCallArguments {
+        /// The call's id.
+        call_id: String,
+        /// The JSON type found instead (`string`, `array`, …).
+        found: &'static str,
+    },
+    /// A compaction whose `firstKeptEntryId` names no entry.
+    FirstKeptMissing {
+        /// The id as written.
+        id: EntryId,
+    },
+    /// A compaction whose `firstKeptEntryId` is its own id.
+    FirstKeptSelf,
+    /// A compaction whose `firstKeptEntryId` names an entry written after it.
+    FirstKeptLater {
+        /// The id as written.
+        id: EntryId,
+        /// The line of that entry.
+        line: u64,
+    },
+    /// A compaction whose `firstKeptEntryId` names an entry that is not on
+    /// the path from the root to the compaction, so its context keeps
+    /// nothing but the summary.
+    FirstKeptOffPath {
+        /// The id as written.
+        id: EntryId,
+    },
+    /// A v1 compaction whose `firstKeptEntryIndex` cannot be resolved to an
+    /// earlier entry; migration would drop it.
+    FirstKeptIndex {
+        /// The index as written.
+        index: String,
+        /// Why it does not resolve.
+        reason: &'static str,
+    },
+    /// A branch summary whose `fromId` names no entry (and is not `root`).
+    DanglingFromId {
+        /// The id as written.
+        id: String,
+    },
+    /// A label whose `targetId` names no entry.
+    DanglingLabelTarget {
+        /// The id as written.
+        id: EntryId,
+    },
 }
 
 impl ProblemKind {
@@ -73,7 +128,45 @@ impl ProblemKind {
             Self::DuplicateId { .. } => "duplicate-id",
             Self::Cycle => "cycle",
             Self::BeforeHeader => "before-header",
+            Self::SelfParent => "self-parent",
+            Self::UnknownRole { .. } => "unknown-role",
+            Self::ToolCallArguments { .. } => "tool-call-arguments",
+            Self::FirstKeptMissing { .. } => "first-kept-missing",
+            Self::FirstKeptSelf => "first-kept-self",
+            Self::FirstKeptLater { .. } => "first-kept-later",
+            Self::FirstKeptOffPath { .. } => "first-kept-off-path",
+            Self::FirstKeptIndex { .. } => "first-kept-index",
+            Self::DanglingFromId { .. } => "dangling-from-id",
+            Self::DanglingLabelTarget { .. } => "dangling-label-target",
         }
+    }
+
+    /// Whether the problem is about what the entry names (its parent, a
+    /// compaction's first kept entry, a branch summary's `fromId`, a
+    /// label's target) rather than about the entry itself, so it depends on
+    /// the entries around it.
+    pub fn is_about_links(&self) -> bool {
+        matches!(
+            self,
+            Self::DanglingParent { .. }
+                | Self::DuplicateId { .. }
+                | Self::Cycle
+                | Self::SelfParent
+                | Self::FirstKeptMissing { .. }
+                | Self::FirstKeptSelf
+                | Self::FirstKeptLater { .. }
+                | Self::FirstKeptOffPath { .. }
+                | Self::DanglingFromId { .. }
+                | Self::DanglingLabelTarget { .. }
+        )
+    }
+
+    /// Whether a rewrite of the file would carry this problem into the new
+    /// file wrongly, so writers refuse the file until it is fixed: a torn
+    /// last line (a write would bury it) and a v1 compaction index that
+    /// migration would drop.
+    pub fn blocks_rewrite(&self) -> bool {
+        matches!(self, Self::TornLine { .. } | Self::FirstKeptIndex { .. })
     }
 }
 
@@ -96,6 +189,39 @@ impl fmt::Display for ProblemKind {
             }
             Self::Cycle => f.write_str("parent links form a cycle"),
             Self::BeforeHeader => f.write_str("line before the session header"),
+            Self::SelfParent => f.write_str("`parentId` is the entry's own id (read as a root)"),
+            Self::UnknownRole { role } => write!(
+                f,
+                "unknown message role `{role}`: the entry is kept as it is and left out of the context"
+            ),
+            Self::ToolCallArguments { call_id, found } => write!(
+                f,
+                "tool call `{call_id}` has `arguments` that are a {found}, not an object"
+            ),
+            Self::FirstKeptMissing { id } => {
+                write!(f, "compaction's `firstKeptEntryId` `{id}` names no entry")
+            }
+            Self::FirstKeptSelf => {
+                f.write_str("compaction's `firstKeptEntryId` is the compaction's own id")
+            }
+            Self::FirstKeptLater { id, line } => write!(
+                f,
+                "compaction's `firstKeptEntryId` `{id}` names a later entry (line {line})"
+            ),
+            Self::FirstKeptOffPath { id } => write!(
+                f,
+                "compaction's `firstKeptEntryId` `{id}` is not on the path to the compaction, so its context would keep only the summary"
+            ),
+            Self::FirstKeptIndex { index, reason } => write!(
+                f,
+                "v1 compaction's `firstKeptEntryIndex` {index} {reason}; migration would drop it"
+            ),
+            Self::DanglingFromId { id } => {
+                write!(f, "branch summary's `fromId` `{id}` names no entry")
+            }
+            Self::DanglingLabelTarget { id } => {
+                write!(f, "label's `targetId` `{id}` names no entry")
+            }
         }
     }
 }

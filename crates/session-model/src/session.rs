@@ -115,9 +115,11 @@ impl Session {
             LineSource::Text(t) => Ok(t.to_string()),
             LineSource::File { offset, len } => {
                 let path = self.origin.as_deref().ok_or(SessionError::NoOrigin)?;
-                crate::journal::read_span(path, *offset, *len).map_err(|source| SessionError::Io {
-                    path: path.to_owned(),
-                    source,
+                crate::journal::lines::read_span(path, *offset, *len).map_err(|source| {
+                    SessionError::Io {
+                        path: path.to_owned(),
+                        source,
+                    }
                 })
             }
         }
@@ -539,6 +541,17 @@ impl Session {
             }
             for c in chain.drain(..) {
                 state[c] = 2;
+            }
+        }
+        let mut kinds = Vec::new();
+        for i in 0..n {
+            crate::validate::link_problems(self, i, &mut kinds);
+            for kind in kinds.drain(..) {
+                problems.push(Problem {
+                    line: self.lines[i],
+                    entry_id: Some(self.entries[i].id.clone()),
+                    kind,
+                });
             }
         }
         self.problems.extend(problems);

@@ -416,6 +416,9 @@ pub(crate) enum HeaderRead {
     Header(Header),
     /// Valid JSON that is not a session header.
     NotAHeader,
+    /// A session header whose `version` is not 1, 2 or 3 (a number); the
+    /// value as written.
+    BadVersion(String),
     /// Invalid JSON.
     Malformed(String),
 }
@@ -426,7 +429,8 @@ struct WireHeader {
     #[serde(rename = "type")]
     ty: Option<Value>,
     id: Option<Value>,
-    version: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    version: Option<Option<Value>>,
     timestamp: Option<Value>,
     cwd: Option<Value>,
     parent_session: Option<Value>,
@@ -448,11 +452,21 @@ pub(crate) fn read_header(line: &[u8]) -> HeaderRead {
         Some(Value::String(s)) => Some(s),
         _ => None,
     };
-    let version = match w.version {
-        Some(Value::Number(n)) => n
-            .as_f64()
-            .map_or(1, |v| if v >= 1.0 { v.floor() as u32 } else { 1 }),
-        _ => 1,
+    // Absent means 1; 1, 2 and 3 (JSON numbers, `3.0` included, as
+    // JavaScript compares them) are known; anything else, a string "3"
+    // included, is not a version this crate can read or migrate.
+    let version = match &w.version {
+        None => 1,
+        Some(None) => return HeaderRead::BadVersion("null".to_owned()),
+        Some(Some(Value::Number(n))) => match n.as_f64() {
+            Some(v)
+                if v.fract() == 0.0 && (1.0..=f64::from(crate::CURRENT_VERSION)).contains(&v) =>
+            {
+                v as u32
+            }
+            _ => return HeaderRead::BadVersion(n.to_string()),
+        },
+        Some(Some(other)) => return HeaderRead::BadVersion(other.to_string()),
     };
     HeaderRead::Header(Header {
         version,

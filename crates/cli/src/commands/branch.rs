@@ -17,6 +17,7 @@ use crate::commands::plan::request_json;
 use crate::commands::runtime::{
     Progress, ctrl_c, default_branch_strategy, provider, runtime, settings,
 };
+use crate::commands::writer::Target;
 use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{Color, aligned, note, print_json, print_text};
 use crate::provider::ProviderFlags;
@@ -28,15 +29,28 @@ pub use musepi_hooks::NAVIGATE_MARKER;
 /// Runs the command.
 pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
     let settings = settings(ctx)?;
-    let mut journal = Journal::open(
+    let dest = Target::new(
         &args.file,
-        crate::ids::for_migration(ctx.deterministic_ids()).as_mut(),
-    )
-    .or_bad_input()?;
+        args.out.as_deref(),
+        args.force,
+        args.dry_run,
+        ctx,
+    )?;
+    let mut journal = dest.open(ctx)?;
     let target = (args.to != "root").then(|| args.to.clone());
     let session = journal.session();
     for id in target.iter().chain(args.from.iter()) {
         if session.index_of(id).is_none() {
+            if session.original_version() < 2 {
+                return Err(Failure::new(
+                    Exit::BadInput,
+                    "unknown-entry",
+                    anyhow::anyhow!(
+                        "unknown entry id `{id}`; {file} is a v1 file, whose ids last only once it is migrated: run `musepi session migrate {file}` first, then take the id from `musepi session tree`",
+                        file = args.file.display()
+                    ),
+                ));
+            }
             return Err(Failure::unknown_entry(id));
         }
     }
@@ -68,6 +82,7 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
             "musepi: no provider configured: the branch summary is the snapcompact digest (no model); pass --provider for an LLM summary",
         );
     }
+    dest.refuse_live(&journal)?;
     let hooks = crate::hooks::from_settings(&settings, ctx)?;
     let rt = runtime()?;
     let progress = Progress::start(ctx, "summarizing the branch");
@@ -111,9 +126,11 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
     for w in &out.warnings {
         note(ctx.quiet(), &format!("musepi: warning: {w}"));
     }
-    let marker = mark_leaf(&mut journal, &out, &options, ids.as_mut()).or_failed()?;
+    let marker = mark_leaf(&mut journal, &out, &options, ids.as_mut())?;
+    let written = dest.finish(&journal)?;
     if ctx.json() {
         print_json(&json!({
+            "output": written,
             "noOp": out.no_op,
             "oldLeafId": out.old_leaf.as_ref().map(ToString::to_string),
             "targetId": target,
@@ -131,7 +148,7 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
         return Ok(Exit::Ok);
     }
     if out.no_op {
-        print_text("already there: nothing to do\n").or_failed()?;
+        dest.report("already there: nothing to do\n", ctx)?;
         return Ok(Exit::Ok);
     }
     let mut rows = vec![
@@ -170,6 +187,9 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
             },
         ));
     }
+    if let Some(name) = written.filter(|_| !dest.in_place()) {
+        rows.push(("written to".to_owned(), name));
+    }
     if let Some(text) = &out.editor_text {
         rows.push(("editor text".to_owned(), crate::output::preview(text, 80)));
     }
@@ -180,7 +200,7 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
             let _ = writeln!(text, "  {l}");
         }
     }
-    print_text(&text).or_failed()?;
+    dest.report(&text, ctx)?;
     Ok(Exit::Ok)
 }
 

@@ -5,6 +5,8 @@ use std::fmt::Write as _;
 use musepi_compaction::{Reason, RequestOptions, SummaryPlan, prune_first};
 use musepi_hooks::{CompactError, CompactOptions, RemoteCompactor, Strategy, Summarizer, compact};
 use musepi_session_model::{EntryBody, Journal};
+
+use crate::commands::writer::Target;
 use serde_json::json;
 
 use crate::cli::CompactArgs;
@@ -94,27 +96,28 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         &settings,
         args.instructions.is_some(),
     )?;
-    if let Some(out) = &args.out {
-        let journal = Journal::open(
-            &args.file,
-            crate::ids::for_migration(ctx.deterministic_ids()).as_mut(),
-        )
-        .or_bad_input()?;
-        musepi_session_model::write_session(out, journal.session()).or_failed()?;
-    }
-    let path = args.out.as_ref().unwrap_or(&args.file);
-    let mut journal = Journal::open(
-        path,
-        crate::ids::for_migration(ctx.deterministic_ids()).as_mut(),
-    )
-    .or_bad_input()?;
+    let target = Target::new(
+        &args.file,
+        args.out.as_deref(),
+        args.force,
+        args.dry_run,
+        ctx,
+    )?;
+    let mut journal = target.open(ctx)?;
+    target.refuse_live(&journal)?;
+    let path = &args.file;
     if journal.migration_pending() && !args.dry_run {
         note(
             ctx.quiet(),
             &format!(
-                "musepi: {} is a v{} file; it is rewritten as v3 with the compaction",
+                "musepi: {} is a v{} file; {} as v3 with the compaction",
                 path.display(),
-                journal.session().original_version()
+                journal.session().original_version(),
+                if target.in_place() {
+                    "it is rewritten"
+                } else {
+                    "the copy is written"
+                }
             ),
         );
     }
@@ -169,11 +172,20 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
     let out = match result {
         Ok(out) => out,
         Err(CompactError::Nothing(reason)) => {
-            if ctx.json() {
-                print_json(&json!({"compacted": false, "reason": reason.to_string()}))
-                    .or_failed()?;
+            // A copy is the result even when nothing changed, unless --strict
+            // makes "nothing to do" a failure.
+            let output = if args.strict {
+                None
             } else {
-                print_text(&format!("nothing to compact: {reason}\n")).or_failed()?;
+                target.finish(&journal)?
+            };
+            if ctx.json() {
+                print_json(
+                    &json!({"compacted": false, "reason": reason.to_string(), "output": output}),
+                )
+                .or_failed()?;
+            } else {
+                target.report(&format!("nothing to compact: {reason}\n"), ctx)?;
             }
             return Ok(if args.strict { Exit::Failed } else { Exit::Ok });
         }
@@ -182,11 +194,14 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
     for w in &out.warnings {
         note(ctx.quiet(), &format!("musepi: warning: {w}"));
     }
+    let written = target
+        .finish(&journal)?
+        .unwrap_or_else(|| path.display().to_string());
     let session = journal.session();
     if ctx.json() {
         let doc = json!({
             "compacted": true,
-            "file": path.display().to_string(),
+            "file": written,
             "strategy": chosen.name(),
             "provider": llm.as_ref().map(|p| p.config().describe()),
             "entryId": out.entry_id.as_str(),
@@ -207,7 +222,7 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
     }
     let st = ctx.style;
     let mut rows = vec![
-        ("file".to_owned(), path.display().to_string()),
+        ("file".to_owned(), written),
         (
             "strategy".to_owned(),
             match &llm {
@@ -251,7 +266,7 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
     if out.result.summary.lines().count() > lines.len() {
         let _ = writeln!(text, "  {}", st.paint(Color::Dim, "…"));
     }
-    print_text(&text).or_failed()?;
+    target.report(&text, ctx)?;
     if matches!(
         session.leaf_entry().map(|e| &e.body),
         Some(EntryBody::Compaction(_))

@@ -206,8 +206,30 @@ fn session(e: &SessionError, fallback: Exit) -> Condition {
             ..condition(Exit::BadInput, "torn-tail")
         },
         SessionError::ChangedOnDisk { .. } => condition(Exit::Busy, "changed-on-disk"),
+        SessionError::Live { .. } => condition(Exit::Busy, "session-live"),
         SessionError::NoOrigin => condition(Exit::Failed, "failed"),
         SessionError::AlreadyExists { .. } => condition(Exit::BadInput, "file-exists"),
+        SessionError::WriteFailed { .. } => condition(Exit::Failed, "write-failed"),
+        SessionError::UnknownVersion { .. }
+        | SessionError::NotRegular { .. }
+        | SessionError::LineTooLong { .. }
+        | SessionError::Blocked { .. }
+        | SessionError::InvalidEntry { .. }
+        | SessionError::NotWritable { .. }
+        | SessionError::HardLinked { .. }
+        | SessionError::OwnerChange { .. } => Condition {
+            line: e.line(),
+            ..condition(Exit::BadInput, e.code())
+        },
+    }
+}
+
+/// A session error exits by its own condition; an I/O error without one
+/// is a file that could not be read (session-model reports failed writes
+/// as [`SessionError::WriteFailed`]).
+impl From<SessionError> for Failure {
+    fn from(e: SessionError) -> Self {
+        Self::bad_input(e)
     }
 }
 
@@ -310,6 +332,7 @@ mod tests {
     fn a_condition_has_one_exit_code_whatever_the_call_site_says() {
         let changed = || SessionError::ChangedOnDisk {
             path: PathBuf::from("s.jsonl"),
+            what: "it was replaced".into(),
         };
         assert_eq!(
             code_of(changed(), Exit::BadInput),

@@ -1,14 +1,18 @@
 //! Reading a session from `FILE` or standard input, and writing files
 //! atomically.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use musepi_session_model::{FileTail, Session, SessionError, load_bytes, load_file};
+use musepi_session_model::{
+    FileTail, IdSource, Replace, SequentialIds, Session, SessionError, load_bytes, load_file,
+    write_file,
+};
 
-use super::{Ctx, Failure, OrExit};
+use super::{Ctx, Failure};
+use crate::output::note;
 
 /// Where a session is read from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,12 +55,20 @@ pub struct Loaded {
     pub bytes: Option<Vec<u8>>,
 }
 
-/// Reads the session. Nothing is written, whatever the file holds.
+/// Reads the session for a command that only reads it: nothing is
+/// written, whatever the file holds. An unmigrated v1 file's entries are
+/// numbered `00000001`, `00000002`, … in file order, so an id one command
+/// prints is known to the next.
 pub fn load(input: &Input, ctx: &Ctx) -> Result<Loaded, SessionError> {
-    let mut ids = crate::ids::for_migration(ctx.deterministic_ids());
+    let _ = ctx;
+    load_with(input, &mut SequentialIds::new())
+}
+
+/// Reads the session with `ids` for the entries of a v1 file.
+pub fn load_with(input: &Input, ids: &mut dyn IdSource) -> Result<Loaded, SessionError> {
     match input {
         Input::File(path) => {
-            let (session, tail) = load_file(path, ids.as_mut())?;
+            let (session, tail) = load_file(path, ids)?;
             Ok(Loaded {
                 input: input.clone(),
                 session,
@@ -69,7 +81,7 @@ pub fn load(input: &Input, ctx: &Ctx) -> Result<Loaded, SessionError> {
                 path: PathBuf::from("<stdin>"),
                 source,
             })?;
-            let session = load_bytes(Path::new("<stdin>"), &bytes, ids.as_mut())?;
+            let session = load_bytes(Path::new("<stdin>"), &bytes, ids)?;
             Ok(Loaded {
                 input: input.clone(),
                 session,
@@ -80,9 +92,36 @@ pub fn load(input: &Input, ctx: &Ctx) -> Result<Loaded, SessionError> {
     }
 }
 
-/// Reads the session, failing with exit 2.
+/// Reads the session, failing with the exit code of the condition, and
+/// says on stderr when the file has problems or is an unmigrated v1 file.
 pub fn load_or_fail(input: &Input, ctx: &Ctx) -> Result<Loaded, Failure> {
-    load(input, ctx).or_bad_input()
+    let loaded = load(input, ctx)?;
+    note_problems(&input.name(), &loaded.session, ctx);
+    if loaded.session.original_version() < 2 {
+        note(
+            ctx.quiet(),
+            &format!(
+                "musepi: {name} is a v1 session: until it is migrated its entries are numbered 00000001, 00000002, … in file order; `musepi session migrate {name}` gives them lasting ids",
+                name = input.name()
+            ),
+        );
+    }
+    Ok(loaded)
+}
+
+/// One line on stderr when the session has problems: how many, and the
+/// command that lists them.
+pub fn note_problems(name: &str, session: &Session, ctx: &Ctx) {
+    let n = session.problems().len();
+    if n > 0 {
+        note(
+            ctx.quiet(),
+            &format!(
+                "musepi: {name} has {n} problem{}; `musepi session check {name}` lists them",
+                if n == 1 { "" } else { "s" }
+            ),
+        );
+    }
 }
 
 fn read_stdin() -> io::Result<Vec<u8>> {
@@ -99,52 +138,20 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// Writes a file atomically: a temporary file in the same folder, written
-/// by `fill`, flushed to disk, renamed over `path`, then the folder synced.
-/// On error the temporary file is removed and `path` is untouched.
+/// Writes a file atomically (a temporary file in the same folder, `fsync`,
+/// rename, `fsync` of the folder), replacing what is there and keeping an
+/// existing file's permission bits. On error `path` is untouched.
 pub fn write_atomically(
     path: &Path,
-    fill: impl FnOnce(&mut io::BufWriter<&File>) -> io::Result<()>,
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
-        _ => PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
-    let (tmp_path, file) = create_temp(&dir, &name)?;
-    let result = (|| {
-        if let Ok(meta) = fs::metadata(path) {
-            file.set_permissions(meta.permissions())?;
-        }
-        let mut out = io::BufWriter::with_capacity(1 << 20, &file);
-        fill(&mut out)?;
-        out.flush()?;
-        drop(out);
-        file.sync_all()?;
-        fs::rename(&tmp_path, path)?;
-        File::open(&dir)?.sync_all()
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp_path);
-    }
-    result
+    write_file(path, None, Replace::Existing, fill).map_err(|e| match e {
+        SessionError::WriteFailed { source, .. } | SessionError::Io { source, .. } => source,
+        other => io::Error::other(other.to_string()),
+    })
 }
 
-fn create_temp(dir: &Path, name: &str) -> io::Result<(PathBuf, File)> {
-    let pid = std::process::id();
-    let mut last = None;
-    for attempt in 0..100u32 {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let tmp = dir.join(format!(".{name}.{pid}.{nanos:x}{attempt}.tmp"));
-        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
-            Ok(f) => return Ok((tmp, f)),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
-            Err(e) => return Err(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| io::Error::other("cannot create a temporary file")))
+/// The permission bits of `path`, when it can be read.
+pub fn mode_of(path: &Path) -> Option<u32> {
+    fs::metadata(path).ok().map(|m| m.mode())
 }

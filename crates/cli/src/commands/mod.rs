@@ -25,6 +25,7 @@ pub mod settings_glue;
 pub mod snapcompact;
 pub mod trust;
 pub mod view;
+pub mod writer;
 
 use std::ffi::OsString;
 use std::process::ExitCode;

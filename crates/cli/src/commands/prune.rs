@@ -4,28 +4,35 @@
 //! `musepi plan` shows): superseded reads, useless results and results
 //! older than the protected window, after the latest compaction's kept
 //! boundary, when together they save at least the minimum (20,000 tokens;
-//! `--force` lifts it).
+//! `--min-saving N` sets it). The result goes in place, or to `-o OUT`
+//! (`-` for standard output).
 
 use std::fmt::Write as _;
 
 use musepi_compaction::{apply_prune, plan_prune};
-use musepi_session_model::Journal;
 use serde_json::json;
 
 use crate::cli::PruneArgs;
 use crate::commands::plan::{prune_json, prune_text};
+use crate::commands::writer::Target;
 use crate::commands::{CmdResult, Ctx, Exit, OrExit};
-use crate::output::{Color, print_json, print_text};
+use crate::output::{Color, print_json};
 
 /// Runs the command.
 pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
-    let mut ids = crate::ids::for_migration(ctx.deterministic_ids());
-    let mut journal = Journal::open(&args.file, ids.as_mut()).or_bad_input()?;
+    let target = Target::new(
+        &args.file,
+        args.out.as_deref(),
+        args.force,
+        args.dry_run,
+        ctx,
+    )?;
+    let mut journal = target.open(ctx)?;
     let now = ctx.now_ms();
     let mut config =
         crate::commands::runtime::prune_config(&crate::commands::runtime::settings(ctx)?);
-    if args.force {
-        config.minimum_savings = 0;
+    if let Some(n) = args.min_saving {
+        config.minimum_savings = n;
     }
     let session = journal.session();
     let plan = plan_prune(session, session.leaf_index(), &config);
@@ -35,12 +42,21 @@ pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
     journal.stage_replacements(changes.clone()).or_failed()?;
     journal.discard_staged();
     if !args.dry_run && !changes.is_empty() {
-        journal.replace_entries(changes).or_failed()?;
+        target.refuse_live(&journal)?;
+        journal.replace_entries(changes)?;
     }
+    // In place a file with nothing to prune is left alone; a copy is
+    // always written.
+    let output = if target.in_place() && plan.is_empty() {
+        None
+    } else {
+        target.finish(&journal)?
+    };
     let session = journal.session();
     if ctx.json() {
         let mut doc = prune_json(session, &plan);
-        doc["written"] = json!(!args.dry_run && !plan.is_empty());
+        doc["written"] = json!(output.is_some() && (!plan.is_empty() || !target.in_place()));
+        doc["output"] = json!(output);
         print_json(&doc).or_failed()?;
         return Ok(Exit::Ok);
     }
@@ -59,6 +75,9 @@ pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
     }
     let verb = if args.dry_run { "would save" } else { "saved" };
     let _ = writeln!(out, "{}", prune_text(&plan, verb));
-    print_text(&out).or_failed()?;
+    if let Some(name) = output.filter(|_| !target.in_place()) {
+        let _ = writeln!(out, "written to {name}");
+    }
+    target.report(&out, ctx)?;
     Ok(Exit::Ok)
 }

@@ -95,7 +95,9 @@ pub(super) fn entry_body(entry: &Value) -> Result<EntryBody, String> {
         &mut SequentialIds::new(),
     )
     .map_err(|e| e.to_string())?;
-    if let Some(p) = session.problems().first() {
+    // What the entry names is checked against the open session when it is
+    // appended; here only the entry itself.
+    if let Some(p) = session.problems().iter().find(|p| !p.kind.is_about_links()) {
         return Err(format!("invalid `{kind}` entry: {}", p.kind));
     }
     match session.entries().first() {

@@ -18,7 +18,9 @@ pub(super) fn run(args: &CheckArgs, ctx: &Ctx) -> CmdResult {
     let name = input.name();
     let loaded = match load(&input, ctx) {
         Ok(l) => l,
-        Err(e @ SessionError::Io { .. }) => return Err(Failure::bad_input(e)),
+        Err(e @ (SessionError::Io { .. } | SessionError::NotRegular { .. })) => {
+            return Err(e.into());
+        }
         Err(e) if args.repair => {
             return Err(Failure::bad_input(anyhow::Error::new(e).context(format!(
                 "{name}: no session header, so there is nothing to repair; nothing was written"
@@ -28,7 +30,7 @@ pub(super) fn run(args: &CheckArgs, ctx: &Ctx) -> CmdResult {
     };
     let problems = loaded.session.problems();
     let repaired = match (&args.repair, &args.out) {
-        (true, Some(out)) => Some(repair::run(&loaded, out).inspect_err(|_| {
+        (true, Some(out)) => Some(repair::run(&loaded, out, args.force).inspect_err(|_| {
             // The problems are still worth seeing when the copy fails.
             if !ctx.json() {
                 let _ = print_text(&render_problems(&name, problems, &loaded, ctx));
@@ -62,11 +64,7 @@ pub(super) fn run(args: &CheckArgs, ctx: &Ctx) -> CmdResult {
 
 /// A file the model cannot read as a session at all: one file-level problem.
 fn unusable(name: &str, e: &SessionError, ctx: &Ctx) -> CmdResult {
-    let (line, kind) = match e {
-        SessionError::Empty { .. } => (0, "empty-file"),
-        SessionError::NotASession { line, .. } => (*line, "not-a-session"),
-        _ => (0, "unreadable"),
-    };
+    let (line, kind) = (e.line().unwrap_or(0), e.code());
     if ctx.json() {
         print_json(&json!({
             "file": name,

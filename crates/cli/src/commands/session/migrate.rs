@@ -4,15 +4,17 @@ use std::io::Write as _;
 use std::path::Path;
 
 use musepi_session_model::{
-    CURRENT_VERSION, Journal, ProblemKind, Session, SessionError, write_session,
+    CURRENT_VERSION, ProblemKind, Replace, Session, SessionError, write_file, write_session_file,
+    write_session_to,
 };
 use serde_json::json;
 
 use super::problem_json;
 use crate::cli::MigrateArgs;
-use crate::commands::files::{Input, load_or_fail, same_file, write_atomically};
+use crate::commands::files::{Input, load_with, mode_of, note_problems};
+use crate::commands::writer::{Dest, Target};
 use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
-use crate::output::{note, print_json, print_text};
+use crate::output::{note, print_json};
 
 /// What migrate did.
 struct Outcome<'a> {
@@ -24,8 +26,9 @@ struct Outcome<'a> {
 }
 
 /// Migrates a v1 or v2 file to v3: in place (atomically) by default, or to
-/// `-o OUT`. A v3 file is left alone. A file that does not read as a
-/// session, or whose last line is torn, is refused and never written.
+/// `-o OUT` (`-` for standard output). A v3 file is left alone. A file that
+/// does not read as a session, or whose last line is torn, is refused and
+/// never written; so is a live one in place, unless `--force`.
 pub(super) fn run(args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
     let input = Input::from_arg(&args.file);
     match &input {
@@ -34,48 +37,42 @@ pub(super) fn run(args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
     }
 }
 
-fn refuse_torn(session: &Session, name: &str) -> Result<(), Failure> {
-    if let Some(p) = session
-        .problems()
-        .iter()
-        .find(|p| matches!(p.kind, ProblemKind::TornLine { .. }))
-    {
-        return Err(Failure::bad_input(SessionError::TornTail {
-            path: name.into(),
-            line: p.line,
-        }));
-    }
-    Ok(())
-}
-
 fn from_file(path: &Path, args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
     let name = path.display().to_string();
-    let mut ids = crate::ids::for_migration(ctx.deterministic_ids());
-    let mut journal = Journal::open(path, ids.as_mut()).or_bad_input()?;
-    refuse_torn(journal.session(), &name)?;
+    let target = Target::new(path, args.out.as_deref(), args.force, args.dry_run, ctx)?;
+    let mut journal = target.open(ctx)?;
     let pending = journal.migration_pending();
-    let out = args.out.as_deref().filter(|o| !same_file(path, o));
-    let mut output = None;
-    if args.dry_run {
-        output = out.map(|o| o.display().to_string());
-    } else {
-        match out {
-            Some(out) => {
-                if pending {
-                    journal.write_copy(out).map_err(write_failure)?;
-                } else {
-                    // Already v3: the copy is the file, byte for byte.
-                    copy_bytes(path, out)?;
-                }
-                output = Some(out.display().to_string());
-            }
-            None if pending => {
-                journal.persist_migration().map_err(write_failure)?;
-                output = Some(name.clone());
-            }
-            None => {}
-        }
+    if pending {
+        target.refuse_live(&journal)?;
     }
+    let output = match (target.dest(), pending) {
+        (_, _) if args.dry_run => match target.dest() {
+            Dest::InPlace => None,
+            Dest::File(out) => Some(out.display().to_string()),
+            Dest::Stdout => Some("<stdout>".to_owned()),
+        },
+        (Dest::InPlace, true) => {
+            journal.persist_migration()?;
+            Some(name.clone())
+        }
+        (Dest::InPlace, false) => None,
+        (_, true) => target.finish(&journal)?,
+        // Already v3: the copy is the file, byte for byte.
+        (Dest::File(out), false) => {
+            let mut src = std::fs::File::open(path)
+                .map_err(|e| Failure::bad_input(anyhow::Error::new(e).context(name.clone())))?;
+            write_file(out, mode_of(path), replace(args.force), |w| {
+                std::io::copy(&mut src, w).map(|_| ())
+            })?;
+            Some(out.display().to_string())
+        }
+        (Dest::Stdout, false) => {
+            let mut src = std::fs::File::open(path)
+                .map_err(|e| Failure::bad_input(anyhow::Error::new(e).context(name.clone())))?;
+            std::io::copy(&mut src, &mut std::io::stdout().lock()).map_err(Failure::failed)?;
+            Some("<stdout>".to_owned())
+        }
+    };
     report(
         &Outcome {
             file: name,
@@ -84,14 +81,23 @@ fn from_file(path: &Path, args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
             changed: pending,
             dry_run: args.dry_run,
         },
+        &target,
         ctx,
     )
 }
 
+fn replace(force: bool) -> Replace {
+    if force {
+        Replace::Existing
+    } else {
+        Replace::Never
+    }
+}
+
 fn from_stdin(args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
-    let Some(out) = args.out.as_deref().filter(|o| o.as_os_str() != "-") else {
+    let Some(out) = args.out.as_deref() else {
         return Err(Failure::usage(anyhow::anyhow!(
-            "reading standard input needs -o OUT (a file) for the migrated session"
+            "reading standard input needs -o OUT (a file, or - for standard output) for the migrated session"
         )));
     };
     if args.in_place {
@@ -99,17 +105,33 @@ fn from_stdin(args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
             "--in-place needs a file, not standard input"
         )));
     }
-    let loaded = load_or_fail(&Input::Stdin, ctx)?;
-    refuse_torn(&loaded.session, "<stdin>")?;
+    let target = Target::new(Path::new("-"), Some(out), args.force, args.dry_run, ctx)?;
+    let mut ids = crate::ids::for_migration(ctx.deterministic_ids());
+    let loaded = load_with(&Input::Stdin, ids.as_mut())?;
+    note_problems("<stdin>", &loaded.session, ctx);
+    refuse_unwritable(&loaded.session, "<stdin>")?;
     let changed = loaded.session.was_migrated();
     if !args.dry_run {
-        if changed {
-            write_session(out, &loaded.session).map_err(write_failure)?;
-        } else {
-            let bytes = loaded.bytes.as_deref().unwrap_or_default();
-            write_atomically(out, |w| w.write_all(bytes)).map_err(|e| {
-                Failure::failed(anyhow::Error::new(e).context(out.display().to_string()))
-            })?;
+        let bytes = loaded.bytes.as_deref().unwrap_or_default();
+        match (target.dest(), changed) {
+            (Dest::Stdout, true) => {
+                write_session_to(&mut std::io::stdout().lock(), &loaded.session)?;
+            }
+            (Dest::Stdout, false) => std::io::stdout()
+                .lock()
+                .write_all(bytes)
+                .map_err(Failure::failed)?,
+            (Dest::File(out), true) => {
+                write_session_file(out, &loaded.session, None, replace(args.force))?;
+            }
+            (Dest::File(out), false) => {
+                write_file(out, None, replace(args.force), |w| w.write_all(bytes))?;
+            }
+            (Dest::InPlace, _) => {
+                return Err(Failure::bad_input(anyhow::anyhow!(
+                    "standard input cannot be migrated in place; give -o OUT"
+                )));
+            }
         }
     }
     report(
@@ -120,26 +142,31 @@ fn from_stdin(args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
             changed,
             dry_run: args.dry_run,
         },
+        &target,
         ctx,
     )
 }
 
-fn copy_bytes(from: &Path, to: &Path) -> Result<(), Failure> {
-    let mut src = std::fs::File::open(from).map_err(|e| {
-        Failure::bad_input(anyhow::Error::new(e).context(from.display().to_string()))
-    })?;
-    write_atomically(to, |w| std::io::copy(&mut src, w).map(|_| ()))
-        .map_err(|e| Failure::failed(anyhow::Error::new(e).context(to.display().to_string())))
+/// Problems that stop a migrated copy: a torn last line, or a v1
+/// compaction index migration would drop.
+fn refuse_unwritable(session: &Session, name: &str) -> Result<(), Failure> {
+    match session.problems().iter().find(|p| p.kind.blocks_rewrite()) {
+        Some(p) if matches!(p.kind, ProblemKind::TornLine { .. }) => {
+            Err(Failure::from(SessionError::TornTail {
+                path: name.into(),
+                line: p.line,
+            }))
+        }
+        Some(p) => Err(Failure::from(SessionError::Blocked {
+            path: name.into(),
+            line: p.line,
+            problem: p.kind.to_string(),
+        })),
+        None => Ok(()),
+    }
 }
 
-/// A failed write; the file, when it was there, is intact.
-fn write_failure(e: SessionError) -> Failure {
-    Failure::failed(
-        anyhow::Error::new(e).context("nothing was changed; the original file is intact"),
-    )
-}
-
-fn report(o: &Outcome<'_>, ctx: &Ctx) -> CmdResult {
+fn report(o: &Outcome<'_>, target: &Target, ctx: &Ctx) -> CmdResult {
     let s = o.session;
     let from = s.original_version();
     let ids_assigned = if from < 2 { s.len() } else { 0 };
@@ -193,6 +220,6 @@ fn report(o: &Outcome<'_>, ctx: &Ctx) -> CmdResult {
             _ => format!("{}: already v{from}; nothing to do\n", o.file),
         }
     };
-    print_text(&text).or_failed()?;
+    target.report(&text, ctx)?;
     Ok(Exit::Ok)
 }

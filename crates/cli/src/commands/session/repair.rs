@@ -7,12 +7,12 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use musepi_session_model::{Problem, ProblemKind, SequentialIds, load_file};
+use musepi_session_model::{Problem, ProblemKind, Replace, SequentialIds, load_file, write_file};
 
-use crate::commands::files::{Input, Loaded, same_file, write_atomically};
+use crate::commands::files::{Input, Loaded, mode_of, same_file};
 use crate::commands::{Failure, OrExit};
 
 /// A line dropped or changed, and why.
@@ -33,8 +33,9 @@ pub(super) struct Repair {
     pub(super) remaining: Vec<Problem>,
 }
 
-/// Writes the repaired copy of `loaded` to `out`.
-pub(super) fn run(loaded: &Loaded, out: &Path) -> Result<Repair, Failure> {
+/// Writes the repaired copy of `loaded` to `out`, which must not exist
+/// unless `force`; it gets the input file's mode.
+pub(super) fn run(loaded: &Loaded, out: &Path, force: bool) -> Result<Repair, Failure> {
     if out.as_os_str() == "-" {
         return Err(Failure::usage(anyhow::anyhow!(
             "--repair writes a file: give -o a path"
@@ -45,6 +46,12 @@ pub(super) fn run(loaded: &Loaded, out: &Path) -> Result<Repair, Failure> {
     {
         return Err(Failure::usage(anyhow::anyhow!(
             "{}: --repair never writes in place; give -o another path",
+            out.display()
+        )));
+    }
+    if !force && (out.exists() || out.is_symlink()) {
+        return Err(Failure::bad_input(anyhow::anyhow!(
+            "{}: the file exists; pass --force to replace it",
             out.display()
         )));
     }
@@ -64,7 +71,16 @@ pub(super) fn run(loaded: &Loaded, out: &Path) -> Result<Repair, Failure> {
         (Input::Stdin, Some(bytes)) => Box::new(bytes.as_slice()),
         (Input::Stdin, None) => return Err(Failure::bad_input(anyhow::anyhow!("no input"))),
     };
-    write_atomically(out, |w| {
+    let mode = match &loaded.input {
+        Input::File(path) => mode_of(path),
+        Input::Stdin => None,
+    };
+    let replace = if force {
+        Replace::Existing
+    } else {
+        Replace::Never
+    };
+    write_file(out, mode, replace, |w| {
         let mut buf = Vec::new();
         let mut line_no = 0u64;
         loop {

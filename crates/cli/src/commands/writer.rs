@@ -1,0 +1,155 @@
+//! Where a command that changes a session writes, and the checks before it
+//! does: in place (refused while the session is live, unless `--force`), to
+//! `-o OUT` (refused when OUT exists, unless `--force`; the new file gets
+//! the source's mode), or to standard output with `-o -`. With `--dry-run`
+//! nothing is written anywhere.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use musepi_session_model::{Journal, Replace};
+
+use super::files::same_file;
+use super::{Ctx, Failure};
+use crate::output::note;
+
+/// Where the result goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dest {
+    /// Over the file itself.
+    InPlace,
+    /// A new file (`-o OUT`).
+    File(PathBuf),
+    /// Standard output (`-o -`).
+    Stdout,
+}
+
+/// The destination of a writing command, checked.
+#[derive(Debug, Clone)]
+pub struct Target {
+    file: PathBuf,
+    dest: Dest,
+    force: bool,
+    dry_run: bool,
+}
+
+impl Target {
+    /// Checks `-o`, `--force` and `--dry-run` for `file`. `-o` naming the
+    /// file itself means in place.
+    pub fn new(
+        file: &Path,
+        out: Option<&Path>,
+        force: bool,
+        dry_run: bool,
+        ctx: &Ctx,
+    ) -> Result<Self, Failure> {
+        let dest = match out {
+            None => Dest::InPlace,
+            Some(o) if o.as_os_str() == "-" => Dest::Stdout,
+            Some(o) if same_file(file, o) => Dest::InPlace,
+            Some(o) => Dest::File(o.to_owned()),
+        };
+        if dest == Dest::Stdout && ctx.json() {
+            return Err(Failure::bad_input(anyhow::anyhow!(
+                "-o - writes the session to standard output, so it cannot be combined with --json"
+            )));
+        }
+        if let Dest::File(o) = &dest
+            && !force
+            && (o.exists() || o.is_symlink())
+        {
+            return Err(Failure::bad_input(anyhow::anyhow!(
+                "{}: the file exists; pass --force to replace it",
+                o.display()
+            )));
+        }
+        Ok(Self {
+            file: file.to_owned(),
+            dest,
+            force,
+            dry_run,
+        })
+    }
+
+    /// Where the result goes.
+    pub fn dest(&self) -> &Dest {
+        &self.dest
+    }
+
+    /// Whether the file itself is changed (in place and not a dry run).
+    pub fn in_place(&self) -> bool {
+        self.dest == Dest::InPlace && !self.dry_run
+    }
+
+    /// Opens the session for the command: v1 and v2 files are migrated in
+    /// memory with the migration ids (random unless `--deterministic-ids`).
+    /// In place, a file that cannot be written is refused before any work;
+    /// otherwise every write stays in memory until [`Target::finish`].
+    pub fn open(&self, ctx: &Ctx) -> Result<Journal, Failure> {
+        let mut ids = crate::ids::for_migration(ctx.deterministic_ids());
+        let mut journal = Journal::open(&self.file, ids.as_mut())?;
+        super::files::note_problems(&self.file.display().to_string(), journal.session(), ctx);
+        if !self.in_place() {
+            journal.detach();
+        }
+        journal.check_can_write()?;
+        Ok(journal)
+    }
+
+    /// Refuses to change a live session in place (exit 3), unless
+    /// `--force`. Commands call it as soon as they know they will write,
+    /// before any slow work.
+    pub fn refuse_live(&self, journal: &Journal) -> Result<(), Failure> {
+        if self.in_place() && !self.force {
+            journal.check_not_live(wall_clock_ms())?;
+        }
+        Ok(())
+    }
+
+    /// Writes the result where it goes (nothing in place, where every
+    /// change is already on disk, and nothing for a dry run). Returns the
+    /// name of what was written.
+    pub fn finish(&self, journal: &Journal) -> Result<Option<String>, Failure> {
+        if self.dry_run {
+            return Ok(None);
+        }
+        match &self.dest {
+            Dest::InPlace => Ok(Some(self.file.display().to_string())),
+            Dest::File(out) => {
+                let replace = if self.force {
+                    Replace::Existing
+                } else {
+                    Replace::Never
+                };
+                journal.write_copy(out, replace)?;
+                Ok(Some(out.display().to_string()))
+            }
+            Dest::Stdout => {
+                let stdout = std::io::stdout();
+                let mut lock = stdout.lock();
+                journal.write_to(&mut lock)?;
+                lock.flush().map_err(Failure::failed)?;
+                Ok(Some("<stdout>".to_owned()))
+            }
+        }
+    }
+
+    /// Prints the command's report: on standard output, or on standard
+    /// error (unless `-q`) when standard output carries the session.
+    pub fn report(&self, text: &str, ctx: &Ctx) -> Result<(), Failure> {
+        if self.dest == Dest::Stdout && !self.dry_run {
+            note(ctx.quiet(), text.trim_end());
+            Ok(())
+        } else {
+            crate::output::print_text(text).map_err(Failure::failed)
+        }
+    }
+}
+
+/// The system clock in epoch milliseconds (`--now` fixes the time of new
+/// entries, not the age of a file).
+fn wall_clock_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}

@@ -1,0 +1,76 @@
+//! Opening session files safely: regular files only, never blocking on a
+//! FIFO or a device, and lines read with a cap.
+
+use std::fs::{File, Metadata, OpenOptions};
+use std::io::{self, BufRead, Read};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+use crate::error::SessionError;
+
+/// The longest line musepi reads, in bytes (64 MiB, newline excluded).
+///
+/// pi truncates tool output and resizes images long before a line gets
+/// this big; a longer line is far more likely a file that is not a session
+/// (or a runaway write) than a real entry, and reading it whole would take
+/// that much memory.
+pub const MAX_LINE_BYTES: u64 = 64 << 20;
+
+/// What a non-regular file is, in words.
+pub(crate) fn kind_of(meta: &Metadata) -> Option<&'static str> {
+    let t = meta.file_type();
+    if t.is_file() {
+        None
+    } else if t.is_dir() {
+        Some("folder")
+    } else if t.is_fifo() {
+        Some("FIFO (named pipe)")
+    } else if t.is_char_device() {
+        Some("character device")
+    } else if t.is_block_device() {
+        Some("block device")
+    } else if t.is_socket() {
+        Some("socket")
+    } else {
+        Some("special file")
+    }
+}
+
+/// Opens `path` for reading, refusing anything but a regular file.
+///
+/// The file is opened without blocking (a FIFO with no writer would
+/// otherwise hang the open) and checked on the open handle, so a file
+/// swapped for a FIFO after a check cannot slip through.
+pub(crate) fn open_regular(path: &Path) -> Result<File, SessionError> {
+    let io = |source| SessionError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+        .map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    if let Some(kind) = kind_of(&meta) {
+        return Err(SessionError::NotRegular {
+            path: path.to_owned(),
+            kind,
+        });
+    }
+    Ok(file)
+}
+
+/// Reads one line including its newline into `buf`; returns the bytes
+/// read, or `None` when the line is longer than `limit` (newline excluded).
+pub(crate) fn read_line_capped(
+    reader: &mut dyn BufRead,
+    buf: &mut Vec<u8>,
+    limit: u64,
+) -> io::Result<Option<usize>> {
+    let n = Read::take(&mut *reader, limit + 1).read_until(b'\n', buf)?;
+    if buf.last() != Some(&b'\n') && n as u64 > limit {
+        return Ok(None);
+    }
+    Ok(Some(n))
+}

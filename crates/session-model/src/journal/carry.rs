@@ -1,0 +1,210 @@
+//! Rewriting a session in place without losing a byte that another process
+//! appends meanwhile.
+//!
+//! The new file is written to a temporary file beside the old one. Under
+//! the old file's lock, with the temporary file locked too, every byte the
+//! old file gained since it was read is copied over, line by line and
+//! checked (an incomplete or invalid appended line stops the rewrite: the
+//! old file stays as it is). Then the temporary file is renamed over the
+//! old one, and the old file, which an appender may still have open, is
+//! checked again: whatever reached it after the last copy is appended to
+//! the new file as it is.
+//!
+//! An appender that takes the file's lock while it appends (the protocol in
+//! docs/reliability.md) cannot write between those steps, so for it the
+//! guarantee is exact. An appender that takes no lock (pi) can only lose a
+//! line it writes to the old file after the final check, in the moment
+//! between that check and its own `close`.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::Path;
+use std::time::Duration;
+
+use crate::error::SessionError;
+use crate::journal::disk::Temp;
+use crate::journal::lines::{Written, write_lines};
+use crate::session::Session;
+use crate::wire::{LineRead, read_entry};
+
+/// How long an appended line may stay incomplete before the rewrite gives
+/// up: 50 looks, 2 ms apart.
+const INCOMPLETE_TRIES: u32 = 50;
+const INCOMPLETE_PAUSE: Duration = Duration::from_millis(2);
+
+/// What a rewrite in place did.
+pub(crate) struct Rewritten {
+    /// Where the session's lines went.
+    pub(crate) written: Written,
+    /// Bytes appended by another process and carried into the new file.
+    pub(crate) carried: u64,
+}
+
+/// Whether lines appended by another process may be carried over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Appends {
+    /// Yes: the rewrite changes lines but adds none, and the file's ids
+    /// stay as they are.
+    Carry,
+    /// No: the rewrite adds entries under the leaf that was read (they
+    /// would hang under an older leaf than the file's), or renumbers a v1
+    /// file (the appended lines would not fit).
+    Refuse(&'static str),
+}
+
+/// Rewrites `target` from `session`. `locked` is the old file, locked by
+/// the caller; `read_len` how much of it the session was read from.
+pub(crate) fn rewrite_in_place(
+    target: &Path,
+    session: &Session,
+    locked: &File,
+    read_len: u64,
+    appends: Appends,
+) -> Result<Rewritten, SessionError> {
+    let io = |source| SessionError::WriteFailed {
+        path: target.to_owned(),
+        source,
+    };
+    let original = locked.metadata().map_err(io)?;
+    if original.nlink() > 1 {
+        return Err(SessionError::HardLinked {
+            path: target.to_owned(),
+            links: original.nlink(),
+        });
+    }
+    let mut tmp = Temp::create(target, Some(original.mode()))?;
+    tmp.take_identity(target, &original)?;
+    let mut out = &tmp.file;
+    let written = write_lines(&mut out, session, Some(locked), target)?;
+    // Appenders that follow the lock protocol and open the new file as soon
+    // as it is renamed wait here until everything is carried over.
+    tmp.file.lock().map_err(io)?;
+    let mut copied = carry_checked(target, locked, &tmp.file, read_len, appends)?;
+    tmp.sync(target)?;
+    let before_rename = copied;
+    copied = carry_checked(target, locked, &tmp.file, copied, appends)?;
+    if copied != before_rename {
+        tmp.sync(target)?;
+    }
+    tmp.rename_over(target)?;
+    copied = carry_late(target, locked, &tmp.file, copied)?;
+    tmp.sync(target)?;
+    tmp.sync_folder(target)?;
+    let after_sync = copied;
+    copied = carry_late(target, locked, &tmp.file, copied)?;
+    if copied != after_sync {
+        tmp.sync(target)?;
+    }
+    Ok(Rewritten {
+        written,
+        carried: copied - read_len,
+    })
+}
+
+/// Copies the complete, valid lines `old` gained past `from` to the end of
+/// `new` (not yet renamed, so only this process writes it); returns the
+/// offset copied up to.
+fn carry_checked(
+    target: &Path,
+    old: &File,
+    new: &File,
+    from: u64,
+    appends: Appends,
+) -> Result<u64, SessionError> {
+    let changed = |what: String| SessionError::ChangedOnDisk {
+        path: target.to_owned(),
+        what,
+    };
+    let io = |source| SessionError::WriteFailed {
+        path: target.to_owned(),
+        source,
+    };
+    let mut copied = from;
+    let mut tries = 0;
+    loop {
+        let len = old.metadata().map_err(io)?.len();
+        if len < copied {
+            return Err(changed("it was shortened".into()));
+        }
+        if len == copied {
+            return Ok(copied);
+        }
+        if let Appends::Refuse(why) = appends {
+            return Err(changed(format!(
+                "another process appended {} bytes; {why}",
+                len - copied
+            )));
+        }
+        let mut bytes = vec![0; usize::try_from(len - copied).unwrap_or(usize::MAX)];
+        old.read_exact_at(&mut bytes, copied).map_err(io)?;
+        let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        check_lines(&bytes[..complete], copied).map_err(changed)?;
+        let mut out = new;
+        out.write_all(&bytes[..complete]).map_err(io)?;
+        copied += complete as u64;
+        if complete == bytes.len() {
+            return Ok(copied);
+        }
+        tries += 1;
+        if tries >= INCOMPLETE_TRIES {
+            return Err(changed(format!(
+                "the line another process is appending at byte {copied} stays incomplete"
+            )));
+        }
+        std::thread::sleep(INCOMPLETE_PAUSE);
+    }
+}
+
+/// Every non-blank line of `bytes` (which start at byte `at` of the old
+/// file) must be a JSON object with an `id`, as every v2 and v3 entry is.
+fn check_lines(bytes: &[u8], at: u64) -> Result<(), String> {
+    let mut offset = at;
+    for line in bytes.split_inclusive(|&b| b == b'\n') {
+        let start = offset;
+        offset += line.len() as u64;
+        let text = line.strip_suffix(b"\n").unwrap_or(line);
+        if text.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let problem = match read_entry(text) {
+            LineRead::Entry(parsed) if parsed.has_id => continue,
+            LineRead::Entry(_) => "has no `id`".to_owned(),
+            LineRead::NotAnObject => "is not a JSON object".to_owned(),
+            LineRead::Malformed(e) => format!("is not valid JSON ({e})"),
+        };
+        return Err(format!(
+            "the line another process appended at byte {start} {problem}"
+        ));
+    }
+    Ok(())
+}
+
+/// After the rename: appends to the new file whatever reached the old one
+/// past `from`, byte for byte; returns the offset copied up to.
+fn carry_late(target: &Path, old: &File, new: &File, from: u64) -> Result<u64, SessionError> {
+    let io = |source| SessionError::WriteFailed {
+        path: target.to_owned(),
+        source,
+    };
+    let len = old.metadata().map_err(io)?.len();
+    if len <= from {
+        return Ok(from);
+    }
+    let mut bytes = vec![0; usize::try_from(len - from).unwrap_or(usize::MAX)];
+    old.read_exact_at(&mut bytes, from).map_err(io)?;
+    // Another process may be appending to the new file already: append.
+    let mut out = OpenOptions::new().append(true).open(target).map_err(io)?;
+    let (a, b) = (out.metadata().map_err(io)?, new.metadata().map_err(io)?);
+    if a.dev() != b.dev() || a.ino() != b.ino() {
+        return Err(SessionError::ChangedOnDisk {
+            path: target.to_owned(),
+            what: format!(
+                "it was replaced right after the rewrite, before {} appended bytes could be carried over",
+                len - from
+            ),
+        });
+    }
+    out.write_all(&bytes).map_err(io)?;
+    Ok(len)
+}

@@ -1,0 +1,227 @@
+//! The journal's writes: appends, rewrites in place, the first flush, and
+//! copies to another file or stream.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use super::carry::{Appends, rewrite_in_place};
+use super::disk::{Replace, write_file_with};
+use super::lines::{OriginReader, Written, write_lines};
+use super::lock::lock_file;
+use super::{Journal, Seen};
+use crate::error::SessionError;
+use crate::id::SequentialIds;
+use crate::load::load_file;
+use crate::session::LineSource;
+
+impl Journal {
+    /// Rewrites the whole file atomically from the session: unchanged lines
+    /// byte for byte, changed lines from their new text, unreadable lines
+    /// kept in place, blank lines dropped. Lines another process appended
+    /// since the file was read are carried over when the rewrite adds no
+    /// entries of its own (docs/reliability.md); otherwise such an append
+    /// stops the rewrite with [`SessionError::ChangedOnDisk`].
+    pub fn rewrite(&mut self) -> Result<(), SessionError> {
+        self.check_writable()?;
+        if self.detached {
+            self.staged.clear();
+            return Ok(());
+        }
+        let Some(seen) = self.seen.clone() else {
+            return self.flush_all();
+        };
+        let appends = if self.written < self.session.len() {
+            Appends::Refuse("the new entries would hang under an older leaf than the file's")
+        } else if self.migration_pending && self.session.original_version() < 2 {
+            Appends::Refuse(
+                "a v1 file is renumbered by its migration, so appended lines would not fit it",
+            )
+        } else {
+            Appends::Carry
+        };
+        let lock = lock_file(&self.target)?;
+        self.check_same_file(&lock, &seen, true)?;
+        let done = rewrite_in_place(&self.target, &self.session, &lock, seen.len, appends)?;
+        self.after_full_write(&done.written, done.written.len)?;
+        drop(lock);
+        if done.carried > 0 {
+            self.reload()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the session to another file atomically (`-o OUT`), with the
+    /// permission bits of the file it was read from; the journal stays
+    /// bound to its own file. With [`Replace::Never`] an existing file is
+    /// refused.
+    pub fn write_copy(&self, out: &Path, replace: Replace) -> Result<(), SessionError> {
+        self.check_writable()?;
+        let origin = self.origin_checked()?;
+        let mode = origin
+            .as_ref()
+            .and_then(|f| f.metadata().ok())
+            .map(|m| m.mode());
+        write_file_with(out, mode, replace, |w| {
+            write_lines(w, &self.session, origin.as_ref(), out).map(|_| ())
+        })
+    }
+
+    /// Writes the session's lines to `out` (`-o -`).
+    pub fn write_to(&self, out: &mut dyn Write) -> Result<(), SessionError> {
+        self.check_writable()?;
+        let origin = self.origin_checked()?;
+        write_lines(out, &self.session, origin.as_ref(), Path::new("<stdout>")).map(|_| ())
+    }
+
+    /// The file the session's stored lines are read from, checked to be the
+    /// one that was read (not replaced since).
+    fn origin_checked(&self) -> Result<Option<File>, SessionError> {
+        let (Some(seen), Some(origin)) = (&self.seen, self.session.origin()) else {
+            return Ok(None);
+        };
+        let file = crate::fsutil::open_regular(origin)?;
+        let meta = file
+            .metadata()
+            .map_err(|source| SessionError::WriteFailed {
+                path: self.path.clone(),
+                source,
+            })?;
+        if meta.dev() != seen.dev || meta.ino() != seen.ino || meta.len() < seen.len {
+            return Err(SessionError::ChangedOnDisk {
+                path: self.path.clone(),
+                what: "it was replaced or shortened".into(),
+            });
+        }
+        Ok(Some(file))
+    }
+
+    /// Checks that the locked file is the one that was read: same file, not
+    /// shorter, and (unless `growth` is allowed) not longer or modified.
+    fn check_same_file(&self, lock: &File, seen: &Seen, growth: bool) -> Result<(), SessionError> {
+        let now = Seen::of(
+            &lock
+                .metadata()
+                .map_err(|source| SessionError::WriteFailed {
+                    path: self.path.clone(),
+                    source,
+                })?,
+        );
+        let what = if now.dev != seen.dev || now.ino != seen.ino {
+            "it was replaced by another file".to_owned()
+        } else if now.len < seen.len {
+            "it was shortened".to_owned()
+        } else if now.len > seen.len && !growth {
+            format!("another process appended {} bytes", now.len - seen.len)
+        } else if now.len == seen.len && now.mtime != seen.mtime {
+            "it was modified in place".to_owned()
+        } else {
+            return Ok(());
+        };
+        Err(SessionError::ChangedOnDisk {
+            path: self.path.clone(),
+            what,
+        })
+    }
+
+    /// Writes what the last in-memory change added.
+    pub(super) fn persist_new(&mut self) -> Result<(), SessionError> {
+        if self.detached {
+            return Ok(());
+        }
+        let Some(seen) = self.seen.clone() else {
+            if self.session.has_assistant_message() {
+                self.flush_all()?;
+            }
+            return Ok(());
+        };
+        if self.migration_pending || !self.staged.is_empty() {
+            return self.rewrite();
+        }
+        let lock = lock_file(&self.target)?;
+        self.check_same_file(&lock, &seen, false)?;
+        let mut bytes = Vec::new();
+        if !self.ends_with_newline {
+            bytes.push(b'\n');
+        }
+        let mut offset = seen.len + bytes.len() as u64;
+        let mut spans = Vec::new();
+        let mut origin = OriginReader::new(self.session.origin(), Some(&lock));
+        let mut scratch = Vec::new();
+        for i in self.written..self.session.len() {
+            let line = origin.bytes(&self.session.sources[i], &mut scratch)?;
+            spans.push((i, offset, line.len() as u64));
+            offset += line.len() as u64 + 1;
+            bytes.extend_from_slice(line);
+            bytes.push(b'\n');
+        }
+        let locked = lock
+            .metadata()
+            .map_err(|source| SessionError::WriteFailed {
+                path: self.path.clone(),
+                source,
+            })?;
+        let (after, start) = super::append::append_durably(&self.target, &locked, &bytes)?;
+        let shift = start.saturating_sub(seen.len);
+        for (i, offset, len) in spans {
+            self.session.sources[i] = LineSource::File {
+                offset: offset + shift,
+                len,
+            };
+        }
+        self.written = self.session.len();
+        self.ends_with_newline = true;
+        self.seen = Some(Seen::of(&after));
+        drop(lock);
+        Ok(())
+    }
+
+    /// The deferred first flush: header and every entry, in one new file.
+    pub(super) fn flush_all(&mut self) -> Result<(), SessionError> {
+        let session = &self.session;
+        let target = self.target.clone();
+        let written = write_file_with(&target, None, Replace::Never, |out| {
+            write_lines(out, session, None, &target)
+        })?;
+        self.after_full_write(&written, written.len)
+    }
+
+    fn after_full_write(&mut self, offsets: &Written, len: u64) -> Result<(), SessionError> {
+        self.session.header_source = offsets.header.clone();
+        for (i, source) in offsets.entries.iter().enumerate() {
+            self.session.sources[i] = source.clone();
+        }
+        for (kept, source) in self.session.kept_lines.iter_mut().zip(&offsets.kept) {
+            kept.source = source.clone();
+        }
+        self.session.origin = Some(self.target.clone());
+        self.written = self.session.len();
+        self.ends_with_newline = true;
+        self.migration_pending = false;
+        self.staged.clear();
+        let meta = fs::metadata(&self.target).map_err(|source| SessionError::WriteFailed {
+            path: self.path.clone(),
+            source,
+        })?;
+        let mut seen = Seen::of(&meta);
+        seen.len = len;
+        self.seen = Some(seen);
+        Ok(())
+    }
+
+    /// Reads the file again after a rewrite carried lines another process
+    /// appended, so the session holds them too (the file's last line is the
+    /// leaf, as on any read).
+    fn reload(&mut self) -> Result<(), SessionError> {
+        let (session, tail) = load_file(&self.target, &mut SequentialIds::new())?;
+        let meta = fs::metadata(&self.target).map_err(|source| SessionError::WriteFailed {
+            path: self.path.clone(),
+            source,
+        })?;
+        let detached = self.detached;
+        *self = Self::from_loaded(self.path.clone(), session, &tail, &meta);
+        self.detached = detached;
+        Ok(())
+    }
+}

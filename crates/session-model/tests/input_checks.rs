@@ -1,0 +1,317 @@
+//! Input that is not a session, or is one with structural defects: refused
+//! at once with the file, line and cause, or reported per line by the same
+//! checks that every new entry passes before it is written.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::{Clock, header_line, user, write};
+use musepi_session_model::{
+    AgentMessage, Compaction, EntryBody, EntryId, Journal, MAX_LINE_BYTES, ProblemKind,
+    SequentialIds, SessionError, Text, load_file,
+};
+
+fn open_err(path: &Path) -> SessionError {
+    match Journal::open(path, &mut SequentialIds::new()) {
+        Ok(j) => panic!(
+            "{} opened (v{}, {} entries)",
+            path.display(),
+            j.session().original_version(),
+            j.session().len()
+        ),
+        Err(e) => e,
+    }
+}
+
+fn msg(id: &str, parent: Option<&str>, text: &str) -> String {
+    let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
+    format!(
+        r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2025-01-01T00:00:01.000Z","message":{{"role":"user","content":"{text}","timestamp":1}}}}"#
+    )
+}
+
+#[test]
+fn fifos_devices_and_folders_are_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe.jsonl");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let start = Instant::now();
+    for (path, kind) in [
+        (fifo.as_path(), "FIFO"),
+        (Path::new("/dev/zero"), "character device"),
+        (Path::new("/dev/null"), "character device"),
+        (dir.path(), "folder"),
+    ] {
+        let err = open_err(path);
+        assert!(
+            matches!(err, SessionError::NotRegular { kind: k, .. } if k.starts_with(kind)),
+            "{}: {err:?}",
+            path.display()
+        );
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        assert!(err.is_bad_input());
+    }
+    // Reading the FIFO or /dev/zero would block or never end.
+    assert!(start.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn a_line_longer_than_the_cap_is_an_error_naming_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.jsonl");
+    let mut text = format!("{}\n{}\n", header_line("long"), msg("a1", None, "fine"));
+    let (head, tail) = (
+        r#"{"type":"message","id":"b2","parentId":"a1","message":""#,
+        "\"}",
+    );
+    let filler = usize::try_from(MAX_LINE_BYTES).unwrap() + 1 - head.len() - tail.len();
+    text.push_str(head);
+    text.push_str(&"x".repeat(filler));
+    text.push_str(tail);
+    text.push('\n');
+    std::fs::write(&path, &text).unwrap();
+    drop(text);
+    let err = open_err(&path);
+    assert!(
+        matches!(err, SessionError::LineTooLong { line: 3, limit, .. } if limit == MAX_LINE_BYTES),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("long.jsonl:3"), "{err}");
+
+    // Exactly at the cap still reads (as a malformed line, here).
+    let at_cap = dir.path().join("at-cap.jsonl");
+    let mut text = format!("{}\n", header_line("cap"));
+    text.push_str(&"y".repeat(usize::try_from(MAX_LINE_BYTES).unwrap()));
+    text.push('\n');
+    std::fs::write(&at_cap, &text).unwrap();
+    drop(text);
+    let (s, _) = load_file(&at_cap, &mut SequentialIds::new()).unwrap();
+    assert!(matches!(
+        s.problems()[0].kind,
+        ProblemKind::MalformedJson { .. }
+    ));
+}
+
+#[test]
+fn an_unrecognised_version_is_refused_and_nothing_is_migrated() {
+    let dir = tempfile::tempdir().unwrap();
+    for (version, shown) in [
+        (r#""3""#, r#""3""#),
+        ("0", "0"),
+        ("4", "4"),
+        ("2.5", "2.5"),
+        ("-1", "-1"),
+        ("null", "null"),
+        ("true", "true"),
+        ("[3]", "[3]"),
+    ] {
+        let text = format!(
+            "{{\"type\":\"session\",\"version\":{version},\"id\":\"v\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/\"}}\n{}\n",
+            msg("a1", None, "hi")
+        );
+        let path = write(dir.path(), "v.jsonl", &text);
+        let err = open_err(&path);
+        assert!(
+            matches!(&err, SessionError::UnknownVersion { line: 1, found, .. } if found == shown),
+            "{version}: {err:?}"
+        );
+        assert!(err.to_string().contains("unrecognised session version"));
+        assert!(err.is_bad_input());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    }
+    // 3.0 is the number 3, as JavaScript compares it.
+    let text = format!(
+        "{{\"type\":\"session\",\"version\":3.0,\"id\":\"v\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/\"}}\n{}\n",
+        msg("a1", None, "hi")
+    );
+    let path = write(dir.path(), "v3.jsonl", &text);
+    let j = Journal::open(&path, &mut SequentialIds::new()).unwrap();
+    assert_eq!(j.session().original_version(), 3);
+    assert!(!j.migration_pending());
+}
+
+#[test]
+fn a_byte_order_mark_or_invalid_utf8_header_is_named_as_line_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bom = vec![0xEF, 0xBB, 0xBF];
+    bom.extend_from_slice(format!("{}\n", header_line("bom")).as_bytes());
+    let path = dir.path().join("bom.jsonl");
+    std::fs::write(&path, &bom).unwrap();
+    let err = open_err(&path);
+    assert!(
+        matches!(&err, SessionError::NotASession { line: 1, reason, .. } if reason.contains("byte-order mark")),
+        "{err:?}"
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), bom);
+
+    let mut bad = header_line("bad").into_bytes();
+    bad[40] = 0xFF;
+    bad.push(b'\n');
+    let path = dir.path().join("latin1.jsonl");
+    std::fs::write(&path, &bad).unwrap();
+    let err = open_err(&path);
+    assert!(
+        matches!(&err, SessionError::NotASession { line: 1, reason, .. } if reason.contains("not valid UTF-8 (byte 0xff at column 41)")),
+        "{err:?}"
+    );
+}
+
+/// Every structural defect `session check` reports, each on its line.
+#[test]
+fn structural_defects_are_reported_with_their_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = [
+        header_line("defects"),
+        msg("a1", None, "root"),
+        // 3: its own parent
+        msg("s1", Some("s1"), "self"),
+        // 4: a role nobody knows
+        r#"{"type":"message","id":"r1","parentId":"a1","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"robot","content":"beep","timestamp":2}}"#.to_owned(),
+        // 5: tool call arguments as a string
+        r#"{"type":"message","id":"t1","parentId":"r1","timestamp":"2025-01-01T00:00:03.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"read","arguments":"{\"path\":\"a\"}"}],"provider":"p","model":"m","stopReason":"toolUse","timestamp":3}}"#.to_owned(),
+        // 6: first kept entry missing
+        r#"{"type":"compaction","id":"k1","parentId":"t1","timestamp":"2025-01-01T00:00:04.000Z","summary":"s","firstKeptEntryId":"nope","tokensBefore":1}"#.to_owned(),
+        // 7: first kept entry is itself
+        r#"{"type":"compaction","id":"k2","parentId":"k1","timestamp":"2025-01-01T00:00:05.000Z","summary":"s","firstKeptEntryId":"k2","tokensBefore":1}"#.to_owned(),
+        // 8: first kept entry written later (line 12)
+        r#"{"type":"compaction","id":"k3","parentId":"k2","timestamp":"2025-01-01T00:00:06.000Z","summary":"s","firstKeptEntryId":"z9","tokensBefore":1}"#.to_owned(),
+        // 9: first kept entry on another branch
+        r#"{"type":"compaction","id":"k4","parentId":"k3","timestamp":"2025-01-01T00:00:07.000Z","summary":"s","firstKeptEntryId":"s1","tokensBefore":1}"#.to_owned(),
+        // 10: branch summary from nowhere
+        r#"{"type":"branch_summary","id":"b1","parentId":"k4","timestamp":"2025-01-01T00:00:08.000Z","fromId":"gone","summary":"s"}"#.to_owned(),
+        // 11: label on nothing
+        r#"{"type":"label","id":"l1","parentId":"b1","timestamp":"2025-01-01T00:00:09.000Z","targetId":"ghost","label":"x"}"#.to_owned(),
+        msg("z9", Some("l1"), "late"),
+    ];
+    let path = write(dir.path(), "defects.jsonl", &(lines.join("\n") + "\n"));
+    let (s, _) = load_file(&path, &mut SequentialIds::new()).unwrap();
+    let found: Vec<(u64, &str)> = s
+        .problems()
+        .iter()
+        .map(|p| (p.line, p.kind.name()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (3, "self-parent"),
+            (4, "unknown-role"),
+            (5, "tool-call-arguments"),
+            (6, "first-kept-missing"),
+            (7, "first-kept-self"),
+            (8, "first-kept-later"),
+            (9, "first-kept-off-path"),
+            (10, "dangling-from-id"),
+            (11, "dangling-label-target"),
+        ]
+    );
+    let text: Vec<String> = s.problems().iter().map(ToString::to_string).collect();
+    assert!(
+        text[2].contains("`c1`") && text[2].contains("a string"),
+        "{}",
+        text[2]
+    );
+    assert!(text[5].contains("line 12"), "{}", text[5]);
+    // None of these is rewritten wrongly: the lines are copied as they are.
+    assert!(s.problems().iter().all(|p| !p.kind.blocks_rewrite()));
+}
+
+#[test]
+fn bad_v1_compaction_indexes_are_reported_and_block_rewrites() {
+    let dir = tempfile::tempdir().unwrap();
+    let v1 = |index: &str| {
+        format!(
+            "{{\"type\":\"session\",\"id\":\"v1\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/\"}}\n\
+             {{\"type\":\"message\",\"timestamp\":\"2025-01-01T00:00:01.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"a\",\"timestamp\":1}}}}\n\
+             {{\"type\":\"compaction\",\"timestamp\":\"2025-01-01T00:00:02.000Z\",\"summary\":\"s\",\"firstKeptEntryIndex\":{index},\"tokensBefore\":1}}\n"
+        )
+    };
+    for (index, reason) in [
+        ("1.5", "is not a whole number"),
+        ("-1", "is negative"),
+        ("0", "names the header"),
+        ("7", "names no earlier entry"),
+    ] {
+        let text = v1(index);
+        let path = write(dir.path(), "v1.jsonl", &text);
+        let mut j = Journal::open(&path, &mut SequentialIds::new()).unwrap();
+        let p = &j.session().problems()[0];
+        assert_eq!((p.line, p.kind.name()), (3, "first-kept-index"), "{index}");
+        assert!(p.kind.to_string().contains(reason), "{}", p.kind);
+        assert!(p.kind.blocks_rewrite());
+        let err = j.persist_migration().unwrap_err();
+        assert!(
+            matches!(err, SessionError::Blocked { line: 3, .. }),
+            "{err:?}"
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    }
+    let good = write(dir.path(), "good.jsonl", &v1("1"));
+    let j = Journal::open(&good, &mut SequentialIds::new()).unwrap();
+    assert!(j.session().problems().is_empty());
+}
+
+/// The journal runs the same checks on what it is asked to write: an entry
+/// the next `session check` would flag is refused, and nothing is written.
+#[test]
+fn appends_that_would_fail_the_check_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "{}\n{}\n{}\n{}\n",
+        header_line("v"),
+        msg("a1", None, "one"),
+        msg("b2", Some("a1"), "branch one"),
+        msg("c3", Some("a1"), "branch two"),
+    );
+    let path = write(dir.path(), "s.jsonl", &text);
+    let mut j = Journal::open(&path, &mut SequentialIds::new()).unwrap();
+    let mut c = Clock::default();
+    let unknown = EntryBody::Message(AgentMessage::Other {
+        role: "robot".into(),
+        timestamp: Some(1.0),
+    });
+    let compaction = |first: &str| {
+        EntryBody::Compaction(Compaction {
+            summary: Text::new("summary"),
+            first_kept_entry_id: Some(EntryId::new(first)),
+            tokens_before: 10.0,
+            details: None,
+            from_hook: None,
+            from_extension: Some(true),
+            short_summary: None,
+            preserve_data: None,
+            usage: None,
+        })
+    };
+    let label = EntryBody::Label {
+        target_id: EntryId::new("ghost"),
+        label: Some("x".into()),
+    };
+    for (body, what) in [
+        (unknown, "message"),
+        (compaction("b2"), "not on the path"),
+        (compaction("nope"), "names no entry"),
+        (label, "names no entry"),
+    ] {
+        let err = j.append(body, &mut c.stamp()).unwrap_err();
+        assert!(
+            matches!(&err, SessionError::InvalidEntry { problem, .. } if problem.contains(what)),
+            "{err:?}"
+        );
+        assert_eq!(j.session().len(), 3, "the session is as it was");
+    }
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    // The leaf is c3, so a compaction keeping from a1 is on the path.
+    j.append(compaction("a1"), &mut c.stamp()).unwrap();
+    j.append(user("more"), &mut c.stamp()).unwrap();
+    let (s, _) = load_file(&path, &mut SequentialIds::new()).unwrap();
+    assert!(s.problems().is_empty(), "{:?}", s.problems());
+    assert_eq!(s.len(), 5);
+}

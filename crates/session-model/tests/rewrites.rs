@@ -1,0 +1,318 @@
+//! Rewrites in place: what another process appended meanwhile is carried
+//! over (or the rewrite stops and writes nothing), links, owner, group and
+//! mode are kept, temporary files of killed runs are cleaned, and a live
+//! session is recognised.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::fs;
+use std::io::Write as _;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use common::{Clock, header_line, user, write};
+use musepi_session_model::{
+    Entry, EntryBody, Journal, LiveSign, SequentialIds, SessionError, load_file,
+};
+
+fn msg(id: &str, parent: Option<&str>, text: &str) -> String {
+    let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
+    format!(
+        r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2025-01-01T00:00:01.000Z","message":{{"role":"user","content":"{text}","timestamp":1}}}}"#
+    )
+}
+
+/// A v3 session of `n` user messages `m1` … `mn`.
+fn session(dir: &Path, name: &str, n: usize) -> PathBuf {
+    let mut text = header_line("rw") + "\n";
+    for i in 1..=n {
+        let parent = (i > 1).then(|| format!("m{}", i - 1));
+        text.push_str(&msg(
+            &format!("m{i}"),
+            parent.as_deref(),
+            &format!("text {i}"),
+        ));
+        text.push('\n');
+    }
+    write(dir, name, &text)
+}
+
+/// A replacement for entry `i` that changes its text, as pruning does.
+fn changed(j: &Journal, i: usize, text: &str) -> (usize, Entry, String) {
+    let e = &j.session().entries()[i];
+    let line = msg(
+        e.id.as_str(),
+        e.parent_id.as_ref().map(musepi_session_model::EntryId::as_str),
+        text,
+    );
+    let mut entry = e.clone();
+    if let EntryBody::Message(musepi_session_model::AgentMessage::User(u)) = &mut entry.body {
+        u.content = musepi_session_model::Content::Text(text.into());
+    }
+    (i, entry, line)
+}
+
+fn append_raw(path: &Path, bytes: &str) {
+    let mut f = fs::OpenOptions::new().append(true).open(path).unwrap();
+    f.write_all(bytes.as_bytes()).unwrap();
+}
+
+fn open(path: &Path) -> Journal {
+    Journal::open(path, &mut SequentialIds::new()).unwrap()
+}
+
+#[test]
+fn lines_appended_before_a_rewrite_are_carried_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = session(dir.path(), "s.jsonl", 3);
+    let mut j = open(&path);
+    // The agent appends two entries after musepi read the file.
+    let appended = format!(
+        "{}\n{}\n",
+        msg("x1", Some("m3"), "agent"),
+        msg("x2", Some("x1"), "more")
+    );
+    append_raw(&path, &appended);
+    let change = changed(&j, 0, "rewritten");
+    j.replace_entries(vec![change]).unwrap();
+    let text = fs::read_to_string(&path).unwrap();
+    assert!(text.contains("rewritten"));
+    assert!(text.ends_with(&appended), "appended lines last, as written");
+    // The journal read them back: they are entries, and the last is the leaf.
+    assert_eq!(j.session().len(), 5);
+    assert_eq!(j.session().leaf_id().unwrap().as_str(), "x2");
+    let mut c = Clock::default();
+    j.append(user("after"), &mut c.stamp()).unwrap();
+    let (s, _) = load_file(&path, &mut SequentialIds::new()).unwrap();
+    assert_eq!(s.len(), 6);
+    assert!(s.problems().is_empty(), "{:?}", s.problems());
+}
+
+#[test]
+fn an_invalid_or_incomplete_appended_line_stops_the_rewrite() {
+    let dir = tempfile::tempdir().unwrap();
+    for (appended, what) in [
+        ("not json at all\n", "is not valid JSON"),
+        ("[1,2]\n", "is not a JSON object"),
+        ("{\"type\":\"message\"}\n", "has no `id`"),
+        ("{\"type\":\"message\",\"id\":\"half", "stays incomplete"),
+    ] {
+        let path = session(dir.path(), "s.jsonl", 2);
+        let mut j = open(&path);
+        append_raw(&path, appended);
+        let before = fs::read(&path).unwrap();
+        let change = changed(&j, 0, "rewritten");
+        let err = j.replace_entries(vec![change]).unwrap_err();
+        assert!(
+            matches!(&err, SessionError::ChangedOnDisk { what: w, .. } if w.contains(what)),
+            "{appended:?}: {err}"
+        );
+        assert!(err.is_busy());
+        assert_eq!(fs::read(&path).unwrap(), before, "{appended:?}: untouched");
+        assert_eq!(temp_files(dir.path()), Vec::<String>::new());
+    }
+}
+
+#[test]
+fn a_rewrite_that_adds_entries_refuses_lines_appended_meanwhile() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = session(dir.path(), "s.jsonl", 3);
+    let mut j = open(&path);
+    let change = changed(&j, 0, "pruned");
+    j.stage_replacements(vec![change]).unwrap();
+    append_raw(&path, &(msg("x1", Some("m3"), "agent") + "\n"));
+    let before = fs::read(&path).unwrap();
+    let mut c = Clock::default();
+    let err = j
+        .append(user("compaction stand-in"), &mut c.stamp())
+        .unwrap_err();
+    assert!(
+        matches!(&err, SessionError::ChangedOnDisk { what, .. } if what.contains("older leaf")),
+        "{err}"
+    );
+    assert_eq!(fs::read(&path).unwrap(), before);
+}
+
+#[test]
+fn a_symlinked_session_is_rewritten_through_the_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = session(dir.path(), "real.jsonl", 2);
+    let link = dir.path().join("link.jsonl");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let mut j = open(&link);
+    let change = changed(&j, 1, "through the link");
+    j.replace_entries(vec![change]).unwrap();
+    assert!(
+        fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(fs::read_link(&link).unwrap(), real);
+    assert!(
+        fs::read_to_string(&real)
+            .unwrap()
+            .contains("through the link")
+    );
+}
+
+#[test]
+fn a_hard_linked_session_is_not_rewritten_but_takes_appends() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = session(dir.path(), "s.jsonl", 2);
+    let other = dir.path().join("other-name.jsonl");
+    fs::hard_link(&path, &other).unwrap();
+    let before = fs::read(&path).unwrap();
+    let mut j = open(&path);
+    let change = changed(&j, 1, "no");
+    let err = j.replace_entries(vec![change]).unwrap_err();
+    assert!(
+        matches!(err, SessionError::HardLinked { links: 2, .. }),
+        "{err}"
+    );
+    assert_eq!(fs::read(&path).unwrap(), before);
+    let mut c = Clock::default();
+    j.append(user("appended"), &mut c.stamp()).unwrap();
+    assert_eq!(fs::read(&path).unwrap(), fs::read(&other).unwrap());
+    assert!(fs::read_to_string(&other).unwrap().contains("appended"));
+}
+
+#[test]
+fn a_rewrite_keeps_mode_owner_and_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = session(dir.path(), "s.jsonl", 2);
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
+    let me = fs::metadata(&path).unwrap();
+    // As root, the file can belong to someone else and stay theirs.
+    let (uid, gid) = if me.uid() == 0 {
+        std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+        (65534, 65534)
+    } else {
+        (me.uid(), me.gid())
+    };
+    let mut j = open(&path);
+    let change = changed(&j, 0, "rewritten");
+    j.replace_entries(vec![change]).unwrap();
+    let after = fs::metadata(&path).unwrap();
+    assert_eq!(after.mode() & 0o7777, 0o640);
+    assert_eq!((after.uid(), after.gid()), (uid, gid));
+}
+
+fn temp_files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.rsplit('.').next() == Some("tmp"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn temporary_files_of_killed_runs_are_removed_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = session(dir.path(), "s.jsonl", 2);
+    // A process that has exited: its pid is free.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let stale = [
+        format!(".s.jsonl.musepi.{dead}.0.tmp"),
+        // pid 1 is alive, but an hour-old file of ours is stale anyway.
+        ".s.jsonl.musepi.1.7.tmp".to_owned(),
+    ];
+    let kept = [
+        // A live process's fresh temporary file may be in use.
+        ".s.jsonl.musepi.1.8.tmp".to_owned(),
+        // Not ours: other names, another session's, another tool's.
+        ".s.jsonl.XYZ123.tmp".to_owned(),
+        format!(".other.jsonl.musepi.{dead}.0.tmp"),
+        "notes.tmp".to_owned(),
+    ];
+    for name in stale.iter().chain(&kept) {
+        fs::write(dir.path().join(name), "partial").unwrap();
+    }
+    let old = fs::File::options()
+        .append(true)
+        .open(dir.path().join(&stale[1]))
+        .unwrap();
+    old.set_modified(SystemTime::now() - Duration::from_hours(2))
+        .unwrap();
+    let mut j = open(&path);
+    let change = changed(&j, 0, "rewritten");
+    j.replace_entries(vec![change]).unwrap();
+    let mut expected: Vec<String> = kept.to_vec();
+    expected.sort();
+    assert_eq!(temp_files(dir.path()), expected);
+}
+
+#[test]
+fn a_live_session_is_recognised_by_a_recent_write_or_a_held_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = session(dir.path(), "s.jsonl", 2);
+    let j = open(&path);
+    let now = || {
+        i64::try_from(
+            SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap()
+                .as_millis(),
+        )
+        .unwrap()
+    };
+    let err = j.check_not_live(now()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SessionError::Live {
+                sign: LiveSign::RecentWrite { seconds_ago: 0 },
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.is_busy());
+    assert!(err.to_string().contains("--force"), "{err}");
+    let f = fs::File::options().append(true).open(&path).unwrap();
+    f.set_modified(SystemTime::now() - Duration::from_mins(1))
+        .unwrap();
+    j.check_not_live(now()).unwrap();
+    // Another process (here: another open file) holds the lock.
+    let holder = fs::File::open(&path).unwrap();
+    holder.lock().unwrap();
+    let err = j.check_not_live(now()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SessionError::Live {
+                sign: LiveSign::Locked,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    drop(holder);
+    j.check_not_live(now()).unwrap();
+}
+
+#[test]
+fn a_copy_gets_the_mode_of_its_source_and_never_replaces_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = session(dir.path(), "s.jsonl", 2);
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o604)).unwrap();
+    let j = open(&path);
+    let out = dir.path().join("copy.jsonl");
+    j.write_copy(&out, musepi_session_model::Replace::Never)
+        .unwrap();
+    assert_eq!(fs::metadata(&out).unwrap().mode() & 0o777, 0o604);
+    assert_eq!(fs::read(&out).unwrap(), fs::read(&path).unwrap());
+    let err = j
+        .write_copy(&out, musepi_session_model::Replace::Never)
+        .unwrap_err();
+    assert!(matches!(err, SessionError::AlreadyExists { .. }), "{err}");
+    j.write_copy(&out, musepi_session_model::Replace::Existing)
+        .unwrap();
+}
