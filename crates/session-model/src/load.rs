@@ -34,13 +34,32 @@ pub struct FileTail {
 /// line longer than [`crate::MAX_LINE_BYTES`] are errors. Files older than v3 are migrated in memory with ids from `ids`
 /// (the file itself is not touched). Entry lines stay on disk: the session
 /// refers to them by offset and copies them byte for byte on rewrites.
+///
+/// A last line without its newline that the file outgrows within a moment
+/// was an append in progress, not a torn write: the file is read again
+/// (a few times at most) so the line is read whole.
 pub fn load_file(path: &Path, ids: &mut dyn IdSource) -> Result<(Session, FileTail), SessionError> {
-    let file = open_regular(path)?;
-    let mut reader = BufReader::with_capacity(1 << 20, file);
-    let (mut session, tail) = Loader::new(path, false).run(&mut reader, ids)?;
-    session.origin = Some(path.to_owned());
-    Ok((session, tail))
+    let mut tries = 0;
+    loop {
+        let file = open_regular(path)?;
+        let mut reader = BufReader::with_capacity(1 << 20, file);
+        let (mut session, tail) = Loader::new(path, false).run(&mut reader, ids)?;
+        session.origin = Some(path.to_owned());
+        tries += 1;
+        // A v1 file's ids come from `ids`: reading it again would number it anew.
+        if tail.torn.is_none() || session.original_version() < 2 || tries == TORN_RETRIES {
+            return Ok((session, tail));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let grown = std::fs::metadata(path).is_ok_and(|m| m.len() > tail.len);
+        if !grown {
+            return Ok((session, tail));
+        }
+    }
 }
+
+/// How many times [`load_file`] reads a file whose last line grows.
+const TORN_RETRIES: u32 = 20;
 
 /// Reads a session from bytes in memory (standard input, tests).
 ///

@@ -45,7 +45,9 @@ fn changed(j: &Journal, i: usize, text: &str) -> (usize, Entry, String) {
     let e = &j.session().entries()[i];
     let line = msg(
         e.id.as_str(),
-        e.parent_id.as_ref().map(musepi_session_model::EntryId::as_str),
+        e.parent_id
+            .as_ref()
+            .map(musepi_session_model::EntryId::as_str),
         text,
     );
     let mut entry = e.clone();

@@ -7,16 +7,18 @@
 //! checked (an incomplete or invalid appended line stops the rewrite: the
 //! old file stays as it is). Then the temporary file is renamed over the
 //! old one, and the old file, which an appender may still have open, is
-//! checked again: whatever reached it after the last copy is appended to
-//! the new file as it is.
+//! checked again: if anything reached it after the last copy, the new file
+//! is written once more with those bytes in their place, before whatever
+//! was appended to the new file since.
 //!
 //! An appender that takes the file's lock while it appends (the protocol in
 //! docs/reliability.md) cannot write between those steps, so for it the
 //! guarantee is exact. An appender that takes no lock (pi) can only lose a
-//! line it writes to the old file after the final check, in the moment
-//! between that check and its own `close`.
+//! line it writes to the old file after the final check: it would have had
+//! to open the file before the rename and write to it only after the
+//! folder was synced.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
@@ -82,24 +84,113 @@ pub(crate) fn rewrite_in_place(
     tmp.file.lock().map_err(io)?;
     let mut copied = carry_checked(target, locked, &tmp.file, read_len, appends)?;
     tmp.sync(target)?;
-    let before_rename = copied;
+    // What arrived during the sync is copied right before the rename, and
+    // made durable right after it, so no sync widens the gap between the
+    // last copy and the rename.
     copied = carry_checked(target, locked, &tmp.file, copied, appends)?;
-    if copied != before_rename {
-        tmp.sync(target)?;
-    }
     tmp.rename_over(target)?;
-    copied = carry_late(target, locked, &tmp.file, copied)?;
     tmp.sync(target)?;
     tmp.sync_folder(target)?;
-    let after_sync = copied;
-    copied = carry_late(target, locked, &tmp.file, copied)?;
-    if copied != after_sync {
-        tmp.sync(target)?;
+    let end = written.len + (copied - read_len);
+    let end = settle_late(target, &original, locked, copied, tmp, end)?;
+    let carried = end - written.len;
+    Ok(Rewritten { written, carried })
+}
+
+/// How many times a rewrite is redone to put late lines in their place
+/// before it settles for appending them.
+const REORDER_ROUNDS: usize = 5;
+
+/// After the rename: an appender that opened the old file before it may
+/// still have written to it. Those late bytes belong right after what the
+/// new file was given (`end`), before anything appended to the new file
+/// since; so the new file is written again with them in their place, as
+/// many times as late bytes keep coming (an appender without the lock, in
+/// the moment of the rename). Returns the length of the content in place
+/// when no more late bytes were found.
+fn settle_late(
+    target: &Path,
+    original: &std::fs::Metadata,
+    locked: &File,
+    copied: u64,
+    first: Temp,
+    end: u64,
+) -> Result<u64, SessionError> {
+    let io = |source| SessionError::WriteFailed {
+        path: target.to_owned(),
+        source,
+    };
+    // Every renamed file stays open and locked until the rewrite is done.
+    let mut held = vec![first];
+    let (mut old_copied, mut end) = (copied, end);
+    for round in 0..REORDER_ROUNDS {
+        let old = if round == 0 {
+            locked
+        } else {
+            &held[held.len() - 2].file
+        };
+        let cur = &held[held.len() - 1].file;
+        let late = read_past(old, old_copied).map_err(io)?;
+        if late.is_empty() {
+            return Ok(end);
+        }
+        if round + 1 == REORDER_ROUNDS {
+            // Never lose a byte, even when the order cannot be kept.
+            let mut out = std::fs::OpenOptions::new()
+                .append(true)
+                .open(target)
+                .map_err(io)?;
+            out.write_all(&late).map_err(io)?;
+            out.sync_data().map_err(io)?;
+            return Ok(end + late.len() as u64);
+        }
+        let next = Temp::create(target, Some(original.mode()))?;
+        next.take_identity(target, original)?;
+        copy_range(cur, 0, end, &next.file).map_err(io)?;
+        (&next.file).write_all(&late).map_err(io)?;
+        next.file.lock().map_err(io)?;
+        let mut cur_copied = copy_past(cur, end, &next.file).map_err(io)?;
+        next.sync(target)?;
+        cur_copied = copy_past(cur, cur_copied, &next.file).map_err(io)?;
+        let mut next = next;
+        next.rename_over(target)?;
+        next.sync(target)?;
+        next.sync_folder(target)?;
+        end = cur_copied + late.len() as u64;
+        old_copied = cur_copied;
+        held.push(next);
     }
-    Ok(Rewritten {
-        written,
-        carried: copied - read_len,
-    })
+    Ok(end)
+}
+
+/// The bytes of `file` past `from`.
+fn read_past(file: &File, from: u64) -> std::io::Result<Vec<u8>> {
+    let len = file.metadata()?.len();
+    let mut bytes = vec![0; usize::try_from(len.saturating_sub(from)).unwrap_or(usize::MAX)];
+    file.read_exact_at(&mut bytes, from)?;
+    Ok(bytes)
+}
+
+/// Copies bytes `[start, end)` of `from` to the end of `to`.
+fn copy_range(from: &File, start: u64, end: u64, to: &File) -> std::io::Result<()> {
+    let mut buf = vec![0; 1 << 20];
+    let mut at = start;
+    let mut out = to;
+    while at < end {
+        let n = usize::try_from((end - at).min(buf.len() as u64)).unwrap_or(buf.len());
+        from.read_exact_at(&mut buf[..n], at)?;
+        out.write_all(&buf[..n])?;
+        at += n as u64;
+    }
+    Ok(())
+}
+
+/// Copies everything `from` holds past `start` to the end of `to`; returns
+/// the offset copied up to.
+fn copy_past(from: &File, start: u64, to: &File) -> std::io::Result<u64> {
+    let end = from.metadata()?.len();
+    copy_range(from, start, end, to)?;
+    Ok(end.max(start))
 }
 
 /// Copies the complete, valid lines `old` gained past `from` to the end of
@@ -178,33 +269,4 @@ fn check_lines(bytes: &[u8], at: u64) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// After the rename: appends to the new file whatever reached the old one
-/// past `from`, byte for byte; returns the offset copied up to.
-fn carry_late(target: &Path, old: &File, new: &File, from: u64) -> Result<u64, SessionError> {
-    let io = |source| SessionError::WriteFailed {
-        path: target.to_owned(),
-        source,
-    };
-    let len = old.metadata().map_err(io)?.len();
-    if len <= from {
-        return Ok(from);
-    }
-    let mut bytes = vec![0; usize::try_from(len - from).unwrap_or(usize::MAX)];
-    old.read_exact_at(&mut bytes, from).map_err(io)?;
-    // Another process may be appending to the new file already: append.
-    let mut out = OpenOptions::new().append(true).open(target).map_err(io)?;
-    let (a, b) = (out.metadata().map_err(io)?, new.metadata().map_err(io)?);
-    if a.dev() != b.dev() || a.ino() != b.ino() {
-        return Err(SessionError::ChangedOnDisk {
-            path: target.to_owned(),
-            what: format!(
-                "it was replaced right after the rewrite, before {} appended bytes could be carried over",
-                len - from
-            ),
-        });
-    }
-    out.write_all(&bytes).map_err(io)?;
-    Ok(len)
 }

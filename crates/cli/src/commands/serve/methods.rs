@@ -9,7 +9,9 @@ use musepi_hooks::{
     Strategy, Summarizer, TreeRequest,
 };
 use musepi_session_model::time::format_iso;
-use musepi_session_model::{AgentMessage, EntryBody, Header, IdSource, Journal, SequentialIds};
+use musepi_session_model::{
+    AgentMessage, EntryBody, Header, IdSource, Journal, SequentialIds, SessionError,
+};
 use serde_json::{Value, json};
 
 use super::views::{decision_json, entry_body, tree_json};
@@ -43,6 +45,8 @@ impl From<MaintenanceError> for RpcError {
         let code = match &e {
             MaintenanceError::NotFound(_) => "not_found",
             MaintenanceError::NotAssistant(_) | MaintenanceError::Empty => "not_assistant",
+            MaintenanceError::Session(SessionError::InvalidEntry { .. }) => "invalid_params",
+            MaintenanceError::Session(s) if s.is_busy() => "busy",
             MaintenanceError::Session(_) => "write_failed",
             MaintenanceError::Navigate(NavigateError::NoModel) => "no_model",
             MaintenanceError::Navigate(_) => "navigation_failed",

@@ -1,0 +1,427 @@
+//! Commands that change a session, run as processes: the same `-o OUT`,
+//! `-o -`, `--dry-run` and `--force` everywhere; a live session refused in
+//! place (exit 3); a failed write leaves the file byte for byte as it was.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::fmt::Write as _;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use common::settle;
+use musepi_session_model::{SequentialIds, load_bytes};
+
+const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
+const NOW: &str = "2026-02-01T00:00:00.000Z";
+
+fn musepi(args: &[&str]) -> Output {
+    Command::new(MUSEPI)
+        .args(args)
+        .env("HOME", std::env::temp_dir().join("musepi-writers-home"))
+        .env("NO_COLOR", "1")
+        .env_remove("MUSEPI_API_KEY")
+        .output()
+        .unwrap()
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// The example session, copied into `dir` as `name`, not settled.
+fn example(dir: &Path, name: &str) -> PathBuf {
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sessions/todo-refactor.jsonl");
+    let dst = dir.join(name);
+    std::fs::copy(src, &dst).unwrap();
+    dst
+}
+
+/// A v2 copy of the example (migrate always rewrites it).
+fn v2(dir: &Path, name: &str) -> PathBuf {
+    let path = example(dir, name);
+    let text =
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .replacen("\"version\":3", "\"version\":2", 1);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The writing commands, each changing `file` when run in place.
+fn writers(file: &str) -> Vec<Vec<String>> {
+    let s = |v: &[&str]| v.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>();
+    vec![
+        s(&["prune", file, "--now", NOW]),
+        s(&["compact", file, "--now", NOW, "--deterministic-ids"]),
+        s(&[
+            "branch",
+            file,
+            "--to",
+            "00000003",
+            "--now",
+            NOW,
+            "--deterministic-ids",
+        ]),
+    ]
+}
+
+fn run(args: &[String], extra: &[&str]) -> Output {
+    let mut all: Vec<&str> = args.iter().map(String::as_str).collect();
+    all.extend_from_slice(extra);
+    musepi(&all)
+}
+
+#[test]
+fn a_live_session_is_refused_in_place_with_exit_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = example(dir.path(), "live.jsonl");
+    let before = std::fs::read(&file).unwrap();
+    for args in writers(p(&file)) {
+        let o = run(&args, &[]);
+        assert_eq!(code(&o), 3, "{args:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains("live.jsonl")
+                && err.contains("s ago")
+                && err.contains("musepi serve")
+                && err.contains("--force"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(std::fs::read(&file).unwrap(), before, "{args:?}");
+    }
+    let v2 = v2(dir.path(), "live-v2.jsonl");
+    let o = musepi(&["session", "migrate", p(&v2)]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+
+    // A process holding the lock is seen too, however old the file.
+    settle(&file);
+    let holder = std::fs::File::open(&file).unwrap();
+    holder.lock().unwrap();
+    let o = run(&writers(p(&file))[0], &[]);
+    assert_eq!(code(&o), 3);
+    assert!(stderr(&o).contains("holds its lock"), "{}", stderr(&o));
+    drop(holder);
+
+    // Writing elsewhere never needs --force; --force writes in place.
+    let out = dir.path().join("out.jsonl");
+    let o = run(&writers(p(&file))[0], &["-o", p(&out)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = musepi(&["prune", p(&v2), "--force"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_ne!(std::fs::read(&v2).unwrap(), before);
+}
+
+#[test]
+fn every_writer_takes_o_out_and_leaves_the_source_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = example(dir.path(), "s.jsonl");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let before = std::fs::read(&file).unwrap();
+    let old = v2(dir.path(), "v2.jsonl");
+    let before_v2 = std::fs::read(&old).unwrap();
+    let mut cases = writers(p(&file));
+    cases.push(vec!["session".into(), "migrate".into(), p(&old).into()]);
+    for (n, args) in cases.iter().enumerate() {
+        let out = dir.path().join(format!("out-{n}.jsonl"));
+        let o = run(args, &["-o", p(&out)]);
+        assert_eq!(code(&o), 0, "{args:?}: {}", stderr(&o));
+        let written = std::fs::read(&out).unwrap();
+        let source = if args[0] == "session" {
+            &before_v2
+        } else {
+            &before
+        };
+        assert_ne!(&written, source, "{args:?}: the copy holds the change");
+        let mode = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
+        if args[0] != "session" {
+            assert_eq!(mode, 0o640, "{args:?}: the source's mode");
+        }
+        // Again: OUT exists now.
+        let o = run(args, &["-o", p(&out)]);
+        assert_eq!(code(&o), 2, "{args:?}");
+        assert!(
+            stderr(&o).contains("exists") && stderr(&o).contains("--force"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        assert_eq!(std::fs::read(&out).unwrap(), written);
+        let o = run(args, &["-o", p(&out), "--force"]);
+        assert_eq!(code(&o), 0, "{args:?}: {}", stderr(&o));
+        // To standard output: the same session.
+        let o = run(args, &["-o", "-"]);
+        assert_eq!(code(&o), 0, "{args:?}: {}", stderr(&o));
+        assert_eq!(
+            o.stdout, written,
+            "{args:?}: -o - prints what -o OUT writes"
+        );
+        load_bytes(Path::new("<stdout>"), &o.stdout, &mut SequentialIds::new()).unwrap();
+        assert!(!dir.path().join("-").exists(), "{args:?}: no file named -");
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+    assert_eq!(std::fs::read(&old).unwrap(), before_v2);
+    let o = musepi(&["prune", p(&file), "-o", "-", "--json"]);
+    assert_eq!(code(&o), 2);
+}
+
+#[test]
+fn dry_runs_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = example(dir.path(), "s.jsonl");
+    settle(&file);
+    let before = std::fs::read(&file).unwrap();
+    let out = dir.path().join("out.jsonl");
+    for args in writers(p(&file)) {
+        for extra in [&["--dry-run"][..], &["--dry-run", "-o", p(&out)]] {
+            let o = run(&args, extra);
+            assert_eq!(code(&o), 0, "{args:?} {extra:?}: {}", stderr(&o));
+            assert_eq!(std::fs::read(&file).unwrap(), before);
+            assert!(!out.exists());
+        }
+    }
+}
+
+#[test]
+fn an_unmigrated_v1_file_reads_with_ids_that_carry_between_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("v1.jsonl");
+    std::fs::write(
+        &file,
+        "{\"type\":\"session\",\"id\":\"v1\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/\"}\n\
+         {\"type\":\"message\",\"timestamp\":\"2025-01-01T00:00:01.000Z\",\"message\":{\"role\":\"user\",\"content\":\"first\",\"timestamp\":1}}\n\
+         {\"type\":\"message\",\"timestamp\":\"2025-01-01T00:00:02.000Z\",\"message\":{\"role\":\"user\",\"content\":\"second\",\"timestamp\":2}}\n",
+    )
+    .unwrap();
+    let before = std::fs::read(&file).unwrap();
+    let tree = musepi(&["session", "tree", p(&file), "--json"]);
+    assert_eq!(code(&tree), 0, "{}", stderr(&tree));
+    let text = String::from_utf8_lossy(&tree.stdout).into_owned();
+    assert!(
+        text.contains("00000001") && text.contains("00000002"),
+        "{text}"
+    );
+    assert!(
+        stderr(&tree).contains("session migrate"),
+        "{}",
+        stderr(&tree)
+    );
+    let o = musepi(&["context", p(&file), "--leaf", "00000001", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["leafId"], "00000001");
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        before,
+        "reading never migrates"
+    );
+}
+
+#[test]
+fn readers_say_when_the_file_has_problems() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = example(dir.path(), "s.jsonl");
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str("this line is not JSON\n");
+    std::fs::write(&file, text).unwrap();
+    for args in [
+        vec!["context", p(&file)],
+        vec!["plan", p(&file)],
+        vec!["session", "tree", p(&file)],
+    ] {
+        let o = musepi(&args);
+        assert_eq!(code(&o), 0, "{args:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        let line = format!(
+            "has 1 problem; `musepi session check {}` lists them",
+            p(&file)
+        );
+        assert_eq!(err.matches(&line).count(), 1, "{args:?}: {err}");
+    }
+    let o = musepi(&["-q", "context", p(&file)]);
+    assert!(o.stderr.is_empty(), "{}", stderr(&o));
+}
+
+/// Runs `musepi args` under a file-size limit of `limit` bytes (with
+/// SIGXFSZ ignored, so a write past it fails with EFBIG instead of killing
+/// the process). `ulimit -f` counts 512-byte blocks.
+fn under_size_limit(limit_blocks: u64, args: &[&str]) -> Output {
+    let mut script = format!("trap '' XFSZ; ulimit -f {limit_blocks}; exec \"{MUSEPI}\"");
+    for a in args {
+        let _ = write!(script, " '{a}'");
+    }
+    Command::new("sh")
+        .args(["-c", &script])
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// Appends a `custom` entry under the last line whose line is exactly
+/// `len` bytes with its newline.
+fn pad(text: &mut String, len: usize) {
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let skeleton = format!(
+        "{{\"type\":\"custom\",\"id\":\"pad00000\",\"parentId\":\"{}\",\"timestamp\":\"2026-01-01T11:00:00.000Z\",\"customType\":\"pad\",\"data\":\"\"}}\n",
+        last["id"].as_str().unwrap()
+    );
+    let fill = "y".repeat(len - skeleton.len());
+    text.push_str(&skeleton.replace("\"data\":\"\"", &format!("\"data\":\"{fill}\"")));
+}
+
+#[test]
+fn a_failed_append_is_cut_back_and_a_failed_rewrite_leaves_no_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = example(dir.path(), "s.jsonl");
+    // Pad the file to 50 bytes short of a 512-byte block: under a limit of
+    // that many blocks, the marker entry a navigation appends is written
+    // only in part before the write fails.
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    let want = (462 + 512 - text.len() % 512) % 512;
+    pad(&mut text, if want < 200 { want + 512 } else { want });
+    std::fs::write(&file, &text).unwrap();
+    settle(&file);
+    let before = std::fs::read(&file).unwrap();
+    assert_eq!(before.len() % 512, 462);
+    let blocks = (before.len() as u64).div_ceil(512);
+    let o = under_size_limit(
+        blocks,
+        &["branch", p(&file), "--to", "00000003", "--now", NOW],
+    );
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("File too large"), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        before,
+        "cut back to its length"
+    );
+
+    // The cut changed the file just now; it is not an agent's write.
+    settle(&file);
+    // A rewrite that cannot finish its temporary file leaves the file and
+    // the folder as they were.
+    let o = under_size_limit(1, &["prune", p(&file), "--now", NOW]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("original file is intact"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(names.len(), 1, "no temporary file left");
+}
+
+/// As root permissions do not stop writes, so the command runs as `nobody`.
+#[test]
+fn a_file_the_caller_cannot_write_is_refused_not_replaced() {
+    use std::os::unix::process::CommandExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let file = example(dir.path(), "ro.jsonl");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444)).unwrap();
+    settle(&file);
+    let before = std::fs::read(&file).unwrap();
+    let ino = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&file).unwrap());
+    let mut cmd = Command::new(MUSEPI);
+    cmd.args(["prune", p(&file)]).env("NO_COLOR", "1");
+    if std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+    {
+        cmd.uid(65534).gid(65534);
+    }
+    let o = cmd.output().unwrap();
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("not writable"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+    assert_eq!(
+        std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&file).unwrap()),
+        ino,
+        "not replaced by a new file"
+    );
+}
+
+/// `musepi serve` refuses a FIFO at `open` without blocking, and refuses to
+/// append an entry `session check` would flag, writing nothing.
+#[test]
+fn serve_refuses_non_regular_files_and_invalid_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe.jsonl");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let file = example(dir.path(), "s.jsonl");
+    let before = std::fs::read(&file).unwrap();
+    let requests = [
+        serde_json::json!({"id": 1, "method": "open", "params": {"path": fifo}}),
+        serde_json::json!({"id": 2, "method": "open", "params": {"path": file}}),
+        serde_json::json!({"id": 3, "method": "append", "params": {"entry": {"type": "message", "message": {"role": "robot", "content": "beep", "timestamp": 1}}}}),
+        serde_json::json!({"id": 4, "method": "append", "params": {"entry": {"type": "label", "targetId": "ghost", "label": "x"}}}),
+    ];
+    let mut input = String::new();
+    for r in &requests {
+        input.push_str(&r.to_string());
+        input.push('\n');
+    }
+    let mut child = Command::new(MUSEPI)
+        .args(["serve", "--deterministic-ids", "--now", NOW])
+        .current_dir(dir.path())
+        .env("HOME", dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), input.as_bytes()).unwrap();
+    drop(child.stdin.take());
+    let o = child.wait_with_output().unwrap();
+    let replies: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|v: &serde_json::Value| v.get("id").is_some())
+        .collect();
+    assert_eq!(replies.len(), 4, "{replies:?}");
+    assert_eq!(replies[0]["ok"], false);
+    assert_eq!(replies[0]["error"]["code"], "bad_session");
+    let message = replies[0]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("not a regular file"), "{message}");
+    assert_eq!(replies[1]["ok"], true, "{:?}", replies[1]);
+    for r in &replies[2..] {
+        assert_eq!(r["ok"], false, "{r:?}");
+        assert_eq!(r["error"]["code"], "invalid_params", "{r:?}");
+    }
+    assert!(
+        replies[2]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("robot"),
+        "{:?}",
+        replies[2]
+    );
+    assert!(
+        replies[3]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ghost"),
+        "{:?}",
+        replies[3]
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+}
