@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -61,7 +61,7 @@ fn tree(dir: &Path) -> PathBuf {
         acc
     });
     std::fs::write(&path, text).unwrap();
-    common::settle(&path);
+    support::settle(&path);
     path
 }
 

@@ -4,7 +4,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
 mod support;
 
 use std::path::{Path, PathBuf};
@@ -24,7 +23,7 @@ fn session(dir: &Path) -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sessions/todo-refactor.jsonl");
     let dst = dir.join("s.jsonl");
     std::fs::copy(src, &dst).unwrap();
-    common::settle(&dst);
+    support::settle(&dst);
     dst
 }
 

@@ -352,6 +352,7 @@ fn nothing_to_compact_is_exit_1_only_with_strict() {
             "\n"
         ),
     );
+    support::settle(&tiny);
     for command in ["compact", "plan"] {
         let o = case.run(&[command, p(&tiny), "--json"]);
         assert_eq!(code(&o), 0, "{command}: {}", stderr(&o));

@@ -14,7 +14,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
@@ -84,7 +84,7 @@ fn session(dir: &Path, turns: u32) -> PathBuf {
     let mut last = None;
     push_turns(&mut lines, &mut last, 0, turns, "f");
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-    common::settle(&path);
+    support::settle(&path);
     path
 }
 
@@ -97,7 +97,7 @@ fn append_turns(path: &Path, turns: u32, stem: &str) {
     let mut parent = last["id"].as_str().map(str::to_owned);
     push_turns(&mut lines, &mut parent, start, turns, stem);
     std::fs::write(path, text + &lines.join("\n") + "\n").unwrap();
-    common::settle(path);
+    support::settle(path);
 }
 
 fn push_turns(

@@ -7,6 +7,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod support;
 mod tmux;
 
 use std::path::Path;
@@ -66,6 +67,7 @@ fn session(dir: &Path) -> std::path::PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sessions/todo-refactor.jsonl");
     let dst = dir.join("s.jsonl");
     std::fs::copy(src, &dst).unwrap();
+    support::settle(&dst);
     dst
 }
 

@@ -7,7 +7,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -261,7 +261,7 @@ async fn a_remote_compaction_is_stored_under_the_provider_name_and_replayed_by_i
     let example =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sessions/todo-refactor.jsonl");
     std::fs::copy(example, &file).unwrap();
-    common::settle(&file);
+    support::settle(&file);
     let (url, seen) = server().await;
     let settings = dir.path().join("settings.json");
     let entry =

@@ -9,7 +9,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::fmt::Write as _;
 use std::fs;
@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use common::settle;
+use support::settle;
 
 const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
 const NOW: &str = "2026-02-01T00:00:00.000Z";

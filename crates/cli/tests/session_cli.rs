@@ -3,7 +3,7 @@
 //! promise that read-only commands never write and that a file we cannot
 //! read is never rewritten.
 
-mod common;
+mod support;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -103,7 +103,7 @@ fn p(path: &Path) -> &str {
 fn copy_to(dir: &Path, from: &Path, name: &str) -> PathBuf {
     let to = dir.join(name);
     std::fs::copy(from, &to).expect("copy");
-    common::settle(&to);
+    support::settle(&to);
     to
 }
 

@@ -4,15 +4,15 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::fmt::Write as _;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use common::settle;
 use musepi_session_model::{SequentialIds, load_bytes};
+use support::settle;
 
 const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
 const NOW: &str = "2026-02-01T00:00:00.000Z";

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::entry::{EntryBody, Header};
 use crate::error::SessionError;
-use crate::fsutil::{MAX_LINE_BYTES, open_regular, read_line_capped};
+use crate::fsutil::{next_line, not_text, open_regular, trim_newline};
 use crate::id::{EntryId, IdSet, IdSource, fresh_id};
 use crate::json::{js_delete, js_set, js_stringify};
 use crate::problem::{Problem, ProblemKind};
@@ -428,53 +428,6 @@ impl<'p> Loader<'p> {
             edit(map);
         }
         Ok(LineSource::Text(js_stringify(&value).into_boxed_str()))
-    }
-}
-
-/// Reads line `line_no` (with its newline) into `buf`; returns the bytes read.
-fn next_line(
-    path: &Path,
-    line_no: u64,
-    reader: &mut dyn BufRead,
-    buf: &mut Vec<u8>,
-) -> Result<usize, SessionError> {
-    read_line_capped(reader, buf, MAX_LINE_BYTES)
-        .map_err(|source| SessionError::Io {
-            path: path.to_owned(),
-            source,
-        })?
-        .ok_or_else(|| SessionError::LineTooLong {
-            path: path.to_owned(),
-            line: line_no,
-            limit: MAX_LINE_BYTES,
-        })
-}
-
-/// Why the first line of a file cannot be a header before JSON is even
-/// tried: a byte-order mark, or bytes that are not UTF-8.
-fn not_text(line: &[u8]) -> Option<String> {
-    if line.starts_with(&[0xEF, 0xBB, 0xBF]) {
-        return Some(
-            "the line starts with a UTF-8 byte-order mark (EF BB BF); session files are UTF-8 without one"
-                .into(),
-        );
-    }
-    match std::str::from_utf8(line) {
-        Ok(_) => None,
-        Err(e) => {
-            let at = e.valid_up_to();
-            Some(format!(
-                "the line is not valid UTF-8 (byte {:#04x} at column {})",
-                line[at],
-                at + 1
-            ))
-        }
-    }
-}
-
-fn trim_newline(buf: &mut Vec<u8>) {
-    if buf.last() == Some(&b'\n') {
-        buf.pop();
     }
 }
 

@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -285,5 +285,19 @@ pub fn example_session(dir: &Path, name: &str) -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sessions/todo-refactor.jsonl");
     let dst = dir.join(name);
     std::fs::copy(src, &dst).unwrap();
+    settle(&dst);
     dst
+}
+
+/// Makes a session the test just wrote look idle to musepi's live-session
+/// check, as a file nobody has written for a minute: its modification time
+/// is set a minute into the past. The check itself is tested on files left
+/// as they are.
+pub fn settle(path: &Path) {
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .expect("open the session to settle it");
+    file.set_modified(SystemTime::now() - Duration::from_mins(1))
+        .expect("set the modification time");
 }
