@@ -181,7 +181,10 @@ fn rewriters(file: &str) -> Vec<(&'static str, Vec<String>)> {
     let s = |v: &[&str]| v.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>();
     vec![
         ("migrate", s(&["session", "migrate", file, "--force"])),
-        ("prune", s(&["prune", file, "--force", "--now", NOW])),
+        (
+            "prune",
+            s(&["prune", file, "--force", "--min-saving", "0", "--now", NOW]),
+        ),
         (
             "compact",
             s(&[
@@ -352,7 +355,15 @@ fn a_rewrite_killed_at_any_point_leaves_the_old_or_the_new_file() {
         if stale > 0 {
             left += 1;
             // The next run cleans what the killed one left.
-            let o = musepi(&["prune", file.to_str().unwrap(), "--force", "--now", NOW]);
+            let o = musepi(&[
+                "prune",
+                file.to_str().unwrap(),
+                "--force",
+                "--min-saving",
+                "0",
+                "--now",
+                NOW,
+            ]);
             assert_eq!(
                 o.status.code(),
                 Some(0),

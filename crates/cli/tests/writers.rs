@@ -63,7 +63,7 @@ fn v2(dir: &Path, name: &str) -> PathBuf {
 fn writers(file: &str) -> Vec<Vec<String>> {
     let s = |v: &[&str]| v.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>();
     vec![
-        s(&["prune", file, "--now", NOW]),
+        s(&["prune", file, "--min-saving", "0", "--now", NOW]),
         s(&["compact", file, "--now", NOW, "--deterministic-ids"]),
         s(&[
             "branch",
@@ -118,7 +118,7 @@ fn a_live_session_is_refused_in_place_with_exit_3() {
     let out = dir.path().join("out.jsonl");
     let o = run(&writers(p(&file))[0], &["-o", p(&out)]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let o = musepi(&["prune", p(&v2), "--force"]);
+    let o = musepi(&["prune", p(&v2), "--force", "--min-saving", "0"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_ne!(std::fs::read(&v2).unwrap(), before);
 }
@@ -311,7 +311,7 @@ fn a_failed_append_is_cut_back_and_a_failed_rewrite_leaves_no_trace() {
     settle(&file);
     // A rewrite that cannot finish its temporary file leaves the file and
     // the folder as they were.
-    let o = under_size_limit(1, &["prune", p(&file), "--now", NOW]);
+    let o = under_size_limit(1, &["prune", p(&file), "--min-saving", "0", "--now", NOW]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
     assert!(
         stderr(&o).contains("original file is intact"),
@@ -335,7 +335,8 @@ fn a_file_the_caller_cannot_write_is_refused_not_replaced() {
     let before = std::fs::read(&file).unwrap();
     let ino = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&file).unwrap());
     let mut cmd = Command::new(MUSEPI);
-    cmd.args(["prune", p(&file)]).env("NO_COLOR", "1");
+    cmd.args(["prune", p(&file), "--min-saving", "0"])
+        .env("NO_COLOR", "1");
     if std::fs::read_to_string("/proc/self/status")
         .unwrap_or_default()
         .lines()
