@@ -135,6 +135,15 @@ fn entry_text(context: &Value, entry: &str) -> (String, u64) {
     (text, tokens)
 }
 
+/// The positions of the summarized entries of a `musepi plan --json`.
+fn summarized(plan: &Value, position: &dyn Fn(&str) -> Option<usize>) -> Vec<usize> {
+    ids(&plan["messagesToSummarize"])
+        .into_iter()
+        .chain(ids(&plan["turnPrefixMessages"]))
+        .filter_map(|id| position(&id))
+        .collect()
+}
+
 /// Measures one session.
 fn measure(o: &Options, name: &str, source: &Path) -> Result<Vec<Row>, BoxError> {
     let base = o.work.join(format!("{name}.base.jsonl"));
@@ -148,19 +157,15 @@ fn measure(o: &Options, name: &str, source: &Path) -> Result<Vec<Row>, BoxError>
         .filter(|l| !l.trim().is_empty())
         .map(serde_json::from_str)
         .collect::<Result<_, _>>()?;
-    let position = |id: &str| lines.iter().position(|l| l["id"] == id);
-    let mut region: Vec<usize> = Vec::new();
-    for id in ids(&plan["messagesToSummarize"])
-        .into_iter()
-        .chain(ids(&plan["turnPrefixMessages"]))
-    {
-        if let Some(p) = position(&id) {
-            region.push(p);
-        }
-    }
-    let kept_ids = ids(&plan["keptMessages"]);
-    let own = own_facts(&lines, &region);
-    let planted = plant(&mut lines, &region);
+    let by_id: std::collections::HashMap<String, usize> = lines
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| l["id"].as_str().map(|id| (id.to_owned(), i)))
+        .collect();
+    let position = |id: &str| by_id.get(id).copied();
+    let region = summarized(&plan, &position);
+    let base_lines = lines.clone();
+    let mut planted = plant(&mut lines, &region);
     let planted_file = o.work.join(format!("{name}.planted.jsonl"));
     let mut out = String::new();
     for l in &lines {
@@ -168,6 +173,13 @@ fn measure(o: &Options, name: &str, source: &Path) -> Result<Vec<Row>, BoxError>
     }
     std::fs::write(&planted_file, out)?;
     let planted_s = planted_file.to_string_lossy().into_owned();
+    // The planted text moves the cut a little: what counts is what the
+    // compaction of the planted copy summarizes.
+    let plan = musepi(&o.musepi, &["plan", &planted_s])?;
+    let region = summarized(&plan, &position);
+    planted.retain(|p| region.contains(&p.entry));
+    let own = own_facts(&base_lines, &region);
+    let kept_ids = ids(&plan["keptMessages"]);
     // The history the archive replaces: every message of the context
     // before the kept ones.
     let before = musepi(&o.musepi, &["context", &planted_s])?;

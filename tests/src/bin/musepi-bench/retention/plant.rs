@@ -50,6 +50,8 @@ pub(crate) struct Planted {
     pub kind: Kind,
     pub position: usize,
     pub text: String,
+    /// The entry it was written into (a position in the session's lines).
+    pub entry: usize,
 }
 
 /// The text of fact `n` of `kind`: specific, as the facts people need
@@ -202,6 +204,7 @@ pub(crate) fn plant(entries: &mut [Value], region: &[usize]) -> Vec<Planted> {
                     kind,
                     position,
                     text,
+                    entry: i,
                 });
             }
         }
