@@ -135,6 +135,24 @@ fn entry_text(context: &Value, entry: &str) -> (String, u64) {
     (text, tokens)
 }
 
+/// Removes an output of an earlier run: musepi does not replace a file
+/// it did not just write.
+fn fresh(path: &Path) -> Result<(), BoxError> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+/// Makes a file the bench just wrote look idle to musepi's live-session
+/// check: its modification time a minute in the past (the bench is the
+/// only writer).
+fn settle(path: &Path) -> Result<(), BoxError> {
+    let file = std::fs::OpenOptions::new().append(true).open(path)?;
+    file.set_modified(std::time::SystemTime::now() - std::time::Duration::from_mins(1))?;
+    Ok(())
+}
+
 /// The positions of the summarized entries of a `musepi plan --json`.
 fn summarized(plan: &Value, position: &dyn Fn(&str) -> Option<usize>) -> Vec<usize> {
     ids(&plan["messagesToSummarize"])
@@ -149,6 +167,7 @@ fn measure(o: &Options, name: &str, source: &Path) -> Result<Vec<Row>, BoxError>
     let base = o.work.join(format!("{name}.base.jsonl"));
     let src = source.to_string_lossy().into_owned();
     let base_s = base.to_string_lossy().into_owned();
+    fresh(&base)?;
     musepi(&o.musepi, &["session", "migrate", &src, "-o", &base_s])?;
     let plan = musepi(&o.musepi, &["plan", &base_s])?;
     let text = std::fs::read_to_string(&base)?;
@@ -172,6 +191,7 @@ fn measure(o: &Options, name: &str, source: &Path) -> Result<Vec<Row>, BoxError>
         let _ = writeln!(out, "{l}");
     }
     std::fs::write(&planted_file, out)?;
+    settle(&planted_file)?;
     let planted_s = planted_file.to_string_lossy().into_owned();
     // The planted text moves the cut a little: what counts is what the
     // compaction of the planted copy summarizes.
@@ -207,6 +227,7 @@ fn measure(o: &Options, name: &str, source: &Path) -> Result<Vec<Row>, BoxError>
     for (k, (config, extra)) in configs.iter().enumerate() {
         let out_file = o.work.join(format!("{name}.c{k}.jsonl"));
         let out_s = out_file.to_string_lossy().into_owned();
+        fresh(&out_file)?;
         let mut args: Vec<&str> = vec!["compact", &planted_s, "-o", &out_s];
         args.extend(extra.iter().map(String::as_str));
         let compacted = musepi(&o.musepi, &args)?;
