@@ -248,8 +248,8 @@ pub enum SummarizeError {
         location: String,
     },
 
-    /// A remote compaction call (docs/design.md, "Remote summaries") failed with one of the spec's
-    /// messages, e.g. `Remote compaction failed (502 Bad Gateway)`.
+    /// A remote compaction call (docs/design.md, "Remote summaries") failed
+    /// with one of pi's messages, e.g. `Remote compaction failed (502 Bad Gateway)`.
     #[error("{failure}{}", MessageSuffix(message.as_deref()))]
     Remote {
         /// Which of these failures.
