@@ -222,7 +222,20 @@ async fn an_abort_mid_request_writes_nothing() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    script.wait_for_requests(1).await;
+    // A musepi that exits before its first request must fail the test, not hang it.
+    if tokio::time::timeout(Duration::from_secs(60), script.wait_for_requests(1))
+        .await
+        .is_err()
+    {
+        let mut child = child;
+        let _ = child.start_kill();
+        let out = child.wait_with_output().await.unwrap();
+        panic!(
+            "musepi sent no request within 60 s (exit {:?}): {}",
+            out.status.code(),
+            stderr(&out)
+        );
+    }
     let pid = i32::try_from(child.id().unwrap()).unwrap();
     // SAFETY-free: kill(2) through the libc crate is a plain syscall wrapper.
     assert_eq!(unsafe_free_sigint(pid), 0);
