@@ -227,15 +227,13 @@ pub struct PruneArgs {
     /// The session file.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
-    /// Write the result to OUT (`-` for standard output) instead of changing FILE; OUT must not
-    /// exist unless --force.
+    /// Write the result to OUT (`-`: standard output), not FILE; OUT must not exist unless --force.
     #[arg(short = 'o', long = "out", value_name = "OUT")]
     pub out: Option<PathBuf>,
     /// Show what would change and write nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Write even when the session looks live (another process holds its lock or wrote it in the
-    /// last 5 seconds), and replace OUT when it exists.
+    /// Write even when the session looks live (locked, or written in the last 5 s); replace OUT.
     #[arg(long)]
     pub force: bool,
     /// Prune old tool output by age only when that saves at least N tokens (default 20000; 0
@@ -319,8 +317,7 @@ pub struct MigrateArgs {
     /// Say what would change and write nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Write even when the session looks live (another process holds its lock or wrote it in the
-    /// last 5 seconds), and replace OUT when it exists.
+    /// Write even when the session looks live (locked, or written in the last 5 s); replace OUT.
     #[arg(long)]
     pub force: bool,
 }
@@ -381,15 +378,13 @@ pub struct CompactArgs {
     /// Do not prune stale tool output first.
     #[arg(long)]
     pub no_prune: bool,
-    /// Write the result to OUT (`-` for standard output) instead of changing FILE; OUT must not
-    /// exist unless --force.
+    /// Write the result to OUT (`-`: standard output), not FILE; OUT must not exist unless --force.
     #[arg(short = 'o', long = "out", value_name = "OUT")]
     pub out: Option<PathBuf>,
     /// Show what would be sent and write nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Write even when the session looks live (another process holds its lock or wrote it in the
-    /// last 5 seconds), and replace OUT when it exists.
+    /// Write even when the session looks live (locked, or written in the last 5 s); replace OUT.
     #[arg(long)]
     pub force: bool,
     /// Exit 1 when there is nothing to compact.
@@ -444,12 +439,10 @@ pub struct BranchArgs {
     /// Show the abandoned entries, what fits the budget and the request; write nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Write the result to OUT (`-` for standard output) instead of changing FILE; OUT must not
-    /// exist unless --force.
+    /// Write the result to OUT (`-`: standard output), not FILE; OUT must not exist unless --force.
     #[arg(short = 'o', long = "out", value_name = "OUT")]
     pub out: Option<PathBuf>,
-    /// Write even when the session looks live (another process holds its lock or wrote it in the
-    /// last 5 seconds), and replace OUT when it exists.
+    /// Write even when the session looks live (locked, or written in the last 5 s); replace OUT.
     #[arg(long)]
     pub force: bool,
 }
@@ -459,14 +452,17 @@ pub struct BranchArgs {
 #[command(after_help = "\
 The model writes the document from the context at the leaf. session_before_compact hooks run first
 with reason \"handoff\": a cancel stops the handoff, a supplied compaction's summary is the document.
-FILE is never changed; NEW is never overwritten; nothing is written when anything fails.")]
+FILE is never changed; NEW is not overwritten without --force; nothing is written when anything fails.")]
 pub struct HandoffArgs {
     /// The session file to hand off.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
-    /// The new session file (it must not exist).
+    /// The new session file (it must not exist unless --force); it gets FILE's mode.
     #[arg(short = 'o', long = "out", value_name = "NEW")]
     pub out: PathBuf,
+    /// Replace NEW when it exists.
+    #[arg(long)]
+    pub force: bool,
     /// A focus for the document (`Additional focus: …`).
     #[arg(long, value_name = "TEXT")]
     pub instructions: Option<String>,

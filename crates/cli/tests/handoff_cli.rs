@@ -255,17 +255,32 @@ fn text_output_names_the_new_file_and_shows_the_document() {
 }
 
 #[test]
-fn an_existing_new_file_is_never_overwritten() {
+fn an_existing_new_file_is_replaced_only_with_force() {
+    use std::os::unix::fs::PermissionsExt as _;
     let dir = tempfile::tempdir().unwrap();
-    session(dir.path());
+    let old = session(dir.path());
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o640)).unwrap();
     let new = dir.path().join("new.jsonl");
     std::fs::write(&new, "precious\n").unwrap();
     let model = Model::start(200, DOCUMENT);
     let o = handoff(dir.path(), &model, &[]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
-    assert!(stderr(&o).contains("already exists"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("already exists") && stderr(&o).contains("--force"),
+        "{}",
+        stderr(&o)
+    );
     assert_eq!(std::fs::read_to_string(&new).unwrap(), "precious\n");
     assert!(model.requests().is_empty(), "refused before any request");
+    let o = handoff(dir.path(), &model, &["--force"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        std::fs::read_to_string(&new)
+            .unwrap()
+            .contains("\"type\":\"session\"")
+    );
+    let mode = std::fs::metadata(&new).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o640, "the new session gets the mode of the old one");
 }
 
 #[test]

@@ -543,17 +543,7 @@ impl Session {
                 state[c] = 2;
             }
         }
-        let mut kinds = Vec::new();
-        for i in 0..n {
-            crate::validate::link_problems(self, i, &mut kinds);
-            for kind in kinds.drain(..) {
-                problems.push(Problem {
-                    line: self.lines[i],
-                    entry_id: Some(self.entries[i].id.clone()),
-                    kind,
-                });
-            }
-        }
+        crate::validate::every_link_problem(self, &mut problems);
         self.problems.extend(problems);
         self.problems.sort_by_key(|p| p.line);
     }

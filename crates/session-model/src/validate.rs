@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::entry::{Entry, EntryBody};
 use crate::error::SessionError;
 use crate::message::{AgentMessage, ContentBlock};
-use crate::problem::ProblemKind;
+use crate::problem::{Problem, ProblemKind};
 use crate::session::{LineSource, Session};
 use crate::wire::{LineRead, read_entry};
 
@@ -100,6 +100,21 @@ pub(crate) fn link_problems(session: &Session, i: usize, out: &mut Vec<ProblemKi
             });
         }
         _ => {}
+    }
+}
+
+/// [`link_problems`] of every entry, with their lines.
+pub(crate) fn every_link_problem(session: &Session, problems: &mut Vec<Problem>) {
+    let mut kinds = Vec::new();
+    for i in 0..session.len() {
+        link_problems(session, i, &mut kinds);
+        for kind in kinds.drain(..) {
+            problems.push(Problem {
+                line: session.line_of(i),
+                entry_id: Some(session.entries[i].id.clone()),
+                kind,
+            });
+        }
     }
 }
 

@@ -21,13 +21,15 @@ use musepi_hooks::events::{BeforeCompactEvent, MessageView, PreparationView, nam
 use musepi_hooks::{Hooks, Summarizer};
 use musepi_session_model::time::format_iso;
 use musepi_session_model::{
-    CURRENT_VERSION, EntryBody, Header, IdSource, Journal, Session, Stamp, write_new,
+    CURRENT_VERSION, EntryBody, Header, IdSource, Journal, Replace, Session, Stamp,
+    write_session_file,
 };
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::BudgetArgs;
 use crate::cli::HandoffArgs;
+use crate::commands::files::mode_of;
 use crate::commands::runtime::{Progress, budgets, ctrl_c, provider, runtime, settings};
 use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::ids::RandomIds;
@@ -40,12 +42,17 @@ pub const HANDOFF_REASON: &str = "handoff";
 /// Runs the command.
 pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
     let settings = settings(ctx)?;
-    if args.out.exists() {
+    if args.out.as_os_str() == "-" {
+        return Err(Failure::usage(anyhow::anyhow!(
+            "a handoff writes a new session file: give -o a path"
+        )));
+    }
+    if !args.force && (args.out.exists() || args.out.is_symlink()) {
         return Err(Failure::new(
             Exit::BadInput,
             "file-exists",
             anyhow::anyhow!(
-                "{}: the file already exists; a handoff never overwrites a session",
+                "{}: the file already exists; pass --force to replace it",
                 args.out.display()
             ),
         ));
@@ -135,7 +142,12 @@ pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
         ));
     }
     let (header, new) = new_session(session, &parent, &document, ctx);
-    write_new(&args.out, &new).or_failed()?;
+    let replace = if args.force {
+        Replace::Existing
+    } else {
+        Replace::Never
+    };
+    write_session_file(&args.out, &new, mode_of(&args.file), replace)?;
     report(args, &header, &document, from_extension, &warnings, ctx)
 }
 
