@@ -50,6 +50,9 @@ pub struct Globals {
 /// Every command.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// The sessions pi keeps for the working directory, newest first, with size, entries and
+    /// context tokens.
+    Ls(LsArgs),
     /// Inspect, check, repair and migrate session files.
     #[command(subcommand)]
     Session(SessionCommand),
@@ -79,6 +82,47 @@ pub enum Command {
     /// The interactive transcript: compactions as dividers that expand with ctrl+o, the tree to
     /// navigate with an optional branch summary, `:compact` on demand.
     View(ViewArgs),
+}
+
+/// The session a command works on: FILE, or the newest pi session of the
+/// working directory (resolved in `commands::pi_dir`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct SessionArg {
+    /// The session file (`-` reads standard input for the commands that only read).
+    #[arg(value_name = "FILE", required_unless_present = "latest")]
+    pub file: Option<PathBuf>,
+    /// Instead of FILE, the session pi wrote last for the working directory.
+    #[arg(
+        long,
+        conflicts_with = "file",
+        help = "Instead of FILE, the session of the working directory that pi wrote last, from \
+                pi's session folder (~/.pi/agent/sessions/--<cwd>--/; see --session-dir)"
+    )]
+    pub latest: bool,
+    /// The folder `--latest` looks in.
+    #[arg(
+        long,
+        value_name = "DIR",
+        requires = "latest",
+        help = "The folder --latest looks in (default: $MUSEPI_SESSION_DIR, pi's \
+                $PI_CODING_AGENT_SESSION_DIR or sessionDir setting, else pi's folder for the \
+                working directory)"
+    )]
+    pub session_dir: Option<PathBuf>,
+}
+
+/// `musepi ls`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+The folder is the one pi keeps this directory's sessions in: --session-dir DIR, else
+$MUSEPI_SESSION_DIR, else pi's $PI_CODING_AGENT_SESSION_DIR, else sessionDir in pi's settings
+(.pi/settings.json, then ~/.pi/agent/settings.json), else
+~/.pi/agent/sessions/--<working directory with / turned into ->--/ ($PI_CODING_AGENT_DIR replaces
+~/.pi/agent). `--latest` on any command that takes FILE picks the first session listed.")]
+pub struct LsArgs {
+    /// The folder to list (default: pi's folder for the working directory).
+    #[arg(long, value_name = "DIR")]
+    pub session_dir: Option<PathBuf>,
 }
 
 /// `musepi serve`.
@@ -137,9 +181,9 @@ pub enum SnapcompactCommand {
 /// `musepi snapcompact render FILE --out DIR`.
 #[derive(Debug, Args)]
 pub struct RenderArgs {
-    /// The session file, or `-` for standard input.
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
+    /// The session: FILE, or `--latest`.
+    #[command(flatten)]
+    pub file: SessionArg,
     /// The folder to write `frame-001.png` … (or `page-001.txt` …), the text edges and `archive.json` into.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
@@ -157,9 +201,9 @@ pub struct RenderArgs {
 /// `musepi context FILE`.
 #[derive(Debug, Args)]
 pub struct ContextArgs {
-    /// The session file, or `-` for standard input.
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
+    /// The session: FILE, or `--latest`.
+    #[command(flatten)]
+    pub file: SessionArg,
     /// The leaf to look from (an entry id, or `null` for the empty context); default: the file's leaf.
     #[arg(long, value_name = "ID|null")]
     pub leaf: Option<String>,
@@ -204,9 +248,9 @@ pub struct BudgetArgs {
 /// `musepi plan FILE`.
 #[derive(Debug, Args)]
 pub struct PlanArgs {
-    /// The session file, or `-` for standard input.
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
+    /// The session: FILE, or `--latest`.
+    #[command(flatten)]
+    pub file: SessionArg,
     /// Plan at this entry instead of the file's leaf.
     #[arg(long, value_name = "ID")]
     pub leaf: Option<String>,
@@ -224,9 +268,9 @@ pub struct PlanArgs {
 /// `musepi prune FILE`.
 #[derive(Debug, Args)]
 pub struct PruneArgs {
-    /// The session file.
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
+    /// The session: FILE, or `--latest`.
+    #[command(flatten)]
+    pub file: SessionArg,
     /// Write the result to OUT (`-`: standard output), not FILE; OUT must not exist unless --force.
     #[arg(short = 'o', long = "out", value_name = "OUT")]
     pub out: Option<PathBuf>,
@@ -258,17 +302,17 @@ pub enum SessionCommand {
 /// `musepi session stats FILE`.
 #[derive(Debug, Args)]
 pub struct StatsArgs {
-    /// The session file, or `-` for standard input.
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
+    /// The session: FILE, or `--latest`.
+    #[command(flatten)]
+    pub file: SessionArg,
 }
 
 /// `musepi session tree FILE`.
 #[derive(Debug, Args)]
 pub struct TreeArgs {
-    /// The session file, or `-` for standard input.
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
+    /// The session: FILE, or `--latest`.
+    #[command(flatten)]
+    pub file: SessionArg,
     /// Show every entry: do not collapse long linear runs.
     #[arg(long)]
     pub full: bool,
@@ -281,9 +325,9 @@ Exit status: 0 when the file has no problem, 2 when it has any.
 With --repair, the repaired copy decides: 0 when it has no problem left, 2 otherwise.
 The input file is never changed.")]
 pub struct CheckArgs {
-    /// The session file, or `-` for standard input.
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
+    /// The session: FILE, or `--latest`.
+    #[command(flatten)]
+    pub file: SessionArg,
     /// Write a repaired copy to OUT: blank, malformed and torn lines and
     /// lines before the header are dropped; every other line is copied byte
     /// for byte. Never in place.
@@ -300,9 +344,9 @@ pub struct CheckArgs {
 /// `musepi session migrate FILE [-o OUT | --in-place]`.
 #[derive(Debug, Args)]
 pub struct MigrateArgs {
-    /// The session file (`-` reads standard input and needs `-o`).
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
+    /// The session: FILE, or `--latest`.
+    #[command(flatten)]
+    pub file: SessionArg,
     /// Write the migrated session to OUT (`-` for standard output) instead of in place.
     #[arg(
         short = 'o',
@@ -347,9 +391,9 @@ pub struct HooksTestArgs {
 /// `musepi compact FILE`.
 #[derive(Debug, Args)]
 pub struct CompactArgs {
-    /// The session file.
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
+    /// The session: FILE, or `--latest`.
+    #[command(flatten)]
+    pub file: SessionArg,
     /// How: `snapcompact` (the default: a deterministic archive, no model), `llm`, or `remote`
     /// (the provider's native compaction, falling back to an LLM summary).
     #[arg(long, value_name = "snapcompact|llm|remote")]
@@ -395,9 +439,9 @@ pub struct CompactArgs {
 /// `musepi branch FILE --to ID|root`.
 #[derive(Debug, Args)]
 pub struct BranchArgs {
-    /// The session file.
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
+    /// The session: FILE, or `--latest`.
+    #[command(flatten)]
+    pub file: SessionArg,
     /// Where to go: an entry id, or `root` (before the first entry).
     #[arg(long, value_name = "ID|root")]
     pub to: String,
@@ -454,9 +498,9 @@ The model writes the document from the context at the leaf. session_before_compa
 with reason \"handoff\": a cancel stops the handoff, a supplied compaction's summary is the document.
 FILE is never changed; NEW is not overwritten without --force; nothing is written when anything fails.")]
 pub struct HandoffArgs {
-    /// The session file to hand off.
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
+    /// The session to hand off: FILE, or `--latest`.
+    #[command(flatten)]
+    pub file: SessionArg,
     /// The new session file (it must not exist unless --force); it gets FILE's mode.
     #[arg(short = 'o', long = "out", value_name = "NEW")]
     pub out: PathBuf,
@@ -485,9 +529,9 @@ pub struct HandoffArgs {
 /// `musepi view FILE`.
 #[derive(Debug, Args)]
 pub struct ViewArgs {
-    /// The session file.
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
+    /// The session: FILE, or `--latest`.
+    #[command(flatten)]
+    pub file: SessionArg,
     /// How `:compact` summarizes: `snapcompact`, `llm` or `remote` (default: as `musepi compact`).
     #[arg(long, value_name = "snapcompact|llm|remote")]
     pub strategy: Option<String>,

@@ -29,13 +29,8 @@ pub use musepi_hooks::NAVIGATE_MARKER;
 /// Runs the command.
 pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
     let settings = settings(ctx)?;
-    let dest = Target::new(
-        &args.file,
-        args.out.as_deref(),
-        args.force,
-        args.dry_run,
-        ctx,
-    )?;
+    let file = args.file.path()?;
+    let dest = Target::new(&file, args.out.as_deref(), args.force, args.dry_run, ctx)?;
     let mut journal = dest.open(ctx)?;
     let target = (args.to != "root").then(|| args.to.clone());
     let session = journal.session();
@@ -47,7 +42,7 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
                     "unknown-entry",
                     anyhow::anyhow!(
                         "unknown entry id `{id}`; {file} is a v1 file, whose ids last only once it is migrated: run `musepi session migrate {file}` first, then take the id from `musepi session tree`",
-                        file = args.file.display()
+                        file = file.display()
                     ),
                 ));
             }

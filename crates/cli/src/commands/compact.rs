@@ -96,16 +96,11 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         &settings,
         args.instructions.is_some(),
     )?;
-    let target = Target::new(
-        &args.file,
-        args.out.as_deref(),
-        args.force,
-        args.dry_run,
-        ctx,
-    )?;
+    let file = args.file.path()?;
+    let target = Target::new(&file, args.out.as_deref(), args.force, args.dry_run, ctx)?;
     let mut journal = target.open(ctx)?;
     target.refuse_live(&journal)?;
-    let path = &args.file;
+    let path = &file;
     if journal.migration_pending() && !args.dry_run {
         note(
             ctx.quiet(),

@@ -43,7 +43,8 @@ pub fn context_tokens(session: &Session, leaf: Option<usize>) -> u64 {
 
 /// Runs the command.
 pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
-    let input = Input::from_arg(&args.file);
+    let file = args.file.path()?;
+    let input = Input::from_arg(&file);
     let loaded = load_or_fail(&input, ctx)?;
     let session = &loaded.session;
     let tokenizer = match &args.tokenizer {
@@ -59,14 +60,7 @@ pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
         let window = args
             .context_window
             .unwrap_or(crate::commands::settings_glue::DEFAULT_CONTEXT_WINDOW);
-        return crate::commands::chart::run(
-            session,
-            leaf,
-            window,
-            &args.file,
-            args.out.as_deref(),
-            ctx,
-        );
+        return crate::commands::chart::run(session, leaf, window, &file, args.out.as_deref(), ctx);
     }
     let context = build_context_at(session, leaf);
     let leaf_id = leaf.map(|i| session.entries()[i].id.to_string());

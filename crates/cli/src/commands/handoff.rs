@@ -57,8 +57,9 @@ pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
             ),
         ));
     }
+    let file = args.file.path()?;
     let journal = Journal::open(
-        &args.file,
+        &file,
         crate::ids::for_migration(ctx.deterministic_ids()).as_mut(),
     )
     .or_bad_input()?;
@@ -70,11 +71,11 @@ pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
             "empty-context",
             anyhow::anyhow!(
                 "nothing to hand off: the context at the leaf of {} is empty",
-                args.file.display()
+                file.display()
             ),
         ));
     }
-    let parent = std::path::absolute(&args.file).or_bad_input()?;
+    let parent = std::path::absolute(&file).or_bad_input()?;
     let hooks = crate::hooks::from_settings(&settings, ctx)?;
     let rt = runtime()?;
     let progress = Progress::start(ctx, "writing the handoff document");
@@ -147,7 +148,7 @@ pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
     } else {
         Replace::Never
     };
-    write_session_file(&args.out, &new, mode_of(&args.file), replace)?;
+    write_session_file(&args.out, &new, mode_of(&file), replace)?;
     report(args, &header, &document, from_extension, &warnings, ctx)
 }
 

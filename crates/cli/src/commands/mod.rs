@@ -15,6 +15,8 @@ pub mod failure;
 pub mod files;
 pub mod handoff;
 pub mod hooks_cmd;
+pub mod ls;
+pub mod pi_dir;
 pub mod plan;
 pub mod prune;
 pub mod requests;
@@ -159,6 +161,7 @@ fn first_line(text: &str) -> Option<&str> {
 
 fn dispatch(command: Command, ctx: &Ctx) -> CmdResult {
     match command {
+        Command::Ls(args) => ls::run(&args, ctx),
         Command::Session(cmd) => session::run(cmd, ctx),
         Command::Context(args) => context::run(&args, ctx),
         Command::Plan(args) => plan::run(&args, ctx),

@@ -131,7 +131,7 @@ pub(crate) fn plan_json(
 
 /// Runs the command.
 pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
-    let input = Input::from_arg(&args.file);
+    let input = Input::from_arg(&args.file.path()?);
     let loaded = load_or_fail(&input, ctx)?;
     let session = &loaded.session;
     let leaf = resolve_leaf(session, args.leaf.as_deref())?;

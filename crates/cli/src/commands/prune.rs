@@ -20,13 +20,8 @@ use crate::output::{Color, print_json};
 
 /// Runs the command.
 pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
-    let target = Target::new(
-        &args.file,
-        args.out.as_deref(),
-        args.force,
-        args.dry_run,
-        ctx,
-    )?;
+    let file = args.file.path()?;
+    let target = Target::new(&file, args.out.as_deref(), args.force, args.dry_run, ctx)?;
     let mut journal = target.open(ctx)?;
     let now = ctx.now_ms();
     let mut config =

@@ -57,7 +57,7 @@ fn render(args: &RenderArgs, ctx: &Ctx) -> CmdResult {
                 .shape,
         ),
     };
-    let input = Input::from_arg(&args.file);
+    let input = Input::from_arg(&args.file.path()?);
     let loaded = load_or_fail(&input, ctx)?;
     let session = &loaded.session;
     let (index, compaction) = find_compaction(session, args.entry.as_deref(), &input)?;

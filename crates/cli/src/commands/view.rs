@@ -43,7 +43,8 @@ pub fn run(args: &ViewArgs, ctx: &Ctx) -> CmdResult {
         )));
     }
     let settings = settings(ctx)?;
-    let session = load(&args.file, ctx).or_bad_input()?;
+    let file = args.file.path()?;
+    let session = load(&file, ctx).or_bad_input()?;
     let flags = ProviderFlags {
         provider: args.provider.clone(),
         base_url: args.base_url.clone(),
@@ -59,7 +60,7 @@ pub fn run(args: &ViewArgs, ctx: &Ctx) -> CmdResult {
     let mut quiet = ctx.clone();
     quiet.globals.quiet = true;
     let worker = Pipelines {
-        path: args.file.clone(),
+        path: file.clone(),
         ctx: quiet,
         settings,
         flags,
@@ -71,7 +72,7 @@ pub fn run(args: &ViewArgs, ctx: &Ctx) -> CmdResult {
     let mut guard = TerminalGuard::enter().or_failed()?;
     let size = guard.terminal().size().or_failed()?;
     let mut app = App::new(
-        args.file.display().to_string(),
+        file.display().to_string(),
         snapshot(&session),
         strategies,
         (size.width, size.height),

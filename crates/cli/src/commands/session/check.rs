@@ -14,7 +14,7 @@ use crate::output::{Color, note, print_json, print_text};
 /// Checks the file; with `--repair`, writes a repaired copy to `-o OUT`.
 /// The input is never written.
 pub(super) fn run(args: &CheckArgs, ctx: &Ctx) -> CmdResult {
-    let input = Input::from_arg(&args.file);
+    let input = Input::from_arg(&args.file.path()?);
     let name = input.name();
     let loaded = match load(&input, ctx) {
         Ok(l) => l,

@@ -30,7 +30,7 @@ struct Outcome<'a> {
 /// does not read as a session, or whose last line is torn, is refused and
 /// never written; so is a live one in place, unless `--force`.
 pub(super) fn run(args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
-    let input = Input::from_arg(&args.file);
+    let input = Input::from_arg(&args.file.path()?);
     match &input {
         Input::Stdin => from_stdin(args, ctx),
         Input::File(path) => from_file(path, args, ctx),

@@ -133,7 +133,7 @@ impl<'a> Stats<'a> {
 
 /// Prints the statistics of the session; never writes.
 pub(super) fn run(args: &StatsArgs, ctx: &Ctx) -> CmdResult {
-    let input = Input::from_arg(&args.file);
+    let input = Input::from_arg(&args.file.path()?);
     let loaded = load_or_fail(&input, ctx)?;
     let stats = Stats::of(&loaded.session);
     let name = input.name();

@@ -19,7 +19,7 @@ const MIN_HIDDEN: usize = 3;
 
 /// Prints the tree; never writes.
 pub(super) fn run(args: &TreeArgs, ctx: &Ctx) -> CmdResult {
-    let input = Input::from_arg(&args.file);
+    let input = Input::from_arg(&args.file.path()?);
     let loaded = load_or_fail(&input, ctx)?;
     let s = &loaded.session;
     let tree = Tree::new(s);

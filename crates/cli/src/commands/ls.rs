@@ -1,0 +1,232 @@
+//! `musepi ls`: the sessions pi keeps for the working directory, newest
+//! first, with size, entries and context tokens.
+
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use musepi_session_model::time::format_iso;
+use musepi_session_model::{AgentMessage, EntryBody, Session, load_file};
+use serde_json::{Value, json};
+
+use crate::cli::LsArgs;
+use crate::commands::context::context_tokens;
+use crate::commands::pi_dir::{Env, Listed, cwd, resolve, sessions};
+use crate::commands::{CmdResult, Ctx, Exit, OrExit};
+use crate::output::{Color, note, preview, print_json, print_text};
+
+/// Characters of the first user message shown.
+const PREVIEW: usize = 48;
+
+/// One listed session, read.
+struct Row {
+    listed: Listed,
+    /// `None` when the file could not be read as a session (the reason).
+    read: Result<Read, String>,
+}
+
+/// What a session file holds.
+struct Read {
+    entries: usize,
+    tokens: u64,
+    leaf_id: Option<String>,
+    name: Option<String>,
+    first_message: Option<String>,
+    problems: usize,
+}
+
+impl Read {
+    fn of(session: &Session) -> Self {
+        let first_message = session.entries().iter().find_map(|e| match &e.body {
+            EntryBody::Message(AgentMessage::User(u)) => Some(u.content.joined_text()),
+            _ => None,
+        });
+        Self {
+            entries: session.len(),
+            tokens: context_tokens(session, session.leaf_index()),
+            leaf_id: session.leaf_id().map(|id| id.as_str().to_owned()),
+            name: session.session_name().map(str::to_owned),
+            first_message,
+            problems: session.problems().len(),
+        }
+    }
+}
+
+/// Runs the command.
+pub fn run(args: &LsArgs, ctx: &Ctx) -> CmdResult {
+    let folder = resolve(args.session_dir.as_deref(), &cwd()?, &Env::process())?;
+    let rows: Vec<Row> = sessions(&folder.dir)?
+        .into_iter()
+        .map(|listed| {
+            let mut ids = crate::ids::for_migration(ctx.deterministic_ids());
+            let read = load_file(&listed.path, ids.as_mut())
+                .map(|(s, _)| Read::of(&s))
+                .map_err(|e| e.to_string());
+            Row { listed, read }
+        })
+        .collect();
+    for row in &rows {
+        if let Err(why) = &row.read {
+            note(ctx.quiet(), &format!("musepi: cannot read {why}"));
+        }
+    }
+    if ctx.json() {
+        let doc = json!({
+            "dir": folder.dir.display().to_string(),
+            "source": folder.source.to_string(),
+            "sessions": rows.iter().map(row_json).collect::<Vec<_>>(),
+        });
+        print_json(&doc).or_failed()?;
+        return Ok(Exit::Ok);
+    }
+    if rows.is_empty() {
+        print_text(&format!(
+            "no pi session in {} ({})\n",
+            folder.dir.display(),
+            folder.source
+        ))
+        .or_failed()?;
+        return Ok(Exit::Ok);
+    }
+    print_text(&render(&rows, &folder.dir, ctx)).or_failed()?;
+    Ok(Exit::Ok)
+}
+
+fn millis(t: SystemTime) -> i64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+fn row_json(row: &Row) -> Value {
+    let l = &row.listed;
+    let mut v = json!({
+        "file": l.path.file_name().map(|n| n.to_string_lossy().into_owned()),
+        "path": l.path.display().to_string(),
+        "modified": format_iso(millis(l.modified)),
+        "size": l.size,
+    });
+    match &row.read {
+        Ok(r) => {
+            v["entries"] = r.entries.into();
+            v["contextTokens"] = r.tokens.into();
+            v["leafId"] = r.leaf_id.clone().into();
+            v["name"] = r.name.clone().into();
+            v["firstMessage"] = r.first_message.as_deref().map(|m| preview(m, 200)).into();
+            v["problems"] = r.problems.into();
+        }
+        Err(why) => v["error"] = why.clone().into(),
+    }
+    v
+}
+
+/// `12.3 KB`, as people read sizes.
+fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KB", "MB", "GB", "TB"];
+    if bytes < 1000 {
+        return format!("{bytes} B");
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let mut value = bytes as f64 / 1000.0;
+    let mut unit = 0;
+    while value >= 999.95 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+fn render(rows: &[Row], dir: &Path, ctx: &Ctx) -> String {
+    let st = ctx.style;
+    let header = ["modified", "size", "entries", "tokens", "session"];
+    let cells: Vec<[String; 5]> = rows
+        .iter()
+        .map(|row| {
+            let l = &row.listed;
+            let modified = format_iso(millis(l.modified));
+            // `2025-05-01T10:00:00.000Z` shown as `2025-05-01 10:00` (UTC).
+            let modified = format!(
+                "{} {}",
+                modified.get(..10).unwrap_or(&modified),
+                modified.get(11..16).unwrap_or_default()
+            );
+            let file = l
+                .path
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            match &row.read {
+                Ok(r) => {
+                    let what = r
+                        .name
+                        .as_deref()
+                        .or(r.first_message.as_deref())
+                        .map(|m| format!("  {}", preview(m, PREVIEW)))
+                        .unwrap_or_default();
+                    [
+                        modified,
+                        human_size(l.size),
+                        r.entries.to_string(),
+                        r.tokens.to_string(),
+                        format!("{file}{what}"),
+                    ]
+                }
+                Err(_) => [
+                    modified,
+                    human_size(l.size),
+                    "?".to_owned(),
+                    "?".to_owned(),
+                    format!("{file}  (unreadable)"),
+                ],
+            }
+        })
+        .collect();
+    let width = |i: usize| {
+        cells
+            .iter()
+            .map(|c| c[i].chars().count())
+            .chain(std::iter::once(header[i].len()))
+            .max()
+            .unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..4).map(width).collect();
+    let line = |c: [&str; 5], paint: &dyn Fn(usize, String) -> String| {
+        // Dates and names to the left, numbers to the right.
+        format!(
+            "{}  {}  {}  {}  {}\n",
+            paint(0, format!("{:<w$}", c[0], w = widths[0])),
+            paint(1, format!("{:>w$}", c[1], w = widths[1])),
+            paint(2, format!("{:>w$}", c[2], w = widths[2])),
+            paint(3, format!("{:>w$}", c[3], w = widths[3])),
+            paint(4, c[4].to_owned()),
+        )
+    };
+    let mut out = line(header, &|_, s| st.paint(Color::Dim, &s));
+    for c in &cells {
+        out.push_str(&line([&c[0], &c[1], &c[2], &c[3], &c[4]], &|i, s| {
+            if i == 0 { st.paint(Color::Dim, &s) } else { s }
+        }));
+    }
+    out.push_str(&st.paint(
+        Color::Dim,
+        &format!(
+            "{} session{} in {}, newest first (tokens: the context at the leaf, as `musepi context` counts it)\n",
+            rows.len(),
+            if rows.len() == 1 { "" } else { "s" },
+            dir.display()
+        ),
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_size;
+
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(human_size(0), "0 B");
+        assert_eq!(human_size(999), "999 B");
+        assert_eq!(human_size(1000), "1.0 KB");
+        assert_eq!(human_size(12_345), "12.3 KB");
+        assert_eq!(human_size(999_960), "1.0 MB");
+        assert_eq!(human_size(4_200_000_000), "4.2 GB");
+    }
+}
