@@ -17,8 +17,13 @@
 //! and the summary, and stops the server on every exit path.
 //! `--base-url URL --model ID` skips the local server and uses another
 //! OpenAI-compatible server instead.
+//!
+//! First of all it runs the pi extension of `integrations/pi` inside the
+//! real pi package from npm with pi's faux model ([`pi`]); `--pi` runs only
+//! that.
 
 mod handoff;
+mod pi;
 mod process;
 mod setup;
 
@@ -48,11 +53,12 @@ const DEFAULT_MAX_TOKENS: u32 = 256;
 /// may take minutes for a long prompt, more than musepi's default allows.
 pub(crate) const REQUEST_DEADLINE: &str = "600";
 /// Variables holding API keys: never sent to the local test server.
-const KEY_VARIABLES: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "MUSEPI_API_KEY"];
+pub(crate) const KEY_VARIABLES: &[&str] =
+    &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "MUSEPI_API_KEY"];
 
 const USAGE: &str = "\
 usage: cargo xtask e2e [--keep-recent N] [--max-tokens N] [--port N] [--session FILE]
-                       [--base-url URL --model ID] [--skip-unavailable]";
+                       [--base-url URL --model ID] [--pi] [--skip-unavailable]";
 
 /// The e2e cannot run on this machine: Node.js or Python is missing, or a
 /// package registry cannot be reached. Under `--skip-unavailable` this is a
@@ -86,6 +92,8 @@ struct Options {
     port: u16,
     /// Exit 0 with a notice when [`Unavailable`].
     skip_unavailable: bool,
+    /// Only the pi extension: no model, no server.
+    pi_only: bool,
 }
 
 fn parse(args: &[String]) -> anyhow::Result<Options> {
@@ -97,6 +105,7 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
         max_tokens: DEFAULT_MAX_TOKENS,
         port: 0,
         skip_unavailable: false,
+        pi_only: false,
     };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -120,6 +129,7 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
                     .context("--max-tokens: a number of tokens")?;
             }
             "--skip-unavailable" => o.skip_unavailable = true,
+            "--pi" => o.pi_only = true,
             "--port" => o.port = value("--port")?.parse().context("--port: a port number")?,
             other => bail!("unknown argument `{other}`\n{USAGE}"),
         }
@@ -152,6 +162,14 @@ impl Timings {
         self.0.push((name, took));
         result
     }
+
+    /// Every step's time and the total since `start`.
+    fn print(&self, start: Instant) {
+        for (name, took) in &self.0 {
+            println!("  {name:<36} {:>8}", secs(*took));
+        }
+        println!("  {:<36} {:>8}", "total", secs(start.elapsed()));
+    }
 }
 
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
@@ -181,6 +199,14 @@ fn run_with(opts: &Options) -> anyhow::Result<()> {
         .with_context(|| format!("cannot create {}", work.display()))?;
 
     let musepi = t.step("build musepi", build_musepi)?;
+    let pi_dir = t.step("pi extension (npm pi-coding-agent)", || pi::install(&cache))?;
+    let pi_report = t.step("pi extension tests", || pi::test(&pi_dir, &musepi, &work))?;
+    eprintln!("e2e: {pi_report}");
+    if opts.pi_only {
+        println!("e2e: ok: {pi_report}");
+        t.print(total);
+        return Ok(());
+    }
     let mut server = None;
     let (base_url, model) = if let (Some(url), Some(model)) = (&opts.base_url, &opts.model) {
         eprintln!("e2e: using the server at {url} (model {model}); nothing is installed");
@@ -236,11 +262,9 @@ fn run_with(opts: &Options) -> anyhow::Result<()> {
     for r in &replies {
         println!("{r}");
     }
+    println!("e2e: {pi_report}");
     println!("session: {}", session.display());
-    for (name, took) in &t.0 {
-        println!("  {name:<32} {:>8}", secs(*took));
-    }
-    println!("  {:<32} {:>8}", "total", secs(total.elapsed()));
+    t.print(total);
     Ok(())
 }
 

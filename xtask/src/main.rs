@@ -17,7 +17,9 @@
 //!   N times their rounds and prints the figures of docs/reliability.md.
 //! - `e2e [--base-url URL --model ID]`: `musepi compact --strategy llm`
 //!   against a real model (SmolLM2-135M from `PyPI`, served by `node-llama-cpp`
-//!   from npm on loopback), cached under `<target>/e2e`; docs/e2e.md.
+//!   from npm on loopback), cached under `<target>/e2e`, and the pi extension
+//!   of `integrations/pi` inside the real pi from npm (`--pi`: only that);
+//!   docs/e2e.md.
 //!
 //! xtask depends on no workspace crate, so it builds in seconds.
 
@@ -45,9 +47,10 @@ tasks:
                      then measure retention (the case `retention`)
   reliability [--scale N]
                      append during and kill -9 rewrites, run the bad-input corpus; print the figures
-  e2e [--keep-recent N] [--max-tokens N] [--port N] [--session FILE] [--base-url URL --model ID] [--skip-unavailable]
+  e2e [--keep-recent N] [--max-tokens N] [--port N] [--session FILE] [--base-url URL --model ID] [--pi] [--skip-unavailable]
                      compact with a real model on loopback (installs it from PyPI and npm
-                     into target/e2e on the first run); see docs/e2e.md";
+                     into target/e2e on the first run) and run the pi extension inside the
+                     real pi (--pi: only that); see docs/e2e.md";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

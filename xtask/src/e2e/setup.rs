@@ -90,24 +90,7 @@ fn find_gguf(py: &Path) -> Option<PathBuf> {
 /// `<cache>/node` with `node-llama-cpp` installed from the committed lockfile
 /// and our `server.mjs` beside it; `npm ci` runs only when the lockfile changed.
 pub(super) fn install_server(cache: &Path) -> anyhow::Result<PathBuf> {
-    let Ok(node_version) = output(Command::new("node").arg("--version")) else {
-        return Err(Unavailable::error(
-            "node not found: the e2e needs Node.js 20 or newer with npm (for node-llama-cpp)",
-        ));
-    };
-    let major: u32 = node_version
-        .trim()
-        .trim_start_matches('v')
-        .split('.')
-        .next()
-        .and_then(|m| m.parse().ok())
-        .unwrap_or(0);
-    if major < 20 {
-        return Err(Unavailable::error(format!(
-            "node-llama-cpp 3 needs Node.js 20 or newer; `node --version` says {}",
-            node_version.trim()
-        )));
-    }
+    require_node(20, 0, "node-llama-cpp 3")?;
     let src = root().join("xtask/e2e");
     let dir = cache.join("node");
     fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -120,20 +103,51 @@ pub(super) fn install_server(cache: &Path) -> anyhow::Result<PathBuf> {
         fs::copy(src.join(file), dir.join(file))
             .with_context(|| format!("cannot copy xtask/e2e/{file} to {}", dir.display()))?;
     }
-    let lock = fs::read(src.join("package-lock.json"))?;
+    npm_ci(&dir, "node-llama-cpp")?;
+    Ok(dir)
+}
+
+/// Node.js `major.minor` or newer, else [`Unavailable`] naming `needs`.
+pub(super) fn require_node(major: u32, minor: u32, needs: &str) -> anyhow::Result<()> {
+    let Ok(version) = output(Command::new("node").arg("--version")) else {
+        return Err(Unavailable::error(format!(
+            "node not found: the e2e needs Node.js {major}.{minor} or newer with npm (for {needs})"
+        )));
+    };
+    let parts: Vec<u32> = version
+        .trim()
+        .trim_start_matches('v')
+        .split('.')
+        .map(|p| p.parse().unwrap_or(0))
+        .collect();
+    let have = (
+        parts.first().copied().unwrap_or(0),
+        parts.get(1).copied().unwrap_or(0),
+    );
+    if have < (major, minor) {
+        return Err(Unavailable::error(format!(
+            "{needs} needs Node.js {major}.{minor} or newer; `node --version` says {}",
+            version.trim()
+        )));
+    }
+    Ok(())
+}
+
+/// `npm ci` in `dir` from its `package-lock.json`, unless `node_modules` was
+/// installed from the same lockfile (a stamp beside it records which).
+/// [`Unavailable`] when it fails while the registry cannot be reached.
+pub(super) fn npm_ci(dir: &Path, what: &str) -> anyhow::Result<()> {
+    let lock = fs::read(dir.join("package-lock.json"))?;
     let stamp = dir.join(".installed-package-lock.json");
-    let installed = dir
-        .join("node_modules/node-llama-cpp/package.json")
-        .is_file();
-    if installed && fs::read(&stamp).is_ok_and(|s| s == lock) {
-        eprintln!("e2e: cached node-llama-cpp in {}", dir.display());
-        return Ok(dir);
+    if dir.join("node_modules").is_dir() && fs::read(&stamp).is_ok_and(|s| s == lock) {
+        eprintln!("e2e: cached {what} in {}", dir.display());
+        return Ok(());
     }
     remove_if_present(&stamp)?;
     let npm = if cfg!(windows) { "npm.cmd" } else { "npm" };
     let mut cmd = Command::new(npm);
-    // No install scripts: the prebuilt binaries are the optional
-    // dependencies; nothing is built or downloaded after the install.
+    // No install scripts: prebuilt binaries are optional dependencies;
+    // nothing is built or downloaded after the install.
     cmd.args([
         "ci",
         "--ignore-scripts",
@@ -141,14 +155,14 @@ pub(super) fn install_server(cache: &Path) -> anyhow::Result<PathBuf> {
         "--no-fund",
         "--loglevel=error",
     ])
-    .current_dir(&dir);
+    .current_dir(dir);
     if let Err(e) = quiet(&mut cmd) {
-        let e = e.context("npm could not install node-llama-cpp");
+        let e = e.context(format!("npm could not install {what}"));
         // `npm ping` reaches the configured registry through npm's own
         // proxy settings: when it fails too, the registry is the problem.
         let ping = Command::new(npm)
             .args(["ping", "--loglevel=error"])
-            .current_dir(&dir)
+            .current_dir(dir)
             .stdin(std::process::Stdio::null())
             .output();
         return Err(match ping {
@@ -159,7 +173,7 @@ pub(super) fn install_server(cache: &Path) -> anyhow::Result<PathBuf> {
         });
     }
     fs::write(&stamp, &lock)?;
-    Ok(dir)
+    Ok(())
 }
 
 /// Why the package index cannot be reached from `python`, or `None` when it
@@ -185,7 +199,7 @@ fn pypi_unreachable(python: &str) -> Option<String> {
     }
 }
 
-fn remove_if_present(path: &Path) -> anyhow::Result<()> {
+pub(super) fn remove_if_present(path: &Path) -> anyhow::Result<()> {
     if path.is_dir() {
         fs::remove_dir_all(path).with_context(|| format!("cannot remove {}", path.display()))?;
     } else if path.exists() {
