@@ -13,7 +13,7 @@
  */
 
 import { spawn } from "node:child_process";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, utimes, writeFile } from "node:fs/promises";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -198,6 +198,10 @@ export async function writeSnapshot(header: Line, entries: readonly Line[]): Pro
 	try {
 		const lines = [header, ...entries].map((e) => JSON.stringify(e));
 		await writeFile(file, `${lines.join("\n")}\n`, { mode: 0o600 });
+		// musepi holds back from rewriting a file written in the last few
+		// seconds (it may be a live agent's); this copy is ours alone.
+		const aMinuteAgo = new Date(Date.now() - 60_000);
+		await utimes(file, aMinuteAgo, aMinuteAgo);
 	} catch (e) {
 		await remove();
 		throw e;
