@@ -8,6 +8,10 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+mod session_arg;
+
+pub use session_arg::{LsArgs, SessionArg};
+
 /// `musepi`: inspect, compact, prune and navigate pi agent sessions.
 #[derive(Debug, Parser)]
 #[command(name = "musepi", version, about, long_about = None, propagate_version = true)]
@@ -82,47 +86,6 @@ pub enum Command {
     /// The interactive transcript: compactions as dividers that expand with ctrl+o, the tree to
     /// navigate with an optional branch summary, `:compact` on demand.
     View(ViewArgs),
-}
-
-/// The session a command works on: FILE, or the newest pi session of the
-/// working directory (resolved in `commands::pi_dir`).
-#[derive(Debug, Clone, Default, Args)]
-pub struct SessionArg {
-    /// The session file (`-` reads standard input for the commands that only read).
-    #[arg(value_name = "FILE", required_unless_present = "latest")]
-    pub file: Option<PathBuf>,
-    /// Instead of FILE, the session pi wrote last for the working directory.
-    #[arg(
-        long,
-        conflicts_with = "file",
-        help = "Instead of FILE, the session of the working directory that pi wrote last, from \
-                pi's session folder (~/.pi/agent/sessions/--<cwd>--/; see --session-dir)"
-    )]
-    pub latest: bool,
-    /// The folder `--latest` looks in.
-    #[arg(
-        long,
-        value_name = "DIR",
-        requires = "latest",
-        help = "The folder --latest looks in (default: $MUSEPI_SESSION_DIR, pi's \
-                $PI_CODING_AGENT_SESSION_DIR or sessionDir setting, else pi's folder for the \
-                working directory)"
-    )]
-    pub session_dir: Option<PathBuf>,
-}
-
-/// `musepi ls`.
-#[derive(Debug, Args)]
-#[command(after_help = "\
-The folder is the one pi keeps this directory's sessions in: --session-dir DIR, else
-$MUSEPI_SESSION_DIR, else pi's $PI_CODING_AGENT_SESSION_DIR, else sessionDir in pi's settings
-(.pi/settings.json, then ~/.pi/agent/settings.json), else
-~/.pi/agent/sessions/--<working directory with / turned into ->--/ ($PI_CODING_AGENT_DIR replaces
-~/.pi/agent). `--latest` on any command that takes FILE picks the first session listed.")]
-pub struct LsArgs {
-    /// The folder to list (default: pi's folder for the working directory).
-    #[arg(long, value_name = "DIR")]
-    pub session_dir: Option<PathBuf>,
 }
 
 /// `musepi serve`.
