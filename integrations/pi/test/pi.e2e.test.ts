@@ -196,6 +196,8 @@ test("pi stores musepi's compaction and branch summary, and reads them back as m
 	const expected = musepiJson([
 		"compact",
 		before,
+		// Our own copy, just written: not a live session.
+		"--force",
 		"--no-prune",
 		"--keep-recent",
 		String(KEEP_RECENT),
@@ -277,6 +279,7 @@ test("pi stores musepi's compaction and branch summary, and reads them back as m
 	musepiJson([
 		"branch",
 		beforeTree,
+		"--force",
 		"--from",
 		oldLeaf,
 		"--to",
