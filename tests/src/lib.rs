@@ -10,14 +10,13 @@
 //!
 //! The golden snapshot tests (`tests/golden_*.rs`) load our own fixture
 //! sessions from `tests/fixtures` ([`fixtures`]) or generate them
-//! ([`builder`]), and render what the crates compute as readable text:
+//! ([`musepi_test_support::SessionBuilder`]), and render what the crates compute as readable text:
 //! contexts, provider messages and transcripts ([`render_context`]), cut
 //! points ([`render_cut`]), summary requests and pruning plans
 //! ([`render_request`]), branch summaries of tree navigations
 //! ([`render_branch`]), with tables from [`table`]. The real pi sessions
 //! are shown only as ids, roles, numbers and hashes ([`show::Show::Hash`]).
 
-pub mod builder;
 pub mod fixtures;
 pub mod render_branch;
 pub mod render_context;

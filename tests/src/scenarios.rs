@@ -5,7 +5,7 @@
 
 use serde_json::json;
 
-use crate::builder::{SessionBuilder, text_block, tool_call};
+use musepi_test_support::{SessionBuilder, text_block, tool_call};
 
 /// `[tag] ` followed by `x` up to exactly `len` UTF-16 units (ASCII).
 pub fn filler(tag: &str, len: usize) -> String {

@@ -11,7 +11,7 @@
 use musepi_compaction::CompactionSettings;
 use musepi_context_builder::{ThresholdSettings, resolve_threshold_tokens, should_compact};
 use musepi_session_model::Session;
-use musepi_tests::builder::SessionBuilder;
+use musepi_test_support::SessionBuilder;
 use musepi_tests::fixtures::{index, load_fixture};
 use musepi_tests::render_cut::{Rows, render_cut};
 use musepi_tests::scenarios;
@@ -20,10 +20,7 @@ use musepi_tests::table::Table;
 
 /// Compares `text` with `tests/snapshots/<name>.snap`.
 fn check(name: &str, text: &str) {
-    let mut settings = insta::Settings::clone_current();
-    settings.set_prepend_module_to_snapshot(false);
-    settings.set_omit_expression(true);
-    settings.bind(|| insta::assert_snapshot!(name, text));
+    musepi_test_support::golden!(name, text);
 }
 
 fn keep(k: u64) -> CompactionSettings {

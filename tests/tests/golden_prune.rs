@@ -11,17 +11,14 @@
 use std::fmt::Write as _;
 
 use musepi_compaction::{PruneConfig, plan_prune, plan_stale_results};
-use musepi_tests::builder::{SessionBuilder, text_block};
+use musepi_test_support::{SessionBuilder, text_block};
 use musepi_tests::render_request::render_prune;
 use musepi_tests::scenarios::read_result;
 use serde_json::{Value, json};
 
 /// Compares `text` with `tests/snapshots/<name>.snap`.
 fn check(name: &str, text: &str) {
-    let mut settings = insta::Settings::clone_current();
-    settings.set_prepend_module_to_snapshot(false);
-    settings.set_omit_expression(true);
-    settings.bind(|| insta::assert_snapshot!(name, text));
+    musepi_test_support::golden!(name, text);
 }
 
 fn none() -> Value {

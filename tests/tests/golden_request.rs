@@ -19,10 +19,7 @@ use musepi_tests::scenarios;
 
 /// Compares `text` with `tests/snapshots/<name>.snap`.
 fn check(name: &str, text: &str) {
-    let mut settings = insta::Settings::clone_current();
-    settings.set_prepend_module_to_snapshot(false);
-    settings.set_omit_expression(true);
-    settings.bind(|| insta::assert_snapshot!(name, text));
+    musepi_test_support::golden!(name, text);
 }
 
 /// What a summarizer might answer, fixed so the snapshots are stable.

@@ -61,10 +61,7 @@ fn check(test: &str, name: &str, snapshot: &str) {
     let Some(path) = pi_fixture(test, name) else {
         return;
     };
-    let mut settings = insta::Settings::clone_current();
-    settings.set_prepend_module_to_snapshot(false);
-    settings.set_omit_expression(true);
-    settings.bind(|| insta::assert_snapshot!(snapshot, render(&path)));
+    musepi_test_support::golden!(snapshot, render(&path));
 }
 
 #[test]

@@ -8,10 +8,11 @@
 use std::fmt::Write as _;
 
 use musepi_compaction::{CompactionResult, CompactionSettings, Preparation, prepare};
+use musepi_hooks::snapcompact::{SnapSettings, SnapTarget, compact_preparation};
 use musepi_session_model::Session;
+use musepi_snapcompact::base64_decode;
 use musepi_snapcompact::png_archive::PngArchive;
-use musepi_snapcompact::{SnapSettings, SnapTarget, base64_decode, compact_preparation};
-use musepi_tests::builder::{SessionBuilder, text_block, tool_call};
+use musepi_test_support::{SessionBuilder, text_block, tool_call};
 use musepi_tests::fixtures::load_fixture;
 use musepi_tests::sha256_hex;
 use musepi_tests::table::Table;
@@ -19,10 +20,7 @@ use serde_json::{Value, json};
 
 /// Compares `text` with `tests/snapshots/<name>.snap`.
 fn check(name: &str, text: &str) {
-    let mut settings = insta::Settings::clone_current();
-    settings.set_prepend_module_to_snapshot(false);
-    settings.set_omit_expression(true);
-    settings.bind(|| insta::assert_snapshot!(name, text));
+    musepi_test_support::golden!(name, text);
 }
 
 /// A compaction at the leaf that keeps only the last turn.

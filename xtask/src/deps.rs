@@ -2,11 +2,14 @@
 //!
 //! Reads `cargo metadata` and fails on:
 //! - an edge between workspace crates outside the order session-model,
-//!   context-builder, compaction, snapcompact, branch-summary, hooks, cli
-//!   (each may depend only on crates earlier in the list, and branch-summary
-//!   not on compaction or snapcompact); `tests` and the example packages
-//!   under `examples/` may depend on any of them, xtask on none, and nothing
-//!   on `tests`, an example or xtask;
+//!   context-builder, compaction, snapcompact, branch-summary, hooks,
+//!   providers, runtime, cli (each may depend only on crates earlier in the
+//!   list; snapcompact stands beside compaction and does not use it,
+//!   branch-summary uses neither, and the runtime does not use the
+//!   providers); `test-support` uses session-model only and is a
+//!   dev-dependency only; `tests` and the example packages under
+//!   `examples/` may depend on any of them, xtask on none, and nothing on
+//!   `tests`, an example or xtask;
 //! - tokio or reqwest among the normal dependencies (direct or transitive)
 //!   of the five synchronous crates below hooks;
 //! - openssl-sys or aws-lc-sys anywhere in the dependency graph.
@@ -27,14 +30,22 @@ const ORDER: &[&str] = &[
     "snapcompact",
     "branch-summary",
     "hooks",
+    "providers",
+    "runtime",
     "cli",
 ];
 
 /// Edges the order allows but the design forbids.
 const FORBIDDEN: &[(&str, &str)] = &[
+    ("snapcompact", "compaction"),
     ("branch-summary", "compaction"),
     ("branch-summary", "snapcompact"),
+    ("runtime", "providers"),
 ];
+
+/// The tests' shared support: any crate may use it in its tests, so it
+/// uses nothing above session-model.
+const TEST_SUPPORT: &str = "test-support";
 
 /// The synchronous crates: no runtime, no network.
 const SYNC: &[&str] = &[
@@ -78,7 +89,7 @@ pub(crate) fn run() -> anyhow::Result<()> {
                 continue;
             }
             let kind = dep["kind"].as_str().unwrap_or("normal");
-            let verdict = edge_verdict(&from.role, &to.role);
+            let verdict = edge_verdict(&from.role, &to.role, kind);
             let mark = if verdict.is_ok() { "ok" } else { "FORBIDDEN" };
             println!("  {:<16} -> {:<16} ({kind}) {mark}", from.role, to.role);
             if let Err(why) = verdict {
@@ -135,8 +146,9 @@ pub(crate) fn run() -> anyhow::Result<()> {
     }
 }
 
-/// Whether `from` may depend on `to`.
-fn edge_verdict(from: &str, to: &str) -> Result<(), String> {
+/// Whether `from` may depend on `to` with a dependency of `kind`
+/// (`normal`, `dev` or `build`).
+fn edge_verdict(from: &str, to: &str, kind: &str) -> Result<(), String> {
     if to == "tests" || to == "xtask" || to == EXAMPLE {
         return Err(format!("nothing may depend on `{to}`"));
     }
@@ -145,6 +157,22 @@ fn edge_verdict(from: &str, to: &str) -> Result<(), String> {
     }
     if from == "tests" || from == EXAMPLE {
         return Ok(());
+    }
+    if from == TEST_SUPPORT {
+        return if to == "session-model" && kind != "dev" {
+            Ok(())
+        } else {
+            Err(format!(
+                "`{TEST_SUPPORT}` uses session-model only, so every crate can use it in its tests"
+            ))
+        };
+    }
+    if to == TEST_SUPPORT {
+        return if kind == "dev" {
+            Ok(())
+        } else {
+            Err(format!("`{TEST_SUPPORT}` is a dev-dependency only"))
+        };
     }
     let rank = |r: &str| ORDER.iter().position(|o| *o == r);
     let (Some(f), Some(t)) = (rank(from), rank(to)) else {
@@ -304,30 +332,64 @@ impl Graph {
 mod tests {
     use super::edge_verdict;
 
+    fn ok(from: &str, to: &str) -> bool {
+        edge_verdict(from, to, "normal").is_ok()
+    }
+
     #[test]
     fn the_order_allows_only_earlier_crates() {
-        assert!(edge_verdict("cli", "session-model").is_ok());
-        assert!(edge_verdict("compaction", "context-builder").is_ok());
-        assert!(edge_verdict("session-model", "context-builder").is_err());
-        assert!(edge_verdict("compaction", "compaction").is_err());
+        assert!(ok("cli", "session-model"));
+        assert!(ok("compaction", "context-builder"));
+        assert!(ok("runtime", "hooks"));
+        assert!(ok("cli", "runtime"));
+        assert!(ok("providers", "hooks"));
+        assert!(!ok("session-model", "context-builder"));
+        assert!(!ok("compaction", "compaction"));
+        assert!(!ok("hooks", "runtime"));
+        assert!(!ok("providers", "cli"));
     }
 
     #[test]
     fn branch_summary_does_not_need_compaction() {
-        assert!(edge_verdict("branch-summary", "context-builder").is_ok());
-        assert!(edge_verdict("branch-summary", "compaction").is_err());
-        assert!(edge_verdict("branch-summary", "snapcompact").is_err());
+        assert!(ok("branch-summary", "context-builder"));
+        assert!(!ok("branch-summary", "compaction"));
+        assert!(!ok("branch-summary", "snapcompact"));
+    }
+
+    #[test]
+    fn snapcompact_stands_beside_compaction_and_the_runtime_knows_no_wire() {
+        assert!(ok("snapcompact", "context-builder"));
+        assert!(!ok("snapcompact", "compaction"));
+        assert!(!ok("runtime", "providers"));
+    }
+
+    #[test]
+    fn test_support_is_a_dev_dependency_on_session_model_only() {
+        assert!(edge_verdict("compaction", "test-support", "dev").is_ok());
+        assert!(edge_verdict("cli", "test-support", "dev").is_ok());
+        assert!(edge_verdict("compaction", "test-support", "normal").is_err());
+        assert!(edge_verdict("test-support", "session-model", "normal").is_ok());
+        assert!(edge_verdict("test-support", "compaction", "normal").is_err());
     }
 
     #[test]
     fn tests_and_examples_may_use_anything_and_xtask_nothing() {
-        assert!(edge_verdict("tests", "cli").is_ok());
-        assert!(edge_verdict("example", "cli").is_ok());
-        assert!(edge_verdict("example", "hooks").is_ok());
-        assert!(edge_verdict("cli", "example").is_err());
-        assert!(edge_verdict("tests", "example").is_err());
-        assert!(edge_verdict("xtask", "session-model").is_err());
-        assert!(edge_verdict("cli", "tests").is_err());
-        assert!(edge_verdict("newcrate", "session-model").is_err());
+        assert!(ok("tests", "cli"));
+        assert!(ok("example", "cli"));
+        assert!(ok("example", "hooks"));
+        assert!(!ok("cli", "example"));
+        assert!(!ok("tests", "example"));
+        assert!(!ok("xtask", "session-model"));
+        assert!(!ok("cli", "tests"));
+        assert!(!ok("newcrate", "session-model"));
+    }
+
+    /// The check itself, over this workspace: plain `cargo test` keeps the
+    /// dependency order, not only `cargo xtask check`.
+    #[test]
+    fn the_workspace_keeps_the_dependency_order() {
+        if let Err(e) = super::run() {
+            panic!("cargo xtask deps: {e:#}");
+        }
     }
 }

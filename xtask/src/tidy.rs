@@ -450,6 +450,15 @@ mod tests {
         assert_eq!(lines, ["a.rs:2", "a.rs:3", "a.rs:6"]);
     }
 
+    /// The check itself, over this working tree: plain `cargo test`
+    /// keeps the tidy rules, not only `cargo xtask check`.
+    #[test]
+    fn the_working_tree_is_tidy() {
+        if let Err(e) = run() {
+            panic!("cargo xtask tidy: {e:#}");
+        }
+    }
+
     #[test]
     fn whitespace_problems_name_the_line() {
         let mut t = Tidy::default();

@@ -10,7 +10,6 @@ pub mod hooks;
 pub mod ids;
 pub mod output;
 
-pub mod provider;
 pub mod settings;
 pub mod trust;
 pub mod view;

@@ -15,13 +15,11 @@ use std::time::Duration;
 
 use axum::extract::{Request, State};
 use axum::response::Response;
-use musepi_cli::provider::{
-    ApiKey, Provider, ProviderConfig, ProviderKind, RetryPolicy, build_client,
-};
 use musepi_context_builder::{
     COMPACTION_WRAPPER, LlmMessage, RequestPurpose, SummaryRequest, wrap,
 };
 use musepi_hooks::Summarizer;
+use musepi_providers::{ApiKey, Provider, ProviderConfig, ProviderKind, RetryPolicy, build_client};
 use musepi_session_model::{SequentialIds, Session, load_bytes};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -127,7 +125,7 @@ fn session(stored_by: &str) -> Session {
 
 /// A handoff request over the live messages, as the runtime builds one.
 fn handoff(session: &Session) -> SummaryRequest {
-    let mut messages = musepi_hooks::model_messages(session);
+    let mut messages = musepi_runtime::model_messages(session);
     messages.push(LlmMessage::user_text(ASK));
     SummaryRequest {
         purpose: RequestPurpose::Handoff,

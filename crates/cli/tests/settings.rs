@@ -6,17 +6,34 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use musepi_cli::provider::{
-    ApiKey, DeveloperRole, ProviderError, ProviderFlags, ProviderKind, resolve_config,
-    resolve_provider,
-};
 use musepi_cli::settings::{
     CompactionStrategy, HookCommand, ProviderEntry, Settings, SettingsError, SettingsSources,
     SettingsWarning, SystemPromptImaging, Untrusted, load_settings, merge_layers,
 };
 use musepi_cli::trust::{TrustStore, Trusted, key_for, sha256_hex};
 use musepi_hooks::Summarizer;
+use musepi_providers::{
+    ApiKey, DeveloperRole, Provider, ProviderConfig, ProviderError, ProviderFlags, ProviderKind,
+};
 use serde_json::{Value, json};
+
+/// Resolves the provider configuration from a settings file's providers.
+fn resolve_config(
+    flags: &ProviderFlags,
+    settings: &Settings,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<ProviderConfig, ProviderError> {
+    musepi_providers::resolve_config(flags, &settings.provider_settings(), env)
+}
+
+/// Resolves and builds the provider from a settings file's providers.
+fn resolve_provider(
+    flags: &ProviderFlags,
+    settings: &Settings,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Provider, ProviderError> {
+    musepi_providers::resolve_provider(flags, &settings.provider_settings(), env)
+}
 
 fn write(dir: &Path, relative: &str, value: &Value) -> PathBuf {
     let path = dir.join(relative);

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use musepi_compaction::{CompactionSettings, prepare};
+use musepi_hooks::snapcompact::{SnapSettings, SnapTarget, compact_preparation};
 use musepi_session_model::{Journal, SequentialIds, Stamp};
-use musepi_snapcompact::{SnapSettings, SnapTarget, compact_preparation};
 use serde_json::{Value, json};
 
 fn musepi(args: &[&str]) -> Output {

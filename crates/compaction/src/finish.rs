@@ -1,13 +1,11 @@
 //! Turning summarizer answers into a compaction entry (docs/design.md, "Summaries").
 
+pub use musepi_context_builder::NO_PRIOR_HISTORY;
 use musepi_context_builder::{format_files_block, upsert_file_operations};
 use musepi_session_model::{Compaction, EntryBody, EntryId, RawJson, Text, Usage};
 use serde_json::Value;
 
 use crate::prepare::Preparation;
-
-/// The text used when there is no earlier history to summarize.
-pub const NO_PRIOR_HISTORY: &str = "No prior history.";
 
 /// Everything a compaction entry holds, before it is written.
 #[derive(Debug, Clone, PartialEq)]

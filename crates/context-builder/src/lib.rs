@@ -50,8 +50,8 @@ pub use llm::{
 pub use pathtree::format_grouped_paths;
 pub use replay::{REMOTE_COMPACTION_KEY, remote_replay};
 pub use serialize::{
-    TOOL_RESULT_MAX_CHARS, drop_useless_pairs, serialize_conversation, serialize_for_summary,
-    truncate_for_summary,
+    NO_PRIOR_HISTORY, TOOL_RESULT_MAX_CHARS, drop_useless_pairs, serialize_conversation,
+    serialize_for_summary, truncate_for_summary,
 };
 pub use template::{Template, TemplateError};
 pub use threshold::{

@@ -13,6 +13,10 @@ use crate::context::ContextMessage;
 use crate::convert::{ConvertOptions, convert_to_llm};
 use crate::llm::{LlmMessage, resolve_replays};
 
+/// The summary text when there is no earlier history to summarize: what a
+/// compaction with nothing before its cut records, whatever wrote it.
+pub const NO_PRIOR_HISTORY: &str = "No prior history.";
+
 /// Tool results longer than this many UTF-16 units are cut for the summarizer.
 pub const TOOL_RESULT_MAX_CHARS: usize = 2000;
 

@@ -21,7 +21,6 @@ use musepi_context_builder::{
     convert_to_llm,
 };
 use musepi_session_model::{EntryBody, EntryId, IdSource, Journal, SessionError, Stamp, Usage};
-pub use musepi_snapcompact::{SnapSettings, SnapTarget};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -30,6 +29,7 @@ use crate::events::{
     SuppliedCompaction, names,
 };
 use crate::runner::{HookWarning, Hooks};
+use crate::snapcompact::{SnapSettings, SnapTarget, compact_preparation};
 use crate::summarizer::{SummarizeError, Summarizer, truncation_warning};
 
 /// How the summary is made.
@@ -425,8 +425,7 @@ async fn decide(
         // reads what pruning blanked as it was, so the cut, the regions and
         // the kept messages stay those of the pruned session.
         let prep = with_unpruned_history(journal, prep);
-        let mut result =
-            musepi_snapcompact::compact_preparation(&prep, &snap.target, &snap.settings)?;
+        let mut result = compact_preparation(&prep, &snap.target, &snap.settings)?;
         result.preserve_data = merge_preserve(result.preserve_data.take(), preserve);
         return Ok(Route::Supplied(result));
     }

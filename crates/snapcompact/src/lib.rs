@@ -15,11 +15,12 @@
 //!
 //! Entry points:
 //!
-//! - [`compact_preparation`]: the compaction pass. A prepared compaction
-//!   ([`musepi_compaction::Preparation`]) and the reader ([`SnapTarget`])
-//!   in, a [`musepi_compaction::CompactionResult`] out: PNG frames for a
-//!   reader that takes images (with the salience history in the summary
-//!   too), the text archive for any other.
+//! - [`compact`]: the compaction pass. The summarized history
+//!   ([`PassInput`]) and the reader ([`SnapTarget`]) in, the content of a
+//!   compaction entry out ([`Pass`]): PNG frames for a reader that takes
+//!   images (with the salience history in the summary too), the text
+//!   archive for any other. Where the cut falls is the caller's business:
+//!   this crate stands beside `musepi-compaction` and does not use it.
 //! - [`SessionArchives`]: rebuilds the blocks of stored PNG archives when a
 //!   session is converted for a model
 //!   ([`musepi_context_builder::ArchiveBlocks`]); [`context_tokens`] and
@@ -72,7 +73,6 @@
 //! ```
 
 mod archives;
-mod compaction;
 mod data_url;
 mod error;
 mod files;
@@ -80,6 +80,7 @@ pub mod font;
 pub mod history;
 mod layout;
 pub mod normalize;
+mod pass;
 pub mod png_archive;
 pub mod pricing;
 pub mod prompts;
@@ -92,12 +93,12 @@ pub mod text_frames;
 mod util;
 
 pub use archives::{SessionArchives, context_tokens, is_legacy_crash_risk, measured_tokens};
-pub use compaction::{SnapSettings, SnapTarget, compact_preparation};
 pub use data_url::{DataUrlMode, elide_data_urls};
 pub use error::SnapError;
 pub use files::FileLists;
 pub use musepi_context_builder::{FILE_LIST_LIMIT, has_url_scheme};
 pub use normalize::{NEWLINE_GLYPH, Renderability, normalize, scan_renderability};
+pub use pass::{Pass, PassInput, SnapSettings, SnapTarget, compact};
 pub use png_archive::archive_tokens;
 pub use render::{Frame, base64_decode, base64_encode, render};
 pub use serialize::{DIM_OFF, DIM_ON, SerializeOptions};

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use musepi_compaction::NO_PRIOR_HISTORY;
+use musepi_context_builder::NO_PRIOR_HISTORY;
 
 use crate::files::FileLists;
 use crate::png_archive::{PngArchive, PngLayout};

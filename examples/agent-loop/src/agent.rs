@@ -5,9 +5,9 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use musepi_cli::provider::{Provider, ProviderConfig, ProviderKind, shared_client};
 use musepi_context_builder::{LlmMessage, resolve_replays};
-use musepi_hooks::{
+use musepi_providers::{Provider, ProviderConfig, ProviderKind, shared_client};
+use musepi_runtime::{
     Decision, Maintenance, MaintenanceError, MaintenanceEvent, MaintenanceSettings, Outcome,
     PromotionTarget,
 };

@@ -1,5 +1,5 @@
 //! An example agent loop that keeps its context healthy with the musepi
-//! maintenance runtime ([`musepi_hooks::Maintenance`]).
+//! maintenance runtime ([`musepi_runtime::Maintenance`]).
 //!
 //! The model is a scripted OpenAI-compatible server on 127.0.0.1
 //! ([`model::ScriptedModel`]): it answers the agent's requests from a

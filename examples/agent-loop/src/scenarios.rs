@@ -1,7 +1,7 @@
 //! One scenario per trigger: a scripted model, a session with some
 //! history, and the turns that make the trigger fire.
 
-use musepi_hooks::{MaintenanceSettings, MaintenanceStrategy, PromotionTarget};
+use musepi_runtime::{MaintenanceSettings, MaintenanceStrategy, PromotionTarget};
 use musepi_session_model::{Header, Journal};
 
 use crate::agent::{Agent, AgentError, PROVIDER, Step};
@@ -132,7 +132,7 @@ impl Run {
     pub fn acted(&self) -> Vec<&Step> {
         self.steps
             .iter()
-            .filter(|s| s.decision.outcome != musepi_hooks::Outcome::Nothing)
+            .filter(|s| s.decision.outcome != musepi_runtime::Outcome::Nothing)
             .collect()
     }
 

@@ -9,7 +9,7 @@ use musepi_agent_loop::model::AGENT_MODEL;
 use musepi_agent_loop::scenarios::{LARGE_MODEL, LARGE_WINDOW, Run, Scenario, run};
 use musepi_compaction::Reason;
 use musepi_compaction::prompts::AUTO_CONTINUE;
-use musepi_hooks::{MaintenanceEvent, Outcome};
+use musepi_runtime::{MaintenanceEvent, Outcome};
 
 async fn scenario(s: Scenario) -> Run {
     let dir = tempfile::tempdir().unwrap();

@@ -20,11 +20,11 @@ use crate::commands::runtime::{
 use crate::commands::writer::Target;
 use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{Color, aligned, note, print_json, print_text};
-use crate::provider::ProviderFlags;
+use musepi_providers::ProviderFlags;
 
 /// The entry that records a navigation without a summary (the file's leaf
 /// is its last line, so moving the leaf on disk takes one entry).
-pub use musepi_hooks::NAVIGATE_MARKER;
+pub use musepi_runtime::NAVIGATE_MARKER;
 
 /// Runs the command.
 pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {

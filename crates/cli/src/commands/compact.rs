@@ -18,8 +18,8 @@ use crate::commands::runtime::{
 };
 use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{Color, aligned, note, preview, print_json, print_text};
-use crate::provider::ProviderFlags;
 use crate::settings::CompactionStrategy;
+use musepi_providers::ProviderFlags;
 
 /// Which strategy runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +74,7 @@ impl Chosen {
         settings: &crate::settings::Settings,
         budgets: &musepi_compaction::CompactionSettings,
         model: Option<&str>,
-        llm: Option<&crate::provider::Provider>,
+        llm: Option<&musepi_providers::Provider>,
     ) -> Strategy {
         match self {
             Self::Snapcompact => snap_strategy(

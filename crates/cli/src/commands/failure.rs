@@ -14,9 +14,9 @@ use musepi_hooks::{CompactError, NavigateError, SummarizeError};
 use musepi_session_model::SessionError;
 
 use crate::hooks::HookSettingsError;
-use crate::provider::ProviderError;
 use crate::settings::SettingsError;
 use crate::trust::TrustError;
+use musepi_providers::ProviderError;
 
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

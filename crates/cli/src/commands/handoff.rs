@@ -34,7 +34,7 @@ use crate::commands::runtime::{Progress, budgets, ctrl_c, provider, runtime, set
 use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::ids::RandomIds;
 use crate::output::{Color, aligned, note, print_json, print_text};
-use crate::provider::ProviderFlags;
+use musepi_providers::ProviderFlags;
 
 /// The `reason` hooks see for a handoff.
 pub const HANDOFF_REASON: &str = "handoff";

@@ -12,11 +12,11 @@ use tokio_util::sync::CancellationToken;
 use crate::cli::BudgetArgs;
 use crate::commands::{Ctx, Failure, OrExit};
 use crate::output::note;
-use crate::provider::{
+use crate::settings::{LoadedSettings, Settings, SettingsSources, load_settings};
+use musepi_providers::{
     Provider, ProviderError, ProviderFlags, RetryNotice, install_crypto_provider, process_env,
     resolve_config, resolve_provider,
 };
-use crate::settings::{LoadedSettings, Settings, SettingsSources, load_settings};
 
 /// Loads the settings files of the working directory, the home folder and
 /// `--settings`.
@@ -80,7 +80,8 @@ pub fn provider(
     progress: &Progress,
 ) -> Result<Provider, Failure> {
     install_crypto_provider();
-    let provider = resolve_provider(flags, settings, &process_env).or_bad_input()?;
+    let provider =
+        resolve_provider(flags, &settings.provider_settings(), &process_env).or_bad_input()?;
     let bar = progress.bar.clone();
     let quiet = ctx.quiet();
     Ok(
@@ -114,7 +115,7 @@ pub fn default_branch_strategy(
     settings: &Settings,
     flags: &ProviderFlags,
 ) -> Result<musepi_hooks::BranchStrategy, ProviderError> {
-    match resolve_config(flags, settings, &process_env) {
+    match resolve_config(flags, &settings.provider_settings(), &process_env) {
         Ok(_) => Ok(musepi_hooks::BranchStrategy::Llm),
         Err(ProviderError::NoProviderSelected { .. }) => {
             Ok(musepi_hooks::BranchStrategy::Snapcompact)
@@ -220,8 +221,8 @@ pub fn snap_target(
         });
     let api = config.map(|c| {
         match c.kind {
-            crate::provider::ProviderKind::Anthropic => "anthropic-messages",
-            crate::provider::ProviderKind::OpenaiResponses => "openai-responses",
+            musepi_providers::ProviderKind::Anthropic => "anthropic-messages",
+            musepi_providers::ProviderKind::OpenaiResponses => "openai-responses",
             _ => "openai-completions",
         }
         .to_owned()

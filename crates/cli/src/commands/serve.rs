@@ -20,9 +20,9 @@ use std::io::Write as _;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use musepi_hooks::{
-    EventSink, MaintenanceEvent, RemoteCompactInput, RemoteCompactor, RemoteFailure, RemoteFuture,
-    SummarizeError, Summarizer,
+    RemoteCompactInput, RemoteCompactor, RemoteFailure, RemoteFuture, SummarizeError, Summarizer,
 };
+use musepi_runtime::{EventSink, MaintenanceEvent};
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt as _;
 use tokio::sync::mpsc;
@@ -32,10 +32,10 @@ use crate::cli::ServeArgs;
 use crate::commands::runtime::settings;
 use crate::commands::settings_glue::DEFAULT_CONTEXT_WINDOW;
 use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
-use crate::provider::{
+use methods::{RpcError, Server};
+use musepi_providers::{
     Provider, ProviderError, ProviderFlags, install_crypto_provider, process_env, resolve_provider,
 };
-use methods::{RpcError, Server};
 
 /// Where protocol lines go: one whole line per write, flushed.
 #[derive(Clone)]
@@ -187,7 +187,7 @@ pub fn run(args: &ServeArgs, ctx: &Ctx) -> CmdResult {
         model: args.model.clone(),
         deadline: args.deadline,
     };
-    let provider = match resolve_provider(&flags, &settings, &process_env) {
+    let provider = match resolve_provider(&flags, &settings.provider_settings(), &process_env) {
         Ok(p) => Some(Arc::new(p)),
         Err(ProviderError::NoProviderSelected { .. }) => None,
         Err(e) => return Err(Failure::bad_input(e)),
@@ -274,7 +274,7 @@ async fn serve(mut server: Server, out: &Out) -> std::io::Result<()> {
                 reply = &mut call => break reply,
                 Some(next) = rx.recv() => match parse(&next) {
                     Ok(r) if r.method == "abort" => {
-                        let aborted = abort.as_ref().is_some_and(musepi_hooks::AbortHandle::abort);
+                        let aborted = abort.as_ref().is_some_and(musepi_runtime::AbortHandle::abort);
                         out.line(response(&r.id, Ok(json!({"aborted": aborted}))))?;
                     }
                     _ => waiting.push_back(next),

@@ -29,11 +29,11 @@ use crate::commands::runtime::{
 };
 use crate::commands::settings_glue::context_window;
 use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
-use crate::provider::{ProviderFlags, process_env, resolve_config};
 use crate::settings::Settings;
 use crate::view::terminal::TerminalGuard;
 use crate::view::text::{sanitize, thousands, tokens};
 use crate::view::{App, Done, Job, Strategies, Worker, event_loop, snapshot};
+use musepi_providers::{ProviderFlags, process_env, resolve_config};
 
 /// Runs the command.
 pub fn run(args: &ViewArgs, ctx: &Ctx) -> CmdResult {
@@ -135,7 +135,7 @@ fn describe(
     branch: BranchStrategy,
 ) -> Result<Strategies, Failure> {
     let model = || {
-        resolve_config(flags, settings, &process_env)
+        resolve_config(flags, &settings.provider_settings(), &process_env)
             .map_or_else(|_| "no provider configured".to_owned(), |c| c.describe())
     };
     let name = |chosen: Chosen| match chosen {

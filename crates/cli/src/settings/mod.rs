@@ -20,9 +20,10 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::provider::{DeveloperRole, ProviderKind};
 pub use crate::trust::Untrusted;
 pub use load::{LoadedSettings, SettingsSources, load_settings, merge_layers};
+pub use musepi_providers::ProviderEntry;
+use musepi_providers::ProviderSettings;
 
 mod load;
 
@@ -42,6 +43,17 @@ pub struct Settings {
     pub providers: BTreeMap<String, ProviderEntry>,
     /// Hook commands by event name.
     pub hooks: BTreeMap<String, Vec<HookCommand>>,
+}
+
+impl Settings {
+    /// What the provider resolution reads: the named entries and
+    /// `compaction.remoteEndpoint`.
+    pub fn provider_settings(&self) -> ProviderSettings<'_> {
+        ProviderSettings {
+            entries: &self.providers,
+            remote_endpoint: self.compaction.remote_endpoint.as_deref(),
+        }
+    }
 }
 
 /// `compaction.strategy` values (docs/design.md, "When to compact").
@@ -218,39 +230,6 @@ fn cap<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u32>, D::Err
             "expected a non-negative count, null or \"Infinity\", found {w:?}"
         ))),
     }
-}
-
-/// A named provider entry of `providers`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct ProviderEntry {
-    /// The protocol.
-    pub kind: Option<ProviderKind>,
-    /// The base URL (for `remote-endpoint`, the endpoint).
-    pub base_url: Option<String>,
-    /// The model id.
-    pub model: Option<String>,
-    /// The environment variable holding the key.
-    pub api_key_env: Option<String>,
-    /// The model's output limit.
-    pub max_tokens: Option<u32>,
-    /// A reasoning effort that replaces the request's (`off` for none).
-    pub reasoning: Option<String>,
-    /// Total time of one attempt, in milliseconds (default: the deadline).
-    pub timeout_ms: Option<u64>,
-    /// Total time of one request, every attempt and the waits between them
-    /// included, in milliseconds (default 120000).
-    pub deadline_ms: Option<u64>,
-    /// Connect timeout in milliseconds.
-    pub connect_timeout_ms: Option<u64>,
-    /// Retries after the first attempt.
-    pub max_retries: Option<u32>,
-    /// The model's context window.
-    pub context_window: Option<u32>,
-    /// Whether the model reads images.
-    pub vision: bool,
-    /// The role of developer messages for chat-completions servers.
-    pub developer_role: Option<DeveloperRole>,
 }
 
 /// One hook command of `hooks.<event>`.

@@ -7,11 +7,12 @@ use std::time::Instant;
 
 use musepi_compaction::{CompactionResult, CompactionSettings, prepare};
 use musepi_context_builder::{ContextMessage, ConvertOptions, build_context_at, convert_to_llm};
+use musepi_hooks::snapcompact::{SnapSettings, SnapTarget, compact_preparation};
 use musepi_session_model::json::utf16_ceil_byte_from_end;
 use musepi_session_model::{EntryBody, Journal, SequentialIds, Session};
 use musepi_snapcompact::png_archive::{PngArchive, plan_archive, render_frames};
 use musepi_snapcompact::serialize::{SerializeOptions, serialize_archive, useless_call_ids};
-use musepi_snapcompact::{Shape, SnapSettings, SnapTarget, compact_preparation, normalize};
+use musepi_snapcompact::{Shape, normalize};
 use serde_json::{Value, json};
 
 use crate::BoxError;

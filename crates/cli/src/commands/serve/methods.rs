@@ -4,9 +4,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use musepi_hooks::{
-    AbortHandle, EventSink, Hooks, Maintenance, MaintenanceError, MaintenanceSettings,
-    MaintenanceStrategy, NavigateError, PromotionTarget, RemoteCompactor, SnapSettings, SnapTarget,
-    Strategy, Summarizer, TreeRequest,
+    Hooks, NavigateError, RemoteCompactor, SnapSettings, SnapTarget, Strategy, Summarizer,
+};
+use musepi_runtime::{
+    AbortHandle, EventSink, Maintenance, MaintenanceError, MaintenanceSettings,
+    MaintenanceStrategy, PromotionTarget, TreeRequest,
 };
 use musepi_session_model::time::format_iso;
 use musepi_session_model::{

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use musepi_hooks::{Decision, TreeOutcome};
+use musepi_runtime::{Decision, TreeOutcome};
 use musepi_session_model::{EntryBody, EntryId, SequentialIds, load_bytes};
 use serde_json::{Map, Value, json};
 
@@ -24,8 +24,8 @@ pub(super) fn decision_json(d: &Decision) -> Value {
         "continuePrompt": d.continue_prompt,
         "warning": d.warning,
         "error": d.error,
-        "compaction": d.compaction.as_ref().map(musepi_hooks::CompactionReport::to_json),
-        "promotion": d.promotion.as_ref().map(musepi_hooks::PromotionTarget::to_json),
+        "compaction": d.compaction.as_ref().map(musepi_runtime::CompactionReport::to_json),
+        "promotion": d.promotion.as_ref().map(musepi_runtime::PromotionTarget::to_json),
         "context": d.context.as_ref().map(|c| c.iter().map(llm_json).collect::<Vec<_>>()),
         "notes": d.notes,
     })

@@ -1,11 +1,57 @@
 //! Turning `--provider`, `--base-url`, `--model`, the settings and the
 //! environment into a ready provider.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use super::client::{build_client, shared_client};
-use super::{ApiKey, Provider, ProviderConfig, ProviderKind, RetryPolicy};
-use crate::settings::{ProviderEntry, Settings};
+use super::{ApiKey, DeveloperRole, Provider, ProviderConfig, ProviderKind, RetryPolicy};
+
+/// A named provider entry, as the `providers` map of a settings file
+/// holds it (camelCase keys; every key optional).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ProviderEntry {
+    /// The protocol.
+    pub kind: Option<ProviderKind>,
+    /// The base URL (for `remote-endpoint`, the endpoint).
+    pub base_url: Option<String>,
+    /// The model id.
+    pub model: Option<String>,
+    /// The environment variable holding the key.
+    pub api_key_env: Option<String>,
+    /// The model's output limit.
+    pub max_tokens: Option<u32>,
+    /// A reasoning effort that replaces the request's (`off` for none).
+    pub reasoning: Option<String>,
+    /// Total time of one attempt, in milliseconds (default: the deadline).
+    pub timeout_ms: Option<u64>,
+    /// Total time of one request, every attempt and the waits between them
+    /// included, in milliseconds (default 120000).
+    pub deadline_ms: Option<u64>,
+    /// Connect timeout in milliseconds.
+    pub connect_timeout_ms: Option<u64>,
+    /// Retries after the first attempt.
+    pub max_retries: Option<u32>,
+    /// The model's context window.
+    pub context_window: Option<u32>,
+    /// Whether the model reads images.
+    pub vision: bool,
+    /// The role of developer messages for chat-completions servers.
+    pub developer_role: Option<DeveloperRole>,
+}
+
+/// What the settings say about providers: the named entries, and the
+/// custom remote endpoint a `remote-endpoint` without a URL uses.
+#[derive(Debug, Clone, Copy)]
+pub struct ProviderSettings<'a> {
+    /// Named entries, selected with `--provider NAME`.
+    pub entries: &'a BTreeMap<String, ProviderEntry>,
+    /// `compaction.remoteEndpoint`.
+    pub remote_endpoint: Option<&'a str>,
+}
 
 /// The provider flags of a command.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -131,10 +177,10 @@ pub fn process_env(name: &str) -> Option<String> {
 /// required only for a kind's official endpoint.
 pub fn resolve_config(
     flags: &ProviderFlags,
-    settings: &Settings,
+    settings: &ProviderSettings<'_>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<ProviderConfig, ProviderError> {
-    let known: Vec<String> = settings.providers.keys().cloned().collect();
+    let known: Vec<String> = settings.entries.keys().cloned().collect();
     let (name, entry) = select(flags, settings, &known)?;
     let kind = entry
         .kind
@@ -145,7 +191,7 @@ pub fn resolve_config(
         .or(entry.base_url.clone())
         .or_else(|| {
             (kind == ProviderKind::RemoteEndpoint)
-                .then(|| settings.compaction.remote_endpoint.clone())
+                .then(|| settings.remote_endpoint.map(str::to_owned))
                 .flatten()
         })
         .or_else(|| kind.default_base_url().map(str::to_owned))
@@ -194,7 +240,7 @@ pub fn resolve_config(
 /// client when the entry sets `connectTimeoutMs`).
 pub fn resolve_provider(
     flags: &ProviderFlags,
-    settings: &Settings,
+    settings: &ProviderSettings<'_>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Provider, ProviderError> {
     let config = resolve_config(flags, settings, env)?;
@@ -208,7 +254,7 @@ pub fn resolve_provider(
 
 fn select(
     flags: &ProviderFlags,
-    settings: &Settings,
+    settings: &ProviderSettings<'_>,
     known: &[String],
 ) -> Result<(String, ProviderEntry), ProviderError> {
     let kind_entry = |kind: ProviderKind| ProviderEntry {
@@ -217,7 +263,7 @@ fn select(
     };
     match &flags.provider {
         Some(name) => {
-            if let Some(entry) = settings.providers.get(name) {
+            if let Some(entry) = settings.entries.get(name) {
                 Ok((name.clone(), entry.clone()))
             } else if let Some(kind) = ProviderKind::parse(name) {
                 Ok((name.clone(), kind_entry(kind)))
@@ -228,10 +274,8 @@ fn select(
                 })
             }
         }
-        None => match settings.providers.iter().next() {
-            Some((name, entry)) if settings.providers.len() == 1 => {
-                Ok((name.clone(), entry.clone()))
-            }
+        None => match settings.entries.iter().next() {
+            Some((name, entry)) if settings.entries.len() == 1 => Ok((name.clone(), entry.clone())),
             _ if flags.base_url.is_some() => {
                 let kind = ProviderKind::OpenaiCompatible;
                 Ok((kind.as_str().to_owned(), kind_entry(kind)))

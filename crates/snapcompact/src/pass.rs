@@ -1,5 +1,10 @@
-//! The compaction pass: a prepared compaction in, the content of a
+//! The compaction pass: the summarized history in, the content of a
 //! compaction entry out, without a model.
+//!
+//! It knows nothing of how the history was chosen: the caller cuts the
+//! session (for example with `musepi-compaction`'s preparation) and hands
+//! over the messages to archive, their entries, the file lists and what
+//! the previous compaction stored ([`PassInput`]).
 //!
 //! A reader that takes images (`vision`) gets the PNG-frame archive,
 //! stored in `preserveData.snapcompact`; every other reader gets the text
@@ -16,9 +21,7 @@
 
 use std::collections::BTreeSet;
 
-use musepi_compaction::{CompactionResult, Preparation};
-use musepi_context_builder::{ContextMessage, ConvertOptions, LlmMessage, convert_with_sources};
-use musepi_session_model::RawJson;
+use musepi_context_builder::LlmMessage;
 use musepi_session_model::json::{js_delete, js_set};
 use serde_json::{Map, Value};
 
@@ -31,7 +34,7 @@ use crate::png_archive::{
 };
 use crate::pricing::{MAX_FRAMES_DEFAULT, PRESERVE_KEY, archive_frame_cap};
 use crate::salience::is_salience_text;
-use crate::serialize::{SerializeOptions, serialize_archive, useless_call_ids};
+use crate::serialize::{SerializeOptions, serialize_archive};
 use crate::shape::{low_companion, resolve_shape};
 use crate::summary::{HISTORY_MARK, frames_short_summary, frames_summary};
 use crate::text_frames::{
@@ -91,96 +94,115 @@ impl Default for SnapSettings {
     }
 }
 
-/// Compacts `prep` into a snapcompact archive for `target`: the PNG-frame
-/// archive when the reader takes images, the text-frame archive otherwise.
-///
-/// A pure function: the same preparation, target and settings always give
-/// the same result, to the byte.
-pub fn compact_preparation(
-    prep: &Preparation<'_>,
-    target: &SnapTarget,
-    settings: &SnapSettings,
-) -> Result<CompactionResult, SnapError> {
-    if prep.first_kept_entry_id.as_str().is_empty() {
-        return Err(SnapError::NoFirstKeptId);
-    }
-    let input = Archived::new(prep);
-    if target.wants_frames() {
-        png_compaction(prep, &input, target, settings)
-    } else {
-        Ok(text_compaction(prep, &input, settings))
+/// What the pass archives: the summarized (and turn-prefix) history and
+/// what the previous compaction on the path stored.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct PassInput<'a> {
+    /// The messages to archive, converted as the summarizer converts them.
+    pub messages: Vec<LlmMessage>,
+    /// The session entry of each message (the markers name them).
+    pub entry_ids: Vec<String>,
+    /// Call ids whose results were flagged useless.
+    pub useless: BTreeSet<String>,
+    /// The files read and modified.
+    pub files: FileLists,
+    /// The context's tokens before the compaction.
+    pub tokens_before: u64,
+    /// The previous compaction's `preserveData`.
+    pub previous_preserve: Option<Value>,
+    /// The previous compaction's `details`.
+    pub previous_details: Option<Value>,
+    /// The previous compaction's summary.
+    pub previous_summary: Option<&'a str>,
+}
+
+impl PassInput<'_> {
+    /// The input for `messages` and their `entry_ids`, with no file lists,
+    /// no useless results and no previous compaction.
+    pub fn new(messages: Vec<LlmMessage>, entry_ids: Vec<String>) -> Self {
+        Self {
+            messages,
+            entry_ids,
+            useless: BTreeSet::new(),
+            files: FileLists::default(),
+            tokens_before: 0,
+            previous_preserve: None,
+            previous_details: None,
+            previous_summary: None,
+        }
     }
 }
 
-/// What both archives take from the preparation.
+/// The content of a compaction entry that the pass made.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Pass {
+    /// The summary.
+    pub summary: String,
+    /// The short, UI-facing summary.
+    pub short_summary: String,
+    /// `details`: the file lists, and the text archive for a text reader.
+    pub details: Value,
+    /// `preserveData`: the PNG archive for an image reader, and what the
+    /// previous compaction preserved that is carried forward.
+    pub preserve_data: Option<Value>,
+}
+
+/// Archives `input` for `target`: the PNG-frame archive when the reader
+/// takes images, the text-frame archive otherwise.
+///
+/// A pure function: the same input, target and settings always give the
+/// same result, to the byte.
+pub fn compact(
+    input: &PassInput<'_>,
+    target: &SnapTarget,
+    settings: &SnapSettings,
+) -> Result<Pass, SnapError> {
+    let archived = Archived::new(input);
+    if target.wants_frames() {
+        png_compaction(&archived, target, settings)
+    } else {
+        Ok(text_compaction(&archived, settings))
+    }
+}
+
+/// What both archives take from the input.
 struct Archived<'p> {
-    /// Summarized and turn-prefix messages, converted as the summarizer
-    /// converts them.
-    messages: Vec<LlmMessage>,
-    /// The session entry of each message.
-    entry_ids: Vec<String>,
-    /// The context's tokens before the compaction.
-    tokens_before: u64,
-    /// Call ids whose results were flagged useless.
-    useless: BTreeSet<String>,
-    files: FileLists,
+    input: &'p PassInput<'p>,
     /// The previous compaction's `preserveData`, as an object.
     previous_preserve: Map<String, Value>,
     /// Its PNG archive, when valid.
     previous_png: Option<PngArchive>,
     /// Its text archive (`details.snapcompact`), when valid.
     previous_text: Option<SnapArchiveState>,
-    previous_summary: Option<&'p str>,
 }
 
 impl<'p> Archived<'p> {
-    fn new(prep: &'p Preparation<'_>) -> Self {
-        let context: Vec<ContextMessage<'_>> = prep
-            .messages_to_summarize
-            .iter()
-            .chain(&prep.turn_prefix_messages)
-            .cloned()
-            .collect();
-        let converted = convert_with_sources(&context, &ConvertOptions::for_summary());
-        let entries = prep.session.entries();
-        let entry_ids = converted
-            .iter()
-            .map(|c| {
-                entries
-                    .get(c.entry_index)
-                    .map_or_else(String::new, |e| e.id.to_string())
-            })
-            .collect();
-        let messages = converted.into_iter().map(|c| c.message).collect();
-        let useless = useless_call_ids(context.iter().map(|m| m.message.as_ref()));
-        let previous_preserve = match prep.previous_preserve_data.as_ref().map(RawJson::to_value) {
-            Some(Value::Object(map)) => map,
+    fn new(input: &'p PassInput<'p>) -> Self {
+        let previous_preserve = match &input.previous_preserve {
+            Some(Value::Object(map)) => map.clone(),
             _ => Map::new(),
         };
         let previous_png = previous_preserve
             .get(PRESERVE_KEY)
             .and_then(PngArchive::from_value);
-        let previous_text = prep
+        let previous_text = input
             .previous_details
             .as_ref()
             .and_then(|d| d.get(PRESERVE_KEY))
             .and_then(SnapArchiveState::from_value);
         Self {
-            messages,
-            entry_ids,
-            tokens_before: prep.tokens_before as u64,
-            useless,
-            files: FileLists::from_file_ops(&prep.file_ops),
+            input,
             previous_preserve,
             previous_png,
             previous_text,
-            previous_summary: prep.previous_summary.as_deref(),
         }
     }
 
     /// `{readFiles, modifiedFiles}`.
     fn details(&self) -> Map<String, Value> {
-        match self.files.lists.to_details() {
+        match self.input.files.lists.to_details() {
             Value::Object(map) => map,
             _ => Map::new(),
         }
@@ -193,6 +215,7 @@ impl<'p> Archived<'p> {
         self.previous_text.clone().or_else(|| {
             self.previous_png.as_ref().map(|png| {
                 let history = self
+                    .input
                     .previous_summary
                     .and_then(|s| s.split_once(HISTORY_MARK))
                     .map(|(_, h)| h)
@@ -215,16 +238,17 @@ impl<'p> Archived<'p> {
         continued: Option<&'s SnapArchiveState>,
         settings: &SnapSettings,
     ) -> SnapInput<'s> {
+        let input = self.input;
         SnapInput {
-            messages: &self.messages,
-            entry_ids: &self.entry_ids,
-            useless: &self.useless,
-            previous_summary: self.previous_summary,
+            messages: &input.messages,
+            entry_ids: &input.entry_ids,
+            useless: &input.useless,
+            previous_summary: input.previous_summary,
             previous_archive: continued,
-            files: &self.files,
+            files: &input.files,
             archive_max_chars: archive_max_chars_for_reserve(settings.reserve_tokens),
             serialize: settings.serialize.clone(),
-            tokens_before: Some(self.tokens_before),
+            tokens_before: Some(input.tokens_before),
         }
     }
 
@@ -241,11 +265,7 @@ impl<'p> Archived<'p> {
 }
 
 /// The text-frame archive.
-fn text_compaction(
-    prep: &Preparation<'_>,
-    input: &Archived<'_>,
-    settings: &SnapSettings,
-) -> CompactionResult {
+fn text_compaction(input: &Archived<'_>, settings: &SnapSettings) -> Pass {
     let continued = input.continued_archive();
     let snap = input.snap_input(continued.as_ref(), settings);
     let out = snap_compact(&snap);
@@ -253,25 +273,20 @@ fn text_compaction(
     let archive = serde_json::to_value(&out.archive).unwrap_or(Value::Null);
     js_set(&mut details, PRESERVE_KEY, archive);
     let preserve = input.carried_preserve(&[PRESERVE_KEY]);
-    CompactionResult {
+    Pass {
         summary: out.summary,
-        short_summary: Some(out.short_summary),
-        first_kept_entry_id: prep.first_kept_entry_id.clone(),
-        tokens_before: prep.tokens_before,
-        details: Some(Value::Object(details)),
+        short_summary: out.short_summary,
+        details: Value::Object(details),
         preserve_data: (!preserve.is_empty()).then_some(Value::Object(preserve)),
-        usage: None,
-        from_extension: false,
     }
 }
 
 /// The PNG-frame archive.
 fn png_compaction(
-    prep: &Preparation<'_>,
     input: &Archived<'_>,
     target: &SnapTarget,
     settings: &SnapSettings,
-) -> Result<CompactionResult, SnapError> {
+) -> Result<Pass, SnapError> {
     let resolved = resolve_shape(
         target.api.as_deref().unwrap_or_default(),
         target.model_id.as_deref().unwrap_or_default(),
@@ -291,8 +306,8 @@ fn png_compaction(
         .max(1);
 
     let serialized = normalize(&serialize_archive(
-        &input.messages,
-        &input.useless,
+        &input.input.messages,
+        &input.input.useless,
         &settings.serialize,
     ));
     // A PNG archive wins; else a text archive continues as normalized
@@ -308,7 +323,7 @@ fn png_compaction(
     let source = compose_archive_source(
         &serialized,
         previous.as_ref(),
-        input.previous_summary,
+        input.input.previous_summary,
         settings.serialize.include_thinking,
     );
     let layout = plan_archive(&source.text, &high, low.as_ref(), max_frames)?;
@@ -326,7 +341,7 @@ fn png_compaction(
     let summary = frames_summary(
         &layout,
         &archive,
-        &input.files,
+        &input.input.files,
         source.included_previous_summary,
         &history,
     );
@@ -337,21 +352,10 @@ fn png_compaction(
         PRESERVE_KEY,
         serde_json::to_value(&archive).unwrap_or(Value::Null),
     );
-    Ok(CompactionResult {
+    Ok(Pass {
         summary,
-        short_summary: Some(short_summary),
-        first_kept_entry_id: prep.first_kept_entry_id.clone(),
-        tokens_before: prep.tokens_before,
-        details: Some(Value::Object(input.details())),
+        short_summary,
+        details: Value::Object(input.details()),
         preserve_data: Some(Value::Object(preserve)),
-        usage: None,
-        from_extension: false,
     })
 }
-
-#[cfg(test)]
-mod png_tests;
-#[cfg(test)]
-mod testkit;
-#[cfg(test)]
-mod tests;

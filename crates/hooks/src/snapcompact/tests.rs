@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::testkit::Builder;
 use super::*;
+use musepi_snapcompact::text_frames::{SNAP_ARCHIVE_VERSION, SnapArchiveState};
 
 fn text_target() -> SnapTarget {
     SnapTarget::default()

@@ -11,11 +11,35 @@ use serde_json::{Value, json};
 
 use super::testkit::Builder;
 use super::*;
-use crate::SessionArchives;
-use crate::history::history_blocks;
-use crate::normalize::NEWLINE_GLYPH;
-use crate::pricing::{FRAME_DATA_BYTES_BUDGET, FRAME_DATA_BYTES_ESTIMATE};
-use crate::util::{head_units, len16, tail_units};
+use musepi_session_model::json::{utf16_ceil_byte_from_end, utf16_floor_byte, utf16_len as len16};
+use musepi_snapcompact::SessionArchives;
+use musepi_snapcompact::history::history_blocks;
+use musepi_snapcompact::normalize::NEWLINE_GLYPH;
+use musepi_snapcompact::png_archive::PngArchive;
+use musepi_snapcompact::pricing::{FRAME_DATA_BYTES_BUDGET, FRAME_DATA_BYTES_ESTIMATE};
+use musepi_snapcompact::serialize::{SerializeOptions, serialize_archive};
+use musepi_snapcompact::{normalize, resolve_shape};
+
+/// `n` with `,` thousands separators.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn head_units(s: &str, units: usize) -> &str {
+    &s[..utf16_floor_byte(s, units)]
+}
+
+fn tail_units(s: &str, units: usize) -> &str {
+    &s[utf16_ceil_byte_from_end(s, units)..]
+}
 
 fn vision(model: &str, api: &str, provider: &str) -> SnapTarget {
     SnapTarget {
@@ -115,9 +139,9 @@ fn png_frames_carry_their_shape_and_the_preserve_data_holds_the_archive() {
         Some(
             format!(
                 "Archived {} chars of history onto {} snapcompact frames (+{} chars as text)",
-                crate::util::thousands(png.total_chars),
+                thousands(png.total_chars),
                 png.frames.len(),
-                crate::util::thousands(text_chars as u64)
+                thousands(text_chars as u64)
             )
             .as_str()
         )
@@ -345,7 +369,7 @@ proptest! {
         let prep = b.prepare(1);
         let target = SnapTarget { max_frames: Some(max_frames), ..vision(model, "", "anthropic") };
         let source = {
-            let input = Archived::new(&prep);
+            let input = pass_input(&prep);
             normalize(&serialize_archive(&input.messages, &input.useless, &SerializeOptions::default()))
         };
         let out = compact_preparation(&prep, &target, &SnapSettings::default()).map_err(|e| TestCaseError::fail(e.to_string()))?;

@@ -2,7 +2,7 @@
 //! without touching the session:
 //!
 //! ```text
-//! cargo run -p musepi-snapcompact --example frames -- SESSION MODEL OUT_DIR [KEEP_RECENT_TOKENS]
+//! cargo run -p musepi-hooks --example frames -- SESSION MODEL OUT_DIR [KEEP_RECENT_TOKENS]
 //! ```
 //!
 //! `MODEL` picks the measured shape (`claude-sonnet-4-5`, `gpt-5`,
@@ -15,10 +15,11 @@ use std::error::Error;
 use std::path::PathBuf;
 
 use musepi_compaction::{CompactionSettings, prepare};
+use musepi_hooks::snapcompact::{SnapSettings, SnapTarget, compact_preparation};
 use musepi_session_model::{SequentialIds, load_file};
+use musepi_snapcompact::base64_decode;
 use musepi_snapcompact::history::plain_text;
 use musepi_snapcompact::png_archive::PngArchive;
-use musepi_snapcompact::{SnapSettings, SnapTarget, base64_decode, compact_preparation};
 
 fn main() -> Result<(), Box<dyn Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -1,9 +1,11 @@
-//! The HTTP providers that write summaries for the `musepi` binary.
+//! HTTP providers that write summaries: usable by any program that runs
+//! the musepi pipelines or its own agent loop.
 //!
-//! Four kinds, each a [`Summarizer`]: [`OpenAiCompatible`] (chat
-//! completions), [`Anthropic`] (messages), [`OpenAiResponses`] (responses,
-//! plus the native `/responses/compact` (docs/design.md, "Remote summaries") and [`RemoteEndpoint`]
-//! (the custom summarizer URL (docs/design.md, "Remote summaries"). They share one
+//! This crate owns the wire protocols and nothing else. Four kinds, each a
+//! [`Summarizer`]: [`OpenAiCompatible`] (chat completions), [`Anthropic`]
+//! (messages), [`OpenAiResponses`] (responses, plus the native
+//! `/responses/compact`, a [`RemoteCompactor`](musepi_hooks::RemoteCompactor)) and
+//! [`RemoteEndpoint`] (a custom summarizer URL). They share one
 //! `reqwest::Client` over rustls and ring ([`install_crypto_provider`],
 //! [`shared_client`]) that follows redirects only within the origin, retry
 //! 429, 5xx, dropped connections and timeouts with backoff
@@ -11,9 +13,35 @@
 //! read answers up to [`MAX_RESPONSE_BYTES`], and stop promptly when the
 //! cancellation token fires. A summary that stopped at the output limit is
 //! marked `truncated`; one far longer than the limit allows is an error.
+//! An [`ApiKey`] is never printed.
 //!
-//! [`resolve_provider`] turns `--provider`, `--base-url`, `--model` and the
-//! settings into a ready [`Provider`].
+//! It must not know settings files, terminals or commands: a caller
+//! either builds a [`ProviderConfig`] itself and calls [`Provider::new`],
+//! or hands [`resolve_provider`] the `--provider`, `--base-url`, `--model`
+//! and `--deadline` choices ([`ProviderFlags`]), the named entries of its
+//! settings ([`ProviderSettings`], [`ProviderEntry`]) and a way to read the
+//! environment.
+//!
+//! ```no_run
+//! use musepi_context_builder::{LlmMessage, RequestPurpose, SummaryRequest};
+//! use musepi_hooks::Summarizer;
+//! use musepi_providers::{Provider, ProviderConfig, ProviderKind, shared_client};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut config = ProviderConfig::new(ProviderKind::OpenaiCompatible, "http://127.0.0.1:8080/v1");
+//! config.model = Some("smollm2".to_owned());
+//! let provider = Provider::new(config, shared_client()?);
+//! let request = SummaryRequest {
+//!     purpose: RequestPurpose::History,
+//!     system_prompt: "You summarize.".to_owned(),
+//!     messages: vec![LlmMessage::user_text("Summarize: …")],
+//!     max_tokens: Some(1024),
+//!     reasoning: None,
+//! };
+//! let answer = provider.summarize(&request, Default::default()).await?;
+//! println!("{}", answer.text);
+//! # Ok(()) }
+//! ```
 
 mod anthropic;
 mod client;
@@ -38,7 +66,10 @@ pub use client::{DEFAULT_CONNECT_TIMEOUT, build_client, install_crypto_provider,
 pub use http::{MAX_RESPONSE_BYTES, RetryNotice, RetryObserver, RetryPolicy};
 pub use openai::OpenAiCompatible;
 pub use remote::{RemoteEndpoint, RemoteSummary};
-pub use resolve::{ProviderError, ProviderFlags, process_env, resolve_config, resolve_provider};
+pub use resolve::{
+    ProviderEntry, ProviderError, ProviderFlags, ProviderSettings, process_env, resolve_config,
+    resolve_provider,
+};
 pub use responses::{
     CompactionItem, NativeCompaction, NativeCompactionRequest, OpenAiRemoteCompaction,
     OpenAiResponses,

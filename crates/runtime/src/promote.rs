@@ -3,7 +3,7 @@
 //! larger-context model the agent offers and go on without compacting.
 //!
 //! The agent declares the models it can switch to
-//! ([`Maintenance::set_promotion_targets`]); the runtime picks the smallest
+//! ([`Maintenance::set_promotion_targets`](crate::Maintenance::set_promotion_targets)); the runtime picks the smallest
 //! window larger than the current one under whose threshold the context
 //! fits, records the switch as a `model_change` entry, and tells the loop to
 //! retry (overflow, incomplete) or simply go on (threshold). Each promotion
@@ -11,12 +11,6 @@
 //! fall back to compaction.
 
 use musepi_compaction::Reason;
-use musepi_context_builder::resolve_threshold_tokens;
-use musepi_session_model::{EntryBody, EntryId, ModelChange};
-
-use crate::runtime::{Maintenance, MaintenanceError};
-use crate::runtime_decision::{Decision, MaintenanceEvent, Outcome};
-use crate::runtime_measure::without_failed_tail;
 
 /// A larger-context model the agent can switch to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -49,6 +43,14 @@ impl PromotionTarget {
     }
 }
 
+/// Whether context promotion may stand in for a compaction for `reason`.
+pub(crate) fn allowed_for(reason: Reason) -> bool {
+    matches!(
+        reason,
+        Reason::Overflow | Reason::Incomplete | Reason::Threshold
+    )
+}
+
 /// The target to promote to: the smallest window above `window` whose
 /// threshold lies above `tokens`, not the current model; the first listed
 /// on a tie.
@@ -68,84 +70,6 @@ pub(crate) fn pick_target<'a>(
             Some(b) if b.context_window <= t.context_window => Some(b),
             _ => Some(t),
         })
-}
-
-impl Maintenance {
-    /// The models context promotion may switch to.
-    #[must_use]
-    pub fn with_promotion_targets(mut self, targets: Vec<PromotionTarget>) -> Self {
-        self.promotion_targets = targets;
-        self
-    }
-
-    /// Replaces the models context promotion may switch to.
-    pub fn set_promotion_targets(&mut self, targets: Vec<PromotionTarget>) {
-        self.promotion_targets = targets;
-    }
-
-    /// The models context promotion may switch to.
-    pub fn promotion_targets(&self) -> &[PromotionTarget] {
-        &self.promotion_targets
-    }
-
-    /// Tries context promotion instead of a compaction for `reason`; `None`
-    /// when it is off, the reason does not allow it, or no target fits.
-    /// `acted` is the assistant whose usage caused it (never acted on twice).
-    pub(crate) fn try_promote(
-        &mut self,
-        reason: Reason,
-        acted: Option<EntryId>,
-    ) -> Result<Option<Decision>, MaintenanceError> {
-        if !self.settings.context_promotion
-            || !matches!(
-                reason,
-                Reason::Overflow | Reason::Incomplete | Reason::Threshold
-            )
-        {
-            return Ok(None);
-        }
-        let (tokens, _) = self.context_tokens();
-        let ctx = self.trigger_context();
-        let thresholds = self.settings.thresholds();
-        let Some(target) = pick_target(
-            &self.promotion_targets,
-            ctx.current_model.as_ref(),
-            self.settings.context_window,
-            tokens,
-            |w| resolve_threshold_tokens(w, &thresholds),
-        )
-        .cloned() else {
-            return Ok(None);
-        };
-        let from = ctx.current_model.map(|(p, m)| format!("{p}/{m}"));
-        self.append(EntryBody::ModelChange(ModelChange {
-            provider: Some(target.provider.clone()),
-            model_id: Some(target.model_id.clone()),
-            ..ModelChange::default()
-        }))?;
-        self.set_model(
-            &target.provider,
-            &target.model_id,
-            Some(target.context_window),
-        );
-        if acted.is_some() {
-            self.state.acted_usage = acted;
-        }
-        self.emit(MaintenanceEvent::ContextPromotion {
-            reason,
-            from_model: from,
-            target: target.clone(),
-        });
-        let retry = reason != Reason::Threshold;
-        Ok(Some(Decision {
-            retry,
-            remove_last_assistant: retry,
-            continue_turn: retry,
-            context: retry.then(|| without_failed_tail(self.context())),
-            promotion: Some(target),
-            ..Decision::of(Outcome::Promoted, Some(reason))
-        }))
-    }
 }
 
 #[cfg(test)]

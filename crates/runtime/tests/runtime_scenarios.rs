@@ -11,9 +11,11 @@ use musepi_compaction::prompts::AUTO_CONTINUE;
 use musepi_compaction::{REPEATED_OVERFLOW, Reason};
 use musepi_context_builder::{LlmMessage, RequestPurpose, SummaryRequest, SummaryResponse};
 use musepi_hooks::{
+    RemoteCompactInput, RemoteCompactor, RemoteFuture, SummarizeError, SummarizeFuture, Summarizer,
+};
+use musepi_runtime::{
     Decision, Maintenance, MaintenanceEvent, MaintenanceSettings, MaintenanceStrategy,
-    NAVIGATE_MARKER, Outcome, PromotionTarget, RemoteCompactInput, RemoteCompactor, RemoteFuture,
-    SummarizeError, SummarizeFuture, Summarizer, TreeRequest, UsedStrategy,
+    NAVIGATE_MARKER, Outcome, PromotionTarget, TreeRequest, UsedStrategy,
 };
 use musepi_session_model::{
     AgentMessage, AssistantMessage, Content, ContentBlock, EntryBody, Header, Journal, JsonValue,

@@ -4,22 +4,20 @@
 // Helpers outside #[test] functions unwrap too: a failure there is a test failure.
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use musepi_cli::provider::{
-    ApiKey, DeveloperRole, NativeCompactionRequest, OpenAiRemoteCompaction, Provider,
-    ProviderConfig, ProviderKind, RetryNotice, RetryPolicy, build_client,
-};
 use musepi_context_builder::{LlmMessage, RequestPurpose, SummaryRequest};
 use musepi_hooks::{
     RemoteCompactInput, RemoteCompactor, RemoteFailure, SummarizeError, Summarizer,
 };
+use musepi_providers::{
+    ApiKey, DeveloperRole, NativeCompactionRequest, OpenAiRemoteCompaction, Provider,
+    ProviderConfig, ProviderKind, RetryNotice, RetryPolicy, build_client,
+};
 use musepi_session_model::{ContentBlock, JsonValue, Text, ToolCall, Usage};
+use musepi_test_support::http::{Reply, Seen, Server};
 use serde_json::json;
-use support::{Reply, Seen, Server};
 use tokio_util::sync::CancellationToken;
 
 const KEY: &str = "sk-test-secret-0123456789";
@@ -1098,14 +1096,14 @@ async fn an_endless_answer_is_read_only_up_to_the_limit() {
             err,
             SummarizeError::TooLarge {
                 provider: flavour_name(flavour).to_owned(),
-                limit: musepi_cli::provider::MAX_RESPONSE_BYTES,
+                limit: musepi_providers::MAX_RESPONSE_BYTES,
             },
             "{flavour:?}"
         );
         assert_eq!(server.seen().len(), 1, "not retried");
     }
     // A whole body of a declared length over the limit is refused as well.
-    let limit = usize::try_from(musepi_cli::provider::MAX_RESPONSE_BYTES).unwrap();
+    let limit = usize::try_from(musepi_providers::MAX_RESPONSE_BYTES).unwrap();
     let server = Server::start(vec![Reply::raw(200, &" ".repeat(limit + 1))]).await;
     let err = summarize(&Flavour::Chat.provider(&server)).await;
     assert!(

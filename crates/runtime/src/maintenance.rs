@@ -1,25 +1,6 @@
-//! The maintenance runtime: what a live agent loop calls at its natural
-//! points to keep its context healthy (docs/design.md, "When to compact" and "Summaries" and "Branch summaries").
-//!
-//! [`Maintenance`] owns the session's [`Journal`], the settings, the
-//! summarizer, the hooks and the recovery state. The agent loop calls:
-//!
-//! - [`Maintenance::after_assistant`] after each assistant message is
-//!   appended: overflow recovery, incomplete-output recovery, threshold
-//!   maintenance after a turn;
-//! - [`Maintenance::before_request`] before each provider request inside a
-//!   tool loop: mid-turn maintenance, only at a safe boundary;
-//! - [`Maintenance::idle`] while the agent waits for the user;
-//! - [`Maintenance::compact`] on `/compact [instructions]`;
-//! - [`Maintenance::navigate_tree`] on `/tree`.
-//!
-//! Each returns a [`Decision`]: whether to retry (after dropping the failing
-//! assistant from the live messages), whether to continue and with which
-//! developer prompt, what to tell the user, and the rebuilt context. Events
-//! (`compaction_start`, `compaction_end`, `context_promotion`, `tree_start`,
-//! `tree_end`) go to the
-//! caller's [`EventSink`] before the method returns. An [`AbortHandle`]
-//! stops a running compaction or navigation from another task.
+//! [`Maintenance`]: the runtime over one session, its builder, its
+//! accessors and every natural point. All of its behaviour is here; the
+//! sibling modules hold the data it reports and the functions it calls.
 //!
 //! The same usage never causes two compactions: the runtime remembers the
 //! assistant whose usage it last acted on, and estimates anchored on it (or
@@ -29,74 +10,40 @@
 use std::sync::Arc;
 
 use musepi_compaction::{
-    Action, REPEATED_OVERFLOW, Reason, TriggerContext, after_assistant, before_request, has_output,
-    manual, when_idle,
+    Action, CompactionPlan, REPEATED_OVERFLOW, Reason, TriggerContext, after_assistant,
+    before_request, has_output, manual, when_idle,
 };
-use musepi_context_builder::{LlmMessage, build_context};
+use musepi_context_builder::{LlmMessage, build_context, resolve_threshold_tokens};
+use musepi_hooks::{Hooks, NavigateError, RemoteCompactor, SnapTarget, Summarizer, navigate};
 use musepi_session_model::{
-    AgentMessage, AssistantMessage, EntryBody, EntryId, IdSource, Journal, SequentialIds,
-    SessionError, Stamp, StopReason,
+    AgentMessage, AssistantMessage, EntryBody, EntryId, IdSource, Journal, ModelChange,
+    SequentialIds, Stamp, StopReason,
 };
 
-use crate::compact::{RemoteCompactor, SnapTarget};
-use crate::runner::Hooks;
-use crate::runtime_decision::{AbortHandle, Decision, EventSink, MaintenanceEvent, Outcome};
-use crate::runtime_measure::without_failed_tail;
-use crate::runtime_settings::MaintenanceSettings;
-use crate::summarizer::Summarizer;
-
-/// "Now" in epoch milliseconds.
-pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
-
-/// The recovery state of one agent run.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct MaintenanceState {
-    /// An overflow recovery ran in this run (reset by user input and by a
-    /// non-error assistant message).
-    pub overflow_recovery_attempted: bool,
-    /// Empty truncated answers retried in a row (reset by user input and
-    /// by actionable output).
-    pub empty_incomplete_recoveries: u32,
-    /// The assistant whose usage the last compaction acted on.
-    pub acted_usage: Option<EntryId>,
-}
-
-/// Why a runtime call could not be made.
-#[derive(Debug, thiserror::Error)]
-pub enum MaintenanceError {
-    /// No entry has this id.
-    #[error("Entry {0} not found")]
-    NotFound(String),
-    /// The entry is not an assistant message.
-    #[error("entry {0} is not an assistant message")]
-    NotAssistant(String),
-    /// The session is empty.
-    #[error("the session has no entries")]
-    Empty,
-    /// The journal could not be written.
-    #[error(transparent)]
-    Session(#[from] SessionError),
-    /// A navigation failed (no model for the summary, the summarizer failed).
-    #[error(transparent)]
-    Navigate(crate::navigate::NavigateError),
-}
+use crate::decision::{AbortHandle, Decision, EventSink, MaintenanceEvent, Outcome, UsedStrategy};
+use crate::measure::{self, without_failed_tail};
+use crate::promote::{self, PromotionTarget};
+use crate::run::{self, Parts};
+use crate::settings::MaintenanceSettings;
+use crate::state::{Clock, MaintenanceError, MaintenanceState, system_clock};
+use crate::tree::{self, TreeOutcome, TreeRequest};
 
 /// The maintenance runtime over one session.
 pub struct Maintenance {
-    pub(crate) journal: Journal,
-    pub(crate) settings: MaintenanceSettings,
-    pub(crate) summarizer: Option<Arc<dyn Summarizer>>,
-    pub(crate) remote: Option<Arc<dyn RemoteCompactor>>,
-    pub(crate) hooks: Hooks,
-    pub(crate) ids: Box<dyn IdSource + Send>,
-    pub(crate) clock: Clock,
-    pub(crate) events: Option<EventSink>,
-    pub(crate) model: Option<(String, String)>,
-    pub(crate) reader: SnapTarget,
-    pub(crate) system_prompt: Option<String>,
-    pub(crate) state: MaintenanceState,
-    pub(crate) abort: AbortHandle,
-    pub(crate) promotion_targets: Vec<crate::runtime_promote::PromotionTarget>,
+    journal: Journal,
+    settings: MaintenanceSettings,
+    summarizer: Option<Arc<dyn Summarizer>>,
+    remote: Option<Arc<dyn RemoteCompactor>>,
+    hooks: Hooks,
+    ids: Box<dyn IdSource + Send>,
+    clock: Clock,
+    events: Option<EventSink>,
+    model: Option<(String, String)>,
+    reader: SnapTarget,
+    system_prompt: Option<String>,
+    state: MaintenanceState,
+    abort: AbortHandle,
+    promotion_targets: Vec<PromotionTarget>,
 }
 
 impl std::fmt::Debug for Maintenance {
@@ -111,12 +58,6 @@ impl std::fmt::Debug for Maintenance {
             .field("state", &self.state)
             .finish_non_exhaustive()
     }
-}
-
-fn system_clock() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 impl Maintenance {
@@ -202,6 +143,23 @@ impl Maintenance {
         self
     }
 
+    /// The models context promotion may switch to.
+    #[must_use]
+    pub fn with_promotion_targets(mut self, targets: Vec<PromotionTarget>) -> Self {
+        self.promotion_targets = targets;
+        self
+    }
+
+    /// Replaces the models context promotion may switch to.
+    pub fn set_promotion_targets(&mut self, targets: Vec<PromotionTarget>) {
+        self.promotion_targets = targets;
+    }
+
+    /// The models context promotion may switch to.
+    pub fn promotion_targets(&self) -> &[PromotionTarget] {
+        &self.promotion_targets
+    }
+
     /// Sets the model the agent uses now (`provider`, model id) and its
     /// context window. Without it the session's latest model counts.
     pub fn set_model(&mut self, provider: &str, model_id: &str, context_window: Option<u64>) {
@@ -249,7 +207,7 @@ impl Maintenance {
         self.abort.abort()
     }
 
-    pub(crate) fn emit(&self, event: MaintenanceEvent) {
+    fn emit(&self, event: MaintenanceEvent) {
         if let Some(sink) = &self.events {
             sink(event);
         }
@@ -274,14 +232,14 @@ impl Maintenance {
         crate::model_messages(self.journal.session())
     }
 
-    pub(crate) fn trigger_context(&self) -> TriggerContext {
+    fn trigger_context(&self) -> TriggerContext {
         let mut ctx = self.settings.trigger_context();
         ctx.current_model = self.model.clone().or_else(|| {
             build_context(self.journal.session())
                 .model
                 .map(|m| (m.provider, m.model_id))
         });
-        ctx.latest_compaction_ms = self.latest_compaction_ms();
+        ctx.latest_compaction_ms = measure::latest_compaction_ms(self.journal.session());
         ctx.overflow_recovery_attempted = self.state.overflow_recovery_attempted;
         ctx.empty_incomplete_recoveries = self.state.empty_incomplete_recoveries;
         ctx
@@ -309,7 +267,9 @@ impl Maintenance {
             return Err(MaintenanceError::NotAssistant(entry.id.to_string()));
         };
         let (message, id) = (message.clone(), entry.id.clone());
-        if self.state.acted_usage.as_ref() == Some(&id) || self.before_latest_compaction(index) {
+        if self.state.acted_usage.as_ref() == Some(&id)
+            || measure::before_latest_compaction(session, index)
+        {
             return Ok(Decision::nothing());
         }
         self.observe(&message);
@@ -403,6 +363,214 @@ impl Maintenance {
         let (_, anchor) = self.context_tokens();
         let instructions = instructions.filter(|i| !i.trim().is_empty());
         self.run_plan(manual(), instructions, anchor).await
+    }
+
+    /// The context size the triggers compare: the last usage plus the
+    /// context's tokens of what followed it
+    /// ([`musepi_snapcompact::measured_tokens`], which never anchors on a
+    /// usage from before the latest compaction on the path), or the
+    /// context's tokens when that usage was already acted on or is dated
+    /// before the latest compaction. Also returns the anchoring assistant's
+    /// entry.
+    pub fn context_tokens(&self) -> (f64, Option<EntryId>) {
+        measure::context_tokens(self.journal.session(), self.state.acted_usage.as_ref())
+    }
+
+    /// Whether every tool call of the last assistant has its result (a
+    /// safe point to compact inside a tool loop).
+    pub fn at_safe_boundary(&self) -> bool {
+        measure::at_safe_boundary(self.journal.session())
+    }
+
+    /// Tries context promotion instead of a compaction for `reason`; `None`
+    /// when it is off, the reason does not allow it, or no target fits.
+    /// `acted` is the assistant whose usage caused it (never acted on twice).
+    fn try_promote(
+        &mut self,
+        reason: Reason,
+        acted: Option<EntryId>,
+    ) -> Result<Option<Decision>, MaintenanceError> {
+        if !self.settings.context_promotion || !promote::allowed_for(reason) {
+            return Ok(None);
+        }
+        let (tokens, _) = self.context_tokens();
+        let ctx = self.trigger_context();
+        let thresholds = self.settings.thresholds();
+        let Some(target) = promote::pick_target(
+            &self.promotion_targets,
+            ctx.current_model.as_ref(),
+            self.settings.context_window,
+            tokens,
+            |w| resolve_threshold_tokens(w, &thresholds),
+        )
+        .cloned() else {
+            return Ok(None);
+        };
+        let from = ctx.current_model.map(|(p, m)| format!("{p}/{m}"));
+        self.append(EntryBody::ModelChange(ModelChange {
+            provider: Some(target.provider.clone()),
+            model_id: Some(target.model_id.clone()),
+            ..ModelChange::default()
+        }))?;
+        self.set_model(
+            &target.provider,
+            &target.model_id,
+            Some(target.context_window),
+        );
+        if acted.is_some() {
+            self.state.acted_usage = acted;
+        }
+        self.emit(MaintenanceEvent::ContextPromotion {
+            reason,
+            from_model: from,
+            target: target.clone(),
+        });
+        let retry = reason != Reason::Threshold;
+        Ok(Some(Decision {
+            retry,
+            remove_last_assistant: retry,
+            continue_turn: retry,
+            context: retry.then(|| without_failed_tail(self.context())),
+            promotion: Some(target),
+            ..Decision::of(Outcome::Promoted, Some(reason))
+        }))
+    }
+
+    /// Runs a compaction for `plan`, reports it, and decides what follows.
+    /// `anchor` is the assistant whose usage led here; it is never acted on again.
+    async fn run_plan(
+        &mut self,
+        plan: CompactionPlan,
+        instructions: Option<String>,
+        anchor: Option<EntryId>,
+    ) -> Decision {
+        let reason = plan.reason;
+        self.emit(MaintenanceEvent::CompactionStart { reason });
+        let used = run::choose(
+            self.settings.strategy,
+            plan,
+            instructions.is_some(),
+            self.summarizer.is_some(),
+        );
+        let ignored = (used == UsedStrategy::Snapcompact && instructions.is_some()).then(|| {
+            "the instructions need a model to write the summary; the archive was written without them"
+                .to_owned()
+        });
+        let cancel = self.abort.begin();
+        let parts = Parts {
+            journal: &mut self.journal,
+            ids: self.ids.as_mut(),
+            settings: &self.settings,
+            summarizer: self.summarizer.as_deref(),
+            remote: self.remote.as_deref(),
+            hooks: &self.hooks,
+            reader: &self.reader,
+            system_prompt: self.system_prompt.as_deref(),
+            now: (self.clock)(),
+        };
+        let result = run::execute(parts, plan, used, instructions, &cancel).await;
+        self.abort.end();
+        let automatic = reason != Reason::Manual;
+        if automatic || result.is_ok() {
+            self.state.acted_usage = anchor.or_else(|| self.state.acted_usage.take());
+        }
+        let (event, mut decision) = match result {
+            Ok(made) => {
+                let (event, mut d) = run::compacted(plan, made);
+                d.notes.extend(ignored);
+                (event, d)
+            }
+            Err(stop) => run::stopped(reason, automatic, stop),
+        };
+        self.emit(event);
+        decision.remove_last_assistant = plan.remove_last_assistant;
+        let context = self.context();
+        decision.context = Some(if plan.remove_last_assistant {
+            without_failed_tail(context)
+        } else {
+            context
+        });
+        decision
+    }
+
+    /// Navigates to `request.target_id`, optionally leaving a summary of
+    /// the abandoned branch under the target (docs/design.md, "Branch summaries").
+    pub async fn navigate_tree(
+        &mut self,
+        request: TreeRequest,
+    ) -> Result<TreeOutcome, MaintenanceError> {
+        self.emit(MaintenanceEvent::TreeStart {
+            target_id: request.target_id.clone(),
+            summarize: request.summarize,
+        });
+        let old_leaf_id = self.journal.session().leaf_id().cloned();
+        let strategy = run::branch_strategy(
+            self.settings.strategy,
+            request.custom_instructions.is_some(),
+            self.summarizer.is_some(),
+        );
+        let options = tree::options(
+            &request,
+            strategy,
+            self.summarizer.as_deref(),
+            &self.settings,
+            &self.hooks,
+            (self.clock)(),
+        );
+        let cancel = self.abort.begin();
+        let result = navigate(&mut self.journal, &options, self.ids.as_mut(), &cancel).await;
+        self.abort.end();
+        let out = match result {
+            Ok(out) => out,
+            Err(NavigateError::Aborted | NavigateError::CancelledByHook { .. }) => {
+                self.emit(tree::unmoved(old_leaf_id.as_ref(), true, None));
+                return Ok(TreeOutcome {
+                    cancelled: true,
+                    old_leaf_id: old_leaf_id.clone(),
+                    new_leaf_id: old_leaf_id,
+                    context: self.context(),
+                    ..TreeOutcome::default()
+                });
+            }
+            Err(e) => {
+                self.emit(tree::unmoved(
+                    old_leaf_id.as_ref(),
+                    false,
+                    Some(e.to_string()),
+                ));
+                return Err(match e {
+                    NavigateError::NotFound(id) => MaintenanceError::NotFound(id),
+                    other => MaintenanceError::Navigate(other),
+                });
+            }
+        };
+        let mut marker_entry_id = None;
+        if !out.no_op && out.summary_entry.is_none() && request.label.is_none() {
+            let body = tree::marker(out.old_leaf.as_ref(), request.target_id.as_deref());
+            let mut stamp = Stamp {
+                ids: self.ids.as_mut(),
+                now: (self.clock)(),
+            };
+            marker_entry_id = Some(self.journal.append(body, &mut stamp)?);
+        }
+        if !out.no_op {
+            self.state.overflow_recovery_attempted = false;
+            self.state.empty_incomplete_recoveries = 0;
+        }
+        let new_leaf_id = self.journal.session().leaf_id().cloned();
+        self.emit(MaintenanceEvent::TreeEnd {
+            old_leaf_id: out.old_leaf.as_ref().map(ToString::to_string),
+            new_leaf_id: new_leaf_id.as_ref().map(ToString::to_string),
+            summary_entry_id: out.summary_entry.as_ref().map(ToString::to_string),
+            aborted: false,
+            error_message: None,
+        });
+        Ok(tree::outcome(
+            out,
+            new_leaf_id,
+            marker_entry_id,
+            self.context(),
+        ))
     }
 }
 

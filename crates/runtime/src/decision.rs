@@ -9,7 +9,7 @@ use musepi_context_builder::LlmMessage;
 use musepi_session_model::EntryId;
 use serde_json::{Value, json};
 
-use crate::runtime_promote::PromotionTarget;
+use crate::promote::PromotionTarget;
 use tokio_util::sync::CancellationToken;
 
 /// How a compaction was made.

@@ -5,7 +5,7 @@
 
 use musepi_compaction::{CompactionSettings, PruneConfig, TriggerContext};
 use musepi_context_builder::ThresholdSettings;
-use musepi_snapcompact::SnapSettings;
+use musepi_hooks::SnapSettings;
 
 /// `compaction.strategy` (docs/design.md, "When to compact"): how automatic maintenance compacts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]

@@ -1,0 +1,159 @@
+//! What the maintenance runtime measures: the context size the triggers
+//! compare (never the same usage twice, never a usage from before the
+//! latest compaction), the latest compaction, and safe tool-loop boundaries.
+
+use std::collections::HashSet;
+
+use musepi_context_builder::{LlmMessage, Tokenizer, build_context};
+use musepi_session_model::{EntryBody, EntryId, Session, StopReason};
+
+/// Timestamp (ms) of the latest compaction on the current branch.
+pub(crate) fn latest_compaction_ms(session: &Session) -> Option<f64> {
+    let leaf = session.leaf_index()?;
+    session
+        .path_indices(leaf)
+        .into_iter()
+        .rev()
+        .map(|i| &session.entries()[i])
+        .find(|e| matches!(e.body, EntryBody::Compaction(_)))
+        .and_then(musepi_session_model::Entry::timestamp_ms)
+        .map(|ms| ms as f64)
+}
+
+/// Whether entry `index` lies before the latest compaction on the
+/// current branch (its usage measured a context that no longer exists),
+/// whatever the timestamps say.
+pub(crate) fn before_latest_compaction(session: &Session, index: usize) -> bool {
+    let Some(leaf) = session.leaf_index() else {
+        return false;
+    };
+    let path = session.path_indices(leaf);
+    let compaction = path
+        .iter()
+        .rposition(|&i| matches!(session.entries()[i].body, EntryBody::Compaction(_)));
+    match (compaction, path.iter().position(|&i| i == index)) {
+        (Some(c), Some(p)) => p < c,
+        _ => false,
+    }
+}
+
+/// The context size the triggers compare: the last usage plus the
+/// context's tokens of what followed it
+/// ([`musepi_snapcompact::measured_tokens`], which never anchors on a
+/// usage from before the latest compaction on the path), or the
+/// context's tokens when that usage was already acted on (`acted`) or is
+/// dated before the latest compaction. Also returns the anchoring
+/// assistant's entry.
+pub(crate) fn context_tokens(session: &Session, acted: Option<&EntryId>) -> (f64, Option<EntryId>) {
+    let leaf = session.leaf_index();
+    let measured = musepi_snapcompact::measured_tokens(session, leaf);
+    let Some(i) = measured.last_usage_index else {
+        return (measured.tokens, None);
+    };
+    let ctx = build_context(session);
+    let anchor = &ctx.messages[i];
+    let id = session.entries()[anchor.entry_index].id.clone();
+    let stale = acted == Some(&id)
+        || matches!(
+            (anchor.message.timestamp(), latest_compaction_ms(session)),
+            (Some(t), Some(c)) if t <= c
+        );
+    if stale {
+        let tokens = musepi_snapcompact::context_tokens(session, leaf, Tokenizer::Heuristic);
+        (tokens as f64, None)
+    } else {
+        (measured.tokens, Some(id))
+    }
+}
+
+/// Whether every tool call of the last assistant has its result (a safe
+/// point to compact inside a tool loop).
+pub(crate) fn at_safe_boundary(session: &Session) -> bool {
+    let ctx = build_context(session);
+    let messages = &ctx.messages;
+    let Some(pos) = messages
+        .iter()
+        .rposition(|m| m.message.as_assistant().is_some())
+    else {
+        return true;
+    };
+    let Some(assistant) = messages[pos].message.as_assistant() else {
+        return true;
+    };
+    let answered: HashSet<&str> = messages[pos + 1..]
+        .iter()
+        .filter_map(|m| m.message.as_tool_result())
+        .map(|r| r.tool_call_id.as_str())
+        .collect();
+    assistant
+        .tool_calls()
+        .all(|c| answered.contains(c.id.as_str()))
+}
+
+/// The context without a trailing failed (error or truncated) assistant,
+/// also when it is the last kept message of a provider history that ends
+/// the context.
+pub(crate) fn without_failed_tail(mut messages: Vec<LlmMessage>) -> Vec<LlmMessage> {
+    let failed = |m: Option<&LlmMessage>| {
+        matches!(
+            m,
+            Some(LlmMessage::Assistant {
+                stop_reason: Some(StopReason::Error | StopReason::Length),
+                ..
+            })
+        )
+    };
+    if failed(messages.last()) {
+        messages.pop();
+    } else if let Some(LlmMessage::ProviderHistory(h)) = messages.last_mut()
+        && failed(h.kept.last())
+    {
+        h.kept.pop();
+    }
+    messages
+}
+
+#[cfg(test)]
+mod tests {
+    use musepi_context_builder::ProviderHistory;
+    use musepi_session_model::ContentBlock;
+
+    use super::*;
+
+    fn assistant(stop: StopReason) -> LlmMessage {
+        LlmMessage::Assistant {
+            content: vec![ContentBlock::text("a")],
+            provider: None,
+            model: None,
+            stop_reason: Some(stop),
+        }
+    }
+
+    fn history(kept: Vec<LlmMessage>) -> LlmMessage {
+        LlmMessage::ProviderHistory(ProviderHistory {
+            provider: "openai".into(),
+            items: Vec::new(),
+            summary: Box::new(LlmMessage::user_text("S")),
+            kept,
+        })
+    }
+
+    #[test]
+    fn a_failed_tail_goes_also_from_a_provider_history() {
+        let out = without_failed_tail(vec![
+            LlmMessage::user_text("u"),
+            assistant(StopReason::Length),
+        ]);
+        assert_eq!(out, [LlmMessage::user_text("u")]);
+        let out = without_failed_tail(vec![history(vec![
+            LlmMessage::user_text("u"),
+            assistant(StopReason::Error),
+        ])]);
+        assert_eq!(out, [history(vec![LlmMessage::user_text("u")])]);
+        let kept = vec![assistant(StopReason::Stop)];
+        assert_eq!(
+            without_failed_tail(vec![history(kept.clone())]),
+            [history(kept)]
+        );
+    }
+}

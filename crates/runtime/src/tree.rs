@@ -1,0 +1,137 @@
+//! Tree navigation through the maintenance runtime (`navigateTree`;
+//! docs/design.md, "Branch summaries"): the navigation pipeline with an optional branch summary,
+//! reported as `tree_start` / `tree_end`, abortable like a compaction.
+
+use musepi_branch_summary::ToolResults;
+use musepi_compaction::prompts::SUMMARIZATION_SYSTEM;
+use musepi_context_builder::LlmMessage;
+use musepi_hooks::{BranchStrategy, Hooks, NavigateOptions, NavigateOutcome, Summarizer};
+use musepi_session_model::{EntryBody, EntryId, RawJson};
+use serde_json::json;
+
+use crate::decision::MaintenanceEvent;
+use crate::settings::MaintenanceSettings;
+
+/// The `customType` of the entry that records a navigation without a
+/// summary or label: a file's leaf is its last line, so moving the leaf
+/// durably takes one entry. It never reaches the model.
+pub const NAVIGATE_MARKER: &str = "musepi.navigate";
+
+/// A `/tree` navigation.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TreeRequest {
+    /// The entry to go to; `None` goes before the first entry (root).
+    pub target_id: Option<String>,
+    /// Summarize the branch being left.
+    pub summarize: bool,
+    /// Instructions for the summary.
+    pub custom_instructions: Option<String>,
+    /// Whether they replace the default prompt (otherwise they add a focus).
+    pub replace_instructions: bool,
+    /// A label for the new position.
+    pub label: Option<String>,
+}
+
+/// What a navigation did.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TreeOutcome {
+    /// A hook cancelled it or the abort signal fired: the leaf did not move.
+    pub cancelled: bool,
+    /// The target was already the leaf.
+    pub no_op: bool,
+    /// The leaf before.
+    pub old_leaf_id: Option<EntryId>,
+    /// The leaf after.
+    pub new_leaf_id: Option<EntryId>,
+    /// The branch summary entry written.
+    pub summary_entry_id: Option<EntryId>,
+    /// Its text.
+    pub summary: Option<String>,
+    /// Text to put back in the editor (a user or custom message target).
+    pub editor_text: Option<String>,
+    /// The abandoned entries, oldest first.
+    pub abandoned: Vec<EntryId>,
+    /// The marker entry that made the new leaf durable.
+    pub marker_entry_id: Option<EntryId>,
+    /// The rebuilt provider messages: replace the live messages with them.
+    pub context: Vec<LlmMessage>,
+    /// Hook failures and other notices.
+    pub notes: Vec<String>,
+}
+
+/// The entry that makes a navigation from `from` to `to` durable.
+pub(crate) fn marker(from: Option<&EntryId>, to: Option<&str>) -> EntryBody {
+    EntryBody::Custom {
+        custom_type: NAVIGATE_MARKER.to_owned(),
+        data: Some(RawJson::from_value(&json!({
+            "from": from.map(ToString::to_string),
+            "to": to,
+        }))),
+    }
+}
+
+/// The `tree_end` of a navigation that left the leaf at `leaf`: cancelled
+/// (`aborted`), or failed with `error`.
+pub(crate) fn unmoved(
+    leaf: Option<&EntryId>,
+    aborted: bool,
+    error: Option<String>,
+) -> MaintenanceEvent {
+    MaintenanceEvent::TreeEnd {
+        old_leaf_id: leaf.map(ToString::to_string),
+        new_leaf_id: leaf.map(ToString::to_string),
+        summary_entry_id: None,
+        aborted,
+        error_message: error,
+    }
+}
+
+/// The navigation pipeline's options for `request`.
+pub(crate) fn options<'a>(
+    request: &TreeRequest,
+    strategy: BranchStrategy,
+    summarizer: Option<&'a dyn Summarizer>,
+    settings: &MaintenanceSettings,
+    hooks: &'a Hooks,
+    now: i64,
+) -> NavigateOptions<'a> {
+    NavigateOptions {
+        target: request.target_id.clone(),
+        from: None,
+        summarize: request.summarize,
+        custom_instructions: request.custom_instructions.clone(),
+        replace_instructions: request.replace_instructions,
+        label: request.label.clone(),
+        strategy,
+        summarizer,
+        context_window: Some(settings.context_window),
+        reserve_tokens: settings.branch_summary_reserve_tokens,
+        tool_results: ToolResults::Truncated,
+        system_prompt: SUMMARIZATION_SYSTEM.text(),
+        hooks,
+        now,
+    }
+}
+
+/// What a navigation that moved (or found the target already the leaf)
+/// tells the agent.
+pub(crate) fn outcome(
+    out: NavigateOutcome,
+    new_leaf_id: Option<EntryId>,
+    marker_entry_id: Option<EntryId>,
+    context: Vec<LlmMessage>,
+) -> TreeOutcome {
+    TreeOutcome {
+        cancelled: false,
+        no_op: out.no_op,
+        old_leaf_id: out.old_leaf,
+        new_leaf_id,
+        summary_entry_id: out.summary_entry,
+        summary: out.summary.map(|s| s.summary),
+        editor_text: out.editor_text,
+        abandoned: out.abandoned,
+        marker_entry_id,
+        context,
+        notes: out.warnings,
+    }
+}

@@ -1,0 +1,38 @@
+//! What the musepi crates' tests share.
+//!
+//! This crate owns three things every test suite of the workspace needs
+//! and none should write again:
+//!
+//! - [`SessionBuilder`]: sessions written as JSONL lines, exactly like a
+//!   file, and loaded with the normal loader;
+//! - [`golden!`]: one golden snapshot check (insta, named by the caller,
+//!   without the module prefix or the expression);
+//! - [`http::Server`]: a scripted HTTP server on 127.0.0.1 that records
+//!   every request, so provider and command tests never reach another host.
+//!
+//! It must not know any crate above session-model, so every crate of the
+//! workspace can use it in its tests; it is never published.
+
+// A failure in test support is a failure of the test that called it.
+#![allow(clippy::missing_panics_doc)]
+
+mod builder;
+pub mod http;
+
+pub use builder::{SessionBuilder, text_block, tool_call};
+#[doc(hidden)]
+pub use insta;
+
+/// Asserts that `text` equals the stored snapshot `name`: the one golden
+/// check of every snapshot test (named by the caller, no module prefix, no
+/// expression in the file), for example
+/// `musepi_test_support::golden!("cut__split_turn", rendered)`.
+#[macro_export]
+macro_rules! golden {
+    ($name:expr, $text:expr) => {{
+        let mut settings = $crate::insta::Settings::clone_current();
+        settings.set_prepend_module_to_snapshot(false);
+        settings.set_omit_expression(true);
+        settings.bind(|| $crate::insta::assert_snapshot!($name, $text));
+    }};
+}
