@@ -1,7 +1,7 @@
 //! The pipelines and their extension points.
 //!
-//! This crate owns the async pipelines that run compaction ([`compact`])
-//! and tree navigation ([`navigate`]) on a journal end to end (prune,
+//! This crate owns the async pipelines that run compaction ([`compact()`])
+//! and tree navigation ([`navigate()`]) on a journal end to end (prune,
 //! prepare, ask the hooks, summarize or archive, commit, rebuild), the
 //! choice between an LLM summary, a remote compaction and the snapcompact
 //! archive ([`Strategy`], with the adapter from a preparation to an archive
@@ -19,7 +19,7 @@
 //! provider error, context overflow, empty answer, refusal, transport, and
 //! the remote-compaction messages).
 //!
-//! Entry points: [`compact`] with [`CompactOptions`], [`navigate`] with
+//! Entry points: [`compact()`] with [`CompactOptions`], [`navigate()`] with
 //! [`NavigateOptions`], [`Hooks`], [`ProcessHook`], [`Summarizer`],
 //! [`branch_digest`].
 
