@@ -19,7 +19,6 @@ use musepi_hooks::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::commands::{Ctx, Failure};
 use crate::settings::{HookCommand, Settings};
 
 /// Why a `hooks` setting cannot be used.
@@ -61,9 +60,10 @@ pub enum HookSettingsError {
     },
 }
 
-/// The hooks the settings configure; their stderr is forwarded unless `-q`.
-pub fn from_settings(settings: &Settings, ctx: &Ctx) -> Result<Hooks, Failure> {
-    let mode = if ctx.quiet() {
+/// The hooks the settings configure; their stderr is forwarded unless
+/// `quiet` (`-q`).
+pub fn from_settings(settings: &Settings, quiet: bool) -> Result<Hooks, HookSettingsError> {
+    let mode = if quiet {
         StderrMode::Capture
     } else {
         StderrMode::Forward
@@ -75,13 +75,16 @@ pub fn from_settings(settings: &Settings, ctx: &Ctx) -> Result<Hooks, Failure> {
 /// says: a full-screen interface passes [`StderrMode::Callback`] so that
 /// nothing is written under its screen (the callback then also receives
 /// the failures that cancel an operation, under the hook's name).
-pub fn from_settings_with(settings: &Settings, mode: &StderrMode) -> Result<Hooks, Failure> {
+pub fn from_settings_with(
+    settings: &Settings,
+    mode: &StderrMode,
+) -> Result<Hooks, HookSettingsError> {
     let sink = match mode {
         StderrMode::Callback(f) => Some(f.clone()),
         StderrMode::Forward | StderrMode::Capture => None,
     };
     let mut hooks = Hooks::new();
-    for hook in process_hooks(settings, mode).map_err(Failure::bad_input)? {
+    for hook in process_hooks(settings, mode)? {
         hooks.register(Arc::new(Reported {
             hook,
             sink: sink.clone(),

@@ -7,14 +7,15 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use musepi_cli::settings::{
-    CompactionStrategy, HookCommand, ProviderEntry, Settings, SettingsError, SettingsSources,
-    SettingsWarning, SystemPromptImaging, Untrusted, load_settings, merge_layers,
+    HookCommand, ProviderEntry, Settings, SettingsError, SettingsSources, SettingsWarning,
+    SystemPromptImaging, Untrusted, load_settings, merge_layers,
 };
 use musepi_cli::trust::{TrustStore, Trusted, key_for, sha256_hex};
 use musepi_hooks::Summarizer;
 use musepi_providers::{
     ApiKey, DeveloperRole, Provider, ProviderConfig, ProviderError, ProviderFlags, ProviderKind,
 };
+use musepi_runtime::MaintenanceStrategy;
 use serde_json::{Value, json};
 
 /// Resolves the provider configuration from a settings file's providers.
@@ -58,7 +59,7 @@ fn defaults_follow_the_design_era_table() {
     assert_eq!(s, Settings::default());
     let c = &s.compaction;
     assert!(c.enabled && c.auto_continue && c.mid_turn_enabled && c.remote_enabled);
-    assert_eq!(c.strategy, CompactionStrategy::Snapcompact);
+    assert_eq!(c.strategy, MaintenanceStrategy::Snapcompact);
     assert_eq!((c.reserve_tokens, c.keep_recent_tokens), (16384, 20000));
     assert_eq!((c.threshold_percent, c.threshold_tokens), (-1.0, -1));
     assert_eq!(c.remote_endpoint, None);
@@ -133,7 +134,7 @@ fn files_merge_user_then_project_then_explicit() {
     let s = loaded.settings;
     assert_eq!(s.compaction.reserve_tokens, 2000);
     assert_eq!(s.compaction.keep_recent_tokens, 5000);
-    assert_eq!(s.compaction.strategy, CompactionStrategy::ContextFull);
+    assert_eq!(s.compaction.strategy, MaintenanceStrategy::ContextFull);
     assert_eq!(s.compaction.remote_endpoint, None);
     assert!(s.branch_summary.enabled);
     assert_eq!(
@@ -233,7 +234,7 @@ fn wrongly_typed_values_warn_and_fall_back() {
         s.compaction.keep_recent_tokens, 9000,
         "the earlier file's valid value stays"
     );
-    assert_eq!(s.compaction.strategy, CompactionStrategy::Snapcompact);
+    assert_eq!(s.compaction.strategy, MaintenanceStrategy::Snapcompact);
     assert!(s.compaction.idle_enabled, "valid neighbours are kept");
     assert_eq!(s.snapcompact, Settings::default().snapcompact);
     assert_eq!(s.providers["x"].kind, None);
@@ -673,7 +674,7 @@ fn an_untrusted_project_file_keeps_only_its_harmless_settings() {
     let loaded = load_settings(&sources).unwrap();
     let s = &loaded.settings;
     assert_eq!(s.compaction.reserve_tokens, 2000);
-    assert_eq!(s.compaction.strategy, CompactionStrategy::ContextFull);
+    assert_eq!(s.compaction.strategy, MaintenanceStrategy::ContextFull);
     assert!(s.branch_summary.enabled);
     assert_eq!(s.compaction.remote_endpoint, None);
     assert_eq!(s.providers.keys().collect::<Vec<_>>(), ["mine"]);

@@ -64,9 +64,9 @@ pub use decision::{
 };
 pub use maintenance::Maintenance;
 pub use promote::PromotionTarget;
-pub use settings::{MaintenanceSettings, MaintenanceStrategy};
+pub use settings::{DEFAULT_CONTEXT_WINDOW, MaintenanceSettings, MaintenanceStrategy};
 pub use state::{Clock, MaintenanceError, MaintenanceState};
-pub use tree::{NAVIGATE_MARKER, TreeOutcome, TreeRequest};
+pub use tree::{NAVIGATE_MARKER, TreeOutcome, TreeRequest, marker as navigation_marker};
 
 /// The provider messages at the session's leaf, as an agent should send
 /// them: refined (no dangling calls or dead error turns), custom messages as

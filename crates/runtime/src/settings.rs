@@ -1,17 +1,29 @@
 //! The settings the maintenance runtime reads (docs/design.md, "Settings").
 //!
-//! A plain struct with the design-era defaults; the `musepi` binary maps its
-//! settings files into it, an embedding agent fills it from its own.
+//! A plain struct with the design-era defaults, taken from the crates that
+//! own each value (compaction's budgets and thresholds, the archive's
+//! budgets, the branch summary's reserve), so every default is written
+//! once; the `musepi` binary maps its settings files into it, an embedding
+//! agent fills it from its own.
 
 use musepi_compaction::{CompactionSettings, PruneConfig, TriggerContext};
 use musepi_context_builder::ThresholdSettings;
 use musepi_hooks::SnapSettings;
+use serde::{Deserialize, Serialize};
 
-/// `compaction.strategy` (docs/design.md, "When to compact"): how automatic maintenance compacts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+/// The context window assumed when nothing names the model's.
+pub const DEFAULT_CONTEXT_WINDOW: u64 = 200_000;
+
+/// `compaction.strategy` (docs/design.md, "When to compact"): how automatic
+/// maintenance compacts. Its settings value is the kebab-case name.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum MaintenanceStrategy {
-    /// The local, model-free archive (docs/design.md, "Settings": the default).
+    /// The local, model-free archive (docs/design.md, "Settings": the
+    /// default). `shake` (mechanical elision of large tool results, which
+    /// the design era does not describe) reads as this strategy.
     #[default]
+    #[serde(alias = "shake")]
     Snapcompact,
     /// An LLM summary written as a compaction entry.
     ContextFull,
@@ -103,26 +115,29 @@ pub struct MaintenanceSettings {
 
 impl Default for MaintenanceSettings {
     fn default() -> Self {
+        let compaction = CompactionSettings::default();
+        let prune = PruneConfig::default();
+        let trigger = TriggerContext::default();
         Self {
-            enabled: true,
+            enabled: compaction.enabled,
             strategy: MaintenanceStrategy::default(),
-            reserve_tokens: 16_384,
-            keep_recent_tokens: 20_000,
-            auto_continue: true,
-            mid_turn_enabled: true,
-            threshold_percent: -1.0,
-            threshold_tokens: -1.0,
-            idle_enabled: false,
-            idle_threshold_tokens: 200_000,
-            idle_timeout_seconds: 300,
-            drop_useless: true,
-            supersede_reads: true,
+            reserve_tokens: compaction.reserve_tokens,
+            keep_recent_tokens: compaction.keep_recent_tokens,
+            auto_continue: trigger.auto_continue,
+            mid_turn_enabled: trigger.mid_turn_enabled,
+            threshold_percent: compaction.threshold_percent,
+            threshold_tokens: compaction.threshold_tokens,
+            idle_enabled: trigger.idle_enabled,
+            idle_threshold_tokens: trigger.idle_threshold_tokens,
+            idle_timeout_seconds: trigger.idle_timeout_seconds,
+            drop_useless: prune.prune_useless,
+            supersede_reads: prune.supersede_reads,
             remote_enabled: true,
             context_promotion: false,
             branch_summary_enabled: false,
-            branch_summary_reserve_tokens: 16_384,
-            context_window: 200_000,
-            reasoning: Some("high".to_owned()),
+            branch_summary_reserve_tokens: musepi_branch_summary::DEFAULT_RESERVE_TOKENS,
+            context_window: DEFAULT_CONTEXT_WINDOW,
+            reasoning: compaction.reasoning,
             snapcompact: SnapSettings::default(),
             snapcompact_shape: None,
         }

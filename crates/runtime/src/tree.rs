@@ -59,8 +59,11 @@ pub struct TreeOutcome {
     pub notes: Vec<String>,
 }
 
-/// The entry that makes a navigation from `from` to `to` durable.
-pub(crate) fn marker(from: Option<&EntryId>, to: Option<&str>) -> EntryBody {
+/// The entry that makes a navigation from `from` to `to` durable (a
+/// [`NAVIGATE_MARKER`] custom entry): a navigation without a summary or a
+/// label moves the leaf in memory only, and a file records its leaf as its
+/// last line.
+pub fn marker(from: Option<&EntryId>, to: Option<&str>) -> EntryBody {
     EntryBody::Custom {
         custom_type: NAVIGATE_MARKER.to_owned(),
         data: Some(RawJson::from_value(&json!({

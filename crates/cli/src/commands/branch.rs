@@ -8,23 +8,19 @@ use musepi_branch_summary::{
     token_budget,
 };
 use musepi_compaction::prompts::SUMMARIZATION_SYSTEM;
-use musepi_hooks::{BranchStrategy, NavigateOptions, NavigateOutcome, Summarizer, navigate};
-use musepi_session_model::{EntryBody, EntryId, IdSource, Journal, SessionError, Stamp};
+use musepi_hooks::{BranchStrategy, NavigateOptions, Summarizer, navigate};
+use musepi_session_model::Journal;
 use serde_json::json;
 
 use crate::cli::BranchArgs;
-use crate::commands::plan::request_json;
 use crate::commands::runtime::{
     Progress, ctrl_c, default_branch_strategy, provider, runtime, settings,
 };
-use crate::commands::writer::Target;
-use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
+use crate::commands::writer::{Target, mark_leaf};
+use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{Color, aligned, note, print_json, print_text};
+use crate::report::plan::request_json;
 use musepi_providers::ProviderFlags;
-
-/// The entry that records a navigation without a summary (the file's leaf
-/// is its last line, so moving the leaf on disk takes one entry).
-pub use musepi_runtime::NAVIGATE_MARKER;
 
 /// Runs the command.
 pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
@@ -78,7 +74,7 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
         );
     }
     dest.refuse_live(&journal)?;
-    let hooks = crate::hooks::from_settings(&settings, ctx)?;
+    let hooks = crate::hooks::from_settings(&settings, ctx.quiet()).or_bad_input()?;
     let rt = runtime()?;
     let progress = Progress::start(ctx, "summarizing the branch");
     let llm = if args.summarize && strategy == BranchStrategy::Llm {
@@ -205,32 +201,6 @@ fn strategy_name(strategy: BranchStrategy) -> &'static str {
         BranchStrategy::Llm => "llm",
         BranchStrategy::Snapcompact => "snapcompact",
     }
-}
-
-/// Without a summary (or label) a navigation moves the leaf in memory
-/// only; the file records its leaf as its last line, so one marker entry
-/// makes it stick. Returns the marker's id when one was written.
-pub(crate) fn mark_leaf(
-    journal: &mut Journal,
-    out: &NavigateOutcome,
-    options: &NavigateOptions<'_>,
-    ids: &mut dyn IdSource,
-) -> Result<Option<EntryId>, SessionError> {
-    if out.no_op || out.summary_entry.is_some() || options.label.is_some() {
-        return Ok(None);
-    }
-    let mut stamp = Stamp {
-        ids,
-        now: options.now,
-    };
-    let body = EntryBody::Custom {
-        custom_type: NAVIGATE_MARKER.to_owned(),
-        data: Some(musepi_session_model::RawJson::from_value(&json!({
-            "from": out.old_leaf.as_ref().map(ToString::to_string),
-            "to": options.target,
-        }))),
-    };
-    journal.append(body, &mut stamp).map(Some)
 }
 
 /// `--dry-run`: the collected entries, what fits the budget, and the request.

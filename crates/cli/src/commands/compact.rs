@@ -3,99 +3,26 @@
 use std::fmt::Write as _;
 
 use musepi_compaction::{Reason, RequestOptions, SummaryPlan, prune_first};
-use musepi_hooks::{CompactError, CompactOptions, RemoteCompactor, Strategy, Summarizer, compact};
+use musepi_hooks::{CompactError, CompactOptions, RemoteCompactor, Summarizer, compact};
 use musepi_session_model::{EntryBody, Journal};
 
+use crate::commands::strategy::Chosen;
 use crate::commands::writer::Target;
 use serde_json::json;
 
 use crate::cli::CompactArgs;
-use crate::commands::plan::{prune_json, request_json};
 use crate::commands::requests::Counted;
-use crate::commands::runtime::{
-    Progress, budgets, ctrl_c, provider, prune_config, runtime, settings, snap_strategy,
-    snap_target,
-};
-use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
+use crate::commands::runtime::{Progress, ctrl_c, maintenance, provider, runtime, settings};
+use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{Color, aligned, note, preview, print_json, print_text};
-use crate::settings::CompactionStrategy;
+use crate::report::plan::{prune_json, request_json};
 use musepi_providers::ProviderFlags;
-
-/// Which strategy runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Chosen {
-    /// The deterministic archive (no model).
-    Snapcompact,
-    /// An LLM summary.
-    Llm,
-    /// The provider-native remote compaction, then an LLM summary.
-    Remote,
-}
-
-impl Chosen {
-    /// The name users see and pass to `--strategy`.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Self::Snapcompact => "snapcompact",
-            Self::Llm => "llm",
-            Self::Remote => "remote",
-        }
-    }
-
-    /// The strategy `musepi compact` runs: `--strategy`, else the
-    /// settings, where instructions ask for an LLM summary.
-    pub(crate) fn pick(
-        flag: Option<&str>,
-        settings: &crate::settings::Settings,
-        instructions: bool,
-    ) -> Result<Self, Failure> {
-        Ok(match flag {
-            Some("snapcompact") => Self::Snapcompact,
-            Some("llm" | "context-full") => Self::Llm,
-            Some("remote") => Self::Remote,
-            Some(other) => {
-                return Err(Failure::usage(anyhow::anyhow!(
-                    "--strategy {other}: expected snapcompact, llm or remote"
-                )));
-            }
-            None => match settings.compaction.strategy {
-                CompactionStrategy::ContextFull => Self::Llm,
-                _ if instructions => Self::Llm,
-                _ => Self::Snapcompact,
-            },
-        })
-    }
-
-    /// The pipeline's strategy; `model` names who reads a snapcompact
-    /// archive, whose size follows the reserve of `budgets` (settings and
-    /// `--reserve`).
-    pub(crate) fn strategy(
-        self,
-        settings: &crate::settings::Settings,
-        budgets: &musepi_compaction::CompactionSettings,
-        model: Option<&str>,
-        llm: Option<&musepi_providers::Provider>,
-    ) -> Strategy {
-        match self {
-            Self::Snapcompact => snap_strategy(
-                settings,
-                budgets.reserve_tokens,
-                snap_target(settings, model, llm),
-            ),
-            Self::Llm => Strategy::Llm,
-            Self::Remote => Strategy::Remote,
-        }
-    }
-}
 
 /// Runs the command.
 pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
     let settings = settings(ctx)?;
-    let chosen = Chosen::pick(
-        args.strategy.as_deref(),
-        &settings,
-        args.instructions.is_some(),
-    )?;
+    let m = maintenance(&settings, &args.budget);
+    let chosen = Chosen::pick(args.strategy.as_deref(), &m, args.instructions.is_some())?;
     let file = args.file.path()?;
     let target = Target::new(&file, args.out.as_deref(), args.force, args.dry_run, ctx)?;
     let mut journal = target.open(ctx)?;
@@ -122,12 +49,12 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         model: args.model.clone(),
         deadline: args.deadline,
     };
-    let budgets = budgets(&settings, &args.budget, None);
-    let prune = (!args.no_prune).then(|| prune_config(&settings));
+    let budgets = m.compaction();
+    let prune = (!args.no_prune).then(|| m.prune());
     if args.dry_run {
         return dry_run(&journal, chosen, &budgets, prune.as_ref(), args, ctx);
     }
-    let hooks = crate::hooks::from_settings(&settings, ctx)?;
+    let hooks = crate::hooks::from_settings(&settings, ctx.quiet()).or_bad_input()?;
     let rt = runtime()?;
     let label = format!("compacting with {}", chosen.name());
     let progress = Progress::start(ctx, &label);
@@ -139,7 +66,7 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
     let counted = llm
         .as_ref()
         .map(|p| Counted::new(p as &dyn Summarizer, &progress, "compacting"));
-    let strategy = chosen.strategy(&settings, &budgets, args.model.as_deref(), llm.as_ref());
+    let strategy = chosen.strategy(&m, args.model.as_deref(), llm.as_ref());
     let options = CompactOptions {
         reason: Reason::Manual,
         will_retry: false,

@@ -11,7 +11,7 @@ use musepi_session_model::{
     write_file,
 };
 
-use super::{Ctx, Failure};
+use crate::ctx::{Ctx, Failure};
 use crate::output::note;
 
 /// Where a session is read from.

@@ -30,8 +30,8 @@ use tokio_util::sync::CancellationToken;
 use crate::cli::BudgetArgs;
 use crate::cli::HandoffArgs;
 use crate::commands::files::mode_of;
-use crate::commands::runtime::{Progress, budgets, ctrl_c, provider, runtime, settings};
-use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
+use crate::commands::runtime::{Progress, ctrl_c, maintenance, provider, runtime, settings};
+use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::ids::RandomIds;
 use crate::output::{Color, aligned, note, print_json, print_text};
 use musepi_providers::ProviderFlags;
@@ -76,7 +76,7 @@ pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
         ));
     }
     let parent = std::path::absolute(&file).or_bad_input()?;
-    let hooks = crate::hooks::from_settings(&settings, ctx)?;
+    let hooks = crate::hooks::from_settings(&settings, ctx.quiet()).or_bad_input()?;
     let rt = runtime()?;
     let progress = Progress::start(ctx, "writing the handoff document");
     let flags = ProviderFlags {
@@ -110,7 +110,7 @@ pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
                 history,
                 SUMMARIZATION_SYSTEM.text(),
                 args.instructions.as_deref(),
-                budgets(&settings, &BudgetArgs::default(), None).reasoning,
+                maintenance(&settings, &BudgetArgs::default()).reasoning,
             );
             let response = llm
                 .summarize(&request, cancel.clone())
@@ -214,7 +214,7 @@ fn before_event(
         custom_instructions: args.instructions.clone(),
         preparation: PreparationView {
             first_kept_entry_id: String::new(),
-            tokens_before: crate::commands::context::context_tokens(session, session.leaf_index())
+            tokens_before: crate::report::context::context_tokens(session, session.leaf_index())
                 as f64,
             is_split_turn: false,
             messages_to_summarize: context

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{HooksCommand, HooksTestArgs};
-use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
+use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{Color, print_json, print_text};
 use crate::settings::SettingsSources;
 

@@ -9,10 +9,10 @@ use musepi_session_model::{AgentMessage, EntryBody, Session, load_file};
 use serde_json::{Value, json};
 
 use crate::cli::LsArgs;
-use crate::commands::context::context_tokens;
 use crate::commands::pi_dir::{Env, Listed, cwd, resolve, sessions};
-use crate::commands::{CmdResult, Ctx, Exit, OrExit};
+use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
 use crate::output::{Color, note, preview, print_json, print_text};
+use crate::report::context::context_tokens;
 
 /// Characters of the first user message shown.
 const PREVIEW: usize = 48;

@@ -2,7 +2,7 @@
 //!
 //! Each command is one module with a `run(args, ctx) -> CmdResult`
 //! function; [`run`] parses the line, builds the [`Ctx`] and maps every
-//! outcome to an exit code ([`failure`], docs/cli.md): 0 success, 1 the
+//! outcome to an exit code ([`crate::ctx`], docs/cli.md): 0 success, 1 the
 //! operation failed, 2 bad usage or bad input, 3 the session is busy.
 //! Errors are printed on stderr with their source chain and, with `--json`,
 //! as one JSON document on stdout.
@@ -11,7 +11,6 @@ pub mod branch;
 pub mod chart;
 pub mod compact;
 pub mod context;
-pub mod failure;
 pub mod files;
 pub mod handoff;
 pub mod hooks_cmd;
@@ -23,8 +22,8 @@ pub mod requests;
 pub mod runtime;
 pub mod serve;
 pub mod session;
-pub mod settings_glue;
 pub mod snapcompact;
+pub mod strategy;
 pub mod trust;
 pub mod view;
 pub mod writer;
@@ -33,71 +32,10 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 use clap::Parser as _;
-use musepi_session_model::time::{EpochMillis, parse_iso};
 
-pub use failure::{CmdResult, Exit, Failure, OrExit};
-
-use crate::cli::{Cli, Command, Globals};
-use crate::output::{Style, print_error, print_json};
-
-/// What every command gets: the global flags, read and checked.
-#[derive(Debug, Clone)]
-pub struct Ctx {
-    /// The flags as given.
-    pub globals: Globals,
-    /// `--now`, in epoch milliseconds.
-    pub now: Option<EpochMillis>,
-    /// How to colour standard output.
-    pub style: Style,
-}
-
-impl Ctx {
-    /// Checks the global flags.
-    pub fn new(globals: Globals) -> Result<Self, Failure> {
-        let now = match &globals.now {
-            Some(text) => Some(parse_iso(text).ok_or_else(|| {
-                Failure::usage(anyhow::anyhow!(
-                    "--now {text}: not an ISO-8601 date-time (e.g. 2025-05-01T10:00:00.000Z)"
-                ))
-            })?),
-            None => None,
-        };
-        Ok(Self {
-            globals,
-            now,
-            style: Style::stdout(),
-        })
-    }
-
-    /// `--json`.
-    pub fn json(&self) -> bool {
-        self.globals.json
-    }
-
-    /// `-q`.
-    pub fn quiet(&self) -> bool {
-        self.globals.quiet
-    }
-
-    /// `-v` count.
-    pub fn verbose(&self) -> u8 {
-        self.globals.verbose
-    }
-
-    /// `--deterministic-ids`.
-    pub fn deterministic_ids(&self) -> bool {
-        self.globals.deterministic_ids
-    }
-
-    /// "Now": `--now`, or the system clock.
-    pub fn now_ms(&self) -> EpochMillis {
-        self.now.unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        })
-    }
-}
+use crate::cli::{Cli, Command};
+use crate::ctx::{CmdResult, Ctx, Exit, Failure};
+use crate::output::{print_error, print_json};
 
 /// The binary's entry point: the process arguments in, an exit code out.
 pub fn main() -> ExitCode {

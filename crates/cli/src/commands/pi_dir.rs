@@ -17,7 +17,7 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use super::{Exit, Failure};
+use crate::ctx::{Exit, Failure};
 
 /// musepi's override of the folder, after `--session-dir`.
 pub const ENV_SESSION_DIR: &str = "MUSEPI_SESSION_DIR";

@@ -13,10 +13,11 @@ use musepi_compaction::{apply_prune, plan_prune};
 use serde_json::json;
 
 use crate::cli::PruneArgs;
-use crate::commands::plan::{prune_json, prune_text};
+use crate::commands::plan::prune_text;
 use crate::commands::writer::Target;
-use crate::commands::{CmdResult, Ctx, Exit, OrExit};
+use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
 use crate::output::{Color, print_json};
+use crate::report::plan::prune_json;
 
 /// Runs the command.
 pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
@@ -24,8 +25,11 @@ pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
     let target = Target::new(&file, args.out.as_deref(), args.force, args.dry_run, ctx)?;
     let mut journal = target.open(ctx)?;
     let now = ctx.now_ms();
-    let mut config =
-        crate::commands::runtime::prune_config(&crate::commands::runtime::settings(ctx)?);
+    let mut config = crate::commands::runtime::maintenance(
+        &crate::commands::runtime::settings(ctx)?,
+        &crate::cli::BudgetArgs::default(),
+    )
+    .prune();
     if let Some(n) = args.min_saving {
         config.minimum_savings = n;
     }

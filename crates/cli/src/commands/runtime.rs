@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use musepi_compaction::{CompactionSettings as Budgets, PruneConfig};
+use musepi_runtime::{DEFAULT_CONTEXT_WINDOW, MaintenanceSettings};
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::BudgetArgs;
-use crate::commands::{Ctx, Failure, OrExit};
+use crate::ctx::{Ctx, Failure, OrExit};
 use crate::output::note;
 use crate::settings::{LoadedSettings, Settings, SettingsSources, load_settings};
 use musepi_providers::{
@@ -46,30 +46,19 @@ pub fn load(sources: &SettingsSources, ctx: &Ctx) -> Result<Settings, Failure> {
     Ok(settings)
 }
 
-/// The library's compaction settings from the settings files and the flags.
-pub fn budgets(settings: &Settings, budget: &BudgetArgs, reasoning: Option<String>) -> Budgets {
-    let c = &settings.compaction;
-    let mut b = Budgets {
-        enabled: c.enabled,
-        reserve_tokens: u64::from(c.reserve_tokens),
-        keep_recent_tokens: u64::from(c.keep_recent_tokens),
-        threshold_percent: c.threshold_percent,
-        threshold_tokens: c.threshold_tokens as f64,
-        ..Budgets::default()
-    };
-    if reasoning.is_some() {
-        b.reasoning = reasoning;
+/// What the runtime and the pipelines read: the settings files, then the
+/// budget flags over them (`--keep-recent`, `--reserve`,
+/// `--context-window`). Every command takes its budgets, pruning and
+/// archive budgets from here.
+pub fn maintenance(settings: &Settings, budget: &BudgetArgs) -> MaintenanceSettings {
+    let mut m = settings.maintenance(budget.context_window.unwrap_or(DEFAULT_CONTEXT_WINDOW));
+    if let Some(k) = budget.keep_recent {
+        m.keep_recent_tokens = k;
     }
-    crate::commands::settings_glue::compaction_settings(b, budget)
-}
-
-/// Pruning as the settings configure it.
-pub fn prune_config(settings: &Settings) -> PruneConfig {
-    PruneConfig {
-        prune_useless: settings.compaction.drop_useless,
-        supersede_reads: settings.compaction.supersede_reads,
-        ..PruneConfig::default()
+    if let Some(r) = budget.reserve {
+        m.reserve_tokens = r;
     }
+    m
 }
 
 /// The provider the flags and settings select, with retries reported on stderr.
@@ -203,9 +192,10 @@ const VISION_FAMILIES: [&str; 8] = [
 
 /// Who will read a snapcompact archive: the `--model` (or the provider's
 /// model), whether it reads images (the provider entry's `vision`, else its
-/// family), and the wire API its provider speaks (for image pricing).
+/// family), and the wire API its provider speaks (for image pricing); the
+/// shape the settings force, if any.
 pub fn snap_target(
-    settings: &Settings,
+    settings: &MaintenanceSettings,
     model: Option<&str>,
     provider: Option<&Provider>,
 ) -> musepi_hooks::SnapTarget {
@@ -227,41 +217,24 @@ pub fn snap_target(
         }
         .to_owned()
     });
-    let forced_shape =
-        (settings.snapcompact.shape != "auto").then(|| settings.snapcompact.shape.clone());
     musepi_hooks::SnapTarget {
         api,
         model_id,
         provider: config.map(|c| c.kind.as_str().to_owned()),
         vision,
-        forced_shape,
+        forced_shape: settings.snapcompact_shape.clone(),
         max_frames: None,
     }
 }
 
-/// The snapcompact strategy the settings describe, for `reserve_tokens`
-/// (`compaction.reserveTokens`, or `--reserve` where a command takes it):
-/// the text archive's budget follows it.
+/// The snapcompact strategy for `target`, with the archive budgets of
+/// `settings` (whose reserve sizes the text archive).
 pub fn snap_strategy(
-    settings: &Settings,
-    reserve_tokens: u64,
+    settings: &MaintenanceSettings,
     target: musepi_hooks::SnapTarget,
 ) -> musepi_hooks::Strategy {
-    let s = &settings.snapcompact;
-    let cap = |c: Option<u32>| c.map(|v| v as usize);
-    let serialize = musepi_snapcompact::SerializeOptions {
-        tool_result_max_chars: cap(s.tool_result_max_chars),
-        tool_arg_max_chars: cap(s.tool_arg_max_chars),
-        tool_call_max_chars: cap(s.tool_call_max_chars),
-        truncate_head_ratio: s.truncate_head_ratio,
-        dim_tool_results: s.dim_tool_results,
-        ..musepi_snapcompact::SerializeOptions::default()
-    };
     musepi_hooks::Strategy::Snapcompact(Box::new(musepi_hooks::SnapcompactStrategy {
         target,
-        settings: musepi_hooks::SnapSettings {
-            serialize,
-            reserve_tokens,
-        },
+        settings: settings.snap_settings(),
     }))
 }

@@ -30,12 +30,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::ServeArgs;
 use crate::commands::runtime::settings;
-use crate::commands::settings_glue::DEFAULT_CONTEXT_WINDOW;
-use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
+use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use methods::{RpcError, Server};
 use musepi_providers::{
     Provider, ProviderError, ProviderFlags, install_crypto_provider, process_env, resolve_provider,
 };
+use musepi_runtime::DEFAULT_CONTEXT_WINDOW;
 
 /// Where protocol lines go: one whole line per write, flushed.
 #[derive(Clone)]
@@ -197,7 +197,7 @@ pub fn run(args: &ServeArgs, ctx: &Ctx) -> CmdResult {
         .filter(|p| p.as_responses().is_some())
         .map(|p| Arc::new(Native(p.clone())) as Arc<dyn RemoteCompactor>);
     let summarizer = provider.map(|p| p as Arc<dyn Summarizer>);
-    let hooks = crate::hooks::from_settings(&settings, ctx)?;
+    let hooks = crate::hooks::from_settings(&settings, ctx.quiet()).or_bad_input()?;
     let out = Out::stdout();
     let sink_out = out.clone();
     let events: EventSink = Arc::new(move |e: MaintenanceEvent| {

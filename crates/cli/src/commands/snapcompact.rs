@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 
 use crate::cli::{RenderArgs, SnapcompactCommand};
 use crate::commands::files::{Input, load_or_fail};
-use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
+use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{aligned, print_json, print_text};
 
 /// Runs a `musepi snapcompact` command.

@@ -9,7 +9,7 @@ use musepi_session_model::time::format_iso;
 use serde_json::{Value, json};
 
 use crate::cli::TrustArgs;
-use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
+use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{Color, aligned, print_json, print_text};
 use crate::trust::{
     TrustError, TrustStore, Trusted, Verdict, home, key_for, read_regular, sha256_hex, store_path,

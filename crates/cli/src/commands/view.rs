@@ -18,17 +18,17 @@ use musepi_hooks::{
     BranchStrategy, CompactError, CompactOptions, Hooks, NavigateOptions, RemoteCompactor,
     StderrMode, StderrSink, Summarizer, compact, navigate,
 };
+use musepi_runtime::MaintenanceSettings;
 use musepi_session_model::{Journal, Session};
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::{BudgetArgs, ViewArgs};
-use crate::commands::branch::mark_leaf;
-use crate::commands::compact::Chosen;
+use crate::cli::ViewArgs;
 use crate::commands::runtime::{
-    Progress, budgets, default_branch_strategy, provider, prune_config, runtime, settings,
+    Progress, default_branch_strategy, maintenance, provider, runtime, settings,
 };
-use crate::commands::settings_glue::context_window;
-use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
+use crate::commands::strategy::Chosen;
+use crate::commands::writer::mark_leaf;
+use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::settings::Settings;
 use crate::view::terminal::TerminalGuard;
 use crate::view::text::{sanitize, thousands, tokens};
@@ -43,6 +43,7 @@ pub fn run(args: &ViewArgs, ctx: &Ctx) -> CmdResult {
         )));
     }
     let settings = settings(ctx)?;
+    let m = maintenance(&settings, &args.budget);
     let file = args.file.path()?;
     let session = load(&file, ctx).or_bad_input()?;
     let flags = ProviderFlags {
@@ -52,10 +53,10 @@ pub fn run(args: &ViewArgs, ctx: &Ctx) -> CmdResult {
         deadline: args.deadline,
     };
     // Check the flag now, so a typo is an error before the screen changes.
-    Chosen::pick(args.strategy.as_deref(), &settings, false)?;
+    Chosen::pick(args.strategy.as_deref(), &m, false)?;
     let (branch, branch_note) =
         branch_strategy(args.branch_strategy.as_deref(), &settings, &flags)?;
-    let strategies = describe(args, &settings, &flags, branch)?;
+    let strategies = describe(args, &settings, &m, &flags, branch)?;
     // Progress, warnings and hook stderr would draw over the screen.
     let mut quiet = ctx.clone();
     quiet.globals.quiet = true;
@@ -66,7 +67,7 @@ pub fn run(args: &ViewArgs, ctx: &Ctx) -> CmdResult {
         flags,
         compact_flag: args.strategy.clone(),
         branch,
-        budget: args.budget.clone(),
+        maintenance: m,
         hook_lines: Arc::default(),
     };
     let mut guard = TerminalGuard::enter().or_failed()?;
@@ -77,7 +78,7 @@ pub fn run(args: &ViewArgs, ctx: &Ctx) -> CmdResult {
         strategies,
         (size.width, size.height),
     );
-    app.context_window = context_window(&args.budget, None);
+    app.context_window = worker.maintenance.context_window;
     let problems = session.problems().len();
     if problems > 0 {
         app.say(
@@ -131,6 +132,7 @@ fn branch_strategy(
 fn describe(
     args: &ViewArgs,
     settings: &Settings,
+    maintenance: &MaintenanceSettings,
     flags: &ProviderFlags,
     branch: BranchStrategy,
 ) -> Result<Strategies, Failure> {
@@ -144,8 +146,8 @@ fn describe(
     };
     let flag = args.strategy.as_deref();
     Ok(Strategies {
-        compact: name(Chosen::pick(flag, settings, false)?),
-        compact_with_instructions: name(Chosen::pick(flag, settings, true)?),
+        compact: name(Chosen::pick(flag, maintenance, false)?),
+        compact_with_instructions: name(Chosen::pick(flag, maintenance, true)?),
         branch: match branch {
             BranchStrategy::Llm => format!("an LLM summary ({})", model()),
             BranchStrategy::Snapcompact => "the snapcompact digest (no model)".to_owned(),
@@ -162,7 +164,8 @@ struct Pipelines {
     flags: ProviderFlags,
     compact_flag: Option<String>,
     branch: BranchStrategy,
-    budget: BudgetArgs,
+    /// The settings files and the budget flags, as the runtime reads them.
+    maintenance: MaintenanceSettings,
     /// What the hooks of the running job wrote on stderr.
     hook_lines: Arc<Mutex<Vec<String>>>,
 }
@@ -214,8 +217,10 @@ impl Pipelines {
                 l.push(format!("hook {name}: {}", sanitize(line)));
             }
         });
-        crate::hooks::from_settings_with(&self.settings, &StderrMode::Callback(sink))
-            .map_err(failure)
+        Ok(crate::hooks::from_settings_with(
+            &self.settings,
+            &StderrMode::Callback(sink),
+        )?)
     }
 
     fn journal(&self) -> anyhow::Result<Journal> {
@@ -304,12 +309,11 @@ impl Pipelines {
     ) -> anyhow::Result<String> {
         let chosen = Chosen::pick(
             self.compact_flag.as_deref(),
-            &self.settings,
+            &self.maintenance,
             instructions.is_some(),
         )
         .map_err(failure)?;
         let mut journal = self.journal()?;
-        let budgets = budgets(&self.settings, &self.budget, None);
         let hooks = self.hooks()?;
         let rt = runtime().map_err(failure)?;
         let progress = Progress::start(&self.ctx, "compacting");
@@ -319,18 +323,14 @@ impl Pipelines {
                 Some(provider(&self.ctx, &self.settings, &self.flags, &progress).map_err(failure)?)
             }
         };
-        let strategy = chosen.strategy(
-            &self.settings,
-            &budgets,
-            self.flags.model.as_deref(),
-            llm.as_ref(),
-        );
+        let strategy =
+            chosen.strategy(&self.maintenance, self.flags.model.as_deref(), llm.as_ref());
         let options = CompactOptions {
             reason: Reason::Manual,
             will_retry: false,
             custom_instructions: instructions,
-            settings: budgets,
-            prune: Some(prune_config(&self.settings)),
+            settings: self.maintenance.compaction(),
+            prune: Some(self.maintenance.prune()),
             strategy,
             summarizer: llm.as_ref().map(|p| p as &dyn Summarizer),
             remote: llm

@@ -7,10 +7,11 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use musepi_session_model::{Journal, Replace};
+use musepi_hooks::{NavigateOptions, NavigateOutcome};
+use musepi_session_model::{EntryId, IdSource, Journal, Replace, SessionError, Stamp};
 
 use super::files::same_file;
-use super::{Ctx, Failure};
+use crate::ctx::{Ctx, Failure};
 use crate::output::note;
 
 /// Where the result goes.
@@ -152,4 +153,24 @@ fn wall_clock_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Without a summary (or label) a navigation moves the leaf in memory
+/// only; the file records its leaf as its last line, so one marker entry
+/// makes it stick. Returns the marker's id when one was written.
+pub(crate) fn mark_leaf(
+    journal: &mut Journal,
+    out: &NavigateOutcome,
+    options: &NavigateOptions<'_>,
+    ids: &mut dyn IdSource,
+) -> Result<Option<EntryId>, SessionError> {
+    if out.no_op || out.summary_entry.is_some() || options.label.is_some() {
+        return Ok(None);
+    }
+    let mut stamp = Stamp {
+        ids,
+        now: options.now,
+    };
+    let body = musepi_runtime::navigation_marker(out.old_leaf.as_ref(), options.target.as_deref());
+    journal.append(body, &mut stamp).map(Some)
 }

@@ -24,8 +24,11 @@ pub use crate::trust::Untrusted;
 pub use load::{LoadedSettings, SettingsSources, load_settings, merge_layers};
 pub use musepi_providers::ProviderEntry;
 use musepi_providers::ProviderSettings;
+use musepi_runtime::{MaintenanceSettings, MaintenanceStrategy};
+use musepi_snapcompact::SerializeOptions;
 
 mod load;
+mod runtime;
 
 /// Every setting, with the defaults (docs/design.md, "Settings").
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -56,23 +59,6 @@ impl Settings {
     }
 }
 
-/// `compaction.strategy` values (docs/design.md, "When to compact").
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CompactionStrategy {
-    /// An LLM summary (docs/design.md, "Summaries").
-    ContextFull,
-    /// A handoff document and a new session (docs/design.md, "Handoff").
-    Handoff,
-    /// The local deterministic archive (docs/design.md, "Settings": the default).
-    #[default]
-    Snapcompact,
-    /// Mechanical elision of large tool results.
-    Shake,
-    /// No automatic compaction.
-    Off,
-}
-
 /// `compaction.*`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
@@ -80,7 +66,7 @@ pub struct CompactionSettings {
     /// Automatic maintenance on or off (manual compaction is always allowed).
     pub enabled: bool,
     /// The strategy.
-    pub strategy: CompactionStrategy,
+    pub strategy: MaintenanceStrategy,
     /// The floor of the reserve; also drives summarizer output limits.
     pub reserve_tokens: u32,
     /// The recent window kept verbatim.
@@ -109,24 +95,26 @@ pub struct CompactionSettings {
     pub supersede_reads: bool,
 }
 
+/// The defaults are the runtime's ([`MaintenanceSettings::default`]).
 impl Default for CompactionSettings {
     fn default() -> Self {
+        let m = MaintenanceSettings::default();
         Self {
-            enabled: true,
-            strategy: CompactionStrategy::default(),
-            reserve_tokens: 16384,
-            keep_recent_tokens: 20000,
-            auto_continue: true,
-            mid_turn_enabled: true,
-            remote_enabled: true,
+            enabled: m.enabled,
+            strategy: m.strategy,
+            reserve_tokens: m.reserve_tokens as u32,
+            keep_recent_tokens: m.keep_recent_tokens as u32,
+            auto_continue: m.auto_continue,
+            mid_turn_enabled: m.mid_turn_enabled,
+            remote_enabled: m.remote_enabled,
             remote_endpoint: None,
-            threshold_percent: -1.0,
-            threshold_tokens: -1,
-            idle_enabled: false,
-            idle_threshold_tokens: 200_000,
-            idle_timeout_seconds: 300,
-            drop_useless: true,
-            supersede_reads: true,
+            threshold_percent: m.threshold_percent,
+            threshold_tokens: m.threshold_tokens as i64,
+            idle_enabled: m.idle_enabled,
+            idle_threshold_tokens: m.idle_threshold_tokens,
+            idle_timeout_seconds: m.idle_timeout_seconds,
+            drop_useless: m.drop_useless,
+            supersede_reads: m.supersede_reads,
         }
     }
 }
@@ -145,9 +133,10 @@ pub struct BranchSummarySettings {
 
 impl Default for BranchSummarySettings {
     fn default() -> Self {
+        let m = MaintenanceSettings::default();
         Self {
-            enabled: false,
-            reserve_tokens: 16384,
+            enabled: m.branch_summary_enabled,
+            reserve_tokens: m.branch_summary_reserve_tokens as u32,
             skip_prompt: false,
         }
     }
@@ -199,17 +188,20 @@ pub struct SnapcompactSettings {
     pub dim_tool_results: bool,
 }
 
+/// The budgets default to the archive's own ([`SerializeOptions::default`]).
 impl Default for SnapcompactSettings {
     fn default() -> Self {
+        let serialize = SerializeOptions::default();
+        let cap = |c: Option<usize>| c.map(|v| v as u32);
         Self {
             shape: "auto".to_owned(),
             system_prompt: SystemPromptImaging::None,
             tool_results: false,
-            tool_result_max_chars: Some(2000),
-            tool_arg_max_chars: Some(500),
-            tool_call_max_chars: Some(2000),
-            truncate_head_ratio: 0.6,
-            dim_tool_results: true,
+            tool_result_max_chars: cap(serialize.tool_result_max_chars),
+            tool_arg_max_chars: cap(serialize.tool_arg_max_chars),
+            tool_call_max_chars: cap(serialize.tool_call_max_chars),
+            truncate_head_ratio: serialize.truncate_head_ratio,
+            dim_tool_results: serialize.dim_tool_results,
         }
     }
 }

@@ -205,7 +205,7 @@ impl App {
             mode: Mode::Normal,
             status: None,
             query: None,
-            context_window: crate::commands::settings_glue::DEFAULT_CONTEXT_WINDOW,
+            context_window: musepi_runtime::DEFAULT_CONTEXT_WINDOW,
             expanded: BTreeSet::new(),
             rows: Vec::new(),
             size: (width, height),

@@ -186,7 +186,7 @@ impl Transcript {
         Self {
             blocks,
             leaf_id: session.leaf_id().map(ToString::to_string),
-            context_tokens: crate::commands::context::context_tokens(session, session.leaf_index()),
+            context_tokens: crate::report::context::context_tokens(session, session.leaf_index()),
         }
     }
 }

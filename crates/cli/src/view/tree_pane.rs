@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
 use super::text::{sanitize, truncate};
-use crate::commands::session::{kind_of, preview_of};
+use crate::report::entries::{kind_of, preview_of};
 
 /// One row of the tree.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -17,10 +17,10 @@ use std::path::Path;
 use musepi_session_model::{EntryBody, Session};
 use serde_json::{Value, json};
 
-use crate::commands::context::context_tokens;
 use crate::commands::files::{same_file, write_atomically};
-use crate::commands::{Ctx, Exit, Failure, OrExit};
+use crate::ctx::{Ctx, Exit, Failure, OrExit};
 use crate::output::{print_json, print_text};
+use crate::report::context::context_tokens;
 
 /// The most points measured along a path.
 pub const MAX_POINTS: usize = 400;

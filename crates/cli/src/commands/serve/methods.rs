@@ -3,12 +3,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use musepi_hooks::{
-    Hooks, NavigateError, RemoteCompactor, SnapSettings, SnapTarget, Strategy, Summarizer,
-};
+use musepi_hooks::{Hooks, NavigateError, RemoteCompactor, SnapTarget, Summarizer};
 use musepi_runtime::{
-    AbortHandle, EventSink, Maintenance, MaintenanceError, MaintenanceSettings,
-    MaintenanceStrategy, PromotionTarget, TreeRequest,
+    AbortHandle, EventSink, Maintenance, MaintenanceError, PromotionTarget, TreeRequest,
 };
 use musepi_session_model::time::format_iso;
 use musepi_session_model::{
@@ -16,11 +13,11 @@ use musepi_session_model::{
 };
 use serde_json::{Value, json};
 
-use super::views::{decision_json, entry_body, tree_json};
-use crate::commands::context::{View, context_json};
-use crate::commands::plan::plan_json;
-use crate::commands::runtime::snap_strategy;
-use crate::settings::{CompactionStrategy, Settings, merge_layers};
+use super::views::entry_body;
+use crate::report::context::{View, context_json};
+use crate::report::plan::plan_json;
+use crate::report::runtime::{decision_json, tree_json};
+use crate::settings::{Settings, merge_layers};
 
 /// A failed request: a stable code and a message for people.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,45 +56,6 @@ impl From<MaintenanceError> for RpcError {
 
 /// What a method returns.
 pub(super) type Reply = Result<Value, RpcError>;
-
-/// The settings the runtime reads, from the settings files.
-pub(super) fn maintenance_settings(s: &Settings, context_window: u64) -> MaintenanceSettings {
-    let c = &s.compaction;
-    MaintenanceSettings {
-        enabled: c.enabled,
-        strategy: match c.strategy {
-            CompactionStrategy::ContextFull => MaintenanceStrategy::ContextFull,
-            CompactionStrategy::Handoff => MaintenanceStrategy::Handoff,
-            // Shake is not described by the design era; the local archive stands in.
-            CompactionStrategy::Snapcompact | CompactionStrategy::Shake => {
-                MaintenanceStrategy::Snapcompact
-            }
-            CompactionStrategy::Off => MaintenanceStrategy::Off,
-        },
-        reserve_tokens: u64::from(c.reserve_tokens),
-        keep_recent_tokens: u64::from(c.keep_recent_tokens),
-        auto_continue: c.auto_continue,
-        mid_turn_enabled: c.mid_turn_enabled,
-        threshold_percent: c.threshold_percent,
-        threshold_tokens: c.threshold_tokens as f64,
-        idle_enabled: c.idle_enabled,
-        idle_threshold_tokens: c.idle_threshold_tokens,
-        idle_timeout_seconds: c.idle_timeout_seconds,
-        drop_useless: c.drop_useless,
-        supersede_reads: c.supersede_reads,
-        remote_enabled: c.remote_enabled,
-        branch_summary_reserve_tokens: u64::from(s.branch_summary.reserve_tokens),
-        context_promotion: s.context_promotion.enabled,
-        branch_summary_enabled: s.branch_summary.enabled,
-        context_window,
-        snapcompact: match snap_strategy(s, u64::from(c.reserve_tokens), SnapTarget::default()) {
-            Strategy::Snapcompact(snap) => snap.settings,
-            _ => SnapSettings::default(),
-        },
-        snapcompact_shape: (s.snapcompact.shape != "auto").then(|| s.snapcompact.shape.clone()),
-        ..MaintenanceSettings::default()
-    }
-}
 
 /// Everything the server holds between requests.
 pub(super) struct Server {
@@ -282,7 +240,7 @@ impl Server {
         }
         .map_err(|e| RpcError::new("bad_session", e.to_string()))?;
         let ids = self.ids(&journal);
-        let mut runtime = Maintenance::new(journal, maintenance_settings(&settings, window))
+        let mut runtime = Maintenance::new(journal, settings.maintenance(window))
             .with_hooks(self.hooks.clone())
             .with_ids(ids)
             .with_clock(clock)

@@ -1,52 +1,10 @@
-//! The JSON shapes of `musepi serve`: decisions, navigations, contexts and
-//! plans out; appended entries in.
+//! The entries `musepi serve` takes in: what a client may append, read
+//! with the session format's own reader.
 
 use std::path::Path;
 
-use musepi_runtime::{Decision, TreeOutcome};
-use musepi_session_model::{EntryBody, EntryId, SequentialIds, load_bytes};
-use serde_json::{Map, Value, json};
-
-use crate::commands::context::llm_json;
-
-fn ids(list: &[EntryId]) -> Vec<&str> {
-    list.iter().map(EntryId::as_str).collect()
-}
-
-/// A decision of the maintenance runtime.
-pub(super) fn decision_json(d: &Decision) -> Value {
-    json!({
-        "action": d.outcome.name(),
-        "reason": d.reason.map(musepi_compaction::Reason::name),
-        "retry": d.retry,
-        "removeLastAssistant": d.remove_last_assistant,
-        "continue": d.continue_turn,
-        "continuePrompt": d.continue_prompt,
-        "warning": d.warning,
-        "error": d.error,
-        "compaction": d.compaction.as_ref().map(musepi_runtime::CompactionReport::to_json),
-        "promotion": d.promotion.as_ref().map(musepi_runtime::PromotionTarget::to_json),
-        "context": d.context.as_ref().map(|c| c.iter().map(llm_json).collect::<Vec<_>>()),
-        "notes": d.notes,
-    })
-}
-
-/// What a navigation did.
-pub(super) fn tree_json(t: &TreeOutcome) -> Value {
-    json!({
-        "cancelled": t.cancelled,
-        "noOp": t.no_op,
-        "oldLeafId": t.old_leaf_id.as_ref().map(EntryId::as_str),
-        "newLeafId": t.new_leaf_id.as_ref().map(EntryId::as_str),
-        "summaryEntryId": t.summary_entry_id.as_ref().map(EntryId::as_str),
-        "summary": t.summary,
-        "editorText": t.editor_text,
-        "abandoned": ids(&t.abandoned),
-        "markerEntryId": t.marker_entry_id.as_ref().map(EntryId::as_str),
-        "context": t.context.iter().map(llm_json).collect::<Vec<_>>(),
-        "notes": t.notes,
-    })
-}
+use musepi_session_model::{EntryBody, SequentialIds, load_bytes};
+use serde_json::{Map, Value};
 
 /// Entry types a client may append; compactions and branch summaries are
 /// written by `compact` and `navigate`.

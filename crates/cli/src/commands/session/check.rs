@@ -8,7 +8,7 @@ use super::repair::{self, Repair};
 use super::{problem_json, problem_line};
 use crate::cli::CheckArgs;
 use crate::commands::files::{Input, Loaded, load};
-use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
+use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{Color, note, print_json, print_text};
 
 /// Checks the file; with `--repair`, writes a repaired copy to `-o OUT`.

@@ -13,7 +13,7 @@ use super::problem_json;
 use crate::cli::MigrateArgs;
 use crate::commands::files::{Input, load_with, mode_of, note_problems};
 use crate::commands::writer::{Dest, Target};
-use crate::commands::{CmdResult, Ctx, Exit, Failure, OrExit};
+use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{note, print_json};
 
 /// What migrate did.

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use musepi_session_model::{Problem, ProblemKind, Replace, SequentialIds, load_file, write_file};
 
 use crate::commands::files::{Input, Loaded, mode_of, same_file};
-use crate::commands::{Failure, OrExit};
+use crate::ctx::{Failure, OrExit};
 
 /// A line dropped or changed, and why.
 #[derive(Debug, Clone)]

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::{problem_json, problem_line};
 use crate::cli::StatsArgs;
 use crate::commands::files::{Input, load_or_fail};
-use crate::commands::{CmdResult, Ctx, Exit, OrExit};
+use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
 use crate::output::{Color, aligned, print_json, print_text};
 
 /// What `stats` reports.

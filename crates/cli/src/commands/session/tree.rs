@@ -6,11 +6,11 @@ use std::collections::BTreeSet;
 use musepi_session_model::{EntryBody, Session, Tree};
 use serde_json::{Value, json};
 
-use super::{kind_of, preview_of};
 use crate::cli::TreeArgs;
 use crate::commands::files::{Input, load_or_fail};
-use crate::commands::{CmdResult, Ctx, Exit, OrExit};
+use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
 use crate::output::{Color, Style, print_json, print_text};
+use crate::report::entries::{kind_of, preview_of};
 
 /// Entries shown at each end of a collapsed run.
 const RUN_ENDS: usize = 2;

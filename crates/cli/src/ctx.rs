@@ -1,0 +1,72 @@
+//! What every command gets and how it ends: the command context ([`Ctx`],
+//! the global flags read and checked) and the one mapping of error
+//! conditions to exit codes and `--json` error codes ([`Failure`],
+//! [`Exit`]).
+
+mod failure;
+
+use musepi_session_model::time::{EpochMillis, parse_iso};
+
+pub use failure::{CmdResult, Condition, Exit, Failure, OrExit, classify};
+
+use crate::cli::Globals;
+use crate::output::Style;
+
+/// What every command gets: the global flags, read and checked.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    /// The flags as given.
+    pub globals: Globals,
+    /// `--now`, in epoch milliseconds.
+    pub now: Option<EpochMillis>,
+    /// How to colour standard output.
+    pub style: Style,
+}
+
+impl Ctx {
+    /// Checks the global flags.
+    pub fn new(globals: Globals) -> Result<Self, Failure> {
+        let now = match &globals.now {
+            Some(text) => Some(parse_iso(text).ok_or_else(|| {
+                Failure::usage(anyhow::anyhow!(
+                    "--now {text}: not an ISO-8601 date-time (e.g. 2025-05-01T10:00:00.000Z)"
+                ))
+            })?),
+            None => None,
+        };
+        Ok(Self {
+            globals,
+            now,
+            style: Style::stdout(),
+        })
+    }
+
+    /// `--json`.
+    pub fn json(&self) -> bool {
+        self.globals.json
+    }
+
+    /// `-q`.
+    pub fn quiet(&self) -> bool {
+        self.globals.quiet
+    }
+
+    /// `-v` count.
+    pub fn verbose(&self) -> u8 {
+        self.globals.verbose
+    }
+
+    /// `--deterministic-ids`.
+    pub fn deterministic_ids(&self) -> bool {
+        self.globals.deterministic_ids
+    }
+
+    /// "Now": `--now`, or the system clock.
+    pub fn now_ms(&self) -> EpochMillis {
+        self.now.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        })
+    }
+}

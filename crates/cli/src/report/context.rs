@@ -1,0 +1,283 @@
+//! What the model sees at a leaf as rows and as JSON (`musepi context`,
+//! and the `context` method of `musepi serve`), and the context's tokens
+//! every command reports.
+
+use musepi_context_builder::{
+    LlmMessage, ProviderHistory, SessionContext, Tokenizer, TranscriptOptions, build_context_at,
+    build_transcript, llm_message_tokens, provider_messages,
+};
+use musepi_session_model::{AgentMessage, ContentBlock, Session};
+use serde_json::{Value, json};
+
+use crate::output::preview;
+use crate::report::entries::message_preview;
+
+/// Characters in a message preview.
+const PREVIEW: usize = 72;
+
+/// The context's tokens at `leaf` (`None`: the empty context), counted by
+/// the heuristic: what every command shows as the size of what the model
+/// sees ([`musepi_snapcompact::context_tokens`]; docs/design.md). The
+/// view's header and the chart show it.
+pub fn context_tokens(session: &Session, leaf: Option<usize>) -> u64 {
+    musepi_snapcompact::context_tokens(session, leaf, Tokenizer::Heuristic)
+}
+
+/// Which messages `musepi context` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum View {
+    /// The agent messages of the context (the default).
+    Context,
+    /// The provider messages (`--llm`).
+    Llm,
+    /// Every entry of the path, compacted away or not (`--transcript`).
+    Transcript,
+}
+
+pub(crate) fn rows(
+    session: &Session,
+    context: &SessionContext<'_>,
+    leaf: Option<usize>,
+    view: View,
+    tokenizer: Tokenizer,
+    full: bool,
+) -> Vec<Row> {
+    match view {
+        View::Context => context_rows(session, context, tokenizer, full),
+        View::Llm => llm_rows(session, leaf, tokenizer, full),
+        View::Transcript => transcript_rows(session, leaf, tokenizer, full),
+    }
+}
+
+/// The `--json` document of `musepi context`: `tokens` is the context's
+/// tokens, `messageTokens` the sum of the rows' own counts, and
+/// `contextEstimate` what the compaction trigger compares.
+pub(crate) fn document(
+    session: &Session,
+    context: &SessionContext<'_>,
+    leaf: Option<usize>,
+    rows: &[Row],
+    tokenizer: Tokenizer,
+) -> Value {
+    let estimate = musepi_snapcompact::measured_tokens(session, leaf);
+    json!({
+        "leafId": leaf.map(|i| session.entries()[i].id.to_string()),
+        "model": context.model.as_ref().map(|m| json!({"provider": m.provider, "modelId": m.model_id})),
+        "thinkingLevel": context.thinking_level,
+        "tokenizer": tokenizer.name(),
+        "tokens": musepi_snapcompact::context_tokens(session, leaf, tokenizer),
+        "messageTokens": rows.iter().map(|r| r.tokens).sum::<u64>(),
+        "contextEstimate": {
+            "tokens": estimate.tokens,
+            "usageTokens": estimate.usage_tokens,
+            "trailingTokens": estimate.trailing_tokens,
+            "lastUsageIndex": estimate.last_usage_index,
+        },
+        "messages": rows.iter().map(Row::to_json).collect::<Vec<_>>(),
+    })
+}
+
+/// `musepi context --json` at `leaf` (`None`: the explicit null leaf) with
+/// the heuristic tokenizer, as `musepi serve`'s `context` answers.
+pub(crate) fn context_json(
+    session: &Session,
+    leaf: Option<usize>,
+    view: View,
+    full: bool,
+) -> Value {
+    let context = build_context_at(session, leaf);
+    let tokenizer = Tokenizer::Heuristic;
+    let rows = rows(session, &context, leaf, view, tokenizer, full);
+    document(session, &context, leaf, &rows, tokenizer)
+}
+
+/// One output line.
+pub(crate) struct Row {
+    pub entry_id: String,
+    pub role: String,
+    pub tokens: u64,
+    pub preview: String,
+    pub message: Option<Value>,
+    pub superseded: bool,
+    pub compacted_away: bool,
+    /// The remote replay payload a provider message carries, counted.
+    pub payload: Option<Value>,
+}
+
+impl Row {
+    fn to_json(&self) -> Value {
+        let mut v = json!({"entryId": self.entry_id, "role": self.role, "tokens": self.tokens});
+        if let Some(m) = &self.message {
+            v["message"] = m.clone();
+        }
+        if self.superseded {
+            v["superseded"] = true.into();
+        }
+        if self.compacted_away {
+            v["compactedAway"] = true.into();
+        }
+        if let Some(p) = &self.payload {
+            v["providerPayload"] = p.clone();
+        }
+        v
+    }
+}
+
+/// The message as JSON: the stored one (unknown fields and all) for
+/// message entries, the built one for compactions and summaries.
+fn message_json(session: &Session, entry_index: usize, message: &AgentMessage) -> Value {
+    if session.entries()[entry_index].message().is_some()
+        && let Ok(line) = session.raw_line(entry_index)
+        && let Ok(Value::Object(mut m)) = serde_json::from_str::<Value>(&line)
+        && let Some(msg) = m.remove("message")
+    {
+        return msg;
+    }
+    serde_json::to_value(message).unwrap_or(Value::Null)
+}
+
+fn context_rows(
+    session: &Session,
+    context: &SessionContext<'_>,
+    tokenizer: Tokenizer,
+    full: bool,
+) -> Vec<Row> {
+    context
+        .messages
+        .iter()
+        .map(|m| Row {
+            entry_id: session.entries()[m.entry_index].id.to_string(),
+            role: m.message.role().to_owned(),
+            tokens: tokenizer.count_message(&m.message),
+            preview: preview(&message_preview(&m.message), PREVIEW),
+            message: full.then(|| message_json(session, m.entry_index, &m.message)),
+            superseded: false,
+            compacted_away: false,
+            payload: None,
+        })
+        .collect()
+}
+
+fn transcript_rows(
+    session: &Session,
+    leaf: Option<usize>,
+    tokenizer: Tokenizer,
+    full: bool,
+) -> Vec<Row> {
+    build_transcript(session, leaf, TranscriptOptions::default())
+        .iter()
+        .map(|t| Row {
+            entry_id: session.entries()[t.entry_index].id.to_string(),
+            role: t.message.role().to_owned(),
+            tokens: tokenizer.count_message(&t.message),
+            preview: preview(&message_preview(&t.message), PREVIEW),
+            message: full.then(|| message_json(session, t.entry_index, &t.message)),
+            superseded: t.superseded,
+            compacted_away: t.compacted_away,
+            payload: None,
+        })
+        .collect()
+}
+
+/// The provider messages, each counted as the context's tokens count it, so
+/// that the rows add up to the total.
+fn llm_rows(session: &Session, leaf: Option<usize>, tokenizer: Tokenizer, full: bool) -> Vec<Row> {
+    let archives = musepi_snapcompact::SessionArchives::new(session);
+    provider_messages(session, leaf, Some(&archives))
+        .into_iter()
+        .map(|c| {
+            let text = llm_text(&c.message);
+            let tokens = llm_message_tokens(&c.message, tokenizer);
+            Row {
+                entry_id: session.entries()[c.entry_index].id.to_string(),
+                role: c.message.role().to_owned(),
+                tokens,
+                preview: preview(&text, PREVIEW),
+                message: full.then(|| llm_json(&c.message)),
+                superseded: false,
+                compacted_away: false,
+                payload: payload_summary(&c.message),
+            }
+        })
+        .collect()
+}
+
+/// The text a provider message carries: texts, thinking, and tool calls as `name(args)`.
+fn llm_text(m: &LlmMessage) -> String {
+    let mut parts = Vec::new();
+    for b in m.content() {
+        match b {
+            ContentBlock::Text { text, .. } => parts.push(text.as_str().to_owned()),
+            ContentBlock::Thinking { thinking, .. } => parts.push(thinking.as_str().to_owned()),
+            ContentBlock::ToolCall(c) => parts.push(format!(
+                "{}({})",
+                c.name.as_str(),
+                musepi_session_model::json::js_stringify(c.arguments.value())
+            )),
+            _ => {}
+        }
+    }
+    parts.join("\n")
+}
+
+/// The remote replay payload of a provider message, counted:
+/// `{type, provider, items: N, keptMessages: M}` (docs/design.md, "What the model sees").
+fn payload_summary(m: &LlmMessage) -> Option<Value> {
+    let h = m.provider_history()?;
+    Some(json!({
+        "type": ProviderHistory::TYPE,
+        "provider": h.provider,
+        "items": h.items.len(),
+        "keptMessages": h.kept.len(),
+    }))
+}
+
+/// The full remote replay payload of a provider message,
+/// `{type, provider, items}`, with the kept messages it stands for
+/// (as [`llm_json`] shows them).
+pub(crate) fn payload_json(m: &LlmMessage) -> Option<(Value, Value)> {
+    let h = m.provider_history()?;
+    Some((
+        json!({"type": ProviderHistory::TYPE, "provider": h.provider, "items": h.items}),
+        h.kept.iter().map(llm_json).collect(),
+    ))
+}
+
+/// A provider message as JSON: role and content, tool-result and assistant
+/// fields, and for a provider history its `providerPayload` and the
+/// `keptMessages` it stands for.
+pub(crate) fn llm_json(m: &LlmMessage) -> Value {
+    let mut v = json!({"role": m.role(), "content": m.content()});
+    if let Some((payload, kept)) = payload_json(m) {
+        v["providerPayload"] = payload;
+        v["keptMessages"] = kept;
+    }
+    match m {
+        LlmMessage::ToolResult {
+            tool_call_id,
+            tool_name,
+            is_error,
+            ..
+        } => {
+            v["toolCallId"] = tool_call_id.as_str().into();
+            v["toolName"] = tool_name.as_str().into();
+            v["isError"] = (*is_error).into();
+        }
+        LlmMessage::Assistant {
+            provider,
+            model,
+            stop_reason,
+            ..
+        } => {
+            v["provider"] = json!(provider);
+            v["model"] = json!(model);
+            v["stopReason"] = json!(
+                stop_reason
+                    .as_ref()
+                    .map(musepi_session_model::StopReason::as_str)
+            );
+        }
+        _ => {}
+    }
+    v
+}

@@ -1,0 +1,12 @@
+//! The JSON and text views that more than one command shows, and that
+//! `musepi serve` answers with: each is built here once.
+//!
+//! - [`context`]: what the model sees at a leaf, and the context's tokens;
+//! - [`plan`]: a compaction's plan, its prune plan and its requests;
+//! - [`runtime`]: the maintenance runtime's decisions and navigations;
+//! - [`entries`]: one-line previews of entries and messages.
+
+pub mod context;
+pub mod entries;
+pub mod plan;
+pub mod runtime;

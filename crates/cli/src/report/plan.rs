@@ -1,0 +1,178 @@
+//! The plan of a compaction as JSON (`musepi plan --json`, and the `plan`
+//! method of `musepi serve`), computed as the compaction computes it.
+
+use musepi_compaction::{
+    CompactionSettings, NothingToCompact, Preparation, PruneConfig, PruneFirst, PrunePlan,
+    RequestOptions, SummaryPlan, history_max_tokens, prune_first,
+};
+use musepi_context_builder::{
+    ContextEstimate, ContextMessage, SummaryRequest, resolve_threshold_tokens,
+};
+use musepi_session_model::{Session, SessionError};
+use serde_json::{Value, json};
+
+pub(crate) fn ids(session: &Session, messages: &[ContextMessage<'_>]) -> Vec<String> {
+    messages
+        .iter()
+        .map(|m| session.entries()[m.entry_index].id.to_string())
+        .collect()
+}
+
+pub(crate) fn tokens(messages: &[ContextMessage<'_>]) -> u64 {
+    messages.iter().map(ContextMessage::tokens).sum()
+}
+
+/// The prune section of the plan.
+pub(crate) fn prune_json(session: &Session, plan: &PrunePlan) -> Value {
+    json!({
+        "tokensSaved": plan.tokens_saved,
+        "results": plan.candidates.iter().map(|c| json!({
+            "entryId": session.entries()[c.entry_index].id.as_str(),
+            "kind": c.kind.name(),
+            "tokens": c.tokens,
+            "saved": c.saved,
+            "placeholder": c.placeholder,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// A request as JSON.
+pub(crate) fn request_json(r: &SummaryRequest) -> Value {
+    json!({
+        "purpose": r.purpose.name(),
+        "maxTokens": r.max_tokens,
+        "reasoning": r.reasoning,
+        "systemPrompt": r.system_prompt,
+        "prompt": r.prompt_text(),
+    })
+}
+
+/// Everything a plan shows, computed as the compaction computes it
+/// ([`prune_first`]): the prune plan and the measurement on the session as
+/// it is, the preparation over the session as pruning leaves it.
+pub(crate) struct Planned {
+    pub step: PruneFirst,
+    pub pruned: Session,
+    /// What the compaction trigger compares, before pruning.
+    measured: ContextEstimate,
+    threshold: i64,
+    window: u64,
+}
+
+impl Planned {
+    pub(crate) fn new(
+        session: &Session,
+        leaf: Option<usize>,
+        settings: &CompactionSettings,
+        prune: &PruneConfig,
+        window: u64,
+        now: i64,
+    ) -> Result<Self, SessionError> {
+        let archives = musepi_snapcompact::SessionArchives::new(session);
+        let step = prune_first(session, leaf, settings, Some(prune), Some(&archives), now)?;
+        let mut pruned = session.clone();
+        step.apply_to(&mut pruned);
+        Ok(Self {
+            step,
+            pruned,
+            measured: musepi_snapcompact::measured_tokens(session, leaf),
+            threshold: resolve_threshold_tokens(window, &settings.thresholds(false)),
+            window,
+        })
+    }
+
+    pub(crate) fn threshold_json(&self) -> Value {
+        json!({
+            "contextWindow": self.window,
+            "thresholdTokens": self.threshold,
+            "measuredTokens": self.measured.tokens,
+            "overThreshold": self.measured.tokens > self.threshold as f64,
+        })
+    }
+
+    /// `threshold 170000 of a 200000-token window; measured 177657, over`.
+    pub(crate) fn threshold_text(&self) -> String {
+        let over = if self.measured.tokens > self.threshold as f64 {
+            "over"
+        } else {
+            "under"
+        };
+        format!(
+            "{} of a {}-token window; measured {} ({over})",
+            self.threshold, self.window, self.measured.tokens
+        )
+    }
+}
+
+/// `musepi plan --json` at `leaf`, as `musepi serve`'s `plan` answers.
+pub(crate) fn plan_json(
+    session: &Session,
+    leaf: Option<usize>,
+    settings: &CompactionSettings,
+    prune: &PruneConfig,
+    window: u64,
+    show_prompts: bool,
+    now: i64,
+) -> Result<Value, SessionError> {
+    let planned = Planned::new(session, leaf, settings, prune, window, now)?;
+    Ok(match planned.step.prepare(&planned.pruned, leaf) {
+        Ok(prep) => document(session, leaf, &planned, &prep, settings, show_prompts),
+        Err(reason) => nothing_json(session, &planned, &reason),
+    })
+}
+
+/// The kept messages plus the summary's output limit.
+pub(crate) fn estimated_after(prep: &Preparation<'_>, settings: &CompactionSettings) -> u64 {
+    tokens(&prep.recent_messages) + u64::from(history_max_tokens(settings))
+}
+
+pub(crate) fn nothing_json(
+    session: &Session,
+    planned: &Planned,
+    reason: &NothingToCompact,
+) -> Value {
+    json!({
+        "nothingToCompact": true,
+        "reason": reason.to_string(),
+        "tokensBefore": planned.step.tokens_before,
+        "threshold": planned.threshold_json(),
+        "prune": prune_json(session, &planned.step.plan),
+    })
+}
+
+pub(crate) fn document(
+    session: &Session,
+    leaf: Option<usize>,
+    planned: &Planned,
+    prep: &Preparation<'_>,
+    settings: &CompactionSettings,
+    show_prompts: bool,
+) -> Value {
+    let lists = prep.file_ops.lists();
+    let mut doc = json!({
+        "nothingToCompact": false,
+        "leafId": leaf.map(|i| session.entries()[i].id.to_string()),
+        "firstKeptEntryId": prep.first_kept_entry_id.as_str(),
+        "isSplitTurn": prep.cut.is_split_turn,
+        "turnStartEntryId": prep.cut.turn_start_index.map(|p| session.entries()[prep.path[p]].id.to_string()),
+        "tokensBefore": prep.tokens_before,
+        "estimatedTokensAfter": estimated_after(prep, settings),
+        "keepRecentTokens": prep.keep_recent_tokens,
+        "messagesToSummarize": ids(session, &prep.messages_to_summarize),
+        "turnPrefixMessages": ids(session, &prep.turn_prefix_messages),
+        "keptMessages": ids(session, &prep.recent_messages),
+        "previousSummary": prep.previous_summary.is_some(),
+        "fileLists": {"readFiles": lists.read_files, "modifiedFiles": lists.modified_files},
+        "threshold": planned.threshold_json(),
+        "prune": prune_json(session, &planned.step.plan),
+    });
+    if show_prompts {
+        let plan = SummaryPlan::new(prep, settings, &RequestOptions::default());
+        let mut requests: Vec<Value> = plan.requests().map(request_json).collect();
+        requests.push(request_json(
+            &plan.short_request(&plan.merge(Some("{history summary}"), None)),
+        ));
+        doc["requests"] = Value::Array(requests);
+    }
+    doc
+}
