@@ -225,6 +225,7 @@ fn run_with(opts: &Options) -> anyhow::Result<()> {
 
     let session = work.join("session.jsonl");
     let fixture = prepare_session(opts.session.as_deref(), &session)?;
+    settle(&session)?;
     let result = t.step("musepi compact --strategy llm", || {
         compact(&musepi, &session, &base_url, &model, opts, server.is_some())
     });
@@ -292,6 +293,19 @@ fn prepare_session(session: Option<&Path>, dest: &Path) -> anyhow::Result<bool> 
     }
     fs::write(dest, out).with_context(|| format!("cannot write {}", dest.display()))?;
     Ok(true)
+}
+
+/// Makes the copy look idle to musepi's live-session check (a file written
+/// in the last few seconds is refused in place): its modification time a
+/// minute in the past. The e2e is the only writer of its copy.
+fn settle(path: &Path) -> anyhow::Result<()> {
+    let file = fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    file.set_modified(std::time::SystemTime::now() - std::time::Duration::from_mins(1))
+        .with_context(|| format!("cannot set the modification time of {}", path.display()))?;
+    Ok(())
 }
 
 /// What `musepi compact --json` reported.
