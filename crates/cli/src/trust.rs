@@ -217,7 +217,7 @@ impl TrustStore {
             let mut text = serde_json::to_string_pretty(&stored)
                 .map_err(|e| write_error(io::Error::other(e)))?;
             text.push('\n');
-            crate::commands::files::write_atomically(path, |w| w.write_all(text.as_bytes()))
+            crate::output::write_atomically(path, |w| w.write_all(text.as_bytes()))
                 .map_err(write_error)?;
         }
         drop(lock);

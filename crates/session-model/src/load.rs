@@ -44,7 +44,7 @@ pub fn load_file(path: &Path, ids: &mut dyn IdSource) -> Result<(Session, FileTa
         let file = open_regular(path)?;
         let mut reader = BufReader::with_capacity(1 << 20, file);
         let (mut session, tail) = Loader::new(path, false).run(&mut reader, ids)?;
-        session.origin = Some(path.to_owned());
+        session.origin = Some(crate::journal::lines::file_origin(path));
         tries += 1;
         // A v1 file's ids come from `ids`: reading it again would number it anew.
         if tail.torn.is_none() || session.original_version() < 2 || tries == TORN_RETRIES {

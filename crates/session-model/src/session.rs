@@ -71,7 +71,17 @@ pub struct Session {
     pub(crate) leaf: Option<u32>,
     pub(crate) problems: Vec<Problem>,
     pub(crate) kept_lines: Vec<KeptLine>,
-    pub(crate) origin: Option<PathBuf>,
+    pub(crate) origin: Option<Origin>,
+}
+
+/// The file a session's lines are read back from, and the reader the
+/// journal gives it: only the journal touches the file system.
+#[derive(Debug, Clone)]
+pub(crate) struct Origin {
+    /// The file.
+    pub(crate) path: PathBuf,
+    /// Reads `len` bytes at `offset` of the file as text.
+    pub(crate) read: fn(&Path, u64, u64) -> std::io::Result<String>,
 }
 
 impl Session {
@@ -97,7 +107,7 @@ impl Session {
 
     /// The file the session was read from (or last written to), if any.
     pub fn origin(&self) -> Option<&Path> {
-        self.origin.as_deref()
+        self.origin.as_ref().map(|o| o.path.as_path())
     }
 
     /// The exact bytes of entry `i`'s line, without the newline.
@@ -114,12 +124,10 @@ impl Session {
         match source {
             LineSource::Text(t) => Ok(t.to_string()),
             LineSource::File { offset, len } => {
-                let path = self.origin.as_deref().ok_or(SessionError::NoOrigin)?;
-                crate::journal::lines::read_span(path, *offset, *len).map_err(|source| {
-                    SessionError::Io {
-                        path: path.to_owned(),
-                        source,
-                    }
+                let origin = self.origin.as_ref().ok_or(SessionError::NoOrigin)?;
+                (origin.read)(&origin.path, *offset, *len).map_err(|source| SessionError::Io {
+                    path: origin.path.clone(),
+                    source,
                 })
             }
         }

@@ -2,13 +2,12 @@
 //! atomically.
 
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use musepi_session_model::{
-    FileTail, IdSource, Replace, SequentialIds, Session, SessionError, load_bytes, load_file,
-    write_file,
+    FileTail, IdSource, SequentialIds, Session, SessionError, load_bytes, load_file,
 };
 
 use crate::ctx::{Ctx, Failure};
@@ -136,19 +135,6 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
         (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
         _ => a == b,
     }
-}
-
-/// Writes a file atomically (a temporary file in the same folder, `fsync`,
-/// rename, `fsync` of the folder), replacing what is there and keeping an
-/// existing file's permission bits. On error `path` is untouched.
-pub fn write_atomically(
-    path: &Path,
-    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-) -> io::Result<()> {
-    write_file(path, None, Replace::Existing, fill).map_err(|e| match e {
-        SessionError::WriteFailed { source, .. } | SessionError::Io { source, .. } => source,
-        other => io::Error::other(other.to_string()),
-    })
 }
 
 /// The permission bits of `path`, when it can be read.

@@ -124,8 +124,17 @@ impl<'a> OriginReader<'a> {
     }
 }
 
+/// `path` as the origin of a session read from it: its lines are read
+/// back with [`read_span`].
+pub(crate) fn file_origin(path: &Path) -> crate::session::Origin {
+    crate::session::Origin {
+        path: path.to_owned(),
+        read: read_span,
+    }
+}
+
 /// Reads `len` bytes at `offset` of `path` as text.
-pub(crate) fn read_span(path: &Path, offset: u64, len: u64) -> io::Result<String> {
+fn read_span(path: &Path, offset: u64, len: u64) -> io::Result<String> {
     let file = File::open(path)?;
     let mut buf = vec![
         0u8;

@@ -195,7 +195,7 @@ impl Journal {
         for (kept, source) in self.session.kept_lines.iter_mut().zip(&offsets.kept) {
             kept.source = source.clone();
         }
-        self.session.origin = Some(self.target.clone());
+        self.session.origin = Some(super::lines::file_origin(&self.target));
         self.written = self.session.len();
         self.ends_with_newline = true;
         self.migration_pending = false;

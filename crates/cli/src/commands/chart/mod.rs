@@ -17,8 +17,9 @@ use std::path::Path;
 use musepi_session_model::{EntryBody, Session};
 use serde_json::{Value, json};
 
-use crate::commands::files::{same_file, write_atomically};
+use crate::commands::files::same_file;
 use crate::ctx::{Ctx, Exit, Failure, OrExit};
+use crate::output::write_atomically;
 use crate::output::{print_json, print_text};
 use crate::report::context::context_tokens;
 
