@@ -8,8 +8,10 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+mod provider_args;
 mod session_arg;
 
+pub use provider_args::ProviderArgs;
 pub use session_arg::{LsArgs, SessionArg};
 
 /// `musepi`: inspect, compact, prune and navigate pi agent sessions.
@@ -90,20 +92,14 @@ pub enum Command {
 
 /// `musepi serve`.
 #[derive(Debug, Args)]
+#[command(
+    mut_arg("provider", |a| a.help("The summarizing provider: a kind or a name from the settings' providers map")),
+    mut_arg("model", |a| a.help("The summarizing model"))
+)]
 pub struct ServeArgs {
-    /// The summarizing provider: a kind or a name from the settings' providers map.
-    #[arg(long, value_name = "KIND|NAME")]
-    pub provider: Option<String>,
-    /// The summarizing model.
-    #[arg(long, value_name = "ID")]
-    pub model: Option<String>,
-    /// The provider's base URL.
-    #[arg(long, value_name = "URL")]
-    pub base_url: Option<String>,
-    /// The most time one request to the provider may take, retries and their waits included
-    /// (default: the settings' deadlineMs, else 120).
-    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
-    pub deadline: Option<std::time::Duration>,
+    /// The summarizing provider and model.
+    #[command(flatten)]
+    pub llm: ProviderArgs,
     /// The agent model's context window, for the thresholds (default 200000; `open` may set it per session).
     #[arg(long, value_name = "N")]
     pub context_window: Option<u64>,
@@ -353,6 +349,10 @@ pub struct HooksTestArgs {
 
 /// `musepi compact FILE`.
 #[derive(Debug, Args)]
+#[command(mut_arg("model", |a| a.help(
+    "The model: with `llm`, the summarizing model; with `snapcompact`, the model that will read \
+     the archive (a vision model gets PNG frames, any other text frames)"
+)))]
 pub struct CompactArgs {
     /// The session: FILE, or `--latest`.
     #[command(flatten)]
@@ -364,21 +364,9 @@ pub struct CompactArgs {
     /// A focus for the summary (implies `llm` unless a strategy is given).
     #[arg(long, value_name = "TEXT")]
     pub instructions: Option<String>,
-    /// A provider kind (openai-compatible, openai-responses, anthropic, remote-endpoint) or a
-    /// name from the settings' providers map.
-    #[arg(long, value_name = "KIND|NAME")]
-    pub provider: Option<String>,
-    /// The model: with `llm`, the summarizing model; with `snapcompact`, the model that will read
-    /// the archive (a vision model gets PNG frames, any other text frames).
-    #[arg(long, value_name = "ID")]
-    pub model: Option<String>,
-    /// The provider's base URL.
-    #[arg(long, value_name = "URL")]
-    pub base_url: Option<String>,
-    /// The most time one request to the provider may take, retries and their waits included
-    /// (default: the settings' deadlineMs, else 120).
-    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
-    pub deadline: Option<std::time::Duration>,
+    /// The provider and model.
+    #[command(flatten)]
+    pub llm: ProviderArgs,
     /// Budgets.
     #[command(flatten)]
     pub budget: BudgetArgs,
@@ -401,6 +389,10 @@ pub struct CompactArgs {
 
 /// `musepi branch FILE --to ID|root`.
 #[derive(Debug, Args)]
+#[command(
+    mut_arg("provider", |a| a.help("A provider kind or a name from the settings")),
+    mut_arg("model", |a| a.help("The summarizing model"))
+)]
 pub struct BranchArgs {
     /// The session: FILE, or `--latest`.
     #[command(flatten)]
@@ -427,19 +419,9 @@ pub struct BranchArgs {
     /// is configured, else `snapcompact`.
     #[arg(long, value_name = "llm|snapcompact")]
     pub strategy: Option<String>,
-    /// A provider kind or a name from the settings.
-    #[arg(long, value_name = "KIND|NAME")]
-    pub provider: Option<String>,
-    /// The summarizing model.
-    #[arg(long, value_name = "ID")]
-    pub model: Option<String>,
-    /// The provider's base URL.
-    #[arg(long, value_name = "URL")]
-    pub base_url: Option<String>,
-    /// The most time one request to the provider may take, retries and their waits included
-    /// (default: the settings' deadlineMs, else 120).
-    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
-    pub deadline: Option<std::time::Duration>,
+    /// The summarizing provider and model.
+    #[command(flatten)]
+    pub llm: ProviderArgs,
     /// The summarizing model's context window (budget = window − branchSummary.reserveTokens).
     #[arg(long, value_name = "N")]
     pub context_window: Option<u64>,
@@ -460,6 +442,7 @@ pub struct BranchArgs {
 The model writes the document from the context at the leaf. session_before_compact hooks run first
 with reason \"handoff\": a cancel stops the handoff, a supplied compaction's summary is the document.
 FILE is never changed; NEW is not overwritten without --force; nothing is written when anything fails.")]
+#[command(mut_arg("model", |a| a.help("The model that writes the document")))]
 pub struct HandoffArgs {
     /// The session to hand off: FILE, or `--latest`.
     #[command(flatten)]
@@ -473,24 +456,16 @@ pub struct HandoffArgs {
     /// A focus for the document (`Additional focus: …`).
     #[arg(long, value_name = "TEXT")]
     pub instructions: Option<String>,
-    /// A provider kind (openai-compatible, openai-responses, anthropic, remote-endpoint) or a
-    /// name from the settings' providers map.
-    #[arg(long, value_name = "KIND|NAME")]
-    pub provider: Option<String>,
-    /// The model that writes the document.
-    #[arg(long, value_name = "ID")]
-    pub model: Option<String>,
-    /// The provider's base URL.
-    #[arg(long, value_name = "URL")]
-    pub base_url: Option<String>,
-    /// The most time one request to the provider may take, retries and their waits included
-    /// (default: the settings' deadlineMs, else 120).
-    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
-    pub deadline: Option<std::time::Duration>,
+    /// The provider and the model that writes the document.
+    #[command(flatten)]
+    pub llm: ProviderArgs,
 }
 
 /// `musepi view FILE`.
 #[derive(Debug, Args)]
+#[command(mut_arg("model", |a| a.help(
+    "The model: the summarizing model, or the one that will read a snapcompact archive"
+)))]
 pub struct ViewArgs {
     /// The session: FILE, or `--latest`.
     #[command(flatten)]
@@ -502,32 +477,16 @@ pub struct ViewArgs {
     /// configured, else the snapcompact digest, which needs no model).
     #[arg(long, value_name = "llm|snapcompact")]
     pub branch_strategy: Option<String>,
-    /// A provider kind (openai-compatible, openai-responses, anthropic, remote-endpoint) or a
-    /// name from the settings' providers map.
-    #[arg(long, value_name = "KIND|NAME")]
-    pub provider: Option<String>,
-    /// The model: the summarizing model, or the one that will read a snapcompact archive.
-    #[arg(long, value_name = "ID")]
-    pub model: Option<String>,
-    /// The provider's base URL.
-    #[arg(long, value_name = "URL")]
-    pub base_url: Option<String>,
-    /// The most time one request to the provider may take, retries and their waits included
-    /// (default: the settings' deadlineMs, else 120).
-    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
-    pub deadline: Option<std::time::Duration>,
+    /// The provider and model.
+    #[command(flatten)]
+    pub llm: ProviderArgs,
     /// Budgets for `:compact`, and `--context-window` for the header's context usage.
     #[command(flatten)]
     pub budget: BudgetArgs,
-}
-
-/// A positive number of seconds, decimals allowed (`90`, `0.5`).
-fn seconds(text: &str) -> Result<std::time::Duration, String> {
-    text.parse::<f64>()
-        .ok()
-        .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9)
-        .map(std::time::Duration::from_secs_f64)
-        .ok_or_else(|| format!("`{text}` is not a positive number of seconds"))
+    /// Let `:compact` and navigation write even when the session looks live (locked, or written
+    /// in the last 5 s).
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[cfg(test)]

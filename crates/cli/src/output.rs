@@ -164,6 +164,21 @@ pub fn note(quiet: bool, text: &str) {
     }
 }
 
+/// Writes a file atomically (a temporary file in the same folder, `fsync`,
+/// rename, `fsync` of the folder), replacing what is there and keeping an
+/// existing file's permission bits. On error `path` is untouched.
+pub fn write_atomically(
+    path: &std::path::Path,
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    musepi_session_model::write_file(path, None, musepi_session_model::Replace::Existing, fill)
+        .map_err(|e| match e {
+            musepi_session_model::SessionError::WriteFailed { source, .. }
+            | musepi_session_model::SessionError::Io { source, .. } => source,
+            other => io::Error::other(other.to_string()),
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,19 +204,4 @@ mod tests {
     fn plain_style_never_colours() {
         assert_eq!(Style::plain().paint(Color::Red, "x"), "x");
     }
-}
-
-/// Writes a file atomically (a temporary file in the same folder, `fsync`,
-/// rename, `fsync` of the folder), replacing what is there and keeping an
-/// existing file's permission bits. On error `path` is untouched.
-pub fn write_atomically(
-    path: &std::path::Path,
-    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-) -> io::Result<()> {
-    musepi_session_model::write_file(path, None, musepi_session_model::Replace::Existing, fill)
-        .map_err(|e| match e {
-            musepi_session_model::SessionError::WriteFailed { source, .. }
-            | musepi_session_model::SessionError::Io { source, .. } => source,
-            other => io::Error::other(other.to_string()),
-        })
 }

@@ -9,6 +9,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod support;
 mod tmux;
 mod view_fixtures;
 
@@ -28,6 +29,8 @@ fn view_in_tmux() {
     let file = dir.path().join("session.jsonl");
     let original = view_fixtures::compacted();
     std::fs::write(&file, &original).unwrap();
+    // The view writes in place, so the file must not look live.
+    support::settle(&file);
     // After the view ends the shell reports its exit status and whether the
     // terminal is back in canonical mode with echo, then waits to be read.
     let command = format!(

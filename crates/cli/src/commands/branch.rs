@@ -20,7 +20,6 @@ use crate::commands::writer::{Target, mark_leaf};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{Color, aligned, note, print_json, print_text};
 use crate::report::plan::request_json;
-use musepi_providers::ProviderFlags;
 
 /// Runs the command.
 pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
@@ -45,12 +44,7 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
             return Err(Failure::unknown_entry(id));
         }
     }
-    let flags = ProviderFlags {
-        provider: args.provider.clone(),
-        base_url: args.base_url.clone(),
-        model: args.model.clone(),
-        deadline: args.deadline,
-    };
+    let flags = args.llm.flags();
     let strategy = match args.strategy.as_deref() {
         Some("llm") => BranchStrategy::Llm,
         Some("snapcompact") => BranchStrategy::Snapcompact,

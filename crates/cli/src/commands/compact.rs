@@ -16,7 +16,6 @@ use crate::commands::runtime::{Progress, ctrl_c, maintenance, provider, runtime,
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{Color, aligned, note, preview, print_json, print_text};
 use crate::report::plan::{prune_json, request_json};
-use musepi_providers::ProviderFlags;
 
 /// Runs the command.
 pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
@@ -43,12 +42,7 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
             ),
         );
     }
-    let provider_flags = ProviderFlags {
-        provider: args.provider.clone(),
-        base_url: args.base_url.clone(),
-        model: args.model.clone(),
-        deadline: args.deadline,
-    };
+    let provider_flags = args.llm.flags();
     let budgets = m.compaction();
     let prune = (!args.no_prune).then(|| m.prune());
     if args.dry_run {
@@ -66,7 +60,7 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
     let counted = llm
         .as_ref()
         .map(|p| Counted::new(p as &dyn Summarizer, &progress, "compacting"));
-    let strategy = chosen.strategy(&m, args.model.as_deref(), llm.as_ref());
+    let strategy = chosen.strategy(&m, args.llm.model.as_deref(), llm.as_ref());
     let options = CompactOptions {
         reason: Reason::Manual,
         will_retry: false,

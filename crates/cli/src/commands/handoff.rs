@@ -34,7 +34,6 @@ use crate::commands::runtime::{Progress, ctrl_c, maintenance, provider, runtime,
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::ids::RandomIds;
 use crate::output::{Color, aligned, note, print_json, print_text};
-use musepi_providers::ProviderFlags;
 
 /// The `reason` hooks see for a handoff.
 pub const HANDOFF_REASON: &str = "handoff";
@@ -79,12 +78,7 @@ pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
     let hooks = crate::hooks::from_settings(&settings, ctx.quiet()).or_bad_input()?;
     let rt = runtime()?;
     let progress = Progress::start(ctx, "writing the handoff document");
-    let flags = ProviderFlags {
-        provider: args.provider.clone(),
-        base_url: args.base_url.clone(),
-        model: args.model.clone(),
-        deadline: args.deadline,
-    };
+    let flags = args.llm.flags();
     // A provider is needed only when no hook supplies the document, so a
     // configuration error waits until then.
     let llm = provider(ctx, &settings, &flags, &progress);

@@ -33,7 +33,7 @@ use crate::commands::runtime::settings;
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use methods::{RpcError, Server};
 use musepi_providers::{
-    Provider, ProviderError, ProviderFlags, install_crypto_provider, process_env, resolve_provider,
+    Provider, ProviderError, install_crypto_provider, process_env, resolve_provider,
 };
 use musepi_runtime::DEFAULT_CONTEXT_WINDOW;
 
@@ -181,12 +181,7 @@ fn abortable(method: &str) -> bool {
 pub fn run(args: &ServeArgs, ctx: &Ctx) -> CmdResult {
     let settings = settings(ctx)?;
     install_crypto_provider();
-    let flags = ProviderFlags {
-        provider: args.provider.clone(),
-        base_url: args.base_url.clone(),
-        model: args.model.clone(),
-        deadline: args.deadline,
-    };
+    let flags = args.llm.flags();
     let provider = match resolve_provider(&flags, &settings.provider_settings(), &process_env) {
         Ok(p) => Some(Arc::new(p)),
         Err(ProviderError::NoProviderSelected { .. }) => None,

@@ -19,7 +19,7 @@ use musepi_hooks::{
     StderrMode, StderrSink, Summarizer, compact, navigate,
 };
 use musepi_runtime::MaintenanceSettings;
-use musepi_session_model::{Journal, Session};
+use musepi_session_model::{Journal, LiveSign, SequentialIds, Session, SessionError};
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::ViewArgs;
@@ -27,7 +27,7 @@ use crate::commands::runtime::{
     Progress, default_branch_strategy, maintenance, provider, runtime, settings,
 };
 use crate::commands::strategy::Chosen;
-use crate::commands::writer::mark_leaf;
+use crate::commands::writer::{mark_leaf, wall_clock_ms};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::settings::Settings;
 use crate::view::terminal::TerminalGuard;
@@ -45,13 +45,8 @@ pub fn run(args: &ViewArgs, ctx: &Ctx) -> CmdResult {
     let settings = settings(ctx)?;
     let m = maintenance(&settings, &args.budget);
     let file = args.file.path()?;
-    let session = load(&file, ctx).or_bad_input()?;
-    let flags = ProviderFlags {
-        provider: args.provider.clone(),
-        base_url: args.base_url.clone(),
-        model: args.model.clone(),
-        deadline: args.deadline,
-    };
+    let session = load(&file).or_bad_input()?;
+    let flags = args.llm.flags();
     // Check the flag now, so a typo is an error before the screen changes.
     Chosen::pick(args.strategy.as_deref(), &m, false)?;
     let (branch, branch_note) =
@@ -68,6 +63,8 @@ pub fn run(args: &ViewArgs, ctx: &Ctx) -> CmdResult {
         compact_flag: args.strategy.clone(),
         branch,
         maintenance: m,
+        force: args.force,
+        own_write: Mutex::default(),
         hook_lines: Arc::default(),
     };
     let mut guard = TerminalGuard::enter().or_failed()?;
@@ -94,11 +91,12 @@ pub fn run(args: &ViewArgs, ctx: &Ctx) -> CmdResult {
     Ok(Exit::Ok)
 }
 
-fn load(path: &std::path::Path, ctx: &Ctx) -> Result<Session, musepi_session_model::SessionError> {
-    let journal = Journal::open(
-        path,
-        crate::ids::for_migration(ctx.deterministic_ids()).as_mut(),
-    )?;
+/// The session the view shows: an unmigrated v1 file's entries are
+/// numbered `00000001`, `00000002`, … in file order, as every command that
+/// reads shows them, so an id the view shows is the one `musepi session
+/// tree` prints and the one its own jobs find.
+pub fn load(path: &std::path::Path) -> Result<Session, musepi_session_model::SessionError> {
+    let journal = Journal::open(path, &mut SequentialIds::new())?;
     Ok(journal.session().clone())
 }
 
@@ -166,6 +164,11 @@ struct Pipelines {
     branch: BranchStrategy,
     /// The settings files and the budget flags, as the runtime reads them.
     maintenance: MaintenanceSettings,
+    /// `--force`: write even into a session that looks live.
+    force: bool,
+    /// The file as the view's last job left it (modified time, length): a
+    /// recent write that is the view's own does not make it live.
+    own_write: Mutex<Option<(std::time::SystemTime, u64)>>,
     /// What the hooks of the running job wrote on stderr.
     hook_lines: Arc<Mutex<Vec<String>>>,
 }
@@ -190,8 +193,15 @@ impl Worker for Pipelines {
                 Err(e) => Err(anyhow!("{e:#} · {line}")),
             };
         }
+        // What the job wrote is the view's own; a job that failed may have
+        // been refused because someone else wrote.
+        if result.is_ok()
+            && let Ok(mut own) = self.own_write.lock()
+        {
+            *own = self.stamp();
+        }
         // The file is read again whatever happened: it shows what is true.
-        match load(&self.path, &self.ctx) {
+        match load(&self.path) {
             Ok(session) => Done {
                 result: result.map_err(|e| format!("{e:#}")),
                 reload: Some(snapshot(&session)),
@@ -223,11 +233,34 @@ impl Pipelines {
         )?)
     }
 
+    /// The session to change in place, with the ids the view shows, and
+    /// refused while it looks live (another process holds its lock, or
+    /// wrote it in the last seconds) unless `--force`, as every command
+    /// that writes in place refuses it.
     fn journal(&self) -> anyhow::Result<Journal> {
-        Ok(Journal::open(
-            &self.path,
-            crate::ids::for_migration(self.ctx.deterministic_ids()).as_mut(),
-        )?)
+        let journal = Journal::open(&self.path, &mut SequentialIds::new())?;
+        if !self.force {
+            match journal.check_not_live(wall_clock_ms()) {
+                Err(SessionError::Live {
+                    sign: LiveSign::RecentWrite { .. },
+                    ..
+                }) if self.unchanged_since_own_write() => {}
+                other => other?,
+            }
+        }
+        Ok(journal)
+    }
+
+    /// The file's modified time and length now.
+    fn stamp(&self) -> Option<(std::time::SystemTime, u64)> {
+        let meta = std::fs::metadata(&self.path).ok()?;
+        Some((meta.modified().ok()?, meta.len()))
+    }
+
+    /// Whether nobody wrote the file since the view's own last job did.
+    fn unchanged_since_own_write(&self) -> bool {
+        let own = self.own_write.lock().ok().and_then(|o| *o);
+        own.is_some() && own == self.stamp()
     }
 
     fn navigate(
@@ -368,5 +401,127 @@ impl Pipelines {
             );
         }
         Ok(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::time::{Duration, SystemTime};
+
+    use std::io::Write as _;
+
+    use super::*;
+    use crate::cli::Globals;
+
+    fn fixture(name: &str) -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures")
+            .join(name)
+    }
+
+    /// The file as nobody has written it for a minute.
+    fn settle(path: &Path) {
+        let file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+        file.set_modified(SystemTime::now() - Duration::from_mins(1))
+            .unwrap();
+    }
+
+    fn pipelines(path: &Path, force: bool) -> Pipelines {
+        let globals = Globals {
+            quiet: true,
+            deterministic_ids: true,
+            ..Globals::default()
+        };
+        let settings = Settings::default();
+        Pipelines {
+            path: path.to_owned(),
+            ctx: Ctx::new(globals).unwrap(),
+            maintenance: settings.maintenance(musepi_runtime::DEFAULT_CONTEXT_WINDOW),
+            settings,
+            flags: ProviderFlags::default(),
+            compact_flag: None,
+            branch: BranchStrategy::Snapcompact,
+            force,
+            own_write: Mutex::default(),
+            hook_lines: Arc::default(),
+        }
+    }
+
+    fn ids(session: &Session) -> Vec<String> {
+        session.entries().iter().map(|e| e.id.to_string()).collect()
+    }
+
+    fn go_to(worker: &Pipelines, target: &str) -> Done {
+        let job = Job::Navigate {
+            target: Some(target.to_owned()),
+            summarize: false,
+        };
+        worker.run(&job, &CancellationToken::new())
+    }
+
+    #[test]
+    fn a_live_session_is_not_changed_without_force() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.jsonl");
+        std::fs::copy(fixture("tree.jsonl"), &path).unwrap();
+        let before = std::fs::read(&path).unwrap();
+        let target = load(&path).unwrap().entries()[0].id.to_string();
+
+        let refused = go_to(&pipelines(&path, false), &target);
+        let error = refused.result.unwrap_err();
+        assert!(error.contains("the session is live"), "{error}");
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+
+        let forced = go_to(&pipelines(&path, true), &target);
+        assert!(forced.result.is_ok(), "{:?}", forced.result);
+        assert_ne!(std::fs::read(&path).unwrap(), before);
+    }
+
+    #[test]
+    fn the_views_own_write_does_not_make_the_session_live_but_anothers_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("idle.jsonl");
+        std::fs::copy(fixture("tree.jsonl"), &path).unwrap();
+        settle(&path);
+        let worker = pipelines(&path, false);
+        let entries = ids(&load(&path).unwrap());
+        assert!(go_to(&worker, &entries[0]).result.is_ok());
+        // Right after its own write, the view may write again.
+        assert!(go_to(&worker, &entries[1]).result.is_ok());
+        // Another process appends: the session is live again.
+        let leaf = ids(&load(&path).unwrap()).pop().unwrap();
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        writeln!(
+            file,
+            r#"{{"type":"custom","id":"0000beef","parentId":"{leaf}","timestamp":"2025-01-01T00:10:00.000Z","customType":"agent"}}"#
+        )
+        .unwrap();
+        drop(file);
+        let refused = go_to(&worker, &entries[0]).result.unwrap_err();
+        assert!(refused.contains("the session is live"), "{refused}");
+    }
+
+    #[test]
+    fn a_v1_file_shows_the_ids_every_reader_shows_and_its_jobs_find_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v1.jsonl");
+        std::fs::copy(fixture("v1.jsonl"), &path).unwrap();
+        settle(&path);
+        let shown = ids(&load(&path).unwrap());
+        let read = crate::commands::files::load_with(
+            &crate::commands::files::Input::File(path.clone()),
+            &mut SequentialIds::new(),
+        )
+        .unwrap();
+        assert_eq!(shown, ids(&read.session));
+        assert_eq!(shown, ids(&load(&path).unwrap()));
+        assert_eq!(shown[0], "00000001");
+        // A job finds the entry the view shows.
+        let done = go_to(&pipelines(&path, false), &shown[1]);
+        assert!(done.result.is_ok(), "{:?}", done.result);
     }
 }

@@ -149,7 +149,8 @@ impl Target {
 
 /// The system clock in epoch milliseconds (`--now` fixes the time of new
 /// entries, not the age of a file).
-fn wall_clock_ms() -> i64 {
+/// The system clock, in epoch milliseconds, for the live-session check.
+pub(crate) fn wall_clock_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
