@@ -98,11 +98,9 @@ fn preparation_matches_the_reference_at_every_keep_recent_budget() {
         for expected in answer["compaction"].as_array().unwrap() {
             let k = expected["keepRecentTokens"].as_u64().unwrap();
             let name = format!("{} K={k}", record.answer);
-            let settings = CompactionSettings {
-                keep_recent_tokens: k,
-                adapt_keep_recent: false,
-                ..Default::default()
-            };
+            let mut settings = CompactionSettings::default();
+            settings.keep_recent_tokens = k;
+            settings.adapt_keep_recent = false;
             let result = prepare(session, session.leaf_index(), &settings);
             let surrogates: Vec<String> = record.record["adjust"]["surrogateTruncation"]
                 .as_array()

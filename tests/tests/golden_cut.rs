@@ -24,11 +24,10 @@ fn check(name: &str, text: &str) {
 }
 
 fn keep(k: u64) -> CompactionSettings {
-    CompactionSettings {
-        keep_recent_tokens: k,
-        adapt_keep_recent: false,
-        ..CompactionSettings::default()
-    }
+    let mut settings = CompactionSettings::default();
+    settings.keep_recent_tokens = k;
+    settings.adapt_keep_recent = false;
+    settings
 }
 
 fn cut(session: &Session, leaf: usize, settings: &CompactionSettings) -> String {
@@ -172,10 +171,8 @@ fn reference_pairs_with_cache_reads() {
     // From pi's compaction tests: with the adaptation on (the default), the cache
     // reads make the estimate look 50 times too small.
     let b = scenarios::pairs_with_cache_reads();
-    let adapted = CompactionSettings {
-        keep_recent_tokens: 2_500,
-        ..CompactionSettings::default()
-    };
+    let mut adapted = CompactionSettings::default();
+    adapted.keep_recent_tokens = 2_500;
     check(
         "cut__reference_pairs_keep_2500",
         &format!(

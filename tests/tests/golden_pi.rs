@@ -53,19 +53,15 @@ fn cuts_at_three_budgets() {
         };
         let leaf = session.leaf_index().unwrap();
         for keep in [2_000, 8_000, 20_000] {
-            let plain = CompactionSettings {
-                keep_recent_tokens: keep,
-                adapt_keep_recent: false,
-                ..CompactionSettings::default()
-            };
+            let mut plain = CompactionSettings::default();
+            plain.keep_recent_tokens = keep;
+            plain.adapt_keep_recent = false;
             let mut text = format!(
                 "fixture: pi/{file}\n{}",
                 render_cut(&session, leaf, &plain, Show::Hash, Rows::Around(4))
             );
-            let adapted = CompactionSettings {
-                keep_recent_tokens: keep,
-                ..CompactionSettings::default()
-            };
+            let mut adapted = CompactionSettings::default();
+            adapted.keep_recent_tokens = keep;
             match prepare(&session, Some(leaf), &adapted) {
                 Ok(p) => {
                     let first = &session.entries()[p.path[p.cut.first_kept_index]];

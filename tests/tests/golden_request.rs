@@ -29,11 +29,10 @@ const PREFIX_ANSWER: &str =
 const SHORT_ANSWER: &str = "I listed the sources and started counting lines per file.";
 
 fn keep(k: u64) -> CompactionSettings {
-    CompactionSettings {
-        keep_recent_tokens: k,
-        adapt_keep_recent: false,
-        ..CompactionSettings::default()
-    }
+    let mut settings = CompactionSettings::default();
+    settings.keep_recent_tokens = k;
+    settings.adapt_keep_recent = false;
+    settings
 }
 
 fn focus() -> RequestOptions {
@@ -133,12 +132,10 @@ fn split_turn_without_history() {
 fn split_turn_capped_by_the_model() {
     // From pi's summary-reasoning tests: a huge reserve is capped by the model's output limit.
     let session = load_fixture("worked_a.jsonl");
-    let s = CompactionSettings {
-        reserve_tokens: 500_000,
-        model_max_tokens: Some(128_000),
-        reasoning: Some("medium".into()),
-        ..keep(50)
-    };
+    let mut s = keep(50);
+    s.reserve_tokens = 500_000;
+    s.model_max_tokens = Some(128_000);
+    s.reasoning = Some("medium".into());
     let prep = prepared(&session, "00000009", &s);
     let requests = [
         (

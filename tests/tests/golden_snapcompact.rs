@@ -25,22 +25,19 @@ fn check(name: &str, text: &str) {
 
 /// A compaction at the leaf that keeps only the last turn.
 fn prep(session: &Session) -> Preparation<'_> {
-    let settings = CompactionSettings {
-        keep_recent_tokens: 1,
-        adapt_keep_recent: false,
-        ..CompactionSettings::default()
-    };
+    let mut settings = CompactionSettings::default();
+    settings.keep_recent_tokens = 1;
+    settings.adapt_keep_recent = false;
     prepare(session, session.leaf_index(), &settings).unwrap()
 }
 
 fn claude() -> SnapTarget {
-    SnapTarget {
-        api: Some("anthropic-messages".into()),
-        model_id: Some("claude-sonnet-4-5".into()),
-        provider: Some("anthropic".into()),
-        vision: true,
-        ..SnapTarget::default()
-    }
+    let mut target = SnapTarget::default();
+    target.api = Some("anthropic-messages".into());
+    target.model_id = Some("claude-sonnet-4-5".into());
+    target.provider = Some("anthropic".into());
+    target.vision = true;
+    target
 }
 
 fn png_of(result: &CompactionResult) -> PngArchive {

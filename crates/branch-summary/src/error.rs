@@ -4,6 +4,7 @@ use musepi_session_model::{EntryId, SessionError};
 
 /// Everything that can go wrong in this crate.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BranchError {
     /// An entry id the session does not have (the message is pi's).
     #[error("Entry {id} not found")]

@@ -77,11 +77,9 @@ fn compacted(dir: &Path, name: &str, turns: usize, target: &SnapTarget) -> (Path
     std::fs::write(&path, session_lines(turns)).expect("write session");
     let mut ids = SequentialIds::new();
     let mut journal = Journal::open(&path, &mut ids).expect("open");
-    let settings = CompactionSettings {
-        keep_recent_tokens: 1,
-        adapt_keep_recent: false,
-        ..CompactionSettings::default()
-    };
+    let mut settings = CompactionSettings::default();
+    settings.keep_recent_tokens = 1;
+    settings.adapt_keep_recent = false;
     let session = journal.session();
     let prep = prepare(session, session.leaf_index(), &settings).expect("something to compact");
     let result = compact_preparation(&prep, target, &SnapSettings::default()).expect("compacts");
@@ -97,13 +95,12 @@ fn compacted(dir: &Path, name: &str, turns: usize, target: &SnapTarget) -> (Path
 }
 
 fn claude() -> SnapTarget {
-    SnapTarget {
-        api: Some("anthropic-messages".into()),
-        model_id: Some("claude-sonnet-4-5".into()),
-        provider: Some("anthropic".into()),
-        vision: true,
-        ..SnapTarget::default()
-    }
+    let mut target = SnapTarget::default();
+    target.api = Some("anthropic-messages".into());
+    target.model_id = Some("claude-sonnet-4-5".into());
+    target.provider = Some("anthropic".into());
+    target.vision = true;
+    target
 }
 
 fn read_json(path: &Path) -> Value {

@@ -25,6 +25,7 @@ pub const USELESS_NOTICE: &str = "[Uneventful result elided]";
 
 /// Pruning settings (docs/design.md, "Pruning").
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct PruneConfig {
     /// The newest this many tokens of tool output are never age-pruned.
     pub protect_tokens: u64,

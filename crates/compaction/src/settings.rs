@@ -4,6 +4,7 @@ use musepi_context_builder::ThresholdSettings;
 
 /// Compaction settings, with the design-era defaults.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct CompactionSettings {
     /// Automatic maintenance on or off (manual compaction always works).
     pub enabled: bool,

@@ -83,6 +83,7 @@ pub enum Action {
 
 /// What the decisions read about the session and its settings.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct TriggerContext {
     /// The model the agent uses now: `(provider, model id)`.
     pub current_model: Option<(String, String)>,

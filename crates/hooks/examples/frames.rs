@@ -28,17 +28,13 @@ fn main() -> Result<(), Box<dyn Error>> {
     };
     let keep: u64 = rest.first().map_or(Ok(20_000), |k| k.parse())?;
     let (session, _) = load_file(std::path::Path::new(session), &mut SequentialIds::new())?;
-    let settings = CompactionSettings {
-        keep_recent_tokens: keep,
-        adapt_keep_recent: false,
-        ..CompactionSettings::default()
-    };
+    let mut settings = CompactionSettings::default();
+    settings.keep_recent_tokens = keep;
+    settings.adapt_keep_recent = false;
     let prep = prepare(&session, session.leaf_index(), &settings)?;
-    let target = SnapTarget {
-        model_id: Some(model.clone()),
-        vision: model != "text",
-        ..SnapTarget::default()
-    };
+    let mut target = SnapTarget::default();
+    target.model_id = Some(model.clone());
+    target.vision = model != "text";
     let result = compact_preparation(&prep, &target, &SnapSettings::default())?;
     let out = PathBuf::from(out);
     std::fs::create_dir_all(&out)?;

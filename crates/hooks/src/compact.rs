@@ -103,6 +103,10 @@ pub trait RemoteCompactor: Send + Sync {
 }
 
 /// Everything a compaction run needs besides the journal.
+///
+/// Start from [`CompactOptions::new`] and set what differs: fields are
+/// added as the pipeline grows.
+#[non_exhaustive]
 pub struct CompactOptions<'a> {
     /// Why it runs.
     pub reason: Reason,
@@ -126,8 +130,28 @@ pub struct CompactOptions<'a> {
     pub now: i64,
 }
 
+impl<'a> CompactOptions<'a> {
+    /// A manual compaction at `now` with the default settings: pruning
+    /// first with its defaults, an LLM summary, no model, no instructions.
+    pub fn new(hooks: &'a Hooks, now: i64) -> Self {
+        Self {
+            reason: Reason::Manual,
+            will_retry: false,
+            custom_instructions: None,
+            settings: CompactionSettings::default(),
+            prune: Some(PruneConfig::default()),
+            strategy: Strategy::Llm,
+            summarizer: None,
+            remote: None,
+            hooks,
+            now,
+        }
+    }
+}
+
 /// What a compaction did.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct CompactOutcome {
     /// The new entry.
     pub entry_id: EntryId,
@@ -146,6 +170,7 @@ pub struct CompactOutcome {
 
 /// Why a compaction did not happen.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CompactError {
     /// There is nothing to compact.
     #[error("{0}")]

@@ -27,6 +27,10 @@ pub enum BranchStrategy {
 }
 
 /// What a navigation needs besides the journal.
+///
+/// Start from [`NavigateOptions::new`] and set what differs: fields are
+/// added as the pipeline grows.
+#[non_exhaustive]
 pub struct NavigateOptions<'a> {
     /// The entry to go to; `None` goes before the first entry (`root`).
     pub target: Option<String>,
@@ -58,6 +62,32 @@ pub struct NavigateOptions<'a> {
     pub now: i64,
 }
 
+impl<'a> NavigateOptions<'a> {
+    /// A navigation to `target` (`None`: before the first entry) from the
+    /// leaf at `now`, without a summary, label or model: the branch
+    /// strategy is the snapcompact digest, the reserve
+    /// `branchSummary.reserveTokens`' default, tool results as the design
+    /// era keeps them, the summarizer system prompt of compaction.
+    pub fn new(target: Option<String>, hooks: &'a Hooks, now: i64) -> Self {
+        Self {
+            target,
+            from: None,
+            summarize: false,
+            custom_instructions: None,
+            replace_instructions: false,
+            label: None,
+            strategy: BranchStrategy::Snapcompact,
+            summarizer: None,
+            context_window: None,
+            reserve_tokens: musepi_branch_summary::DEFAULT_RESERVE_TOKENS,
+            tool_results: ToolResults::Truncated,
+            system_prompt: musepi_compaction::prompts::SUMMARIZATION_SYSTEM.text(),
+            hooks,
+            now,
+        }
+    }
+}
+
 /// What a navigation did.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct NavigateOutcome {
@@ -83,6 +113,7 @@ pub struct NavigateOutcome {
 
 /// Why a navigation did not happen.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum NavigateError {
     /// The target (or `from`) does not exist.
     #[error("Entry {0} not found")]

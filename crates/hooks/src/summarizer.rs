@@ -122,6 +122,7 @@ impl<S: Summarizer + ?Sized> Summarizer for Arc<S> {
 /// `provider` is the name the summarizer goes by (a settings entry name or a
 /// provider kind); `message` is the provider's own words, never a secret.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SummarizeError {
     /// The cancellation token fired before the answer arrived.
     #[error("summary request cancelled")]

@@ -163,25 +163,24 @@ fn session_file_with(dir: &tempfile::TempDir, turns: u32) -> PathBuf {
 }
 
 fn settings() -> CompactionSettings {
-    CompactionSettings {
-        keep_recent_tokens: 2_500,
-        adapt_keep_recent: false,
-        ..Default::default()
-    }
+    let mut settings = CompactionSettings::default();
+    settings.keep_recent_tokens = 2_500;
+    settings.adapt_keep_recent = false;
+    settings
 }
 
 fn options<'a>(summarizer: &'a dyn Summarizer, hooks: &'a Hooks) -> CompactOptions<'a> {
-    CompactOptions {
-        reason: Reason::Manual,
-        will_retry: false,
-        custom_instructions: None,
-        settings: settings(),
-        prune: None,
-        strategy: Strategy::Llm,
-        summarizer: Some(summarizer),
-        remote: None,
-        hooks,
-        now: 1_800_000_000_000,
+    {
+        let mut options = CompactOptions::new(hooks, 1_800_000_000_000);
+        options.reason = Reason::Manual;
+        options.will_retry = false;
+        options.custom_instructions = None;
+        options.settings = settings();
+        options.prune = None;
+        options.strategy = Strategy::Llm;
+        options.summarizer = Some(summarizer);
+        options.remote = None;
+        options
     }
 }
 
@@ -249,10 +248,11 @@ async fn a_failed_summary_writes_nothing() {
     let summarizer = Scripted::new(Some(RequestPurpose::History));
     let hooks = Hooks::new();
     let mut opts = options(&summarizer, &hooks);
-    opts.prune = Some(PruneConfig {
-        protect_tokens: 2_000,
-        minimum_savings: 0,
-        ..PruneConfig::default()
+    opts.prune = Some({
+        let mut prune = PruneConfig::default();
+        prune.protect_tokens = 2_000;
+        prune.minimum_savings = 0;
+        prune
     });
     opts.settings.keep_recent_tokens = 600;
     let err = run(&path, &opts, &CancellationToken::new())
@@ -288,10 +288,11 @@ async fn staged_pruning_is_written_with_the_entry() {
     let summarizer = Scripted::new(None);
     let hooks = Hooks::new();
     let mut opts = options(&summarizer, &hooks);
-    opts.prune = Some(PruneConfig {
-        protect_tokens: 2_000,
-        minimum_savings: 0,
-        ..PruneConfig::default()
+    opts.prune = Some({
+        let mut prune = PruneConfig::default();
+        prune.protect_tokens = 2_000;
+        prune.minimum_savings = 0;
+        prune
     });
     opts.settings.keep_recent_tokens = 600;
     let out = run(&path, &opts, &CancellationToken::new()).await.unwrap();
@@ -316,10 +317,11 @@ async fn a_snapcompact_archive_reads_what_staged_pruning_blanked() {
     let hooks = Hooks::new();
     let mut opts = options(&summarizer, &hooks);
     opts.strategy = Strategy::snapcompact(musepi_hooks::SnapTarget::default());
-    opts.prune = Some(PruneConfig {
-        protect_tokens: 2_000,
-        minimum_savings: 0,
-        ..PruneConfig::default()
+    opts.prune = Some({
+        let mut prune = PruneConfig::default();
+        prune.protect_tokens = 2_000;
+        prune.minimum_savings = 0;
+        prune
     });
     opts.settings.keep_recent_tokens = 600;
     let out = run(&path, &opts, &CancellationToken::new()).await.unwrap();

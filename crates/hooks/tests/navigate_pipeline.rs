@@ -99,21 +99,20 @@ fn options<'a>(
     summarizer: Option<&'a dyn Summarizer>,
     hooks: &'a Hooks,
 ) -> NavigateOptions<'a> {
-    NavigateOptions {
-        target: Some(target.into()),
-        from: None,
-        summarize,
-        custom_instructions: None,
-        replace_instructions: true,
-        label: None,
-        strategy: BranchStrategy::Llm,
-        summarizer,
-        context_window: None,
-        reserve_tokens: 16_384,
-        tool_results: ToolResults::Truncated,
-        system_prompt: "You summarize.",
-        hooks,
-        now: 1_800_000_000_000,
+    {
+        let mut options = NavigateOptions::new(Some(target.into()), hooks, 1_800_000_000_000);
+        options.from = None;
+        options.summarize = summarize;
+        options.custom_instructions = None;
+        options.replace_instructions = true;
+        options.label = None;
+        options.strategy = BranchStrategy::Llm;
+        options.summarizer = summarizer;
+        options.context_window = None;
+        options.reserve_tokens = 16_384;
+        options.tool_results = ToolResults::Truncated;
+        options.system_prompt = "You summarize.";
+        options
     }
 }
 

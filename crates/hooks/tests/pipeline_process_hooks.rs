@@ -136,22 +136,20 @@ async fn run_compact(
     summarizer: &Recorder,
     instructions: Option<&str>,
 ) -> Result<CompactOutcome, CompactError> {
-    let options = CompactOptions {
-        reason: Reason::Manual,
-        will_retry: false,
-        custom_instructions: instructions.map(str::to_owned),
-        settings: CompactionSettings {
-            keep_recent_tokens: 2_500,
-            adapt_keep_recent: false,
-            ..Default::default()
-        },
-        prune: None,
-        strategy: Strategy::Llm,
-        summarizer: Some(summarizer),
-        remote: None,
-        hooks,
-        now: 1_800_000_000_000,
+    let mut options = CompactOptions::new(hooks, 1_800_000_000_000);
+    options.reason = Reason::Manual;
+    options.will_retry = false;
+    options.custom_instructions = instructions.map(str::to_owned);
+    options.settings = {
+        let mut settings = CompactionSettings::default();
+        settings.keep_recent_tokens = 2_500;
+        settings.adapt_keep_recent = false;
+        settings
     };
+    options.prune = None;
+    options.strategy = Strategy::Llm;
+    options.summarizer = Some(summarizer);
+    options.remote = None;
     let mut journal = Journal::open(path, &mut SequentialIds::new()).unwrap();
     let mut ids = SequentialIds::after(journal.session().entries().iter().map(|e| &e.id));
     compact(&mut journal, &options, &mut ids, &CancellationToken::new()).await
@@ -339,22 +337,18 @@ echo '{"summary": {"summary": "left the f2 work"}, "label": "checkpoint"}'"#,
     let mut hooks = Hooks::new();
     hooks.register(process(names::BEFORE_TREE, &supply));
     hooks.register(process(names::TREE, &after));
-    let options = NavigateOptions {
-        target: Some(ids[3].clone()),
-        from: None,
-        summarize: true,
-        custom_instructions: None,
-        replace_instructions: false,
-        label: None,
-        strategy: BranchStrategy::Llm,
-        summarizer: None,
-        context_window: None,
-        reserve_tokens: 16_384,
-        tool_results: ToolResults::Truncated,
-        system_prompt: "You summarize.",
-        hooks: &hooks,
-        now: 1_800_000_000_000,
-    };
+    let mut options = NavigateOptions::new(Some(ids[3].clone()), &hooks, 1_800_000_000_000);
+    options.from = None;
+    options.summarize = true;
+    options.custom_instructions = None;
+    options.replace_instructions = false;
+    options.label = None;
+    options.strategy = BranchStrategy::Llm;
+    options.summarizer = None;
+    options.context_window = None;
+    options.reserve_tokens = 16_384;
+    options.tool_results = ToolResults::Truncated;
+    options.system_prompt = "You summarize.";
     let mut j = Journal::open(&path, &mut SequentialIds::new()).unwrap();
     let mut new_ids = SequentialIds::after(j.session().entries().iter().map(|e| &e.id));
     let out = navigate(&mut j, &options, &mut new_ids, &CancellationToken::new())

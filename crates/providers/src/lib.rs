@@ -197,6 +197,7 @@ impl DeveloperRole {
 
 /// Everything a provider needs, resolved from flags, settings and environment.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ProviderConfig {
     /// The name used in messages: the settings entry's name, or the kind.
     pub name: String,

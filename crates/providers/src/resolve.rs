@@ -68,6 +68,7 @@ pub struct ProviderFlags {
 
 /// Why no provider could be made.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ProviderError {
     /// `--provider` names neither a kind nor a settings entry.
     #[error(

@@ -36,6 +36,7 @@ impl UsedStrategy {
 
 /// A finished compaction (the `result` of `compaction_end`).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct CompactionReport {
     /// How it was made.
     pub strategy: UsedStrategy,
@@ -76,6 +77,7 @@ impl CompactionReport {
 
 /// Something the runtime reports while it works.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum MaintenanceEvent {
     /// `compaction_start { reason }`, before any work.
     CompactionStart {
@@ -251,6 +253,7 @@ impl Outcome {
 
 /// What the agent loop should do after a natural point.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Decision {
     /// What happened.
     pub outcome: Outcome,

@@ -89,18 +89,15 @@ pub(crate) async fn execute(
         parts.summarizer.is_some(),
         remote.is_some(),
     )?;
-    let options = CompactOptions {
-        reason: plan.reason,
-        will_retry: plan.will_retry,
-        custom_instructions: instructions,
-        settings: parts.settings.compaction(),
-        prune: Some(parts.settings.prune()),
-        strategy,
-        summarizer: parts.summarizer,
-        remote,
-        hooks: parts.hooks,
-        now: parts.now,
-    };
+    let mut options = CompactOptions::new(parts.hooks, parts.now);
+    options.reason = plan.reason;
+    options.will_retry = plan.will_retry;
+    options.custom_instructions = instructions;
+    options.settings = parts.settings.compaction();
+    options.prune = Some(parts.settings.prune());
+    options.strategy = strategy;
+    options.summarizer = parts.summarizer;
+    options.remote = remote;
     pipeline(parts.journal, parts.ids, &options, used, cancel).await
 }
 

@@ -62,6 +62,7 @@ impl MaintenanceStrategy {
 /// What the runtime reads of `compaction.*` and `branchSummary.*`, plus the
 /// current model's context window.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct MaintenanceSettings {
     /// `compaction.enabled`: automatic maintenance (manual always works).
     pub enabled: bool,
@@ -147,15 +148,14 @@ impl Default for MaintenanceSettings {
 impl MaintenanceSettings {
     /// The compaction pipeline's settings.
     pub fn compaction(&self) -> CompactionSettings {
-        CompactionSettings {
-            enabled: self.enabled,
-            reserve_tokens: self.reserve_tokens,
-            keep_recent_tokens: self.keep_recent_tokens,
-            threshold_percent: self.threshold_percent,
-            threshold_tokens: self.threshold_tokens,
-            reasoning: self.reasoning.clone(),
-            ..CompactionSettings::default()
-        }
+        let mut settings = CompactionSettings::default();
+        settings.enabled = self.enabled;
+        settings.reserve_tokens = self.reserve_tokens;
+        settings.keep_recent_tokens = self.keep_recent_tokens;
+        settings.threshold_percent = self.threshold_percent;
+        settings.threshold_tokens = self.threshold_tokens;
+        settings.reasoning.clone_from(&self.reasoning);
+        settings
     }
 
     /// The threshold view (`strategy: off` never compacts automatically).
@@ -166,33 +166,30 @@ impl MaintenanceSettings {
 
     /// The snapcompact budgets, with the reserve of these settings.
     pub fn snap_settings(&self) -> SnapSettings {
-        SnapSettings {
-            reserve_tokens: self.reserve_tokens,
-            ..self.snapcompact.clone()
-        }
+        let mut snap = self.snapcompact.clone();
+        snap.reserve_tokens = self.reserve_tokens;
+        snap
     }
 
     /// Pruning before a compaction.
     pub fn prune(&self) -> PruneConfig {
-        PruneConfig {
-            prune_useless: self.drop_useless,
-            supersede_reads: self.supersede_reads,
-            ..PruneConfig::default()
-        }
+        let mut prune = PruneConfig::default();
+        prune.prune_useless = self.drop_useless;
+        prune.supersede_reads = self.supersede_reads;
+        prune
     }
 
     /// The trigger inputs that come from settings; the runtime adds its state.
     pub fn trigger_context(&self) -> TriggerContext {
-        TriggerContext {
-            context_window: self.context_window,
-            thresholds: self.thresholds(),
-            mid_turn_enabled: self.mid_turn_enabled,
-            auto_continue: self.auto_continue,
-            idle_enabled: self.idle_enabled,
-            idle_threshold_tokens: self.idle_threshold_tokens,
-            idle_timeout_seconds: self.idle_timeout_seconds,
-            ..TriggerContext::default()
-        }
+        let mut ctx = TriggerContext::default();
+        ctx.context_window = self.context_window;
+        ctx.thresholds = self.thresholds();
+        ctx.mid_turn_enabled = self.mid_turn_enabled;
+        ctx.auto_continue = self.auto_continue;
+        ctx.idle_enabled = self.idle_enabled;
+        ctx.idle_threshold_tokens = self.idle_threshold_tokens;
+        ctx.idle_timeout_seconds = self.idle_timeout_seconds;
+        ctx
     }
 }
 

@@ -10,6 +10,7 @@ pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
 
 /// The recovery state of one agent run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MaintenanceState {
     /// An overflow recovery ran in this run (reset by user input and by a
     /// non-error assistant message).
@@ -23,6 +24,7 @@ pub struct MaintenanceState {
 
 /// Why a runtime call could not be made.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum MaintenanceError {
     /// No entry has this id.
     #[error("Entry {0} not found")]

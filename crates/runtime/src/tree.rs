@@ -19,6 +19,7 @@ pub const NAVIGATE_MARKER: &str = "musepi.navigate";
 
 /// A `/tree` navigation.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TreeRequest {
     /// The entry to go to; `None` goes before the first entry (root).
     pub target_id: Option<String>,
@@ -34,6 +35,7 @@ pub struct TreeRequest {
 
 /// What a navigation did.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub struct TreeOutcome {
     /// A hook cancelled it or the abort signal fired: the leaf did not move.
     pub cancelled: bool,
@@ -98,22 +100,20 @@ pub(crate) fn options<'a>(
     hooks: &'a Hooks,
     now: i64,
 ) -> NavigateOptions<'a> {
-    NavigateOptions {
-        target: request.target_id.clone(),
-        from: None,
-        summarize: request.summarize,
-        custom_instructions: request.custom_instructions.clone(),
-        replace_instructions: request.replace_instructions,
-        label: request.label.clone(),
-        strategy,
-        summarizer,
-        context_window: Some(settings.context_window),
-        reserve_tokens: settings.branch_summary_reserve_tokens,
-        tool_results: ToolResults::Truncated,
-        system_prompt: SUMMARIZATION_SYSTEM.text(),
-        hooks,
-        now,
-    }
+    let mut options = NavigateOptions::new(request.target_id.clone(), hooks, now);
+    options.summarize = request.summarize;
+    options
+        .custom_instructions
+        .clone_from(&request.custom_instructions);
+    options.replace_instructions = request.replace_instructions;
+    options.label.clone_from(&request.label);
+    options.strategy = strategy;
+    options.summarizer = summarizer;
+    options.context_window = Some(settings.context_window);
+    options.reserve_tokens = settings.branch_summary_reserve_tokens;
+    options.tool_results = ToolResults::Truncated;
+    options.system_prompt = SUMMARIZATION_SYSTEM.text();
+    options
 }
 
 /// What a navigation that moved (or found the target already the leaf)

@@ -90,12 +90,11 @@ struct Rig {
 }
 
 fn settings(strategy: MaintenanceStrategy) -> MaintenanceSettings {
-    MaintenanceSettings {
-        strategy,
-        keep_recent_tokens: 300,
-        context_window: WINDOW,
-        ..MaintenanceSettings::default()
-    }
+    let mut settings = MaintenanceSettings::default();
+    settings.strategy = strategy;
+    settings.keep_recent_tokens = 300;
+    settings.context_window = WINDOW;
+    settings
 }
 
 fn rig_with(settings: MaintenanceSettings, model: Scripted) -> Rig {
@@ -645,10 +644,11 @@ async fn navigate_tree_moves_the_leaf_with_or_without_a_summary() {
     let target = r.runtime.journal().session().entries()[1].id.to_string();
     let d = r
         .runtime
-        .navigate_tree(TreeRequest {
-            target_id: Some(target.clone()),
-            summarize: true,
-            ..TreeRequest::default()
+        .navigate_tree({
+            let mut request = TreeRequest::default();
+            request.target_id = Some(target.clone());
+            request.summarize = true;
+            request
         })
         .await
         .unwrap();
@@ -672,9 +672,10 @@ async fn navigate_tree_moves_the_leaf_with_or_without_a_summary() {
     // Without a summary, a marker entry makes the new leaf durable.
     let d = r
         .runtime
-        .navigate_tree(TreeRequest {
-            target_id: Some(target),
-            ..TreeRequest::default()
+        .navigate_tree({
+            let mut request = TreeRequest::default();
+            request.target_id = Some(target);
+            request
         })
         .await
         .unwrap();
@@ -831,9 +832,10 @@ async fn context_full_tries_the_native_remote_compaction_first_when_enabled() {
 /// Promotion on, with two larger models of the `scripted` provider.
 fn promoting_rig(targets: &[(&str, u64)]) -> Rig {
     let mut r = rig_with(
-        MaintenanceSettings {
-            context_promotion: true,
-            ..settings(MaintenanceStrategy::ContextFull)
+        {
+            let mut value = settings(MaintenanceStrategy::ContextFull);
+            value.context_promotion = true;
+            value
         },
         Scripted::default(),
     );

@@ -8,6 +8,7 @@ use crate::id::EntryId;
 
 /// Everything that can go wrong in this crate.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SessionError {
     /// An entry id that the session does not have.
     #[error("Entry {0} not found")]

@@ -2,6 +2,7 @@
 
 /// Everything that can go wrong in this crate.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SnapError {
     /// A shape name that is not in the shape table.
     #[error(

@@ -48,6 +48,7 @@ const REMOTE_KEY: &str = "openaiRemoteCompaction";
 
 /// Who will read the archive.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct SnapTarget {
     /// The wire API that carries the request (`anthropic-messages`, …): it
     /// decides how frames are billed.
@@ -77,6 +78,7 @@ impl SnapTarget {
 
 /// Budgets.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct SnapSettings {
     /// Serialization budgets.
     pub serialize: SerializeOptions,

@@ -41,6 +41,7 @@ pub const TRUNCATE_HEAD_RATIO: f64 = 0.6;
 ///
 /// A cap of `None` disables it (the reference's `Infinity`).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct SerializeOptions {
     /// Cap of a tool result body (default 2,000).
     pub tool_result_max_chars: Option<usize>,

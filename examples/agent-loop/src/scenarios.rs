@@ -144,15 +144,14 @@ impl Run {
 
 /// The settings every scenario uses.
 pub fn settings() -> MaintenanceSettings {
-    MaintenanceSettings {
-        strategy: MaintenanceStrategy::ContextFull,
-        context_window: WINDOW,
-        reserve_tokens: 2_000,
-        keep_recent_tokens: 1_000,
-        idle_enabled: true,
-        idle_threshold_tokens: 1_000,
-        ..MaintenanceSettings::default()
-    }
+    let mut settings = MaintenanceSettings::default();
+    settings.strategy = MaintenanceStrategy::ContextFull;
+    settings.context_window = WINDOW;
+    settings.reserve_tokens = 2_000;
+    settings.keep_recent_tokens = 1_000;
+    settings.idle_enabled = true;
+    settings.idle_threshold_tokens = 1_000;
+    settings
 }
 
 const HISTORY: [(&str, &str); 4] = [
@@ -182,10 +181,8 @@ pub async fn run(scenario: Scenario, dir: &std::path::Path) -> Result<Run, Agent
         &path,
         Header::new(format!("{scenario:?}"), "2025-05-01T10:00:00.000Z", "/repo"),
     )?;
-    let settings = MaintenanceSettings {
-        context_promotion: scenario == Scenario::Promotion,
-        ..settings()
-    };
+    let mut settings = settings();
+    settings.context_promotion = scenario == Scenario::Promotion;
     let mut agent = Agent::new(journal, model.url(), settings)?;
     agent.offer_models(vec![PromotionTarget::new(
         PROVIDER,

@@ -76,25 +76,21 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
     } else {
         None
     };
-    let options = NavigateOptions {
-        target: target.clone(),
-        from: args.from.clone(),
-        summarize: args.summarize,
-        custom_instructions: args.instructions.clone(),
-        replace_instructions: !args.append_instructions,
-        label: args.label.clone(),
-        strategy,
-        summarizer: llm.as_ref().map(|p| p as &dyn Summarizer),
-        context_window: llm
-            .as_ref()
-            .and_then(|p| p.config().context_window)
-            .map(u64::from),
-        reserve_tokens: reserve,
-        tool_results: ToolResults::Truncated,
-        system_prompt: SUMMARIZATION_SYSTEM.text(),
-        hooks: &hooks,
-        now: ctx.now_ms(),
-    };
+    let mut options = NavigateOptions::new(target.clone(), &hooks, ctx.now_ms());
+    options.from.clone_from(&args.from);
+    options.summarize = args.summarize;
+    options.custom_instructions.clone_from(&args.instructions);
+    options.replace_instructions = !args.append_instructions;
+    options.label.clone_from(&args.label);
+    options.strategy = strategy;
+    options.summarizer = llm.as_ref().map(|p| p as &dyn Summarizer);
+    options.context_window = llm
+        .as_ref()
+        .and_then(|p| p.config().context_window)
+        .map(u64::from);
+    options.reserve_tokens = reserve;
+    options.tool_results = ToolResults::Truncated;
+    options.system_prompt = SUMMARIZATION_SYSTEM.text();
     let mut ids = crate::ids::for_new_entries(
         ctx.deterministic_ids(),
         journal.session().entries().iter().map(|e| &e.id),

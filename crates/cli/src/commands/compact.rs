@@ -61,21 +61,18 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         .as_ref()
         .map(|p| Counted::new(p as &dyn Summarizer, &progress, "compacting"));
     let strategy = chosen.strategy(&m, args.llm.model.as_deref(), llm.as_ref());
-    let options = CompactOptions {
-        reason: Reason::Manual,
-        will_retry: false,
-        custom_instructions: args.instructions.clone(),
-        settings: budgets,
-        prune,
-        strategy,
-        summarizer: counted.as_ref().map(|c| c as &dyn Summarizer),
-        remote: llm
-            .as_ref()
-            .and_then(|p| p.as_responses())
-            .map(|r| r as &dyn RemoteCompactor),
-        hooks: &hooks,
-        now: ctx.now_ms(),
-    };
+    let mut options = CompactOptions::new(&hooks, ctx.now_ms());
+    options.reason = Reason::Manual;
+    options.will_retry = false;
+    options.custom_instructions.clone_from(&args.instructions);
+    options.settings = budgets;
+    options.prune = prune;
+    options.strategy = strategy;
+    options.summarizer = counted.as_ref().map(|c| c as &dyn Summarizer);
+    options.remote = llm
+        .as_ref()
+        .and_then(|p| p.as_responses())
+        .map(|r| r as &dyn RemoteCompactor);
     let mut ids = crate::ids::for_new_entries(
         ctx.deterministic_ids(),
         journal.session().entries().iter().map(|e| &e.id),

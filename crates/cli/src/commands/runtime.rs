@@ -217,14 +217,13 @@ pub fn snap_target(
         }
         .to_owned()
     });
-    musepi_hooks::SnapTarget {
-        api,
-        model_id,
-        provider: config.map(|c| c.kind.as_str().to_owned()),
-        vision,
-        forced_shape: settings.snapcompact_shape.clone(),
-        max_frames: None,
-    }
+    let mut target = musepi_hooks::SnapTarget::default();
+    target.api = api;
+    target.model_id = model_id;
+    target.provider = config.map(|c| c.kind.as_str().to_owned());
+    target.vision = vision;
+    target.forced_shape.clone_from(&settings.snapcompact_shape);
+    target
 }
 
 /// The snapcompact strategy for `target`, with the archive budgets of

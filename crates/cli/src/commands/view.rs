@@ -278,24 +278,24 @@ impl Pipelines {
         } else {
             None
         };
-        let options = NavigateOptions {
-            target: target.map(str::to_owned),
-            from: None,
-            summarize,
-            custom_instructions: None,
-            replace_instructions: true,
-            label: None,
-            strategy: self.branch,
-            summarizer: llm.as_ref().map(|p| p as &dyn Summarizer),
-            context_window: llm
+        let options = {
+            let mut options =
+                NavigateOptions::new(target.map(str::to_owned), &hooks, self.ctx.now_ms());
+            options.from = None;
+            options.summarize = summarize;
+            options.custom_instructions = None;
+            options.replace_instructions = true;
+            options.label = None;
+            options.strategy = self.branch;
+            options.summarizer = llm.as_ref().map(|p| p as &dyn Summarizer);
+            options.context_window = llm
                 .as_ref()
                 .and_then(|p| p.config().context_window)
-                .map(u64::from),
-            reserve_tokens: u64::from(self.settings.branch_summary.reserve_tokens),
-            tool_results: ToolResults::Truncated,
-            system_prompt: SUMMARIZATION_SYSTEM.text(),
-            hooks: &hooks,
-            now: self.ctx.now_ms(),
+                .map(u64::from);
+            options.reserve_tokens = u64::from(self.settings.branch_summary.reserve_tokens);
+            options.tool_results = ToolResults::Truncated;
+            options.system_prompt = SUMMARIZATION_SYSTEM.text();
+            options
         };
         let mut ids = crate::ids::for_new_entries(
             self.ctx.deterministic_ids(),
@@ -358,21 +358,18 @@ impl Pipelines {
         };
         let strategy =
             chosen.strategy(&self.maintenance, self.flags.model.as_deref(), llm.as_ref());
-        let options = CompactOptions {
-            reason: Reason::Manual,
-            will_retry: false,
-            custom_instructions: instructions,
-            settings: self.maintenance.compaction(),
-            prune: Some(self.maintenance.prune()),
-            strategy,
-            summarizer: llm.as_ref().map(|p| p as &dyn Summarizer),
-            remote: llm
-                .as_ref()
-                .and_then(|p| p.as_responses())
-                .map(|r| r as &dyn RemoteCompactor),
-            hooks: &hooks,
-            now: self.ctx.now_ms(),
-        };
+        let mut options = CompactOptions::new(&hooks, self.ctx.now_ms());
+        options.reason = Reason::Manual;
+        options.will_retry = false;
+        options.custom_instructions = instructions;
+        options.settings = self.maintenance.compaction();
+        options.prune = Some(self.maintenance.prune());
+        options.strategy = strategy;
+        options.summarizer = llm.as_ref().map(|p| p as &dyn Summarizer);
+        options.remote = llm
+            .as_ref()
+            .and_then(|p| p.as_responses())
+            .map(|r| r as &dyn RemoteCompactor);
         let mut ids = crate::ids::for_new_entries(
             self.ctx.deterministic_ids(),
             journal.session().entries().iter().map(|e| &e.id),

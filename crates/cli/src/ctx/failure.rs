@@ -221,6 +221,11 @@ fn session(e: &SessionError, fallback: Exit) -> Condition {
             line: e.line(),
             ..condition(Exit::BadInput, e.code())
         },
+        // A condition this build does not know yet keeps its own code.
+        _ => Condition {
+            line: e.line(),
+            ..condition(fallback, e.code())
+        },
     }
 }
 
@@ -251,6 +256,7 @@ fn compact(e: &CompactError, fallback: Exit) -> Condition {
         CompactError::Summarize { error, .. } => summarize(error),
         CompactError::Session(e) => session(e, fallback),
         CompactError::Snapcompact(_) => condition(Exit::Failed, "snapcompact-failed"),
+        _ => condition(Exit::Failed, "failed"),
     }
 }
 
@@ -263,6 +269,7 @@ fn navigate(e: &NavigateError, fallback: Exit) -> Condition {
         NavigateError::Summarize(e) => summarize(e),
         NavigateError::Branch(e) => branch(e, fallback),
         NavigateError::Session(e) => session(e, fallback),
+        _ => condition(Exit::Failed, "failed"),
     }
 }
 
@@ -272,6 +279,7 @@ fn branch(e: &BranchError, fallback: Exit) -> Condition {
             condition(Exit::BadInput, "unknown-entry")
         }
         BranchError::Session(e) => session(e, fallback),
+        _ => condition(Exit::Failed, "failed"),
     }
 }
 
@@ -290,6 +298,7 @@ fn summarize(e: &SummarizeError) -> Condition {
         | SummarizeError::MalformedResponse { .. }
         | SummarizeError::Transport { .. }
         | SummarizeError::Remote { .. } => condition(Exit::Failed, "provider-failed"),
+        _ => condition(Exit::Failed, "failed"),
     }
 }
 
@@ -299,13 +308,13 @@ fn provider(e: &ProviderError) -> Condition {
             condition(Exit::BadInput, "missing-api-key")
         }
         ProviderError::InvalidKey { .. } => condition(Exit::BadInput, "invalid-api-key"),
-        ProviderError::Client(_) => condition(Exit::Failed, "failed"),
         ProviderError::NoProviderSelected { .. } => condition(Exit::BadInput, "no-model"),
         ProviderError::UnknownProvider { .. }
         | ProviderError::MissingKind { .. }
         | ProviderError::MissingBaseUrl { .. }
         | ProviderError::InvalidUrl { .. }
         | ProviderError::MissingModel { .. } => condition(Exit::BadInput, "bad-provider"),
+        _ => condition(Exit::Failed, "failed"),
     }
 }
 

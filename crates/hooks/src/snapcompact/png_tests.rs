@@ -42,13 +42,12 @@ fn tail_units(s: &str, units: usize) -> &str {
 }
 
 fn vision(model: &str, api: &str, provider: &str) -> SnapTarget {
-    SnapTarget {
-        api: Some(api.into()),
-        model_id: Some(model.into()),
-        provider: Some(provider.into()),
-        vision: true,
-        ..SnapTarget::default()
-    }
+    let mut target = SnapTarget::default();
+    target.api = Some(api.into());
+    target.model_id = Some(model.into());
+    target.provider = Some(provider.into());
+    target.vision = true;
+    target
 }
 
 fn claude() -> SnapTarget {
@@ -151,10 +150,8 @@ fn png_frames_carry_their_shape_and_the_preserve_data_holds_the_archive() {
 
 #[test]
 fn a_second_png_compaction_rerenders_from_the_archive_text() {
-    let target = SnapTarget {
-        max_frames: Some(3),
-        ..claude()
-    };
+    let mut target = claude();
+    target.max_frames = Some(3);
     let mut b = long_session(60, 200);
     let first = run(&b, &target);
     let png1 = png_of(&first);
@@ -332,18 +329,14 @@ fn the_newest_edge_keeps_every_planted_fact_verbatim() {
     );
     b.user("Carry on.");
     b.assistant("Carrying on.", &[]);
-    let tight_text = SnapSettings {
-        reserve_tokens: 100,
-        ..SnapSettings::default()
-    };
+    let mut tight_text = SnapSettings::default();
+    tight_text.reserve_tokens = 100;
     let text = compact_preparation(&b.prepare(1), &SnapTarget::default(), &tight_text)
         .unwrap_or_else(|e| panic!("{e}"));
     let details = text.details.clone().unwrap_or_default();
     let kept = details["snapcompact"]["text"].as_str().unwrap_or_default();
-    let one_frame = SnapTarget {
-        max_frames: Some(1),
-        ..claude()
-    };
+    let mut one_frame = claude();
+    one_frame.max_frames = Some(1);
     let png = png_of(&run(&b, &one_frame));
     let tail = png.text_tail.unwrap_or_default();
     for fact in NEW_FACTS {
@@ -367,7 +360,8 @@ proptest! {
     ) {
         let b = long_session(turns, words);
         let prep = b.prepare(1);
-        let target = SnapTarget { max_frames: Some(max_frames), ..vision(model, "", "anthropic") };
+    let mut target = vision(model, "", "anthropic");
+        target.max_frames = Some(max_frames);
         let source = {
             let input = pass_input(&prep);
             normalize(&serialize_archive(&input.messages, &input.useless, &SerializeOptions::default()))

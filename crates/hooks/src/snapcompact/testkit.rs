@@ -108,11 +108,9 @@ impl Builder {
 
     /// Prepares a compaction at the leaf, keeping about `keep` tokens.
     pub(super) fn prepare(&self, keep: u64) -> Preparation<'_> {
-        let settings = CompactionSettings {
-            keep_recent_tokens: keep,
-            adapt_keep_recent: false,
-            ..CompactionSettings::default()
-        };
+        let mut settings = CompactionSettings::default();
+        settings.keep_recent_tokens = keep;
+        settings.adapt_keep_recent = false;
         prepare(&self.session, self.session.leaf_index(), &settings)
             .unwrap_or_else(|e| panic!("nothing to compact: {e}"))
     }

@@ -226,10 +226,8 @@ fn the_native_preparation_archives_the_answer_and_its_files() {
     let b = deploy_session();
     let mut prep = b.prepare(1);
     prep.tokens_before = 12_345.0;
-    let settings = SnapSettings {
-        reserve_tokens: 16_000,
-        ..SnapSettings::default()
-    };
+    let mut settings = SnapSettings::default();
+    settings.reserve_tokens = 16_000;
     let out =
         compact_preparation(&prep, &text_target(), &settings).unwrap_or_else(|e| panic!("{e}"));
     assert!(out.summary.contains("Resume the prior conversation"));
@@ -321,10 +319,8 @@ fn a_first_kept_entry_without_an_id_is_refused() {
 
 #[test]
 fn a_vision_reader_without_a_model_gets_text() {
-    let target = SnapTarget {
-        vision: true,
-        ..SnapTarget::default()
-    };
+    let mut target = SnapTarget::default();
+    target.vision = true;
     assert!(!target.wants_frames());
     let b = deploy_session();
     let out = compact_preparation(&b.prepare(1), &target, &SnapSettings::default())
@@ -339,16 +335,14 @@ fn the_same_session_compacts_to_the_same_bytes_twice() {
         b.filler(&format!("t{i}w"), 200);
     }
     ending(&mut b);
-    let targets = [
-        text_target(),
-        SnapTarget {
-            vision: true,
-            model_id: Some("claude-sonnet-4-5".into()),
-            api: Some("anthropic-messages".into()),
-            provider: Some("anthropic".into()),
-            ..SnapTarget::default()
-        },
-    ];
+    let targets = [text_target(), {
+        let mut target = SnapTarget::default();
+        target.vision = true;
+        target.model_id = Some("claude-sonnet-4-5".into());
+        target.api = Some("anthropic-messages".into());
+        target.provider = Some("anthropic".into());
+        target
+    }];
     for target in targets {
         let bytes = || {
             let out = compact_preparation(&b.prepare(1), &target, &SnapSettings::default())

@@ -105,14 +105,13 @@ pub(crate) fn compact_png(path: &Path) -> Result<Value, BoxError> {
 }
 
 fn claude(max_frames: Option<usize>) -> SnapTarget {
-    SnapTarget {
-        api: Some("anthropic-messages".into()),
-        model_id: Some("claude-sonnet-4-5".into()),
-        provider: Some("anthropic".into()),
-        vision: true,
-        max_frames,
-        ..SnapTarget::default()
-    }
+    let mut target = SnapTarget::default();
+    target.api = Some("anthropic-messages".into());
+    target.model_id = Some("claude-sonnet-4-5".into());
+    target.provider = Some("anthropic".into());
+    target.vision = true;
+    target.max_frames = max_frames;
+    target
 }
 
 fn png_of(result: &CompactionResult) -> Option<PngArchive> {

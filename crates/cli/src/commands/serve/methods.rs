@@ -49,6 +49,7 @@ impl From<MaintenanceError> for RpcError {
             MaintenanceError::Session(_) => "write_failed",
             MaintenanceError::Navigate(NavigateError::NoModel) => "no_model",
             MaintenanceError::Navigate(_) => "navigation_failed",
+            _ => "failed",
         };
         Self::new(code, e.to_string())
     }
@@ -261,13 +262,14 @@ impl Server {
                 ));
             };
             // The archive's reader: PNG frames when the model reads images.
-            runtime = runtime.with_reader(SnapTarget {
-                vision: model
+            runtime = runtime.with_reader({
+                let mut target = SnapTarget::default();
+                target.vision = model
                     .get("vision")
                     .and_then(Value::as_bool)
-                    .unwrap_or(false),
-                api: model.get("api").and_then(Value::as_str).map(str::to_owned),
-                ..SnapTarget::default()
+                    .unwrap_or(false);
+                target.api = model.get("api").and_then(Value::as_str).map(str::to_owned);
+                target
             });
             runtime.set_model(provider, model_id, None);
         }
@@ -378,19 +380,18 @@ impl Server {
                 ));
             }
         };
-        let request = TreeRequest {
-            target_id: target,
-            summarize: match params.get("summarize") {
-                None | Some(Value::Null) => self.runtime()?.settings().branch_summary_enabled,
-                _ => bool_param(params, "summarize")?,
-            },
-            custom_instructions: str_param(params, "instructions")?.map(str::to_owned),
-            replace_instructions: match params.get("replaceInstructions") {
-                None | Some(Value::Null) => true,
-                _ => bool_param(params, "replaceInstructions")?,
-            },
-            label: str_param(params, "label")?.map(str::to_owned),
+        let mut request = TreeRequest::default();
+        request.target_id = target;
+        request.summarize = match params.get("summarize") {
+            None | Some(Value::Null) => self.runtime()?.settings().branch_summary_enabled,
+            _ => bool_param(params, "summarize")?,
         };
+        request.custom_instructions = str_param(params, "instructions")?.map(str::to_owned);
+        request.replace_instructions = match params.get("replaceInstructions") {
+            None | Some(Value::Null) => true,
+            _ => bool_param(params, "replaceInstructions")?,
+        };
+        request.label = str_param(params, "label")?.map(str::to_owned);
         let outcome = self.runtime()?.navigate_tree(request).await?;
         Ok(tree_json(&outcome))
     }
