@@ -232,7 +232,7 @@ pub fn prepare_branch<'a>(
     let mut file_ops = FileOps::default();
     for &i in entries {
         if let EntryBody::BranchSummary(b) = &all[i].body
-            && !b.is_from_extension()
+            && b.carries_file_lists()
             && let Some(details) = &b.details
         {
             file_ops.add_details(details);
@@ -448,6 +448,26 @@ mod tests {
         assert_eq!(items, [item("e2", "user", 100)]);
         assert_eq!(ops.read.sorted(), ["both.rs", "r.rs"]);
         assert_eq!(ops.edited.sorted(), ["m.rs"]);
+    }
+
+    #[test]
+    fn branch_summaries_musepi_handed_pi_give_their_files_though_pi_marks_them_from_an_extension() {
+        let bodies = vec![
+            branch_summary(
+                "s",
+                json!({"readFiles": ["pi.rs"], "modifiedFiles": ["made.rs"], "musepi": {"strategy": "digest"}}),
+                true,
+            ),
+            branch_summary(
+                "s",
+                json!({"readFiles": ["other.rs"], "modifiedFiles": [], "musepi": "not an object"}),
+                true,
+            ),
+            user(&text(400)),
+        ];
+        let (_, _, ops, _) = prepared(bodies, 100, ToolResults::Skip);
+        assert_eq!(ops.read.sorted(), ["pi.rs"]);
+        assert_eq!(ops.edited.sorted(), ["made.rs"]);
     }
 
     #[test]

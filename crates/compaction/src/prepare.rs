@@ -217,7 +217,8 @@ pub fn prepare<'a>(
                     .first_kept_entry_id
                     .as_ref()
                     .and_then(|fk| path[..p].iter().position(|&i| entries[i].id == *fk));
-                let details = (!c.is_from_extension())
+                let details = c
+                    .carries_file_lists()
                     .then_some(c.details.as_ref())
                     .flatten();
                 (

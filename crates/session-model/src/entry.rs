@@ -326,6 +326,22 @@ impl Compaction {
     pub fn is_from_extension(&self) -> bool {
         self.from_hook == Some(true) || self.from_extension == Some(true)
     }
+
+    /// Whether its `details` file lists carry into the next compaction's:
+    /// when musepi or pi made it, not another extension. musepi's pi
+    /// extension hands pi a compaction that pi stores as extension-made;
+    /// the `musepi` object it adds to `details` marks it as musepi's own.
+    pub fn carries_file_lists(&self) -> bool {
+        !self.is_from_extension() || made_by_musepi(self.details.as_ref())
+    }
+}
+
+/// Whether `details` holds the `musepi` object that musepi's pi extension
+/// adds to the compactions and branch summaries it hands pi.
+fn made_by_musepi(details: Option<&Value>) -> bool {
+    details
+        .and_then(|d| d.get("musepi"))
+        .is_some_and(Value::is_object)
 }
 
 /// `branch_summary`.
@@ -349,6 +365,12 @@ impl BranchSummary {
     /// Whether an extension made it.
     pub fn is_from_extension(&self) -> bool {
         self.from_hook == Some(true) || self.from_extension == Some(true)
+    }
+
+    /// Whether its `details` file lists join a later branch summary's: as
+    /// for [`Compaction::carries_file_lists`].
+    pub fn carries_file_lists(&self) -> bool {
+        !self.is_from_extension() || made_by_musepi(self.details.as_ref())
     }
 }
 

@@ -353,11 +353,18 @@ export async function branchSummaryWithMusepi(
 		if (typeof entry.summary !== "string" || entry.summary.trim() === "") {
 			throw new MusepiFailure("musepi branch returned an empty summary", "output");
 		}
-		const summary: BranchSummary = { summary: entry.summary };
-		if (entry.details !== undefined) summary.details = entry.details;
+		const strategy = typeof doc.strategy === "string" ? doc.strategy : "unknown";
+		// pi stores what an extension returns as extension-made; the `musepi`
+		// object tells musepi that the file lists are its own, so they join
+		// the next branch summary's (as for compactions).
+		const stored =
+			typeof entry.details === "object" && entry.details !== null && !Array.isArray(entry.details)
+				? (entry.details as Record<string, unknown>)
+				: {};
+		const summary: BranchSummary = { summary: entry.summary, details: { ...stored, musepi: { strategy } } };
 		return {
 			summary,
-			strategy: typeof doc.strategy === "string" ? doc.strategy : "unknown",
+			strategy,
 			warnings: Array.isArray(doc.warnings) ? doc.warnings.filter((w): w is string => typeof w === "string") : [],
 		};
 	});

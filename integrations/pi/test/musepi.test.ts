@@ -194,7 +194,10 @@ describe("branchSummaryWithMusepi", () => {
 			customInstructions: "what was read",
 			replaceInstructions: false,
 		});
-		assert.deepEqual(made?.summary, { summary: summaryEntry.summary, details: summaryEntry.details });
+		assert.deepEqual(made?.summary, {
+			summary: summaryEntry.summary,
+			details: { ...summaryEntry.details, musepi: { strategy: "snapcompact" } },
+		});
 		assert.equal(made?.strategy, "snapcompact");
 		assert.deepEqual(recorded(config).slice(2), [
 			"--from",

@@ -291,7 +291,10 @@ test("pi stores musepi's compaction and branch summary, and reads them back as m
 	const musepiSummary = lastLine(beforeTree);
 	assert.equal(musepiSummary.type, "branch_summary");
 	assert.equal(summaryEntry.summary, musepiSummary.summary);
-	assert.deepEqual(summaryEntry.details, musepiSummary.details);
+	assert.deepEqual(summaryEntry.details, {
+		...(musepiSummary.details as Record<string, unknown>),
+		musepi: { strategy: "snapcompact" },
+	});
 
 	const afterTree = piContext(file);
 	assert.deepEqual(afterTree, musepiContext(file));

@@ -101,21 +101,57 @@ struct Request {
 /// One line of input: its text, or why it has none (it is not UTF-8).
 type Line = Result<String, String>;
 
+/// The longest request line `serve` reads, newline excluded: the cap of a
+/// session line. A longer line is skipped unread and answered with a
+/// `parse_error`, so a runaway client cannot make the server hold it.
+const MAX_REQUEST_BYTES: usize = 64 << 20;
+
 /// Reads one line of standard input, newline excluded; `None` at the end.
+/// A line longer than `cap` bytes is consumed to its end without being kept.
 async fn next_line(
     input: &mut (impl tokio::io::AsyncBufRead + Unpin),
     number: u64,
+    cap: usize,
 ) -> Option<Line> {
     let mut bytes = Vec::new();
-    match input.read_until(b'\n', &mut bytes).await {
-        Ok(0) | Err(_) => return None,
-        Ok(_) => {}
-    }
-    if bytes.last() == Some(&b'\n') {
-        bytes.pop();
-        if bytes.last() == Some(&b'\r') {
-            bytes.pop();
+    let mut length = 0usize;
+    let mut read_any = false;
+    loop {
+        let Ok(chunk) = input.fill_buf().await else {
+            return None;
+        };
+        if chunk.is_empty() {
+            if !read_any {
+                return None;
+            }
+            break;
         }
+        read_any = true;
+        let newline = chunk.iter().position(|&b| b == b'\n');
+        let content = newline.unwrap_or(chunk.len());
+        length = length.saturating_add(content);
+        if length <= cap {
+            bytes.extend_from_slice(&chunk[..content]);
+        } else {
+            bytes = Vec::new();
+        }
+        input.consume(newline.map_or(content, |i| i + 1));
+        if newline.is_some() {
+            break;
+        }
+    }
+    if length > cap {
+        let limit = if cap >= 1 << 20 {
+            format!("{} MiB", cap >> 20)
+        } else {
+            format!("{cap} bytes")
+        };
+        return Some(Err(format!(
+            "line {number} is {length} bytes, longer than a request may be ({limit}); it was skipped"
+        )));
+    }
+    if bytes.last() == Some(&b'\r') {
+        bytes.pop();
     }
     Some(String::from_utf8(bytes).map_err(|e| {
         format!(
@@ -229,7 +265,7 @@ async fn serve(mut server: Server, out: &Out) -> std::io::Result<()> {
         let mut number = 0;
         loop {
             number += 1;
-            let Some(line) = next_line(&mut input, number).await else {
+            let Some(line) = next_line(&mut input, number, MAX_REQUEST_BYTES).await else {
                 break;
             };
             if tx.send(line).is_err() {
@@ -277,5 +313,42 @@ async fn serve(mut server: Server, out: &Out) -> std::io::Result<()> {
             }
         };
         out.line(response(&request.id, reply))?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_line;
+
+    async fn lines(input: &[u8], cap: usize) -> Vec<Result<String, String>> {
+        let mut reader = tokio::io::BufReader::with_capacity(4, input);
+        let mut out = Vec::new();
+        let mut number = 0;
+        while let Some(line) = {
+            number += 1;
+            next_line(&mut reader, number, cap).await
+        } {
+            out.push(line);
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn a_line_over_the_cap_is_skipped_with_an_error_and_the_next_line_is_read() {
+        let got = lines(b"{\"id\":1}\nabcdefghijklmnop\r\n{\"id\":3}", 10).await;
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert_eq!(got[0], Ok("{\"id\":1}".to_owned()));
+        let error = got[1].clone().unwrap_err();
+        assert!(error.starts_with("line 2 is 17 bytes, longer than a request may be (10 bytes)"), "{error}");
+        assert_eq!(got[2], Ok("{\"id\":3}".to_owned()));
+    }
+
+    #[tokio::test]
+    async fn a_line_at_the_cap_is_kept_whole_across_buffer_refills() {
+        let got = lines(b"0123456789\n0123456789", 10).await;
+        assert_eq!(
+            got,
+            vec![Ok("0123456789".to_owned()), Ok("0123456789".to_owned())]
+        );
     }
 }

@@ -1,3 +1,4 @@
+use musepi_session_model::{Compaction, EntryBody, Text};
 use serde_json::json;
 
 use crate::testkit::Builder;
@@ -276,4 +277,53 @@ fn cut_point_cases_of_the_reference_suite() {
         (1, Some(0), true)
     );
     assert_ne!(b.session.entries()[path[cut.first_kept_index]].id, ok);
+}
+
+/// A compaction an extension supplied keeps its file lists out of the next
+/// one, unless it carries the `musepi` object of musepi's pi extension.
+#[test]
+fn file_lists_carry_over_from_musepi_compactions_pi_stored_as_extension_made() {
+    for (details, carried) in [
+        (
+            json!({"readFiles": ["a.rs"], "modifiedFiles": ["b.rs"]}),
+            false,
+        ),
+        (
+            json!({"readFiles": ["a.rs"], "modifiedFiles": ["b.rs"], "musepi": {"strategy": "snapcompact"}}),
+            true,
+        ),
+        (
+            json!({"readFiles": ["a.rs"], "modifiedFiles": ["b.rs"], "musepi": true}),
+            false,
+        ),
+    ] {
+        let mut b = Builder::new();
+        b.user(&"first question ".repeat(40));
+        b.assistant(&"first answer ".repeat(40), &[], None);
+        let kept = b.user(&"second question ".repeat(40));
+        b.assistant(&"second answer ".repeat(40), &[], None);
+        b.push(EntryBody::Compaction(Compaction {
+            summary: Text::new("Earlier summary"),
+            first_kept_entry_id: Some(kept),
+            tokens_before: 1_000.0,
+            details: Some(details.clone()),
+            from_hook: Some(true),
+            ..Default::default()
+        }));
+        b.user(&"third question ".repeat(40));
+        b.assistant(&"third answer ".repeat(40), &[], None);
+        b.user(&"fourth question ".repeat(40));
+        let p = prepare(&b.session, b.leaf(), &settings(100)).unwrap();
+        let read = p.file_ops.read.sorted();
+        let edited = p.file_ops.edited.sorted();
+        if carried {
+            assert_eq!(read, ["a.rs"], "{details}");
+            assert_eq!(edited, ["b.rs"], "{details}");
+        } else {
+            assert!(
+                read.is_empty() && edited.is_empty(),
+                "{details}: {read:?} {edited:?}"
+            );
+        }
+    }
 }
