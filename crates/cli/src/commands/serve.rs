@@ -339,7 +339,10 @@ mod tests {
         assert_eq!(got.len(), 3, "{got:?}");
         assert_eq!(got[0], Ok("{\"id\":1}".to_owned()));
         let error = got[1].clone().unwrap_err();
-        assert!(error.starts_with("line 2 is 17 bytes, longer than a request may be (10 bytes)"), "{error}");
+        assert!(
+            error.starts_with("line 2 is 17 bytes, longer than a request may be (10 bytes)"),
+            "{error}"
+        );
         assert_eq!(got[2], Ok("{\"id\":3}".to_owned()));
     }
 
