@@ -269,8 +269,8 @@ impl ProcessHook {
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .process_group(0);
-        let mut child = command
-            .spawn()
+        let mut child = spawn_when_not_busy(&mut command, cancel)
+            .await
             .map_err(|e| HookError::Spawn(format!("{}: {e}", self.command[0])))?;
         let group = GroupGuard::new(child.id());
         let tail = Arc::new(Mutex::new(VecDeque::new()));
@@ -451,5 +451,71 @@ fn quote(text: &str) -> String {
         format!("{head:?}…")
     } else {
         format!("{head:?}")
+    }
+}
+
+/// How long a start refused because the program is open for writing is
+/// retried: the first wait, and the waits' sum at most.
+const BUSY_RETRY: (Duration, Duration) = (Duration::from_millis(5), Duration::from_secs(2));
+
+/// Starts `command`, retrying while the system refuses with "text file
+/// busy": the program is still open for writing somewhere (a tool that just
+/// wrote the hook script, or a process that forked while it was being
+/// written and has not yet run its own program).
+async fn spawn_when_not_busy(
+    command: &mut tokio::process::Command,
+    cancel: &CancellationToken,
+) -> std::io::Result<tokio::process::Child> {
+    let (mut wait, most) = BUSY_RETRY;
+    let mut waited = Duration::ZERO;
+    loop {
+        match command.spawn() {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::ExecutableFileBusy
+                    && waited < most
+                    && !cancel.is_cancelled() =>
+            {
+                tokio::time::sleep(wait).await;
+                waited += wait;
+                wait = (wait * 2).min(most.saturating_sub(waited).max(Duration::from_millis(1)));
+            }
+            other => return other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::io::Write as _;
+    use std::os::unix::fs::PermissionsExt as _;
+    use std::time::Duration;
+
+    use tokio_util::sync::CancellationToken;
+
+    use super::spawn_when_not_busy;
+
+    #[tokio::test]
+    async fn a_hook_whose_script_is_still_open_for_writing_starts_once_it_is_closed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hook.sh");
+        let mut writer = std::fs::File::create(&path).unwrap();
+        writer.write_all(b"#!/bin/sh\nexit 7\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // While this process holds the script open for writing, the system
+        // refuses to run it.
+        let refused = std::process::Command::new(&path).spawn().unwrap_err();
+        assert_eq!(refused.kind(), std::io::ErrorKind::ExecutableFileBusy);
+        let closer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            drop(writer);
+        });
+        let mut command = tokio::process::Command::new(&path);
+        let mut child = spawn_when_not_busy(&mut command, &CancellationToken::new())
+            .await
+            .unwrap();
+        assert_eq!(child.wait().await.unwrap().code(), Some(7));
+        closer.join().unwrap();
     }
 }
