@@ -51,71 +51,34 @@ pub trait Summarizer: Send + Sync {
     }
 }
 
-impl<S: Summarizer + ?Sized> Summarizer for &S {
-    fn summarize<'a>(
-        &'a self,
-        request: &'a SummaryRequest,
-        cancel: CancellationToken,
-    ) -> SummarizeFuture<'a> {
-        (**self).summarize(request, cancel)
-    }
+/// A reference or a smart pointer to a summarizer is one too.
+macro_rules! forward_summarizer {
+    ($($ptr:ty),*) => {$(
+        impl<S: Summarizer + ?Sized> Summarizer for $ptr {
+            fn summarize<'a>(
+                &'a self,
+                request: &'a SummaryRequest,
+                cancel: CancellationToken,
+            ) -> SummarizeFuture<'a> {
+                (**self).summarize(request, cancel)
+            }
 
-    fn describe(&self) -> String {
-        (**self).describe()
-    }
+            fn describe(&self) -> String {
+                (**self).describe()
+            }
 
-    fn context_window(&self) -> Option<u64> {
-        (**self).context_window()
-    }
+            fn context_window(&self) -> Option<u64> {
+                (**self).context_window()
+            }
 
-    fn expect_requests(&self, more: usize) {
-        (**self).expect_requests(more);
-    }
+            fn expect_requests(&self, more: usize) {
+                (**self).expect_requests(more);
+            }
+        }
+    )*};
 }
 
-impl<S: Summarizer + ?Sized> Summarizer for Box<S> {
-    fn summarize<'a>(
-        &'a self,
-        request: &'a SummaryRequest,
-        cancel: CancellationToken,
-    ) -> SummarizeFuture<'a> {
-        (**self).summarize(request, cancel)
-    }
-
-    fn describe(&self) -> String {
-        (**self).describe()
-    }
-
-    fn context_window(&self) -> Option<u64> {
-        (**self).context_window()
-    }
-
-    fn expect_requests(&self, more: usize) {
-        (**self).expect_requests(more);
-    }
-}
-
-impl<S: Summarizer + ?Sized> Summarizer for Arc<S> {
-    fn summarize<'a>(
-        &'a self,
-        request: &'a SummaryRequest,
-        cancel: CancellationToken,
-    ) -> SummarizeFuture<'a> {
-        (**self).summarize(request, cancel)
-    }
-
-    fn describe(&self) -> String {
-        (**self).describe()
-    }
-
-    fn context_window(&self) -> Option<u64> {
-        (**self).context_window()
-    }
-
-    fn expect_requests(&self, more: usize) {
-        (**self).expect_requests(more);
-    }
-}
+forward_summarizer!(&S, Box<S>, Arc<S>);
 
 /// Why a summary could not be produced.
 ///

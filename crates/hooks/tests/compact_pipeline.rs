@@ -4,10 +4,10 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use musepi_compaction::{CompactionSettings, PruneConfig, Reason};
+use musepi_compaction::{CompactionSettings, PruneConfig};
 use musepi_context_builder::{RequestPurpose, SummaryRequest, SummaryResponse};
 use musepi_hooks::events::{
     BeforeCompactEvent, BeforeCompactResult, CompactEvent, CompactingEvent, CompactingResult,
@@ -15,13 +15,15 @@ use musepi_hooks::events::{
 };
 use musepi_hooks::{
     CompactError, CompactOptions, Hook, HookError, HookFuture, Hooks, Strategy, SummarizeError,
-    SummarizeFuture, Summarizer, compact,
+    SummarizeFuture, Summarizer,
 };
 use musepi_session_model::{
-    AgentMessage, AssistantMessage, Content, ContentBlock, EntryBody, Header, Journal, JsonValue,
-    SequentialIds, Stamp, StopReason, Text, ToolCall, ToolResultMessage, Usage, UserMessage,
+    AgentMessage, ContentBlock, EntryBody, Journal, SequentialIds, StopReason, Usage,
 };
 use tokio_util::sync::CancellationToken;
+
+mod common;
+use common::{NOW, Reads, Writer, assistant, compact_file};
 
 /// Answers by purpose; records every request.
 struct Scripted {
@@ -80,85 +82,40 @@ impl Summarizer for Scripted {
     }
 }
 
+/// The read turns of a session file: `task n`, call `cn` of `src/fn.rs`
+/// with a growing usage, 8,000 `x`s.
+const FIRST: Reads = Reads {
+    task: "task",
+    call: "c",
+    file: "f",
+    fill: 'x',
+    with_usage: true,
+};
+
+/// The read turns appended later: `more n`, call `gn` of `src/gn.rs`,
+/// 8,000 `y`s.
+const MORE: Reads = Reads {
+    task: "more",
+    call: "g",
+    file: "g",
+    fill: 'y',
+    with_usage: false,
+};
+
 /// A session file: three turns with a big tool result each.
 fn session_file(dir: &tempfile::TempDir) -> PathBuf {
     session_file_with(dir, 3)
 }
 
-/// A session file with `turns` turns.
+/// A session file with `turns` turns, then a closing answer.
 fn session_file_with(dir: &tempfile::TempDir, turns: u32) -> PathBuf {
     let path = dir.path().join("s.jsonl");
-    let mut j = Journal::create(
-        &path,
-        Header::new("sess", "2025-01-01T00:00:00.000Z", "/repo"),
-    )
-    .unwrap();
-    let mut ids = SequentialIds::new();
-    let mut now = 1_735_689_600_000;
-    for turn in 0..turns {
-        let mut stamp = Stamp { ids: &mut ids, now };
-        now += 1000;
-        j.append(
-            EntryBody::Message(AgentMessage::User(UserMessage {
-                content: Content::Text(Text::new(format!("task {turn}"))),
-                timestamp: Some(now as f64),
-                attribution: None,
-            })),
-            &mut stamp,
-        )
-        .unwrap();
-        let call = ToolCall {
-            id: format!("c{turn}"),
-            name: Text::new("read"),
-            arguments: JsonValue::new(serde_json::json!({"path": format!("src/f{turn}.rs")})),
-            intent: None,
-        };
-        j.append(
-            EntryBody::Message(AgentMessage::Assistant(AssistantMessage {
-                content: Content::Blocks(vec![
-                    ContentBlock::text("reading"),
-                    ContentBlock::ToolCall(call),
-                ]),
-                provider: Some("anthropic".into()),
-                model: Some("claude".into()),
-                usage: Some(Usage {
-                    input: 1000.0 * f64::from(turn + 1),
-                    output: 10.0,
-                    total_tokens: 1000.0 * f64::from(turn + 1) + 10.0,
-                    ..Default::default()
-                }),
-                stop_reason: Some(StopReason::ToolUse),
-                timestamp: Some(now as f64),
-                ..Default::default()
-            })),
-            &mut stamp,
-        )
-        .unwrap();
-        j.append(
-            EntryBody::Message(AgentMessage::ToolResult(ToolResultMessage {
-                tool_call_id: format!("c{turn}"),
-                tool_name: "read".into(),
-                content: Content::text("x".repeat(8_000)),
-                timestamp: Some(now as f64),
-                ..Default::default()
-            })),
-            &mut stamp,
-        )
-        .unwrap();
-    }
-    let mut stamp = Stamp { ids: &mut ids, now };
-    j.append(
-        EntryBody::Message(AgentMessage::Assistant(AssistantMessage {
-            content: Content::text("All three files are read."),
-            provider: Some("anthropic".into()),
-            model: Some("claude".into()),
-            stop_reason: Some(StopReason::Stop),
-            timestamp: Some(now as f64),
-            ..Default::default()
-        })),
-        &mut stamp,
-    )
-    .unwrap();
+    let mut w = Writer::create(&path, "sess", "/repo");
+    w.reads(0..turns, &FIRST);
+    w.message(AgentMessage::Assistant(assistant(
+        vec![ContentBlock::text("All three files are read.")],
+        StopReason::Stop,
+    )));
     path
 }
 
@@ -169,29 +126,41 @@ fn settings() -> CompactionSettings {
     settings
 }
 
+/// An LLM compaction by `summarizer`, without pruning.
 fn options<'a>(summarizer: &'a dyn Summarizer, hooks: &'a Hooks) -> CompactOptions<'a> {
-    {
-        let mut options = CompactOptions::new(hooks, 1_800_000_000_000);
-        options.reason = Reason::Manual;
-        options.will_retry = false;
-        options.custom_instructions = None;
-        options.settings = settings();
-        options.prune = None;
-        options.strategy = Strategy::Llm;
-        options.summarizer = Some(summarizer);
-        options.remote = None;
-        options
-    }
+    let mut options = CompactOptions::new(hooks, NOW);
+    options.settings = settings();
+    options.prune = None;
+    options.summarizer = Some(summarizer);
+    options
+}
+
+/// [`options`] that also prune, keeping less.
+fn pruning<'a>(summarizer: &'a dyn Summarizer, hooks: &'a Hooks) -> CompactOptions<'a> {
+    let mut opts = options(summarizer, hooks);
+    let mut prune = PruneConfig::default();
+    prune.protect_tokens = 2_000;
+    prune.minimum_savings = 0;
+    opts.prune = Some(prune);
+    opts.settings.keep_recent_tokens = 600;
+    opts
 }
 
 async fn run(
-    path: &PathBuf,
+    path: &Path,
     opts: &CompactOptions<'_>,
     cancel: &CancellationToken,
 ) -> Result<musepi_hooks::CompactOutcome, CompactError> {
-    let mut journal = Journal::open(path, &mut SequentialIds::new()).unwrap();
-    let mut ids = SequentialIds::after(journal.session().entries().iter().map(|e| &e.id));
-    compact(&mut journal, opts, &mut ids, cancel).await
+    compact_file(path, opts, cancel).await
+}
+
+/// Compacts `path` with [`options`].
+async fn run_default(
+    path: &Path,
+    summarizer: &dyn Summarizer,
+    hooks: &Hooks,
+) -> Result<musepi_hooks::CompactOutcome, CompactError> {
+    run(path, &options(summarizer, hooks), &CancellationToken::new()).await
 }
 
 #[tokio::test]
@@ -200,13 +169,7 @@ async fn an_llm_compaction_is_appended_with_its_summaries_and_file_list() {
     let path = session_file(&dir);
     let summarizer = Scripted::new(None);
     let hooks = Hooks::new();
-    let out = run(
-        &path,
-        &options(&summarizer, &hooks),
-        &CancellationToken::new(),
-    )
-    .await
-    .unwrap();
+    let out = run_default(&path, &summarizer, &hooks).await.unwrap();
     assert_eq!(
         out.requests,
         [RequestPurpose::History, RequestPurpose::ShortSummary]
@@ -247,14 +210,7 @@ async fn a_failed_summary_writes_nothing() {
     let before = std::fs::read(&path).unwrap();
     let summarizer = Scripted::new(Some(RequestPurpose::History));
     let hooks = Hooks::new();
-    let mut opts = options(&summarizer, &hooks);
-    opts.prune = Some({
-        let mut prune = PruneConfig::default();
-        prune.protect_tokens = 2_000;
-        prune.minimum_savings = 0;
-        prune
-    });
-    opts.settings.keep_recent_tokens = 600;
+    let opts = pruning(&summarizer, &hooks);
     let err = run(&path, &opts, &CancellationToken::new())
         .await
         .unwrap_err();
@@ -287,14 +243,7 @@ async fn staged_pruning_is_written_with_the_entry() {
     let path = session_file(&dir);
     let summarizer = Scripted::new(None);
     let hooks = Hooks::new();
-    let mut opts = options(&summarizer, &hooks);
-    opts.prune = Some({
-        let mut prune = PruneConfig::default();
-        prune.protect_tokens = 2_000;
-        prune.minimum_savings = 0;
-        prune
-    });
-    opts.settings.keep_recent_tokens = 600;
+    let opts = pruning(&summarizer, &hooks);
     let out = run(&path, &opts, &CancellationToken::new()).await.unwrap();
     assert!(!out.pruned.is_empty());
     let history = summarizer.seen.lock().unwrap()[0].prompt_text();
@@ -315,15 +264,8 @@ async fn a_snapcompact_archive_reads_what_staged_pruning_blanked() {
     let path = session_file(&dir);
     let summarizer = Scripted::new(None);
     let hooks = Hooks::new();
-    let mut opts = options(&summarizer, &hooks);
+    let mut opts = pruning(&summarizer, &hooks);
     opts.strategy = Strategy::snapcompact(musepi_hooks::SnapTarget::default());
-    opts.prune = Some({
-        let mut prune = PruneConfig::default();
-        prune.protect_tokens = 2_000;
-        prune.minimum_savings = 0;
-        prune
-    });
-    opts.settings.keep_recent_tokens = 600;
     let out = run(&path, &opts, &CancellationToken::new()).await.unwrap();
     assert!(!out.pruned.is_empty());
     // The archive shows the outputs as they were, not their placeholders…
@@ -440,13 +382,7 @@ async fn a_hook_can_cancel_and_nothing_is_written() {
     let summarizer = Scripted::new(None);
     let mut hooks = Hooks::new();
     hooks.register(Arc::new(Veto));
-    let err = run(
-        &path,
-        &options(&summarizer, &hooks),
-        &CancellationToken::new(),
-    )
-    .await
-    .unwrap_err();
+    let err = run_default(&path, &summarizer, &hooks).await.unwrap_err();
     assert_eq!(err.to_string(), "Compaction cancelled");
     assert!(summarizer.seen.lock().unwrap().is_empty());
     assert_eq!(std::fs::read(&path).unwrap(), before);
@@ -460,13 +396,7 @@ async fn a_supplied_compaction_is_stored_as_extension_made_and_the_after_event_s
     let seen = Arc::new(Mutex::new(Vec::new()));
     let mut hooks = Hooks::new();
     hooks.register(Arc::new(Supply(seen.clone())));
-    let out = run(
-        &path,
-        &options(&summarizer, &hooks),
-        &CancellationToken::new(),
-    )
-    .await
-    .unwrap();
+    let out = run_default(&path, &summarizer, &hooks).await.unwrap();
     assert!(out.result.from_extension);
     assert!(summarizer.seen.lock().unwrap().is_empty());
     assert_eq!(*seen.lock().unwrap(), [true]);
@@ -503,53 +433,8 @@ async fn compacting_hooks_steer_the_prompt_and_a_broken_one_is_reported() {
 }
 
 /// Appends `turns` more read turns (`src/g{n}.rs`) after the leaf.
-fn append_turns(path: &PathBuf, turns: std::ops::Range<u32>) {
-    let mut ids = SequentialIds::new();
-    let mut j = Journal::open(path, &mut ids).unwrap();
-    let mut ids = SequentialIds::after(j.session().entries().iter().map(|e| &e.id));
-    let mut now = 1_900_000_000_000_i64;
-    for turn in turns {
-        now += 1000;
-        let mut stamp = Stamp { ids: &mut ids, now };
-        j.append(
-            EntryBody::Message(AgentMessage::User(UserMessage {
-                content: Content::Text(Text::new(format!("more {turn}"))),
-                timestamp: Some(now as f64),
-                attribution: None,
-            })),
-            &mut stamp,
-        )
-        .unwrap();
-        let call = ToolCall {
-            id: format!("g{turn}"),
-            name: Text::new("read"),
-            arguments: JsonValue::new(serde_json::json!({"path": format!("src/g{turn}.rs")})),
-            intent: None,
-        };
-        j.append(
-            EntryBody::Message(AgentMessage::Assistant(AssistantMessage {
-                content: Content::Blocks(vec![ContentBlock::ToolCall(call)]),
-                provider: Some("anthropic".into()),
-                model: Some("claude".into()),
-                stop_reason: Some(StopReason::ToolUse),
-                timestamp: Some(now as f64),
-                ..Default::default()
-            })),
-            &mut stamp,
-        )
-        .unwrap();
-        j.append(
-            EntryBody::Message(AgentMessage::ToolResult(ToolResultMessage {
-                tool_call_id: format!("g{turn}"),
-                tool_name: "read".into(),
-                content: Content::text("y".repeat(8_000)),
-                timestamp: Some(now as f64),
-                ..Default::default()
-            })),
-            &mut stamp,
-        )
-        .unwrap();
-    }
+fn append_turns(path: &Path, turns: std::ops::Range<u32>) {
+    Writer::open(path, 1_900_000_000_000).reads(turns, &MORE);
 }
 
 /// Supplies a compaction whose `details` name files no message touched.
@@ -594,22 +479,10 @@ async fn files_after_two_compactions(
     if let Some(h) = first {
         hooks.register(h);
     }
-    let one = run(
-        &path,
-        &options(&summarizer, &hooks),
-        &CancellationToken::new(),
-    )
-    .await
-    .unwrap();
+    let one = run_default(&path, &summarizer, &hooks).await.unwrap();
     append_turns(&path, 0..3);
     let none = Hooks::new();
-    let two = run(
-        &path,
-        &options(&summarizer, &none),
-        &CancellationToken::new(),
-    )
-    .await
-    .unwrap();
+    let two = run_default(&path, &summarizer, &none).await.unwrap();
     assert!(!two.result.from_extension);
     let details = two.result.details.clone().unwrap();
     let mut files: Vec<String> = ["readFiles", "modifiedFiles"]
@@ -660,6 +533,18 @@ struct Small {
     expected: Mutex<usize>,
 }
 
+impl Small {
+    fn new(limit: usize, stated: u64, window: Option<u64>) -> Self {
+        Self {
+            limit,
+            stated,
+            window,
+            seen: Mutex::new(Vec::new()),
+            expected: Mutex::new(0),
+        }
+    }
+}
+
 impl Summarizer for Small {
     fn summarize<'a>(
         &'a self,
@@ -704,13 +589,7 @@ async fn an_overflowing_history_is_summarized_in_windows() {
     // Learnt from the rejection, which states the window: windows of what fits.
     let dir = tempfile::tempdir().unwrap();
     let path = session_file_with(&dir, 12);
-    let small = Small {
-        limit: 16_000,
-        stated: 8_000,
-        window: None,
-        seen: Mutex::new(Vec::new()),
-        expected: Mutex::new(0),
-    };
+    let small = Small::new(16_000, 8_000, None);
     let mut opts = options(&small, &hooks);
     opts.settings.keep_recent_tokens = 600;
     opts.settings.reserve_tokens = 4_000;
@@ -738,13 +617,7 @@ async fn an_overflowing_history_is_summarized_in_windows() {
     // Known window: windows from the start, no rejected request.
     let dir = tempfile::tempdir().unwrap();
     let path = session_file_with(&dir, 12);
-    let known = Small {
-        limit: 16_000,
-        stated: 0,
-        window: Some(25_000),
-        seen: Mutex::new(Vec::new()),
-        expected: Mutex::new(0),
-    };
+    let known = Small::new(16_000, 0, Some(25_000));
     let mut opts = options(&known, &hooks);
     opts.settings.keep_recent_tokens = 600;
     opts.settings.reserve_tokens = 4_000;
@@ -766,13 +639,7 @@ async fn an_overflowing_history_is_summarized_in_windows() {
     let dir = tempfile::tempdir().unwrap();
     let path = session_file(&dir);
     let before = std::fs::read(&path).unwrap();
-    let tiny = Small {
-        limit: 10,
-        stated: 4_096,
-        window: None,
-        seen: Mutex::new(Vec::new()),
-        expected: Mutex::new(0),
-    };
+    let tiny = Small::new(10, 4_096, None);
     let mut opts = options(&tiny, &hooks);
     opts.settings.keep_recent_tokens = 600;
     let err = run(&path, &opts, &CancellationToken::new())

@@ -7,7 +7,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use musepi_branch_summary::ToolResults;
 use musepi_context_builder::{SummaryRequest, SummaryResponse, build_context};
 use musepi_hooks::events::{BeforeTreeEvent, BeforeTreeResult, SuppliedSummary, TreeEvent};
 use musepi_hooks::{
@@ -15,10 +14,12 @@ use musepi_hooks::{
     SummarizeFuture, Summarizer, navigate,
 };
 use musepi_session_model::{
-    AgentMessage, AssistantMessage, Content, ContentBlock, EntryBody, Header, Journal, JsonValue,
-    SequentialIds, Stamp, StopReason, Text, ToolCall, UserMessage,
+    AgentMessage, ContentBlock, EntryBody, Journal, SequentialIds, StopReason,
 };
 use tokio_util::sync::CancellationToken;
+
+mod common;
+use common::{NOW, Writer, assistant, navigate_file, read_call, user};
 
 struct Echo {
     seen: Mutex<Vec<SummaryRequest>>,
@@ -50,46 +51,32 @@ impl Summarizer for Echo {
     }
 }
 
+impl Echo {
+    fn new(fail: bool) -> Self {
+        Self {
+            seen: Mutex::new(Vec::new()),
+            fail,
+        }
+    }
+}
+
 /// A → B(user "plan A") → C(asst, reads a.rs) → D(user "plan B"); leaf D.
 /// Returns the file and the ids [A, B, C, D].
 fn tree_file(dir: &Path) -> (PathBuf, Vec<String>) {
     let path = dir.join("t.jsonl");
-    let mut j = Journal::create(&path, Header::new("t", "2025-01-01T00:00:00.000Z", "/r")).unwrap();
-    let mut ids = SequentialIds::new();
-    let mut out = Vec::new();
-    let mut now = 1_735_689_600_000;
-    let mut push = |j: &mut Journal, body: EntryBody| {
-        now += 1000;
-        let mut stamp = Stamp { ids: &mut ids, now };
-        j.append(body, &mut stamp).unwrap().to_string()
-    };
-    let user = |t: &str| {
-        EntryBody::Message(AgentMessage::User(UserMessage {
-            content: Content::Text(Text::new(t)),
-            ..Default::default()
-        }))
-    };
+    let mut w = Writer::create(&path, "t", "/r");
     let asst = |t: &str, calls: Vec<ContentBlock>| {
         let mut blocks = vec![ContentBlock::text(t)];
         blocks.extend(calls);
-        EntryBody::Message(AgentMessage::Assistant(AssistantMessage {
-            content: Content::Blocks(blocks),
-            provider: Some("p".into()),
-            model: Some("m".into()),
-            stop_reason: Some(StopReason::Stop),
-            ..Default::default()
-        }))
+        AgentMessage::Assistant(assistant(blocks, StopReason::Stop))
     };
-    out.push(push(&mut j, user("start")));
-    out.push(push(&mut j, asst("ok", vec![])));
-    let read = ContentBlock::ToolCall(ToolCall {
-        id: "r".into(),
-        name: Text::new("read"),
-        arguments: JsonValue::new(serde_json::json!({"path": "src/a.rs"})),
-        intent: None,
-    });
-    out.push(push(&mut j, asst("reading a.rs for plan B", vec![read])));
-    out.push(push(&mut j, user("plan B is slow")));
+    let read = read_call("r", "src/a.rs");
+    let out = vec![
+        w.message(user("start")),
+        w.message(asst("ok", vec![])),
+        w.message(asst("reading a.rs for plan B", vec![read])),
+        w.message(user("plan B is slow")),
+    ];
     (path, out)
 }
 
@@ -99,40 +86,27 @@ fn options<'a>(
     summarizer: Option<&'a dyn Summarizer>,
     hooks: &'a Hooks,
 ) -> NavigateOptions<'a> {
-    {
-        let mut options = NavigateOptions::new(Some(target.into()), hooks, 1_800_000_000_000);
-        options.from = None;
-        options.summarize = summarize;
-        options.custom_instructions = None;
-        options.replace_instructions = true;
-        options.label = None;
-        options.strategy = BranchStrategy::Llm;
-        options.summarizer = summarizer;
-        options.context_window = None;
-        options.reserve_tokens = 16_384;
-        options.tool_results = ToolResults::Truncated;
-        options.system_prompt = "You summarize.";
-        options
-    }
+    let mut options = NavigateOptions::new(Some(target.into()), hooks, NOW);
+    options.summarize = summarize;
+    options.replace_instructions = true;
+    options.strategy = BranchStrategy::Llm;
+    options.summarizer = summarizer;
+    options.system_prompt = "You summarize.";
+    options
 }
 
 async fn go(
     path: &Path,
     opts: &NavigateOptions<'_>,
 ) -> Result<musepi_hooks::NavigateOutcome, NavigateError> {
-    let mut j = Journal::open(path, &mut SequentialIds::new()).unwrap();
-    let mut ids = SequentialIds::after(j.session().entries().iter().map(|e| &e.id));
-    navigate(&mut j, opts, &mut ids, &CancellationToken::new()).await
+    navigate_file(path, opts).await
 }
 
 #[tokio::test]
 async fn the_summary_hangs_under_the_target_and_the_context_continues_after_it() {
     let dir = tempfile::tempdir().unwrap();
     let (path, ids) = tree_file(dir.path());
-    let echo = Echo {
-        seen: Mutex::new(Vec::new()),
-        fail: false,
-    };
+    let echo = Echo::new(false);
     let hooks = Hooks::new();
     let out = go(&path, &options(&ids[1], true, Some(&echo), &hooks))
         .await
@@ -248,10 +222,7 @@ async fn a_hook_veto_or_a_failed_summary_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let (path, ids) = tree_file(dir.path());
     let before = std::fs::read(&path).unwrap();
-    let echo = Echo {
-        seen: Mutex::new(Vec::new()),
-        fail: false,
-    };
+    let echo = Echo::new(false);
     let mut hooks = Hooks::new();
     hooks.register(Arc::new(Veto));
     assert!(matches!(
@@ -259,10 +230,7 @@ async fn a_hook_veto_or_a_failed_summary_changes_nothing() {
         Err(NavigateError::CancelledByHook { .. })
     ));
     assert!(echo.seen.lock().unwrap().is_empty());
-    let failing = Echo {
-        seen: Mutex::new(Vec::new()),
-        fail: true,
-    };
+    let failing = Echo::new(true);
     let none = Hooks::new();
     let err = go(&path, &options(&ids[1], true, Some(&failing), &none))
         .await

@@ -6,25 +6,24 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use musepi_branch_summary::ToolResults;
-use musepi_compaction::{CompactionSettings, Reason};
 use musepi_context_builder::{SummaryRequest, SummaryResponse};
 use musepi_hooks::events::names;
 use musepi_hooks::{
     BranchStrategy, CompactError, CompactOptions, CompactOutcome, Hooks, NavigateOptions,
-    ProcessHook, StderrMode, Strategy, SummarizeFuture, Summarizer, compact, navigate,
+    ProcessHook, SummarizeFuture, Summarizer,
 };
-use musepi_session_model::{
-    AgentMessage, AssistantMessage, Content, ContentBlock, EntryBody, Header, Journal, JsonValue,
-    SequentialIds, Stamp, StopReason, Text, ToolCall, ToolResultMessage, UserMessage,
-};
+use musepi_session_model::{AgentMessage, ContentBlock, Journal, SequentialIds, StopReason};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+
+mod common;
+use common::{
+    NOW, Reads, Writer, assistant, compact_file, last_line, navigate_file, process_hook, script,
+};
 
 /// Records requests and answers with a fixed summary.
 #[derive(Default)]
@@ -52,81 +51,44 @@ impl Summarizer for Recorder {
     }
 }
 
-fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
+fn process(event: &str, path: &Path) -> Arc<ProcessHook> {
+    Arc::new(process_hook(event, path))
 }
 
-fn process(event: &str, path: &Path) -> Arc<ProcessHook> {
-    Arc::new(
-        ProcessHook::new(event, vec![path.display().to_string()])
-            .unwrap()
-            .stderr(StderrMode::Capture),
-    )
+/// Hooks of `supply`, answering `before` with `answer`, and of an
+/// after-event `after` whose payload lands in the returned file.
+fn supply_and_record(dir: &Path, before: &str, answer: &str, after: &str) -> (Hooks, PathBuf) {
+    let supply = script(
+        dir,
+        "supply.sh",
+        &format!("cat > /dev/null\necho '{answer}'"),
+    );
+    let seen = dir.join("after.json");
+    let record = script(dir, "after.sh", &format!("cat > '{}'", seen.display()));
+    let mut hooks = Hooks::new();
+    hooks.register(process(before, &supply));
+    hooks.register(process(after, &record));
+    (hooks, seen)
 }
 
 /// Three read turns with big results, then a closing answer.
 fn session_file(dir: &Path) -> PathBuf {
     let path = dir.join("s.jsonl");
-    let mut j = Journal::create(
-        &path,
-        Header::new("sess", "2025-01-01T00:00:00.000Z", "/repo"),
-    )
-    .unwrap();
-    let mut ids = SequentialIds::new();
-    let mut now = 1_735_689_600_000_i64;
-    let mut push = |j: &mut Journal, body: EntryBody| {
-        now += 1000;
-        let mut stamp = Stamp { ids: &mut ids, now };
-        j.append(body, &mut stamp).unwrap().to_string()
-    };
-    for turn in 0..3 {
-        push(
-            &mut j,
-            EntryBody::Message(AgentMessage::User(UserMessage {
-                content: Content::Text(Text::new(format!("task {turn}"))),
-                ..Default::default()
-            })),
-        );
-        push(
-            &mut j,
-            EntryBody::Message(AgentMessage::Assistant(AssistantMessage {
-                content: Content::Blocks(vec![ContentBlock::ToolCall(ToolCall {
-                    id: format!("c{turn}"),
-                    name: Text::new("read"),
-                    arguments: JsonValue::new(
-                        serde_json::json!({"path": format!("src/f{turn}.rs")}),
-                    ),
-                    intent: None,
-                })]),
-                provider: Some("p".into()),
-                model: Some("m".into()),
-                stop_reason: Some(StopReason::ToolUse),
-                ..Default::default()
-            })),
-        );
-        push(
-            &mut j,
-            EntryBody::Message(AgentMessage::ToolResult(ToolResultMessage {
-                tool_call_id: format!("c{turn}"),
-                tool_name: "read".into(),
-                content: Content::text("x".repeat(8_000)),
-                ..Default::default()
-            })),
-        );
-    }
-    push(
-        &mut j,
-        EntryBody::Message(AgentMessage::Assistant(AssistantMessage {
-            content: Content::text("done"),
-            provider: Some("p".into()),
-            model: Some("m".into()),
-            stop_reason: Some(StopReason::Stop),
-            ..Default::default()
-        })),
+    let mut w = Writer::create(&path, "sess", "/repo");
+    w.reads(
+        0..3,
+        &Reads {
+            task: "task",
+            call: "c",
+            file: "f",
+            fill: 'x',
+            with_usage: false,
+        },
     );
+    w.message(AgentMessage::Assistant(assistant(
+        vec![ContentBlock::text("done")],
+        StopReason::Stop,
+    )));
     path
 }
 
@@ -136,28 +98,13 @@ async fn run_compact(
     summarizer: &Recorder,
     instructions: Option<&str>,
 ) -> Result<CompactOutcome, CompactError> {
-    let mut options = CompactOptions::new(hooks, 1_800_000_000_000);
-    options.reason = Reason::Manual;
-    options.will_retry = false;
+    let mut options = CompactOptions::new(hooks, NOW);
     options.custom_instructions = instructions.map(str::to_owned);
-    options.settings = {
-        let mut settings = CompactionSettings::default();
-        settings.keep_recent_tokens = 2_500;
-        settings.adapt_keep_recent = false;
-        settings
-    };
+    options.settings.keep_recent_tokens = 2_500;
+    options.settings.adapt_keep_recent = false;
     options.prune = None;
-    options.strategy = Strategy::Llm;
     options.summarizer = Some(summarizer);
-    options.remote = None;
-    let mut journal = Journal::open(path, &mut SequentialIds::new()).unwrap();
-    let mut ids = SequentialIds::after(journal.session().entries().iter().map(|e| &e.id));
-    compact(&mut journal, &options, &mut ids, &CancellationToken::new()).await
-}
-
-fn last_line(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap();
-    serde_json::from_str(text.lines().last().unwrap()).unwrap()
+    compact_file(path, &options, &CancellationToken::new()).await
 }
 
 #[tokio::test]
@@ -181,21 +128,12 @@ async fn an_exit_2_cancel_leaves_the_file_byte_identical() {
 async fn a_supplied_compaction_is_stored_from_extension_and_the_after_event_sees_the_saved_entry() {
     let dir = tempfile::tempdir().unwrap();
     let path = session_file(dir.path());
-    let supply = script(
+    let (hooks, seen) = supply_and_record(
         dir.path(),
-        "supply.sh",
-        r#"cat > /dev/null
-echo '{"compaction": {"summary": "from a process", "details": {"readFiles": ["x.rs"], "modifiedFiles": []}}}'"#,
+        names::BEFORE_COMPACT,
+        r#"{"compaction": {"summary": "from a process", "details": {"readFiles": ["x.rs"], "modifiedFiles": []}}}"#,
+        names::COMPACT,
     );
-    let seen = dir.path().join("after.json");
-    let after = script(
-        dir.path(),
-        "after.sh",
-        &format!("cat > '{}'", seen.display()),
-    );
-    let mut hooks = Hooks::new();
-    hooks.register(process(names::BEFORE_COMPACT, &supply));
-    hooks.register(process(names::COMPACT, &after));
     let summarizer = Recorder::default();
     let out = run_compact(&path, &hooks, &summarizer, None).await.unwrap();
     assert!(out.result.from_extension);
@@ -249,11 +187,9 @@ async fn a_hook_past_its_timeout_is_killed_and_reported() {
     let slow = script(dir.path(), "slow.sh", "sleep 30");
     let hook = |closed: bool| {
         Arc::new(
-            ProcessHook::new(names::BEFORE_COMPACT, vec![slow.display().to_string()])
-                .unwrap()
+            process_hook(names::BEFORE_COMPACT, &slow)
                 .timeout(Duration::from_millis(300))
-                .with_fail_closed(closed)
-                .stderr(StderrMode::Capture),
+                .with_fail_closed(closed),
         )
     };
     // Fail-closed: the timeout cancels the compaction and nothing is written.
@@ -322,38 +258,17 @@ async fn tree_hooks_supply_the_summary_and_the_after_event_sees_the_saved_entry(
         .map(|e| e.id.to_string())
         .collect();
     drop(session);
-    let supply = script(
+    let (hooks, seen) = supply_and_record(
         dir.path(),
-        "tree.sh",
-        r#"cat > /dev/null
-echo '{"summary": {"summary": "left the f2 work"}, "label": "checkpoint"}'"#,
+        names::BEFORE_TREE,
+        r#"{"summary": {"summary": "left the f2 work"}, "label": "checkpoint"}"#,
+        names::TREE,
     );
-    let seen = dir.path().join("after.json");
-    let after = script(
-        dir.path(),
-        "after.sh",
-        &format!("cat > '{}'", seen.display()),
-    );
-    let mut hooks = Hooks::new();
-    hooks.register(process(names::BEFORE_TREE, &supply));
-    hooks.register(process(names::TREE, &after));
-    let mut options = NavigateOptions::new(Some(ids[3].clone()), &hooks, 1_800_000_000_000);
-    options.from = None;
+    let mut options = NavigateOptions::new(Some(ids[3].clone()), &hooks, NOW);
     options.summarize = true;
-    options.custom_instructions = None;
-    options.replace_instructions = false;
-    options.label = None;
     options.strategy = BranchStrategy::Llm;
-    options.summarizer = None;
-    options.context_window = None;
-    options.reserve_tokens = 16_384;
-    options.tool_results = ToolResults::Truncated;
     options.system_prompt = "You summarize.";
-    let mut j = Journal::open(&path, &mut SequentialIds::new()).unwrap();
-    let mut new_ids = SequentialIds::after(j.session().entries().iter().map(|e| &e.id));
-    let out = navigate(&mut j, &options, &mut new_ids, &CancellationToken::new())
-        .await
-        .unwrap();
+    let out = navigate_file(&path, &options).await.unwrap();
     assert!(out.summary.as_ref().unwrap().from_extension);
     let event: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
     assert_eq!(event["type"], "session_tree");

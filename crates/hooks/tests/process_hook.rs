@@ -5,27 +5,63 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use musepi_hooks::events::{BeforeTreeEvent, CompactingEvent, TreeEvent, TreePreparation, names};
+use musepi_hooks::events::{
+    BeforeTreeEvent, BeforeTreeResult, CompactingEvent, TreeEvent, TreePreparation, names,
+};
 use musepi_hooks::{Hook, HookError, Hooks, ProcessHook, Reply, StderrMode};
 use tokio_util::sync::CancellationToken;
 
-/// Writes an executable `/bin/sh` script.
-fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
+mod common;
+use common::{process_hook, script};
+
+/// A hook for `event` running the script `body(folder)` from a fresh
+/// folder, which lives as long as the returned guard.
+fn sh_hook(event: &str, body: impl FnOnce(&Path) -> String) -> (tempfile::TempDir, ProcessHook) {
+    let dir = tempfile::tempdir().unwrap();
+    let text = body(dir.path());
+    let path = script(dir.path(), "h.sh", &text);
+    let h = process_hook(event, &path);
+    (dir, h)
 }
 
-fn hook(event: &str, path: &Path) -> ProcessHook {
-    ProcessHook::new(event, vec![path.display().to_string()])
-        .unwrap()
-        .stderr(StderrMode::Capture)
+/// What `h` answers to [`before_tree`].
+async fn before_tree_answer(h: &ProcessHook) -> Result<Option<BeforeTreeResult>, HookError> {
+    h.before_tree(&before_tree(), CancellationToken::new())
+        .await
+}
+
+/// How `h` fails on [`compacting`].
+async fn compacting_error(h: &ProcessHook) -> HookError {
+    h.compacting(&compacting(), CancellationToken::new())
+        .await
+        .unwrap_err()
+}
+
+/// Shell that writes the value of `$var` into `file` whole: written aside,
+/// then renamed, so the file never exists half-written.
+fn write_pid(var: &str, file: &Path) -> String {
+    let f = file.display();
+    format!("echo {var} > '{f}.part' && mv '{f}.part' '{f}'")
+}
+
+/// The pid in `file`, waiting (up to 10 s) for the script to write it.
+fn read_pid(file: &Path) -> u32 {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(file) {
+            return text.trim().parse().unwrap();
+        }
+        assert!(
+            Instant::now() < until,
+            "{} was never written",
+            file.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 fn before_tree() -> BeforeTreeEvent {
@@ -78,22 +114,14 @@ fn wait_dead(pid: u32) -> bool {
 
 #[tokio::test]
 async fn the_payload_arrives_on_stdin_and_the_answer_is_read_from_stdout() {
-    let dir = tempfile::tempdir().unwrap();
-    let seen = dir.path().join("seen.json");
-    let path = script(
-        dir.path(),
-        "h.sh",
-        &format!(
+    let (dir, h) = sh_hook(names::BEFORE_TREE, |dir| {
+        format!(
             "cat > '{}'\necho '{{\"summary\": {{\"summary\": \"from sh\"}}, \"label\": \"done\"}}'",
-            seen.display()
-        ),
-    );
-    let h = hook(names::BEFORE_TREE, &path);
-    let r = h
-        .before_tree(&before_tree(), CancellationToken::new())
-        .await
-        .unwrap()
-        .unwrap();
+            dir.join("seen.json").display()
+        )
+    });
+    let seen = dir.path().join("seen.json");
+    let r = before_tree_answer(&h).await.unwrap().unwrap();
     assert_eq!(r.summary.unwrap().summary, "from sh");
     assert_eq!(r.label.as_deref(), Some("done"));
     let text = std::fs::read_to_string(&seen).unwrap();
@@ -111,30 +139,16 @@ async fn the_payload_arrives_on_stdin_and_the_answer_is_read_from_stdout() {
 
 #[tokio::test]
 async fn empty_stdout_is_no_answer() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = script(dir.path(), "h.sh", "cat > /dev/null");
-    let h = hook(names::BEFORE_TREE, &path);
-    let r = h
-        .before_tree(&before_tree(), CancellationToken::new())
-        .await
-        .unwrap();
-    assert_eq!(r, None);
+    let (_dir, h) = sh_hook(names::BEFORE_TREE, |_| "cat > /dev/null".into());
+    assert_eq!(before_tree_answer(&h).await.unwrap(), None);
 }
 
 #[tokio::test]
 async fn exit_2_cancels_and_stderr_is_the_reason() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = script(
-        dir.path(),
-        "h.sh",
-        "echo 'uncommitted work: commit first' >&2\nexit 2",
-    );
-    let h = hook(names::BEFORE_TREE, &path);
-    let r = h
-        .before_tree(&before_tree(), CancellationToken::new())
-        .await
-        .unwrap()
-        .unwrap();
+    let (_dir, h) = sh_hook(names::BEFORE_TREE, |_| {
+        "echo 'uncommitted work: commit first' >&2\nexit 2".into()
+    });
+    let r = before_tree_answer(&h).await.unwrap().unwrap();
     assert!(r.cancel);
     let run = h.run(b"{}", None, &CancellationToken::new()).await.unwrap();
     assert_eq!(run.status, 2);
@@ -148,15 +162,9 @@ async fn exit_2_cancels_and_stderr_is_the_reason() {
 
 #[tokio::test]
 async fn exit_2_is_a_failure_for_events_that_cannot_cancel() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = script(dir.path(), "h.sh", "echo no >&2\nexit 2");
-    let h = hook(names::COMPACTING, &path);
-    let err = h
-        .compacting(&compacting(), CancellationToken::new())
-        .await
-        .unwrap_err();
+    let (_dir, h) = sh_hook(names::COMPACTING, |_| "echo no >&2\nexit 2".into());
     assert_eq!(
-        err,
+        compacting_error(&h).await,
         HookError::Exit {
             status: 2,
             stderr: "no".into()
@@ -166,17 +174,10 @@ async fn exit_2_is_a_failure_for_events_that_cannot_cancel() {
 
 #[tokio::test]
 async fn other_exit_statuses_fail_with_the_end_of_stderr() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = script(
-        dir.path(),
-        "h.sh",
-        "i=0; while [ $i -lt 30 ]; do echo \"line $i\" >&2; i=$((i+1)); done\necho '{\"cancel\": true}'\nexit 3",
-    );
-    let h = hook(names::BEFORE_TREE, &path);
-    let err = h
-        .before_tree(&before_tree(), CancellationToken::new())
-        .await
-        .unwrap_err();
+    let (_dir, h) = sh_hook(names::BEFORE_TREE, |_| {
+        "i=0; while [ $i -lt 30 ]; do echo \"line $i\" >&2; i=$((i+1)); done\necho '{\"cancel\": true}'\nexit 3".into()
+    });
+    let err = before_tree_answer(&h).await.unwrap_err();
     let HookError::Exit { status, stderr } = &err else {
         panic!("{err:?}")
     };
@@ -191,13 +192,8 @@ async fn other_exit_statuses_fail_with_the_end_of_stderr() {
 
 #[tokio::test]
 async fn garbage_on_stdout_is_an_invalid_answer_with_a_quoted_prefix() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = script(dir.path(), "h.sh", "echo 'Hello, I am not JSON'");
-    let h = hook(names::COMPACTING, &path);
-    let err = h
-        .compacting(&compacting(), CancellationToken::new())
-        .await
-        .unwrap_err();
+    let (_dir, h) = sh_hook(names::COMPACTING, |_| "echo 'Hello, I am not JSON'".into());
+    let err = compacting_error(&h).await;
     let HookError::InvalidAnswer(text) = &err else {
         panic!("{err:?}")
     };
@@ -210,47 +206,35 @@ async fn garbage_on_stdout_is_an_invalid_answer_with_a_quoted_prefix() {
 
 #[tokio::test]
 async fn a_well_formed_answer_of_the_wrong_shape_is_invalid_too() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = script(dir.path(), "h.sh", r#"echo '{"context": "not a list"}'"#);
-    let h = hook(names::COMPACTING, &path);
-    let err = h
-        .compacting(&compacting(), CancellationToken::new())
-        .await
-        .unwrap_err();
+    let (_dir, h) = sh_hook(names::COMPACTING, |_| {
+        r#"echo '{"context": "not a list"}'"#.into()
+    });
+    let err = compacting_error(&h).await;
     assert!(matches!(err, HookError::InvalidAnswer(_)), "{err:?}");
 }
 
 #[tokio::test]
 async fn a_hook_past_its_timeout_is_killed_with_its_children() {
-    let dir = tempfile::tempdir().unwrap();
-    let pidfile = dir.path().join("child.pid");
-    let path = script(
-        dir.path(),
-        "h.sh",
-        &format!("sleep 30 &\necho $! > '{}'\nwait", pidfile.display()),
-    );
-    let h = hook(names::COMPACTING, &path).timeout(Duration::from_millis(500));
+    let (dir, h) = sh_hook(names::COMPACTING, |dir| {
+        format!(
+            "sleep 30 &\n{}\nwait",
+            write_pid("$!", &dir.join("child.pid"))
+        )
+    });
+    let h = h.timeout(Duration::from_millis(500));
     let started = Instant::now();
-    let err = h
-        .compacting(&compacting(), CancellationToken::new())
-        .await
-        .unwrap_err();
+    let err = compacting_error(&h).await;
     assert_eq!(err, HookError::Timeout { ms: 500 });
     assert_eq!(err.to_string(), "timed out after 500 ms");
     assert!(started.elapsed() < Duration::from_secs(10));
-    let child: u32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let child = read_pid(&dir.path().join("child.pid"));
     assert!(wait_dead(child), "the hook's child {child} survived");
 }
 
 #[tokio::test]
 async fn a_background_child_holding_stdout_open_is_killed_at_the_timeout() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = script(dir.path(), "h.sh", "sleep 30 &\nexit 0");
-    let h = hook(names::TREE, &path).timeout(Duration::from_millis(300));
+    let (_dir, h) = sh_hook(names::TREE, |_| "sleep 30 &\nexit 0".into());
+    let h = h.timeout(Duration::from_millis(300));
     let event = TreeEvent {
         kind: names::TREE,
         session_file: None,
@@ -265,33 +249,25 @@ async fn a_background_child_holding_stdout_open_is_killed_at_the_timeout() {
 
 #[tokio::test]
 async fn the_cancellation_token_kills_the_hook() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, h) = sh_hook(names::COMPACTING, |dir| {
+        format!("{}\nsleep 30", write_pid("$$", &dir.join("hook.pid")))
+    });
     let pidfile = dir.path().join("hook.pid");
-    let path = script(
-        dir.path(),
-        "h.sh",
-        &format!("echo $$ > '{}'\nsleep 30", pidfile.display()),
-    );
-    let h = hook(names::COMPACTING, &path);
     let cancel = CancellationToken::new();
     let fire = cancel.clone();
-    let pf = pidfile.clone();
-    tokio::spawn(async move {
-        while !pf.exists() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+    // Cancels once the hook has written its pid whole (it writes aside and
+    // renames), so the pid read below is complete.
+    let pid = tokio::task::spawn_blocking(move || {
+        let pid = read_pid(&pidfile);
         fire.cancel();
+        pid
     });
     let started = Instant::now();
     let err = h.compacting(&compacting(), cancel).await.unwrap_err();
     assert!(matches!(err, HookError::Failed(_)), "{err:?}");
     assert!(started.elapsed() < Duration::from_secs(5));
-    let pid: u32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    assert!(wait_dead(pid));
+    let pid = pid.await.unwrap();
+    assert!(wait_dead(pid), "the hook {pid} survived");
 }
 
 /// Where the re-executed test binary writes what the hook saw (see below).
@@ -309,7 +285,7 @@ async fn env_probe_helper() {
     let out = PathBuf::from(out);
     let dir = out.parent().unwrap();
     let path = script(dir, "env.sh", &format!("env > '{}'", out.display()));
-    let h = hook(names::COMPACTING, &path)
+    let h = process_hook(names::COMPACTING, &path)
         .pass_env(["MUSEPI_TEST_NAMED".to_owned(), "PATH".to_owned()])
         .session_file(Some("/tmp/s.jsonl".into()));
     h.compacting(&compacting(), CancellationToken::new())
@@ -400,11 +376,12 @@ fn configuration_errors_name_the_event() {
 
 #[tokio::test]
 async fn stderr_is_forwarded_line_by_line_with_the_hook_name() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = script(dir.path(), "h.sh", "echo one >&2\nprintf 'two' >&2");
+    let (_dir, h) = sh_hook(names::COMPACTING, |_| {
+        "echo one >&2\nprintf 'two' >&2".into()
+    });
     let lines = Arc::new(Mutex::new(Vec::new()));
     let sink = lines.clone();
-    let h = hook(names::COMPACTING, &path)
+    let h = h
         .named("mine")
         .stderr(StderrMode::Callback(Arc::new(move |name, line| {
             sink.lock().unwrap().push(format!("{name}|{line}"));
@@ -417,12 +394,9 @@ async fn stderr_is_forwarded_line_by_line_with_the_hook_name() {
 
 #[tokio::test]
 async fn a_fail_closed_process_hook_cancels_through_the_registry() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = script(dir.path(), "h.sh", "exit 7");
+    let (_dir, h) = sh_hook(names::BEFORE_TREE, |_| "exit 7".into());
     let mut hooks = Hooks::new();
-    hooks.register(Arc::new(
-        hook(names::BEFORE_TREE, &path).with_fail_closed(true),
-    ));
+    hooks.register(Arc::new(h.with_fail_closed(true)));
     assert!(hooks.has(names::BEFORE_TREE));
     assert!(!hooks.has(names::TREE));
     let d = hooks
@@ -441,35 +415,25 @@ async fn a_fail_closed_process_hook_cancels_through_the_registry() {
 
 #[tokio::test]
 async fn more_than_the_stdout_cap_is_an_invalid_answer() {
-    let dir = tempfile::tempdir().unwrap();
     // 5 MiB of spaces: valid JSON whitespace, but too much.
-    let path = script(
-        dir.path(),
-        "h.sh",
-        "head -c 5242880 /dev/zero | tr '\\0' ' '",
-    );
-    let h = hook(names::COMPACTING, &path);
-    let err = h
-        .compacting(&compacting(), CancellationToken::new())
-        .await
-        .unwrap_err();
+    let (_dir, h) = sh_hook(names::COMPACTING, |_| {
+        "head -c 5242880 /dev/zero | tr '\\0' ' '".into()
+    });
     assert_eq!(
-        err,
+        compacting_error(&h).await,
         HookError::InvalidAnswer("more than 4 MiB on stdout".into())
     );
 }
 
 #[tokio::test]
 async fn nothing_starts_after_the_cancellation_token_fired() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, h) = sh_hook(names::TREE, |dir| {
+        format!("touch '{}'", dir.join("ran").display())
+    });
     let marker = dir.path().join("ran");
-    let path = script(dir.path(), "h.sh", &format!("touch '{}'", marker.display()));
     let cancel = CancellationToken::new();
     cancel.cancel();
-    let err = hook(names::TREE, &path)
-        .run(b"{}\n", None, &cancel)
-        .await
-        .unwrap_err();
+    let err = h.run(b"{}\n", None, &cancel).await.unwrap_err();
     assert_eq!(err, HookError::Failed("cancelled before it started".into()));
     assert!(!marker.exists());
 }

@@ -3,6 +3,7 @@
 //! cancel.
 
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
 use super::{Decoded, EXIT_CANCEL, ProcessHook, exit_error, payload};
@@ -31,18 +32,13 @@ impl Hook for ProcessHook {
         cancel: CancellationToken,
     ) -> HookFuture<'a, Option<BeforeCompactResult>> {
         Box::pin(async move {
-            Ok(
-                match self
-                    .call::<_, BeforeCompactResult>(event, event.session_file.as_deref(), &cancel)
-                    .await?
-                {
-                    Decoded::Answer(r) => r,
-                    Decoded::Cancel(_) => Some(BeforeCompactResult {
-                        cancel: true,
-                        compaction: None,
-                    }),
-                },
-            )
+            self.decide(event, event.session_file.as_deref(), &cancel, || {
+                BeforeCompactResult {
+                    cancel: true,
+                    compaction: None,
+                }
+            })
+            .await
         })
     }
 
@@ -82,18 +78,13 @@ impl Hook for ProcessHook {
         cancel: CancellationToken,
     ) -> HookFuture<'a, Option<BeforeTreeResult>> {
         Box::pin(async move {
-            Ok(
-                match self
-                    .call::<_, BeforeTreeResult>(event, event.session_file.as_deref(), &cancel)
-                    .await?
-                {
-                    Decoded::Answer(r) => r,
-                    Decoded::Cancel(_) => Some(BeforeTreeResult {
-                        cancel: true,
-                        ..BeforeTreeResult::default()
-                    }),
-                },
-            )
+            self.decide(event, event.session_file.as_deref(), &cancel, || {
+                BeforeTreeResult {
+                    cancel: true,
+                    ..BeforeTreeResult::default()
+                }
+            })
+            .await
         })
     }
 
@@ -106,6 +97,23 @@ impl Hook for ProcessHook {
 }
 
 impl ProcessHook {
+    /// Runs an event that can cancel: its answer, or `cancelled()` when the
+    /// process exits 2.
+    async fn decide<E: Serialize, R: DeserializeOwned>(
+        &self,
+        event: &E,
+        session_file: Option<&str>,
+        cancel: &CancellationToken,
+        cancelled: impl FnOnce() -> R,
+    ) -> Result<Option<R>, HookError> {
+        Ok(
+            match self.call::<_, R>(event, session_file, cancel).await? {
+                Decoded::Answer(r) => r,
+                Decoded::Cancel(_) => Some(cancelled()),
+            },
+        )
+    }
+
     /// Runs a notification: only the exit status counts; stdout is ignored.
     async fn notify<E: Serialize>(
         &self,

@@ -1,0 +1,179 @@
+//! What the pipeline tests share: hook scripts, session files of read
+//! turns, and running a pipeline over a file.
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+
+use musepi_hooks::{
+    CompactError, CompactOptions, CompactOutcome, NavigateError, NavigateOptions, NavigateOutcome,
+    ProcessHook, StderrMode, compact, navigate,
+};
+use musepi_session_model::{
+    AgentMessage, AssistantMessage, Content, ContentBlock, EntryBody, Header, Journal, JsonValue,
+    SequentialIds, Stamp, StopReason, Text, ToolCall, ToolResultMessage, Usage, UserMessage,
+};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// The clock of every pipeline run (`prunedAt` and the new entries).
+pub const NOW: i64 = 1_800_000_000_000;
+
+/// Writes an executable `/bin/sh` script.
+pub fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// A hook for `event` that runs `path`, its stderr captured.
+pub fn process_hook(event: &str, path: &Path) -> ProcessHook {
+    ProcessHook::new(event, vec![path.display().to_string()])
+        .unwrap()
+        .stderr(StderrMode::Capture)
+}
+
+/// Appends entries to a session file, one second apart.
+pub struct Writer {
+    journal: Journal,
+    ids: SequentialIds,
+    now: i64,
+}
+
+impl Writer {
+    /// A new file at `path` for session `id`.
+    pub fn create(path: &Path, id: &str, cwd: &str) -> Self {
+        let header = Header::new(id, "2025-01-01T00:00:00.000Z", cwd);
+        Self {
+            journal: Journal::create(path, header).unwrap(),
+            ids: SequentialIds::new(),
+            now: 1_735_689_600_000,
+        }
+    }
+
+    /// The file at `path`, its clock at `now`.
+    pub fn open(path: &Path, now: i64) -> Self {
+        let journal = Journal::open(path, &mut SequentialIds::new()).unwrap();
+        let ids = SequentialIds::after(journal.session().entries().iter().map(|e| &e.id));
+        Self { journal, ids, now }
+    }
+
+    /// Appends `body` a second after the last entry; its id.
+    pub fn push(&mut self, body: EntryBody) -> String {
+        self.now += 1000;
+        let mut stamp = Stamp {
+            ids: &mut self.ids,
+            now: self.now,
+        };
+        self.journal.append(body, &mut stamp).unwrap().to_string()
+    }
+
+    /// Appends `message`.
+    pub fn message(&mut self, message: AgentMessage) -> String {
+        self.push(EntryBody::Message(message))
+    }
+
+    /// Appends one read turn per number in `turns`, named by `reads`.
+    pub fn reads(&mut self, turns: std::ops::Range<u32>, reads: &Reads) {
+        for turn in turns {
+            self.message(user(&format!("{} {turn}", reads.task)));
+            let id = format!("{}{turn}", reads.call);
+            let call = read_call(&id, &format!("src/{}{turn}.rs", reads.file));
+            let mut asst = assistant(vec![call], StopReason::ToolUse);
+            if reads.with_usage {
+                if let Content::Blocks(blocks) = &mut asst.content {
+                    blocks.insert(0, ContentBlock::text("reading"));
+                }
+                let input = 1000.0 * f64::from(turn + 1);
+                asst.usage = Some(Usage {
+                    input,
+                    output: 10.0,
+                    total_tokens: input + 10.0,
+                    ..Default::default()
+                });
+            }
+            self.message(AgentMessage::Assistant(asst));
+            let output = reads.fill.to_string().repeat(8_000);
+            self.message(tool_result(&id, "read", &output));
+        }
+    }
+}
+
+/// How a run of read turns is named: the user says `"{task} {n}"`, the
+/// assistant calls `read` as `"{call}{n}"` on `src/{file}{n}.rs` (saying
+/// "reading" first and reporting a usage that grows by 1,000 input tokens a
+/// turn when `with_usage`), and each read returns 8,000 `fill`s.
+pub struct Reads {
+    pub task: &'static str,
+    pub call: &'static str,
+    pub file: &'static str,
+    pub fill: char,
+    pub with_usage: bool,
+}
+
+/// A user's message.
+pub fn user(text: &str) -> AgentMessage {
+    AgentMessage::User(UserMessage {
+        content: Content::Text(Text::new(text)),
+        ..Default::default()
+    })
+}
+
+/// An assistant's message from model `m` of provider `p`.
+pub fn assistant(blocks: Vec<ContentBlock>, stop: StopReason) -> AssistantMessage {
+    AssistantMessage {
+        content: Content::Blocks(blocks),
+        provider: Some("p".into()),
+        model: Some("m".into()),
+        stop_reason: Some(stop),
+        ..Default::default()
+    }
+}
+
+/// A `read` call of `file`.
+pub fn read_call(id: &str, file: &str) -> ContentBlock {
+    ContentBlock::ToolCall(ToolCall {
+        id: id.into(),
+        name: Text::new("read"),
+        arguments: JsonValue::new(serde_json::json!({ "path": file })),
+        intent: None,
+    })
+}
+
+/// The result of call `id` of `tool`.
+pub fn tool_result(id: &str, tool: &str, text: &str) -> AgentMessage {
+    AgentMessage::ToolResult(ToolResultMessage {
+        tool_call_id: id.into(),
+        tool_name: tool.into(),
+        content: Content::text(text),
+        ..Default::default()
+    })
+}
+
+/// The last line of the file at `path`, parsed.
+pub fn last_line(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_json::from_str(text.lines().last().unwrap()).unwrap()
+}
+
+/// Compacts the session file at `path`.
+pub async fn compact_file(
+    path: &Path,
+    opts: &CompactOptions<'_>,
+    cancel: &CancellationToken,
+) -> Result<CompactOutcome, CompactError> {
+    let mut journal = Journal::open(path, &mut SequentialIds::new()).unwrap();
+    let mut ids = SequentialIds::after(journal.session().entries().iter().map(|e| &e.id));
+    compact(&mut journal, opts, &mut ids, cancel).await
+}
+
+/// Navigates in the session file at `path`.
+pub async fn navigate_file(
+    path: &Path,
+    opts: &NavigateOptions<'_>,
+) -> Result<NavigateOutcome, NavigateError> {
+    let mut journal = Journal::open(path, &mut SequentialIds::new()).unwrap();
+    let mut ids = SequentialIds::after(journal.session().entries().iter().map(|e| &e.id));
+    navigate(&mut journal, opts, &mut ids, &CancellationToken::new()).await
+}
