@@ -20,8 +20,6 @@ mod prune_first;
 mod request;
 mod settings;
 #[cfg(test)]
-mod testkit;
-#[cfg(test)]
 mod tests;
 mod trigger;
 mod window;

@@ -4,7 +4,8 @@
 //! and none should write again:
 //!
 //! - [`SessionBuilder`]: sessions written as JSONL lines, exactly like a
-//!   file, and loaded with the normal loader;
+//!   file, and loaded with the normal loader; [`EntryBuilder`] when a test
+//!   needs the typed session in memory and keeps appending to it;
 //! - [`golden!`]: one golden snapshot check (insta, named by the caller,
 //!   without the module prefix or the expression);
 //! - [`http::Server`]: a scripted HTTP server on 127.0.0.1 that records
@@ -17,9 +18,11 @@
 #![allow(clippy::missing_panics_doc)]
 
 mod builder;
+mod entries;
 pub mod http;
 
 pub use builder::{SessionBuilder, text_block, tool_call};
+pub use entries::EntryBuilder;
 #[doc(hidden)]
 pub use insta;
 

@@ -1,11 +1,11 @@
 use musepi_session_model::{Compaction, EntryBody, Text};
 use serde_json::json;
 
-use crate::testkit::Builder;
 use crate::{
     CompactionSettings, NO_PRIOR_HISTORY, NothingToCompact, RequestOptions, finish,
     history_request, merge_summaries, prepare, turn_prefix_request,
 };
+use musepi_test_support::EntryBuilder as Builder;
 
 fn settings(keep: u64) -> CompactionSettings {
     CompactionSettings {

@@ -3,8 +3,8 @@
 use proptest::prelude::*;
 use serde_json::json;
 
-use crate::testkit::Builder;
 use crate::{CompactionSettings, PruneConfig, merge_summaries, plan_prune, prepare};
+use musepi_test_support::EntryBuilder as Builder;
 
 #[derive(Debug, Clone)]
 enum Step {

@@ -1,7 +1,7 @@
 use serde_json::json;
 
-use crate::testkit::Builder;
 use crate::{PruneConfig, PruneKind, USELESS_NOTICE, apply_prune, plan_prune, plan_stale_results};
+use musepi_test_support::EntryBuilder as Builder;
 
 /// A case musepi adds to pi's tests.
 #[test]

@@ -9,7 +9,7 @@ use musepi_session_model::{Compaction, ContentBlock, EntryBody, RawJson, Text};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use super::testkit::Builder;
+use super::testkit::BuilderExt as _;
 use super::*;
 use musepi_session_model::json::{utf16_ceil_byte_from_end, utf16_floor_byte, utf16_len as len16};
 use musepi_snapcompact::SessionArchives;
@@ -19,6 +19,7 @@ use musepi_snapcompact::png_archive::PngArchive;
 use musepi_snapcompact::pricing::{FRAME_DATA_BYTES_BUDGET, FRAME_DATA_BYTES_ESTIMATE};
 use musepi_snapcompact::serialize::{SerializeOptions, serialize_archive};
 use musepi_snapcompact::{normalize, resolve_shape};
+use musepi_test_support::EntryBuilder as Builder;
 
 /// `n` with `,` thousands separators.
 fn thousands(n: u64) -> String {
@@ -83,6 +84,7 @@ fn long_session(turns: usize, words: usize) -> Builder {
                 json!({"path": "src/planner.rs", "oldText": "a", "newText": "b"}),
             ),
         ],
+        None,
     );
     b.result("r1", "read", "export function plan() {}");
     b.result("e1", "edit", "Edited src/planner.rs");
@@ -90,7 +92,7 @@ fn long_session(turns: usize, words: usize) -> Builder {
         b.filler(&format!("t{i}w"), words);
     }
     b.user("Carry on.");
-    b.assistant("Carrying on.", &[]);
+    b.assistant("Carrying on.", &[], None);
     b
 }
 
@@ -160,7 +162,7 @@ fn a_second_png_compaction_rerenders_from_the_archive_text() {
         b.filler(&format!("second{i}w"), 200);
     }
     b.user("Carry on again.");
-    b.assistant("Carrying on again.", &[]);
+    b.assistant("Carrying on again.", &[], None);
     let second = run(&b, &target);
     let png2 = png_of(&second);
     assert!(png2.frames.len() <= 3);
@@ -326,9 +328,10 @@ fn the_newest_edge_keeps_every_planted_fact_verbatim() {
             NEW_FACTS[1], NEW_FACTS[2]
         ),
         &[],
+        None,
     );
     b.user("Carry on.");
-    b.assistant("Carrying on.", &[]);
+    b.assistant("Carrying on.", &[], None);
     let mut tight_text = SnapSettings::default();
     tight_text.reserve_tokens = 100;
     let text = compact_preparation(&b.prepare(1), &SnapTarget::default(), &tight_text)

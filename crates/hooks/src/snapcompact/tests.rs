@@ -5,9 +5,10 @@ use musepi_compaction::CompactionResult;
 use musepi_session_model::{Content, CustomMessageEntry, EntryBody, EntryId, RawJson, Text};
 use serde_json::{Value, json};
 
-use super::testkit::Builder;
+use super::testkit::BuilderExt as _;
 use super::*;
 use musepi_snapcompact::text_frames::{SNAP_ARCHIVE_VERSION, SnapArchiveState};
+use musepi_test_support::EntryBuilder as Builder;
 
 fn text_target() -> SnapTarget {
     SnapTarget::default()
@@ -43,7 +44,7 @@ fn strings(value: Option<&Value>) -> Vec<String> {
 /// A short ending turn that the cut keeps.
 fn ending(b: &mut Builder) {
     b.user("Carry on.");
-    b.assistant("Carrying on.", &[]);
+    b.assistant("Carrying on.", &[], None);
 }
 
 #[test]
@@ -63,6 +64,7 @@ fn file_markers_and_lists_come_from_the_preparation() {
                 json!({"path": "src/c.ts", "oldText": "x", "newText": "y"}),
             ),
         ],
+        None,
     );
     for id in ["r1", "r2", "r3", "w1", "e1"] {
         b.result(id, "tool", "ok");
@@ -98,11 +100,12 @@ fn migration_session() -> Builder {
                 json!({"path": "src/app/main.ts", "oldText": "a", "newText": "b"}),
             ),
         ],
+        None,
     );
     b.result("r1", "read", "import { router } from './router';");
     b.result("e1", "edit", "Edited src/app/main.ts");
     b.user("The migration task is still unfinished.");
-    b.assistant("Continuing with the routes.", &[]);
+    b.assistant("Continuing with the routes.", &[], None);
     ending(&mut b);
     b
 }
@@ -158,6 +161,7 @@ fn a_second_pass_continues_the_first_archive() {
     b.assistant(
         "Wiring it.",
         &[("e2", "edit", json!({"path": "src/server.ts"}))],
+        None,
     );
     b.result("e2", "edit", "Edited src/server.ts");
     ending(&mut b);
@@ -185,7 +189,7 @@ fn a_compaction_without_an_archive_in_between_restarts_from_its_summary() {
     let kept = first.first_kept_entry_id.clone();
     b.commit(first);
     b.user("More work.");
-    b.assistant("Done.", &[]);
+    b.assistant("Done.", &[], None);
     b.commit(CompactionResult {
         summary: "An LLM wrote this summary.".into(),
         short_summary: None,
@@ -197,7 +201,7 @@ fn a_compaction_without_an_archive_in_between_restarts_from_its_summary() {
         from_extension: false,
     });
     b.user("Latest request.");
-    b.assistant("Latest answer.", &[]);
+    b.assistant("Latest answer.", &[], None);
     ending(&mut b);
     let text = archive_of(&compact(&b, 1)).text;
     assert!(
@@ -215,6 +219,7 @@ fn deploy_session() -> Builder {
     b.assistant(
         "with terraform apply",
         &[("r1", "read", json!({"path": "infra/main.tf"}))],
+        None,
     );
     b.result("r1", "read", "resource aws_s3_bucket {}");
     ending(&mut b);
@@ -254,8 +259,12 @@ fn the_native_preparation_archives_the_answer_and_its_files() {
 fn useless_pairs_are_left_out_and_custom_messages_are_archived() {
     let mut b = Builder::new();
     b.user("check the tree");
-    b.assistant("Checking.", &[("u1", "bash", json!({"command": "true"}))]);
-    b.result_with("u1", "bash", "nothing", Some(true));
+    b.assistant(
+        "Checking.",
+        &[("u1", "bash", json!({"command": "true"}))],
+        None,
+    );
+    b.result_with("u1", "bash", "nothing", false, Some(true));
     b.push(EntryBody::CustomMessage(CustomMessageEntry {
         custom_type: "note".into(),
         content: Content::Text(Text::new("Reminder from the extension: keep tests green.")),

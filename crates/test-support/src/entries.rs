@@ -1,4 +1,9 @@
-//! Building sessions in tests.
+//! Sessions built in memory from typed entries, for tests that prepare a
+//! compaction and then keep appending to the same session.
+//!
+//! Ids come from [`SequentialIds`]; each entry is one second after the
+//! previous one, starting at 2025-01-01T00:00:00Z; messages carry the time
+//! of the entry before them.
 
 use musepi_session_model::{
     AgentMessage, AssistantMessage, Compaction, Content, ContentBlock, EntryBody, EntryId, Header,
@@ -7,22 +12,35 @@ use musepi_session_model::{
 };
 use serde_json::Value;
 
-pub(crate) struct Builder {
-    pub(crate) session: Session,
+const START_MS: i64 = 1_735_689_600_000;
+
+/// A session in memory, appended to entry by entry.
+#[derive(Debug)]
+pub struct EntryBuilder {
+    /// The session so far.
+    pub session: Session,
     ids: SequentialIds,
     now: i64,
 }
 
-impl Builder {
-    pub(crate) fn new() -> Self {
+impl Default for EntryBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl EntryBuilder {
+    /// An empty session `test` in `/repo`.
+    pub fn new() -> Self {
         Self {
             session: Session::new(Header::new("test", "2025-01-01T00:00:00.000Z", "/repo")),
             ids: SequentialIds::new(),
-            now: 1_735_689_600_000,
+            now: START_MS,
         }
     }
 
-    pub(crate) fn push(&mut self, body: EntryBody) -> EntryId {
+    /// Appends `body` under the leaf, a second after the last entry.
+    pub fn push(&mut self, body: EntryBody) -> EntryId {
         self.now += 1000;
         let mut stamp = Stamp {
             ids: &mut self.ids,
@@ -31,7 +49,8 @@ impl Builder {
         self.session.append(body, &mut stamp)
     }
 
-    pub(crate) fn user(&mut self, text: &str) -> EntryId {
+    /// A user message.
+    pub fn user(&mut self, text: &str) -> EntryId {
         let now = self.now as f64;
         self.push(EntryBody::Message(AgentMessage::User(UserMessage {
             content: Content::Text(Text::new(text)),
@@ -40,7 +59,10 @@ impl Builder {
         })))
     }
 
-    pub(crate) fn assistant(
+    /// An assistant message: `text`, then a call per `(id, tool, arguments)`
+    /// (`toolUse` when there are any, `stop` otherwise), with
+    /// `(input, output)` usage if given.
+    pub fn assistant(
         &mut self,
         text: &str,
         calls: &[(&str, &str, Value)],
@@ -79,11 +101,13 @@ impl Builder {
         )))
     }
 
-    pub(crate) fn result(&mut self, call_id: &str, tool: &str, text: &str) -> EntryId {
+    /// A successful tool result.
+    pub fn result(&mut self, call_id: &str, tool: &str, text: &str) -> EntryId {
         self.result_with(call_id, tool, text, false, None)
     }
 
-    pub(crate) fn result_with(
+    /// A tool result, failed or not, marked useless or not.
+    pub fn result_with(
         &mut self,
         call_id: &str,
         tool: &str,
@@ -105,7 +129,8 @@ impl Builder {
         )))
     }
 
-    pub(crate) fn compaction(
+    /// A compaction entry keeping from `first_kept`, with empty file lists.
+    pub fn compaction(
         &mut self,
         summary: &str,
         first_kept: &EntryId,
@@ -121,7 +146,16 @@ impl Builder {
         }))
     }
 
-    pub(crate) fn leaf(&self) -> Option<usize> {
+    /// A turn of filler: a user message of `words` words (`{tag}0 {tag}1 …`)
+    /// and an answer.
+    pub fn filler(&mut self, tag: &str, words: usize) {
+        let text: Vec<String> = (0..words).map(|i| format!("{tag}{i}")).collect();
+        self.user(&text.join(" "));
+        self.assistant(&format!("done with {tag}"), &[], None);
+    }
+
+    /// The leaf's index.
+    pub fn leaf(&self) -> Option<usize> {
         self.session.leaf_index()
     }
 }
