@@ -8,7 +8,8 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::http::Http;
-use super::{Fallbacks, ProviderConfig, is_blank, sent_limit, summary_response};
+use super::wire::{Answered, Fallbacks, chat_provider, post_falling_back};
+use super::{ProviderConfig, is_blank, sent_limit, summary_response};
 
 /// The `anthropic-version` header sent.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -26,28 +27,16 @@ pub struct Anthropic {
     pub(super) http: Http,
 }
 
-impl Anthropic {
-    /// A provider sending through `client`.
-    pub fn new(config: ProviderConfig, client: reqwest::Client) -> Self {
-        let http = config.http(client);
-        Self { config, http }
-    }
-
-    /// Its configuration.
-    pub fn config(&self) -> &ProviderConfig {
-        &self.config
-    }
-
-    /// The JSON body sent for `request`.
+chat_provider!(
+    Anthropic,
     ///
     /// With reasoning, thinking is enabled with a budget for the effort
     /// (`minimal` 1024, `low` 2048, `medium` 8192, `high` 16384, `xhigh`
     /// 32768) and `max_tokens` grows by the budget, within the model's
     /// limit, so the summary keeps its own allowance.
-    pub fn request_body(&self, request: &SummaryRequest) -> Value {
-        self.body(request, Fallbacks::default())
-    }
+);
 
+impl Anthropic {
     fn body(&self, request: &SummaryRequest, fallbacks: Fallbacks) -> Value {
         let output = self
             .config
@@ -98,20 +87,19 @@ impl Anthropic {
         cancel: &CancellationToken,
     ) -> Result<SummaryResponse, SummarizeError> {
         let url = self.config.endpoint("/v1/messages");
-        let mut fallbacks = Fallbacks::default();
-        let (reply, body) = loop {
-            let body = self.body(request, fallbacks);
-            let reply = self.http.post(&url, self.headers(), &body, cancel).await?;
-            if body.get("thinking").is_some() && self.http.rejects(&reply, "thinking") {
-                fallbacks.no_reasoning = true;
-            } else {
-                break (reply, body);
-            }
-        };
-        if !reply.is_success() {
-            return Err(self.http.status_error(&reply));
-        }
-        let value = self.http.json(&reply)?;
+        let Answered { reply, body, value } = post_falling_back(
+            &self.http,
+            &url,
+            || self.headers(),
+            cancel,
+            |fallbacks| self.body(request, fallbacks),
+            |fallbacks, body, reply| {
+                let retry = body.get("thinking").is_some() && self.http.rejects(reply, "thinking");
+                fallbacks.no_reasoning |= retry;
+                retry
+            },
+        )
+        .await?;
         let Some(blocks) = value.get("content").and_then(Value::as_array) else {
             return Err(self.http.malformed(&reply, "no content array"));
         };
@@ -136,20 +124,6 @@ impl Anthropic {
             stop_reason == Some("max_tokens"),
             value.get("usage").map(usage),
         )
-    }
-}
-
-impl Summarizer for Anthropic {
-    fn summarize<'a>(
-        &'a self,
-        request: &'a SummaryRequest,
-        cancel: CancellationToken,
-    ) -> SummarizeFuture<'a> {
-        Box::pin(async move { self.complete(request, &cancel).await })
-    }
-
-    fn describe(&self) -> String {
-        self.config.describe()
     }
 }
 

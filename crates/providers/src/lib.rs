@@ -50,6 +50,7 @@ mod openai;
 mod remote;
 mod resolve;
 mod responses;
+mod wire;
 
 use std::fmt;
 use std::time::Duration;
@@ -409,16 +410,6 @@ impl Summarizer for Provider {
     fn context_window(&self) -> Option<u64> {
         self.config().context_window.map(u64::from)
     }
-}
-
-/// Parameters left out or renamed after a server rejected them with a 400,
-/// so one request shape works across models that differ in what they accept.
-#[derive(Debug, Clone, Copy, Default)]
-struct Fallbacks {
-    /// Send no reasoning or thinking parameter.
-    no_reasoning: bool,
-    /// Send `max_completion_tokens` instead of `max_tokens` (newer `OpenAI` models).
-    max_completion_tokens: bool,
 }
 
 /// The text blocks of `blocks`, joined with `"\n"`.

@@ -7,9 +7,8 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::http::{Http, Reply};
-use super::{
-    DeveloperRole, Fallbacks, ProviderConfig, data_url, joined_text, sent_limit, summary_response,
-};
+use super::wire::{Answered, Fallbacks, chat_provider, post_falling_back};
+use super::{DeveloperRole, ProviderConfig, data_url, joined_text, sent_limit, summary_response};
 
 /// A chat-completions server: `OpenAI`, `OpenRouter`, `vLLM`, the llama.cpp server, `Ollama`.
 pub struct OpenAiCompatible {
@@ -17,23 +16,9 @@ pub struct OpenAiCompatible {
     pub(super) http: Http,
 }
 
+chat_provider!(OpenAiCompatible,);
+
 impl OpenAiCompatible {
-    /// A provider sending through `client`.
-    pub fn new(config: ProviderConfig, client: reqwest::Client) -> Self {
-        let http = config.http(client);
-        Self { config, http }
-    }
-
-    /// Its configuration.
-    pub fn config(&self) -> &ProviderConfig {
-        &self.config
-    }
-
-    /// The JSON body sent for `request`.
-    pub fn request_body(&self, request: &SummaryRequest) -> Value {
-        self.body(request, Fallbacks::default())
-    }
-
     fn body(&self, request: &SummaryRequest, fallbacks: Fallbacks) -> Value {
         let mut body = Map::new();
         if let Some(model) = &self.config.model {
@@ -71,27 +56,26 @@ impl OpenAiCompatible {
         cancel: &CancellationToken,
     ) -> Result<SummaryResponse, SummarizeError> {
         let url = self.config.endpoint("/chat/completions");
-        let mut fallbacks = Fallbacks::default();
-        let (reply, body) = loop {
-            let body = self.body(request, fallbacks);
-            let reply = self
-                .http
-                .post(&url, self.http.bearer_headers(), &body, cancel)
-                .await?;
-            if body.get("reasoning_effort").is_some() && self.http.rejects(&reply, "reasoning") {
-                fallbacks.no_reasoning = true;
-            } else if !fallbacks.max_completion_tokens
-                && self.http.rejects(&reply, "max_completion_tokens")
-            {
-                fallbacks.max_completion_tokens = true;
-            } else {
-                break (reply, body);
-            }
-        };
-        if !reply.is_success() {
-            return Err(self.http.status_error(&reply));
-        }
-        let value = self.http.json(&reply)?;
+        let Answered { reply, body, value } = post_falling_back(
+            &self.http,
+            &url,
+            || self.http.bearer_headers(),
+            cancel,
+            |fallbacks| self.body(request, fallbacks),
+            |fallbacks, body, reply| {
+                if body.get("reasoning_effort").is_some() && self.http.rejects(reply, "reasoning") {
+                    fallbacks.no_reasoning = true;
+                } else if !fallbacks.max_completion_tokens
+                    && self.http.rejects(reply, "max_completion_tokens")
+                {
+                    fallbacks.max_completion_tokens = true;
+                } else {
+                    return false;
+                }
+                true
+            },
+        )
+        .await?;
         let answer = ChatAnswer::read(&value)
             .ok_or_else(|| self.http.malformed(&reply, "no choices[0].message"))?;
         if let Some(e) = answer.failure(&self.config.name, &reply, &self.http) {
@@ -105,20 +89,6 @@ impl OpenAiCompatible {
             truncated,
             answer.usage,
         )
-    }
-}
-
-impl Summarizer for OpenAiCompatible {
-    fn summarize<'a>(
-        &'a self,
-        request: &'a SummaryRequest,
-        cancel: CancellationToken,
-    ) -> SummarizeFuture<'a> {
-        Box::pin(async move { self.complete(request, &cancel).await })
-    }
-
-    fn describe(&self) -> String {
-        self.config.describe()
     }
 }
 

@@ -13,7 +13,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::http::Http;
 use super::openai::arguments_json;
-use super::{Fallbacks, ProviderConfig, data_url, joined_text, sent_limit, summary_response};
+use super::wire::{Answered, Fallbacks, chat_provider, post_falling_back};
+use super::{ProviderConfig, data_url, joined_text, sent_limit, summary_response};
 
 /// User messages starting with one of these are context the harness
 /// injected, not the user's words; native compaction drops them.
@@ -76,18 +77,9 @@ pub struct NativeCompaction {
     pub usage: Option<Usage>,
 }
 
+chat_provider!(OpenAiResponses,);
+
 impl OpenAiResponses {
-    /// A provider sending through `client`.
-    pub fn new(config: ProviderConfig, client: reqwest::Client) -> Self {
-        let http = config.http(client);
-        Self { config, http }
-    }
-
-    /// Its configuration.
-    pub fn config(&self) -> &ProviderConfig {
-        &self.config
-    }
-
     /// Whether it sends the native history a compaction stored for
     /// `provider` (docs/design.md, "What the model sees"): the stored name is the
     /// configured name, which [`compact`](Self::compact) and
@@ -95,11 +87,6 @@ impl OpenAiResponses {
     /// settings entry is never sent here.
     pub fn replays(&self, provider: &str) -> bool {
         provider == self.config.name
-    }
-
-    /// The JSON body sent for `request`.
-    pub fn request_body(&self, request: &SummaryRequest) -> Value {
-        self.body(request, Fallbacks::default())
     }
 
     fn body(&self, request: &SummaryRequest, fallbacks: Fallbacks) -> Value {
@@ -221,23 +208,20 @@ impl OpenAiResponses {
         cancel: &CancellationToken,
     ) -> Result<SummaryResponse, SummarizeError> {
         let url = self.config.endpoint("/responses");
-        let mut fallbacks = Fallbacks::default();
-        let (reply, body) = loop {
-            let body = self.body(request, fallbacks);
-            let reply = self
-                .http
-                .post(&url, self.http.bearer_headers(), &body, cancel)
-                .await?;
-            if body.get("reasoning").is_some() && self.http.rejects(&reply, "reasoning") {
-                fallbacks.no_reasoning = true;
-            } else {
-                break (reply, body);
-            }
-        };
-        if !reply.is_success() {
-            return Err(self.http.status_error(&reply));
-        }
-        let value = self.http.json(&reply)?;
+        let Answered { reply, body, value } = post_falling_back(
+            &self.http,
+            &url,
+            || self.http.bearer_headers(),
+            cancel,
+            |fallbacks| self.body(request, fallbacks),
+            |fallbacks, body, reply| {
+                let retry =
+                    body.get("reasoning").is_some() && self.http.rejects(reply, "reasoning");
+                fallbacks.no_reasoning |= retry;
+                retry
+            },
+        )
+        .await?;
         let provider = || self.config.name.clone();
         if let Some(message) = value.pointer("/error/message").and_then(Value::as_str) {
             return Err(SummarizeError::Provider {
@@ -293,20 +277,6 @@ impl OpenAiResponses {
             incomplete == Some("max_output_tokens"),
             value.get("usage").map(responses_usage),
         )
-    }
-}
-
-impl Summarizer for OpenAiResponses {
-    fn summarize<'a>(
-        &'a self,
-        request: &'a SummaryRequest,
-        cancel: CancellationToken,
-    ) -> SummarizeFuture<'a> {
-        Box::pin(async move { self.complete(request, &cancel).await })
-    }
-
-    fn describe(&self) -> String {
-        self.config.describe()
     }
 }
 
