@@ -308,8 +308,9 @@ fn user_like(
     block
 }
 
-/// Reasoning or a reply: every piece optional; its best piece in the
-/// higher tier, so each message keeps something before any loses all.
+/// Reasoning or a reply: every piece optional, scored by itself (the
+/// archive then weighs it against the rest of the history and ranks its
+/// best piece higher: see `novelty`).
 pub(crate) fn prose_block(scope: Scope, text: &str, turn: u32, id: Option<&str>) -> Block {
     let mut block = Block::new(Section::Conversation, scope, turn, id);
     block.source_chars = len16(text);
@@ -318,13 +319,8 @@ pub(crate) fn prose_block(scope: Scope, text: &str, turn: u32, id: Option<&str>)
         tier: tier::CONVERSATION,
         score: score(piece),
     });
-    promote_best(&mut block, tier::CONVERSATION_BEST, BEST_MIN_SCORE);
     block
 }
-
-/// The score a reply's best piece needs to be kept before the other
-/// replies' second best: a message of filler keeps nothing for its sake.
-const BEST_MIN_SCORE: i32 = 6;
 
 /// Tool output: its lines, optional; `skip` lines (already in the ledger)
 /// left out. The last lines and the first line count a little more, since
@@ -507,31 +503,6 @@ mod tests {
         assert!(must.ends_with("Thanks, that is all."), "{must}");
         assert!(must.contains("Never touch the vendored folder."), "{must}");
         assert!(b.pieces.iter().any(|p| p.rank != Rank::Must));
-    }
-
-    #[test]
-    fn every_reply_has_one_best_piece() {
-        let b = prose_block(
-            Scope::Ai,
-            "Let me look. The timeout is 2500 ms in src/net.rs. Done.",
-            2,
-            None,
-        );
-        let best: Vec<&str> = b
-            .pieces
-            .iter()
-            .filter(|p| {
-                matches!(
-                    p.rank,
-                    Rank::Optional {
-                        tier: tier::CONVERSATION_BEST,
-                        ..
-                    }
-                )
-            })
-            .map(|p| p.text.as_str())
-            .collect();
-        assert_eq!(best, ["The timeout is 2500 ms in src/net.rs."]);
     }
 
     #[test]

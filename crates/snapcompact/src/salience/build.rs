@@ -6,58 +6,23 @@
 use std::collections::{BTreeSet, HashMap};
 
 use musepi_context_builder::LlmMessage;
-use musepi_session_model::json::{js_key_order, js_stringify};
 use musepi_session_model::{ContentBlock, ToolCall};
-use serde_json::Value;
 
 use super::blocks::{
     Block, Limits, OutputCap, Piece, Rank, Scope, Section, output_block, prose_block, tier,
     user_block,
 };
+use super::calls::{Calls, READ_TOOLS, WRITE_TOOLS};
 use super::marker;
-use super::text::{is_error_line, score, shorten_head, split_lines};
-use crate::util::{head_units, len16};
-
-/// Argument keys that name a file or a folder: kept whole.
-const PATH_KEYS: &[&str] = &[
-    "path",
-    "file_path",
-    "filePath",
-    "file",
-    "filename",
-    "paths",
-    "cwd",
-    "dir",
-    "directory",
-    "url",
-];
-/// Argument keys that hold a command: their head is kept.
-const COMMAND_KEYS: &[&str] = &["command", "cmd", "script"];
-/// Tools that read files: their output is file content, not a report, so
-/// its error-looking lines and its last line are not lifted into the
-/// ledger (unless the read itself failed).
-const READ_TOOLS: &[&str] = &["read", "read_file", "readfile", "view", "cat", "open_file"];
-/// Tools that change files: their output only confirms the change.
-const WRITE_TOOLS: &[&str] = &[
-    "edit",
-    "write",
-    "multiedit",
-    "multi_edit",
-    "str_replace",
-    "apply_patch",
-    "write_file",
-    "edit_file",
-];
+use super::text::{is_error_line, score, shape, shorten_head, split_lines};
+use crate::util::len16;
 
 /// The error lines of one output that are looked at (a build can print
 /// thousands).
 const ERROR_CANDIDATES: usize = 200;
 
-/// The score a command's last line needs to rank with the best of the
-/// conversation, and what it gets on top: a command's last line is its
-/// result.
-const RESULT_MIN_SCORE: i32 = 2;
-const RESULT_BONUS: i32 = 6;
+/// The score a command's last line needs for the ledger to promise it.
+const RESULT_MIN_SCORE: i32 = 1;
 
 /// One message with the session entry it came from.
 #[derive(Debug, Clone, Copy)]
@@ -79,6 +44,13 @@ pub(crate) struct Builder<'a> {
     dropped: BTreeSet<String>,
     /// Lines already lifted into the ledger: a repeat of one is optional.
     lifted: BTreeSet<String>,
+    /// The forms of the error lines lifted so far.
+    error_forms: BTreeSet<String>,
+    /// What the ledger's calls have shown so far.
+    shown: Calls,
+    /// The last ledger block when it is a call with nothing under it, and
+    /// that call's key: the same call next is counted on it.
+    last_call: Option<(usize, String)>,
 }
 
 impl<'a> Builder<'a> {
@@ -97,6 +69,9 @@ impl<'a> Builder<'a> {
             calls: HashMap::new(),
             dropped: BTreeSet::new(),
             lifted: BTreeSet::new(),
+            error_forms: BTreeSet::new(),
+            shown: Calls::default(),
+            last_call: None,
         }
     }
 
@@ -133,6 +108,7 @@ impl<'a> Builder<'a> {
                     return;
                 }
                 self.turn += 1;
+                self.last_call = None;
                 self.blocks
                     .push(user_block(text.trim(), self.turn, id, self.limits));
             }
@@ -189,35 +165,33 @@ impl<'a> Builder<'a> {
     }
 
     fn call(&mut self, call: &ToolCall, id: Option<&str>) {
-        let (line, shortened) = call_line(call, self.limits);
+        let line = self.shown.line(call, self.limits, self.turn);
         let source = len16(&call.name) + 2 + call.arguments.js_len();
-        let line = if shortened {
-            format!("{line} {}", marker(id))
+        let text = if line.shortened {
+            format!("{} {}", line.text, marker(id))
         } else {
-            line
+            line.text
         };
         // The same call again right after itself in the ledger: counted,
         // not repeated.
-        let last_ledger = self
-            .blocks
-            .iter()
-            .rposition(|b| b.section == Section::Ledger);
-        if let Some(index) = last_ledger {
+        if let Some((index, key)) = &self.last_call
+            && *key == line.key
+        {
+            let index = *index;
             let last = &mut self.blocks[index];
-            if last.scope == Scope::Call && last.pieces.len() == 1 && last.pieces[0].text == line {
-                last.repeat += 1;
-                last.source_chars += source;
-                self.calls
-                    .insert(call.id.clone(), (index, call.name.to_string()));
-                return;
-            }
+            last.repeat += 1;
+            last.source_chars += source;
+            self.calls
+                .insert(call.id.clone(), (index, call.name.to_string()));
+            return;
         }
         let mut block = Block::new(Section::Ledger, Scope::Call, self.turn, id);
         block.source_chars = source;
-        block.shortened = shortened;
-        block.pieces.push(Piece::new("", line, Rank::Must));
+        block.shortened = line.shortened;
+        block.pieces.push(Piece::new("", text, Rank::Must));
         self.calls
             .insert(call.id.clone(), (self.blocks.len(), call.name.to_string()));
+        self.last_call = Some((self.blocks.len(), line.key));
         self.blocks.push(block);
     }
 
@@ -233,6 +207,7 @@ impl<'a> Builder<'a> {
             block
                 .pieces
                 .push(Piece::new("", format!("{tool}(…)"), Rank::Must));
+            self.last_call = None;
             self.blocks.push(block);
             self.blocks.len() - 1
         };
@@ -265,19 +240,36 @@ impl<'a> Builder<'a> {
                 errors.push(last);
             }
             // The guaranteed ones are the most telling (compiler errors
-            // outrank `exit code 1`), printed in their order.
+            // outrank `exit code 1`) of different forms, printed in their
+            // order; the rest compete for the budget, those of a form
+            // already shown below the conversation.
             let errors: Vec<&str> = errors.into_iter().take(ERROR_CANDIDATES).collect();
-            let mut best: Vec<usize> = (0..errors.len())
+            let forms: Vec<String> = errors.iter().map(|l| shape(l)).collect();
+            let mut order: Vec<usize> = (0..errors.len())
                 .filter(|&i| !self.lifted.contains(errors[i]))
                 .collect();
-            best.sort_by_key(|&i| (std::cmp::Reverse(score(errors[i])), i));
-            best.truncate(limits.error_lines);
+            order.sort_by_key(|&i| {
+                (
+                    self.error_forms.contains(&forms[i]),
+                    std::cmp::Reverse(score(errors[i])),
+                    i,
+                )
+            });
+            let mut best: Vec<usize> = Vec::new();
+            for i in order {
+                if best.len() < limits.error_lines && !best.iter().any(|&b| forms[b] == forms[i]) {
+                    best.push(i);
+                }
+            }
+            let mut shown_forms: BTreeSet<&str> = best.iter().map(|&i| forms[i].as_str()).collect();
             for (i, line) in errors.iter().enumerate() {
                 let (shown, _) = shorten_head(line, limits.error_chars);
-                let repeat = self.lifted.contains(*line);
                 let rank = if best.contains(&i) {
                     Rank::Must
                 } else {
+                    let repeat = self.lifted.contains(*line)
+                        || self.error_forms.contains(&forms[i])
+                        || !shown_forms.insert(forms[i].as_str());
                     Rank::Optional {
                         tier: if repeat {
                             tier::OUTPUT_BEST
@@ -292,6 +284,7 @@ impl<'a> Builder<'a> {
                 pieces.push(piece);
                 lifted.push((*line).to_owned());
             }
+            self.error_forms.extend(forms);
         }
         if !reads
             && !writes
@@ -299,21 +292,19 @@ impl<'a> Builder<'a> {
             && !lifted.iter().any(|l| l == last)
         {
             let (shown, _) = shorten_head(last, limits.result_chars);
-            // The same last line as an earlier command's, or one that
-            // holds nothing specific, says little more.
+            // A command's last line is its result, which the ledger
+            // promises, unless it repeats an earlier command's or holds
+            // nothing specific.
             let repeat = self.lifted.contains(*last) || score(last) < RESULT_MIN_SCORE;
-            let mut piece = Piece::new(
-                "\n  → ",
-                shown,
+            let rank = if repeat {
                 Rank::Optional {
-                    tier: if repeat {
-                        tier::OUTPUT_BEST
-                    } else {
-                        tier::CONVERSATION_BEST
-                    },
-                    score: score(last) + RESULT_BONUS,
-                },
-            );
+                    tier: tier::OUTPUT_BEST,
+                    score: score(last),
+                }
+            } else {
+                Rank::Must
+            };
+            let mut piece = Piece::new("\n  → ", shown, rank);
             piece.silent = true;
             pieces.push(piece);
             lifted.push((*last).to_owned());
@@ -323,71 +314,14 @@ impl<'a> Builder<'a> {
         if !pieces.is_empty() {
             // A call with lines under it no longer merges with the next.
             block.pieces.extend(pieces);
+            if self.last_call.as_ref().is_some_and(|(i, _)| *i == index) {
+                self.last_call = None;
+            }
         }
         let turn = block.turn;
         self.blocks
             .push(output_block(tool, text, turn, id, &lifted, self.cap));
     }
-}
-
-/// `name(key=value, …)//intent`: paths whole, the head of a command, short
-/// values as they are and long ones as `…`; whether anything was cut.
-pub(crate) fn call_line(call: &ToolCall, limits: &Limits) -> (String, bool) {
-    let mut shortened = false;
-    let mut args: Vec<String> = Vec::new();
-    // A tool that changes files shows where: the content is in the file.
-    let writes = WRITE_TOOLS.contains(&call.name.to_ascii_lowercase().as_str());
-    if let Value::Object(map) = call.arguments.value() {
-        for (key, value) in js_key_order(map) {
-            if key == "intent" || (writes && !PATH_KEYS.contains(&key.as_str())) {
-                continue;
-            }
-            let primary = PATH_KEYS.contains(&key.as_str()) || COMMAND_KEYS.contains(&key.as_str());
-            let max = if PATH_KEYS.contains(&key.as_str()) {
-                limits.path_chars
-            } else if COMMAND_KEYS.contains(&key.as_str()) {
-                limits.command_chars
-            } else {
-                limits.arg_chars
-            };
-            let raw = match value {
-                Value::String(s) => s.clone(),
-                other => js_stringify(other),
-            };
-            let shown = if max == limits.arg_chars && len16(&raw) > max {
-                shortened = true;
-                "…".to_owned()
-            } else if COMMAND_KEYS.contains(&key.as_str()) && len16(&raw) > max {
-                // A command keeps its head exactly as long as promised.
-                shortened = true;
-                format!("{}…", head_units(&raw, max))
-            } else {
-                let (head, cut) = shorten_head(&raw, max);
-                shortened |= cut;
-                head
-            };
-            // The path or command that comes first goes without its name.
-            if primary && args.is_empty() {
-                args.push(shown);
-            } else {
-                args.push(format!("{key}={shown}"));
-            }
-        }
-    }
-    let intent = call
-        .intent
-        .as_deref()
-        .or_else(|| call.arguments.get("intent").and_then(Value::as_str))
-        .map(|i| i.split_whitespace().collect::<Vec<_>>().join(" "))
-        .unwrap_or_default();
-    let mut line = format!("{}({})", call.name, args.join(", "));
-    if !intent.is_empty() {
-        let (intent, cut) = shorten_head(&intent, limits.arg_chars * 2);
-        shortened |= cut;
-        line.push_str("//");
-        line.push_str(&intent);
-    }
-    (line, shortened)
 }
 
 /// The text blocks of `content`, concatenated.
@@ -404,57 +338,10 @@ pub(crate) fn joined_text(content: &[ContentBlock]) -> String {
 #[cfg(test)]
 mod tests {
     use musepi_session_model::{JsonValue, Text};
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::super::blocks::LEVELS;
     use super::*;
-
-    fn tool_call(name: &str, args: Value) -> ToolCall {
-        ToolCall {
-            id: "c1".into(),
-            name: Text::new(name),
-            arguments: JsonValue::new(args),
-            intent: None,
-        }
-    }
-
-    #[test]
-    fn calls_keep_paths_and_command_heads_and_drop_long_contents() {
-        let limits = &LEVELS[0];
-        let (line, cut) = call_line(
-            &tool_call(
-                "bash",
-                json!({"command": "cargo test -p musepi \"x\"", "timeout": 60}),
-            ),
-            limits,
-        );
-        assert_eq!(line, "bash(cargo test -p musepi \"x\", timeout=60)");
-        assert!(!cut);
-        let (line, cut) = call_line(
-            &tool_call(
-                "edit",
-                json!({"path": "src/a.rs", "oldText": "x".repeat(100), "newText": "y", "intent": " fix  it "}),
-            ),
-            limits,
-        );
-        assert_eq!(line, "edit(src/a.rs)//fix it");
-        assert!(!cut);
-        let (line, cut) = call_line(
-            &tool_call("grep", json!({"pattern": "x".repeat(100), "path": "src"})),
-            limits,
-        );
-        assert_eq!(line, "grep(pattern=…, path=src)");
-        let (line, _) = call_line(
-            &tool_call("read", json!({"path": "src/a.rs", "offset": 10})),
-            limits,
-        );
-        assert_eq!(line, "read(src/a.rs, offset=10)");
-        assert!(cut);
-        let long = format!("cd /repo && {}", "echo hi && ".repeat(30));
-        let (line, cut) = call_line(&tool_call("bash", json!({"command": long})), limits);
-        assert!(cut && line.starts_with("bash(cd /repo && echo hi"));
-        assert!(line.len() < 190, "{line}");
-    }
 
     fn assistant(calls: &[(&str, &str, Value)]) -> LlmMessage {
         LlmMessage::Assistant {
@@ -525,6 +412,65 @@ mod tests {
         );
         assert_eq!(blocks[1].scope, Scope::Out("bash".into()));
         assert_eq!(blocks[1].pieces.len(), 1);
+        // The result is promised, like the most telling error.
+        assert!(call.pieces.iter().all(|p| p.rank == Rank::Must));
+    }
+
+    #[test]
+    fn a_last_line_seen_before_or_saying_nothing_is_not_promised() {
+        let blocks = build(&[
+            assistant(&[
+                ("c1", "bash", json!({"command": "cargo test -p a"})),
+                ("c2", "bash", json!({"command": "cargo test -p b"})),
+                ("c3", "bash", json!({"command": "true"})),
+            ]),
+            result("c1", "bash", "test result: ok. 60 passed", false),
+            result("c2", "bash", "test result: ok. 60 passed", false),
+            result("c3", "bash", "ok", false),
+        ]);
+        let last = |b: &Block| b.pieces.last().map(|p| (p.text.clone(), p.rank));
+        let calls: Vec<&Block> = blocks.iter().filter(|b| b.scope == Scope::Call).collect();
+        assert_eq!(
+            last(calls[0]),
+            Some(("test result: ok. 60 passed".to_owned(), Rank::Must))
+        );
+        assert!(matches!(last(calls[1]), Some((_, Rank::Optional { .. }))));
+        assert!(matches!(last(calls[2]), Some((_, Rank::Optional { .. }))));
+    }
+
+    #[test]
+    fn error_lines_of_one_form_guarantee_one_and_rank_the_rest_low() {
+        let output = "\
+src/a.ts(1,2): error TS2307: Cannot find module './x.js'.
+src/b.ts(3,4): error TS2307: Cannot find module './y.js'.
+src/c.ts(5,6): error TS2307: Cannot find module './z.js'.
+src/d.ts(7,8): error TS2339: Property 'open' does not exist on type 'Door'.
+Command exited with code 2";
+        let blocks = build(&[
+            assistant(&[("c1", "bash", json!({"command": "npm run check"}))]),
+            result("c1", "bash", output, false),
+        ]);
+        let ranks: Vec<(&str, Rank)> = blocks[0].pieces[1..]
+            .iter()
+            .map(|p| (p.text.as_str(), p.rank))
+            .collect();
+        let must: Vec<&str> = ranks
+            .iter()
+            .filter(|(_, r)| *r == Rank::Must)
+            .map(|(t, _)| *t)
+            .collect();
+        // Two guaranteed, of two forms; the last line is an error line.
+        assert_eq!(must.len(), 2, "{ranks:?}");
+        assert!(must.iter().any(|t| t.contains("TS2307")), "{must:?}");
+        assert!(must.iter().any(|t| t.contains("TS2339")), "{must:?}");
+        for (text, rank) in &ranks {
+            if text.contains("TS2307") && !must.contains(text) {
+                assert!(
+                    matches!(rank, Rank::Optional { tier, .. } if *tier == tier::OUTPUT_BEST),
+                    "{text}: {rank:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -7,13 +7,16 @@
 //!   message (a long one by its head, its tail and every sentence of its
 //!   middle that states a constraint or holds a number or a path), every
 //!   tool call as `name(args)` (paths whole, the head of a command, long
-//!   values as `…`), the lines of each tool output that look like errors
-//!   (`  ! `) and the last line a command printed (`  → `);
+//!   values as `…`; a path named before by its tail, a command run in an
+//!   earlier turn as a reference to it), the lines of each tool output
+//!   that look like errors (`  ! `) and the last line a command printed
+//!   (`  → `);
 //! - the **conversation**: the assistant's reasoning and replies and the
 //!   tool output, cut into sentences and lines that the rest of the budget
 //!   keeps by salience (numbers, paths, identifiers, constraints,
-//!   decisions, errors), not by age. Every reply keeps its best sentence
-//!   before any reply loses all of it, and tool output comes last.
+//!   decisions, errors, and what no other message says), not by age.
+//!   Every reply keeps its best sentence before any reply loses all of it,
+//!   unless another states a fact, and tool output comes last.
 //!
 //! Wherever something was left out a marker says so (`[…]`); the last one
 //! of a message names the session entry that still holds it (`[…ID…]`),
@@ -26,7 +29,9 @@
 
 mod blocks;
 mod build;
+mod calls;
 mod earlier;
+mod novelty;
 mod select;
 mod text;
 
@@ -152,6 +157,7 @@ pub fn build_history(input: &HistoryInput<'_>) -> History {
             .collect();
         builder.messages(&sources);
         blocks.append(&mut builder.blocks);
+        novelty::weigh(&mut blocks);
         // The most generous ledger must leave the conversation a share of
         // the budget; a tighter one only has to fit.
         let share = if level == 0 {

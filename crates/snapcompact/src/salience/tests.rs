@@ -111,3 +111,91 @@ fn the_same_input_gives_the_same_text() {
         build(&messages, &[], Earlier::None, 5_000)
     );
 }
+
+/// Hundreds of near-same turns: a request, a test run, an answer.
+fn repetitive_turns(turns: usize) -> (Vec<LlmMessage>, Vec<String>) {
+    use musepi_session_model::{JsonValue, Text, ToolCall};
+    use std::fmt::Write as _;
+    const MODULES: [&str; 5] = ["planner", "lexer", "store", "render", "queue"];
+    let mut messages = Vec::new();
+    for turn in 0..turns {
+        let module = MODULES[turn % MODULES.len()];
+        messages.push(LlmMessage::user_text(format!(
+            "Step {turn}: refactor src/{module}.rs and run its tests again."
+        )));
+        let mut thinking = format!("Step {turn} touches the {module} module.");
+        let mut text = format!("Running the tests for step {turn}.");
+        if turn == turns / 2 {
+            thinking.push_str(
+                " The arena must hold 4096 nodes, or deep nesting in `parse_block` overflows it.",
+            );
+            text.push_str(" I chose a ring buffer of 7168 entries for the beacon log so its memory stays bounded.");
+        }
+        messages.push(LlmMessage::Assistant {
+            content: vec![
+                ContentBlock::Thinking {
+                    thinking: Text::new(thinking),
+                    thinking_signature: None,
+                    redacted: None,
+                },
+                ContentBlock::text(text),
+                ContentBlock::ToolCall(ToolCall {
+                    id: format!("c{turn}"),
+                    name: Text::new("bash"),
+                    arguments: JsonValue::new(serde_json::json!({
+                        "command": format!("cargo test -p {module} -- --test-threads {}", turn % 4 + 1)
+                    })),
+                    intent: None,
+                }),
+            ],
+            provider: None,
+            model: None,
+            stop_reason: None,
+        });
+        let mut output = String::new();
+        for i in 0..60 {
+            let _ = writeln!(output, "test {module}::case_{turn}_{i} ... ok");
+        }
+        output.push_str("test result: ok. 60 passed; 0 failed");
+        messages.push(LlmMessage::ToolResult {
+            tool_call_id: format!("c{turn}"),
+            tool_name: "bash".into(),
+            content: vec![ContentBlock::text(output)],
+            is_error: false,
+        });
+        messages.push(reply(&format!(
+            "Step {turn} is done; the {module} tests pass."
+        )));
+    }
+    let ids = (0..messages.len()).map(|i| format!("{i:08x}")).collect();
+    (messages, ids)
+}
+
+#[test]
+fn what_repeats_is_written_densely_and_what_is_new_survives() {
+    let (messages, ids) = repetitive_turns(360);
+    // The default budget: 39,322 characters for a history of about
+    // 200,000 tokens.
+    let history = build(&messages, &ids, Earlier::None, 39_322);
+    assert!(len16(&history.text) <= 39_322);
+    for fact in [
+        "The arena must hold 4096 nodes, or deep nesting in `parse_block` overflows it.",
+        "I chose a ring buffer of 7168 entries for the beacon log so its memory stays bounded.",
+    ] {
+        assert!(history.text.contains(fact), "{fact}");
+    }
+    // Every request is in the ledger, every command whole once, and a
+    // command run again in a later turn refers to the turn it was shown in.
+    for turn in [0, 1, 180, 359] {
+        let module = ["planner", "lexer", "store", "render", "queue"][turn % 5];
+        let request = format!("Step {turn}: refactor src/{module}.rs and run its tests again.");
+        assert!(history.text.contains(&request), "{request}");
+    }
+    assert!(
+        history
+            .text
+            .contains("¶call:bash(cargo test -p planner -- --test-threads 1)")
+    );
+    assert!(history.text.contains("¶call:bash(=#1)"));
+    assert_eq!(history.shortened.user_messages.omitted, 0);
+}

@@ -118,6 +118,67 @@ pub(crate) fn shorten_head(text: &str, max: usize) -> (String, bool) {
     (format!("{}…", head[..cut].trim_end()), true)
 }
 
+/// The form of a piece, for finding what repeats: lowercase, every run of
+/// digits as `#`, every quoted or backticked span as `q` and every word
+/// that names a file as `p`.
+pub(crate) fn shape(piece: &str) -> String {
+    let mut masked = String::with_capacity(piece.len());
+    let mut quote: Option<char> = None;
+    let mut digits = false;
+    for c in piece.chars() {
+        if let Some(q) = quote {
+            if c == q {
+                quote = None;
+            }
+            continue;
+        }
+        if c.is_ascii_digit() {
+            if !digits {
+                masked.push('#');
+            }
+            digits = true;
+            continue;
+        }
+        digits = false;
+        if matches!(c, '\'' | '"' | '`') {
+            // An apostrophe inside a word is not a quote.
+            let in_word = c == '\'' && masked.chars().last().is_some_and(char::is_alphanumeric);
+            if !in_word {
+                quote = Some(c);
+                masked.push('q');
+                continue;
+            }
+        }
+        masked.extend(c.to_lowercase());
+    }
+    let words: Vec<&str> = masked
+        .split_whitespace()
+        .map(|w| if names_file(w) { "p" } else { w })
+        .collect();
+    words.join(" ")
+}
+
+/// `src/a.rs:3`, `main.ts(1,2)`: a folder, or a name with a short
+/// extension of letters.
+fn names_file(word: &str) -> bool {
+    if word.contains('/') {
+        return true;
+    }
+    let bytes = word.as_bytes();
+    word.char_indices().any(|(i, c)| {
+        c == '.' && i > 0 && bytes[i - 1].is_ascii_alphanumeric() && {
+            let ext = bytes[i + 1..]
+                .iter()
+                .take_while(|b| b.is_ascii_lowercase())
+                .count();
+            (1..=5).contains(&ext)
+                && bytes
+                    .get(i + 1 + ext)
+                    .is_none_or(|b| !b.is_ascii_alphanumeric())
+        }
+    })
+}
+
 /// Words that state a constraint or a preference.
 const CONSTRAINT_WORDS: &[&str] = &[
     "must",
@@ -514,6 +575,20 @@ mod tests {
         ] {
             assert!(!is_error_line(line), "{line}");
         }
+    }
+
+    #[test]
+    fn shapes_mask_numbers_and_quotes() {
+        assert_eq!(
+            shape("error TS2307: Cannot find module './a.js' in 3 places"),
+            shape("error TS2339: Cannot find module '../b/c.js' in 12 places")
+        );
+        assert_eq!(shape("Don't stop at 12"), "don't stop at #");
+        assert_eq!(
+            shape("src/a.ts(1,2): error TS2307"),
+            shape("main.ts(3,4): error TS2339")
+        );
+        assert_ne!(shape("Cannot find module"), shape("Cannot load module"));
     }
 
     #[test]
