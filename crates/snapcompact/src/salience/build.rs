@@ -9,17 +9,13 @@ use musepi_context_builder::LlmMessage;
 use musepi_session_model::{ContentBlock, ToolCall};
 
 use super::blocks::{
-    Block, Limits, OutputCap, Piece, Rank, Scope, Section, output_block, prose_block, tier,
-    user_block,
+    Block, Limits, OutputCap, Piece, Rank, Scope, Section, prose_block, tier, user_block,
 };
-use super::calls::{Calls, READ_TOOLS, WRITE_TOOLS};
+use super::calls::Calls;
 use super::marker;
-use super::text::{is_error_line, score, shape, shorten_head, split_lines};
+use super::outputs::Outputs;
+use super::text::shorten_head;
 use crate::util::len16;
-
-/// The error lines of one output that are looked at (a build can print
-/// thousands).
-const ERROR_CANDIDATES: usize = 200;
 
 /// The score a command's last line needs for the ledger to promise it.
 const RESULT_MIN_SCORE: i32 = 1;
@@ -51,6 +47,13 @@ pub(crate) struct Builder<'a> {
     /// The last ledger block when it is a call with nothing under it, and
     /// that call's key: the same call next is counted on it.
     last_call: Option<(usize, String)>,
+    /// The tool outputs read so far, shared with the builds at the other
+    /// ledger levels, and how many this build has met.
+    outputs: Outputs,
+    seen: usize,
+    /// Each output's stand-in: its index in `blocks` and the output's
+    /// number.
+    stand_ins: Vec<(usize, usize)>,
 }
 
 impl<'a> Builder<'a> {
@@ -59,6 +62,7 @@ impl<'a> Builder<'a> {
         useless: &'a BTreeSet<String>,
         turn: u32,
         cap: OutputCap,
+        outputs: Outputs,
     ) -> Self {
         Self {
             limits,
@@ -72,6 +76,9 @@ impl<'a> Builder<'a> {
             error_forms: BTreeSet::new(),
             shown: Calls::default(),
             last_call: None,
+            outputs,
+            seen: 0,
+            stand_ins: Vec::new(),
         }
     }
 
@@ -197,7 +204,7 @@ impl<'a> Builder<'a> {
 
     /// A tool result: error lines and the last line a command printed go
     /// under its call in the ledger, the output itself into the
-    /// conversation.
+    /// conversation (as a stand-in until [`Builder::finish`]).
     fn result(&mut self, call_id: &str, tool: &str, text: &str, is_error: bool, id: Option<&str>) {
         let index = if let Some((index, _)) = self.calls.get(call_id) {
             *index
@@ -214,92 +221,68 @@ impl<'a> Builder<'a> {
         if text.trim().is_empty() {
             return;
         }
-        let name = tool.to_ascii_lowercase();
-        let reads = READ_TOOLS.contains(&name.as_str());
-        let writes = WRITE_TOOLS.contains(&name.as_str());
+        let seq = self.seen;
+        self.seen += 1;
         let limits = *self.limits;
-        let lines: Vec<&str> = split_lines(text, usize::MAX)
-            .into_iter()
-            .map(|s| &text[s.text])
-            .collect();
-        let mut lifted: Vec<String> = Vec::new();
+        let analysis = self.outputs.analysis(seq, tool, text, is_error);
+        let errors = &analysis.errors;
         let mut pieces = Vec::new();
-        if is_error || !reads {
-            // Lines that look like errors; a failed call with none shows
-            // its last line as the error.
-            let mut errors: Vec<&str> = Vec::new();
-            for line in &lines {
-                if is_error_line(line) && !errors.contains(line) {
-                    errors.push(line);
-                }
-            }
-            if errors.is_empty()
-                && is_error
-                && let Some(last) = lines.last()
+        // The guaranteed error lines are the most telling (compiler errors
+        // outrank `exit code 1`) of different forms, printed in their
+        // order; the rest compete for the budget, those of a form already
+        // shown below the conversation.
+        let mut order: Vec<usize> = (0..errors.len())
+            .filter(|&i| !self.lifted.contains(&errors[i].text))
+            .collect();
+        order.sort_by_key(|&i| {
+            (
+                self.error_forms.contains(&errors[i].form),
+                std::cmp::Reverse(errors[i].score),
+                i,
+            )
+        });
+        let mut best: Vec<usize> = Vec::new();
+        for i in order {
+            if best.len() < limits.error_lines
+                && !best.iter().any(|&b| errors[b].form == errors[i].form)
             {
-                errors.push(last);
+                best.push(i);
             }
-            // The guaranteed ones are the most telling (compiler errors
-            // outrank `exit code 1`) of different forms, printed in their
-            // order; the rest compete for the budget, those of a form
-            // already shown below the conversation.
-            let errors: Vec<&str> = errors.into_iter().take(ERROR_CANDIDATES).collect();
-            let forms: Vec<String> = errors.iter().map(|l| shape(l)).collect();
-            let mut order: Vec<usize> = (0..errors.len())
-                .filter(|&i| !self.lifted.contains(errors[i]))
-                .collect();
-            order.sort_by_key(|&i| {
-                (
-                    self.error_forms.contains(&forms[i]),
-                    std::cmp::Reverse(score(errors[i])),
-                    i,
-                )
-            });
-            let mut best: Vec<usize> = Vec::new();
-            for i in order {
-                if best.len() < limits.error_lines && !best.iter().any(|&b| forms[b] == forms[i]) {
-                    best.push(i);
-                }
-            }
-            let mut shown_forms: BTreeSet<&str> = best.iter().map(|&i| forms[i].as_str()).collect();
-            for (i, line) in errors.iter().enumerate() {
-                let (shown, _) = shorten_head(line, limits.error_chars);
-                let rank = if best.contains(&i) {
-                    Rank::Must
-                } else {
-                    let repeat = self.lifted.contains(*line)
-                        || self.error_forms.contains(&forms[i])
-                        || !shown_forms.insert(forms[i].as_str());
-                    Rank::Optional {
-                        tier: if repeat {
-                            tier::OUTPUT_BEST
-                        } else {
-                            tier::ERRORS
-                        },
-                        score: score(line),
-                    }
-                };
-                let mut piece = Piece::new("\n  ! ", shown, rank);
-                piece.silent = true;
-                pieces.push(piece);
-                lifted.push((*line).to_owned());
-            }
-            self.error_forms.extend(forms);
         }
-        if !reads
-            && !writes
-            && let Some(last) = lines.last()
-            && !lifted.iter().any(|l| l == last)
+        let mut shown_forms: BTreeSet<&str> =
+            best.iter().map(|&i| errors[i].form.as_str()).collect();
+        for (i, line) in errors.iter().enumerate() {
+            let (shown, _) = shorten_head(&line.text, limits.error_chars);
+            let rank = if best.contains(&i) {
+                Rank::Must
+            } else {
+                let repeat = self.lifted.contains(&line.text)
+                    || self.error_forms.contains(&line.form)
+                    || !shown_forms.insert(line.form.as_str());
+                Rank::Optional {
+                    tier: if repeat {
+                        tier::OUTPUT_BEST
+                    } else {
+                        tier::ERRORS
+                    },
+                    score: line.score,
+                }
+            };
+            let mut piece = Piece::new("\n  ! ", shown, rank);
+            piece.silent = true;
+            pieces.push(piece);
+        }
+        if analysis.lifts_last()
+            && let Some((last, last_score)) = &analysis.last
         {
             let (shown, _) = shorten_head(last, limits.result_chars);
             // A command's last line is its result, which the ledger
             // promises, unless it repeats an earlier command's or holds
             // nothing specific.
-            let repeat = self.lifted.contains(*last) || score(last) < RESULT_MIN_SCORE;
-            let rank = if repeat {
+            let rank = if self.lifted.contains(last) || *last_score < RESULT_MIN_SCORE {
                 Rank::Optional {
                     tier: tier::OUTPUT_BEST,
-                    score: score(last),
+                    score: *last_score,
                 }
             } else {
                 Rank::Must
@@ -307,9 +290,11 @@ impl<'a> Builder<'a> {
             let mut piece = Piece::new("\n  → ", shown, rank);
             piece.silent = true;
             pieces.push(piece);
-            lifted.push((*last).to_owned());
         }
-        self.lifted.extend(lifted.iter().cloned());
+        self.error_forms
+            .extend(errors.iter().map(|e| e.form.clone()));
+        self.lifted
+            .extend(analysis.lifted().into_iter().map(str::to_owned));
         let block = &mut self.blocks[index];
         if !pieces.is_empty() {
             // A call with lines under it no longer merges with the next.
@@ -319,8 +304,26 @@ impl<'a> Builder<'a> {
             }
         }
         let turn = block.turn;
+        let stand_in = self.outputs.stand_in(seq, tool, text, turn, id, self.cap);
+        self.stand_ins.push((self.blocks.len(), seq));
+        self.blocks.push(stand_in);
+    }
+
+    /// The blocks, each tool output's real block in place of its stand-in
+    /// (`offset` blocks were put before the ones built here).
+    pub(crate) fn finish(mut self, offset: usize) -> Vec<Block> {
+        for (index, seq) in std::mem::take(&mut self.stand_ins) {
+            let index = index + offset;
+            if let Some(block) = self.outputs.take(seq, &self.blocks[index]) {
+                self.blocks[index] = block;
+            }
+        }
         self.blocks
-            .push(output_block(tool, text, turn, id, &lifted, self.cap));
+    }
+
+    /// What a build at another ledger level can reuse.
+    pub(crate) fn into_outputs(self) -> Outputs {
+        self.outputs
     }
 }
 
@@ -341,6 +344,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::super::blocks::LEVELS;
+    use super::super::outputs::Outputs;
     use super::*;
 
     fn assistant(calls: &[(&str, &str, Value)]) -> LlmMessage {
@@ -373,7 +377,7 @@ mod tests {
 
     fn build(messages: &[LlmMessage]) -> Vec<Block> {
         let useless = BTreeSet::new();
-        let mut b = Builder::new(&LEVELS[0], &useless, 0, OutputCap::NONE);
+        let mut b = Builder::new(&LEVELS[0], &useless, 0, OutputCap::NONE, Outputs::default());
         let sources: Vec<Source<'_>> = messages
             .iter()
             .map(|m| Source {
@@ -382,7 +386,7 @@ mod tests {
             })
             .collect();
         b.messages(&sources);
-        b.blocks
+        b.finish(0)
     }
 
     #[test]

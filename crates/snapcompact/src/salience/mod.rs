@@ -32,6 +32,7 @@ mod build;
 mod calls;
 mod earlier;
 mod novelty;
+mod outputs;
 mod select;
 mod text;
 
@@ -45,6 +46,7 @@ use self::blocks::{Block, LEVELS, OutputCap, Scope};
 use self::build::{Builder, Source};
 use self::earlier::earlier_blocks;
 pub use self::earlier::{Earlier, is_salience_text};
+use self::outputs::Outputs;
 use self::select::{Kept, must_cost, render, select};
 
 /// The heading of the ledger.
@@ -138,26 +140,26 @@ pub struct History {
 
 /// Builds the archive of `input` (see the module documentation).
 pub fn build_history(input: &HistoryInput<'_>) -> History {
+    let sources: Vec<Source<'_>> = input
+        .messages
+        .iter()
+        .enumerate()
+        .map(|(i, message)| Source {
+            message,
+            id: input.entry_ids.get(i).map(String::as_str),
+        })
+        .collect();
+    let cap = OutputCap {
+        max: input.output_max_chars,
+        head_ratio: input.output_head_ratio,
+    };
+    // The tool outputs are read once for every level tried.
+    let mut outputs = Outputs::default();
     let mut chosen = None;
     for (level, limits) in LEVELS.iter().enumerate() {
         let (mut blocks, turn) = earlier_blocks(input.earlier, limits);
-        let cap = OutputCap {
-            max: input.output_max_chars,
-            head_ratio: input.output_head_ratio,
-        };
-        let mut builder = Builder::new(limits, input.useless, turn, cap);
-        let sources: Vec<Source<'_>> = input
-            .messages
-            .iter()
-            .enumerate()
-            .map(|(i, message)| Source {
-                message,
-                id: input.entry_ids.get(i).map(String::as_str),
-            })
-            .collect();
+        let mut builder = Builder::new(limits, input.useless, turn, cap, outputs);
         builder.messages(&sources);
-        blocks.append(&mut builder.blocks);
-        novelty::weigh(&mut blocks);
         // The most generous ledger must leave the conversation a share of
         // the budget; a tighter one only has to fit.
         let share = if level == 0 {
@@ -165,20 +167,24 @@ pub fn build_history(input: &HistoryInput<'_>) -> History {
         } else {
             input.budget
         };
+        let earlier = blocks.len();
+        blocks.append(&mut builder.blocks);
         let fits = must_cost(&blocks) <= share;
-
-        chosen = Some((level, blocks));
-        if fits {
+        if fits || level + 1 == LEVELS.len() {
+            builder.blocks = blocks;
+            chosen = Some((level, builder.finish(earlier)));
             break;
         }
+        outputs = builder.into_outputs();
     }
-    let Some((level, blocks)) = chosen else {
+    let Some((level, mut blocks)) = chosen else {
         return History {
             text: String::new(),
             shortened: Shortened::default(),
             source_chars: 0,
         };
     };
+    novelty::weigh(&mut blocks);
     let kept = select(&blocks, input.budget);
     let text = render(&blocks, &kept);
     let mut shortened = count(&blocks, &kept);

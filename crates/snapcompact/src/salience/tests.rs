@@ -91,16 +91,17 @@ fn the_guaranteed_pieces_are_all_kept_when_they_fit() {
         .collect();
     let useless = BTreeSet::new();
     let limits = &LEVELS[0];
-    let mut builder = Builder::new(limits, &useless, 0, OutputCap::NONE);
+    let mut builder = Builder::new(limits, &useless, 0, OutputCap::NONE, Outputs::default());
     let sources: Vec<Source<'_>> = messages
         .iter()
         .map(|message| Source { message, id: None })
         .collect();
     builder.messages(&sources);
-    let budget = must_cost(&builder.blocks) + 500;
-    let kept = select(&builder.blocks, budget);
-    assert!(guarantees_kept(&builder.blocks, &kept));
-    assert!(len16(&render(&builder.blocks, &kept)) <= budget);
+    let blocks = builder.finish(0);
+    let budget = must_cost(&blocks) + 500;
+    let kept = select(&blocks, budget);
+    assert!(guarantees_kept(&blocks, &kept));
+    assert!(len16(&render(&blocks, &kept)) <= budget);
 }
 
 #[test]
@@ -198,4 +199,56 @@ fn what_repeats_is_written_densely_and_what_is_new_survives() {
     );
     assert!(history.text.contains("¶call:bash(=#1)"));
     assert_eq!(history.shortened.user_messages.omitted, 0);
+}
+
+#[test]
+fn a_tighter_ledger_still_gets_the_tool_output_it_has_room_for() {
+    use musepi_session_model::{JsonValue, Text, ToolCall};
+    // Short requests that no level shortens, enough of them to take more
+    // of the budget than the most generous ledger may.
+    let mut messages: Vec<LlmMessage> = (0..30)
+        .map(|i| {
+            LlmMessage::user_text(format!(
+                "Request {i}: keep the service on port {}.",
+                8000 + i
+            ))
+        })
+        .collect();
+    messages.push(LlmMessage::Assistant {
+        content: vec![ContentBlock::ToolCall(ToolCall {
+            id: "c1".into(),
+            name: Text::new("bash"),
+            arguments: JsonValue::new(serde_json::json!({"command": "make report"})),
+            intent: None,
+        })],
+        provider: None,
+        model: None,
+        stop_reason: None,
+    });
+    messages.push(LlmMessage::ToolResult {
+        tool_call_id: "c1".into(),
+        tool_name: "bash".into(),
+        content: vec![ContentBlock::text(
+            "compiling the report module\nwrote 4242 rows to out/report.csv\nfinished",
+        )],
+        is_error: false,
+    });
+    // An earlier summary puts a block before the messages' own.
+    let history = build(
+        &messages,
+        &[],
+        Earlier::Summary("The earlier work set up the report."),
+        2_200,
+    );
+    assert!(history.shortened.ledger_level > 0);
+    assert!(len16(&history.text) <= 2_200);
+    assert!(history.text.contains("¶call:bash(make report)\n  → finished"));
+    assert_eq!(history.text.matches("<out bash>").count(), 1);
+    assert!(
+        history
+            .text
+            .contains("<out bash>\ncompiling the report module\nwrote 4242 rows to out/report.csv"),
+        "{}",
+        history.text
+    );
 }

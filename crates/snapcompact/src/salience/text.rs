@@ -2,7 +2,9 @@
 //! worth, which lines of tool output look like errors, and shortening that
 //! keeps the head of a text and breaks at whitespace.
 
+use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::LazyLock;
 
 use crate::util::{head_units, len16};
 
@@ -281,34 +283,67 @@ impl<'t> Words<'t> {
         )
     }
 
-    /// Whether any of `phrases` (one or more words each) occurs.
-    fn any(&self, phrases: &[&str]) -> bool {
+    /// Whether any of `phrases` occurs: one look-up per word.
+    fn any(&self, phrases: &Phrases) -> bool {
         let words = &self.0;
-        phrases.iter().any(|phrase| {
-            let mut parts = phrase.split(' ');
-            let Some(first) = parts.next() else {
-                return false;
-            };
-            let rest: Vec<&str> = parts.collect();
-            words.iter().enumerate().any(|(i, w)| {
-                *w == first
-                    && rest
-                        .iter()
+        words.iter().enumerate().any(|(i, w)| {
+            phrases.by_first.get(w).is_some_and(|rests| {
+                rests.iter().any(|rest| {
+                    rest.iter()
                         .enumerate()
                         .all(|(k, r)| words.get(i + 1 + k) == Some(r))
+                })
             })
         })
     }
 }
 
-fn any_word(lower: &str, words: &[&str]) -> bool {
+/// A list of words and phrases by their first word.
+struct Phrases {
+    by_first: HashMap<&'static str, Vec<Vec<&'static str>>>,
+}
+
+impl Phrases {
+    fn new(list: &[&'static str]) -> Self {
+        let mut by_first: HashMap<&'static str, Vec<Vec<&'static str>>> = HashMap::new();
+        for phrase in list {
+            let mut parts = phrase.split(' ');
+            if let Some(first) = parts.next() {
+                by_first.entry(first).or_default().push(parts.collect());
+            }
+        }
+        Self { by_first }
+    }
+}
+
+static CONSTRAINTS: LazyLock<Phrases> = LazyLock::new(|| Phrases::new(CONSTRAINT_WORDS));
+static DECISIONS: LazyLock<Phrases> = LazyLock::new(|| Phrases::new(DECISION_WORDS));
+static TROUBLE: LazyLock<Phrases> = LazyLock::new(|| Phrases::new(TROUBLE_WORDS));
+/// Words that report a failure wherever they stand in a line of output; a
+/// bare "error" is too common in code and prose, so it counts only as
+/// `error:`, `error[` or `error TS…`.
+static FAILURE: LazyLock<Phrases> = LazyLock::new(|| {
+    Phrases::new(&[
+        "panic",
+        "panicked",
+        "failed",
+        "fail",
+        "exception",
+        "traceback",
+        "fatal",
+        "segmentation fault",
+    ])
+});
+
+fn any_word(lower: &str, words: &Phrases) -> bool {
     Words::new(lower).any(words)
 }
 
 /// Whether a piece states a constraint or a decision (for user text).
 pub(crate) fn states_constraint(piece: &str) -> bool {
     let lower = piece.to_lowercase();
-    any_word(&lower, CONSTRAINT_WORDS) || any_word(&lower, DECISION_WORDS)
+    let words = Words::new(&lower);
+    words.any(&CONSTRAINTS) || words.any(&DECISIONS)
 }
 
 /// What a token looks like.
@@ -378,15 +413,15 @@ pub(crate) fn score(piece: &str) -> i32 {
     let words = Words::new(&lower);
     let specific = numbers + paths + idents > 0;
     let mut stated = false;
-    if words.any(CONSTRAINT_WORDS) {
+    if words.any(&CONSTRAINTS) {
         s += 4;
         stated = true;
     }
-    if words.any(DECISION_WORDS) {
+    if words.any(&DECISIONS) {
         s += 4;
         stated = true;
     }
-    if words.any(TROUBLE_WORDS) {
+    if words.any(&TROUBLE) {
         s += 3;
         stated = true;
     }
@@ -426,20 +461,7 @@ pub(crate) fn is_error_line(line: &str) -> bool {
             return false;
         }
     }
-    // Words that report a failure wherever they stand; a bare "error" is
-    // too common in code and prose, so it counts only as `error:`,
-    // `error[` or `error TS…`.
-    let words = [
-        "panic",
-        "panicked",
-        "failed",
-        "fail",
-        "exception",
-        "traceback",
-        "fatal",
-        "segmentation fault",
-    ];
-    if any_word(&lower, &words)
+    if any_word(&lower, &FAILURE)
         || lower.contains("err!")
         || lower.contains("error:")
         || lower.contains("error[")
