@@ -6,43 +6,22 @@
 
 mod support;
 
+use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use std::sync::{Arc, Mutex};
-
-use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::response::Response;
-use serde_json::{Value, json};
+use support::{Reply, Server};
 
 const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
 
-type Seen = Arc<Mutex<Vec<Value>>>;
-
-async fn answer(State(seen): State<Seen>, req: Request) -> Response {
-    let bytes = axum::body::to_bytes(req.into_body(), usize::MAX)
-        .await
-        .unwrap();
-    seen.lock()
-        .unwrap()
-        .push(serde_json::from_slice(&bytes).unwrap());
-    let body = json!({"choices": [{"message": {"role": "assistant", "content": "## Goal\n- Try plan B for the parser"}, "finish_reason": "stop"}]});
-    Response::builder()
-        .status(200)
-        .header("content-type", "application/json")
-        .body(Body::from(body.to_string()))
-        .unwrap()
-}
-
-async fn server() -> (String, Seen) {
-    let seen: Seen = Arc::default();
-    let app = axum::Router::new()
-        .fallback(answer)
-        .with_state(seen.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, seen)
+/// A model on 127.0.0.1 answering every request with the same summary.
+async fn server() -> Server {
+    Server::answering(|_| {
+        Reply::json(
+            200,
+            &json!({"choices": [{"message": {"role": "assistant", "content": "## Goal\n- Try plan B for the parser"}, "finish_reason": "stop"}]}),
+        )
+    })
+    .await
 }
 
 /// start (user) → ok (assistant) → plan B (user) → reading (assistant with a read).
@@ -89,8 +68,8 @@ fn last(file: &Path) -> Value {
 async fn a_summary_is_requested_stored_under_the_target_and_seen_in_the_context() {
     let dir = tempfile::tempdir().unwrap();
     let file = tree(dir.path());
-    let (url, seen) = server().await;
-    let base = format!("{url}/v1");
+    let server = server().await;
+    let base = format!("{}/v1", server.url);
     let out = musepi(&[
         "branch",
         file.to_str().unwrap(),
@@ -114,7 +93,7 @@ async fn a_summary_is_requested_stored_under_the_target_and_seen_in_the_context(
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let requests = seen.lock().unwrap().clone();
+    let requests = server.bodies();
     assert_eq!(requests.len(), 1);
     let r = &requests[0];
     assert_eq!(r["max_tokens"], 2048);

@@ -6,32 +6,19 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::{Arc, Mutex};
+use std::process::Output;
 
 use serde_json::{Value, json};
+use support::{Model, Reply, chat_text, code, musepi_with_env, stderr};
 
 const DOCUMENT: &str = "## Goal\nFix the parser.\n\n## Progress\n### Done\n- [x] Read src/parse.rs\n\n## Next Steps\n1. Edit src/lib.rs";
 
 fn musepi(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_musepi"))
-        .args(args)
-        .current_dir(dir)
-        .env("HOME", dir)
-        .env("NO_COLOR", "1")
-        .env_remove("OPENAI_API_KEY")
-        .output()
-        .unwrap()
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+    musepi_with_env(dir, dir, args, None, &[("NO_COLOR", "1")])
 }
 
 fn json_out(o: &Output) -> Value {
@@ -78,57 +65,16 @@ fn session(dir: &Path) -> PathBuf {
     path
 }
 
-/// An OpenAI-compatible server on 127.0.0.1: records bodies, answers
-/// `status` with `text`.
-struct Model {
-    url: String,
-    seen: Arc<Mutex<Vec<Value>>>,
-    _rt: tokio::runtime::Runtime,
-}
-
-impl Model {
-    fn start(status: u16, text: &str) -> Self {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let url = format!("http://{}/v1", listener.local_addr().unwrap());
-        let (record, text) = (seen.clone(), text.to_owned());
-        let app = axum::Router::new().fallback(move |body: axum::body::Bytes| {
-            let (record, text) = (record.clone(), text.clone());
-            async move {
-                record
-                    .lock()
-                    .unwrap()
-                    .push(serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null));
-                let body = if status == 200 {
-                    json!({
-                        "id": "chatcmpl-1",
-                        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                    })
-                } else {
-                    json!({"error": {"message": text, "type": "invalid_request_error"}})
-                };
-                (
-                    axum::http::StatusCode::from_u16(status).unwrap(),
-                    axum::Json(body),
-                )
-            }
-        });
-        rt.spawn(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            axum::serve(listener, app).await
-        });
-        Self { url, seen, _rt: rt }
-    }
-
-    fn requests(&self) -> Vec<Value> {
-        self.seen.lock().unwrap().clone()
-    }
+/// A model answering `status` with `text`: the document, or an error.
+fn model(status: u16, text: &str) -> Model {
+    Model::start(if status == 200 {
+        chat_text(text)
+    } else {
+        Reply::json(
+            status,
+            &json!({"error": {"message": text, "type": "invalid_request_error"}}),
+        )
+    })
 }
 
 /// `musepi handoff OLD -o NEW --provider openai-compatible --base-url URL --model m …`.
@@ -167,7 +113,7 @@ fn a_handoff_writes_a_new_session_that_starts_from_the_document() {
     let dir = tempfile::tempdir().unwrap();
     let old = session(dir.path());
     let before = std::fs::read(&old).unwrap();
-    let model = Model::start(200, DOCUMENT);
+    let model = model(200, DOCUMENT);
     let o = handoff(
         dir.path(),
         &model,
@@ -240,7 +186,7 @@ fn a_handoff_writes_a_new_session_that_starts_from_the_document() {
 fn text_output_names_the_new_file_and_shows_the_document() {
     let dir = tempfile::tempdir().unwrap();
     session(dir.path());
-    let model = Model::start(200, DOCUMENT);
+    let model = model(200, DOCUMENT);
     let o = handoff(dir.path(), &model, &[]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
@@ -262,7 +208,7 @@ fn an_existing_new_file_is_replaced_only_with_force() {
     std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o640)).unwrap();
     let new = dir.path().join("new.jsonl");
     std::fs::write(&new, "precious\n").unwrap();
-    let model = Model::start(200, DOCUMENT);
+    let model = model(200, DOCUMENT);
     let o = handoff(dir.path(), &model, &[]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(
@@ -287,7 +233,7 @@ fn an_existing_new_file_is_replaced_only_with_force() {
 fn a_provider_failure_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     session(dir.path());
-    let model = Model::start(400, "context too long for this model");
+    let model = model(400, "context too long for this model");
     let o = handoff(dir.path(), &model, &[]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
     assert!(
@@ -315,7 +261,7 @@ fn before_compact_hooks_see_reason_handoff_and_can_cancel() {
         dir.path(),
         &json!({"session_before_compact": [{"command": [p(&veto)]}]}),
     );
-    let model = Model::start(200, DOCUMENT);
+    let model = model(200, DOCUMENT);
     let o = handoff(dir.path(), &model, &["--settings", p(&s)]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
     assert!(
@@ -404,7 +350,7 @@ fn an_empty_context_has_nothing_to_hand_off() {
             + "\n",
     )
     .unwrap();
-    let model = Model::start(200, DOCUMENT);
+    let model = model(200, DOCUMENT);
     let o = handoff(dir.path(), &model, &[]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
     assert!(stderr(&o).contains("nothing to hand off"), "{}", stderr(&o));

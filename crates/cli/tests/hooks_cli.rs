@@ -16,10 +16,11 @@
 
 mod support;
 
+use support::{Model, chat};
+
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -188,65 +189,6 @@ fn dead(pid: u32) -> bool {
 
 // ---------------------------------------------------------------- a loopback model
 
-/// An OpenAI-compatible server on 127.0.0.1 that records request bodies
-/// and answers every request with the same summary.
-struct Model {
-    url: String,
-    seen: Arc<Mutex<Vec<Value>>>,
-    _rt: tokio::runtime::Runtime,
-}
-
-impl Model {
-    fn start(answer: &str) -> Self {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let url = format!("http://{}/v1", listener.local_addr().unwrap());
-        let (record, text) = (seen.clone(), answer.to_owned());
-        let app = axum::Router::new().fallback(move |body: axum::body::Bytes| {
-            let (record, text) = (record.clone(), text.clone());
-            async move {
-                record
-                    .lock()
-                    .unwrap()
-                    .push(serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null));
-                axum::Json(json!({
-                    "id": "chatcmpl-1",
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
-                }))
-            }
-        });
-        rt.spawn(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            axum::serve(listener, app).await
-        });
-        Self { url, seen, _rt: rt }
-    }
-
-    fn requests(&self) -> Vec<Value> {
-        self.seen.lock().unwrap().clone()
-    }
-
-    fn flags(&self) -> Vec<String> {
-        [
-            "--provider",
-            "openai-compatible",
-            "--base-url",
-            &self.url,
-            "--model",
-            "test-model",
-        ]
-        .map(str::to_owned)
-        .to_vec()
-    }
-}
-
 /// The text of the last user message of a chat-completions body.
 fn last_user_text(body: &Value) -> String {
     let message = body["messages"]
@@ -340,7 +282,7 @@ echo '{"compaction": {"summary": "summary by a hook", "details": {"readFiles": [
 fn context_lines_and_a_prompt_override_reach_the_model_with_the_custom_instructions() {
     let dir = tempfile::tempdir().unwrap();
     let file = session(dir.path(), 3);
-    let model = Model::start("## Goal\n- summarized");
+    let model = Model::start(chat("## Goal\n- summarized", "stop"));
     let steer = script(
         dir.path(),
         "steer.sh",
@@ -931,7 +873,7 @@ fn the_python_example_adds_git_status_to_the_summary_request() {
     std::fs::write(dir.path().join("README.md"), "hello again\n").unwrap();
     let file = session(dir.path(), 3);
     let s = example_settings(dir.path());
-    let model = Model::start("## Goal\n- summarized");
+    let model = Model::start(chat("## Goal\n- summarized", "stop"));
     let flags = model.flags();
     let mut extra: Vec<&str> = vec!["--strategy", "llm"];
     extra.extend(flags.iter().map(String::as_str));

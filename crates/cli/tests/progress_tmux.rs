@@ -11,14 +11,10 @@ mod support;
 mod tmux;
 
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::extract::State;
-use axum::response::Response;
 use serde_json::json;
+use support::{Reply, Server};
 use tmux::Tmux;
 
 const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
@@ -26,40 +22,18 @@ const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
 /// How long each answer takes: long enough to read the spinner.
 const DELAY: Duration = Duration::from_millis(1500);
 
-async fn answer(State(count): State<Arc<AtomicUsize>>) -> Response {
-    count.fetch_add(1, Ordering::SeqCst);
-    tokio::time::sleep(DELAY).await;
-    let body = json!({
-        "choices": [{"message": {"role": "assistant", "content": "## Goal\n- Keep the todo store appendable"}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 900, "completion_tokens": 12, "total_tokens": 912}
-    });
-    Response::builder()
-        .status(200)
-        .header("content-type", "application/json")
-        .body(Body::from(body.to_string()))
-        .unwrap()
-}
-
-/// A slow chat-completions server on its own thread; its base URL and how
-/// many requests it answered.
-fn slow_server() -> (String, Arc<AtomicUsize>) {
-    let count = Arc::new(AtomicUsize::new(0));
-    let state = count.clone();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let app = axum::Router::new().fallback(answer).with_state(state);
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
-    let addr = rx.recv().unwrap();
-    (format!("http://{addr}/v1"), count)
+/// A slow chat-completions server on 127.0.0.1.
+fn slow_server() -> Server {
+    Server::answering_blocking(|_| {
+        Reply::json(
+            200,
+            &json!({
+                "choices": [{"message": {"role": "assistant", "content": "## Goal\n- Keep the todo store appendable"}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 900, "completion_tokens": 12, "total_tokens": 912}
+            }),
+        )
+        .delayed(DELAY)
+    })
 }
 
 fn session(dir: &Path) -> std::path::PathBuf {
@@ -92,7 +66,8 @@ fn compact_args(base: &str) -> Vec<String> {
 
 #[test]
 fn a_long_compaction_says_which_request_of_how_many_on_a_terminal_only() {
-    let (base, count) = slow_server();
+    let server = slow_server();
+    let base = format!("{}/v1", server.url);
 
     // On a terminal: request k of N, elapsed time and tokens.
     let dir = tempfile::tempdir().unwrap();
@@ -140,7 +115,7 @@ fn a_long_compaction_says_which_request_of_how_many_on_a_terminal_only() {
         !screen.contains("compacting ·"),
         "the spinner is cleared:\n{screen}"
     );
-    assert_eq!(count.load(Ordering::SeqCst).to_string(), n);
+    assert_eq!(server.count().to_string(), n);
 
     // Off a terminal: nothing of it on stderr, the same result.
     let dir = tempfile::tempdir().unwrap();

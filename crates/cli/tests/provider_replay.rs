@@ -10,11 +10,8 @@
 mod support;
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::extract::{Request, State};
-use axum::response::Response;
 use musepi_context_builder::{
     COMPACTION_WRAPPER, LlmMessage, RequestPurpose, SummaryRequest, wrap,
 };
@@ -22,6 +19,7 @@ use musepi_hooks::Summarizer;
 use musepi_providers::{ApiKey, Provider, ProviderConfig, ProviderKind, RetryPolicy, build_client};
 use musepi_session_model::{SequentialIds, Session, load_bytes};
 use serde_json::{Value, json};
+use support::{Reply, Server};
 use tokio_util::sync::CancellationToken;
 
 const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
@@ -30,46 +28,26 @@ const ASK: &str = "Write the handoff.";
 
 // ---------------------------------------------------------------- server
 
-/// Every request seen, as (path, body).
-type Seen = Arc<Mutex<Vec<(String, Value)>>>;
-
-/// Answers by path: native compaction, responses, chat completions and
-/// messages each get a fixed successful answer.
-async fn answer(State(seen): State<Seen>, req: Request) -> Response {
-    let path = req.uri().path().to_owned();
-    let bytes = axum::body::to_bytes(req.into_body(), usize::MAX)
-        .await
-        .unwrap();
-    let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    seen.lock().unwrap().push((path.clone(), body));
-    let reply = if path.ends_with("/responses/compact") {
-        json!({"output": [
-            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "kept by the server"}]},
-            {"type": "compaction", "encrypted_content": "ENC"},
-        ]})
-    } else if path.ends_with("/responses") {
-        json!({"output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "## Goal\n- done"}]}], "status": "completed"})
-    } else if path.ends_with("/chat/completions") {
-        json!({"choices": [{"message": {"role": "assistant", "content": "## Goal\n- done"}, "finish_reason": "stop"}]})
-    } else {
-        json!({"content": [{"type": "text", "text": "## Goal\n- done"}], "stop_reason": "end_turn"})
-    };
-    Response::builder()
-        .status(200)
-        .header("content-type", "application/json")
-        .body(axum::body::Body::from(reply.to_string()))
-        .unwrap()
-}
-
-async fn server() -> (String, Seen) {
-    let seen = Seen::default();
-    let app = axum::Router::new()
-        .fallback(answer)
-        .with_state(seen.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, seen)
+/// A server answering by path: native compaction, responses, chat
+/// completions and messages each get a fixed successful answer.
+async fn server() -> Server {
+    Server::answering(|seen| {
+        let path = &seen.path;
+        let reply = if path.ends_with("/responses/compact") {
+            json!({"output": [
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "kept by the server"}]},
+                {"type": "compaction", "encrypted_content": "ENC"},
+            ]})
+        } else if path.ends_with("/responses") {
+            json!({"output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "## Goal\n- done"}]}], "status": "completed"})
+        } else if path.ends_with("/chat/completions") {
+            json!({"choices": [{"message": {"role": "assistant", "content": "## Goal\n- done"}, "finish_reason": "stop"}]})
+        } else {
+            json!({"content": [{"type": "text", "text": "## Goal\n- done"}], "stop_reason": "end_turn"})
+        };
+        Reply::json(200, &reply)
+    })
+    .await
 }
 
 fn provider(kind: ProviderKind, name: &str, url: &str) -> Provider {
@@ -137,12 +115,12 @@ fn handoff(session: &Session) -> SummaryRequest {
 }
 
 /// Sends the handoff of `session` through `provider` and returns the body.
-async fn sent(provider: &Provider, session: &Session, seen: &Seen) -> Value {
+async fn sent(provider: &Provider, session: &Session, seen: &Server) -> Value {
     provider
         .summarize(&handoff(session), CancellationToken::new())
         .await
         .unwrap();
-    seen.lock().unwrap().last().unwrap().1.clone()
+    seen.bodies().last().unwrap().clone()
 }
 
 fn input_text(role: &str, text: &str) -> Value {
@@ -161,7 +139,8 @@ fn summary() -> String {
 
 #[tokio::test]
 async fn responses_sends_its_own_stored_history_in_place_of_the_summary_and_kept_messages() {
-    let (url, seen) = server().await;
+    let seen = server().await;
+    let url = seen.url.clone();
     let own = provider(ProviderKind::OpenaiResponses, "openai-responses", &url);
     let body = sent(&own, &session("openai-responses"), &seen).await;
     let mut input: Vec<Value> = serde_json::from_str(ITEMS).unwrap();
@@ -177,7 +156,8 @@ async fn responses_sends_its_own_stored_history_in_place_of_the_summary_and_kept
 
 #[tokio::test]
 async fn responses_sends_another_providers_history_as_the_summary_and_kept_messages() {
-    let (url, seen) = server().await;
+    let seen = server().await;
+    let url = seen.url.clone();
     let other = provider(ProviderKind::OpenaiResponses, "azure", &url);
     let body = sent(&other, &session("openai-responses"), &seen).await;
     let input = json!([
@@ -195,7 +175,8 @@ async fn responses_sends_another_providers_history_as_the_summary_and_kept_messa
 
 #[tokio::test]
 async fn chat_completions_and_anthropic_send_the_summary_and_kept_messages() {
-    let (url, seen) = server().await;
+    let seen = server().await;
+    let url = seen.url.clone();
     let chat = provider(ProviderKind::OpenaiCompatible, "openai-responses", &url);
     let body = sent(&chat, &session("openai-responses"), &seen).await;
     assert_eq!(
@@ -260,7 +241,8 @@ async fn a_remote_compaction_is_stored_under_the_provider_name_and_replayed_by_i
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sessions/todo-refactor.jsonl");
     std::fs::copy(example, &file).unwrap();
     support::settle(&file);
-    let (url, seen) = server().await;
+    let seen = server().await;
+    let url = seen.url.clone();
     let settings = dir.path().join("settings.json");
     let entry =
         json!({"kind": "openai-responses", "baseUrl": format!("{url}/v1"), "model": "gpt-test"});
@@ -285,10 +267,9 @@ async fn a_remote_compaction_is_stored_under_the_provider_name_and_replayed_by_i
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        seen.lock()
-            .unwrap()
+        seen.seen()
             .iter()
-            .any(|(p, _)| p == "/v1/responses/compact")
+            .any(|s| s.path == "/v1/responses/compact")
     );
 
     // The context list is the reference's; the provider messages carry the

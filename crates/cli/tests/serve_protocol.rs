@@ -5,59 +5,42 @@
 
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use axum::extract::State;
-use axum::response::{IntoResponse, Response};
+use musepi_test_support::http::{Reply, Server};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
-use tokio::sync::Notify;
 
 /// Every step fails the test instead of hanging it.
 const PATIENCE: Duration = Duration::from_mins(1);
 
 // ------------------------------------------------------------ the summarizer
 
-struct Model {
-    hang: bool,
-    requests: AtomicUsize,
-    arrived: Notify,
-}
-
-async fn chat(State(model): State<Arc<Model>>) -> Response {
-    model.requests.fetch_add(1, Ordering::SeqCst);
-    model.arrived.notify_one();
-    if model.hang {
-        // Until the client gives up (the abort closes the connection).
-        std::future::pending::<()>().await;
-    }
-    axum::Json(json!({
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "choices": [{
-            "index": 0,
-            "message": {"role": "assistant", "content": "## Goal\nKeep the parser tidy."},
-            "finish_reason": "stop"
-        }],
-        "usage": {"prompt_tokens": 120, "completion_tokens": 12, "total_tokens": 132}
-    }))
-    .into_response()
-}
-
-async fn model(hang: bool) -> (String, Arc<Model>) {
-    let model = Arc::new(Model {
-        hang,
-        requests: AtomicUsize::new(0),
-        arrived: Notify::new(),
-    });
-    let app = axum::Router::new().fallback(chat).with_state(model.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, model)
+/// A chat-completions summarizer on 127.0.0.1 and its base URL; with
+/// `hang` it never answers (until the client gives up and closes the
+/// connection).
+async fn model(hang: bool) -> (String, Server) {
+    let answer = Reply::json(
+        200,
+        &json!({
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": "## Goal\nKeep the parser tidy."},
+                "finish_reason": "stop"
+            }],
+            "usage": {"prompt_tokens": 120, "completion_tokens": 12, "total_tokens": 132}
+        }),
+    );
+    let answer = if hang {
+        answer.delayed(Duration::from_secs(24 * 3600))
+    } else {
+        answer
+    };
+    let server = Server::answering(move |_| answer.clone()).await;
+    (format!("{}/v1", server.url), server)
 }
 
 // ------------------------------------------------------------ the client
@@ -295,7 +278,7 @@ async fn the_protocol_end_to_end() {
     let entry_id = d["compaction"]["entryId"].as_str().unwrap().to_owned();
     let high_id = d["entryId"].clone();
     assert_eq!(events[1]["result"]["entryId"], json!(entry_id));
-    assert!(model.requests.load(Ordering::SeqCst) >= 1);
+    assert!(model.count() >= 1);
     let file = lines_of(&dir.path().join("s.jsonl"));
     let compaction = file
         .iter()
@@ -395,7 +378,7 @@ async fn abort_stops_a_running_compaction() {
 
     let compact = c.send("compact", json!({})).await;
     // The summarizer has the request: the compaction is running.
-    tokio::time::timeout(PATIENCE, model.arrived.notified())
+    tokio::time::timeout(PATIENCE, model.wait_for_requests(1))
         .await
         .unwrap();
     let abort = c.send("abort", json!({})).await;

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, SystemTime};
 
+use serde_json::Value;
+
 pub use musepi_test_support::http::{Payload, Reply, Seen, Server, chat};
 
 /// The binary under test.
@@ -93,4 +95,53 @@ pub fn settle(path: &Path) {
         .expect("open the session to settle it");
     file.set_modified(SystemTime::now() - Duration::from_mins(1))
         .expect("set the modification time");
+}
+
+/// An OpenAI-compatible model on 127.0.0.1 that answers every request
+/// alike and records the bodies it was sent.
+pub struct Model {
+    /// Its base URL (`http://127.0.0.1:PORT/v1`).
+    pub url: String,
+    server: Server,
+}
+
+impl Model {
+    /// Answering every request with `reply`.
+    pub fn start(reply: Reply) -> Self {
+        let server = Server::answering_blocking(move |_| reply.clone());
+        Self {
+            url: format!("{}/v1", server.url),
+            server,
+        }
+    }
+
+    /// The bodies of the requests so far.
+    pub fn requests(&self) -> Vec<Value> {
+        self.server.bodies()
+    }
+
+    /// `--provider openai-compatible --base-url URL --model test-model`.
+    pub fn flags(&self) -> Vec<String> {
+        [
+            "--provider",
+            "openai-compatible",
+            "--base-url",
+            &self.url,
+            "--model",
+            "test-model",
+        ]
+        .map(str::to_owned)
+        .to_vec()
+    }
+}
+
+/// A chat-completions answer with `text`, stopped normally, without usage.
+pub fn chat_text(text: &str) -> Reply {
+    Reply::json(
+        200,
+        &serde_json::json!({
+            "id": "chatcmpl-1",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        }),
+    )
 }
