@@ -35,7 +35,7 @@ async fn model(hang: bool) -> (String, Server) {
         }),
     );
     let answer = if hang {
-        answer.delayed(Duration::from_secs(24 * 3600))
+        answer.delayed(Duration::from_hours(24))
     } else {
         answer
     };
