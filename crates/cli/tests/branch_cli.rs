@@ -9,7 +9,7 @@ mod support;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use support::{Reply, Server};
+use support::{Reply, Server, last_line};
 
 const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
 
@@ -53,17 +53,6 @@ async fn musepi(args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn last(file: &Path) -> Value {
-    serde_json::from_str(
-        std::fs::read_to_string(file)
-            .unwrap()
-            .lines()
-            .last()
-            .unwrap(),
-    )
-    .unwrap()
-}
-
 #[tokio::test]
 async fn a_summary_is_requested_stored_under_the_target_and_seen_in_the_context() {
     let dir = tempfile::tempdir().unwrap();
@@ -100,7 +89,7 @@ async fn a_summary_is_requested_stored_under_the_target_and_seen_in_the_context(
     assert!(r.get("reasoning_effort").is_none());
     let prompt = r["messages"][1]["content"].as_str().unwrap();
     assert!(prompt.starts_with("<conversation>\n[User]: Try plan B: a hand-written lexer.\n\n[Assistant]: Reading the lexer.\n\n[Assistant tool calls]: read(path=\"src/lexer.rs\")\n</conversation>\n\n"), "{prompt}");
-    let entry = last(&file);
+    let entry = last_line(&file);
     assert_eq!(entry["type"], "branch_summary");
     assert_eq!(entry["parentId"], "b2");
     assert_eq!(entry["fromId"], "b2");
@@ -136,7 +125,7 @@ async fn navigation_without_a_summary_records_the_new_leaf() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let entry = last(&file);
+    let entry = last_line(&file);
     assert_eq!(entry["type"], "custom");
     assert_eq!(entry["parentId"], "b2");
     assert_eq!(entry["customType"], "musepi.navigate");
@@ -191,7 +180,7 @@ async fn the_digest_needs_no_model_and_dry_run_writes_nothing() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let entry = last(&file);
+    let entry = last_line(&file);
     assert_eq!(entry["type"], "branch_summary");
     assert!(
         entry["summary"]
@@ -233,7 +222,7 @@ async fn summarize_without_a_provider_writes_the_digest() {
     );
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["strategy"], "snapcompact");
-    let entry = last(&file);
+    let entry = last_line(&file);
     assert_eq!(entry["type"], "branch_summary");
     assert_eq!(entry["parentId"], "b2");
     assert!(

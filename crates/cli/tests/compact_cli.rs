@@ -11,7 +11,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{MUSEPI, Reply, Server};
+use support::{MUSEPI, Reply, Server, last_line};
 
 fn chat(text: &str) -> Reply {
     support::chat(text, "stop")
@@ -86,11 +86,6 @@ fn openai(timeout_ms: u64) -> Value {
     json!({"kind": "openai-compatible", "baseUrl": "{url}/v1", "model": "summarizer-1", "timeoutMs": timeout_ms, "maxRetries": 2})
 }
 
-fn last_entry(file: &Path) -> Value {
-    let text = std::fs::read_to_string(file).unwrap();
-    serde_json::from_str(text.lines().last().unwrap()).unwrap()
-}
-
 #[tokio::test]
 async fn an_openai_compatible_summary_is_written_and_the_requests_are_exact() {
     let (out, file, _, script, _dir) = compact_with(
@@ -133,7 +128,7 @@ async fn an_openai_compatible_summary_is_written_and_the_requests_are_exact() {
     assert_eq!(*maxes[prefix], 8_192);
     assert_eq!(*maxes[2], 512);
     assert!(prompts[2].contains("<previous-summary>"));
-    let entry = last_entry(&file);
+    let entry = last_line(&file);
     assert_eq!(entry["type"], "compaction");
     let summary = entry["summary"].as_str().unwrap();
     assert!(
@@ -161,7 +156,7 @@ async fn a_429_with_retry_after_and_a_500_are_retried() {
     let (out, file, _, script, _dir) = compact_with(openai(10_000), replies).await;
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(script.seen().len(), 5);
-    assert_eq!(last_entry(&file)["type"], "compaction");
+    assert_eq!(last_line(&file)["type"], "compaction");
 }
 
 async fn leaves_the_file_unchanged(entry: Value, replies: Vec<Reply>, message: &str) {
@@ -261,6 +256,16 @@ fn unsafe_free_sigint(pid: i32) -> i32 {
     status.code().unwrap_or(-1)
 }
 
+/// The answers to a split turn's three requests: the history summary
+/// (`- a`), the turn prefix's (`- b`) and the short summary (`short a`).
+fn history_prefix_short(reply: impl Fn(&str) -> Reply, a: &str, b: &str) -> Vec<Reply> {
+    vec![
+        reply(&format!("## Goal\n- {a}")),
+        reply(&format!("## Original Request\n- {b}")),
+        reply(&format!("short {a}")),
+    ]
+}
+
 #[tokio::test]
 async fn anthropic_responses_and_the_remote_endpoint_write_summaries_too() {
     let anthropic_reply = |t: &str| {
@@ -271,18 +276,14 @@ async fn anthropic_responses_and_the_remote_endpoint_write_summaries_too() {
     };
     let (out, file, _, script, _d) = compact_with(
         json!({"kind": "anthropic", "baseUrl": "{url}", "model": "claude-test"}),
-        vec![
-            anthropic_reply("## Goal\n- a"),
-            anthropic_reply("## Original Request\n- b"),
-            anthropic_reply("short a"),
-        ],
+        history_prefix_short(anthropic_reply, "a", "b"),
     )
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(script.seen().iter().all(|r| r.path == "/v1/messages"
         && r.body["model"] == "claude-test"
         && r.body["system"].is_string()));
-    assert_eq!(last_entry(&file)["shortSummary"], "short a");
+    assert_eq!(last_line(&file)["shortSummary"], "short a");
 
     let responses_reply = |t: &str| {
         Reply::json(
@@ -292,11 +293,7 @@ async fn anthropic_responses_and_the_remote_endpoint_write_summaries_too() {
     };
     let (out, file, _, script, _d) = compact_with(
         json!({"kind": "openai-responses", "baseUrl": "{url}/v1", "model": "gpt-test"}),
-        vec![
-            responses_reply("## Goal\n- r"),
-            responses_reply("## Original Request\n- s"),
-            responses_reply("short r"),
-        ],
+        history_prefix_short(responses_reply, "r", "s"),
     )
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
@@ -306,16 +303,12 @@ async fn anthropic_responses_and_the_remote_endpoint_write_summaries_too() {
             .iter()
             .all(|r| r.path == "/v1/responses" && r.body["instructions"].is_string())
     );
-    assert_eq!(last_entry(&file)["shortSummary"], "short r");
+    assert_eq!(last_line(&file)["shortSummary"], "short r");
 
     let remote = |t: &str| Reply::json(200, &json!({"summary": t}));
     let (out, file, _, script, _d) = compact_with(
         json!({"kind": "remote-endpoint", "baseUrl": "{url}/summarize", "model": "any"}),
-        vec![
-            remote("## Goal\n- e"),
-            remote("## Original Request\n- f"),
-            remote("short e"),
-        ],
+        history_prefix_short(remote, "e", "f"),
     )
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
@@ -325,7 +318,7 @@ async fn anthropic_responses_and_the_remote_endpoint_write_summaries_too() {
         && r.body["maxTokens"].is_number()));
     // History and prefix run concurrently, so either may get either answer;
     // the merged summary holds both.
-    let summary = last_entry(&file)["summary"].as_str().unwrap().to_owned();
+    let summary = last_line(&file)["summary"].as_str().unwrap().to_owned();
     assert!(
         summary.contains("- e")
             && summary.contains("- f")
@@ -354,7 +347,7 @@ async fn snapcompact_needs_no_server_and_is_deterministic() {
         assert!(o.status.success(), "{}", stderr(&o));
     }
     assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
-    let entry = last_entry(&a);
+    let entry = last_line(&a);
     assert_eq!(entry["type"], "compaction");
     assert!(entry["details"]["snapcompact"]["text"].is_string());
     // The input file is untouched by -o.
@@ -391,7 +384,7 @@ async fn a_summary_cut_at_the_output_limit_is_stored_with_a_warning() {
     );
     assert_eq!(stderr(&out).matches(warning).count(), 2, "{}", stderr(&out));
     assert_ne!(std::fs::read(&file).unwrap(), before);
-    assert_eq!(last_entry(&file)["type"], "compaction");
+    assert_eq!(last_line(&file)["type"], "compaction");
 }
 
 #[tokio::test]
@@ -477,7 +470,7 @@ async fn the_reserve_flag_sizes_the_snapcompact_archive() {
         ])
         .await;
         assert!(o.status.success(), "{}", stderr(&o));
-        let text = last_entry(&out)["details"]["snapcompact"]["text"]
+        let text = last_line(&out)["details"]["snapcompact"]["text"]
             .as_str()
             .unwrap()
             .encode_utf16()

@@ -13,34 +13,15 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use serde_json::{Value, json};
-use support::{Model, Reply, chat_text, code, musepi_with_env, stderr};
+use support::{
+    Model, Reply, chat_text, code, hook_settings as settings, json_out, musepi_with_env, p, script,
+    stderr,
+};
 
 const DOCUMENT: &str = "## Goal\nFix the parser.\n\n## Progress\n### Done\n- [x] Read src/parse.rs\n\n## Next Steps\n1. Edit src/lib.rs";
 
 fn musepi(dir: &Path, args: &[&str]) -> Output {
     musepi_with_env(dir, dir, args, None, &[("NO_COLOR", "1")])
-}
-
-fn json_out(o: &Output) -> Value {
-    serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}\n{}", String::from_utf8_lossy(&o.stdout), stderr(o)))
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
-
-fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
-}
-
-fn settings(dir: &Path, hooks: &Value) -> PathBuf {
-    let path = dir.join("settings.json");
-    std::fs::write(&path, json!({ "hooks": hooks }).to_string()).unwrap();
-    path
 }
 
 /// A session with a user question, a read and its result, and an answer.
@@ -202,7 +183,6 @@ fn text_output_names_the_new_file_and_shows_the_document() {
 
 #[test]
 fn an_existing_new_file_is_replaced_only_with_force() {
-    use std::os::unix::fs::PermissionsExt as _;
     let dir = tempfile::tempdir().unwrap();
     let old = session(dir.path());
     std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o640)).unwrap();

@@ -16,9 +16,10 @@
 
 mod support;
 
-use support::{Model, chat};
+use support::{
+    Model, chat, code, hook_settings as settings, json_out, last_line, p, script, stderr, stdout,
+};
 
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -37,41 +38,6 @@ fn musepi(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         cmd.env(k, v);
     }
     cmd.output().unwrap()
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn json_out(o: &Output) -> Value {
-    serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}\n{}", stdout(o), stderr(o)))
-}
-
-fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
-}
-
-/// Writes a settings file with `hooks` (and a provider block if given).
-fn settings(dir: &Path, hooks: &Value) -> PathBuf {
-    let path = dir.join("settings.json");
-    std::fs::write(&path, json!({ "hooks": hooks }).to_string()).unwrap();
-    path
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().unwrap()
 }
 
 /// A v3 session: `turns` read turns (user, assistant reading
@@ -138,11 +104,6 @@ fn push_turns(
         lines,
         json!({"role": "assistant", "content": [{"type": "text", "text": "done"}], "provider": "p", "model": "m", "stopReason": "stop", "timestamp": 4}),
     );
-}
-
-fn last_line(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap();
-    serde_json::from_str(text.lines().last().unwrap()).unwrap()
 }
 
 /// `musepi compact FILE --settings S --strategy snapcompact --keep-recent 2500 …`.

@@ -13,15 +13,8 @@ mod support;
 mod tmux;
 mod view_fixtures;
 
-use std::path::Path;
 
-use serde_json::Value;
 use tmux::Tmux;
-
-fn last_entry(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap();
-    serde_json::from_str(text.lines().last().unwrap()).unwrap()
-}
 
 #[test]
 fn view_in_tmux() {
@@ -89,7 +82,7 @@ fn view_in_tmux() {
     tmux.keys(&["y"]);
     let screen = tmux.wait_for("the navigation", |s| s.contains("at b2: branch summary"));
     assert!(screen.contains("branch summary · from b2"), "{screen}");
-    let entry = last_entry(&file);
+    let entry = support::last_line(&file);
     assert_eq!(entry["type"], "branch_summary", "{entry}");
     assert_eq!(entry["parentId"], "b2");
     assert_eq!(entry["fromId"], "b2");
@@ -129,7 +122,7 @@ fn view_in_tmux() {
         s.contains("compacted with snapcompact")
     });
     assert!(screen.contains(divider), "{screen}");
-    let entry = last_entry(&file);
+    let entry = support::last_line(&file);
     assert_eq!(entry["type"], "compaction", "{entry}");
     assert!(entry["details"]["snapcompact"].is_object(), "{entry}");
 

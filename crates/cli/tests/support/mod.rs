@@ -145,3 +145,31 @@ pub fn chat_text(text: &str) -> Reply {
         }),
     )
 }
+
+/// Standard output parsed as one JSON document.
+pub fn json_out(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", stdout(o), stderr(o)))
+}
+
+/// Writes an executable `/bin/sh` script into `dir`.
+pub fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// Writes `dir/settings.json` holding these `hooks`.
+pub fn hook_settings(dir: &Path, hooks: &Value) -> PathBuf {
+    let path = dir.join("settings.json");
+    std::fs::write(&path, serde_json::json!({ "hooks": hooks }).to_string()).unwrap();
+    path
+}
+
+/// The last line of the file at `path`, parsed.
+pub fn last_line(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_json::from_str(text.lines().last().unwrap()).unwrap()
+}
