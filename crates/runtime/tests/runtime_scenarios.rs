@@ -155,6 +155,13 @@ fn rig_remote(
     rig
 }
 
+/// A rig for `strategy` with `change` made to the test settings.
+fn rig_set(strategy: MaintenanceStrategy, change: impl FnOnce(&mut MaintenanceSettings)) -> Rig {
+    let mut s = settings(strategy);
+    change(&mut s);
+    rig_with(s, Scripted::default())
+}
+
 fn rig(strategy: MaintenanceStrategy) -> Rig {
     rig_with(settings(strategy), Scripted::default())
 }
@@ -274,6 +281,31 @@ fn end_ok(reason: Reason, will_retry: bool, d: &Decision) -> MaintenanceEvent {
     }
 }
 
+impl Rig {
+    /// Appends an assistant answer and runs the after-turn check.
+    async fn answer(&mut self, text: &str, stop: StopReason, input: f64) -> Decision {
+        self.assistant(text, stop, input);
+        self.runtime.after_assistant(None).await.unwrap()
+    }
+
+    /// Asserts that the events since the last look are one successful run
+    /// for `reason`: its start, and its end with the decision's result.
+    fn assert_ran_once(&self, reason: Reason, will_retry: bool, d: &Decision) {
+        assert_eq!(
+            self.events(),
+            vec![start(reason), end_ok(reason, will_retry, d)]
+        );
+    }
+}
+
+/// The error of a failed decision, which starts with `prefix`.
+fn failure(d: &Decision, prefix: &str) -> String {
+    assert_eq!(d.outcome, Outcome::Failed);
+    let message = d.error.clone().unwrap();
+    assert!(message.starts_with(prefix), "{message}");
+    message
+}
+
 fn last_is_failed_assistant(context: &[LlmMessage]) -> bool {
     matches!(
         context.last(),
@@ -340,8 +372,9 @@ async fn an_overflow_from_another_model_is_left_alone() {
 #[tokio::test]
 async fn a_length_stop_below_the_threshold_keeps_the_turn_and_warns() {
     let mut r = rig(MaintenanceStrategy::ContextFull);
-    r.assistant("half of the answer", StopReason::Length, LOW);
-    let d = r.runtime.after_assistant(None).await.unwrap();
+    let d = r
+        .answer("half of the answer", StopReason::Length, LOW)
+        .await;
     assert_eq!(d.outcome, Outcome::Warned);
     assert!(d.warning.unwrap().contains("output limit"));
     assert!(!d.retry && !d.continue_turn && d.context.is_none());
@@ -352,19 +385,14 @@ async fn a_length_stop_below_the_threshold_keeps_the_turn_and_warns() {
 #[tokio::test]
 async fn a_length_stop_above_the_threshold_compacts_and_continues() {
     let mut r = rig(MaintenanceStrategy::ContextFull);
-    r.assistant("half of the answer", StopReason::Length, HIGH);
-    let d = r.runtime.after_assistant(None).await.unwrap();
+    let d = r
+        .answer("half of the answer", StopReason::Length, HIGH)
+        .await;
     assert_eq!(d.outcome, Outcome::Compacted);
     assert_eq!(d.reason, Some(Reason::Incomplete));
     assert!(d.retry && d.continue_turn && d.remove_last_assistant);
     assert!(!last_is_failed_assistant(d.context.as_ref().unwrap()));
-    assert_eq!(
-        r.events(),
-        vec![
-            start(Reason::Incomplete),
-            end_ok(Reason::Incomplete, true, &d)
-        ]
-    );
+    r.assert_ran_once(Reason::Incomplete, true, &d);
     assert_eq!(r.compactions_in_file(), 1);
 }
 
@@ -372,20 +400,13 @@ async fn a_length_stop_above_the_threshold_compacts_and_continues() {
 async fn three_empty_recoveries_then_the_failure_message() {
     let mut r = rig(MaintenanceStrategy::ContextFull);
     for n in 1..=3 {
-        r.assistant("", StopReason::Length, LOW);
-        let d = r.runtime.after_assistant(None).await.unwrap();
+        let d = r.answer("", StopReason::Length, LOW).await;
         assert_eq!(d.outcome, Outcome::Retry, "recovery {n}");
         assert!(d.retry && d.remove_last_assistant && d.continue_turn);
         assert_eq!(r.runtime.state().empty_incomplete_recoveries, n);
     }
-    r.assistant("", StopReason::Length, LOW);
-    let d = r.runtime.after_assistant(None).await.unwrap();
-    assert_eq!(d.outcome, Outcome::Failed);
-    let message = d.error.unwrap();
-    assert!(
-        message.starts_with("Incomplete response recovery failed: "),
-        "{message}"
-    );
+    let d = r.answer("", StopReason::Length, LOW).await;
+    let message = failure(&d, "Incomplete response recovery failed: ");
     assert_eq!(
         r.events(),
         vec![MaintenanceEvent::CompactionEnd {
@@ -412,13 +433,7 @@ async fn threshold_maintenance_after_a_turn_continues_with_the_developer_prompt(
     let report = d.compaction.clone().unwrap();
     assert_eq!(report.strategy, UsedStrategy::ContextFull);
     assert!(report.summary.contains("Fix the parser"));
-    assert_eq!(
-        r.events(),
-        vec![
-            start(Reason::Threshold),
-            end_ok(Reason::Threshold, false, &d)
-        ]
-    );
+    r.assert_ran_once(Reason::Threshold, false, &d);
 
     // The same usage never compacts twice: not the same message again, not
     // the next request that still carries it.
@@ -436,11 +451,10 @@ async fn threshold_maintenance_after_a_turn_continues_with_the_developer_prompt(
 
 #[tokio::test]
 async fn auto_continue_off_compacts_without_continuing() {
-    let mut s = settings(MaintenanceStrategy::ContextFull);
-    s.auto_continue = false;
-    let mut r = rig_with(s, Scripted::default());
-    r.assistant("done", StopReason::Stop, HIGH);
-    let d = r.runtime.after_assistant(None).await.unwrap();
+    let mut r = rig_set(MaintenanceStrategy::ContextFull, |s| {
+        s.auto_continue = false
+    });
+    let d = r.answer("done", StopReason::Stop, HIGH).await;
     assert_eq!(d.outcome, Outcome::Compacted);
     assert!(!d.continue_turn && d.continue_prompt.is_none());
 }
@@ -464,22 +478,16 @@ async fn a_mid_turn_crossing_compacts_before_the_next_request_without_a_second_c
     assert_eq!(d.reason, Some(Reason::Threshold));
     assert!(!d.retry && !d.continue_turn && d.continue_prompt.is_none());
     assert!(d.context.is_some());
-    assert_eq!(
-        r.events(),
-        vec![
-            start(Reason::Threshold),
-            end_ok(Reason::Threshold, false, &d)
-        ]
-    );
+    r.assert_ran_once(Reason::Threshold, false, &d);
     assert_eq!(r.runtime.before_request(None).await, Decision::nothing());
     assert_eq!(r.compactions_in_file(), 1);
 }
 
 #[tokio::test]
 async fn mid_turn_checks_can_be_switched_off() {
-    let mut s = settings(MaintenanceStrategy::ContextFull);
-    s.mid_turn_enabled = false;
-    let mut r = rig_with(s, Scripted::default());
+    let mut r = rig_set(MaintenanceStrategy::ContextFull, |s| {
+        s.mid_turn_enabled = false
+    });
     r.tool_call("call-1", HIGH);
     r.tool_result("call-1");
     assert_eq!(r.runtime.before_request(None).await, Decision::nothing());
@@ -487,10 +495,10 @@ async fn mid_turn_checks_can_be_switched_off() {
 
 #[tokio::test]
 async fn idle_compaction_waits_for_the_timeout_and_never_continues() {
-    let mut s = settings(MaintenanceStrategy::ContextFull);
-    s.idle_enabled = true;
-    s.idle_threshold_tokens = 5_000;
-    let mut r = rig_with(s, Scripted::default());
+    let mut r = rig_set(MaintenanceStrategy::ContextFull, |s| {
+        s.idle_enabled = true;
+        s.idle_threshold_tokens = 5_000;
+    });
     r.assistant("waiting for you", StopReason::Stop, LOW);
     assert_eq!(
         r.runtime.after_assistant(None).await.unwrap(),
@@ -546,14 +554,8 @@ async fn failures_carry_the_message_of_their_path() {
         ..Scripted::default()
     };
     let mut r = rig_with(settings(MaintenanceStrategy::ContextFull), failing());
-    r.assistant("done", StopReason::Stop, HIGH);
-    let d = r.runtime.after_assistant(None).await.unwrap();
-    assert_eq!(d.outcome, Outcome::Failed);
-    let message = d.error.unwrap();
-    assert!(
-        message.starts_with("Auto-compaction failed: Summarization failed: "),
-        "{message}"
-    );
+    let d = r.answer("done", StopReason::Stop, HIGH).await;
+    let message = failure(&d, "Auto-compaction failed: Summarization failed: ");
     let events = r.events();
     assert!(matches!(
         &events[1],
@@ -611,8 +613,7 @@ async fn abort_stops_a_running_compaction_and_writes_nothing() {
 async fn a_handoff_starts_a_new_session_and_mid_turn_falls_back_to_a_summary() {
     let mut r = rig(MaintenanceStrategy::Handoff);
     let old = r.runtime.journal().path().to_owned();
-    r.assistant("done", StopReason::Stop, HIGH);
-    let d = r.runtime.after_assistant(None).await.unwrap();
+    let d = r.answer("done", StopReason::Stop, HIGH).await;
     assert_eq!(d.outcome, Outcome::Compacted);
     let report = d.compaction.clone().unwrap();
     assert_eq!(report.strategy, UsedStrategy::Handoff);
@@ -695,20 +696,13 @@ async fn the_default_snapcompact_strategy_needs_no_model() {
         Scripted::default(),
         false,
     );
-    r.assistant("done", StopReason::Stop, HIGH);
-    let d = r.runtime.after_assistant(None).await.unwrap();
+    let d = r.answer("done", StopReason::Stop, HIGH).await;
     assert_eq!(d.outcome, Outcome::Compacted, "{d:?}");
     let report = d.compaction.clone().unwrap();
     assert_eq!(report.strategy, UsedStrategy::Snapcompact);
     assert!(report.tokens_after < 3_000, "{report:?}");
     assert!(d.continue_turn && d.continue_prompt.is_some());
-    assert_eq!(
-        r.events(),
-        vec![
-            start(Reason::Threshold),
-            end_ok(Reason::Threshold, false, &d)
-        ]
-    );
+    r.assert_ran_once(Reason::Threshold, false, &d);
     assert_eq!(r.compactions_in_file(), 1);
     assert!(r.model.seen.lock().unwrap().is_empty());
 
@@ -739,8 +733,7 @@ async fn context_full_without_a_model_is_skipped_quietly() {
         Scripted::default(),
         false,
     );
-    r.assistant("done", StopReason::Stop, HIGH);
-    let d = r.runtime.after_assistant(None).await.unwrap();
+    let d = r.answer("done", StopReason::Stop, HIGH).await;
     assert_eq!(d.outcome, Outcome::Skipped);
     assert!(d.error.is_none() && !d.continue_turn);
     assert_eq!(
@@ -818,8 +811,7 @@ async fn context_full_tries_the_native_remote_compaction_first_when_enabled() {
         s.remote_enabled = enabled;
         let native = Arc::new(Native::default());
         let mut r = rig_remote(s, Scripted::default(), true, Some(native.clone()));
-        r.assistant("done", StopReason::Stop, HIGH);
-        let d = r.runtime.after_assistant(None).await.unwrap();
+        let d = r.answer("done", StopReason::Stop, HIGH).await;
         assert_eq!(d.outcome, Outcome::Compacted);
         assert_eq!(*native.calls.lock().unwrap(), usize::from(enabled));
         let text = std::fs::read_to_string(r.runtime.journal().path()).unwrap();
@@ -924,8 +916,7 @@ async fn threshold_maintenance_promotes_without_continuing_and_only_once() {
 async fn a_target_whose_threshold_the_context_still_crosses_is_not_a_promotion() {
     // 105,000 tokens of window put the threshold at 88,616: 90,000 crosses it.
     let mut r = promoting_rig(&[("m2", 105_000)]);
-    r.assistant("done", StopReason::Stop, HIGH);
-    let d = r.runtime.after_assistant(None).await.unwrap();
+    let d = r.answer("done", StopReason::Stop, HIGH).await;
     assert_eq!(d.outcome, Outcome::Compacted);
     assert_eq!(r.compactions_in_file(), 1);
     assert_eq!(r.runtime.settings().context_window, WINDOW);
@@ -934,8 +925,9 @@ async fn a_target_whose_threshold_the_context_still_crosses_is_not_a_promotion()
 #[tokio::test]
 async fn a_length_stop_above_the_threshold_promotes_and_retries() {
     let mut r = promoting_rig(&[("m2", 400_000)]);
-    r.assistant("half of the answer", StopReason::Length, HIGH);
-    let d = r.runtime.after_assistant(None).await.unwrap();
+    let d = r
+        .answer("half of the answer", StopReason::Length, HIGH)
+        .await;
     assert_eq!(d.outcome, Outcome::Promoted);
     assert_eq!(d.reason, Some(Reason::Incomplete));
     assert!(d.retry && d.remove_last_assistant && d.continue_turn);
