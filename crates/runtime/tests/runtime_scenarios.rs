@@ -452,7 +452,7 @@ async fn threshold_maintenance_after_a_turn_continues_with_the_developer_prompt(
 #[tokio::test]
 async fn auto_continue_off_compacts_without_continuing() {
     let mut r = rig_set(MaintenanceStrategy::ContextFull, |s| {
-        s.auto_continue = false
+        s.auto_continue = false;
     });
     let d = r.answer("done", StopReason::Stop, HIGH).await;
     assert_eq!(d.outcome, Outcome::Compacted);
@@ -486,7 +486,7 @@ async fn a_mid_turn_crossing_compacts_before_the_next_request_without_a_second_c
 #[tokio::test]
 async fn mid_turn_checks_can_be_switched_off() {
     let mut r = rig_set(MaintenanceStrategy::ContextFull, |s| {
-        s.mid_turn_enabled = false
+        s.mid_turn_enabled = false;
     });
     r.tool_call("call-1", HIGH);
     r.tool_result("call-1");
