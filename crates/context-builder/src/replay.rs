@@ -78,33 +78,15 @@ pub(crate) fn attach_replays(out: &mut Vec<Converted>, session: &Session) {
 
 #[cfg(test)]
 mod tests {
-    use musepi_session_model::{ContentBlock, SequentialIds, load_bytes};
+    use musepi_session_model::ContentBlock;
     use serde_json::json;
 
     use super::*;
+    use musepi_test_support::session_of as session;
+
     use crate::convert::{ConvertOptions, convert_to_llm};
     use crate::llm::resolve_replays;
     use crate::{build_context, serialize_conversation, serialize_for_summary};
-
-    /// A session from `(id, parent, entry fields)` triples; the leaf is the last.
-    fn session(entries: &[(&str, Option<&str>, Value)]) -> Session {
-        let mut text = json!({"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/"}).to_string();
-        for (i, (id, parent, fields)) in entries.iter().enumerate() {
-            let mut e = json!({"id": id, "parentId": parent, "timestamp": format!("2025-01-01T00:00:{:02}.000Z", i + 1)});
-            if let (Value::Object(e), Value::Object(f)) = (&mut e, fields) {
-                e.extend(f.clone());
-            }
-            text.push('\n');
-            text.push_str(&e.to_string());
-        }
-        text.push('\n');
-        load_bytes(
-            "t.jsonl".as_ref(),
-            text.as_bytes(),
-            &mut SequentialIds::new(),
-        )
-        .unwrap_or_else(|e| panic!("{e}"))
-    }
 
     fn user(t: &str) -> Value {
         json!({"type": "message", "message": {"role": "user", "content": t, "timestamp": 1}})

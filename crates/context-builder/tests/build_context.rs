@@ -4,29 +4,10 @@
 #![allow(clippy::unwrap_used)]
 
 use musepi_context_builder::{build_context, build_context_at};
-use musepi_session_model::{SequentialIds, Session, load_bytes};
+use musepi_session_model::Session;
+use musepi_test_support::session_of as session;
 use proptest::prelude::*;
 use serde_json::{Value, json};
-
-/// A session from `(id, parent, entry fields)` triples.
-fn session(entries: &[(&str, Option<&str>, Value)]) -> Session {
-    let mut text = json!({"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/"}).to_string();
-    for (i, (id, parent, fields)) in entries.iter().enumerate() {
-        let mut e = json!({"id": id, "parentId": parent, "timestamp": format!("2025-01-01T00:00:{:02}.000Z", i + 1)});
-        for (k, v) in fields.as_object().unwrap() {
-            e[k] = v.clone();
-        }
-        text.push('\n');
-        text.push_str(&e.to_string());
-    }
-    text.push('\n');
-    load_bytes(
-        "t.jsonl".as_ref(),
-        text.as_bytes(),
-        &mut SequentialIds::new(),
-    )
-    .unwrap()
-}
 
 fn user(t: &str) -> Value {
     json!({"type": "message", "message": {"role": "user", "content": t, "timestamp": 1}})

@@ -145,3 +145,25 @@ pub fn text_block(text: &str) -> Value {
 pub fn tool_call(id: &str, name: &str, arguments: &Value) -> Value {
     json!({"type": "toolCall", "id": id, "name": name, "arguments": arguments})
 }
+
+/// A session from `(id, parent, entry fields)` triples, entry `i` at
+/// 00:00:`i + 1` on 2025-01-01, loaded with the normal loader; the leaf is
+/// the last entry.
+pub fn session_of(entries: &[(&str, Option<&str>, Value)]) -> Session {
+    let mut text = json!({"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/"}).to_string();
+    for (i, (id, parent, fields)) in entries.iter().enumerate() {
+        let mut e = json!({"id": id, "parentId": parent, "timestamp": format!("2025-01-01T00:00:{:02}.000Z", i + 1)});
+        if let (Value::Object(e), Value::Object(f)) = (&mut e, fields) {
+            e.extend(f.clone());
+        }
+        text.push('\n');
+        text.push_str(&e.to_string());
+    }
+    text.push('\n');
+    load_bytes(
+        Path::new("t.jsonl"),
+        text.as_bytes(),
+        &mut SequentialIds::new(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
