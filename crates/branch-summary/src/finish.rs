@@ -236,6 +236,21 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// Applies `summary` and `label` at `dest`, with ids after the session's.
+    fn apply_at(
+        session: &mut Session,
+        dest: &Destination,
+        summary: Option<&Summary>,
+        label: Option<&str>,
+    ) -> Result<Option<EntryId>, BranchError> {
+        let mut ids = SequentialIds::after(session.entries().iter().map(|e| &e.id));
+        let mut stamp = Stamp {
+            ids: &mut ids,
+            now: 0,
+        };
+        apply_to_session(session, dest, summary, label, &mut stamp)
+    }
     use crate::collect::{collect_entries, collect_entries_by_id};
     use crate::prepare::{PrepareOptions, prepare_branch};
     use crate::request::{RequestOptions, summary_request};
@@ -382,12 +397,7 @@ mod tests {
             .iter()
             .map(|e| e.parent_id.clone())
             .collect();
-        let mut ids_src = SequentialIds::new();
-        let mut stamp = Stamp {
-            ids: &mut ids_src,
-            now: 0,
-        };
-        let id = apply_to_session(&mut session, &dest, Some(&summary), None, &mut stamp)
+        let id = apply_at(&mut session, &dest, Some(&summary), None)
             .unwrap()
             .unwrap();
         let e = session.get(id.as_str()).unwrap();
@@ -415,12 +425,7 @@ mod tests {
         assert_eq!(dest.new_leaf.as_ref().map(EntryId::as_str), Some("A"));
         assert_eq!(dest.editor_text.as_deref(), Some("other way"));
         let summary = summary_of(&session, "D", Some("E"), "Tried editing b.");
-        let mut ids_src = SequentialIds::new();
-        let mut stamp = Stamp {
-            ids: &mut ids_src,
-            now: 0,
-        };
-        let id = apply_to_session(&mut session, &dest, Some(&summary), None, &mut stamp)
+        let id = apply_at(&mut session, &dest, Some(&summary), None)
             .unwrap()
             .unwrap();
         let e = session.get(id.as_str()).unwrap();
@@ -433,18 +438,10 @@ mod tests {
         let dest = destination(&session, Some("A")).unwrap();
         assert_eq!(dest.new_leaf, None);
         assert_eq!(dest.editor_text.as_deref(), Some("start"));
-        let mut ids_src = SequentialIds::new();
-        let mut stamp = Stamp {
-            ids: &mut ids_src,
-            now: 0,
-        };
-        assert_eq!(
-            apply_to_session(&mut session, &dest, None, None, &mut stamp).unwrap(),
-            None
-        );
+        assert_eq!(apply_at(&mut session, &dest, None, None).unwrap(), None);
         assert_eq!(session.leaf_id(), None);
         let summary = summary_of(&session, "D", Some("A"), "x");
-        let id = apply_to_session(&mut session, &dest, Some(&summary), None, &mut stamp)
+        let id = apply_at(&mut session, &dest, Some(&summary), None)
             .unwrap()
             .unwrap();
         let e = session.get(id.as_str()).unwrap();
@@ -493,20 +490,17 @@ mod tests {
             entry("u3", Some("a2"), user("msg3")),
         ]);
         let dest = destination(&session, Some("a2")).unwrap();
-        let mut ids_src = SequentialIds::new();
-        let mut stamp = Stamp {
-            ids: &mut ids_src,
-            now: 0,
-        };
-        assert_eq!(
-            apply_to_session(&mut session, &dest, None, None, &mut stamp).unwrap(),
-            None
-        );
+        assert_eq!(apply_at(&mut session, &dest, None, None).unwrap(), None);
         assert_eq!(session.leaf_id().map(EntryId::as_str), Some("a2"));
         let body = EntryBody::Message(AgentMessage::User(UserMessage {
             content: Content::text("msg4-branch"),
             ..UserMessage::default()
         }));
+        let mut ids = SequentialIds::new();
+        let mut stamp = Stamp {
+            ids: &mut ids,
+            now: 0,
+        };
         let id = session.append(body, &mut stamp);
         assert_eq!(
             session
@@ -538,41 +532,24 @@ mod tests {
             editor_text: None,
         };
         let summary = summary_of(&session, "D", Some("F"), "x");
-        let mut ids_src = SequentialIds::new();
-        let mut stamp = Stamp {
-            ids: &mut ids_src,
-            now: 0,
-        };
-        let err =
-            apply_to_session(&mut session, &dest, Some(&summary), None, &mut stamp).unwrap_err();
+        let err = apply_at(&mut session, &dest, Some(&summary), None).unwrap_err();
         assert_eq!(err.to_string(), "Entry nonexistent not found");
         assert_eq!(session.len(), 6);
-        let err = apply_to_session(&mut session, &dest, None, None, &mut stamp).unwrap_err();
+        let err = apply_at(&mut session, &dest, None, None).unwrap_err();
         assert_eq!(err.to_string(), "Entry nonexistent not found");
     }
 
     #[test]
     fn a_label_goes_on_the_summary_or_else_on_the_target() {
         let mut session = picture();
-        let mut ids_src = SequentialIds::new();
-        let mut stamp = Stamp {
-            ids: &mut ids_src,
-            now: 0,
-        };
         let dest = destination(&session, Some("E")).unwrap();
-        apply_to_session(&mut session, &dest, None, Some("retry"), &mut stamp).unwrap();
+        apply_at(&mut session, &dest, None, Some("retry")).unwrap();
         assert_eq!(session.label("E"), Some("retry"));
         let summary = summary_of(&session, "D", Some("F"), "x");
         let dest = destination(&session, Some("F")).unwrap();
-        let id = apply_to_session(
-            &mut session,
-            &dest,
-            Some(&summary),
-            Some("gave up"),
-            &mut stamp,
-        )
-        .unwrap()
-        .unwrap();
+        let id = apply_at(&mut session, &dest, Some(&summary), Some("gave up"))
+            .unwrap()
+            .unwrap();
         assert_eq!(session.label(id.as_str()), Some("gave up"));
         assert_eq!(session.label("F"), None);
     }
@@ -587,13 +564,8 @@ mod tests {
             from_extension: true,
             usage: None,
         };
-        let mut ids_src = SequentialIds::new();
-        let mut stamp = Stamp {
-            ids: &mut ids_src,
-            now: 0,
-        };
         assert_eq!(
-            apply_to_session(&mut session, &dest, Some(&empty), None, &mut stamp).unwrap(),
+            apply_at(&mut session, &dest, Some(&empty), None).unwrap(),
             None
         );
         assert_eq!(session.len(), 6);

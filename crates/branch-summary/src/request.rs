@@ -173,11 +173,7 @@ mod tests {
             "## Key Decisions",
             "## Next Steps",
         ];
-        let positions: Vec<usize> = order
-            .iter()
-            .map(|h| text.find(h).unwrap_or(usize::MAX))
-            .collect();
-        assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
+        musepi_test_support::assert_in_order(INSTRUCTIONS.name(), text, &order);
         assert!(!text.contains("## Critical Context"));
     }
 }

@@ -64,15 +64,7 @@ mod tests {
                 "## Next Steps",
                 "## Critical Context",
             ];
-            let positions: Vec<usize> = order
-                .iter()
-                .map(|h| text.find(h).unwrap_or(usize::MAX))
-                .collect();
-            assert!(
-                positions.windows(2).all(|w| w[0] < w[1]),
-                "{}: {positions:?}",
-                t.name()
-            );
+            musepi_test_support::assert_in_order(t.name(), text, &order);
         }
         for h in [
             "## Original Request",

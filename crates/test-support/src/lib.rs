@@ -26,6 +26,19 @@ pub use entries::EntryBuilder;
 #[doc(hidden)]
 pub use insta;
 
+/// Asserts that every one of `parts` occurs in `text`, in this order
+/// (`what` names the text in the message).
+pub fn assert_in_order(what: &str, text: &str, parts: &[&str]) {
+    let positions: Vec<usize> = parts
+        .iter()
+        .map(|p| text.find(p).unwrap_or(usize::MAX))
+        .collect();
+    assert!(
+        positions.windows(2).all(|w| w[0] < w[1]),
+        "{what}: {positions:?}"
+    );
+}
+
 /// Asserts that `text` equals the stored snapshot `name`: the one golden
 /// check of every snapshot test (named by the caller, no module prefix, no
 /// expression in the file), for example
