@@ -13,7 +13,6 @@ mod support;
 mod tmux;
 mod view_fixtures;
 
-
 use tmux::Tmux;
 
 #[test]

@@ -56,7 +56,9 @@ use std::fmt;
 use std::time::Duration;
 
 use musepi_context_builder::{SummaryRequest, SummaryResponse};
-use musepi_hooks::{MAX_BYTES_PER_TOKEN, SummarizeError, SummarizeFuture, Summarizer};
+use musepi_hooks::{
+    MAX_BYTES_PER_TOKEN, RemoteCompactor, SummarizeError, SummarizeFuture, Summarizer,
+};
 use musepi_session_model::{ContentBlock, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -368,6 +370,11 @@ impl Provider {
             Self::OpenAiResponses(p) => Some(p),
             _ => None,
         }
+    }
+
+    /// The native compactor of a responses provider (`--strategy remote`).
+    pub fn remote_compactor(&self) -> Option<&dyn RemoteCompactor> {
+        self.as_responses().map(|r| r as &dyn RemoteCompactor)
     }
 
     /// The remote endpoint, for summaries with a short summary.

@@ -2,8 +2,6 @@
 //! docs/design.md, "Branch summaries"): the navigation pipeline with an optional branch summary,
 //! reported as `tree_start` / `tree_end`, abortable like a compaction.
 
-use musepi_branch_summary::ToolResults;
-use musepi_compaction::prompts::SUMMARIZATION_SYSTEM;
 use musepi_context_builder::LlmMessage;
 use musepi_hooks::{BranchStrategy, Hooks, NavigateOptions, NavigateOutcome, Summarizer};
 use musepi_session_model::{EntryBody, EntryId, RawJson};
@@ -111,8 +109,6 @@ pub(crate) fn options<'a>(
     options.summarizer = summarizer;
     options.context_window = Some(settings.context_window);
     options.reserve_tokens = settings.branch_summary_reserve_tokens;
-    options.tool_results = ToolResults::Truncated;
-    options.system_prompt = SUMMARIZATION_SYSTEM.text();
     options
 }
 

@@ -89,8 +89,6 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
         .and_then(|p| p.config().context_window)
         .map(u64::from);
     options.reserve_tokens = reserve;
-    options.tool_results = ToolResults::Truncated;
-    options.system_prompt = SUMMARIZATION_SYSTEM.text();
     let mut ids = crate::ids::for_new_entries(
         ctx.deterministic_ids(),
         journal.session().entries().iter().map(|e| &e.id),

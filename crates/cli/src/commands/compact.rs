@@ -2,8 +2,8 @@
 
 use std::fmt::Write as _;
 
-use musepi_compaction::{Reason, RequestOptions, SummaryPlan, prune_first};
-use musepi_hooks::{CompactError, CompactOptions, RemoteCompactor, Summarizer, compact};
+use musepi_compaction::{RequestOptions, SummaryPlan, prune_first};
+use musepi_hooks::{CompactError, CompactOptions, Summarizer, compact};
 use musepi_session_model::{EntryBody, Journal};
 
 use crate::commands::strategy::Chosen;
@@ -62,8 +62,6 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         .map(|p| Counted::new(p as &dyn Summarizer, &progress, "compacting"));
     let strategy = chosen.strategy(&m, args.llm.model.as_deref(), llm.as_ref());
     let mut options = CompactOptions::new(&hooks, ctx.now_ms());
-    options.reason = Reason::Manual;
-    options.will_retry = false;
     options.custom_instructions.clone_from(&args.instructions);
     options.settings = budgets;
     options.prune = prune;
@@ -71,8 +69,7 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
     options.summarizer = counted.as_ref().map(|c| c as &dyn Summarizer);
     options.remote = llm
         .as_ref()
-        .and_then(|p| p.as_responses())
-        .map(|r| r as &dyn RemoteCompactor);
+        .and_then(musepi_providers::Provider::remote_compactor);
     let mut ids = crate::ids::for_new_entries(
         ctx.deterministic_ids(),
         journal.session().entries().iter().map(|e| &e.id),

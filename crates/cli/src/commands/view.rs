@@ -11,12 +11,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use anyhow::anyhow;
-use musepi_branch_summary::ToolResults;
-use musepi_compaction::Reason;
-use musepi_compaction::prompts::SUMMARIZATION_SYSTEM;
 use musepi_hooks::{
-    BranchStrategy, CompactError, CompactOptions, Hooks, NavigateOptions, RemoteCompactor,
-    StderrMode, StderrSink, Summarizer, compact, navigate,
+    BranchStrategy, CompactError, CompactOptions, Hooks, NavigateOptions, StderrMode, StderrSink,
+    Summarizer, compact, navigate,
 };
 use musepi_runtime::MaintenanceSettings;
 use musepi_session_model::{Journal, LiveSign, SequentialIds, Session, SessionError};
@@ -281,11 +278,8 @@ impl Pipelines {
         let options = {
             let mut options =
                 NavigateOptions::new(target.map(str::to_owned), &hooks, self.ctx.now_ms());
-            options.from = None;
             options.summarize = summarize;
-            options.custom_instructions = None;
             options.replace_instructions = true;
-            options.label = None;
             options.strategy = self.branch;
             options.summarizer = llm.as_ref().map(|p| p as &dyn Summarizer);
             options.context_window = llm
@@ -293,8 +287,6 @@ impl Pipelines {
                 .and_then(|p| p.config().context_window)
                 .map(u64::from);
             options.reserve_tokens = u64::from(self.settings.branch_summary.reserve_tokens);
-            options.tool_results = ToolResults::Truncated;
-            options.system_prompt = SUMMARIZATION_SYSTEM.text();
             options
         };
         let mut ids = crate::ids::for_new_entries(
@@ -324,14 +316,7 @@ impl Pipelines {
                 crate::output::preview(editor, 40)
             );
         }
-        if !out.warnings.is_empty() {
-            let _ = write!(
-                text,
-                " · {} hook warning(s): {}",
-                out.warnings.len(),
-                out.warnings.join("; ")
-            );
-        }
+        hook_warnings(&mut text, &out.warnings);
         Ok(text)
     }
 
@@ -359,8 +344,6 @@ impl Pipelines {
         let strategy =
             chosen.strategy(&self.maintenance, self.flags.model.as_deref(), llm.as_ref());
         let mut options = CompactOptions::new(&hooks, self.ctx.now_ms());
-        options.reason = Reason::Manual;
-        options.will_retry = false;
         options.custom_instructions = instructions;
         options.settings = self.maintenance.compaction();
         options.prune = Some(self.maintenance.prune());
@@ -368,8 +351,7 @@ impl Pipelines {
         options.summarizer = llm.as_ref().map(|p| p as &dyn Summarizer);
         options.remote = llm
             .as_ref()
-            .and_then(|p| p.as_responses())
-            .map(|r| r as &dyn RemoteCompactor);
+            .and_then(musepi_providers::Provider::remote_compactor);
         let mut ids = crate::ids::for_new_entries(
             self.ctx.deterministic_ids(),
             journal.session().entries().iter().map(|e| &e.id),
@@ -389,15 +371,20 @@ impl Pipelines {
             out.entry_id,
             out.result.first_kept_entry_id
         );
-        if !out.warnings.is_empty() {
-            let _ = write!(
-                text,
-                " · {} hook warning(s): {}",
-                out.warnings.len(),
-                out.warnings.join("; ")
-            );
-        }
+        hook_warnings(&mut text, &out.warnings);
         Ok(text)
+    }
+}
+
+/// ` · N hook warning(s): …` after a status line, when there are any.
+fn hook_warnings(text: &mut String, warnings: &[String]) {
+    if !warnings.is_empty() {
+        let _ = write!(
+            text,
+            " · {} hook warning(s): {}",
+            warnings.len(),
+            warnings.join("; ")
+        );
     }
 }
 
