@@ -4,7 +4,7 @@
 //! This crate owns the wire protocols and nothing else. Four kinds, each a
 //! [`Summarizer`]: [`OpenAiCompatible`] (chat completions), [`Anthropic`]
 //! (messages), [`OpenAiResponses`] (responses, plus the native
-//! `/responses/compact`, a [`RemoteCompactor`](musepi_hooks::RemoteCompactor)) and
+//! `/responses/compact`, a [`RemoteCompactor`]) and
 //! [`RemoteEndpoint`] (a custom summarizer URL). They share one
 //! `reqwest::Client` over rustls and ring ([`install_crypto_provider`],
 //! [`shared_client`]) that follows redirects only within the origin, retry
