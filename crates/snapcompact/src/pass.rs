@@ -21,7 +21,7 @@
 
 use std::collections::BTreeSet;
 
-use musepi_context_builder::LlmMessage;
+use musepi_context_builder::{IMAGE_CHARS, LlmMessage};
 use musepi_session_model::json::{js_delete, js_set};
 use serde_json::{Map, Value};
 
@@ -35,6 +35,7 @@ use crate::png_archive::{
 use crate::pricing::{MAX_FRAMES_DEFAULT, PRESERVE_KEY, archive_frame_cap};
 use crate::salience::is_salience_text;
 use crate::serialize::{SerializeOptions, serialize_archive};
+use crate::util::len16;
 use crate::shape::{low_companion, resolve_shape};
 use crate::summary::{HISTORY_MARK, frames_short_summary, frames_summary};
 use crate::text_frames::{
@@ -329,6 +330,18 @@ fn png_compaction(
         settings.serialize.include_thinking,
     );
     let layout = plan_archive(&source.text, &high, low.as_ref(), max_frames)?;
+    // Frames pay for themselves only when the whole archive (the verbatim
+    // edges, each frame counted as an image, and the least history of the
+    // summary) takes fewer characters than the history it replaces; else,
+    // and always when the history fits the two edges, the text archive
+    // keeps it at less cost.
+    let cost = len16(&layout.text_head)
+        + len16(&layout.text_tail)
+        + layout.pages.len() * IMAGE_CHARS
+        + MIN_ARCHIVE_CHARS;
+    if layout.pages.is_empty() || cost >= len16(&source.text) {
+        return Ok(text_compaction(input, settings));
+    }
     let frames = render_frames(&layout, resolved.detail)?;
     let archive = archive_record(
         &layout,
@@ -338,7 +351,15 @@ fn png_compaction(
     // The same salience history a text reader gets, under HISTORY.
     let continued = input.continued_archive();
     let snap = input.snap_input(continued.as_ref(), settings);
-    let budget = snap.archive_max_chars.max(MIN_ARCHIVE_CHARS);
+    // The whole archive keeps to the budget: the history gets what the
+    // verbatim edges and the frames (each counted as an image) leave.
+    let shown = len16(&layout.text_head)
+        + len16(&layout.text_tail)
+        + archive.frames.len() * IMAGE_CHARS;
+    let budget = snap
+        .archive_max_chars
+        .saturating_sub(shown)
+        .max(MIN_ARCHIVE_CHARS);
     let history = history_within(&snap, budget);
     let summary = frames_summary(
         &layout,
