@@ -35,13 +35,13 @@ use crate::png_archive::{
 use crate::pricing::{MAX_FRAMES_DEFAULT, PRESERVE_KEY, archive_frame_cap};
 use crate::salience::is_salience_text;
 use crate::serialize::{SerializeOptions, serialize_archive};
-use crate::util::len16;
 use crate::shape::{low_companion, resolve_shape};
 use crate::summary::{HISTORY_MARK, frames_short_summary, frames_summary};
 use crate::text_frames::{
     MIN_ARCHIVE_CHARS, SNAP_ARCHIVE_VERSION, SnapArchiveState, SnapInput,
     archive_max_chars_for_reserve, history_within, snap_compact,
 };
+use crate::util::len16;
 
 /// The `preserveData` key of a provider-native remote compaction, which a
 /// snapcompact compaction does not carry forward.
@@ -353,9 +353,8 @@ fn png_compaction(
     let snap = input.snap_input(continued.as_ref(), settings);
     // The whole archive keeps to the budget: the history gets what the
     // verbatim edges and the frames (each counted as an image) leave.
-    let shown = len16(&layout.text_head)
-        + len16(&layout.text_tail)
-        + archive.frames.len() * IMAGE_CHARS;
+    let shown =
+        len16(&layout.text_head) + len16(&layout.text_tail) + archive.frames.len() * IMAGE_CHARS;
     let budget = snap
         .archive_max_chars
         .saturating_sub(shown)

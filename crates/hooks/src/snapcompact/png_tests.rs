@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::testkit::BuilderExt as _;
 use super::*;
+use musepi_context_builder::IMAGE_CHARS;
 use musepi_session_model::json::{utf16_ceil_byte_from_end, utf16_floor_byte, utf16_len as len16};
 use musepi_snapcompact::SessionArchives;
 use musepi_snapcompact::history::history_blocks;
@@ -18,7 +19,6 @@ use musepi_snapcompact::normalize::NEWLINE_GLYPH;
 use musepi_snapcompact::png_archive::PngArchive;
 use musepi_snapcompact::pricing::{FRAME_DATA_BYTES_BUDGET, FRAME_DATA_BYTES_ESTIMATE};
 use musepi_snapcompact::serialize::{SerializeOptions, serialize_archive};
-use musepi_context_builder::IMAGE_CHARS;
 use musepi_snapcompact::text_frames::MIN_ARCHIVE_CHARS;
 use musepi_snapcompact::{normalize, resolve_shape};
 use musepi_test_support::EntryBuilder as Builder;
