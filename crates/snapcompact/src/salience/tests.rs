@@ -242,7 +242,11 @@ fn a_tighter_ledger_still_gets_the_tool_output_it_has_room_for() {
     );
     assert!(history.shortened.ledger_level > 0);
     assert!(len16(&history.text) <= 2_200);
-    assert!(history.text.contains("¶call:bash(make report)\n  → finished"));
+    assert!(
+        history
+            .text
+            .contains("¶call:bash(make report)\n  → finished")
+    );
     assert_eq!(history.text.matches("<out bash>").count(), 1);
     assert!(
         history
