@@ -453,10 +453,10 @@ impl OutputCap {
     }
 }
 
-/// Moves the best-scored optional piece of `block` up to `to` (the later
-/// one of equals).
-pub(crate) fn promote_best(block: &mut Block, to: u8, min_score: i32) {
-    let best = block
+/// The score and index of the best-scored optional piece of `block` (the
+/// later one of equals).
+pub(crate) fn best_optional(block: &Block) -> Option<(i32, usize)> {
+    block
         .pieces
         .iter()
         .enumerate()
@@ -464,8 +464,13 @@ pub(crate) fn promote_best(block: &mut Block, to: u8, min_score: i32) {
             Rank::Optional { score, .. } => Some((score, i)),
             Rank::Must => None,
         })
-        .max_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
-    if let Some((score, i)) = best.filter(|&(score, _)| score >= min_score) {
+        .max()
+}
+
+/// Moves the best-scored optional piece of `block` up to `to` (the later
+/// one of equals).
+pub(crate) fn promote_best(block: &mut Block, to: u8, min_score: i32) {
+    if let Some((score, i)) = best_optional(block).filter(|&(score, _)| score >= min_score) {
         block.pieces[i].rank = Rank::Optional { tier: to, score };
     }
 }

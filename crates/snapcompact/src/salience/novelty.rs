@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use super::blocks::{Block, Rank, Scope, tier};
+use super::blocks::{Block, Rank, Scope, best_optional, tier};
 use super::text::shape;
 
 /// The score a message's best sentence needs to rank with the best of the
@@ -100,15 +100,7 @@ pub(crate) fn weigh(blocks: &mut [Block]) {
 /// of the conversation when it says something specific, and every piece
 /// that states a fact.
 fn promote(block: &mut Block) {
-    let best = block
-        .pieces
-        .iter()
-        .enumerate()
-        .filter_map(|(i, p)| match p.rank {
-            Rank::Optional { score, .. } => Some((score, i)),
-            Rank::Must => None,
-        })
-        .max_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+    let best = best_optional(block);
     for (i, piece) in block.pieces.iter_mut().enumerate() {
         if let Rank::Optional { score, .. } = piece.rank
             && (score >= FACT_SCORE || (best == Some((score, i)) && score >= BEST_MIN_SCORE))
