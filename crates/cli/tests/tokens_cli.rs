@@ -362,7 +362,7 @@ fn every_view_of_the_context_reports_the_same_tokens() {
         let before = compact["tokensBefore"].as_u64().unwrap();
         let summary = compact["summary"].as_str().unwrap();
         if name == "text" {
-            let grouped = group_thousands(before);
+            let grouped = musepi_session_model::json::thousands(before);
             assert!(
                 summary.contains(&format!("~{grouped} tokens before compaction")),
                 "{summary}"
@@ -376,18 +376,6 @@ fn every_view_of_the_context_reports_the_same_tokens() {
             );
         }
     }
-}
-
-fn group_thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[test]

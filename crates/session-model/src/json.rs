@@ -53,6 +53,20 @@ pub fn utf16_ceil_byte_from_end(s: &str, units: usize) -> usize {
     0
 }
 
+/// `n` with `,` thousands separators, as `toLocaleString("en-US")` prints
+/// it: `41,234`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
+}
+
 /// Writes `n` as ECMAScript's `Number.prototype.toString` would.
 pub fn push_js_number(out: &mut String, n: f64) {
     if !n.is_finite() {

@@ -19,18 +19,7 @@ pub(crate) fn len16(s: &str) -> usize {
     utf16_len(s)
 }
 
-/// `n` with `,` thousands separators, as `toLocaleString("en-US")` prints it.
-pub(crate) fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
+pub(crate) use musepi_session_model::json::thousands;
 
 /// JavaScript's `Math.round` for non-negative values: halves round up.
 pub(crate) fn js_round(x: f64) -> f64 {

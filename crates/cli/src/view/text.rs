@@ -124,17 +124,7 @@ pub fn line_count(text: &str) -> usize {
 }
 
 /// A count with thousands separators: `41,234`.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, d) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(d);
-    }
-    out
-}
+pub use musepi_session_model::json::thousands;
 
 /// A token count (stored as a JavaScript number) with separators.
 pub fn tokens(n: f64) -> String {

@@ -12,7 +12,9 @@ use serde_json::{Value, json};
 use super::testkit::BuilderExt as _;
 use super::*;
 use musepi_context_builder::IMAGE_CHARS;
-use musepi_session_model::json::{utf16_ceil_byte_from_end, utf16_floor_byte, utf16_len as len16};
+use musepi_session_model::json::{
+    thousands, utf16_ceil_byte_from_end, utf16_floor_byte, utf16_len as len16,
+};
 use musepi_snapcompact::SessionArchives;
 use musepi_snapcompact::history::history_blocks;
 use musepi_snapcompact::normalize::NEWLINE_GLYPH;
@@ -22,19 +24,6 @@ use musepi_snapcompact::serialize::{SerializeOptions, serialize_archive};
 use musepi_snapcompact::text_frames::MIN_ARCHIVE_CHARS;
 use musepi_snapcompact::{normalize, resolve_shape};
 use musepi_test_support::EntryBuilder as Builder;
-
-/// `n` with `,` thousands separators.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
 
 fn head_units(s: &str, units: usize) -> &str {
     &s[..utf16_floor_byte(s, units)]
