@@ -3,7 +3,7 @@
 //! the model works.
 
 use musepi_context_builder::{
-    FileLists, PathSet, RequestPurpose, SummaryRequest, format_files_block, serialize_for_summary,
+    FileLists, PathSet, SummaryRequest, format_files_block, serialize_for_summary,
     upsert_file_operations,
 };
 use musepi_session_model::{EntryId, RawJson, Usage};
@@ -11,9 +11,8 @@ use serde_json::Value;
 
 use crate::finish::{CompactionResult, NO_PRIOR_HISTORY, merge_summaries};
 use crate::prepare::Preparation;
-use crate::prompts::{SHORT_SUMMARY, SUMMARIZATION_SYSTEM};
 use crate::request::{
-    RequestOptions, assemble_prompt, history_request, short_summary_max_tokens, turn_prefix_request,
+    RequestOptions, history_request, short_summary_max_tokens, turn_prefix_request,
 };
 use crate::settings::CompactionSettings;
 
@@ -99,18 +98,11 @@ impl SummaryPlan {
     /// The short-summary request over the kept messages, with the merged
     /// summary as the previous summary.
     pub fn short_request(&self, merged: &str) -> SummaryRequest {
-        let prompt = assemble_prompt(
+        crate::request::short_request(
             &self.recent_conversation,
-            Some(merged),
+            merged,
             &self.additional_context,
-            SHORT_SUMMARY.text(),
-            None,
-        );
-        SummaryRequest::single(
-            RequestPurpose::ShortSummary,
-            SUMMARIZATION_SYSTEM.text(),
-            prompt,
-            Some(self.short_max_tokens),
+            self.short_max_tokens,
             self.reasoning.clone(),
         )
     }

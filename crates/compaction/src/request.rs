@@ -155,10 +155,28 @@ pub fn short_summary_request(
     settings: &CompactionSettings,
     options: &RequestOptions,
 ) -> SummaryRequest {
-    let prompt = assemble_prompt(
+    short_request(
         &serialize_for_summary(recent),
-        Some(merged_summary),
+        merged_summary,
         &options.additional_context,
+        short_summary_max_tokens(settings),
+        settings.reasoning.clone(),
+    )
+}
+
+/// The short-summary request over `conversation` (the kept messages,
+/// serialized).
+pub(crate) fn short_request(
+    conversation: &str,
+    merged_summary: &str,
+    additional_context: &[String],
+    max_tokens: u32,
+    reasoning: Option<String>,
+) -> SummaryRequest {
+    let prompt = assemble_prompt(
+        conversation,
+        Some(merged_summary),
+        additional_context,
         SHORT_SUMMARY.text(),
         None,
     );
@@ -166,8 +184,8 @@ pub fn short_summary_request(
         RequestPurpose::ShortSummary,
         SUMMARIZATION_SYSTEM.text(),
         prompt,
-        Some(short_summary_max_tokens(settings)),
-        settings.reasoning.clone(),
+        Some(max_tokens),
+        reasoning,
     )
 }
 
