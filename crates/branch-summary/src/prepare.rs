@@ -160,7 +160,7 @@ fn budget_tokens(message: &ContextMessage<'_>, tool_results: ToolResults) -> u64
     match (message.message.as_ref(), tool_results) {
         (AgentMessage::ToolResult(_), ToolResults::Truncated) => {
             let text = match convert_one(message, &ConvertOptions::for_summary()) {
-                Some(LlmMessage::ToolResult { content, .. }) => joined_text(&content),
+                Some(LlmMessage::ToolResult { content, .. }) => ContentBlock::joined_text(&content),
                 _ => String::new(),
             };
             if text.is_empty() {
@@ -174,16 +174,6 @@ fn budget_tokens(message: &ContextMessage<'_>, tool_results: ToolResults) -> u64
         }
         (m, _) => estimate_tokens(m),
     }
-}
-
-fn joined_text(content: &[ContentBlock]) -> String {
-    let mut out = String::new();
-    for b in content {
-        if let ContentBlock::Text { text, .. } = b {
-            out.push_str(text);
-        }
-    }
-    out
 }
 
 /// The message without the tool calls in `dropped`.

@@ -35,7 +35,7 @@ pub fn serialize_conversation(messages: &[LlmMessage]) -> String {
     for m in resolve_replays(messages, None) {
         match m {
             LlmMessage::User { content } | LlmMessage::Developer { content } => {
-                let text = joined_text(content);
+                let text = ContentBlock::joined_text(content);
                 if !text.is_empty() {
                     parts.push(format!("[User]: {text}"));
                 }
@@ -69,7 +69,7 @@ pub fn serialize_conversation(messages: &[LlmMessage]) -> String {
                 }
             }
             LlmMessage::ToolResult { content, .. } => {
-                let text = joined_text(content);
+                let text = ContentBlock::joined_text(content);
                 if !text.is_empty() {
                     parts.push(format!(
                         "[Tool result]: {}",
@@ -80,7 +80,7 @@ pub fn serialize_conversation(messages: &[LlmMessage]) -> String {
             // Resolved above into the summary and the kept messages; one
             // left in place reads as its summary.
             LlmMessage::ProviderHistory(h) => {
-                let text = joined_text(h.summary.content());
+                let text = ContentBlock::joined_text(h.summary.content());
                 if !text.is_empty() {
                     parts.push(format!("[User]: {text}"));
                 }
@@ -100,16 +100,6 @@ fn format_arguments(args: &Value) -> String {
             .join(", "),
         _ => String::new(),
     }
-}
-
-fn joined_text(content: &[ContentBlock]) -> String {
-    let mut out = String::new();
-    for b in content {
-        if let ContentBlock::Text { text, .. } = b {
-            out.push_str(text);
-        }
-    }
-    out
 }
 
 /// Cuts `text` after `max` UTF-16 units and says how many were left out.

@@ -47,15 +47,7 @@ impl Content {
     pub fn joined_text(&self) -> String {
         match self {
             Self::Text(t) => t.as_str().to_owned(),
-            Self::Blocks(blocks) => {
-                let mut out = String::new();
-                for b in blocks {
-                    if let ContentBlock::Text { text, .. } = b {
-                        out.push_str(text);
-                    }
-                }
-                out
-            }
+            Self::Blocks(blocks) => ContentBlock::joined_text(blocks),
         }
     }
 
@@ -171,6 +163,17 @@ pub enum ContentBlock {
 }
 
 impl ContentBlock {
+    /// The text blocks of `blocks`, concatenated with no separator.
+    pub fn joined_text(blocks: &[Self]) -> String {
+        let mut out = String::new();
+        for b in blocks {
+            if let Self::Text { text, .. } = b {
+                out.push_str(text);
+            }
+        }
+        out
+    }
+
     /// A text block.
     pub fn text(s: impl Into<String>) -> Self {
         Self::Text {

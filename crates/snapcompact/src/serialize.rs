@@ -229,7 +229,7 @@ impl<'a> Serializer<'a> {
                         dropped.insert(tool_call_id.as_str());
                         continue;
                     }
-                    let text = joined_text(content);
+                    let text = ContentBlock::joined_text(content);
                     let index = match flavor {
                         Flavor::Archive => !text.is_empty(),
                         Flavor::Text => !tool_call_id.is_empty(),
@@ -271,7 +271,7 @@ impl<'a> Serializer<'a> {
                 LlmMessage::User { .. }
                 | LlmMessage::Developer { .. }
                 | LlmMessage::ProviderHistory(_) => {
-                    let text = joined_text(message.content());
+                    let text = ContentBlock::joined_text(message.content());
                     if !text.is_empty() {
                         let text = self.clean(&text);
                         self.parts.push(SCOPE_USER, &text);
@@ -288,7 +288,7 @@ impl<'a> Serializer<'a> {
                         // Merged into its call, or its call shows no output.
                         continue;
                     }
-                    let block = self.result_block(&joined_text(content));
+                    let block = self.result_block(&ContentBlock::joined_text(content));
                     self.parts.push(SCOPE_CALL, &format!("\n{block}"));
                 }
             }
@@ -418,17 +418,6 @@ impl<'a> Serializer<'a> {
             Flavor::Text => Cow::Borrowed(text),
         }
     }
-}
-
-/// The text blocks of `content`, concatenated.
-fn joined_text(content: &[ContentBlock]) -> String {
-    let mut out = String::new();
-    for block in content {
-        if let ContentBlock::Text { text, .. } = block {
-            out.push_str(text);
-        }
-    }
-    out
 }
 
 /// Whitespace runs become single spaces; the ends are trimmed.
