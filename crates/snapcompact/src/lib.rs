@@ -89,6 +89,8 @@ pub mod salience;
 pub mod serialize;
 pub mod shape;
 mod summary;
+#[cfg(test)]
+mod testkit;
 pub mod text_frames;
 mod util;
 

@@ -437,31 +437,14 @@ fn collapse_whitespace(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use musepi_session_model::{JsonValue, Text};
+    use musepi_session_model::Text;
     use serde_json::json;
 
     use super::*;
+    use crate::testkit::{assistant, call, result};
 
     fn user(text: &str) -> LlmMessage {
         LlmMessage::user_text(text)
-    }
-
-    fn assistant(content: Vec<ContentBlock>) -> LlmMessage {
-        LlmMessage::Assistant {
-            content,
-            provider: None,
-            model: None,
-            stop_reason: None,
-        }
-    }
-
-    fn call(id: &str, name: &str, args: Value) -> ContentBlock {
-        ContentBlock::ToolCall(ToolCall {
-            id: id.into(),
-            name: Text::new(name),
-            arguments: JsonValue::new(args),
-            intent: None,
-        })
     }
 
     fn thinking(text: &str) -> ContentBlock {
@@ -469,15 +452,6 @@ mod tests {
             thinking: Text::new(text),
             thinking_signature: None,
             redacted: None,
-        }
-    }
-
-    fn result(id: &str, text: &str, is_error: bool) -> LlmMessage {
-        LlmMessage::ToolResult {
-            tool_call_id: id.into(),
-            tool_name: "bash".into(),
-            content: vec![ContentBlock::text(text)],
-            is_error,
         }
     }
 

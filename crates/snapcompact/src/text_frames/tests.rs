@@ -1,36 +1,10 @@
-use musepi_session_model::{ContentBlock, JsonValue, Text, ToolCall};
+use musepi_session_model::ContentBlock;
 use proptest::prelude::*;
 use serde_json::json;
 
 use super::*;
 use crate::salience::LEDGER_HEADING;
-
-fn assistant(content: Vec<ContentBlock>) -> LlmMessage {
-    LlmMessage::Assistant {
-        content,
-        provider: None,
-        model: None,
-        stop_reason: None,
-    }
-}
-
-fn call(id: &str, name: &str, args: Value) -> ContentBlock {
-    ContentBlock::ToolCall(ToolCall {
-        id: id.into(),
-        name: Text::new(name),
-        arguments: JsonValue::new(args),
-        intent: None,
-    })
-}
-
-fn result(id: &str, text: &str, is_error: bool) -> LlmMessage {
-    LlmMessage::ToolResult {
-        tool_call_id: id.into(),
-        tool_name: "bash".into(),
-        content: vec![ContentBlock::text(text)],
-        is_error,
-    }
-}
+use crate::testkit::{assistant, call, result};
 
 fn compact(messages: &[LlmMessage], budget: usize) -> SnapResult {
     let files = FileLists::default();
