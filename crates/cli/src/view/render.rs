@@ -169,6 +169,16 @@ fn highlighted<'a>(row: &'a Row, query: &str) -> Vec<Span<'a>> {
     out
 }
 
+/// A yes/no question on the status line: bold yellow, cut to `width`.
+fn question(text: &str, width: usize) -> Line<'static> {
+    Line::styled(
+        truncate(text, width),
+        Style::default()
+            .fg(Color::Yellow)
+            .add_modifier(Modifier::BOLD),
+    )
+}
+
 /// The status or prompt line; returns where the terminal cursor goes.
 fn status(app: &App, area: Rect, buf: &mut Buffer) -> Option<Position> {
     let width = usize::from(area.width);
@@ -191,30 +201,14 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) -> Option<Position> {
                 target.as_deref().unwrap_or("root"),
                 app.strategies.branch
             );
-            (
-                Line::styled(
-                    truncate(&text, width),
-                    Style::default()
-                        .fg(Color::Yellow)
-                        .add_modifier(Modifier::BOLD),
-                ),
-                None,
-            )
+            (question(&text, width), None)
         }
         Mode::ConfirmCompact { instructions } => {
             let text = format!(
                 "compact at the leaf with {}? [y/n]",
                 app.compact_strategy(instructions.is_some())
             );
-            (
-                Line::styled(
-                    truncate(&text, width),
-                    Style::default()
-                        .fg(Color::Yellow)
-                        .add_modifier(Modifier::BOLD),
-                ),
-                None,
-            )
+            (question(&text, width), None)
         }
         Mode::Busy {
             label,
