@@ -290,7 +290,11 @@ fn a_hook_past_its_timeout_is_killed_reported_and_the_file_is_unchanged() {
     let slow = script(
         dir.path(),
         "slow.sh",
-        &format!("sleep 30 &\necho $! > '{}'\nwait", p(&pidfile)),
+        // Written aside and renamed: the file never holds half a pid.
+        &format!(
+            "sleep 30 &\necho $! > '{f}.part' && mv '{f}.part' '{f}'\nwait",
+            f = p(&pidfile)
+        ),
     );
     let s = settings(
         dir.path(),
