@@ -81,8 +81,10 @@ mod tests {
             &[
                 "users",
                 "users_total",
+                "users_omitted",
                 "calls",
                 "calls_total",
+                "calls_omitted",
                 "replies",
                 "replies_total",
                 "replies_omitted",

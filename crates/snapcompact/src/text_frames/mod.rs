@@ -339,12 +339,11 @@ pub(crate) fn reading_guide(
         render(
             &TEXT_GUIDE_SHORTENED,
             &[
-                (
-                    "users",
-                    &n(s.user_messages.shortened + s.user_messages.omitted),
-                ),
+                ("users", &n(s.user_messages.shortened)),
+                ("users_omitted", &n(s.user_messages.omitted)),
                 ("users_total", &n(s.user_messages.total)),
-                ("calls", &n(s.calls.shortened + s.calls.omitted)),
+                ("calls", &n(s.calls.shortened)),
+                ("calls_omitted", &n(s.calls.omitted)),
                 ("calls_total", &n(s.calls.total)),
                 ("replies", &n(s.replies.shortened)),
                 ("replies_omitted", &n(s.replies.omitted)),

@@ -90,6 +90,49 @@ fn fidelity_keeps_the_path_the_failure_and_the_open_task() {
 }
 
 #[test]
+fn the_guide_counts_the_messages_and_calls_left_out_apart_from_the_shortened() {
+    // More requests and calls than even the shortest ledger can hold: the
+    // oldest go whole, and the guide says so instead of calling them
+    // shortened.
+    let mut messages = Vec::new();
+    for i in 0..400 {
+        messages.push(LlmMessage::user_text(format!(
+            "Request {i}: rename the field in module {i}."
+        )));
+        messages.push(assistant(vec![call(
+            &format!("c{i}"),
+            "bash",
+            json!({"command": format!("make module{i}")}),
+        )]));
+    }
+    let files = FileLists::default();
+    let mut input = SnapInput::new(&messages, &files);
+    input.archive_max_chars = 12_000;
+    let s = snap_compact(&input).summary;
+    let kept_users = (0..400)
+        .filter(|i| s.contains(&format!("¶user:Request {i}: rename")))
+        .count();
+    let kept_calls = (0..400)
+        .filter(|i| s.contains(&format!("bash(make module{i})")))
+        .count();
+    assert!(kept_users > 0 && kept_users < 400, "{kept_users}");
+    assert!(
+        s.contains(&format!(
+            "0 of 400 user messages shortened (each keeps its head, its tail and every sentence with a constraint, a number or a path) and {} left out",
+            400 - kept_users
+        )),
+        "{s}"
+    );
+    assert!(
+        s.contains(&format!(
+            "0 of 400 tool calls shortened (a long argument cut) and {} left out",
+            400 - kept_calls
+        )),
+        "{s}"
+    );
+}
+
+#[test]
 fn the_guide_counts_what_was_shortened_and_markers_name_the_entries() {
     let mut messages = Vec::new();
     let mut ids = Vec::new();
