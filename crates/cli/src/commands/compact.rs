@@ -6,7 +6,7 @@ use musepi_compaction::{RequestOptions, SummaryPlan, prune_first};
 use musepi_hooks::{CompactError, CompactOptions, Summarizer, compact};
 use musepi_session_model::{EntryBody, Journal};
 
-use crate::commands::strategy::Chosen;
+use crate::commands::strategy::{pick, uses_model};
 use crate::commands::writer::Target;
 use serde_json::json;
 
@@ -21,7 +21,13 @@ use crate::report::plan::{prune_json, request_json};
 pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
     let settings = settings(ctx)?;
     let m = maintenance(&settings, &args.budget);
-    let chosen = Chosen::pick(args.strategy.as_deref(), &m, args.instructions.is_some())?;
+    let strategy = pick(
+        args.strategy.as_deref(),
+        &m,
+        args.instructions.is_some(),
+        args.llm.model.as_deref(),
+    )?;
+    let name = strategy.name();
     let file = args.file.path()?;
     let target = Target::new(&file, args.out.as_deref(), args.force, args.dry_run, ctx)?;
     let mut journal = target.open(ctx)?;
@@ -46,21 +52,21 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
     let budgets = m.compaction();
     let prune = (!args.no_prune).then(|| m.prune());
     if args.dry_run {
-        return dry_run(&journal, chosen, &budgets, prune.as_ref(), args, ctx);
+        return dry_run(&journal, &strategy, &budgets, prune.as_ref(), args, ctx);
     }
     let hooks = crate::hooks::from_settings(&settings, ctx.quiet()).or_bad_input()?;
     let rt = runtime()?;
-    let label = format!("compacting with {}", chosen.name());
+    let label = format!("compacting with {name}");
     let progress = Progress::start(ctx, &label);
-    let llm = match chosen {
-        Chosen::Snapcompact => None,
-        Chosen::Llm | Chosen::Remote => Some(provider(ctx, &settings, &provider_flags, &progress)?),
+    let llm = if uses_model(&strategy) {
+        Some(provider(ctx, &settings, &provider_flags, &progress)?)
+    } else {
+        None
     };
     // The spinner says which request of how many is running.
     let counted = llm
         .as_ref()
         .map(|p| Counted::new(p as &dyn Summarizer, &progress, "compacting"));
-    let strategy = chosen.strategy(&m, args.llm.model.as_deref(), llm.as_ref());
     let mut options = CompactOptions::new(&hooks, ctx.now_ms());
     options.custom_instructions.clone_from(&args.instructions);
     options.settings = budgets;
@@ -112,7 +118,7 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         let doc = json!({
             "compacted": true,
             "file": written,
-            "strategy": chosen.name(),
+            "strategy": name,
             "provider": llm.as_ref().map(|p| p.config().describe()),
             "entryId": out.entry_id.as_str(),
             "firstKeptEntryId": out.result.first_kept_entry_id.as_str(),
@@ -136,10 +142,8 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         (
             "strategy".to_owned(),
             match &llm {
-                Some(p) if chosen != Chosen::Snapcompact => {
-                    format!("{} ({})", chosen.name(), p.config().describe())
-                }
-                _ => chosen.name().to_owned(),
+                Some(p) => format!("{name} ({})", p.config().describe()),
+                None => name.to_owned(),
             },
         ),
         (
@@ -193,7 +197,7 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
 /// prepared as the compaction prepares ([`prune_first`]).
 fn dry_run(
     journal: &Journal,
-    chosen: Chosen,
+    strategy: &musepi_hooks::Strategy,
     budgets: &musepi_compaction::CompactionSettings,
     prune: Option<&musepi_compaction::PruneConfig>,
     args: &CompactArgs,
@@ -219,18 +223,18 @@ fn dry_run(
     };
     let plan = SummaryPlan::new(&prep, budgets, &options);
     let short = plan.short_request(&plan.merge(Some("{history summary}"), None));
-    let requests: Vec<serde_json::Value> = match chosen {
-        Chosen::Snapcompact => Vec::new(),
-        _ => plan
-            .requests()
+    let requests: Vec<serde_json::Value> = if uses_model(strategy) {
+        plan.requests()
             .chain(std::iter::once(&short))
             .map(request_json)
-            .collect(),
+            .collect()
+    } else {
+        Vec::new()
     };
     if ctx.json() {
         print_json(&json!({
             "dryRun": true,
-            "strategy": chosen.name(),
+            "strategy": strategy.name(),
             "firstKeptEntryId": prep.first_kept_entry_id.as_str(),
             "tokensBefore": prep.tokens_before,
             "prune": prune_json(session, &step.plan),
@@ -241,7 +245,7 @@ fn dry_run(
     }
     let mut out = format!(
         "dry run: {} would keep from {} ({} messages summarized, {} in the turn prefix); nothing written\n",
-        chosen.name(),
+        strategy.name(),
         prep.first_kept_entry_id,
         prep.messages_to_summarize.len(),
         prep.turn_prefix_messages.len()

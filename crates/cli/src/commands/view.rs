@@ -23,7 +23,7 @@ use crate::cli::ViewArgs;
 use crate::commands::runtime::{
     Progress, default_branch_strategy, maintenance, provider, runtime, settings,
 };
-use crate::commands::strategy::Chosen;
+use crate::commands::strategy::{pick, uses_model};
 use crate::commands::writer::{mark_leaf, wall_clock_ms};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::settings::Settings;
@@ -45,7 +45,7 @@ pub fn run(args: &ViewArgs, ctx: &Ctx) -> CmdResult {
     let session = load(&file).or_bad_input()?;
     let flags = args.llm.flags();
     // Check the flag now, so a typo is an error before the screen changes.
-    Chosen::pick(args.strategy.as_deref(), &m, false)?;
+    pick(args.strategy.as_deref(), &m, false, flags.model.as_deref())?;
     let (branch, branch_note) =
         branch_strategy(args.branch_strategy.as_deref(), &settings, &flags)?;
     let strategies = describe(args, &settings, &m, &flags, branch)?;
@@ -135,14 +135,17 @@ fn describe(
         resolve_config(flags, &settings.provider_settings(), &process_env)
             .map_or_else(|_| "no provider configured".to_owned(), |c| c.describe())
     };
-    let name = |chosen: Chosen| match chosen {
-        Chosen::Snapcompact => chosen.name().to_owned(),
-        other => format!("{} ({})", other.name(), model()),
+    let name = |strategy: musepi_hooks::Strategy| {
+        if uses_model(&strategy) {
+            format!("{} ({})", strategy.name(), model())
+        } else {
+            strategy.name().to_owned()
+        }
     };
     let flag = args.strategy.as_deref();
     Ok(Strategies {
-        compact: name(Chosen::pick(flag, maintenance, false)?),
-        compact_with_instructions: name(Chosen::pick(flag, maintenance, true)?),
+        compact: name(pick(flag, maintenance, false, flags.model.as_deref())?),
+        compact_with_instructions: name(pick(flag, maintenance, true, flags.model.as_deref())?),
         branch: match branch {
             BranchStrategy::Llm => format!("an LLM summary ({})", model()),
             BranchStrategy::Snapcompact => "the snapcompact digest (no model)".to_owned(),
@@ -325,24 +328,23 @@ impl Pipelines {
         instructions: Option<String>,
         cancel: &CancellationToken,
     ) -> anyhow::Result<String> {
-        let chosen = Chosen::pick(
+        let strategy = pick(
             self.compact_flag.as_deref(),
             &self.maintenance,
             instructions.is_some(),
+            self.flags.model.as_deref(),
         )
         .map_err(failure)?;
+        let name = strategy.name();
         let mut journal = self.journal()?;
         let hooks = self.hooks()?;
         let rt = runtime().map_err(failure)?;
         let progress = Progress::start(&self.ctx, "compacting");
-        let llm = match chosen {
-            Chosen::Snapcompact => None,
-            Chosen::Llm | Chosen::Remote => {
-                Some(provider(&self.ctx, &self.settings, &self.flags, &progress).map_err(failure)?)
-            }
+        let llm = if uses_model(&strategy) {
+            Some(provider(&self.ctx, &self.settings, &self.flags, &progress).map_err(failure)?)
+        } else {
+            None
         };
-        let strategy =
-            chosen.strategy(&self.maintenance, self.flags.model.as_deref(), llm.as_ref());
         let mut options = CompactOptions::new(&hooks, self.ctx.now_ms());
         options.custom_instructions = instructions;
         options.settings = self.maintenance.compaction();
@@ -364,8 +366,7 @@ impl Pipelines {
             Err(e) => return Err(e.into()),
         };
         let mut text = format!(
-            "compacted with {}: {} → {} tokens · entry {} keeps from {} · ctrl+o shows it",
-            chosen.name(),
+            "compacted with {name}: {} → {} tokens · entry {} keeps from {} · ctrl+o shows it",
             tokens(out.result.tokens_before),
             thousands(out.tokens_after),
             out.entry_id,
