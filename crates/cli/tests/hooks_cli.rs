@@ -106,6 +106,14 @@ fn push_turns(
     );
 }
 
+/// A script `name` running `body` and a settings file that runs it on
+/// `event`: the script's path and the settings'.
+fn one_hook(dir: &Path, event: &str, name: &str, body: &str) -> (PathBuf, PathBuf) {
+    let path = script(dir, name, body);
+    let s = settings(dir, &json!({ event: [{"command": [p(&path)]}] }));
+    (path, s)
+}
+
 /// `musepi compact FILE --settings S --strategy snapcompact --keep-recent 2500 …`.
 fn compact(dir: &Path, file: &Path, settings: &Path, extra: &[&str]) -> Output {
     let mut args = vec![
@@ -177,14 +185,11 @@ fn a_cancel_leaves_the_file_byte_identical() {
     let dir = tempfile::tempdir().unwrap();
     let file = session(dir.path(), 3);
     let before = std::fs::read(&file).unwrap();
-    let veto = script(
+    let (veto, s) = one_hook(
         dir.path(),
+        "session_before_compact",
         "veto.sh",
         "echo 'hold on: tests are red' >&2\nexit 2",
-    );
-    let s = settings(
-        dir.path(),
-        &json!({"session_before_compact": [{"command": [p(&veto)]}]}),
     );
     let o = compact(dir.path(), &file, &s, &[]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
@@ -201,15 +206,12 @@ fn a_cancel_leaves_the_file_byte_identical() {
 fn a_supplied_compaction_is_from_extension_and_stays_out_of_later_file_tracking() {
     let dir = tempfile::tempdir().unwrap();
     let file = session(dir.path(), 3);
-    let supply = script(
+    let (_, s) = one_hook(
         dir.path(),
+        "session_before_compact",
         "supply.sh",
         r#"cat > /dev/null
 echo '{"compaction": {"summary": "summary by a hook", "details": {"readFiles": ["hook/read.rs"], "modifiedFiles": ["hook/changed.rs"]}}}'"#,
-    );
-    let s = settings(
-        dir.path(),
-        &json!({"session_before_compact": [{"command": [p(&supply)]}]}),
     );
     let o = compact(dir.path(), &file, &s, &["--json"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
@@ -244,15 +246,12 @@ fn context_lines_and_a_prompt_override_reach_the_model_with_the_custom_instructi
     let dir = tempfile::tempdir().unwrap();
     let file = session(dir.path(), 3);
     let model = Model::start(chat("## Goal\n- summarized", "stop"));
-    let steer = script(
+    let (_, s) = one_hook(
         dir.path(),
+        "session.compacting",
         "steer.sh",
         r#"cat > /dev/null
 echo '{"prompt": "LIST ONLY THE FILES YOU SAW", "context": ["ticket ABC-1", "branch fix/eol"]}'"#,
-    );
-    let s = settings(
-        dir.path(),
-        &json!({"session.compacting": [{"command": [p(&steer)]}]}),
     );
     let flags = model.flags();
     let mut extra: Vec<&str> = vec![
@@ -339,14 +338,11 @@ fn a_hook_past_its_timeout_is_killed_reported_and_the_file_is_unchanged() {
 fn garbage_on_stdout_is_reported_and_ignored() {
     let dir = tempfile::tempdir().unwrap();
     let file = session(dir.path(), 3);
-    let garbage = script(
+    let (garbage, s) = one_hook(
         dir.path(),
+        "session_before_compact",
         "garbage.sh",
         "cat > /dev/null\necho 'Compaction looks fine to me!'",
-    );
-    let s = settings(
-        dir.path(),
-        &json!({"session_before_compact": [{"command": [p(&garbage)]}]}),
     );
     let o = compact(dir.path(), &file, &s, &["--json"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
@@ -373,14 +369,11 @@ fn the_after_compact_event_sees_the_saved_entry() {
     let file = session(dir.path(), 3);
     let seen = dir.path().join("after.json");
     let env_seen = dir.path().join("after.env");
-    let after = script(
+    let (_, s) = one_hook(
         dir.path(),
+        "session_compact",
         "after.sh",
         &format!("cat > '{}'\nenv > '{}'", p(&seen), p(&env_seen)),
-    );
-    let s = settings(
-        dir.path(),
-        &json!({"session_compact": [{"command": [p(&after)]}]}),
     );
     let o = compact(dir.path(), &file, &s, &[]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
@@ -468,11 +461,7 @@ fn tree_hooks_cancel_navigation_or_supply_the_summary_and_the_after_event_sees_i
     let dir = tempfile::tempdir().unwrap();
     let file = session(dir.path(), 2);
     let before = std::fs::read(&file).unwrap();
-    let veto = script(dir.path(), "veto.sh", "exit 2");
-    let s = settings(
-        dir.path(),
-        &json!({"session_before_tree": [{"command": [p(&veto)]}]}),
-    );
+    let (_, s) = one_hook(dir.path(), "session_before_tree", "veto.sh", "exit 2");
     let args = [
         "branch",
         p(&file),
