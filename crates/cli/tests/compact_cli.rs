@@ -17,14 +17,9 @@ fn chat(text: &str) -> Reply {
     support::chat(text, "stop")
 }
 
-/// The example session, copied to a temp dir.
-fn session(dir: &Path) -> PathBuf {
-    let src =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sessions/todo-refactor.jsonl");
-    let dst = dir.join("s.jsonl");
-    std::fs::copy(src, &dst).unwrap();
-    support::settle(&dst);
-    dst
+/// The example session, copied to `dir`.
+fn session(dir: &Path) -> std::path::PathBuf {
+    support::example_session(dir, "s.jsonl")
 }
 
 /// A settings file with one provider entry.
@@ -34,16 +29,8 @@ fn settings(dir: &Path, entry: &Value) -> PathBuf {
     path
 }
 
-async fn musepi(args: &[&str]) -> Output {
-    tokio::process::Command::new(MUSEPI)
-        .args(args)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("MUSEPI_API_KEY")
-        .env("HOME", std::env::temp_dir())
-        .output()
-        .await
-        .unwrap()
+async fn musepi(args: &[&str]) -> std::process::Output {
+    support::musepi_async(args).await
 }
 
 fn stderr(o: &Output) -> String {

@@ -36,13 +36,9 @@ fn slow_server() -> Server {
     })
 }
 
+/// The example session, copied to `dir`.
 fn session(dir: &Path) -> std::path::PathBuf {
-    let src =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sessions/todo-refactor.jsonl");
-    let dst = dir.join("s.jsonl");
-    std::fs::copy(src, &dst).unwrap();
-    support::settle(&dst);
-    dst
+    support::example_session(dir, "s.jsonl")
 }
 
 fn compact_args(base: &str) -> Vec<String> {

@@ -22,7 +22,6 @@ use serde_json::{Value, json};
 use support::{Reply, Server};
 use tokio_util::sync::CancellationToken;
 
-const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
 const SYSTEM: &str = "You write handoffs.";
 const ASK: &str = "Write the handoff.";
 
@@ -212,15 +211,7 @@ async fn chat_completions_and_anthropic_send_the_summary_and_kept_messages() {
 // ---------------------------------------------------------------- end to end
 
 async fn musepi(args: &[&str]) -> std::process::Output {
-    tokio::process::Command::new(MUSEPI)
-        .args(args)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("MUSEPI_API_KEY")
-        .env("HOME", std::env::temp_dir())
-        .output()
-        .await
-        .unwrap()
+    support::musepi_async(args).await
 }
 
 fn context(out: &std::process::Output) -> Vec<Value> {

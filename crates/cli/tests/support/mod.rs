@@ -173,3 +173,17 @@ pub fn last_line(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap();
     serde_json::from_str(text.lines().last().unwrap()).unwrap()
 }
+
+/// Runs `musepi` with `args` as an async process, with no API key in the
+/// environment and the temporary folder as its home.
+pub async fn musepi_async(args: &[&str]) -> Output {
+    tokio::process::Command::new(MUSEPI)
+        .args(args)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("MUSEPI_API_KEY")
+        .env("HOME", std::env::temp_dir())
+        .output()
+        .await
+        .unwrap()
+}
