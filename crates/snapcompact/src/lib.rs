@@ -80,6 +80,7 @@ pub mod font;
 pub mod history;
 mod layout;
 pub mod normalize;
+mod parallel;
 mod pass;
 pub mod png_archive;
 pub mod pricing;

@@ -11,6 +11,7 @@ use crate::data_url::{DataUrlMode, elide_data_urls};
 use crate::error::SnapError;
 use crate::layout::{break_back, break_forward, paginate};
 use crate::normalize::{NEWLINE_GLYPH, normalize};
+use crate::parallel::{map_in_order, threads_for};
 use crate::pricing::HQ_EDGE_FRAMES;
 use crate::render::render;
 use crate::shape::{LEGACY_SHAPE, Shape};
@@ -288,33 +289,39 @@ impl PngArchive {
 }
 
 /// Prints the planned pages (`render` per page, at each shape's frame
-/// size) into frame records carrying their shape and `detail`.
+/// size) into frame records carrying their shape and `detail`, on every
+/// core: the frames are byte for byte those of one page after another.
 pub fn render_frames(
     layout: &PngLayout,
     detail: Option<&str>,
 ) -> Result<Vec<ArchiveFrame>, SnapError> {
-    layout
-        .pages
-        .iter()
-        .map(|page| {
-            let frame = render(&page.text, &page.shape, page.shape.frame_size)?;
-            Ok(ArchiveFrame {
-                data: frame.base64(),
-                mime_type: FRAME_MIME_TYPE.to_owned(),
-                cols: frame.cols,
-                rows: frame.rows,
-                chars: frame.chars as u64,
-                font: Some(page.shape.face.name().to_owned()),
-                variant: Some(page.shape.ink.name().to_owned()),
-                line_repeat: Some(page.shape.line_repeat),
-                columns: page.shape.is_doc().then_some(page.shape.columns),
-                // Frames are 1-bit: function words are not printed dim.
-                stopword_dim: None,
-                detail: detail.map(str::to_owned),
-                shape: Some(page.shape.name.to_owned()),
-            })
+    render_frames_on(layout, detail, threads_for(layout.pages.len()))
+}
+
+/// [`render_frames`] on `threads` threads (1: one page after another).
+pub fn render_frames_on(
+    layout: &PngLayout,
+    detail: Option<&str>,
+    threads: usize,
+) -> Result<Vec<ArchiveFrame>, SnapError> {
+    map_in_order(&layout.pages, threads, |page| {
+        let frame = render(&page.text, &page.shape, page.shape.frame_size)?;
+        Ok(ArchiveFrame {
+            data: frame.base64(),
+            mime_type: FRAME_MIME_TYPE.to_owned(),
+            cols: frame.cols,
+            rows: frame.rows,
+            chars: frame.chars as u64,
+            font: Some(page.shape.face.name().to_owned()),
+            variant: Some(page.shape.ink.name().to_owned()),
+            line_repeat: Some(page.shape.line_repeat),
+            columns: page.shape.is_doc().then_some(page.shape.columns),
+            // Frames are 1-bit: function words are not printed dim.
+            stopword_dim: None,
+            detail: detail.map(str::to_owned),
+            shape: Some(page.shape.name.to_owned()),
         })
-        .collect()
+    })
 }
 
 /// The archive record of a layout and its rendered frames;
@@ -574,6 +581,23 @@ mod tests {
             .sum();
         assert_eq!(cut.truncated_chars, dropped);
         assert_eq!(len16(&cut.kept_text) + cut.truncated_chars, text.len());
+    }
+
+    #[test]
+    fn frames_on_every_core_are_the_frames_of_one_page_after_another() {
+        let high = Shape::by_name("8on22-bw").unwrap().with_frame_size(300);
+        let text = words(3000);
+        let layout = plan_archive(&text, &high, None, 80).unwrap();
+        assert!(layout.pages.len() > 8, "{} pages", layout.pages.len());
+        let sequential = render_frames_on(&layout, Some("original"), 1).unwrap();
+        for threads in [2, 3, 4, layout.pages.len(), 64] {
+            let parallel = render_frames_on(&layout, Some("original"), threads).unwrap();
+            assert_eq!(parallel, sequential, "{threads} threads");
+        }
+        assert_eq!(
+            render_frames(&layout, Some("original")).unwrap(),
+            sequential
+        );
     }
 
     #[test]
