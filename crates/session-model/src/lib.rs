@@ -38,6 +38,7 @@ mod journal;
 pub mod json;
 mod load;
 mod message;
+mod migrate;
 mod problem;
 mod session;
 mod text;
@@ -62,6 +63,7 @@ pub use message::{
     CompactionSummaryMessage, Content, ContentBlock, CustomMessage, StopReason, ToolCall,
     ToolResultMessage, Usage, UserMessage,
 };
+pub use migrate::LineEdit;
 pub use problem::{Problem, ProblemKind};
 pub use session::{LineSource, Session, Stamp};
 pub use text::{JsonValue, RawJson, Text};

@@ -10,7 +10,8 @@ use crate::entry::{EntryBody, Header};
 use crate::error::SessionError;
 use crate::fsutil::{next_line, not_text, open_regular, trim_newline};
 use crate::id::{EntryId, IdSet, IdSource, fresh_id};
-use crate::json::{js_delete, js_set, js_stringify};
+use crate::json::js_set;
+use crate::migrate::{LineEdit, V1Fields, print_edited};
 use crate::problem::{Problem, ProblemKind};
 use crate::session::{KeptLine, LineSource, Session};
 use crate::wire::{HeaderRead, LineRead, ParsedEntry, read_entry, read_header};
@@ -295,7 +296,7 @@ impl<'p> Loader<'p> {
     ) -> Result<(), SessionError> {
         let mut source = self.source(offset, line);
         if version < 2 {
-            source = self.migrate_v1(&mut parsed, line, ids)?;
+            source = self.migrate_v1(&mut parsed, offset, line, ids)?;
         } else {
             if !parsed.has_id {
                 parsed.missing.push("id");
@@ -304,12 +305,11 @@ impl<'p> Loader<'p> {
                 // The reference rewrites a migrated file by printing every
                 // entry again with `JSON.stringify`, so every line of a v2
                 // file takes its JavaScript form, not only the changed ones.
-                let hook = parsed.hook_message_role;
-                source = self.rewrite(line, |map| {
-                    if hook && let Some(Value::Object(m)) = map.get_mut("message") {
-                        js_set(m, "role", "custom".into());
-                    }
-                })?;
+                let edit = LineEdit {
+                    v1: None,
+                    hook_role: parsed.hook_message_role,
+                };
+                source = self.migrated(offset, line, edit)?;
             }
         }
         let entry_id = (!parsed.entry.id.as_str().is_empty()).then(|| parsed.entry.id.clone());
@@ -345,6 +345,7 @@ impl<'p> Loader<'p> {
     fn migrate_v1(
         &mut self,
         parsed: &mut ParsedEntry,
+        offset: u64,
         line: &[u8],
         ids: &mut dyn IdSource,
     ) -> Result<LineSource, SessionError> {
@@ -394,24 +395,43 @@ impl<'p> Loader<'p> {
         {
             c.first_kept_entry_id.clone_from(&first_kept);
         }
-        let hook = parsed.hook_message_role;
-        self.rewrite(line, |map| {
-            js_set(map, "id", id.as_str().into());
-            js_set(
-                map,
-                "parentId",
-                parent.as_ref().map_or(Value::Null, |p| p.as_str().into()),
-            );
-            if is_compaction && matches!(map.get("firstKeptEntryIndex"), Some(Value::Number(_))) {
-                js_delete(map, "firstKeptEntryIndex");
-                if let Some(fk) = &first_kept {
-                    js_set(map, "firstKeptEntryId", fk.as_str().into());
-                }
-            }
-            if hook && let Some(Value::Object(m)) = map.get_mut("message") {
-                js_set(m, "role", "custom".into());
-            }
+        let edit = LineEdit {
+            v1: Some(V1Fields {
+                id,
+                parent,
+                is_compaction,
+                first_kept,
+            }),
+            hook_role: parsed.hook_message_role,
+        };
+        self.migrated(offset, line, edit)
+    }
+
+    /// Where a line that migration changes lives: in memory, printed at
+    /// once, when the session has no file to read it back from; otherwise
+    /// in the file, with the edit that prints it when it is read.
+    fn migrated(
+        &self,
+        offset: u64,
+        line: &[u8],
+        edit: LineEdit,
+    ) -> Result<LineSource, SessionError> {
+        if self.keep_text {
+            let text = edit.print(line).map_err(|e| self.invalid_data(e))?;
+            return Ok(LineSource::Text(text.into_boxed_str()));
+        }
+        Ok(LineSource::Migrated {
+            offset,
+            len: line.len() as u64,
+            edit: Box::new(edit),
         })
+    }
+
+    fn invalid_data(&self, e: serde_json::Error) -> SessionError {
+        SessionError::Io {
+            path: self.path.to_owned(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+        }
     }
 
     /// The line re-printed by `JSON.stringify` after `edit`.
@@ -420,14 +440,8 @@ impl<'p> Loader<'p> {
         line: &[u8],
         edit: impl FnOnce(&mut serde_json::Map<String, Value>),
     ) -> Result<LineSource, SessionError> {
-        let mut value: Value = serde_json::from_slice(line).map_err(|e| SessionError::Io {
-            path: self.path.to_owned(),
-            source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
-        })?;
-        if let Value::Object(map) = &mut value {
-            edit(map);
-        }
-        Ok(LineSource::Text(js_stringify(&value).into_boxed_str()))
+        let text = print_edited(line, edit).map_err(|e| self.invalid_data(e))?;
+        Ok(LineSource::Text(text.into_boxed_str()))
     }
 }
 

@@ -25,8 +25,20 @@ pub enum LineSource {
         /// Length without the newline.
         len: u64,
     },
-    /// Only in memory: a new entry, or a line that migration changed.
+    /// Only in memory: a new entry, or a line that migration changed in a
+    /// session that has no file to read it back from.
     Text(Box<str>),
+    /// In the file as it was before migration: the line's text is the
+    /// line at `offset` with `edit` applied, printed as `JSON.stringify`
+    /// prints it.
+    Migrated {
+        /// Byte offset of the line's first byte.
+        offset: u64,
+        /// Length without the newline.
+        len: u64,
+        /// What migration changes in it.
+        edit: Box<crate::migrate::LineEdit>,
+    },
 }
 
 /// A line that could not be read, kept so rewrites lose nothing.
@@ -123,13 +135,28 @@ impl Session {
     pub(crate) fn read_source(&self, source: &LineSource) -> Result<String, SessionError> {
         match source {
             LineSource::Text(t) => Ok(t.to_string()),
-            LineSource::File { offset, len } => {
-                let origin = self.origin.as_ref().ok_or(SessionError::NoOrigin)?;
-                (origin.read)(&origin.path, *offset, *len).map_err(|source| SessionError::Io {
-                    path: origin.path.clone(),
-                    source,
+            LineSource::File { offset, len } => self.read_span(*offset, *len),
+            LineSource::Migrated { offset, len, edit } => {
+                let line = self.read_span(*offset, *len)?;
+                edit.print(line.as_bytes()).map_err(|e| {
+                    self.origin_error(std::io::Error::new(std::io::ErrorKind::InvalidData, e))
                 })
             }
+        }
+    }
+
+    fn read_span(&self, offset: u64, len: u64) -> Result<String, SessionError> {
+        let origin = self.origin.as_ref().ok_or(SessionError::NoOrigin)?;
+        (origin.read)(&origin.path, offset, len).map_err(|source| self.origin_error(source))
+    }
+
+    fn origin_error(&self, source: std::io::Error) -> SessionError {
+        match &self.origin {
+            Some(origin) => SessionError::Io {
+                path: origin.path.clone(),
+                source,
+            },
+            None => SessionError::NoOrigin,
         }
     }
 

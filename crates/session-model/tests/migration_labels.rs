@@ -205,3 +205,69 @@ fn the_first_flush_waits_for_an_assistant_and_writes_everything_once() {
     let reopened = Journal::open(&path, &mut SequentialIds::new()).unwrap();
     assert_eq!(reopened.session().entries(), j.session().entries());
 }
+
+/// A v1 and a v2 file with what migration changes: ids and parents, a
+/// compaction's `firstKeptEntryIndex`, a `hookMessage` role, key order and
+/// number forms that `JSON.stringify` prints differently.
+const OLD_FILES: [&str; 2] = [
+    concat!(
+        r#"{"type":"session","id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}"#,
+        "\n",
+        r#"{"type":"message","timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"hi \u00e9\n","timestamp":1.0}}"#,
+        "\n",
+        r#"{"type":"message","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"hookMessage","customType":"x","content":"c","display":true,"timestamp":2}}"#,
+        "\n",
+        r#"{"type":"message","timestamp":"2025-01-01T00:00:03.000Z","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"timestamp":3e0}}"#,
+        "\n",
+        r#"{"type":"compaction","timestamp":"2025-01-01T00:00:04.000Z","summary":"s","firstKeptEntryIndex":2,"tokensBefore":10}"#,
+        "\n",
+        r#"{"type":"message","timestamp":"2025-01-01T00:00:05.000Z","message":{"role":"user","content":"again","timestamp":5}}"#,
+        "\n",
+    ),
+    concat!(
+        r#"{"type":"session","version":2,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}"#,
+        "\n",
+        r#"{"type":"message","id":"abc12345","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1.50}}"#,
+        "\n",
+        r#"{"id":"def67890","type":"message","parentId":"abc12345","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"hookMessage","customType":"x","content":"c","display":true,"timestamp":2}}"#,
+        "\n",
+    ),
+];
+
+#[test]
+fn migrated_lines_read_from_the_file_are_the_lines_migration_prints() {
+    let dir = tempfile::tempdir().unwrap();
+    for (n, text) in OLD_FILES.iter().enumerate() {
+        // From memory, every migrated line is printed at once; from a file,
+        // it is printed from the file's bytes when it is read.
+        let eager = load(text);
+        let path = dir.path().join(format!("old{n}.jsonl"));
+        std::fs::write(&path, text).unwrap();
+        let journal = Journal::open(&path, &mut SequentialIds::new()).unwrap();
+        let lazy = journal.session();
+        assert_eq!(lazy.len(), eager.len());
+        assert_eq!(lazy.raw_header().unwrap(), eager.raw_header().unwrap());
+        for i in 0..eager.len() {
+            assert_eq!(lazy.entries()[i], eager.entries()[i], "file {n}, entry {i}");
+            assert_eq!(
+                lazy.raw_line(i).unwrap(),
+                eager.raw_line(i).unwrap(),
+                "file {n}, line {i}"
+            );
+        }
+        // Writing the migration prints the same lines.
+        let mut expected = eager.raw_header().unwrap() + "\n";
+        for i in 0..eager.len() {
+            expected += &eager.raw_line(i).unwrap();
+            expected.push('\n');
+        }
+        let mut journal = journal;
+        journal.persist_migration().unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            expected,
+            "file {n}"
+        );
+        assert!(expected.contains(r#""role":"custom""#));
+    }
+}

@@ -101,26 +101,42 @@ impl<'a> OriginReader<'a> {
     ) -> Result<&'s [u8], SessionError> {
         match source {
             LineSource::Text(t) => Ok(t.as_bytes()),
-            LineSource::File { offset, len } => {
-                let path = self.path.ok_or(SessionError::NoOrigin)?;
-                let io = |source| SessionError::WriteFailed {
-                    path: path.to_owned(),
-                    source,
-                };
-                let file = if let Some(f) = self.given {
-                    f
-                } else {
-                    if self.opened.is_none() {
-                        self.opened = Some(crate::fsutil::open_regular(path)?);
-                    }
-                    self.opened.as_ref().ok_or(SessionError::NoOrigin)?
-                };
+            LineSource::Migrated { offset, len, edit } => {
+                let mut line = Vec::new();
+                self.read_at(*offset, *len, &mut line)?;
+                let text = edit.print(&line).map_err(|e| SessionError::WriteFailed {
+                    path: self.path.map(Path::to_owned).unwrap_or_default(),
+                    source: io::Error::new(io::ErrorKind::InvalidData, e),
+                })?;
                 scratch.clear();
-                scratch.resize(usize::try_from(*len).unwrap_or(usize::MAX), 0);
-                file.read_exact_at(scratch, *offset).map_err(io)?;
+                scratch.extend_from_slice(text.as_bytes());
+                Ok(scratch)
+            }
+            LineSource::File { offset, len } => {
+                self.read_at(*offset, *len, scratch)?;
                 Ok(scratch)
             }
         }
+    }
+
+    /// Reads `len` bytes at `offset` of the origin file into `buf`.
+    fn read_at(&mut self, offset: u64, len: u64, buf: &mut Vec<u8>) -> Result<(), SessionError> {
+        let path = self.path.ok_or(SessionError::NoOrigin)?;
+        let io = |source| SessionError::WriteFailed {
+            path: path.to_owned(),
+            source,
+        };
+        let file = if let Some(f) = self.given {
+            f
+        } else {
+            if self.opened.is_none() {
+                self.opened = Some(crate::fsutil::open_regular(path)?);
+            }
+            self.opened.as_ref().ok_or(SessionError::NoOrigin)?
+        };
+        buf.clear();
+        buf.resize(usize::try_from(len).unwrap_or(usize::MAX), 0);
+        file.read_exact_at(buf, offset).map_err(io)
     }
 }
 

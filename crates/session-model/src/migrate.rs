@@ -1,0 +1,77 @@
+//! What migration changes in one line of a v1 or v2 file.
+//!
+//! Loading migrates in memory: the typed entry gets its new id, parent and
+//! first kept entry at once, but the line's migrated text (the line parsed,
+//! edited and printed again as `JSON.stringify` prints it) is needed only
+//! when the session is written or a line is shown. So the loader records
+//! the edit ([`LineEdit`]) next to the line's place in the file, and the
+//! text is printed from the file's bytes when it is read: memory holds no
+//! second copy of the file, and loading does not parse every line twice.
+
+use serde_json::{Map, Value};
+
+use crate::id::EntryId;
+use crate::json::{js_delete, js_set, js_stringify};
+
+/// What migration changes in one entry line; see [`crate::LineSource::Migrated`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineEdit {
+    pub(crate) v1: Option<V1Fields>,
+    /// A v1 or v2 `hookMessage` role, renamed `custom`.
+    pub(crate) hook_role: bool,
+}
+
+/// The fields a v1 entry gets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct V1Fields {
+    pub(crate) id: EntryId,
+    pub(crate) parent: Option<EntryId>,
+    pub(crate) is_compaction: bool,
+    /// `firstKeptEntryIndex` resolved (a compaction only).
+    pub(crate) first_kept: Option<EntryId>,
+}
+
+impl LineEdit {
+    /// Applies the edit to the line's object.
+    pub(crate) fn apply(&self, map: &mut Map<String, Value>) {
+        if let Some(v1) = &self.v1 {
+            js_set(map, "id", v1.id.as_str().into());
+            js_set(
+                map,
+                "parentId",
+                v1.parent
+                    .as_ref()
+                    .map_or(Value::Null, |p| p.as_str().into()),
+            );
+            if v1.is_compaction && matches!(map.get("firstKeptEntryIndex"), Some(Value::Number(_)))
+            {
+                js_delete(map, "firstKeptEntryIndex");
+                if let Some(fk) = &v1.first_kept {
+                    js_set(map, "firstKeptEntryId", fk.as_str().into());
+                }
+            }
+        }
+        if self.hook_role
+            && let Some(Value::Object(m)) = map.get_mut("message")
+        {
+            js_set(m, "role", "custom".into());
+        }
+    }
+
+    /// The migrated text of `line`, the line as it was read from the file.
+    pub(crate) fn print(&self, line: &[u8]) -> Result<String, serde_json::Error> {
+        print_edited(line, |map| self.apply(map))
+    }
+}
+
+/// `line` parsed, edited by `edit` and printed again by `JSON.stringify`.
+pub(crate) fn print_edited(
+    line: &[u8],
+    edit: impl FnOnce(&mut Map<String, Value>),
+) -> Result<String, serde_json::Error> {
+    let mut value: Value = serde_json::from_slice(line)?;
+    if let Value::Object(map) = &mut value {
+        edit(map);
+    }
+    Ok(js_stringify(&value))
+}
