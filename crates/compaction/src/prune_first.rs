@@ -4,6 +4,8 @@
 //! that the plan predicts the compaction: the same prune plan, the same
 //! cut, the same regions, the same tokens.
 
+use std::borrow::Cow;
+
 use musepi_context_builder::{ArchiveBlocks, Tokenizer, context_tokens};
 use musepi_session_model::{Entry, Session, SessionError};
 
@@ -60,6 +62,19 @@ pub fn prune_first(
 }
 
 impl PruneFirst {
+    /// The session as pruning leaves it, from the session the changes were
+    /// decided on: that session itself when nothing is pruned (no copy),
+    /// else with the changes applied in memory (in place when it is owned,
+    /// on a copy when it is borrowed).
+    pub fn pruned<'s>(&self, session: Cow<'s, Session>) -> Cow<'s, Session> {
+        if self.changes.is_empty() {
+            return session;
+        }
+        let mut session = session.into_owned();
+        self.apply_to(&mut session);
+        Cow::Owned(session)
+    }
+
     /// Applies the changes to `session`, a copy of the session they were
     /// decided on, in memory.
     pub fn apply_to(&self, session: &mut Session) {

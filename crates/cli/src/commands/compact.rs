@@ -208,8 +208,7 @@ fn dry_run(
     let archives = musepi_snapcompact::SessionArchives::new(session);
     let step =
         prune_first(session, leaf, budgets, prune, Some(&archives), ctx.now_ms()).or_bad_input()?;
-    let mut pruned = session.clone();
-    step.apply_to(&mut pruned);
+    let pruned = step.pruned(std::borrow::Cow::Borrowed(session));
     let prep = match step.prepare(&pruned, leaf) {
         Ok(p) => p,
         Err(reason) => {

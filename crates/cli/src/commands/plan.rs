@@ -1,5 +1,6 @@
 //! `musepi plan FILE`: a dry run of compaction at a leaf.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use musepi_compaction::{Preparation, PrunePlan, RequestOptions, SummaryPlan};
@@ -16,14 +17,23 @@ use crate::report::plan::{Planned, document, estimated_after, nothing_json, toke
 pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
     let input = Input::from_arg(&args.file.path()?);
     let loaded = load_or_fail(&input, ctx)?;
-    let session = &loaded.session;
-    let leaf = resolve_leaf(session, args.leaf.as_deref())?;
+    let leaf = resolve_leaf(&loaded.session, args.leaf.as_deref())?;
     let file_settings = crate::commands::runtime::settings(ctx)?;
     let m = crate::commands::runtime::maintenance(&file_settings, &args.budget);
     let (settings, window, prune) = (m.compaction(), m.context_window, m.prune());
-    let planned =
-        Planned::new(session, leaf, &settings, &prune, window, ctx.now_ms()).or_bad_input()?;
-    let prep = match planned.step.prepare(&planned.pruned, leaf) {
+    // The session is pruned in place: the plan needs no copy of it (the
+    // entries keep their ids, which is all the plan shows of them).
+    let planned = Planned::new(
+        Cow::Owned(loaded.session),
+        leaf,
+        &settings,
+        &prune,
+        window,
+        ctx.now_ms(),
+    )
+    .or_bad_input()?;
+    let session = planned.pruned.as_ref();
+    let prep = match planned.step.prepare(session, leaf) {
         Ok(p) => p,
         Err(reason) => {
             if ctx.json() {

@@ -1,6 +1,8 @@
 //! The plan of a compaction as JSON (`musepi plan --json`, and the `plan`
 //! method of `musepi serve`), computed as the compaction computes it.
 
+use std::borrow::Cow;
+
 use musepi_compaction::{
     CompactionSettings, NothingToCompact, Preparation, PruneConfig, PruneFirst, PrunePlan,
     RequestOptions, SummaryPlan, history_max_tokens, prune_first,
@@ -50,32 +52,38 @@ pub(crate) fn request_json(r: &SummaryRequest) -> Value {
 /// Everything a plan shows, computed as the compaction computes it
 /// ([`prune_first`]): the prune plan and the measurement on the session as
 /// it is, the preparation over the session as pruning leaves it.
-pub(crate) struct Planned {
+pub(crate) struct Planned<'s> {
     pub step: PruneFirst,
-    pub pruned: Session,
+    /// The session as pruning leaves it: the session itself (not a copy)
+    /// when nothing is pruned.
+    pub pruned: Cow<'s, Session>,
     /// What the compaction trigger compares, before pruning.
     measured: ContextEstimate,
     threshold: i64,
     window: u64,
 }
 
-impl Planned {
+impl<'s> Planned<'s> {
+    /// Plans over `session`; an owned session is pruned in place, a
+    /// borrowed one is copied only when pruning changes something.
     pub(crate) fn new(
-        session: &Session,
+        session: Cow<'s, Session>,
         leaf: Option<usize>,
         settings: &CompactionSettings,
         prune: &PruneConfig,
         window: u64,
         now: i64,
     ) -> Result<Self, SessionError> {
-        let archives = musepi_snapcompact::SessionArchives::new(session);
-        let step = prune_first(session, leaf, settings, Some(prune), Some(&archives), now)?;
-        let mut pruned = session.clone();
-        step.apply_to(&mut pruned);
+        let (step, measured) = {
+            let archives = musepi_snapcompact::SessionArchives::new(&session);
+            let step = prune_first(&session, leaf, settings, Some(prune), Some(&archives), now)?;
+            (step, musepi_snapcompact::measured_tokens(&session, leaf))
+        };
+        let pruned = step.pruned(session);
         Ok(Self {
             step,
             pruned,
-            measured: musepi_snapcompact::measured_tokens(session, leaf),
+            measured,
             threshold: resolve_threshold_tokens(window, &settings.thresholds(false)),
             window,
         })
@@ -114,7 +122,7 @@ pub(crate) fn plan_json(
     show_prompts: bool,
     now: i64,
 ) -> Result<Value, SessionError> {
-    let planned = Planned::new(session, leaf, settings, prune, window, now)?;
+    let planned = Planned::new(Cow::Borrowed(session), leaf, settings, prune, window, now)?;
     Ok(match planned.step.prepare(&planned.pruned, leaf) {
         Ok(prep) => document(session, leaf, &planned, &prep, settings, show_prompts),
         Err(reason) => nothing_json(session, &planned, &reason),
