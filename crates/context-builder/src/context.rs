@@ -3,8 +3,8 @@
 use std::borrow::Cow;
 
 use musepi_session_model::{
-    AgentMessage, BranchSummaryMessage, CompactionSummaryMessage, CustomMessage, Entry, EntryBody,
-    Session,
+    AgentMessage, AssistantMessage, BranchSummaryMessage, CompactionSummaryMessage, CustomMessage,
+    Entry, EntryBody, Session,
 };
 
 use crate::estimate::estimate_tokens;
@@ -96,6 +96,9 @@ pub fn build_context_over_path<'a>(session: &'a Session, path: &[usize]) -> Sess
     // other roles (`smol`, `slow`, …) do not change the main model, and
     // pi's role-less shape is overridden by the next assistant (pi's code).
     let mut explicit_default = false;
+    // The assistant that named the model last, when one did: its names are
+    // copied once, at the end, not for every assistant on the path.
+    let mut model_of_assistant: Option<&AssistantMessage> = None;
     for (pos, &i) in path.iter().enumerate() {
         let e = &entries[i];
         match &e.body {
@@ -108,18 +111,22 @@ pub fn build_context_over_path<'a>(session: &'a Session, path: &[usize]) -> Sess
                     && let Some((provider, model_id)) = mc.provider_and_model()
                 {
                     ctx.model = Some(ModelRef { provider, model_id });
+                    model_of_assistant = None;
                     explicit_default = role.is_some();
                 }
             }
             EntryBody::Message(AgentMessage::Assistant(a)) if !explicit_default => {
-                ctx.model = Some(ModelRef {
-                    provider: a.provider.clone().unwrap_or_default(),
-                    model_id: a.model.clone().unwrap_or_default(),
-                });
+                model_of_assistant = Some(a);
             }
             EntryBody::Compaction(_) => compaction_pos = Some(pos),
             _ => {}
         }
+    }
+    if let Some(a) = model_of_assistant {
+        ctx.model = Some(ModelRef {
+            provider: a.provider.clone().unwrap_or_default(),
+            model_id: a.model.clone().unwrap_or_default(),
+        });
     }
     let mut out = Vec::with_capacity(path.len());
     match compaction_pos {

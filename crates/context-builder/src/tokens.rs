@@ -18,8 +18,6 @@
 //! conversion adds or drops (summary wrappers, archive blocks, bash
 //! executions as text, dropped error turns).
 
-use std::collections::HashMap;
-
 use musepi_session_model::{ContentBlock, Session};
 
 use crate::context::build_context_at;
@@ -87,14 +85,17 @@ pub fn measured_tokens(
             .map(|c| llm_message_tokens(&c.message, Tokenizer::Heuristic))
             .sum()
     };
-    let positions: HashMap<usize, usize> = leaf
+    // The position on the path of every entry, by entry (`usize::MAX`: not on it).
+    let mut positions = vec![usize::MAX; session.len()];
+    for (at, entry) in leaf
         .map(|l| session.path_indices(l))
         .unwrap_or_default()
         .into_iter()
         .enumerate()
-        .map(|(at, entry)| (entry, at))
-        .collect();
-    let position = |entry: usize| positions.get(&entry).copied();
+    {
+        positions[entry] = at;
+    }
+    let position = |entry: usize| positions.get(entry).copied().filter(|&p| p != usize::MAX);
     let compaction = context.compaction_index.and_then(position);
     let anchor = reference.last_usage_index.and_then(|i| {
         let entry = context.messages[i].entry_index;

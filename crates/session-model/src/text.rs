@@ -7,6 +7,7 @@
 
 use std::fmt;
 use std::ops::Deref;
+use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
@@ -15,18 +16,35 @@ use serde_json::value::RawValue;
 use crate::json::{js_stringify_len, utf16_len};
 
 /// A string with its UTF-16 length.
-#[derive(Clone, Default, PartialEq, Eq, Hash)]
+///
+/// The text is shared, not copied, when a `Text` is cloned: contexts,
+/// provider messages and summarizer inputs are built from the session's
+/// texts many times over (every turn of a live session), and a clone costs
+/// a reference count, whatever the size of the tool output it holds.
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Text {
-    s: String,
+    s: Arc<str>,
     utf16: usize,
+}
+
+impl Default for Text {
+    fn default() -> Self {
+        Self::from_str_ref("")
+    }
 }
 
 impl Text {
     /// Wraps `s`, counting its UTF-16 units.
     pub fn new(s: impl Into<String>) -> Self {
-        let s = s.into();
-        let utf16 = utf16_len(&s);
-        Self { s, utf16 }
+        Self::from_str_ref(&s.into())
+    }
+
+    /// Copies `s` into a new text, counting its UTF-16 units.
+    fn from_str_ref(s: &str) -> Self {
+        Self {
+            utf16: utf16_len(s),
+            s: Arc::from(s),
+        }
     }
 
     /// The text.
@@ -39,9 +57,9 @@ impl Text {
         self.utf16
     }
 
-    /// Unwraps the string.
+    /// The text as an owned string.
     pub fn into_string(self) -> String {
-        self.s
+        self.s.to_string()
     }
 }
 
@@ -84,13 +102,13 @@ impl From<String> for Text {
 
 impl PartialEq<str> for Text {
     fn eq(&self, other: &str) -> bool {
-        self.s == other
+        &*self.s == other
     }
 }
 
 impl PartialEq<&str> for Text {
     fn eq(&self, other: &&str) -> bool {
-        self.s == *other
+        &*self.s == *other
     }
 }
 
@@ -102,7 +120,18 @@ impl Serialize for Text {
 
 impl<'de> Deserialize<'de> for Text {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        String::deserialize(deserializer).map(Self::new)
+        struct TextVisitor;
+        impl serde::de::Visitor<'_> for TextVisitor {
+            type Value = Text;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            // One copy, from the parser's buffer into the text.
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Text, E> {
+                Ok(Text::from_str_ref(v))
+            }
+        }
+        deserializer.deserialize_str(TextVisitor)
     }
 }
 
