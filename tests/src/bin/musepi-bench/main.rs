@@ -5,6 +5,7 @@
 //! case once and prints `{case, bytes, seconds, peakBytes, detail}` as one
 //! JSON line, where `peakBytes` is the process's own peak resident memory
 //! (`VmHWM`). `musepi-bench list` names the cases, the baseline first.
+//! `musepi-bench to-v1 V3FILE OUT` writes a generated session as a v1 file.
 //! `musepi-bench retention [--musepi BIN] [--work DIR] [--example FILE]
 //! [--shared DIR]` measures what `musepi compact` keeps of a history (see
 //! `retention/mod.rs`).
@@ -12,10 +13,14 @@
 //! A new case is one function in `cases.rs` and one line in its table.
 
 mod cases;
+mod floor;
 mod generate;
+mod process;
 mod retention;
 mod rng;
+mod serve;
 mod snap;
+mod v1;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -45,6 +50,13 @@ fn run(args: &[String]) -> Result<(), BoxError> {
         Some("retention") => retention::run(&args[1..]),
         Some("generator-version") => {
             println!("{}", generate::VERSION);
+            Ok(())
+        }
+        Some("to-v1") => {
+            let [_, from, out] = args else {
+                return Err("usage: musepi-bench to-v1 V3FILE OUT".into());
+            };
+            println!("{}", v1::to_v1(from.as_ref(), out.as_ref())?);
             Ok(())
         }
         Some("generate") => {
@@ -90,7 +102,7 @@ fn run(args: &[String]) -> Result<(), BoxError> {
             Ok(())
         }
         _ => Err(
-            "usage: musepi-bench list | generator-version | generate --size-mb N --seed S --out FILE | run CASE FILE | retention [--musepi BIN] [--work DIR] [--example FILE] [--shared DIR]"
+            "usage: musepi-bench list | generator-version | generate --size-mb N --seed S --out FILE | to-v1 V3FILE OUT | run CASE FILE | retention [--musepi BIN] [--work DIR] [--example FILE] [--shared DIR]"
                 .into(),
         ),
     }
@@ -99,15 +111,18 @@ fn run(args: &[String]) -> Result<(), BoxError> {
 /// The process's peak resident set (`VmHWM`), in bytes.
 fn peak_bytes() -> Result<u64, BoxError> {
     let status = std::fs::read_to_string("/proc/self/status")?;
-    let line = status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .ok_or("no VmHWM in /proc/self/status")?;
+    vm_hwm(&status).ok_or_else(|| "no VmHWM in /proc/self/status".into())
+}
+
+/// The `VmHWM` of a `/proc/<pid>/status` text, in bytes.
+fn vm_hwm(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: u64 = line
         .trim_start_matches("VmHWM:")
         .trim()
         .trim_end_matches("kB")
         .trim()
-        .parse()?;
-    Ok(kb * 1024)
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
 }

@@ -1,0 +1,87 @@
+//! Whole `musepi` processes as cases: the command line as a user runs it,
+//! timed from the spawn to the exit, with the child's own peak memory.
+//!
+//! The binary is `musepi` next to `musepi-bench` (`cargo xtask bench`
+//! builds both), or the one `MUSEPI_BIN` names. The child's peak resident
+//! memory is its `VmHWM`, read from `/proc/<pid>/status` every millisecond
+//! until it exits: a high-water mark, so the last reading holds the peak
+//! unless memory grew in the child's last millisecond.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::BoxError;
+
+/// `musepi plan --json FILE`.
+pub(crate) fn plan(path: &Path) -> Result<Value, BoxError> {
+    run(&["plan", "--json"], path)
+}
+
+/// `musepi session stats --json FILE`.
+pub(crate) fn stats(path: &Path) -> Result<Value, BoxError> {
+    run(&["session", "stats", "--json"], path)
+}
+
+fn musepi() -> Result<PathBuf, BoxError> {
+    if let Some(bin) = std::env::var_os("MUSEPI_BIN") {
+        return Ok(PathBuf::from(bin));
+    }
+    let exe = std::env::current_exe()?;
+    let bin = exe.with_file_name("musepi");
+    if bin.is_file() {
+        Ok(bin)
+    } else {
+        Err(format!(
+            "no musepi next to {} (build it with `cargo build --release -p musepi`, or set MUSEPI_BIN)",
+            exe.display()
+        )
+        .into())
+    }
+}
+
+fn run(args: &[&str], path: &Path) -> Result<Value, BoxError> {
+    let bin = musepi()?;
+    let start = Instant::now();
+    let mut child = Command::new(&bin)
+        .args(args)
+        .arg(path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    let status_file = PathBuf::from(format!("/proc/{}/status", child.id()));
+    let mut peak = 0u64;
+    let mut stdout = child.stdout.take().ok_or("no stdout")?;
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        std::io::Read::read_to_end(&mut stdout, &mut out).map(|_| out)
+    });
+    let status = loop {
+        if let Some(hwm) = std::fs::read_to_string(&status_file)
+            .ok()
+            .as_deref()
+            .and_then(crate::vm_hwm)
+        {
+            peak = peak.max(hwm);
+        }
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    let seconds = start.elapsed().as_secs_f64();
+    let out = reader.join().map_err(|_| "the reader thread panicked")??;
+    if !status.success() {
+        return Err(format!("{} {} exited with {status}", bin.display(), args.join(" ")).into());
+    }
+    let answer: Value = serde_json::from_slice(&out)?;
+    Ok(json!({
+        "command": format!("musepi {} FILE", args.join(" ")),
+        "processSeconds": seconds,
+        "childPeakBytes": peak,
+        "answerKeys": answer.as_object().map_or(0, serde_json::Map::len),
+    }))
+}

@@ -1,0 +1,131 @@
+//! The per-turn maintenance of a live agent loop (`musepi serve`): the
+//! runtime opened over a copy of the session, then turns of a user message,
+//! an assistant message with its usage (well under the threshold, so no
+//! compaction is due), `afterAssistant` and `beforeRequest`, each timed.
+//!
+//! The copy lives next to the session (under `<target>/bench-data`) and is
+//! removed at the end; appends are durable (fsynced), as in `musepi serve`.
+
+use std::path::Path;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+use std::time::Instant;
+
+use musepi_runtime::{Maintenance, MaintenanceSettings, Outcome};
+use musepi_session_model::{
+    AgentMessage, AssistantMessage, Content, EntryBody, Journal, SequentialIds, StopReason, Usage,
+    UserMessage,
+};
+use serde_json::{Value, json};
+
+use crate::BoxError;
+
+/// Turns measured.
+const TURNS: usize = 40;
+
+/// Runs a future that must not wait: with no compaction due, the natural
+/// points complete without awaiting anything.
+fn now<F: Future>(future: F) -> Result<F::Output, BoxError> {
+    let mut future = pin!(future);
+    match future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        Poll::Ready(out) => Ok(out),
+        Poll::Pending => Err("a natural point waited, so a compaction ran".into()),
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// `open` of the runtime, then [`TURNS`] turns; times in milliseconds.
+pub(crate) fn serve(path: &Path) -> Result<Value, BoxError> {
+    let copy = path.with_extension("serve-copy.jsonl");
+    std::fs::copy(path, &copy)?;
+    let result = turns(&copy);
+    std::fs::remove_file(&copy)?;
+    result
+}
+
+fn turns(copy: &Path) -> Result<Value, BoxError> {
+    let start = Instant::now();
+    let mut journal = Journal::open(copy, &mut SequentialIds::new())?;
+    // The generated file ends on a compaction: work at its parent, where
+    // the whole history since the previous compaction is in the context.
+    let session = journal.session();
+    if let Some(leaf) = crate::snap::working_leaf(session)
+        && Some(leaf) != session.leaf_index()
+    {
+        let id = session.entries()[leaf].id.to_string();
+        journal.set_leaf(&id)?;
+    }
+    let mut m = Maintenance::new(journal, MaintenanceSettings::default());
+    let open_ms = start.elapsed().as_secs_f64() * 1e3;
+    // The clock of the session's own turns: after its last entry.
+    let mut clock = 1_900_000_000_000f64;
+    let [mut user, mut assistant, mut after, mut before, mut turn]: [Vec<f64>; 5] =
+        Default::default();
+    for i in 0..TURNS {
+        clock += 1000.0;
+        let t = Instant::now();
+        m.append(EntryBody::Message(AgentMessage::User(UserMessage {
+            content: Content::text(format!("turn {i}: run the tests again")),
+            timestamp: Some(clock),
+            ..UserMessage::default()
+        })))?;
+        let user_ms = t.elapsed().as_secs_f64() * 1e3;
+        clock += 1000.0;
+        let t = Instant::now();
+        m.append(EntryBody::Message(AgentMessage::Assistant(
+            AssistantMessage {
+                content: Content::text(format!("All tests pass (turn {i}).")),
+                provider: Some("anthropic".into()),
+                model: Some("claude-sonnet-4-5".into()),
+                usage: Some(Usage {
+                    input: 20_000.0,
+                    output: 200.0,
+                    total_tokens: 20_200.0,
+                    ..Usage::default()
+                }),
+                stop_reason: Some(StopReason::Stop),
+                timestamp: Some(clock),
+                ..AssistantMessage::default()
+            },
+        )))?;
+        let append_ms = t.elapsed().as_secs_f64() * 1e3;
+        let t = Instant::now();
+        let d = now(m.after_assistant(None))??;
+        let after_ms = t.elapsed().as_secs_f64() * 1e3;
+        let t = Instant::now();
+        let d2 = now(m.before_request(None))?;
+        let before_ms = t.elapsed().as_secs_f64() * 1e3;
+        if d.outcome != Outcome::Nothing || d2.outcome != Outcome::Nothing {
+            return Err(format!(
+                "turn {i}: maintenance acted ({:?}, {:?})",
+                d.outcome, d2.outcome
+            )
+            .into());
+        }
+        user.push(user_ms);
+        assistant.push(append_ms);
+        after.push(after_ms);
+        before.push(before_ms);
+        turn.push(append_ms + after_ms + before_ms);
+    }
+    let (first, last) = (turn[..10].to_vec(), turn[TURNS - 10..].to_vec());
+    Ok(json!({
+        "openMs": open_ms,
+        "turns": TURNS,
+        "appendMs": median(assistant),
+        "appendUserMs": median(user),
+        "afterAssistantMs": median(after),
+        "beforeRequestMs": median(before),
+        "turnMs": median(turn.clone()),
+        "turnMaxMs": turn.iter().copied().fold(0.0, f64::max),
+        "firstTenTurnsMs": median(first),
+        "lastTenTurnsMs": median(last),
+    }))
+}
