@@ -82,8 +82,95 @@ pub fn build_context_at(session: &Session, leaf: Option<usize>) -> SessionContex
     let Some(leaf) = leaf else {
         return SessionContext::empty();
     };
-    let path = session.path_indices(leaf);
-    build_context_over_path(session, &path)
+    if session.has_duplicate_ids() {
+        // Which of two entries with one id a compaction keeps from is
+        // decided over the whole path.
+        let path = session.path_indices(leaf);
+        return build_context_over_path(session, &path);
+    }
+    build_context_from_summary(session, leaf)
+}
+
+/// [`build_context_over_path`] over the path to `leaf`, from the path's
+/// record ([`Session::path_summary`]): the thinking level, model and latest
+/// compaction are known at the leaf, so only the entries the context holds
+/// (from the first kept entry on) are visited, however long the path.
+fn build_context_from_summary(session: &Session, leaf: usize) -> SessionContext<'_> {
+    let entries = session.entries();
+    let summary = session.path_summary(leaf);
+    let at = |i: Option<u32>| i.map(|i| i as usize);
+    let mut ctx = SessionContext::empty();
+    if let Some(i) = at(summary.thinking_level_change)
+        && let EntryBody::ThinkingLevelChange { thinking_level } = &entries[i].body
+    {
+        ctx.thinking_level = thinking_level.clone().unwrap_or_else(|| "off".into());
+    }
+    if let Some(i) = at(summary.model_assistant)
+        && let Some(AgentMessage::Assistant(a)) = entries[i].message()
+    {
+        ctx.model = Some(ModelRef {
+            provider: a.provider.clone().unwrap_or_default(),
+            model_id: a.model.clone().unwrap_or_default(),
+        });
+    } else if let Some(i) = at(summary.model_change)
+        && let EntryBody::ModelChange(mc) = &entries[i].body
+        && let Some((provider, model_id)) = mc.provider_and_model()
+    {
+        ctx.model = Some(ModelRef { provider, model_id });
+    }
+    // The entries the context holds, newest first: back to the latest
+    // compaction, then (if it keeps some) back to its first kept entry.
+    let mut held = Vec::new();
+    let mut cur = Some(leaf);
+    let compaction = at(summary.compaction);
+    while let Some(c) = cur
+        && Some(c) != compaction
+    {
+        held.push(c);
+        cur = session.parent_index(c);
+    }
+    let mut out = Vec::new();
+    if let Some(ci) = compaction {
+        let EntryBody::Compaction(c) = &entries[ci].body else {
+            unreachable!("the path record names a compaction")
+        };
+        ctx.compaction_index = Some(ci);
+        out.push(ContextMessage {
+            entry_index: ci,
+            message: Cow::Owned(AgentMessage::CompactionSummary(CompactionSummaryMessage {
+                summary: c.summary.clone(),
+                tokens_before: c.tokens_before,
+                timestamp: entry_time(&entries[ci]),
+                short_summary: None,
+            })),
+        });
+        if let Some(first_kept) = &c.first_kept_entry_id {
+            if first_kept.as_str().is_empty() {
+                // Entries without an id all match it: the first on the path counts.
+                return build_context_over_path(session, &session.path_indices(leaf));
+            }
+            let mut kept = Vec::new();
+            let mut cur = session.parent_index(ci);
+            while let Some(k) = cur {
+                kept.push(k);
+                if entries[k].id == *first_kept {
+                    break;
+                }
+                cur = session.parent_index(k);
+            }
+            // Kept only when the first kept entry is on the path.
+            if cur.is_some() {
+                for &i in kept.iter().rev() {
+                    push_entry(&mut out, entries, i);
+                }
+            }
+        }
+    }
+    for &i in held.iter().rev() {
+        push_entry(&mut out, entries, i);
+    }
+    ctx.messages = out;
+    ctx
 }
 
 /// The context over an explicit root-first path of entry positions.

@@ -85,17 +85,9 @@ pub fn measured_tokens(
             .map(|c| llm_message_tokens(&c.message, Tokenizer::Heuristic))
             .sum()
     };
-    // The position on the path of every entry, by entry (`usize::MAX`: not on it).
-    let mut positions = vec![usize::MAX; session.len()];
-    for (at, entry) in leaf
-        .map(|l| session.path_indices(l))
-        .unwrap_or_default()
-        .into_iter()
-        .enumerate()
-    {
-        positions[entry] = at;
-    }
-    let position = |entry: usize| positions.get(entry).copied().filter(|&p| p != usize::MAX);
+    // The position on the leaf's path of an entry of the context (every
+    // one of them is on it): its depth.
+    let position = |entry: usize| Some(session.path_summary(entry).depth as usize);
     let compaction = context.compaction_index.and_then(position);
     let anchor = reference.last_usage_index.and_then(|i| {
         let entry = context.messages[i].entry_index;

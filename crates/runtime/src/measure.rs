@@ -5,18 +5,14 @@
 use std::collections::HashSet;
 
 use musepi_context_builder::{LlmMessage, Tokenizer, build_context};
-use musepi_session_model::{EntryBody, EntryId, Session, StopReason};
+use musepi_session_model::{EntryId, Session, StopReason};
 
 /// Timestamp (ms) of the latest compaction on the current branch.
 pub(crate) fn latest_compaction_ms(session: &Session) -> Option<f64> {
     let leaf = session.leaf_index()?;
-    session
-        .path_indices(leaf)
-        .into_iter()
-        .rev()
-        .map(|i| &session.entries()[i])
-        .find(|e| matches!(e.body, EntryBody::Compaction(_)))
-        .and_then(musepi_session_model::Entry::timestamp_ms)
+    let compaction = session.path_summary(leaf).compaction? as usize;
+    session.entries()[compaction]
+        .timestamp_ms()
         .map(|ms| ms as f64)
 }
 
@@ -27,14 +23,11 @@ pub(crate) fn before_latest_compaction(session: &Session, index: usize) -> bool 
     let Some(leaf) = session.leaf_index() else {
         return false;
     };
-    let path = session.path_indices(leaf);
-    let compaction = path
-        .iter()
-        .rposition(|&i| matches!(session.entries()[i].body, EntryBody::Compaction(_)));
-    match (compaction, path.iter().position(|&i| i == index)) {
-        (Some(c), Some(p)) => p < c,
-        _ => false,
-    }
+    let Some(compaction) = session.path_summary(leaf).compaction else {
+        return false;
+    };
+    session.path_summary(index).depth < session.path_summary(compaction as usize).depth
+        && session.is_on_path(index, leaf)
 }
 
 /// The context size the triggers compare: the last usage plus the

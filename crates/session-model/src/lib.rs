@@ -39,6 +39,7 @@ pub mod json;
 mod load;
 mod message;
 mod migrate;
+mod pathinfo;
 mod problem;
 mod session;
 mod text;
@@ -64,6 +65,7 @@ pub use message::{
     ToolResultMessage, Usage, UserMessage,
 };
 pub use migrate::LineEdit;
+pub use pathinfo::PathSummary;
 pub use problem::{Problem, ProblemKind};
 pub use session::{LineSource, Session, Stamp};
 pub use text::{JsonValue, RawJson, Text};

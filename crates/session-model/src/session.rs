@@ -11,6 +11,7 @@ use crate::entry::{BranchSummary, Entry, EntryBody, Header};
 use crate::error::SessionError;
 use crate::id::{EntryId, IdSource, fresh_id};
 use crate::message::{AgentMessage, Usage};
+use crate::pathinfo::{PathSummary, summarize_all};
 use crate::problem::{Problem, ProblemKind};
 use crate::text::Text;
 use crate::time::{EpochMillis, format_iso};
@@ -84,6 +85,10 @@ pub struct Session {
     pub(crate) problems: Vec<Problem>,
     pub(crate) kept_lines: Vec<KeptLine>,
     pub(crate) origin: Option<Origin>,
+    /// What each entry's path holds (see [`PathSummary`]).
+    pub(crate) summaries: Vec<PathSummary>,
+    /// Whether two entries share an id (a problem of the file).
+    pub(crate) duplicate_ids: bool,
 }
 
 /// The file a session's lines are read back from, and the reader the
@@ -114,6 +119,8 @@ impl Session {
             problems: Vec::new(),
             kept_lines: Vec::new(),
             origin: None,
+            summaries: Vec::new(),
+            duplicate_ids: false,
         }
     }
 
@@ -304,12 +311,47 @@ impl Session {
     /// the entry's id and parent (pruning changes a message's content only).
     /// [`crate::Journal::stage_replacements`] does this for a journal.
     pub fn replace_entry(&mut self, i: usize, entry: Entry, line: String) -> (Entry, LineSource) {
+        self.put_entry(i, entry, LineSource::Text(line.into_boxed_str()))
+    }
+
+    /// Puts `entry`, written by `source`, at position `i`, keeping every
+    /// path record true; returns what was there.
+    pub(crate) fn put_entry(
+        &mut self,
+        i: usize,
+        entry: Entry,
+        source: LineSource,
+    ) -> (Entry, LineSource) {
         let old_entry = std::mem::replace(&mut self.entries[i], entry);
-        let old_source = std::mem::replace(
-            &mut self.sources[i],
-            LineSource::Text(line.into_boxed_str()),
-        );
+        let old_source = std::mem::replace(&mut self.sources[i], source);
+        if PathSummary::matters(&old_entry) || PathSummary::matters(&self.entries[i]) {
+            self.summaries = summarize_all(&self.entries, &self.parents);
+        }
         (old_entry, old_source)
+    }
+
+    /// What the path from the root to entry `i` holds: its depth and the
+    /// latest compaction, thinking level change and model on it.
+    pub fn path_summary(&self, i: usize) -> PathSummary {
+        self.summaries[i]
+    }
+
+    /// Whether two entries of the file share an id.
+    pub fn has_duplicate_ids(&self) -> bool {
+        self.duplicate_ids
+    }
+
+    /// Whether entry `i` is on the path from the root to entry `end`.
+    pub fn is_on_path(&self, i: usize, end: usize) -> bool {
+        let depth = self.summaries[i].depth;
+        let mut cur = Some(end);
+        while let Some(c) = cur {
+            if self.summaries[c].depth <= depth {
+                return c == i;
+            }
+            cur = self.parent_index(c);
+        }
+        false
     }
 
     /// Moves the leaf to `id` (`branch(id)`); entries are not modified.
@@ -456,6 +498,7 @@ impl Session {
         self.sources.truncate(snapshot.len);
         self.lines.truncate(snapshot.len);
         self.parents.truncate(snapshot.len);
+        self.summaries.truncate(snapshot.len);
         self.leaf = snapshot.leaf;
         self.labels = snapshot.labels;
     }
@@ -478,6 +521,8 @@ impl Session {
         let i = self.entries.len();
         self.push_loaded(entry, LineSource::Text(text.into_boxed_str()), 0);
         self.link(i);
+        let parent = self.parents[i].map(|p| self.summaries[p as usize]);
+        self.summaries[i] = PathSummary::of(parent.as_ref(), i, &self.entries[i]);
         self.leaf = Some(i as u32);
         id
     }
@@ -502,6 +547,7 @@ impl Session {
         self.sources.push(source);
         self.lines.push(line);
         self.parents.push(None);
+        self.summaries.push(PathSummary::default());
     }
 
     /// Resolves entry `i`'s parent link against the index.
@@ -578,6 +624,10 @@ impl Session {
                 state[c] = 2;
             }
         }
+        self.duplicate_ids = problems
+            .iter()
+            .any(|p| matches!(p.kind, ProblemKind::DuplicateId { .. }));
+        self.summaries = summarize_all(&self.entries, &self.parents);
         crate::validate::every_link_problem(self, &mut problems);
         self.problems.extend(problems);
         self.problems.sort_by_key(|p| p.line);

@@ -288,8 +288,7 @@ impl Journal {
     /// Undoes every staged replacement.
     pub fn discard_staged(&mut self) {
         for (i, entry, source) in self.staged.drain(..).rev() {
-            self.session.entries[i] = entry;
-            self.session.sources[i] = source;
+            self.session.put_entry(i, entry, source);
         }
     }
 

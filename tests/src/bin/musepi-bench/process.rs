@@ -15,14 +15,14 @@ use serde_json::{Value, json};
 
 use crate::BoxError;
 
-/// `musepi plan --json FILE`.
+/// `musepi plan --json --quiet FILE`.
 pub(crate) fn plan(path: &Path) -> Result<Value, BoxError> {
-    run(&["plan", "--json"], path)
+    run(&["plan", "--json", "--quiet"], path)
 }
 
-/// `musepi session stats --json FILE`.
+/// `musepi session stats --json --quiet FILE`.
 pub(crate) fn stats(path: &Path) -> Result<Value, BoxError> {
-    run(&["session", "stats", "--json"], path)
+    run(&["session", "stats", "--json", "--quiet"], path)
 }
 
 fn musepi() -> Result<PathBuf, BoxError> {
