@@ -330,15 +330,20 @@ fn png_compaction(
         settings.serialize.include_thinking,
     );
     let layout = plan_archive(&source.text, &high, low.as_ref(), max_frames)?;
+    // The same salience history a text reader gets goes under HISTORY, at
+    // the text archive's budget: its ledger keeps every promise there too.
+    let continued = input.continued_archive();
+    let snap = input.snap_input(continued.as_ref(), settings);
+    let budget = snap.archive_max_chars.max(MIN_ARCHIVE_CHARS);
     // Frames pay for themselves only when the whole archive (the verbatim
-    // edges, each frame counted as an image, and the least history of the
-    // summary) takes fewer characters than the history it replaces; else,
-    // and always when the history fits the two edges, the text archive
-    // keeps it at less cost.
+    // edges, each frame counted as an image, and that history) takes fewer
+    // characters than the history it replaces; else, and always when the
+    // history fits the two edges, the text archive alone keeps it at less
+    // cost.
     let cost = len16(&layout.text_head)
         + len16(&layout.text_tail)
         + layout.pages.len() * IMAGE_CHARS
-        + MIN_ARCHIVE_CHARS;
+        + budget;
     if layout.pages.is_empty() || cost >= len16(&source.text) {
         return Ok(text_compaction(input, settings));
     }
@@ -348,17 +353,6 @@ fn png_compaction(
         frames,
         previous.as_ref().map_or(0, |p| p.truncated_chars),
     );
-    // The same salience history a text reader gets, under HISTORY.
-    let continued = input.continued_archive();
-    let snap = input.snap_input(continued.as_ref(), settings);
-    // The whole archive keeps to the budget: the history gets what the
-    // verbatim edges and the frames (each counted as an image) leave.
-    let shown =
-        len16(&layout.text_head) + len16(&layout.text_tail) + archive.frames.len() * IMAGE_CHARS;
-    let budget = snap
-        .archive_max_chars
-        .saturating_sub(shown)
-        .max(MIN_ARCHIVE_CHARS);
     let history = history_within(&snap, budget);
     let summary = frames_summary(
         &layout,

@@ -21,7 +21,7 @@ use musepi_snapcompact::normalize::NEWLINE_GLYPH;
 use musepi_snapcompact::png_archive::PngArchive;
 use musepi_snapcompact::pricing::{FRAME_DATA_BYTES_BUDGET, FRAME_DATA_BYTES_ESTIMATE};
 use musepi_snapcompact::serialize::{SerializeOptions, serialize_archive};
-use musepi_snapcompact::text_frames::MIN_ARCHIVE_CHARS;
+use musepi_snapcompact::text_frames::archive_max_chars_for_reserve;
 use musepi_snapcompact::{normalize, resolve_shape};
 use musepi_test_support::EntryBuilder as Builder;
 
@@ -89,7 +89,7 @@ fn long_session(turns: usize, words: usize) -> Builder {
 
 #[test]
 fn png_frames_carry_their_shape_and_the_preserve_data_holds_the_archive() {
-    let b = long_session(60, 200);
+    let b = long_session(90, 200);
     let out = run(&b, &claude());
     let png = png_of(&out);
     assert!(png.frames.len() >= 2, "{}", png.frames.len());
@@ -119,7 +119,7 @@ fn png_frames_carry_their_shape_and_the_preserve_data_holds_the_archive() {
         "{s}"
     );
     assert!(s.contains("=== LEDGER ===\n"), "{s}");
-    assert!(s.contains("¶user:t59w0 t59w1"), "{s}");
+    assert!(s.contains("¶user:t89w0 t89w1"), "{s}");
     assert!(
         !s.contains("{{") && !s.contains("}}") && !s.contains("dropped"),
         "{s}"
@@ -194,7 +194,7 @@ fn openai_frames_ask_for_original_detail_and_the_provider_caps_frames() {
 
 #[test]
 fn a_png_compaction_continues_a_text_archive_or_folds_in_a_summary() {
-    let b = long_session(60, 200);
+    let b = long_session(90, 200);
     let mut prep = b.prepare(1);
     prep.previous_details = Some(
         json!({"readFiles": [], "snapcompact": {"text": "¶user:EARLIER\n\nTEXT ARCHIVE", "truncatedChars": 5, "version": 1}}),
@@ -256,7 +256,7 @@ fn a_png_compaction_leaves_a_smaller_context_than_it_found() {
 
 #[test]
 fn session_archives_rebuild_the_frames_after_the_summary() {
-    let mut b = long_session(60, 200);
+    let mut b = long_session(90, 200);
     let out = run(&b, &claude());
     let frames = png_of(&out).frames.len();
     let summary = out.summary.clone();
@@ -395,7 +395,8 @@ proptest! {
         let imaged = out.preserve_data.as_ref().and_then(|p| p.get("snapcompact")).is_some();
         // A history that fits the two verbatim edges, or one the frames
         // would not shrink, gets a text archive.
-        prop_assert!(imaged || len16(&source) <= 2 * edge + max_frames * IMAGE_CHARS + MIN_ARCHIVE_CHARS);
+        let history = archive_max_chars_for_reserve(SnapSettings::default().reserve_tokens);
+        prop_assert!(imaged || len16(&source) <= 2 * edge + max_frames * IMAGE_CHARS + history);
         prop_assert!(!imaged || len16(&source) > 2 * edge);
         if !imaged {
             let details = out.details.clone().unwrap_or_default();
