@@ -119,7 +119,7 @@ fn names(dir: &Path) -> Vec<String> {
 #[test]
 fn a_png_archive_is_written_as_frames_edges_and_metadata() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (file, id) = compacted(dir.path(), "png.jsonl", 60, &claude());
+    let (file, id) = compacted(dir.path(), "png.jsonl", 120, &claude());
     let out = dir.path().join("frames");
     let o = musepi(&["snapcompact", "render", p(&file), "--out", p(&out)]);
     assert_eq!(code(&o), 0, "{}", text(&o.stderr));
@@ -167,7 +167,7 @@ fn a_png_archive_is_written_as_frames_edges_and_metadata() {
 #[test]
 fn a_rerender_prints_the_archive_text_in_another_shape_and_replaces_old_frames() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (file, _) = compacted(dir.path(), "png.jsonl", 60, &claude());
+    let (file, _) = compacted(dir.path(), "png.jsonl", 120, &claude());
     let out = dir.path().join("frames");
     std::fs::create_dir_all(&out).expect("mkdir");
     std::fs::write(out.join("frame-099.png"), b"stale").expect("stale frame");
