@@ -289,6 +289,56 @@ fn lines_appended_during_rewrites_are_never_lost() {
     assert_eq!(lost, 0);
 }
 
+/// pi's `appendFileSync` opens the file, writes and closes. Opened just
+/// before a rewrite renames its new file into place, the old file gets the
+/// write, and the rewrite must still carry it over: here the write comes
+/// well after the rename, when musepi would long have finished if it did
+/// not wait for the old file to be closed.
+#[test]
+fn a_line_written_to_the_old_file_after_the_rename_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = base_session(dir.path(), 200);
+    let text = fs::read_to_string(&file).unwrap();
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let line = format!(
+        "{{\"type\":\"custom\",\"id\":\"ap000000\",\"parentId\":\"{}\",\"timestamp\":\"2026-01-02T00:00:00.000Z\",\"customType\":\"agent\",\"data\":{{\"n\":0}}}}\n",
+        last["id"].as_str().unwrap()
+    );
+    let old_inode = fs::metadata(&file).unwrap().ino();
+    let mut held = fs::OpenOptions::new().append(true).open(&file).unwrap();
+    let child = Command::new(MUSEPI)
+        .args(["session", "migrate", file.to_str().unwrap(), "--force"])
+        .env("HOME", std::env::temp_dir().join("musepi-reliability-home"))
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while fs::metadata(&file).unwrap().ino() == old_inode {
+        assert!(
+            started.elapsed() < Duration::from_mins(2),
+            "the file was never replaced"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // Well past the rename and the syncs that follow it, yet well within
+    // the 2 seconds musepi waits for the old file to be closed.
+    std::thread::sleep(Duration::from_millis(600));
+    held.write_all(line.as_bytes()).unwrap();
+    drop(held);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let (found, _) = split_appended(&fs::read(&file).unwrap());
+    assert_eq!(found, vec![line], "the line written to the old file");
+}
+
 /// A small deterministic generator for kill times.
 struct Lcg(u64);
 

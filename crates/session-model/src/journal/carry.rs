@@ -13,10 +13,12 @@
 //!
 //! An appender that takes the file's lock while it appends (the protocol in
 //! docs/reliability.md) cannot write between those steps, so for it the
-//! guarantee is exact. An appender that takes no lock (pi) can only lose a
-//! line it writes to the old file after the final check: it would have had
-//! to open the file before the rename and write to it only after the
-//! folder was synced.
+//! guarantee is exact. An appender that takes no lock (pi) may have opened
+//! the old file just before the rename and write to it at any time after:
+//! each look at a replaced file waits until no other process holds it open
+//! for writing (for at most 2 seconds), so such a line is lost only when
+//! its writer keeps the file open longer than that, or is in the very
+//! system call that opens it when musepi looks.
 
 use std::fs::File;
 use std::io::Write;
@@ -130,6 +132,9 @@ fn settle_late(
             &held[held.len() - 2].file
         };
         let cur = &held[held.len() - 1].file;
+        // Nobody can open the replaced file any more; once no other process
+        // holds it open for writing, nothing more can reach it.
+        super::holders::wait_closed_elsewhere(old);
         let late = read_past(old, old_copied).map_err(io)?;
         if late.is_empty() {
             return Ok(end);

@@ -19,6 +19,7 @@
 mod append;
 mod carry;
 pub(crate) mod disk;
+mod holders;
 pub(crate) mod lines;
 mod lock;
 mod write;

@@ -1,0 +1,159 @@
+//! Other processes that still hold a replaced file open for writing.
+//!
+//! After a rewrite renames its new file over the old one, nobody can open
+//! the old file any more, but an appender that opened it just before the
+//! rename can still write to it. An appender that takes no lock (pi's
+//! `appendFileSync`) opens, writes and closes in one call, so once no other
+//! process holds the old file open for writing, nothing more can reach it:
+//! that is when the rewrite takes its last look. The open files are found
+//! in Linux's `/proc/<pid>/fd`; where that cannot be read (another system,
+//! another user's process) none are seen.
+
+use std::fs::{self, File};
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// How long a rewrite waits for other processes to close the file it
+/// replaced: an appender holds it for one write, so only a process paused
+/// in that moment, or one that keeps the file open, makes it wait.
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
+const CLOSE_POLL: Duration = Duration::from_millis(2);
+
+/// Waits until no other process holds `file` (already replaced at its
+/// path, so it has no name left) open for writing, for at most
+/// [`CLOSE_WAIT`] (a process that keeps it open past that is not waited
+/// for).
+pub(crate) fn wait_closed_elsewhere(file: &File) {
+    let Ok(meta) = file.metadata() else {
+        return;
+    };
+    let deadline = Instant::now() + CLOSE_WAIT;
+    loop {
+        if !open_for_writing_elsewhere(meta.dev(), meta.ino()) || Instant::now() >= deadline {
+            return;
+        }
+        std::thread::sleep(CLOSE_POLL);
+    }
+}
+
+/// Whether a process other than this one has the file `dev`/`ino` open for
+/// writing.
+fn open_for_writing_elsewhere(dev: u64, ino: u64) -> bool {
+    let me = std::process::id();
+    let Ok(procs) = fs::read_dir("/proc") else {
+        return false;
+    };
+    for proc_dir in procs.flatten() {
+        let is_other = proc_dir
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<u32>().ok())
+            .is_some_and(|pid| pid != me);
+        if is_other && holds(&proc_dir.path(), dev, ino) {
+            return true;
+        }
+    }
+    false
+}
+
+/// Whether the process at `proc_dir` has the file open for writing. Only
+/// descriptors of files without a name are looked at closely (the replaced
+/// file has none), so the files of other processes are never touched.
+fn holds(proc_dir: &Path, dev: u64, ino: u64) -> bool {
+    let Ok(fds) = fs::read_dir(proc_dir.join("fd")) else {
+        return false;
+    };
+    fds.flatten().any(|fd| {
+        let unnamed = fs::read_link(fd.path())
+            .is_ok_and(|to| to.as_os_str().as_encoded_bytes().ends_with(b" (deleted)"));
+        unnamed
+            && fs::metadata(fd.path()).is_ok_and(|m| m.dev() == dev && m.ino() == ino)
+            && writable(proc_dir, &fd.file_name())
+    })
+}
+
+/// Whether descriptor `fd` of the process at `proc_dir` was opened for
+/// writing (when its flags cannot be read, it counts as writable).
+fn writable(proc_dir: &Path, fd: &std::ffi::OsStr) -> bool {
+    let flags = fs::read_to_string(proc_dir.join("fdinfo").join(fd))
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find_map(|l| l.strip_prefix("flags:"))
+                .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
+        });
+    flags.is_none_or(|f| f & 0o3 != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::{Child, Command, Stdio};
+
+    /// A shell that opens `file` with `redirect` (`3>>` or `3<`), says so
+    /// on its output, and keeps it open until killed.
+    fn holder(file: &Path, redirect: &str) -> Child {
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(format!("exec 3{redirect}\"$0\"; echo open; exec sleep 30"))
+            .arg(file)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("sh runs");
+        let mut said = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().expect("piped")),
+            &mut said,
+        )
+        .expect("sh says it opened the file");
+        child
+    }
+
+    fn replaced_file(dir: &Path) -> (std::path::PathBuf, File) {
+        let path = dir.join("s.jsonl");
+        fs::write(&path, "{}\n").expect("written");
+        let file = File::open(&path).expect("opened");
+        (path, file)
+    }
+
+    #[test]
+    fn another_process_writing_the_replaced_file_is_seen_and_a_reader_is_not() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (path, file) = replaced_file(dir.path());
+        let meta = file.metadata().expect("metadata");
+        let mut writer = holder(&path, ">>");
+        let mut reader = holder(&path, "<");
+        fs::remove_file(&path).expect("removed");
+        assert!(open_for_writing_elsewhere(meta.dev(), meta.ino()));
+        writer.kill().expect("killed");
+        writer.wait().expect("reaped");
+        assert!(!open_for_writing_elsewhere(meta.dev(), meta.ino()));
+        reader.kill().expect("killed");
+        reader.wait().expect("reaped");
+    }
+
+    #[test]
+    fn the_wait_lasts_until_the_other_process_closes_the_file() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (path, file) = replaced_file(dir.path());
+        let meta = file.metadata().expect("metadata");
+        let mut writer = holder(&path, ">>");
+        fs::remove_file(&path).expect("removed");
+        let closing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = std::sync::Arc::clone(&closing);
+        let closer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            writer.kill().expect("killed");
+            writer.wait().expect("reaped");
+        });
+        wait_closed_elsewhere(&file);
+        assert!(
+            closing.load(std::sync::atomic::Ordering::SeqCst),
+            "returned while the other process still had the file open"
+        );
+        assert!(!open_for_writing_elsewhere(meta.dev(), meta.ino()));
+        closer.join().expect("closer");
+    }
+}
