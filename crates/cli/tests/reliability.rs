@@ -339,6 +339,50 @@ fn a_line_written_to_the_old_file_after_the_rename_is_kept() {
     assert_eq!(found, vec![line], "the line written to the old file");
 }
 
+/// An appender of the lock protocol that opened the file and waits for its
+/// lock while a rewrite runs is let go as soon as the file is replaced: it
+/// finds the file replaced and goes on to the new one, which the rewrite
+/// still holds locked. (Kept waiting until the rewrite was done, it would
+/// have held the old file open, and the rewrite would have waited for it.)
+#[test]
+fn an_appender_waiting_for_the_lock_is_let_go_once_the_file_is_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = base_session(dir.path(), 200);
+    let old_inode = fs::metadata(&file).unwrap().ino();
+    let waiting = fs::OpenOptions::new().append(true).open(&file).unwrap();
+    let child = Command::new(MUSEPI)
+        .args(["session", "migrate", file.to_str().unwrap(), "--force"])
+        .env("HOME", std::env::temp_dir().join("musepi-reliability-home"))
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while fs::metadata(&file).unwrap().ino() == old_inode {
+        assert!(
+            started.elapsed() < Duration::from_mins(2),
+            "the file was never replaced"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    waiting.lock().unwrap();
+    let new = fs::File::open(&file).unwrap();
+    assert!(
+        matches!(new.try_lock(), Err(fs::TryLockError::WouldBlock)),
+        "the old file's lock came only when the rewrite was over"
+    );
+    drop((new, waiting));
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
 /// A small deterministic generator for kill times.
 struct Lcg(u64);
 

@@ -122,7 +122,8 @@ fn settle_late(
         path: target.to_owned(),
         source,
     };
-    // Every renamed file stays open and locked until the rewrite is done.
+    // Every renamed file stays open until the rewrite is done, and locked
+    // until a newer one replaces it.
     let mut held = vec![first];
     let (mut old_copied, mut end) = (copied, end);
     for round in 0..REORDER_ROUNDS {
@@ -133,7 +134,10 @@ fn settle_late(
         };
         let cur = &held[held.len() - 1].file;
         // Nobody can open the replaced file any more; once no other process
-        // holds it open for writing, nothing more can reach it.
+        // holds it open for writing, nothing more can reach it. Its lock is
+        // let go first: an appender waiting for it then finds the file
+        // replaced, closes it and appends to the new one (still locked).
+        old.unlock().map_err(io)?;
         super::holders::wait_closed_elsewhere(old);
         let late = read_past(old, old_copied).map_err(io)?;
         if late.is_empty() {
