@@ -289,6 +289,29 @@ fn lines_appended_during_rewrites_are_never_lost() {
     assert_eq!(lost, 0);
 }
 
+/// Starts `musepi session migrate FILE --force` and returns, with it still
+/// running, once FILE is no longer the file of inode `old_inode`.
+fn migrate_until_replaced(file: &Path, old_inode: u64) -> std::process::Child {
+    let child = Command::new(MUSEPI)
+        .args(["session", "migrate", file.to_str().unwrap(), "--force"])
+        .env("HOME", std::env::temp_dir().join("musepi-reliability-home"))
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while fs::metadata(file).unwrap().ino() == old_inode {
+        assert!(
+            started.elapsed() < Duration::from_mins(2),
+            "the file was never replaced"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    child
+}
+
 /// pi's `appendFileSync` opens the file, writes and closes. Opened just
 /// before a rewrite renames its new file into place, the old file gets the
 /// write, and the rewrite must still carry it over: here the write comes
@@ -306,23 +329,7 @@ fn a_line_written_to_the_old_file_after_the_rename_is_kept() {
     );
     let old_inode = fs::metadata(&file).unwrap().ino();
     let mut held = fs::OpenOptions::new().append(true).open(&file).unwrap();
-    let child = Command::new(MUSEPI)
-        .args(["session", "migrate", file.to_str().unwrap(), "--force"])
-        .env("HOME", std::env::temp_dir().join("musepi-reliability-home"))
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while fs::metadata(&file).unwrap().ino() == old_inode {
-        assert!(
-            started.elapsed() < Duration::from_mins(2),
-            "the file was never replaced"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    let child = migrate_until_replaced(&file, old_inode);
     // Well past the rename and the syncs that follow it, yet well within
     // the 2 seconds musepi waits for the old file to be closed.
     std::thread::sleep(Duration::from_millis(600));
@@ -350,23 +357,7 @@ fn an_appender_waiting_for_the_lock_is_let_go_once_the_file_is_replaced() {
     let file = base_session(dir.path(), 200);
     let old_inode = fs::metadata(&file).unwrap().ino();
     let waiting = fs::OpenOptions::new().append(true).open(&file).unwrap();
-    let child = Command::new(MUSEPI)
-        .args(["session", "migrate", file.to_str().unwrap(), "--force"])
-        .env("HOME", std::env::temp_dir().join("musepi-reliability-home"))
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while fs::metadata(&file).unwrap().ino() == old_inode {
-        assert!(
-            started.elapsed() < Duration::from_mins(2),
-            "the file was never replaced"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    let child = migrate_until_replaced(&file, old_inode);
     waiting.lock().unwrap();
     let new = fs::File::open(&file).unwrap();
     assert!(
