@@ -10,14 +10,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use musepi_hooks::events::{
-    BeforeCompactEvent, BeforeCompactResult, BeforeTreeEvent, BeforeTreeResult, CompactEvent,
-    CompactingEvent, CompactingResult, TreeEvent, names,
-};
-use musepi_hooks::{
-    Hook, HookError, HookFuture, HookWarning, Hooks, ProcessHook, StderrMode, StderrSink,
-};
-use tokio_util::sync::CancellationToken;
+use musepi_hooks::events::names;
+use musepi_hooks::{CancelReport, HookWarning, Hooks, ProcessHook, StderrMode};
 
 use crate::settings::{HookCommand, Settings};
 
@@ -79,107 +73,24 @@ pub fn from_settings_with(
     settings: &Settings,
     mode: &StderrMode,
 ) -> Result<Hooks, HookSettingsError> {
-    let sink = match mode {
-        StderrMode::Callback(f) => Some(f.clone()),
-        StderrMode::Forward | StderrMode::Capture => None,
-    };
     let mut hooks = Hooks::new();
     for hook in process_hooks(settings, mode)? {
-        hooks.register(Arc::new(Reported {
-            hook,
-            sink: sink.clone(),
-        }));
+        hooks.register(Arc::new(hook));
     }
-    Ok(hooks)
-}
-
-/// A hook command whose fail-closed failures are reported as they happen
-/// (on stderr, even with `-q`, or to the callback): they cancel the
-/// operation, and the command's error (`Compaction cancelled`) does not
-/// say which hook failed or how.
-struct Reported {
-    hook: ProcessHook,
-    sink: Option<StderrSink>,
-}
-
-impl Reported {
-    fn report<T>(&self, event: &'static str, result: Result<T, HookError>) -> Result<T, HookError> {
-        if let Err(error) = &result
-            && self.hook.fail_closed()
-        {
-            let warning = HookWarning {
-                hook: self.hook.name(),
-                event,
-                error: error.clone(),
-                cancelled: true,
-            };
-            match &self.sink {
-                Some(f) => f(&self.hook.name(), &warning.to_string()),
-                None => eprintln!("musepi: {warning}"),
-            }
+    // A failure that cancels is told at once (on stderr even with `-q`, or
+    // to the callback): the command's error (`Compaction cancelled`) does
+    // not say which hook failed or how.
+    let report: CancelReport = match mode {
+        StderrMode::Callback(f) => {
+            let f = f.clone();
+            Arc::new(move |w: &HookWarning| f(&w.hook, &w.to_string()))
         }
-        result
-    }
-}
-
-impl Hook for Reported {
-    fn name(&self) -> String {
-        self.hook.name()
-    }
-
-    fn fail_closed(&self) -> bool {
-        self.hook.fail_closed()
-    }
-
-    fn handles(&self, event: &str) -> bool {
-        self.hook.handles(event)
-    }
-
-    fn before_compact<'a>(
-        &'a self,
-        event: &'a BeforeCompactEvent,
-        cancel: CancellationToken,
-    ) -> HookFuture<'a, Option<BeforeCompactResult>> {
-        Box::pin(async move {
-            let r = self.hook.before_compact(event, cancel).await;
-            self.report(names::BEFORE_COMPACT, r)
-        })
-    }
-
-    fn compacting<'a>(
-        &'a self,
-        event: &'a CompactingEvent,
-        cancel: CancellationToken,
-    ) -> HookFuture<'a, Option<CompactingResult>> {
-        Box::pin(async move {
-            let r = self.hook.compacting(event, cancel).await;
-            self.report(names::COMPACTING, r)
-        })
-    }
-
-    fn compacted<'a>(
-        &'a self,
-        event: &'a CompactEvent,
-        cancel: CancellationToken,
-    ) -> HookFuture<'a, ()> {
-        // After the save, a failure cancels nothing: the pipeline's warning says it all.
-        self.hook.compacted(event, cancel)
-    }
-
-    fn before_tree<'a>(
-        &'a self,
-        event: &'a BeforeTreeEvent,
-        cancel: CancellationToken,
-    ) -> HookFuture<'a, Option<BeforeTreeResult>> {
-        Box::pin(async move {
-            let r = self.hook.before_tree(event, cancel).await;
-            self.report(names::BEFORE_TREE, r)
-        })
-    }
-
-    fn tree<'a>(&'a self, event: &'a TreeEvent, cancel: CancellationToken) -> HookFuture<'a, ()> {
-        self.hook.tree(event, cancel)
-    }
+        StderrMode::Forward | StderrMode::Capture => {
+            Arc::new(|w: &HookWarning| eprintln!("musepi: {w}"))
+        }
+    };
+    hooks.report_cancels(report);
+    Ok(hooks)
 }
 
 /// One [`ProcessHook`] per configured command, events in [`names::ALL`]
@@ -239,6 +150,9 @@ fn process_hook(
 
 #[cfg(test)]
 mod tests {
+    use musepi_hooks::events::BeforeTreeEvent;
+    use tokio_util::sync::CancellationToken;
+
     use super::*;
 
     /// Event, command, timeout in ms, fail-closed.

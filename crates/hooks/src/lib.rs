@@ -40,7 +40,7 @@ pub use digest::branch_digest;
 pub use events::names;
 pub use navigate::{BranchStrategy, NavigateError, NavigateOptions, NavigateOutcome, navigate};
 pub use process::{HookConfigError, Invocation, ProcessHook, Reply, StderrMode, StderrSink};
-pub use runner::{Dispatch, Hook, HookError, HookFuture, HookWarning, Hooks};
+pub use runner::{CancelReport, Dispatch, Hook, HookError, HookFuture, HookWarning, Hooks};
 pub use snapcompact::{SnapSettings, SnapTarget, compact_preparation};
 pub use summarizer::{
     MAX_BYTES_PER_TOKEN, RemoteFailure, SummarizeError, SummarizeFuture, Summarizer,

@@ -152,10 +152,14 @@ pub struct Dispatch<T> {
     pub failed_closed: bool,
 }
 
+/// Told of each failure that cancels an operation, as it happens.
+pub type CancelReport = Arc<dyn Fn(&HookWarning) + Send + Sync>;
+
 /// The registered handlers.
 #[derive(Clone, Default)]
 pub struct Hooks {
     handlers: Vec<Arc<dyn Hook>>,
+    on_cancel: Option<CancelReport>,
 }
 
 impl std::fmt::Debug for Hooks {
@@ -201,6 +205,13 @@ impl Hooks {
         self.handlers.push(hook);
     }
 
+    /// Tells `report` of every failure of a fail-closed handler that cancels
+    /// the operation, when it happens: the operation's own error (e.g.
+    /// "compaction cancelled") does not say which handler failed or how.
+    pub fn report_cancels(&mut self, report: CancelReport) {
+        self.on_cancel = Some(report);
+    }
+
     /// Whether any handler handles `event`.
     pub fn has(&self, event: &str) -> bool {
         self.handlers.iter().any(|h| h.handles(event))
@@ -211,6 +222,7 @@ impl Hooks {
     }
 
     fn fail(
+        &self,
         d: &mut Dispatch<impl Sized>,
         hook: &dyn Hook,
         event: &'static str,
@@ -218,12 +230,16 @@ impl Hooks {
     ) -> bool {
         // After-events are notifications: nothing is left to cancel.
         let cancelled = hook.fail_closed() && !matches!(event, names::COMPACT | names::TREE);
-        d.warnings.push(HookWarning {
+        let warning = HookWarning {
             hook: hook.name(),
             event,
             error,
             cancelled,
-        });
+        };
+        if cancelled && let Some(report) = &self.on_cancel {
+            report(&warning);
+        }
+        d.warnings.push(warning);
         d.failed_closed |= cancelled;
         cancelled
     }
@@ -251,7 +267,7 @@ impl Hooks {
                 }
                 Ok(_) => {}
                 Err(e) => {
-                    if Self::fail(&mut d, h.as_ref(), event, e) {
+                    if self.fail(&mut d, h.as_ref(), event, e) {
                         break;
                     }
                 }
@@ -304,7 +320,7 @@ impl Hooks {
                 }
                 Ok(_) => {}
                 Err(e) => {
-                    if Self::fail(&mut d, h.as_ref(), names::COMPACTING, e) {
+                    if self.fail(&mut d, h.as_ref(), names::COMPACTING, e) {
                         break;
                     }
                 }
@@ -322,7 +338,7 @@ impl Hooks {
         let mut d: Dispatch<()> = Dispatch::default();
         for h in self.for_event(names::COMPACT) {
             if let Err(e) = h.compacted(event, cancel.clone()).await {
-                let _ = Self::fail(&mut d, h.as_ref(), names::COMPACT, e);
+                let _ = self.fail(&mut d, h.as_ref(), names::COMPACT, e);
             }
         }
         d.warnings
@@ -343,7 +359,7 @@ impl Hooks {
         let mut d: Dispatch<()> = Dispatch::default();
         for h in self.for_event(names::TREE) {
             if let Err(e) = h.tree(event, cancel.clone()).await {
-                let _ = Self::fail(&mut d, h.as_ref(), names::TREE, e);
+                let _ = self.fail(&mut d, h.as_ref(), names::TREE, e);
             }
         }
         d.warnings

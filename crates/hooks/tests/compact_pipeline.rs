@@ -14,8 +14,8 @@ use musepi_hooks::events::{
     SuppliedCompaction,
 };
 use musepi_hooks::{
-    CompactError, CompactOptions, Hook, HookError, HookFuture, Hooks, Strategy, SummarizeError,
-    SummarizeFuture, Summarizer,
+    CompactError, CompactOptions, Hook, HookError, HookFuture, HookWarning, Hooks, Strategy,
+    SummarizeError, SummarizeFuture, Summarizer,
 };
 use musepi_session_model::{
     AgentMessage, ContentBlock, EntryBody, Journal, SequentialIds, StopReason, Usage,
@@ -360,10 +360,17 @@ impl Hook for Steer {
     }
 }
 
-struct Broken;
+/// Answers `session.compacting` with garbage; `fail_closed` says whether
+/// that cancels the compaction.
+struct Broken {
+    fail_closed: bool,
+}
 impl Hook for Broken {
     fn name(&self) -> String {
         "broken".into()
+    }
+    fn fail_closed(&self) -> bool {
+        self.fail_closed
     }
     fn compacting<'a>(
         &'a self,
@@ -415,7 +422,8 @@ async fn compacting_hooks_steer_the_prompt_and_a_broken_one_is_reported() {
     let path = session_file(&dir);
     let summarizer = Scripted::new(None);
     let mut hooks = Hooks::new();
-    hooks.register(Arc::new(Broken));
+    let told = cancel_reports(&mut hooks);
+    hooks.register(Arc::new(Broken { fail_closed: false }));
     hooks.register(Arc::new(Steer));
     let mut opts = options(&summarizer, &hooks);
     opts.custom_instructions = Some("focus on tests".into());
@@ -430,6 +438,42 @@ async fn compacting_hooks_steer_the_prompt_and_a_broken_one_is_reported() {
         out.warnings,
         ["hook broken (session.compacting) invalid answer: not JSON"]
     );
+    assert!(
+        told.lock().unwrap().is_empty(),
+        "a failure that cancels nothing is only a warning"
+    );
+}
+
+/// What `hooks` tells of the failures that cancel, as they happen.
+fn cancel_reports(hooks: &mut Hooks) -> Arc<Mutex<Vec<String>>> {
+    let told = Arc::new(Mutex::new(Vec::new()));
+    let sink = told.clone();
+    hooks.report_cancels(Arc::new(move |w: &HookWarning| {
+        sink.lock().unwrap().push(w.to_string());
+    }));
+    told
+}
+
+#[tokio::test]
+async fn a_fail_closed_hook_that_fails_cancels_and_is_told_as_it_happens() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = session_file(&dir);
+    let before = std::fs::read(&path).unwrap();
+    let summarizer = Scripted::new(None);
+    let mut hooks = Hooks::new();
+    let told = cancel_reports(&mut hooks);
+    hooks.register(Arc::new(Broken { fail_closed: true }));
+    hooks.register(Arc::new(Steer));
+    let err = run_default(&path, &summarizer, &hooks).await.unwrap_err();
+    assert_eq!(err.to_string(), "Compaction cancelled");
+    assert_eq!(
+        *told.lock().unwrap(),
+        [
+            "hook broken (session.compacting) invalid answer: not JSON; the operation was cancelled (the hook is fail-closed)"
+        ]
+    );
+    assert!(summarizer.seen.lock().unwrap().is_empty());
+    assert_eq!(std::fs::read(&path).unwrap(), before);
 }
 
 /// Appends `turns` more read turns (`src/g{n}.rs`) after the leaf.
