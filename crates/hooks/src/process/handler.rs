@@ -31,15 +31,11 @@ impl Hook for ProcessHook {
         event: &'a BeforeCompactEvent,
         cancel: CancellationToken,
     ) -> HookFuture<'a, Option<BeforeCompactResult>> {
-        Box::pin(async move {
-            self.decide(event, event.session_file.as_deref(), &cancel, || {
-                BeforeCompactResult {
-                    cancel: true,
-                    compaction: None,
-                }
-            })
-            .await
-        })
+        let cancelled = || BeforeCompactResult {
+            cancel: true,
+            compaction: None,
+        };
+        Box::pin(self.decide(event, event.session_file.as_deref(), cancel, cancelled))
     }
 
     fn compacting<'a>(
@@ -66,10 +62,7 @@ impl Hook for ProcessHook {
         event: &'a CompactEvent,
         cancel: CancellationToken,
     ) -> HookFuture<'a, ()> {
-        Box::pin(async move {
-            self.notify(event, event.session_file.as_deref(), &cancel)
-                .await
-        })
+        Box::pin(self.notify(event, event.session_file.as_deref(), cancel))
     }
 
     fn before_tree<'a>(
@@ -77,22 +70,15 @@ impl Hook for ProcessHook {
         event: &'a BeforeTreeEvent,
         cancel: CancellationToken,
     ) -> HookFuture<'a, Option<BeforeTreeResult>> {
-        Box::pin(async move {
-            self.decide(event, event.session_file.as_deref(), &cancel, || {
-                BeforeTreeResult {
-                    cancel: true,
-                    ..BeforeTreeResult::default()
-                }
-            })
-            .await
-        })
+        let cancelled = || BeforeTreeResult {
+            cancel: true,
+            ..BeforeTreeResult::default()
+        };
+        Box::pin(self.decide(event, event.session_file.as_deref(), cancel, cancelled))
     }
 
     fn tree<'a>(&'a self, event: &'a TreeEvent, cancel: CancellationToken) -> HookFuture<'a, ()> {
-        Box::pin(async move {
-            self.notify(event, event.session_file.as_deref(), &cancel)
-                .await
-        })
+        Box::pin(self.notify(event, event.session_file.as_deref(), cancel))
     }
 }
 
@@ -103,11 +89,11 @@ impl ProcessHook {
         &self,
         event: &E,
         session_file: Option<&str>,
-        cancel: &CancellationToken,
+        cancel: CancellationToken,
         cancelled: impl FnOnce() -> R,
     ) -> Result<Option<R>, HookError> {
         Ok(
-            match self.call::<_, R>(event, session_file, cancel).await? {
+            match self.call::<_, R>(event, session_file, &cancel).await? {
                 Decoded::Answer(r) => r,
                 Decoded::Cancel(_) => Some(cancelled()),
             },
@@ -119,9 +105,9 @@ impl ProcessHook {
         &self,
         event: &E,
         session_file: Option<&str>,
-        cancel: &CancellationToken,
+        cancel: CancellationToken,
     ) -> Result<(), HookError> {
-        let run = self.run(&payload(event)?, session_file, cancel).await?;
+        let run = self.run(&payload(event)?, session_file, &cancel).await?;
         if run.status == 0 {
             Ok(())
         } else {
