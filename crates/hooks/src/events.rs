@@ -89,31 +89,24 @@ pub struct SuppliedCompaction {
     /// The summary text.
     pub summary: String,
     /// The first kept entry (default: the prepared one).
-    #[serde(default)]
     pub first_kept_entry_id: Option<String>,
     /// Context size before (default: the prepared one).
-    #[serde(default)]
     pub tokens_before: Option<f64>,
     /// Anything the extension wants stored.
-    #[serde(default)]
     pub details: Option<Value>,
     /// One-line summary.
-    #[serde(default)]
     pub short_summary: Option<String>,
     /// Data carried to later compactions.
-    #[serde(default)]
     pub preserve_data: Option<Value>,
 }
 
 /// What a `session_before_compact` handler may answer.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct BeforeCompactResult {
     /// Stop the compaction.
-    #[serde(default)]
     pub cancel: bool,
     /// Use this compaction instead of summarizing.
-    #[serde(default)]
     pub compaction: Option<SuppliedCompaction>,
 }
 
@@ -139,16 +132,13 @@ pub struct CompactingEvent {
 
 /// What a `session.compacting` handler may answer.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct CompactingResult {
     /// Replaces the base summary instruction (custom instructions still follow).
-    #[serde(default)]
     pub prompt: Option<String>,
     /// Lines added to `<additional-context>`.
-    #[serde(default)]
     pub context: Vec<String>,
     /// Data stored in the entry's `preserveData`.
-    #[serde(default)]
     pub preserve_data: Option<Value>,
 }
 
@@ -220,28 +210,22 @@ pub struct SuppliedSummary {
     /// The summary text.
     pub summary: String,
     /// Anything the extension wants stored.
-    #[serde(default)]
     pub details: Option<Value>,
 }
 
 /// What a `session_before_tree` handler may answer.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct BeforeTreeResult {
     /// Stop the navigation (the leaf does not move).
-    #[serde(default)]
     pub cancel: bool,
     /// Use this summary (only when the user asked for one).
-    #[serde(default)]
     pub summary: Option<SuppliedSummary>,
     /// Replaces the user's custom instructions.
-    #[serde(default)]
     pub custom_instructions: Option<String>,
     /// Replaces the replace-instructions flag.
-    #[serde(default)]
     pub replace_instructions: Option<bool>,
     /// Replaces the label.
-    #[serde(default)]
     pub label: Option<String>,
 }
 
