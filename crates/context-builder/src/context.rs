@@ -3,8 +3,8 @@
 use std::borrow::Cow;
 
 use musepi_session_model::{
-    AgentMessage, AssistantMessage, BranchSummaryMessage, CompactionSummaryMessage, CustomMessage,
-    Entry, EntryBody, Session,
+    AgentMessage, AssistantMessage, BranchSummaryMessage, Compaction, CompactionSummaryMessage,
+    CustomMessage, Entry, EntryBody, Session,
 };
 
 use crate::estimate::estimate_tokens;
@@ -91,6 +91,40 @@ pub fn build_context_at(session: &Session, leaf: Option<usize>) -> SessionContex
     build_context_from_summary(session, leaf)
 }
 
+/// The model of the context at `leaf` ([`SessionContext::model`]) without
+/// building its messages: read from the path's record, in constant time
+/// (over the whole path when two entries share an id).
+pub fn context_model(session: &Session, leaf: Option<usize>) -> Option<ModelRef> {
+    let leaf = leaf?;
+    if session.has_duplicate_ids() {
+        return build_context_at(session, Some(leaf)).model;
+    }
+    model_from_summary(session, leaf)
+}
+
+/// The model the path's record at `leaf` names: its latest assistant that
+/// names one, or else its latest main-model change.
+fn model_from_summary(session: &Session, leaf: usize) -> Option<ModelRef> {
+    let entries = session.entries();
+    let summary = session.path_summary(leaf);
+    let at = |i: Option<u32>| i.map(|i| i as usize);
+    if let Some(i) = at(summary.model_assistant)
+        && let Some(AgentMessage::Assistant(a)) = entries[i].message()
+    {
+        Some(ModelRef {
+            provider: a.provider.clone().unwrap_or_default(),
+            model_id: a.model.clone().unwrap_or_default(),
+        })
+    } else if let Some(i) = at(summary.model_change)
+        && let EntryBody::ModelChange(mc) = &entries[i].body
+        && let Some((provider, model_id)) = mc.provider_and_model()
+    {
+        Some(ModelRef { provider, model_id })
+    } else {
+        None
+    }
+}
+
 /// [`build_context_over_path`] over the path to `leaf`, from the path's
 /// record ([`Session::path_summary`]): the thinking level, model and latest
 /// compaction are known at the leaf, so only the entries the context holds
@@ -105,19 +139,7 @@ fn build_context_from_summary(session: &Session, leaf: usize) -> SessionContext<
     {
         ctx.thinking_level = thinking_level.clone().unwrap_or_else(|| "off".into());
     }
-    if let Some(i) = at(summary.model_assistant)
-        && let Some(AgentMessage::Assistant(a)) = entries[i].message()
-    {
-        ctx.model = Some(ModelRef {
-            provider: a.provider.clone().unwrap_or_default(),
-            model_id: a.model.clone().unwrap_or_default(),
-        });
-    } else if let Some(i) = at(summary.model_change)
-        && let EntryBody::ModelChange(mc) = &entries[i].body
-        && let Some((provider, model_id)) = mc.provider_and_model()
-    {
-        ctx.model = Some(ModelRef { provider, model_id });
-    }
+    ctx.model = model_from_summary(session, leaf);
     // The entries the context holds, newest first: back to the latest
     // compaction, then (if it keeps some) back to its first kept entry.
     let mut held = Vec::new();
@@ -135,15 +157,7 @@ fn build_context_from_summary(session: &Session, leaf: usize) -> SessionContext<
             unreachable!("the path record names a compaction")
         };
         ctx.compaction_index = Some(ci);
-        out.push(ContextMessage {
-            entry_index: ci,
-            message: Cow::Owned(AgentMessage::CompactionSummary(CompactionSummaryMessage {
-                summary: c.summary.clone(),
-                tokens_before: c.tokens_before,
-                timestamp: entry_time(&entries[ci]),
-                short_summary: None,
-            })),
-        });
+        out.push(compaction_message(entries, ci, c));
         if let Some(first_kept) = &c.first_kept_entry_id {
             if first_kept.as_str().is_empty() {
                 // Entries without an id all match it: the first on the path counts.
@@ -223,15 +237,7 @@ pub fn build_context_over_path<'a>(session: &'a Session, path: &[usize]) -> Sess
                 unreachable!("found above")
             };
             ctx.compaction_index = Some(ci);
-            out.push(ContextMessage {
-                entry_index: ci,
-                message: Cow::Owned(AgentMessage::CompactionSummary(CompactionSummaryMessage {
-                    summary: c.summary.clone(),
-                    tokens_before: c.tokens_before,
-                    timestamp: entry_time(&entries[ci]),
-                    short_summary: None,
-                })),
-            });
+            out.push(compaction_message(entries, ci, c));
             if let Some(first_kept) = &c.first_kept_entry_id
                 && let Some(start) = path[..cpos]
                     .iter()
@@ -275,6 +281,19 @@ pub fn entry_message(entry: &Entry) -> Option<Cow<'_, AgentMessage>> {
             }),
         )),
         _ => None,
+    }
+}
+
+/// The summary message the compaction `c` (entry `ci`) opens a context with.
+fn compaction_message<'a>(entries: &[Entry], ci: usize, c: &Compaction) -> ContextMessage<'a> {
+    ContextMessage {
+        entry_index: ci,
+        message: Cow::Owned(AgentMessage::CompactionSummary(CompactionSummaryMessage {
+            summary: c.summary.clone(),
+            tokens_before: c.tokens_before,
+            timestamp: entry_time(&entries[ci]),
+            short_summary: None,
+        })),
     }
 }
 
