@@ -23,7 +23,8 @@
 use std::collections::HashSet;
 
 use musepi_session_model::{
-    AgentMessage, BashExecutionMessage, Content, ContentBlock, Session, StopReason, Text,
+    AgentMessage, AssistantMessage, BashExecutionMessage, Content, ContentBlock, Session,
+    StopReason, Text,
 };
 
 use crate::context::ContextMessage;
@@ -267,6 +268,18 @@ pub fn bash_execution_to_text(b: &BashExecutionMessage) -> String {
     text
 }
 
+/// Whether the assistant's turn was aborted or failed: such a turn is not
+/// sent, nor the results of its calls, unless [`keeps_failed_turn`].
+pub(crate) fn is_failed_turn(a: &AssistantMessage) -> bool {
+    matches!(a.stop_reason, Some(StopReason::Aborted | StopReason::Error))
+}
+
+/// Whether `m`, the first message after a failed turn that is not a tool
+/// result, keeps that turn: an `interrupted-thinking` extension message.
+pub(crate) fn keeps_failed_turn(m: &AgentMessage) -> bool {
+    matches!(m, AgentMessage::Custom(c) if c.custom_type == INTERRUPTED_THINKING)
+}
+
 /// Positions of aborted and error assistant turns and of the tool results
 /// that answer their calls, unless an `interrupted-thinking` custom
 /// message follows the turn.
@@ -276,13 +289,13 @@ fn dead_turns(messages: &[ContextMessage<'_>]) -> HashSet<usize> {
         let AgentMessage::Assistant(a) = m.message.as_ref() else {
             continue;
         };
-        if !matches!(a.stop_reason, Some(StopReason::Aborted | StopReason::Error)) {
+        if !is_failed_turn(a) {
             continue;
         }
         let interrupted = messages[i + 1..]
             .iter()
             .find(|n| !matches!(n.message.as_ref(), AgentMessage::ToolResult(_)))
-            .is_some_and(|n| matches!(n.message.as_ref(), AgentMessage::Custom(c) if c.custom_type == INTERRUPTED_THINKING));
+            .is_some_and(|n| keeps_failed_turn(&n.message));
         if interrupted {
             continue;
         }
@@ -313,21 +326,7 @@ fn drop_dangling(out: &mut Vec<Converted>) {
     let mut called: HashSet<String> = HashSet::new();
     out.retain_mut(|c| match &mut c.message {
         LlmMessage::Assistant { content, .. } => {
-            let before = content.len();
-            content.retain(
-                |b| !matches!(b, ContentBlock::ToolCall(call) if !answered.contains(&call.id)),
-            );
-            if content.len() != before {
-                content.retain(|b| !matches!(b, ContentBlock::RedactedThinking { .. }));
-                for b in content.iter_mut() {
-                    if let ContentBlock::Thinking {
-                        thinking_signature, ..
-                    } = b
-                    {
-                        *thinking_signature = None;
-                    }
-                }
-            }
+            drop_unanswered_calls(content, |id| answered.contains(id));
             for b in content.iter() {
                 if let ContentBlock::ToolCall(call) = b {
                     called.insert(call.id.clone());
@@ -338,6 +337,28 @@ fn drop_dangling(out: &mut Vec<Converted>) {
         LlmMessage::ToolResult { tool_call_id, .. } => called.contains(tool_call_id.as_str()),
         _ => true,
     });
+}
+
+/// Removes from an assistant's `content` the tool calls that `answered`
+/// says have no result; a turn that lost a call also loses its thinking
+/// signatures and redacted thinking. An assistant left empty is not sent.
+pub(crate) fn drop_unanswered_calls(
+    content: &mut Vec<ContentBlock>,
+    answered: impl Fn(&str) -> bool,
+) {
+    let before = content.len();
+    content.retain(|b| !matches!(b, ContentBlock::ToolCall(call) if !answered(&call.id)));
+    if content.len() != before {
+        content.retain(|b| !matches!(b, ContentBlock::RedactedThinking { .. }));
+        for b in content.iter_mut() {
+            if let ContentBlock::Thinking {
+                thinking_signature, ..
+            } = b
+            {
+                *thinking_signature = None;
+            }
+        }
+    }
 }
 
 /// A text block, for callers building messages.

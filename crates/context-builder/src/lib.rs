@@ -5,13 +5,15 @@
 //! ([`LlmMessage`], with the remote replay: [`ProviderHistory`],
 //! [`resolve_replays`]), token counting (the chars/4 estimate, provider
 //! usage, thresholds, the `keepRecentTokens` adaptation, exact BPE counts,
-//! and [`context_tokens`], the one size of what the model sees), the
+//! and [`context_tokens`], the one size of what the model sees, kept as a
+//! session grows by [`ContextAccount`]), the
 //! summarizer serialization, file-operation tracking, prompt template
 //! rendering for every crate, and the plain-data [`SummaryRequest`] that
 //! every summarizer takes. docs/design.md describes each behaviour.
 //!
 //! It builds on `musepi-session-model` and knows nothing of when to compact.
 
+mod account;
 mod context;
 mod convert;
 mod estimate;
@@ -26,9 +28,10 @@ mod tokenizer;
 mod tokens;
 mod transcript;
 
+pub use account::{ContextAccount, calls_answered};
 pub use context::{
     ContextMessage, ModelRef, SessionContext, build_context, build_context_at,
-    build_context_over_path, entry_message, entry_time,
+    build_context_over_path, context_model, entry_message, entry_time,
 };
 pub use convert::{
     ArchiveBlocks, BRANCH_WRAPPER, COMPACTION_WRAPPER, ConvertOptions, Converted,

@@ -89,6 +89,8 @@ pub struct Session {
     pub(crate) summaries: Vec<PathSummary>,
     /// Whether two entries share an id (a problem of the file).
     pub(crate) duplicate_ids: bool,
+    /// Changes to entries already there (see [`Session::edits`]).
+    pub(crate) edits: u64,
 }
 
 /// The file a session's lines are read back from, and the reader the
@@ -121,6 +123,7 @@ impl Session {
             origin: None,
             summaries: Vec::new(),
             duplicate_ids: false,
+            edits: 0,
         }
     }
 
@@ -322,6 +325,7 @@ impl Session {
         entry: Entry,
         source: LineSource,
     ) -> (Entry, LineSource) {
+        self.edits += 1;
         let old_entry = std::mem::replace(&mut self.entries[i], entry);
         let old_source = std::mem::replace(&mut self.sources[i], source);
         if PathSummary::matters(&old_entry) || PathSummary::matters(&self.entries[i]) {
@@ -334,6 +338,14 @@ impl Session {
     /// latest compaction, thinking level change and model on it.
     pub fn path_summary(&self, i: usize) -> PathSummary {
         self.summaries[i]
+    }
+
+    /// How many times entries already in the session changed: replaced in
+    /// place, appends undone, the tree resolved. Appends and leaf moves do
+    /// not count, so what follows a session as it grows (the runtime's
+    /// token account) knows when to start over.
+    pub fn edits(&self) -> u64 {
+        self.edits
     }
 
     /// Whether two entries of the file share an id.
@@ -488,6 +500,7 @@ impl Session {
 
     /// Undoes appends made after `snapshot`.
     pub(crate) fn restore_state(&mut self, snapshot: Snapshot) {
+        self.edits += 1;
         for i in snapshot.len..self.entries.len() {
             let id = &self.entries[i].id;
             if self.index.get(id.as_str()) == Some(&(i as u32)) {
@@ -624,6 +637,7 @@ impl Session {
                 state[c] = 2;
             }
         }
+        self.edits += 1;
         self.duplicate_ids = problems
             .iter()
             .any(|p| matches!(p.kind, ProblemKind::DuplicateId { .. }));
