@@ -1,11 +1,11 @@
 //! What the maintenance runtime measures: the context size the triggers
 //! compare (never the same usage twice, never a usage from before the
-//! latest compaction), the latest compaction, and safe tool-loop boundaries.
+//! latest compaction), from the context's token account the runtime keeps
+//! as entries are appended, and the latest compaction.
 
-use std::collections::HashSet;
-
-use musepi_context_builder::{LlmMessage, Tokenizer, build_context};
-use musepi_session_model::{EntryId, Session, StopReason};
+use musepi_context_builder::{ContextAccount, LlmMessage};
+use musepi_session_model::{AgentMessage, EntryId, Session, StopReason};
+use musepi_snapcompact::SessionArchives;
 
 /// Timestamp (ms) of the latest compaction on the current branch.
 pub(crate) fn latest_compaction_ms(session: &Session) -> Option<f64> {
@@ -30,57 +30,37 @@ pub(crate) fn before_latest_compaction(session: &Session, index: usize) -> bool 
         && session.is_on_path(index, leaf)
 }
 
-/// The context size the triggers compare: the last usage plus the
-/// context's tokens of what followed it
-/// ([`musepi_snapcompact::measured_tokens`], which never anchors on a
-/// usage from before the latest compaction on the path), or the
-/// context's tokens when that usage was already acted on (`acted`) or is
-/// dated before the latest compaction. Also returns the anchoring
-/// assistant's entry.
-pub(crate) fn context_tokens(session: &Session, acted: Option<&EntryId>) -> (f64, Option<EntryId>) {
-    let leaf = session.leaf_index();
-    let measured = musepi_snapcompact::measured_tokens(session, leaf);
-    let Some(i) = measured.last_usage_index else {
+/// Brings `account` to the session's leaf, with the session's archives.
+pub(crate) fn sync(account: &mut ContextAccount, session: &Session) {
+    account.sync(session, Some(&SessionArchives::new(session)));
+}
+
+/// The context size the triggers compare, from `account` (kept at the
+/// session's leaf): the last usage plus the context's tokens of what
+/// followed it (the measured tokens, which never anchor on a usage from
+/// before the latest compaction on the path), or the context's tokens when
+/// that usage was already acted on (`acted`) or is dated before the latest
+/// compaction. Also returns the anchoring assistant's entry.
+pub(crate) fn context_tokens(
+    account: &ContextAccount,
+    session: &Session,
+    acted: Option<&EntryId>,
+) -> (f64, Option<EntryId>) {
+    let measured = account.measured();
+    let Some(entry) = account.anchor_entry() else {
         return (measured.tokens, None);
     };
-    let ctx = build_context(session);
-    let anchor = &ctx.messages[i];
-    let id = session.entries()[anchor.entry_index].id.clone();
-    let stale = acted == Some(&id)
+    let anchor = &session.entries()[entry];
+    let stale = acted == Some(&anchor.id)
         || matches!(
-            (anchor.message.timestamp(), latest_compaction_ms(session)),
+            (anchor.message().and_then(AgentMessage::timestamp), latest_compaction_ms(session)),
             (Some(t), Some(c)) if t <= c
         );
     if stale {
-        let tokens = musepi_snapcompact::context_tokens(session, leaf, Tokenizer::Heuristic);
-        (tokens as f64, None)
+        (account.context_tokens() as f64, None)
     } else {
-        (measured.tokens, Some(id))
+        (measured.tokens, Some(anchor.id.clone()))
     }
-}
-
-/// Whether every tool call of the last assistant has its result (a safe
-/// point to compact inside a tool loop).
-pub(crate) fn at_safe_boundary(session: &Session) -> bool {
-    let ctx = build_context(session);
-    let messages = &ctx.messages;
-    let Some(pos) = messages
-        .iter()
-        .rposition(|m| m.message.as_assistant().is_some())
-    else {
-        return true;
-    };
-    let Some(assistant) = messages[pos].message.as_assistant() else {
-        return true;
-    };
-    let answered: HashSet<&str> = messages[pos + 1..]
-        .iter()
-        .filter_map(|m| m.message.as_tool_result())
-        .map(|r| r.tool_call_id.as_str())
-        .collect();
-    assistant
-        .tool_calls()
-        .all(|c| answered.contains(c.id.as_str()))
 }
 
 /// The context without a trailing failed (error or truncated) assistant,

@@ -950,3 +950,84 @@ async fn targets_without_the_setting_never_promote() {
             .any(|e| matches!(e, MaintenanceEvent::ContextPromotion { .. }))
     );
 }
+
+/// What the triggers compare, computed from the whole context at the leaf:
+/// the measured tokens, or the context's tokens when their usage was acted
+/// on or is dated before the latest compaction.
+fn measured_from_scratch(r: &Rig) -> (f64, Option<String>) {
+    let s = r.runtime.journal().session();
+    let leaf = s.leaf_index();
+    let m = musepi_snapcompact::measured_tokens(s, leaf);
+    let Some(i) = m.last_usage_index else {
+        return (m.tokens, None);
+    };
+    let context = musepi_context_builder::build_context(s);
+    let anchor = &s.entries()[context.messages[i].entry_index];
+    let compaction_ms = leaf
+        .and_then(|l| s.path_summary(l).compaction)
+        .and_then(|c| s.entries()[c as usize].timestamp_ms());
+    let dated_before = matches!(
+        (anchor.message().and_then(AgentMessage::timestamp), compaction_ms),
+        (Some(t), Some(c)) if t <= c as f64
+    );
+    if r.runtime.state().acted_usage.as_ref() == Some(&anchor.id) || dated_before {
+        let all = musepi_snapcompact::context_tokens(
+            s,
+            leaf,
+            musepi_context_builder::Tokenizer::Heuristic,
+        );
+        (all as f64, None)
+    } else {
+        (m.tokens, Some(anchor.id.to_string()))
+    }
+}
+
+fn assert_measured_as_from_scratch(r: &mut Rig, step: &str) {
+    let expected = measured_from_scratch(r);
+    let (tokens, anchor) = r.runtime.context_tokens();
+    assert_eq!(
+        (tokens, anchor.map(|a| a.to_string())),
+        expected,
+        "after {step}"
+    );
+    let answered = musepi_context_builder::calls_answered(&musepi_context_builder::build_context(
+        r.runtime.journal().session(),
+    ));
+    assert_eq!(r.runtime.at_safe_boundary(), answered, "after {step}");
+}
+
+#[tokio::test]
+async fn the_measured_size_follows_appends_compactions_and_navigation() {
+    let mut r = rig(MaintenanceStrategy::ContextFull);
+    assert_measured_as_from_scratch(&mut r, "open");
+    r.user("fix the parser");
+    r.tool_call("c1", LOW);
+    assert_measured_as_from_scratch(&mut r, "a call without its result");
+    assert!(!r.runtime.at_safe_boundary());
+    r.tool_result("c1");
+    assert_measured_as_from_scratch(&mut r, "its result");
+    let answered = r.assistant("fixed", StopReason::Stop, LOW);
+    r.user("and the lexer");
+    let (tokens, anchor) = r.runtime.context_tokens();
+    assert_eq!(anchor.map(|a| a.to_string()), Some(answered));
+    assert!(tokens > LOW + 100.0, "{tokens}");
+    assert_measured_as_from_scratch(&mut r, "a usage and a message after it");
+    let fork = r.runtime.journal().session().entries()[0].id.to_string();
+    let d = r.runtime.compact(None).await;
+    assert_eq!(d.outcome, Outcome::Compacted);
+    assert_measured_as_from_scratch(&mut r, "a compaction");
+    r.tool_call("c2", LOW);
+    r.tool_result("c2");
+    assert_measured_as_from_scratch(&mut r, "a tool loop after the compaction");
+    r.runtime
+        .navigate_tree({
+            let mut request = TreeRequest::default();
+            request.target_id = Some(fork);
+            request
+        })
+        .await
+        .unwrap();
+    assert_measured_as_from_scratch(&mut r, "a move back to the first message");
+    r.assistant("a new answer", StopReason::Stop, LOW);
+    assert_measured_as_from_scratch(&mut r, "an answer on the new branch");
+}

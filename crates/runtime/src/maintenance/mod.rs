@@ -1,11 +1,18 @@
-//! [`Maintenance`]: the runtime over one session, its builder, its
-//! accessors and every natural point. All of its behaviour is here; the
-//! sibling modules hold the data it reports and the functions it calls.
+//! [`Maintenance`]: the runtime over one session and every natural point.
+//! All of its behaviour is here; `setup` is its builder and accessors, and
+//! the sibling modules hold the data it reports and the functions it calls.
 //!
 //! The same usage never causes two compactions: the runtime remembers the
 //! assistant whose usage it last acted on, and estimates anchored on it (or
-//! on any usage older than the latest compaction) fall back to the chars/4
-//! estimate of the rebuilt context.
+//! on any usage older than the latest compaction) fall back to the
+//! context's tokens.
+//!
+//! The context's tokens at the leaf are kept in a
+//! [`ContextAccount`](musepi_context_builder::ContextAccount) as entries
+//! are appended: a natural point with nothing to do costs the entries
+//! appended since the last one, not the history since the last compaction.
+
+mod setup;
 
 use std::sync::Arc;
 
@@ -13,11 +20,11 @@ use musepi_compaction::{
     Action, CompactionPlan, REPEATED_OVERFLOW, Reason, TriggerContext, after_assistant,
     before_request, has_output, manual, when_idle,
 };
-use musepi_context_builder::{LlmMessage, build_context, resolve_threshold_tokens};
+use musepi_context_builder::{ContextAccount, LlmMessage, context_model, resolve_threshold_tokens};
 use musepi_hooks::{Hooks, NavigateError, RemoteCompactor, SnapTarget, Summarizer, navigate};
 use musepi_session_model::{
-    AgentMessage, AssistantMessage, EntryBody, EntryId, IdSource, Journal, ModelChange,
-    SequentialIds, Stamp, StopReason,
+    AgentMessage, AssistantMessage, EntryBody, EntryId, IdSource, Journal, ModelChange, Stamp,
+    StopReason,
 };
 
 use crate::decision::{AbortHandle, Decision, EventSink, MaintenanceEvent, Outcome, UsedStrategy};
@@ -25,7 +32,7 @@ use crate::measure::{self, without_failed_tail};
 use crate::promote::{self, PromotionTarget};
 use crate::run::{self, Parts};
 use crate::settings::MaintenanceSettings;
-use crate::state::{Clock, MaintenanceError, MaintenanceState, system_clock};
+use crate::state::{Clock, MaintenanceError, MaintenanceState};
 use crate::tree::{self, TreeOutcome, TreeRequest};
 
 /// The maintenance runtime over one session.
@@ -44,6 +51,8 @@ pub struct Maintenance {
     state: MaintenanceState,
     abort: AbortHandle,
     promotion_targets: Vec<PromotionTarget>,
+    /// The context's tokens at the leaf, kept as entries are appended.
+    account: ContextAccount,
 }
 
 impl std::fmt::Debug for Maintenance {
@@ -61,152 +70,6 @@ impl std::fmt::Debug for Maintenance {
 }
 
 impl Maintenance {
-    /// A runtime over `journal` with `settings`: no summarizer, no hooks,
-    /// sequential ids after the file's highest, the system clock, no events.
-    pub fn new(journal: Journal, settings: MaintenanceSettings) -> Self {
-        let ids = SequentialIds::after(journal.session().entries().iter().map(|e| &e.id));
-        Self {
-            journal,
-            settings,
-            summarizer: None,
-            remote: None,
-            hooks: Hooks::new(),
-            ids: Box::new(ids),
-            clock: Arc::new(system_clock),
-            events: None,
-            model: None,
-            reader: SnapTarget::default(),
-            system_prompt: None,
-            state: MaintenanceState::default(),
-            abort: AbortHandle::default(),
-            promotion_targets: Vec::new(),
-        }
-    }
-
-    /// The model that writes LLM summaries and handoff documents.
-    #[must_use]
-    pub fn with_summarizer(mut self, summarizer: Arc<dyn Summarizer>) -> Self {
-        self.summarizer = Some(summarizer);
-        self
-    }
-
-    /// The provider-native remote compaction (`/responses/compact`;
-    /// docs/design.md, "Remote summaries"), tried before the LLM summary
-    /// when `remote_enabled`.
-    #[must_use]
-    pub fn with_remote(mut self, remote: Arc<dyn RemoteCompactor>) -> Self {
-        self.remote = Some(remote);
-        self
-    }
-
-    /// Extension handlers.
-    #[must_use]
-    pub fn with_hooks(mut self, hooks: Hooks) -> Self {
-        self.hooks = hooks;
-        self
-    }
-
-    /// Where new entry ids come from.
-    #[must_use]
-    pub fn with_ids(mut self, ids: Box<dyn IdSource + Send>) -> Self {
-        self.ids = ids;
-        self
-    }
-
-    /// Where "now" comes from.
-    #[must_use]
-    pub fn with_clock(mut self, clock: Clock) -> Self {
-        self.clock = clock;
-        self
-    }
-
-    /// Where events go.
-    #[must_use]
-    pub fn with_events(mut self, sink: EventSink) -> Self {
-        self.events = Some(sink);
-        self
-    }
-
-    /// Who reads snapcompact archives: the agent's model, whether it reads
-    /// images (PNG frames) and its wire API. [`Maintenance::set_model`]
-    /// keeps its model id and provider up to date.
-    #[must_use]
-    pub fn with_reader(mut self, reader: SnapTarget) -> Self {
-        self.reader = reader;
-        self
-    }
-
-    /// The live agent's system prompt, sent with handoff requests.
-    #[must_use]
-    pub fn with_system_prompt(mut self, prompt: impl Into<String>) -> Self {
-        self.system_prompt = Some(prompt.into());
-        self
-    }
-
-    /// The models context promotion may switch to.
-    #[must_use]
-    pub fn with_promotion_targets(mut self, targets: Vec<PromotionTarget>) -> Self {
-        self.promotion_targets = targets;
-        self
-    }
-
-    /// Replaces the models context promotion may switch to.
-    pub fn set_promotion_targets(&mut self, targets: Vec<PromotionTarget>) {
-        self.promotion_targets = targets;
-    }
-
-    /// The models context promotion may switch to.
-    pub fn promotion_targets(&self) -> &[PromotionTarget] {
-        &self.promotion_targets
-    }
-
-    /// Sets the model the agent uses now (`provider`, model id) and its
-    /// context window. Without it the session's latest model counts.
-    pub fn set_model(&mut self, provider: &str, model_id: &str, context_window: Option<u64>) {
-        self.model = Some((provider.to_owned(), model_id.to_owned()));
-        self.reader.provider = Some(provider.to_owned());
-        self.reader.model_id = Some(model_id.to_owned());
-        if let Some(w) = context_window {
-            self.settings.context_window = w;
-        }
-    }
-
-    /// The journal.
-    pub fn journal(&self) -> &Journal {
-        &self.journal
-    }
-
-    /// Gives the journal back.
-    pub fn into_journal(self) -> Journal {
-        self.journal
-    }
-
-    /// The settings.
-    pub fn settings(&self) -> &MaintenanceSettings {
-        &self.settings
-    }
-
-    /// Replaces the settings.
-    pub fn set_settings(&mut self, settings: MaintenanceSettings) {
-        self.settings = settings;
-    }
-
-    /// The recovery state.
-    pub fn state(&self) -> &MaintenanceState {
-        &self.state
-    }
-
-    /// A handle that aborts the running compaction or navigation.
-    pub fn abort_handle(&self) -> AbortHandle {
-        self.abort.clone()
-    }
-
-    /// Aborts the running compaction or navigation (`abortCompaction`);
-    /// `false` when nothing runs.
-    pub fn abort(&self) -> bool {
-        self.abort.abort()
-    }
-
     fn emit(&self, event: MaintenanceEvent) {
         if let Some(sink) = &self.events {
             sink(event);
@@ -234,12 +97,11 @@ impl Maintenance {
 
     fn trigger_context(&self) -> TriggerContext {
         let mut ctx = self.settings.trigger_context();
+        let session = self.journal.session();
         ctx.current_model = self.model.clone().or_else(|| {
-            build_context(self.journal.session())
-                .model
-                .map(|m| (m.provider, m.model_id))
+            context_model(session, session.leaf_index()).map(|m| (m.provider, m.model_id))
         });
-        ctx.latest_compaction_ms = measure::latest_compaction_ms(self.journal.session());
+        ctx.latest_compaction_ms = measure::latest_compaction_ms(session);
         ctx.overflow_recovery_attempted = self.state.overflow_recovery_attempted;
         ctx.empty_incomplete_recoveries = self.state.empty_incomplete_recoveries;
         ctx
@@ -372,14 +234,17 @@ impl Maintenance {
     /// context's tokens when that usage was already acted on or is dated
     /// before the latest compaction. Also returns the anchoring assistant's
     /// entry.
-    pub fn context_tokens(&self) -> (f64, Option<EntryId>) {
-        measure::context_tokens(self.journal.session(), self.state.acted_usage.as_ref())
+    pub fn context_tokens(&mut self) -> (f64, Option<EntryId>) {
+        let session = self.journal.session();
+        measure::sync(&mut self.account, session);
+        measure::context_tokens(&self.account, session, self.state.acted_usage.as_ref())
     }
 
     /// Whether every tool call of the last assistant has its result (a
     /// safe point to compact inside a tool loop).
-    pub fn at_safe_boundary(&self) -> bool {
-        measure::at_safe_boundary(self.journal.session())
+    pub fn at_safe_boundary(&mut self) -> bool {
+        measure::sync(&mut self.account, self.journal.session());
+        self.account.calls_answered()
     }
 
     /// Tries context promotion instead of a compaction for `reason`; `None`

@@ -292,10 +292,11 @@ impl Server {
         json!({"closed": path.is_some(), "path": path})
     }
 
-    fn status(&self) -> Value {
-        let Some(m) = &self.session else {
+    fn status(&mut self) -> Value {
+        let Some(m) = &mut self.session else {
             return json!({"open": false});
         };
+        let measured = m.context_tokens().0;
         let session = m.journal().session();
         let s = m.settings();
         let state = m.state();
@@ -309,7 +310,7 @@ impl Server {
             "contextWindow": s.context_window,
             "thresholdTokens": musepi_context_builder::resolve_threshold_tokens(s.context_window, &s.thresholds()),
             "contextTokens": musepi_snapcompact::context_tokens(session, session.leaf_index(), musepi_context_builder::Tokenizer::Heuristic),
-            "measuredTokens": m.context_tokens().0,
+            "measuredTokens": measured,
             "contextPromotion": s.context_promotion,
             "branchSummary": s.branch_summary_enabled,
             "promotionTargets": m.promotion_targets().iter().map(PromotionTarget::to_json).collect::<Vec<_>>(),
