@@ -77,6 +77,15 @@ impl PruneKind {
             Self::Useless => "useless",
         }
     }
+
+    /// The text that replaces a result of `tokens` tokens pruned for this reason.
+    fn placeholder(self, tokens: u64) -> String {
+        match self {
+            Self::Age => age_placeholder(tokens),
+            Self::Superseded => SUPERSEDED_NOTICE.to_owned(),
+            Self::Useless => USELESS_NOTICE.to_owned(),
+        }
+    }
 }
 
 /// One result to blank.
@@ -107,6 +116,24 @@ impl PrunePlan {
     /// Whether nothing would change.
     pub fn is_empty(&self) -> bool {
         self.candidates.is_empty()
+    }
+
+    /// Adds `r` as a candidate pruned for `kind`, unless it is a useless
+    /// result whose placeholder would save nothing.
+    fn offer(&mut self, r: &ResultInfo<'_>, kind: PruneKind) {
+        let placeholder = kind.placeholder(r.tokens);
+        let saved = r.tokens.saturating_sub(placeholder_tokens(&placeholder));
+        if kind == PruneKind::Useless && saved == 0 {
+            return;
+        }
+        self.tokens_saved += saved;
+        self.candidates.push(PruneCandidate {
+            entry_index: r.entry_index,
+            kind,
+            placeholder,
+            tokens: r.tokens,
+            saved,
+        });
     }
 }
 
@@ -240,8 +267,9 @@ struct Scan<'a> {
     superseded: HashSet<usize>,
 }
 
-fn scan<'a>(session: &'a Session, leaf: usize, config: &PruneConfig) -> Scan<'a> {
-    let path = session.path_indices(leaf);
+/// What both passes read of the path to `leaf`; `None` without a leaf.
+fn scan<'a>(session: &'a Session, leaf: Option<usize>, config: &PruneConfig) -> Option<Scan<'a>> {
+    let path = session.path_indices(leaf?);
     let results = results(session, &path);
     let boundary = boundary(session, &path);
     let superseded = if config.supersede_reads {
@@ -249,12 +277,12 @@ fn scan<'a>(session: &'a Session, leaf: usize, config: &PruneConfig) -> Scan<'a>
     } else {
         HashSet::new()
     };
-    Scan {
+    Some(Scan {
         path,
         results,
         boundary,
         superseded,
-    }
+    })
 }
 
 fn placeholder_tokens(s: &str) -> u64 {
@@ -265,24 +293,18 @@ fn placeholder_tokens(s: &str) -> u64 {
 /// useless results anywhere after the boundary, and results older than the
 /// protected window, if the total saving reaches `minimum_savings`.
 pub fn plan_prune(session: &Session, leaf: Option<usize>, config: &PruneConfig) -> PrunePlan {
-    let Some(leaf) = leaf else {
+    let Some(scan) = scan(session, leaf, config) else {
         return PrunePlan::default();
     };
-    let Scan {
-        results,
-        boundary,
-        superseded,
-        ..
-    } = scan(session, leaf, config);
     let mut plan = PrunePlan::default();
     let mut accumulated = 0u64;
-    for r in results.iter().rev() {
+    for r in scan.results.iter().rev() {
         let tokens = r.tokens;
-        if r.pruned || r.pos < boundary || is_protected(config, r.tool_name, r.read_path) {
+        if r.pruned || r.pos < scan.boundary || is_protected(config, r.tool_name, r.read_path) {
             accumulated += tokens;
             continue;
         }
-        let kind = if superseded.contains(&r.entry_index) {
+        let kind = if scan.superseded.contains(&r.entry_index) {
             Some(PruneKind::Superseded)
         } else if config.prune_useless && r.useless {
             Some(PruneKind::Useless)
@@ -293,23 +315,7 @@ pub fn plan_prune(session: &Session, leaf: Option<usize>, config: &PruneConfig) 
         };
         accumulated += tokens;
         if let Some(kind) = kind {
-            let placeholder = match kind {
-                PruneKind::Age => age_placeholder(tokens),
-                PruneKind::Superseded => SUPERSEDED_NOTICE.to_owned(),
-                PruneKind::Useless => USELESS_NOTICE.to_owned(),
-            };
-            let saved = tokens.saturating_sub(placeholder_tokens(&placeholder));
-            if kind == PruneKind::Useless && saved == 0 {
-                continue;
-            }
-            plan.tokens_saved += saved;
-            plan.candidates.push(PruneCandidate {
-                entry_index: r.entry_index,
-                kind,
-                placeholder,
-                tokens,
-                saved,
-            });
+            plan.offer(r, kind);
         }
     }
     if plan.tokens_saved < config.minimum_savings {
@@ -329,15 +335,15 @@ pub fn plan_stale_results(
     suffix_token_limit: u64,
     idle: bool,
 ) -> PrunePlan {
-    let Some(leaf) = leaf else {
-        return PrunePlan::default();
-    };
-    let Scan {
+    let Some(Scan {
         path,
         results,
         boundary,
         superseded,
-    } = scan(session, leaf, config);
+    }) = scan(session, leaf, config)
+    else {
+        return PrunePlan::default();
+    };
     // suffix[pos]: estimated tokens of every message after path position `pos`.
     let entries = session.entries();
     let mut suffix = vec![0u64; path.len() + 1];
@@ -357,23 +363,7 @@ pub fn plan_stale_results(
         if r.pos < boundary || is_protected(config, r.tool_name, r.read_path) || !cache_allows {
             continue;
         }
-        let placeholder = if kind == PruneKind::Superseded {
-            SUPERSEDED_NOTICE
-        } else {
-            USELESS_NOTICE
-        };
-        let saved = r.tokens.saturating_sub(placeholder_tokens(placeholder));
-        if kind == PruneKind::Useless && saved == 0 {
-            continue;
-        }
-        plan.tokens_saved += saved;
-        plan.candidates.push(PruneCandidate {
-            entry_index: r.entry_index,
-            kind,
-            placeholder: placeholder.to_owned(),
-            tokens: r.tokens,
-            saved,
-        });
+        plan.offer(r, kind);
     }
     plan
 }
