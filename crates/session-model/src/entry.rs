@@ -2,8 +2,9 @@
 
 use serde_json::{Map, Value};
 
+use crate::content::Content;
 use crate::id::EntryId;
-use crate::message::{AgentMessage, Content, Usage};
+use crate::message::{AgentMessage, Usage};
 use crate::text::{RawJson, Text};
 
 /// The first line of a session file.

@@ -30,6 +30,7 @@
 //! assert!(session.problems().is_empty());
 //! ```
 
+mod content;
 mod entry;
 mod error;
 mod fsutil;
@@ -48,6 +49,7 @@ mod tree;
 mod validate;
 mod wire;
 
+pub use content::{Content, ContentBlock, ToolCall};
 pub use entry::{
     BranchSummary, Compaction, CustomMessageEntry, Entry, EntryBody, Header, ModelChange,
 };
@@ -61,8 +63,7 @@ pub use journal::{
 pub use load::{FileTail, load_bytes, load_file, read_header_of};
 pub use message::{
     AgentMessage, AssistantMessage, BashExecutionMessage, BranchSummaryMessage,
-    CompactionSummaryMessage, Content, ContentBlock, CustomMessage, StopReason, ToolCall,
-    ToolResultMessage, Usage, UserMessage,
+    CompactionSummaryMessage, CustomMessage, StopReason, ToolResultMessage, Usage, UserMessage,
 };
 pub use migrate::LineEdit;
 pub use pathinfo::PathSummary;

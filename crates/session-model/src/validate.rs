@@ -7,9 +7,10 @@
 
 use serde_json::Value;
 
+use crate::content::ContentBlock;
 use crate::entry::{Entry, EntryBody};
 use crate::error::SessionError;
-use crate::message::{AgentMessage, ContentBlock};
+use crate::message::AgentMessage;
 use crate::problem::{Problem, ProblemKind};
 use crate::session::{LineSource, Session};
 use crate::wire::{LineRead, read_entry};

@@ -8,14 +8,14 @@
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
+use crate::content::Content;
 use crate::entry::{
     BranchSummary, Compaction, CustomMessageEntry, Entry, EntryBody, Header, ModelChange,
 };
 use crate::id::EntryId;
 use crate::message::{
     AgentMessage, AssistantMessage, BashExecutionMessage, BranchSummaryMessage,
-    CompactionSummaryMessage, Content, CustomMessage, StopReason, ToolResultMessage, Usage,
-    UserMessage,
+    CompactionSummaryMessage, CustomMessage, StopReason, ToolResultMessage, Usage, UserMessage,
 };
 use crate::text::{RawJson, Text};
 
