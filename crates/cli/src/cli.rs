@@ -10,9 +10,11 @@ use clap::{Args, Parser, Subcommand};
 
 mod provider_args;
 mod session_arg;
+mod write_args;
 
 pub use provider_args::ProviderArgs;
 pub use session_arg::{LsArgs, SessionArg};
+pub use write_args::WriteArgs;
 
 /// `musepi`: inspect, compact, prune and navigate pi agent sessions.
 #[derive(Debug, Parser)]
@@ -230,15 +232,9 @@ pub struct PruneArgs {
     /// The session: FILE, or `--latest`.
     #[command(flatten)]
     pub file: SessionArg,
-    /// Write the result to OUT (`-`: standard output), not FILE; OUT must not exist unless --force.
-    #[arg(short = 'o', long = "out", value_name = "OUT")]
-    pub out: Option<PathBuf>,
-    /// Show what would change and write nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Write even when the session looks live (locked, or written in the last 5 s); replace OUT.
-    #[arg(long)]
-    pub force: bool,
+    /// Where the result goes.
+    #[command(flatten)]
+    pub write: WriteArgs,
     /// Prune old tool output by age only when that saves at least N tokens (default 20000; 0
     /// prunes whatever it can).
     #[arg(long, value_name = "N")]
@@ -302,27 +298,22 @@ pub struct CheckArgs {
 
 /// `musepi session migrate FILE [-o OUT | --in-place]`.
 #[derive(Debug, Args)]
+#[command(
+    mut_arg("out", |a| a.help(
+        "Write the migrated session to OUT (`-` for standard output) instead of in place"
+    )),
+    mut_arg("dry_run", |a| a.help("Say what would change and write nothing"))
+)]
 pub struct MigrateArgs {
     /// The session: FILE, or `--latest`.
     #[command(flatten)]
     pub file: SessionArg,
-    /// Write the migrated session to OUT (`-` for standard output) instead of in place.
-    #[arg(
-        short = 'o',
-        long = "out",
-        value_name = "OUT",
-        conflicts_with = "in_place"
-    )]
-    pub out: Option<PathBuf>,
+    /// Where the result goes.
+    #[command(flatten)]
+    pub write: WriteArgs,
     /// Rewrite FILE itself, atomically (the default when -o is not given).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "out")]
     pub in_place: bool,
-    /// Say what would change and write nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Write even when the session looks live (locked, or written in the last 5 s); replace OUT.
-    #[arg(long)]
-    pub force: bool,
 }
 
 /// `musepi hooks …`.
@@ -349,10 +340,13 @@ pub struct HooksTestArgs {
 
 /// `musepi compact FILE`.
 #[derive(Debug, Args)]
-#[command(mut_arg("model", |a| a.help(
-    "The model: with `llm`, the summarizing model; with `snapcompact`, the model that will read \
-     the archive (a vision model gets PNG frames, any other text frames)"
-)))]
+#[command(
+    mut_arg("model", |a| a.help(
+        "The model: with `llm`, the summarizing model; with `snapcompact`, the model that will \
+         read the archive (a vision model gets PNG frames, any other text frames)"
+    )),
+    mut_arg("dry_run", |a| a.help("Show what would be sent and write nothing"))
+)]
 pub struct CompactArgs {
     /// The session: FILE, or `--latest`.
     #[command(flatten)]
@@ -373,15 +367,9 @@ pub struct CompactArgs {
     /// Do not prune stale tool output first.
     #[arg(long)]
     pub no_prune: bool,
-    /// Write the result to OUT (`-`: standard output), not FILE; OUT must not exist unless --force.
-    #[arg(short = 'o', long = "out", value_name = "OUT")]
-    pub out: Option<PathBuf>,
-    /// Show what would be sent and write nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Write even when the session looks live (locked, or written in the last 5 s); replace OUT.
-    #[arg(long)]
-    pub force: bool,
+    /// Where the result goes.
+    #[command(flatten)]
+    pub write: WriteArgs,
     /// Exit 1 when there is nothing to compact.
     #[arg(long)]
     pub strict: bool,
@@ -391,7 +379,10 @@ pub struct CompactArgs {
 #[derive(Debug, Args)]
 #[command(
     mut_arg("provider", |a| a.help("A provider kind or a name from the settings")),
-    mut_arg("model", |a| a.help("The summarizing model"))
+    mut_arg("model", |a| a.help("The summarizing model")),
+    mut_arg("dry_run", |a| a.help(
+        "Show the abandoned entries, what fits the budget and the request; write nothing"
+    ))
 )]
 pub struct BranchArgs {
     /// The session: FILE, or `--latest`.
@@ -425,15 +416,9 @@ pub struct BranchArgs {
     /// The summarizing model's context window (budget = window − branchSummary.reserveTokens).
     #[arg(long, value_name = "N")]
     pub context_window: Option<u64>,
-    /// Show the abandoned entries, what fits the budget and the request; write nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Write the result to OUT (`-`: standard output), not FILE; OUT must not exist unless --force.
-    #[arg(short = 'o', long = "out", value_name = "OUT")]
-    pub out: Option<PathBuf>,
-    /// Write even when the session looks live (locked, or written in the last 5 s); replace OUT.
-    #[arg(long)]
-    pub force: bool,
+    /// Where the result goes.
+    #[command(flatten)]
+    pub write: WriteArgs,
 }
 
 /// `musepi handoff FILE -o NEW`.

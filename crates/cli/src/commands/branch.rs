@@ -25,7 +25,7 @@ use crate::report::plan::request_json;
 pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
     let settings = settings(ctx)?;
     let file = args.file.path()?;
-    let dest = Target::new(&file, args.out.as_deref(), args.force, args.dry_run, ctx)?;
+    let dest = Target::new(&file, &args.write, ctx)?;
     let mut journal = dest.open(ctx)?;
     let target = (args.to != "root").then(|| args.to.clone());
     let session = journal.session();
@@ -58,7 +58,7 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
         None => default_branch_strategy(&settings, &flags).or_bad_input()?,
     };
     let reserve = u64::from(settings.branch_summary.reserve_tokens);
-    if args.dry_run {
+    if args.write.dry_run {
         return dry_run(&journal, target.as_deref(), args, reserve, ctx);
     }
     if args.summarize && args.strategy.is_none() && strategy == BranchStrategy::Snapcompact {

@@ -29,11 +29,11 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
     )?;
     let name = strategy.name();
     let file = args.file.path()?;
-    let target = Target::new(&file, args.out.as_deref(), args.force, args.dry_run, ctx)?;
+    let target = Target::new(&file, &args.write, ctx)?;
     let mut journal = target.open(ctx)?;
     target.refuse_live(&journal)?;
     let path = &file;
-    if journal.migration_pending() && !args.dry_run {
+    if journal.migration_pending() && !args.write.dry_run {
         note(
             ctx.quiet(),
             &format!(
@@ -51,7 +51,7 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
     let provider_flags = args.llm.flags();
     let budgets = m.compaction();
     let prune = (!args.no_prune).then(|| m.prune());
-    if args.dry_run {
+    if args.write.dry_run {
         return dry_run(&journal, &strategy, &budgets, prune.as_ref(), args, ctx);
     }
     let hooks = crate::hooks::from_settings(&settings, ctx.quiet()).or_bad_input()?;

@@ -22,7 +22,7 @@ use crate::report::plan::prune_json;
 /// Runs the command.
 pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
     let file = args.file.path()?;
-    let target = Target::new(&file, args.out.as_deref(), args.force, args.dry_run, ctx)?;
+    let target = Target::new(&file, &args.write, ctx)?;
     let mut journal = target.open(ctx)?;
     let now = ctx.now_ms();
     let mut config = crate::commands::runtime::maintenance(
@@ -40,7 +40,7 @@ pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
     // when there is nothing to prune.
     journal.stage_replacements(changes.clone()).or_failed()?;
     journal.discard_staged();
-    if !args.dry_run && !changes.is_empty() {
+    if !args.write.dry_run && !changes.is_empty() {
         target.refuse_live(&journal)?;
         journal.replace_entries(changes)?;
     }
@@ -72,7 +72,11 @@ pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
             c.placeholder
         );
     }
-    let verb = if args.dry_run { "would save" } else { "saved" };
+    let verb = if args.write.dry_run {
+        "would save"
+    } else {
+        "saved"
+    };
     let _ = writeln!(out, "{}", prune_text(&plan, verb));
     if let Some(name) = output.filter(|_| !target.in_place()) {
         let _ = writeln!(out, "written to {name}");

@@ -11,6 +11,7 @@ use musepi_hooks::{NavigateOptions, NavigateOutcome};
 use musepi_session_model::{EntryId, IdSource, Journal, Replace, SessionError, Stamp};
 
 use super::files::same_file;
+use crate::cli::WriteArgs;
 use crate::ctx::{Ctx, Failure};
 use crate::output::note;
 
@@ -37,14 +38,14 @@ pub struct Target {
 impl Target {
     /// Checks `-o`, `--force` and `--dry-run` for `file`. `-o` naming the
     /// file itself means in place.
-    pub fn new(
-        file: &Path,
-        out: Option<&Path>,
-        force: bool,
-        dry_run: bool,
-        ctx: &Ctx,
-    ) -> Result<Self, Failure> {
-        let dest = match out {
+    pub fn new(file: &Path, write: &WriteArgs, ctx: &Ctx) -> Result<Self, Failure> {
+        let WriteArgs {
+            out,
+            dry_run,
+            force,
+        } = write;
+        let (force, dry_run) = (*force, *dry_run);
+        let dest = match out.as_deref() {
             None => Dest::InPlace,
             Some(o) if o.as_os_str() == "-" => Dest::Stdout,
             Some(o) if same_file(file, o) => Dest::InPlace,

@@ -39,14 +39,14 @@ pub(super) fn run(args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
 
 fn from_file(path: &Path, args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
     let name = path.display().to_string();
-    let target = Target::new(path, args.out.as_deref(), args.force, args.dry_run, ctx)?;
+    let target = Target::new(path, &args.write, ctx)?;
     let mut journal = target.open(ctx)?;
     let pending = journal.migration_pending();
     if pending {
         target.refuse_live(&journal)?;
     }
     let output = match (target.dest(), pending) {
-        (_, _) if args.dry_run => match target.dest() {
+        (_, _) if args.write.dry_run => match target.dest() {
             Dest::InPlace => None,
             Dest::File(out) => Some(out.display().to_string()),
             Dest::Stdout => Some("<stdout>".to_owned()),
@@ -61,7 +61,7 @@ fn from_file(path: &Path, args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
         (Dest::File(out), false) => {
             let mut src = std::fs::File::open(path)
                 .map_err(|e| Failure::bad_input(anyhow::Error::new(e).context(name.clone())))?;
-            write_file(out, mode_of(path), replace(args.force), |w| {
+            write_file(out, mode_of(path), replace(args.write.force), |w| {
                 std::io::copy(&mut src, w).map(|_| ())
             })?;
             Some(out.display().to_string())
@@ -79,7 +79,7 @@ fn from_file(path: &Path, args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
             session: journal.session(),
             output,
             changed: pending,
-            dry_run: args.dry_run,
+            dry_run: args.write.dry_run,
         },
         &target,
         ctx,
@@ -95,7 +95,7 @@ fn replace(force: bool) -> Replace {
 }
 
 fn from_stdin(args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
-    let Some(out) = args.out.as_deref() else {
+    let Some(out) = args.write.out.as_deref() else {
         return Err(Failure::usage(anyhow::anyhow!(
             "reading standard input needs -o OUT (a file, or - for standard output) for the migrated session"
         )));
@@ -105,13 +105,13 @@ fn from_stdin(args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
             "--in-place needs a file, not standard input"
         )));
     }
-    let target = Target::new(Path::new("-"), Some(out), args.force, args.dry_run, ctx)?;
+    let target = Target::new(Path::new("-"), &args.write, ctx)?;
     let mut ids = crate::ids::for_migration(ctx.deterministic_ids());
     let loaded = load_with(&Input::Stdin, ids.as_mut())?;
     note_problems("<stdin>", &loaded.session, ctx);
     refuse_unwritable(&loaded.session, "<stdin>")?;
     let changed = loaded.session.was_migrated();
-    if !args.dry_run {
+    if !args.write.dry_run {
         let bytes = loaded.bytes.as_deref().unwrap_or_default();
         match (target.dest(), changed) {
             (Dest::Stdout, true) => {
@@ -122,10 +122,10 @@ fn from_stdin(args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
                 .write_all(bytes)
                 .map_err(Failure::failed)?,
             (Dest::File(out), true) => {
-                write_session_file(out, &loaded.session, None, replace(args.force))?;
+                write_session_file(out, &loaded.session, None, replace(args.write.force))?;
             }
             (Dest::File(out), false) => {
-                write_file(out, None, replace(args.force), |w| w.write_all(bytes))?;
+                write_file(out, None, replace(args.write.force), |w| w.write_all(bytes))?;
             }
             (Dest::InPlace, _) => {
                 return Err(Failure::bad_input(anyhow::anyhow!(
@@ -140,7 +140,7 @@ fn from_stdin(args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
             session: &loaded.session,
             output: Some(out.display().to_string()),
             changed,
-            dry_run: args.dry_run,
+            dry_run: args.write.dry_run,
         },
         &target,
         ctx,
