@@ -21,6 +21,23 @@ fn compaction(summary: &str, keep: &str) -> Value {
     json!({"type": "compaction", "summary": summary, "firstKeptEntryId": keep, "tokensBefore": 100})
 }
 
+/// `entries` in one line: ids `1`, `2`, … each under the one before.
+fn chain(entries: Vec<Value>) -> Session {
+    let ids: Vec<String> = (1..=entries.len()).map(|i| i.to_string()).collect();
+    let rows: Vec<(&str, Option<&str>, Value)> = entries
+        .into_iter()
+        .enumerate()
+        .map(|(i, e)| {
+            (
+                ids[i].as_str(),
+                i.checked_sub(1).map(|p| ids[p].as_str()),
+                e,
+            )
+        })
+        .collect();
+    session(&rows)
+}
+
 fn texts(s: &Session, leaf: Option<&str>) -> Vec<String> {
     let ctx = build_context_at(s, leaf.map_or(s.leaf_index(), |l| s.index_of(l)));
     ctx.messages
@@ -52,39 +69,23 @@ fn cases_1_to_6_messages_thinking_and_model() {
     assert!(c.messages.is_empty());
     assert_eq!(c.thinking_level, "off");
     assert_eq!(c.model, None);
-    assert_eq!(
-        texts(&session(&[("1", None, user("hi"))]), None),
-        ["user:hi"]
-    );
-    let s = session(&[
-        ("1", None, user("hello")),
-        ("2", Some("1"), asst("hi there")),
-        ("3", Some("2"), user("q")),
-        ("4", Some("3"), asst("a")),
-    ]);
+    assert_eq!(texts(&chain(vec![user("hi")]), None), ["user:hi"]);
+    let s = chain(vec![user("hello"), asst("hi there"), user("q"), asst("a")]);
     assert_eq!(
         texts(&s, None),
         ["user:hello", "assistant:hi there", "user:q", "assistant:a"]
     );
-    let s = session(&[
-        ("1", None, user("u")),
-        (
-            "2",
-            Some("1"),
-            json!({"type": "thinking_level_change", "thinkingLevel": "high"}),
-        ),
-        ("3", Some("2"), asst("a")),
+    let s = chain(vec![
+        user("u"),
+        json!({"type": "thinking_level_change", "thinkingLevel": "high"}),
+        asst("a"),
     ]);
     let c = build_context(&s);
     assert_eq!((c.thinking_level.as_str(), c.messages.len()), ("high", 2));
-    let s = session(&[
-        ("1", None, user("u")),
-        (
-            "2",
-            Some("1"),
-            json!({"type": "model_change", "provider": "openai", "modelId": "gpt-4"}),
-        ),
-        ("3", Some("2"), asst("a")),
+    let s = chain(vec![
+        user("u"),
+        json!({"type": "model_change", "provider": "openai", "modelId": "gpt-4"}),
+        asst("a"),
     ]);
     let m = build_context(&s).model.unwrap();
     assert_eq!(
@@ -95,18 +96,14 @@ fn cases_1_to_6_messages_thinking_and_model() {
 
 #[test]
 fn cases_7_to_9_only_the_latest_compaction_counts() {
-    let s = session(&[
-        ("1", None, user("first")),
-        ("2", Some("1"), asst("response1")),
-        ("3", Some("2"), user("second")),
-        ("4", Some("3"), asst("response2")),
-        (
-            "5",
-            Some("4"),
-            compaction("Summary of first two turns", "3"),
-        ),
-        ("6", Some("5"), user("third")),
-        ("7", Some("6"), asst("response3")),
+    let s = chain(vec![
+        user("first"),
+        asst("response1"),
+        user("second"),
+        asst("response2"),
+        compaction("Summary of first two turns", "3"),
+        user("third"),
+        asst("response3"),
     ]);
     assert_eq!(
         texts(&s, None),
@@ -118,24 +115,24 @@ fn cases_7_to_9_only_the_latest_compaction_counts() {
             "assistant:response3"
         ]
     );
-    let s = session(&[
-        ("1", None, user("u")),
-        ("2", Some("1"), asst("a")),
-        ("3", Some("2"), compaction("Empty summary", "1")),
-        ("4", Some("3"), user("v")),
+    let s = chain(vec![
+        user("u"),
+        asst("a"),
+        compaction("Empty summary", "1"),
+        user("v"),
     ]);
     assert_eq!(
         texts(&s, None),
         ["summary:Empty summary", "user:u", "assistant:a", "user:v"]
     );
-    let s = session(&[
-        ("1", None, user("u1")),
-        ("2", Some("1"), asst("a1")),
-        ("3", Some("2"), compaction("First summary", "1")),
-        ("4", Some("3"), user("u2")),
-        ("5", Some("4"), asst("a2")),
-        ("6", Some("5"), compaction("Second summary", "4")),
-        ("7", Some("6"), user("u3")),
+    let s = chain(vec![
+        user("u1"),
+        asst("a1"),
+        compaction("First summary", "1"),
+        user("u2"),
+        asst("a2"),
+        compaction("Second summary", "4"),
+        user("u3"),
     ]);
     assert_eq!(
         texts(&s, None),
@@ -216,7 +213,7 @@ fn cases_10_to_14_branches_summaries_unknown_leaves_and_orphans() {
         ]
     );
     // An unknown leaf id falls back to the last entry (the file's leaf).
-    let s = session(&[("1", None, user("u")), ("2", Some("1"), asst("a"))]);
+    let s = chain(vec![user("u"), asst("a")]);
     assert!(s.index_of("nonexistent").is_none());
     assert_eq!(build_context(&s).messages.len(), 2);
     // An orphan chain yields only its reachable part.
@@ -226,23 +223,15 @@ fn cases_10_to_14_branches_summaries_unknown_leaves_and_orphans() {
 
 #[test]
 fn cases_15_16_custom_entries_produce_no_messages_and_settings_survive_compaction() {
-    let s = session(&[
-        ("1", None, user("u")),
-        ("2", Some("1"), json!({"type": "custom", "customType": "c"})),
-        ("3", Some("2"), asst("a")),
-        (
-            "4",
-            Some("3"),
-            json!({"type": "custom", "customType": "kept-card"}),
-        ),
-        ("5", Some("4"), user("v")),
-        ("6", Some("5"), compaction("S", "4")),
-        (
-            "7",
-            Some("6"),
-            json!({"type": "custom", "customType": "after-card"}),
-        ),
-        ("8", Some("7"), asst("b")),
+    let s = chain(vec![
+        user("u"),
+        json!({"type": "custom", "customType": "c"}),
+        asst("a"),
+        json!({"type": "custom", "customType": "kept-card"}),
+        user("v"),
+        compaction("S", "4"),
+        json!({"type": "custom", "customType": "after-card"}),
+        asst("b"),
     ]);
     let roles: Vec<String> = build_context(&s)
         .messages
@@ -250,16 +239,12 @@ fn cases_15_16_custom_entries_produce_no_messages_and_settings_survive_compactio
         .map(|m| m.message.role().to_owned())
         .collect();
     assert_eq!(roles, ["compactionSummary", "user", "assistant"]);
-    let s = session(&[
-        ("1", None, user("u")),
-        (
-            "2",
-            Some("1"),
-            json!({"type": "thinking_level_change", "thinkingLevel": "high"}),
-        ),
-        ("3", Some("2"), asst("a")),
-        ("4", Some("3"), user("v")),
-        ("5", Some("4"), compaction("S", "4")),
+    let s = chain(vec![
+        user("u"),
+        json!({"type": "thinking_level_change", "thinkingLevel": "high"}),
+        asst("a"),
+        user("v"),
+        compaction("S", "4"),
     ]);
     let c = build_context(&s);
     assert_eq!(c.thinking_level, "high");
