@@ -9,7 +9,7 @@ mod support;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use support::{Reply, Server, last_line};
+use support::{Reply, Server, code, last_line, musepi_in, p, stderr};
 
 const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
 
@@ -53,35 +53,39 @@ async fn musepi(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `musepi branch FILE ARGS…`.
+async fn branch(file: &Path, args: &[&str]) -> Output {
+    let mut all = vec!["branch", file.to_str().unwrap()];
+    all.extend(args);
+    musepi(&all).await
+}
+
 #[tokio::test]
 async fn a_summary_is_requested_stored_under_the_target_and_seen_in_the_context() {
     let dir = tempfile::tempdir().unwrap();
     let file = tree(dir.path());
     let server = server().await;
     let base = format!("{}/v1", server.url);
-    let out = musepi(&[
-        "branch",
-        file.to_str().unwrap(),
-        "--to",
-        "b2",
-        "--summarize",
-        "--provider",
-        "openai-compatible",
-        "--base-url",
-        &base,
-        "--model",
-        "m",
-        "--now",
-        "2026-02-01T00:00:00.000Z",
-        "--deterministic-ids",
-        "--json",
-    ])
+    let out = branch(
+        &file,
+        &[
+            "--to",
+            "b2",
+            "--summarize",
+            "--provider",
+            "openai-compatible",
+            "--base-url",
+            &base,
+            "--model",
+            "m",
+            "--now",
+            "2026-02-01T00:00:00.000Z",
+            "--deterministic-ids",
+            "--json",
+        ],
+    )
     .await;
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
     let requests = server.bodies();
     assert_eq!(requests.len(), 1);
     let r = &requests[0];
@@ -119,12 +123,8 @@ async fn a_summary_is_requested_stored_under_the_target_and_seen_in_the_context(
 async fn navigation_without_a_summary_records_the_new_leaf() {
     let dir = tempfile::tempdir().unwrap();
     let file = tree(dir.path());
-    let out = musepi(&["branch", file.to_str().unwrap(), "--to", "b2", "--json"]).await;
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = branch(&file, &["--to", "b2", "--json"]).await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
     let entry = last_line(&file);
     assert_eq!(entry["type"], "custom");
     assert_eq!(entry["parentId"], "b2");
@@ -143,15 +143,10 @@ async fn the_digest_needs_no_model_and_dry_run_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let file = tree(dir.path());
     let before = std::fs::read(&file).unwrap();
-    let dry = musepi(&[
-        "branch",
-        file.to_str().unwrap(),
-        "--to",
-        "root",
-        "--summarize",
-        "--dry-run",
-        "--json",
-    ])
+    let dry = branch(
+        &file,
+        &["--to", "root", "--summarize", "--dry-run", "--json"],
+    )
     .await;
     assert!(dry.status.success());
     let plan: Value = serde_json::from_slice(&dry.stdout).unwrap();
@@ -165,21 +160,12 @@ async fn the_digest_needs_no_model_and_dry_run_writes_nothing() {
             .contains("Port the parser.")
     );
     assert_eq!(std::fs::read(&file).unwrap(), before);
-    let out = musepi(&[
-        "branch",
-        file.to_str().unwrap(),
-        "--to",
-        "b2",
-        "--summarize",
-        "--strategy",
-        "snapcompact",
-    ])
+    let out = branch(
+        &file,
+        &["--to", "b2", "--summarize", "--strategy", "snapcompact"],
+    )
     .await;
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
     let entry = last_line(&file);
     assert_eq!(entry["type"], "branch_summary");
     assert!(
@@ -188,7 +174,7 @@ async fn the_digest_needs_no_model_and_dry_run_writes_nothing() {
             .unwrap()
             .contains("Try plan B: a hand-written lexer.")
     );
-    let bad = musepi(&["branch", file.to_str().unwrap(), "--to", "nope"]).await;
+    let bad = branch(&file, &["--to", "nope"]).await;
     assert_eq!(bad.status.code(), Some(2));
 }
 
@@ -196,29 +182,13 @@ async fn the_digest_needs_no_model_and_dry_run_writes_nothing() {
 async fn summarize_without_a_provider_writes_the_digest() {
     let dir = tempfile::tempdir().unwrap();
     let file = tree(dir.path());
-    let out = tokio::process::Command::new(MUSEPI)
-        .args([
-            "branch",
-            file.to_str().unwrap(),
-            "--to",
-            "b2",
-            "--summarize",
-            "--json",
-        ])
-        .env("HOME", dir.path())
-        .current_dir(dir.path())
-        .output()
-        .await
-        .unwrap();
+    let args = ["branch", p(&file), "--to", "b2", "--summarize", "--json"];
+    let out = musepi_in(dir.path(), dir.path(), &args, None);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(
-        out.status.success(),
+        stderr(&out).contains("snapcompact digest"),
         "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("snapcompact digest"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        stderr(&out)
     );
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["strategy"], "snapcompact");
@@ -239,30 +209,20 @@ async fn summarize_with_an_unusable_provider_is_an_error_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let file = tree(dir.path());
     let before = std::fs::read(&file).unwrap();
-    let out = tokio::process::Command::new(MUSEPI)
-        .args([
-            "branch",
-            file.to_str().unwrap(),
-            "--to",
-            "b2",
-            "--summarize",
-            "--provider",
-            "openai-responses",
-            "--model",
-            "gpt-4.1-mini",
-        ])
-        .env("HOME", dir.path())
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("MUSEPI_API_KEY")
-        .current_dir(dir.path())
-        .output()
-        .await
-        .unwrap();
+    let args = [
+        "branch",
+        p(&file),
+        "--to",
+        "b2",
+        "--summarize",
+        "--provider",
+        "openai-responses",
+        "--model",
+        "gpt-4.1-mini",
+    ];
+    // No API key reaches it: the environment's are removed.
+    let out = musepi_in(dir.path(), dir.path(), &args, None);
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("no API key"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(stderr(&out).contains("no API key"), "{}", stderr(&out));
     assert_eq!(std::fs::read(&file).unwrap(), before);
 }

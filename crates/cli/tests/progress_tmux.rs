@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::json;
-use support::{Reply, Server};
+use support::{Reply, Server, code, stderr};
 use tmux::Tmux;
 
 const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
@@ -124,12 +124,8 @@ fn a_long_compaction_says_which_request_of_how_many_on_a_terminal_only() {
         .env_remove("OPENAI_API_KEY")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let stderr = stderr(&out);
     assert!(!stderr.contains("request"), "{stderr}");
     assert!(!stderr.contains("tokens sent"), "{stderr}");
 }

@@ -19,7 +19,7 @@ use musepi_hooks::Summarizer;
 use musepi_providers::{ApiKey, Provider, ProviderConfig, ProviderKind, RetryPolicy, build_client};
 use musepi_session_model::{SequentialIds, Session, load_bytes};
 use serde_json::{Value, json};
-use support::{Reply, Server};
+use support::{Reply, Server, code, stderr};
 use tokio_util::sync::CancellationToken;
 
 const SYSTEM: &str = "You write handoffs.";
@@ -215,11 +215,7 @@ async fn musepi(args: &[&str]) -> std::process::Output {
 }
 
 fn context(out: &std::process::Output) -> Vec<Value> {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(code(out), 0, "{}", stderr(out));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     doc["messages"].as_array().unwrap().clone()
 }
@@ -252,11 +248,7 @@ async fn a_remote_compaction_is_stored_under_the_provider_name_and_replayed_by_i
         "2026-02-01T00:00:00.000Z",
     ])
     .await;
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(
         seen.seen()
             .iter()
