@@ -29,6 +29,20 @@ fn settings(dir: &Path, entry: &Value) -> PathBuf {
     path
 }
 
+/// `compact FILE --strategy llm --provider test --settings SETTINGS`.
+fn llm_compact<'a>(file: &'a Path, settings: &'a Path) -> [&'a str; 8] {
+    [
+        "compact",
+        file.to_str().unwrap(),
+        "--strategy",
+        "llm",
+        "--provider",
+        "test",
+        "--settings",
+        settings.to_str().unwrap(),
+    ]
+}
+
 async fn musepi(args: &[&str]) -> std::process::Output {
     support::musepi_async(args).await
 }
@@ -52,20 +66,8 @@ async fn compact_with(
         .replace("{url}", &server.url);
     entry["baseUrl"] = Value::String(base);
     let settings = settings(dir.path(), &entry);
-    let out = musepi(&[
-        "compact",
-        file.to_str().unwrap(),
-        "--strategy",
-        "llm",
-        "--provider",
-        "test",
-        "--settings",
-        settings.to_str().unwrap(),
-        "--now",
-        "2026-02-01T00:00:00.000Z",
-        "--json",
-    ])
-    .await;
+    let args = llm_compact(&file, &settings);
+    let out = musepi(&[&args[..], &["--now", "2026-02-01T00:00:00.000Z", "--json"]].concat()).await;
     (out, file, before, server, dir)
 }
 
@@ -190,16 +192,7 @@ async fn an_abort_mid_request_writes_nothing() {
     entry["baseUrl"] = json!(format!("{}/v1", script.url));
     let settings = settings(dir.path(), &entry);
     let child = tokio::process::Command::new(MUSEPI)
-        .args([
-            "compact",
-            file.to_str().unwrap(),
-            "--strategy",
-            "llm",
-            "--provider",
-            "test",
-            "--settings",
-            settings.to_str().unwrap(),
-        ])
+        .args(llm_compact(&file, &settings))
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
