@@ -115,6 +115,30 @@ impl Appender {
         self.stop.store(true, Ordering::Relaxed);
         self.handle.join().unwrap()
     }
+
+    /// Stops appending and asserts that every line it appended is in
+    /// `file`, in order (`what` names the round); returns the file's bytes
+    /// without them.
+    fn finish_and_check(self, file: &Path, tally: &mut Tally, what: &str) -> Vec<u8> {
+        let lines = self.finish();
+        tally.appended += lines.len();
+        let (found, rest) = split_appended(&fs::read(file).unwrap());
+        tally.lost += lines.len().saturating_sub(found.len());
+        assert!(
+            found == lines,
+            "{what}: every appended line, in order: {}",
+            first_difference(&found, &lines)
+        );
+        rest
+    }
+}
+
+/// The lines appenders wrote over a test's rounds, and how many of them a
+/// rewrite lost.
+#[derive(Default)]
+struct Tally {
+    appended: usize,
+    lost: usize,
 }
 
 fn append_line(path: &Path, line: &str, style: Style) {
@@ -204,7 +228,8 @@ fn lines_appended_during_rewrites_are_never_lost() {
     let dir = tempfile::tempdir().unwrap();
     let base = base_session(dir.path(), 2000);
     let per_command = rounds(6);
-    let (mut appended, mut lost, mut written, mut busy) = (0, 0, 0, 0);
+    let mut tally = Tally::default();
+    let (mut written, mut busy) = (0, 0);
     for style in [Style::Plain, Style::Locking] {
         for (name, _) in rewriters("") {
             // What the command writes with nobody appending.
@@ -236,21 +261,13 @@ fn lines_appended_during_rewrites_are_never_lost() {
                 std::thread::sleep(Duration::from_millis(2));
                 let o = musepi(&args.iter().map(String::as_str).collect::<Vec<_>>());
                 std::thread::sleep(Duration::from_millis(5));
-                let lines = appender.finish();
-                appended += lines.len();
-                let bytes = fs::read(&file).unwrap();
-                let (found, rest) = split_appended(&bytes);
-                lost += lines.len().saturating_sub(found.len());
-                assert!(
-                    found == lines,
-                    "{name} round {round} ({}): every appended line, in order: {}",
-                    if style == Style::Plain {
-                        "plain"
-                    } else {
-                        "locking"
-                    },
-                    first_difference(&found, &lines)
-                );
+                let how = if style == Style::Plain {
+                    "plain"
+                } else {
+                    "locking"
+                };
+                let what = format!("{name} round {round} ({how})");
+                let rest = appender.finish_and_check(&file, &mut tally, &what);
                 match o.status.code() {
                     // A compaction hangs under the leaf it read, which
                     // depends on what was appended by then: check it reads
@@ -259,9 +276,7 @@ fn lines_appended_during_rewrites_are_never_lost() {
                         written += 1;
                         let check = musepi(&["session", "check", file.to_str().unwrap()]);
                         assert_eq!(check.status.code(), Some(0), "{name} round {round}");
-                        assert!(
-                            String::from_utf8_lossy(&bytes).contains("\"type\":\"compaction\"")
-                        );
+                        assert!(String::from_utf8_lossy(&rest).contains("\"type\":\"compaction\""));
                     }
                     Some(0) => {
                         written += 1;
@@ -283,10 +298,12 @@ fn lines_appended_during_rewrites_are_never_lost() {
         }
     }
     eprintln!(
-        "reliability: concurrent appends: {} rewrites with an appender running ({written} written, {busy} refused as busy), {appended} lines appended, {lost} lost",
-        written + busy
+        "reliability: concurrent appends: {} rewrites with an appender running ({written} written, {busy} refused as busy), {} lines appended, {} lost",
+        written + busy,
+        tally.appended,
+        tally.lost
     );
-    assert_eq!(lost, 0);
+    assert_eq!(tally.lost, 0);
 }
 
 /// Starts `musepi session migrate FILE --force` and returns, with it still
@@ -402,7 +419,8 @@ fn a_rewrite_killed_at_any_point_leaves_the_old_or_the_new_file() {
     assert_ne!(old, new);
     let kills = rounds(30);
     let mut rng = Lcg(0x5eed);
-    let (mut as_old, mut as_new, mut torn, mut lost, mut appended) = (0, 0, 0, 0, 0);
+    let (mut as_old, mut as_new, mut torn) = (0, 0, 0);
+    let mut tally = Tally::default();
     let (mut left, mut cleaned) = (0, 0);
     for k in 0..kills {
         let file = dir.path().join("s.jsonl");
@@ -419,16 +437,7 @@ fn a_rewrite_killed_at_any_point_leaves_the_old_or_the_new_file() {
         std::thread::sleep(full.mul_f64(rng.next_fraction() * 1.2));
         let _ = child.kill();
         child.wait().unwrap();
-        let lines = appender.finish();
-        appended += lines.len();
-        let bytes = fs::read(&file).unwrap();
-        let (found, rest) = split_appended(&bytes);
-        lost += lines.len().saturating_sub(found.len());
-        assert!(
-            found == lines,
-            "kill {k}: every appended line, in order: {}",
-            first_difference(&found, &lines)
-        );
+        let rest = appender.finish_and_check(&file, &mut tally, &format!("kill {k}"));
         if rest == old {
             as_old += 1;
         } else if rest == new {
@@ -465,9 +474,10 @@ fn a_rewrite_killed_at_any_point_leaves_the_old_or_the_new_file() {
         fs::remove_file(&file).unwrap();
     }
     eprintln!(
-        "reliability: kill -9 during migrate --in-place: {kills} kill points, {as_old} left the old file, {as_new} the new one, {torn} torn, {appended} lines appended by a locking appender, {lost} lost, {left} left a temporary file, {cleaned} of them removed by the next run"
+        "reliability: kill -9 during migrate --in-place: {kills} kill points, {as_old} left the old file, {as_new} the new one, {torn} torn, {} lines appended by a locking appender, {} lost, {left} left a temporary file, {cleaned} of them removed by the next run",
+        tally.appended, tally.lost
     );
     assert_eq!(torn, 0);
-    assert_eq!(lost, 0);
+    assert_eq!(tally.lost, 0);
     assert_eq!(left, cleaned);
 }
