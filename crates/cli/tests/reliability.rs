@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use support::settle;
+use support::{code, settle, stderr};
 
 const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
 const NOW: &str = "2026-02-01T00:00:00.000Z";
@@ -223,6 +223,15 @@ fn rewriters(file: &str) -> Vec<(&'static str, Vec<String>)> {
     ]
 }
 
+/// Runs the rewriter `name` of [`rewriters`] on `file`.
+fn rewrite(name: &str, file: &Path) -> Output {
+    let (_, args) = rewriters(file.to_str().unwrap())
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .unwrap();
+    musepi(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
 #[test]
 fn lines_appended_during_rewrites_are_never_lost() {
     let dir = tempfile::tempdir().unwrap();
@@ -235,31 +244,16 @@ fn lines_appended_during_rewrites_are_never_lost() {
             // What the command writes with nobody appending.
             let quiet = dir.path().join(format!("quiet-{name}.jsonl"));
             fs::copy(&base, &quiet).unwrap();
-            let args = rewriters(quiet.to_str().unwrap())
-                .into_iter()
-                .find(|(n, _)| *n == name)
-                .unwrap()
-                .1;
-            let o = musepi(&args.iter().map(String::as_str).collect::<Vec<_>>());
-            assert_eq!(
-                o.status.code(),
-                Some(0),
-                "{name}: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
+            let o = rewrite(name, &quiet);
+            assert_eq!(code(&o), 0, "{name}: {}", stderr(&o));
             let expected = fs::read(&quiet).unwrap();
             let original = fs::read(&base).unwrap();
             for round in 0..per_command {
                 let file = dir.path().join(format!("{name}-{round}.jsonl"));
                 fs::copy(&base, &file).unwrap();
-                let args = rewriters(file.to_str().unwrap())
-                    .into_iter()
-                    .find(|(n, _)| *n == name)
-                    .unwrap()
-                    .1;
                 let appender = Appender::start(&file, style);
                 std::thread::sleep(Duration::from_millis(2));
-                let o = musepi(&args.iter().map(String::as_str).collect::<Vec<_>>());
+                let o = rewrite(name, &file);
                 std::thread::sleep(Duration::from_millis(5));
                 let how = if style == Style::Plain {
                     "plain"
@@ -288,10 +282,7 @@ fn lines_appended_during_rewrites_are_never_lost() {
                         busy += 1;
                         assert_eq!(rest, original, "{name} round {round}: untouched");
                     }
-                    other => panic!(
-                        "{name} round {round}: exit {other:?}: {}",
-                        String::from_utf8_lossy(&o.stderr)
-                    ),
+                    other => panic!("{name} round {round}: exit {other:?}: {}", stderr(&o)),
                 }
                 assert_eq!(temp_files(dir.path()), 0);
             }
@@ -353,12 +344,7 @@ fn a_line_written_to_the_old_file_after_the_rename_is_kept() {
     held.write_all(line.as_bytes()).unwrap();
     drop(held);
     let o = child.wait_with_output().unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
     let (found, _) = split_appended(&fs::read(&file).unwrap());
     assert_eq!(found, vec![line], "the line written to the old file");
 }
@@ -383,12 +369,7 @@ fn an_appender_waiting_for_the_lock_is_let_go_once_the_file_is_replaced() {
     );
     drop((new, waiting));
     let o = child.wait_with_output().unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
 }
 
 /// A small deterministic generator for kill times.
@@ -458,12 +439,7 @@ fn a_rewrite_killed_at_any_point_leaves_the_old_or_the_new_file() {
                 "--now",
                 NOW,
             ]);
-            assert_eq!(
-                o.status.code(),
-                Some(0),
-                "{}",
-                String::from_utf8_lossy(&o.stderr)
-            );
+            assert_eq!(code(&o), 0, "{}", stderr(&o));
             assert_eq!(
                 temp_files(dir.path()),
                 0,
