@@ -43,9 +43,7 @@ fn view_in_tmux() {
     assert!(!screen.contains("── end of compaction ──"), "{screen}");
 
     // Search puts the cursor on the divider; ctrl+o expands it.
-    tmux.keys(&["/"]);
-    tmux.type_text("compacted");
-    tmux.keys(&["Enter"]);
+    tmux.enter_line("/", "compacted");
     tmux.wait_for("the search", |s| s.contains("/compacted: match 1 of 1"));
     tmux.keys(&["C-o"]);
     let screen = tmux.wait_for("the expanded divider", |s| {
@@ -94,25 +92,19 @@ fn view_in_tmux() {
 
     // Typing `compact` in the search only searches.
     let before = std::fs::read_to_string(&file).unwrap();
-    tmux.keys(&["/"]);
-    tmux.type_text("compact");
-    tmux.keys(&["Enter"]);
+    tmux.enter_line("/", "compact");
     tmux.wait_for("the search for compact", |s| s.contains("/compact: match"));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
 
     // :compact asks first; n leaves the file alone, y compacts.
-    tmux.keys(&[":"]);
-    tmux.type_text("compact");
-    tmux.keys(&["Enter"]);
+    tmux.enter_line(":", "compact");
     tmux.wait_for("the question", |s| {
         s.contains("compact at the leaf with snapcompact? [y/n]")
     });
     tmux.keys(&["n"]);
     tmux.wait_for("the refusal", |s| s.contains("not compacted"));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
-    tmux.keys(&[":"]);
-    tmux.type_text("compact");
-    tmux.keys(&["Enter"]);
+    tmux.enter_line(":", "compact");
     tmux.wait_for("the question", |s| {
         s.contains("compact at the leaf with snapcompact? [y/n]")
     });

@@ -83,6 +83,14 @@ impl Tmux {
         );
     }
 
+    /// Opens the search (`/`) or the command line (`:`) with `key`, types
+    /// `text` and enters it.
+    pub(crate) fn enter_line(&self, key: &str, text: &str) {
+        self.keys(&[key]);
+        self.type_text(text);
+        self.keys(&["Enter"]);
+    }
+
     pub(crate) fn screen(&self) -> String {
         String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", "view"]).stdout)
             .into_owned()
