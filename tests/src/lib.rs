@@ -28,6 +28,7 @@ pub mod table;
 
 use std::path::{Path, PathBuf};
 
+pub use musepi_test_support::pi_fixture;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -83,21 +84,6 @@ pub fn conformance_session(name: &str) -> PathBuf {
 /// `tests/fixtures/conformance/answers/<name>`.
 pub fn conformance_answer_path(name: &str) -> PathBuf {
     conformance_dir().join("answers").join(name)
-}
-
-/// `../shared/fixtures/pi/<name>`, or `None` (with a one-line notice on
-/// stderr naming `test`) when it is absent: the real pi sessions are other
-/// people's conversations and are never copied into the repository.
-pub fn pi_fixture(test: &str, name: &str) -> Option<PathBuf> {
-    let path = shared_dir().join("fixtures/pi").join(name);
-    if path.is_file() {
-        Some(path)
-    } else {
-        notice(&format!(
-            "skipped {test}: the real pi session {name} is not next to the repository (../shared/fixtures/pi)"
-        ));
-        None
-    }
 }
 
 /// One line on the process's stderr, past the test harness's capture, so

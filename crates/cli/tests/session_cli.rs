@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use musepi_session_model::{SequentialIds, load_file};
+use musepi_test_support::pi_fixture;
 use serde_json::Value;
 
 /// The conformance set in the repository (tests/fixtures/conformance).
@@ -23,23 +24,6 @@ fn conformance(name: &str) -> PathBuf {
 
 fn answer(name: &str) -> PathBuf {
     conformance_dir().join("answers").join(name)
-}
-
-/// A real pi session next to the repository (`../shared/fixtures/pi`), or
-/// `None` with a one-line notice: those are other people's conversations,
-/// never copied into the repository.
-fn pi_fixture(test: &str, name: &str) -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures/pi")
-        .join(name);
-    if path.is_file() {
-        return Some(path);
-    }
-    let _ = writeln!(
-        std::io::stderr(),
-        "note: skipped {test}: the real pi session {name} is not next to the repository (../shared/fixtures/pi)"
-    );
-    None
 }
 
 /// A v3 session of `n` user messages in one line, ids `00000001`…

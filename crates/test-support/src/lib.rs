@@ -11,11 +11,17 @@
 //! - [`http::Server`]: a scripted HTTP server on 127.0.0.1 that records
 //!   every request, so provider and command tests never reach another host.
 //!
+//! Beside them, [`pi_fixture`] finds the real pi sessions next to the
+//! repository for the tests that read them, and skips those tests with a
+//! notice where they are absent.
+//!
 //! It must not know any crate above session-model, so every crate of the
 //! workspace can use it in its tests; it is never published.
 
 // A failure in test support is a failure of the test that called it.
 #![allow(clippy::missing_panics_doc)]
+
+use std::path::{Path, PathBuf};
 
 mod builder;
 mod entries;
@@ -25,6 +31,25 @@ pub use builder::{SessionBuilder, session_of, text_block, tool_call};
 pub use entries::EntryBuilder;
 #[doc(hidden)]
 pub use insta;
+
+/// `../shared/fixtures/pi/<name>` next to the repository, or `None` with a
+/// one-line notice naming `test` when it is absent: the real pi sessions are
+/// other people's conversations, never copied into the repository.
+pub fn pi_fixture(test: &str, name: &str) -> Option<PathBuf> {
+    use std::io::Write as _;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/fixtures/pi")
+        .join(name);
+    if path.is_file() {
+        return Some(path);
+    }
+    // Past the test harness's capture, so that it shows for a passing test.
+    let _ = writeln!(
+        std::io::stderr(),
+        "note: skipped {test}: the real pi session {name} is not next to the repository (../shared/fixtures/pi)"
+    );
+    None
+}
 
 /// Asserts that every one of `parts` occurs in `text`, in this order
 /// (`what` names the text in the message).
