@@ -74,6 +74,14 @@ impl Flavour {
         config
     }
 
+    /// Starts a server answering `replies` and returns the error this
+    /// flavour's provider reports, with the server.
+    async fn fails(self, replies: Vec<Reply>) -> (SummarizeError, Server) {
+        let server = Server::start(replies).await;
+        let error = summarize(&self.provider(&server)).await.unwrap_err();
+        (error, server)
+    }
+
     fn provider(self, server: &Server) -> Provider {
         Provider::new(self.config(server), client())
     }
@@ -491,29 +499,37 @@ async fn the_custom_endpoint_also_returns_its_short_summary() {
     assert!(chat.as_remote().unwrap().is_chat_completions());
 }
 
+/// Starts a server answering `replies`, asserts that this flavour's
+/// provider gets [`SUMMARY`] in the end, and returns the retry notices it
+/// gave on the way, in order, with the number of requests the server saw.
+async fn retried(flavour: Flavour, replies: Vec<Reply>) -> (Vec<RetryNotice>, usize) {
+    let server = Server::start(replies).await;
+    let notices: Arc<Mutex<Vec<RetryNotice>>> = Arc::default();
+    let sink = notices.clone();
+    let provider =
+        flavour
+            .provider(&server)
+            .with_retry_observer(Arc::new(move |n: &RetryNotice| {
+                sink.lock().unwrap().push(n.clone());
+            }));
+    assert_eq!(
+        summarize(&provider).await.as_deref(),
+        Ok(SUMMARY),
+        "{flavour:?}"
+    );
+    let notices = notices.lock().unwrap().clone();
+    (notices, server.seen().len())
+}
+
 #[tokio::test]
 async fn a_429_waits_for_retry_after_then_succeeds() {
     for flavour in ALL {
-        let server = Server::start(vec![
+        let replies = vec![
             flavour.error(429, "slow down").header("retry-after", "0"),
             flavour.ok(SUMMARY),
-        ])
-        .await;
-        let notices: Arc<Mutex<Vec<RetryNotice>>> = Arc::default();
-        let sink = notices.clone();
-        let provider =
-            flavour
-                .provider(&server)
-                .with_retry_observer(Arc::new(move |n: &RetryNotice| {
-                    sink.lock().unwrap().push(n.clone());
-                }));
-        assert_eq!(
-            summarize(&provider).await.as_deref(),
-            Ok(SUMMARY),
-            "{flavour:?}"
-        );
-        assert_eq!(server.seen().len(), 2);
-        let notices = notices.lock().unwrap().clone();
+        ];
+        let (notices, requests) = retried(flavour, replies).await;
+        assert_eq!(requests, 2);
         assert_eq!(notices.len(), 1);
         assert_eq!(notices[0].attempt, 1);
         assert_eq!(notices[0].delay, Duration::ZERO);
@@ -524,15 +540,13 @@ async fn a_429_waits_for_retry_after_then_succeeds() {
 
 #[tokio::test]
 async fn a_retry_after_beyond_the_limit_ends_the_retries() {
-    let server = Server::start(vec![
-        Flavour::Chat
-            .error(429, "quota exhausted")
-            .header("retry-after", "3600"),
-    ])
-    .await;
-    let error = summarize(&Flavour::Chat.provider(&server))
-        .await
-        .unwrap_err();
+    let (error, server) = Flavour::Chat
+        .fails(vec![
+            Flavour::Chat
+                .error(429, "quota exhausted")
+                .header("retry-after", "3600"),
+        ])
+        .await;
     assert_eq!(
         error,
         SummarizeError::Provider {
@@ -547,28 +561,16 @@ async fn a_retry_after_beyond_the_limit_ends_the_retries() {
 #[tokio::test]
 async fn a_500_is_retried_with_backoff() {
     for flavour in ALL {
-        let server = Server::start(vec![
+        let replies = vec![
             flavour.error(500, "boom"),
             flavour.error(503, "busy"),
             flavour.ok(SUMMARY),
-        ])
-        .await;
-        let notices: Arc<Mutex<Vec<Duration>>> = Arc::default();
-        let sink = notices.clone();
-        let provider =
-            flavour
-                .provider(&server)
-                .with_retry_observer(Arc::new(move |n: &RetryNotice| {
-                    sink.lock().unwrap().push(n.delay);
-                }));
+        ];
+        let (notices, requests) = retried(flavour, replies).await;
+        assert_eq!(requests, 3);
+        let delays: Vec<Duration> = notices.iter().map(|n| n.delay).collect();
         assert_eq!(
-            summarize(&provider).await.as_deref(),
-            Ok(SUMMARY),
-            "{flavour:?}"
-        );
-        assert_eq!(server.seen().len(), 3);
-        assert_eq!(
-            *notices.lock().unwrap(),
+            delays,
             [Duration::from_millis(10), Duration::from_millis(20)]
         );
     }
@@ -576,28 +578,25 @@ async fn a_500_is_retried_with_backoff() {
 
 #[tokio::test]
 async fn persistent_server_errors_name_provider_status_and_message() {
-    let server = Server::start(vec![Flavour::Anthropic.error(529, "Overloaded"); 3]).await;
-    let error = summarize(&Flavour::Anthropic.provider(&server))
-        .await
-        .unwrap_err();
+    let (error, server) = Flavour::Anthropic
+        .fails(vec![Flavour::Anthropic.error(529, "Overloaded"); 3])
+        .await;
     assert_eq!(
         error.to_string(),
         "anthropic request failed (HTTP 529): Overloaded"
     );
     assert_eq!(server.seen().len(), 3);
 
-    let server = Server::start(vec![Reply::raw(503, ""); 3]).await;
-    let error = summarize(&Flavour::RemoteCustom.provider(&server))
-        .await
-        .unwrap_err();
+    let (error, _) = Flavour::RemoteCustom
+        .fails(vec![Reply::raw(503, ""); 3])
+        .await;
     assert_eq!(
         error.to_string(),
         "Remote compaction failed (503 Service Unavailable)"
     );
-    let server = Server::start(vec![Reply::raw(404, "no such route")]).await;
-    let error = summarize(&Flavour::RemoteChat.provider(&server))
-        .await
-        .unwrap_err();
+    let (error, server) = Flavour::RemoteChat
+        .fails(vec![Reply::raw(404, "no such route")])
+        .await;
     assert_eq!(
         error,
         SummarizeError::Remote {
@@ -688,12 +687,12 @@ fn flavour_name(flavour: Flavour) -> &'static str {
 #[tokio::test]
 async fn malformed_json_quotes_the_start_of_the_body() {
     for flavour in ALL {
-        let server = Server::start(vec![Reply::raw(
-            200,
-            "<html><body>Bad gateway page</body></html>",
-        )])
-        .await;
-        let error = summarize(&flavour.provider(&server)).await.unwrap_err();
+        let (error, server) = flavour
+            .fails(vec![Reply::raw(
+                200,
+                "<html><body>Bad gateway page</body></html>",
+            )])
+            .await;
         match &error {
             SummarizeError::MalformedResponse {
                 provider,
@@ -718,8 +717,7 @@ async fn malformed_json_quotes_the_start_of_the_body() {
 #[tokio::test]
 async fn an_empty_summary_is_an_error() {
     for flavour in ALL {
-        let server = Server::start(vec![flavour.ok("  \n")]).await;
-        let error = summarize(&flavour.provider(&server)).await.unwrap_err();
+        let (error, _) = flavour.fails(vec![flavour.ok("  \n")]).await;
         let expected = match flavour {
             Flavour::RemoteChat => SummarizeError::Remote {
                 failure: RemoteFailure::MissingContent,
@@ -731,18 +729,16 @@ async fn an_empty_summary_is_an_error() {
         };
         assert_eq!(error, expected, "{flavour:?}");
     }
-    let server = Server::start(vec![Reply::json(200, &json!({"result": "done"}))]).await;
-    let error = summarize(&Flavour::RemoteCustom.provider(&server))
-        .await
-        .unwrap_err();
+    let (error, _) = Flavour::RemoteCustom
+        .fails(vec![Reply::json(200, &json!({"result": "done"}))])
+        .await;
     assert_eq!(
         error.to_string(),
         "Remote compaction response missing summary"
     );
-    let server = Server::start(vec![Reply::json(200, &json!({"choices": []}))]).await;
-    let error = summarize(&Flavour::RemoteChat.provider(&server))
-        .await
-        .unwrap_err();
+    let (error, _) = Flavour::RemoteChat
+        .fails(vec![Reply::json(200, &json!({"choices": []}))])
+        .await;
     assert_eq!(
         error.to_string(),
         "Remote compaction response missing choices[0].message.content"
@@ -755,8 +751,7 @@ async fn a_refusal_is_an_error() {
         let Some(reply) = flavour.refusal() else {
             continue;
         };
-        let server = Server::start(vec![reply]).await;
-        let error = summarize(&flavour.provider(&server)).await.unwrap_err();
+        let (error, _) = flavour.fails(vec![reply]).await;
         let message = (flavour != Flavour::Anthropic).then(|| "I can't help with that.".to_owned());
         assert_eq!(
             error,
@@ -770,10 +765,7 @@ async fn a_refusal_is_an_error() {
     }
     let filtered =
         json!({"choices": [{"message": {"content": ""}, "finish_reason": "content_filter"}]});
-    let server = Server::start(vec![Reply::json(200, &filtered)]).await;
-    let error = summarize(&Flavour::Chat.provider(&server))
-        .await
-        .unwrap_err();
+    let (error, _) = Flavour::Chat.fails(vec![Reply::json(200, &filtered)]).await;
     assert_eq!(
         error.to_string(),
         "openai-compatible refused to summarize (reason content_filter)"
@@ -783,12 +775,12 @@ async fn a_refusal_is_an_error() {
 #[tokio::test]
 async fn an_overflow_rejection_is_reported_without_retrying() {
     for flavour in ALL {
-        let server = Server::start(vec![
-            flavour.error(400, "prompt is too long: 210000 tokens > 200000 maximum"),
-            flavour.ok(SUMMARY),
-        ])
-        .await;
-        let error = summarize(&flavour.provider(&server)).await.unwrap_err();
+        let (error, server) = flavour
+            .fails(vec![
+                flavour.error(400, "prompt is too long: 210000 tokens > 200000 maximum"),
+                flavour.ok(SUMMARY),
+            ])
+            .await;
         assert!(error.is_context_overflow(), "{flavour:?}: {error:?}");
         assert_eq!(
             error.to_string(),
@@ -799,16 +791,12 @@ async fn an_overflow_rejection_is_reported_without_retrying() {
         );
         assert_eq!(server.seen().len(), 1);
     }
-    let server = Server::start(vec![Reply::raw(413, "")]).await;
-    let error = summarize(&Flavour::Chat.provider(&server))
-        .await
-        .unwrap_err();
+    let (error, _) = Flavour::Chat.fails(vec![Reply::raw(413, "")]).await;
     assert_eq!(error.status(), Some(413));
     assert!(error.is_context_overflow());
-    let server = Server::start(vec![Flavour::Chat.error(400, "max_tokens is too large")]).await;
-    let error = summarize(&Flavour::Chat.provider(&server))
-        .await
-        .unwrap_err();
+    let (error, _) = Flavour::Chat
+        .fails(vec![Flavour::Chat.error(400, "max_tokens is too large")])
+        .await;
     assert!(!error.is_context_overflow());
 }
 
@@ -1044,8 +1032,7 @@ async fn a_redirect_to_another_origin_is_not_followed() {
         for flavour in ALL {
             let elsewhere = Server::start(vec![flavour.ok(SUMMARY)]).await;
             let target = format!("{}{}", elsewhere.url, flavour.path());
-            let server = Server::start(vec![Reply::redirect(status, &target)]).await;
-            let err = summarize(&flavour.provider(&server)).await.unwrap_err();
+            let (err, server) = flavour.fails(vec![Reply::redirect(status, &target)]).await;
             assert_eq!(
                 err,
                 SummarizeError::Redirected {
@@ -1090,8 +1077,7 @@ async fn a_redirect_within_the_origin_is_followed_with_the_same_body() {
 #[tokio::test]
 async fn an_endless_answer_is_read_only_up_to_the_limit() {
     for flavour in ALL {
-        let server = Server::start(vec![Reply::endless()]).await;
-        let err = summarize(&flavour.provider(&server)).await.unwrap_err();
+        let (err, server) = flavour.fails(vec![Reply::endless()]).await;
         assert_eq!(
             err,
             SummarizeError::TooLarge {
