@@ -172,6 +172,14 @@ fn text_message(role: &str, text: &str) -> Value {
     json!({"type": "message", "message": {"role": role, "content": text}})
 }
 
+/// The agent model's answer `text`, after `input` tokens in and `output` out.
+fn answer(text: &str, input: u64, output: u64) -> Value {
+    json!({"role": "assistant", "content": [{"type": "text", "text": text}],
+        "provider": "agent", "model": "m1", "stopReason": "stop",
+        "usage": {"input": input, "output": output, "cacheRead": 0, "cacheWrite": 0,
+            "totalTokens": input + output}})
+}
+
 /// Three turns of a session worth compacting.
 async fn history(c: &mut Client) -> Vec<String> {
     let mut entries = Vec::new();
@@ -180,12 +188,8 @@ async fn history(c: &mut Client) -> Vec<String> {
             "user",
             &format!("step {turn}: {}", "explain the parser ".repeat(40)),
         ));
-        entries.push(json!({"type": "message", "message": {
-            "role": "assistant",
-            "content": [{"type": "text", "text": "the parser reads tokens ".repeat(60)}],
-            "provider": "agent", "model": "m1", "stopReason": "stop",
-            "usage": {"input": 1000, "output": 100, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 1100}
-        }}));
+        let text = "the parser reads tokens ".repeat(60);
+        entries.push(json!({"type": "message", "message": answer(&text, 1000, 100)}));
     }
     let (_, r) = c.ok("append", json!({"entries": entries})).await;
     r["ids"]
@@ -245,9 +249,7 @@ async fn the_protocol_end_to_end() {
         json!({"entry": text_message("user", "and the lexer?")}),
     )
     .await;
-    let low = json!({"role": "assistant", "content": [{"type": "text", "text": "the lexer is fine"}],
-        "provider": "agent", "model": "m1", "stopReason": "stop",
-        "usage": {"input": 2000, "output": 50, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2050}});
+    let low = answer("the lexer is fine", 2000, 50);
     let (events, d) = c.ok("afterAssistant", json!({"message": low})).await;
     assert!(events.is_empty());
     assert_eq!(d["action"], json!("none"));
@@ -259,9 +261,7 @@ async fn the_protocol_end_to_end() {
         json!({"entry": text_message("user", "now the emitter")}),
     )
     .await;
-    let high = json!({"role": "assistant", "content": [{"type": "text", "text": "the emitter is done"}],
-        "provider": "agent", "model": "m1", "stopReason": "stop",
-        "usage": {"input": 90000, "output": 50, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 90050}});
+    let high = answer("the emitter is done", 90000, 50);
     let (events, d) = c.ok("afterAssistant", json!({"message": high})).await;
     assert_eq!(events.len(), 2, "{events:?}");
     assert_eq!(
@@ -462,9 +462,7 @@ async fn the_default_strategy_compacts_without_a_model() {
     assert_eq!(opened["strategy"], json!("snapcompact"));
     assert_eq!(opened["summarizer"], Value::Null);
     history(&mut c).await;
-    let high = json!({"role": "assistant", "content": [{"type": "text", "text": "done"}],
-        "provider": "agent", "model": "m1", "stopReason": "stop",
-        "usage": {"input": 90000, "output": 50, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 90050}});
+    let high = answer("done", 90000, 50);
     let (events, d) = c.ok("afterAssistant", json!({"message": high})).await;
     assert_eq!(d["action"], json!("compacted"), "{d}");
     assert_eq!(d["compaction"]["strategy"], json!("snapcompact"));
@@ -510,9 +508,7 @@ async fn context_promotion_switches_models_instead_of_compacting() {
     assert_eq!(opened["contextPromotion"], json!(true));
     assert_eq!(opened["promotionTargets"][0]["modelId"], json!("m2"));
     history(&mut c).await;
-    let high = json!({"role": "assistant", "content": [{"type": "text", "text": "done"}],
-        "provider": "agent", "model": "m1", "stopReason": "stop",
-        "usage": {"input": 90000, "output": 50, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 90050}});
+    let high = answer("done", 90000, 50);
     let (events, d) = c.ok("afterAssistant", json!({"message": high})).await;
     assert_eq!(d["action"], json!("promoted"), "{d}");
     assert_eq!(d["reason"], json!("threshold"));
