@@ -1,5 +1,10 @@
 //! Loading a session from JSONL (docs/design.md, "The session file and its tree") and migrating it in memory
 //! (docs/design.md, "The session file and its tree").
+//!
+//! The header is read first, then the entry lines are decoded on every
+//! core (`decode.rs`) and taken in file order.
+
+mod decode;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -14,7 +19,8 @@ use crate::json::js_set;
 use crate::migrate::{LineEdit, V1Fields, print_edited};
 use crate::problem::{Problem, ProblemKind};
 use crate::session::{KeptLine, LineSource, Session};
-use crate::wire::{HeaderRead, LineRead, ParsedEntry, read_entry, read_header};
+use crate::wire::{HeaderRead, ParsedEntry, read_header};
+use decode::{Chunk, Decoded, Line, Stop};
 
 /// How the bytes of the file end, which the journal needs before writing.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -43,8 +49,11 @@ pub fn load_file(path: &Path, ids: &mut dyn IdSource) -> Result<(Session, FileTa
     let mut tries = 0;
     loop {
         let file = open_regular(path)?;
-        let mut reader = BufReader::with_capacity(1 << 20, file);
-        let (mut session, tail) = Loader::new(path, false).run(&mut reader, ids)?;
+        // A small buffer: the entry lines are read in chunks far larger,
+        // straight into each chunk, past the buffer.
+        let mut reader = BufReader::with_capacity(1 << 16, file);
+        let (mut session, tail) =
+            Loader::new(path, false, decode::CHUNK_BYTES).run(&mut reader, ids)?;
         session.origin = Some(crate::journal::lines::file_origin(path));
         tries += 1;
         // A v1 file's ids come from `ids`: reading it again would number it anew.
@@ -70,8 +79,18 @@ pub fn load_bytes(
     bytes: &[u8],
     ids: &mut dyn IdSource,
 ) -> Result<Session, SessionError> {
+    load_bytes_in_chunks(name, bytes, ids, decode::CHUNK_BYTES)
+}
+
+/// [`load_bytes`] with entry lines decoded in chunks of about `chunk_bytes`.
+fn load_bytes_in_chunks(
+    name: &Path,
+    bytes: &[u8],
+    ids: &mut dyn IdSource,
+    chunk_bytes: usize,
+) -> Result<Session, SessionError> {
     let mut reader = bytes;
-    Loader::new(name, true)
+    Loader::new(name, true, chunk_bytes)
         .run(&mut reader, ids)
         .map(|(s, _)| s)
 }
@@ -79,6 +98,10 @@ pub fn load_bytes(
 struct Loader<'p> {
     path: &'p Path,
     keep_text: bool,
+    /// How many bytes of lines are decoded together.
+    chunk_bytes: usize,
+    /// The version the file was written in.
+    version: u32,
     line_no: u64,
     offset: u64,
     /// v1 migration: ids by position in the parsed-object list (header = 0).
@@ -89,10 +112,12 @@ struct Loader<'p> {
 }
 
 impl<'p> Loader<'p> {
-    fn new(path: &'p Path, keep_text: bool) -> Self {
+    fn new(path: &'p Path, keep_text: bool, chunk_bytes: usize) -> Self {
         Self {
             path,
             keep_text,
+            chunk_bytes,
+            version: crate::CURRENT_VERSION,
             line_no: 0,
             offset: 0,
             v1_ids: Vec::new(),
@@ -123,7 +148,7 @@ impl<'p> Loader<'p> {
 
     fn run(
         mut self,
-        reader: &mut dyn BufRead,
+        reader: &mut (dyn BufRead + Send),
         ids: &mut dyn IdSource,
     ) -> Result<(Session, FileTail), SessionError> {
         let mut buf = Vec::with_capacity(1 << 16);
@@ -228,48 +253,68 @@ impl<'p> Loader<'p> {
                 }
             }
         };
-        let version = session.original_version;
+        self.version = session.original_version;
         self.v1_ids.push(None); // the header is object 0
 
-        loop {
-            buf.clear();
-            let n = self.next_line(reader, &mut buf)?;
-            if n == 0 {
-                break;
+        decode::decode_lines(reader, self.chunk_bytes, &mut |chunk| {
+            let Chunk { bytes, lines } = chunk.map_err(|stop| self.stopped(stop))?;
+            for line in lines {
+                self.line(&mut session, &bytes, line, &mut tail, ids)?;
             }
-            let start = self.offset;
-            self.offset += n as u64;
-            self.line_no += 1;
-            let has_newline = buf.last() == Some(&b'\n');
-            tail.ends_with_newline = has_newline;
-            trim_newline(&mut buf);
-            if buf.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            match read_entry(&buf) {
-                LineRead::Entry(parsed) => {
-                    self.accept(&mut session, *parsed, start, &buf, version, ids)?;
-                }
-                LineRead::NotAnObject => {
-                    self.keep(&mut session, start, &buf, ProblemKind::NotAnObject);
-                }
-                LineRead::Malformed(error) => {
-                    let kind = if has_newline {
-                        ProblemKind::MalformedJson { error }
-                    } else {
-                        tail.torn = Some((self.line_no, start));
-                        ProblemKind::TornLine {
-                            bytes: buf.len() as u64,
-                        }
-                    };
-                    self.keep(&mut session, start, &buf, kind);
-                }
-            }
-        }
+            Ok(())
+        })?;
         tail.len = self.offset;
         session.finish_tree();
         session.leaf = session.entries.len().checked_sub(1).map(|i| i as u32);
         Ok((session, tail))
+    }
+
+    /// Takes one decoded line of `bytes`.
+    fn line(
+        &mut self,
+        session: &mut Session,
+        bytes: &[u8],
+        line: Line,
+        tail: &mut FileTail,
+        ids: &mut dyn IdSource,
+    ) -> Result<(), SessionError> {
+        let start = self.offset;
+        self.offset += line.file_len();
+        self.line_no += 1;
+        tail.ends_with_newline = line.has_newline;
+        let text = &bytes[line.start..line.end];
+        match line.read {
+            Decoded::Blank => {}
+            Decoded::Entry(parsed, own) => self.accept(session, *parsed, own, start, text, ids)?,
+            Decoded::NotAnObject => self.keep(session, start, text, ProblemKind::NotAnObject),
+            Decoded::Malformed(error) => {
+                let kind = if line.has_newline {
+                    ProblemKind::MalformedJson { error }
+                } else {
+                    tail.torn = Some((self.line_no, start));
+                    ProblemKind::TornLine {
+                        bytes: text.len() as u64,
+                    }
+                };
+                self.keep(session, start, text, kind);
+            }
+        }
+        Ok(())
+    }
+
+    /// The error of reading that stopped before the line after the last one taken.
+    fn stopped(&self, stop: Stop) -> SessionError {
+        match stop {
+            Stop::TooLong => SessionError::LineTooLong {
+                path: self.path.to_owned(),
+                line: self.line_no + 1,
+                limit: crate::MAX_LINE_BYTES,
+            },
+            Stop::Io(source) => SessionError::Io {
+                path: self.path.to_owned(),
+                source,
+            },
+        }
     }
 
     fn keep(&self, session: &mut Session, offset: u64, line: &[u8], kind: ProblemKind) {
@@ -289,11 +334,12 @@ impl<'p> Loader<'p> {
         &mut self,
         session: &mut Session,
         mut parsed: ParsedEntry,
+        own: Vec<ProblemKind>,
         offset: u64,
         line: &[u8],
-        version: u32,
         ids: &mut dyn IdSource,
     ) -> Result<(), SessionError> {
+        let version = self.version;
         let mut source = self.source(offset, line);
         if version < 2 {
             source = self.migrate_v1(&mut parsed, offset, line, ids)?;
@@ -327,8 +373,9 @@ impl<'p> Loader<'p> {
                 kind: ProblemKind::InvalidEntry { error },
             });
         }
+        // Migration's problems first, then the entry's own (found when it was decoded).
         let mut kinds = std::mem::take(&mut self.v1_problems);
-        crate::validate::entry_problems(&parsed.entry, &mut kinds);
+        kinds.extend(own);
         for kind in kinds {
             session.problems.push(Problem {
                 line: self.line_no,
@@ -489,5 +536,90 @@ pub fn read_header_of(path: &Path) -> Result<Option<Header>, SessionError> {
                 });
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::id::SequentialIds;
+
+    /// A v3 file with a problem of every kind a line can have on its own or
+    /// with the lines before it, and a torn last line.
+    const V3: &str = concat!(
+        "\n",
+        "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}\n",
+        "{\"type\":\"message\",\"id\":\"a\",\"parentId\":null,\"timestamp\":\"t\",\"message\":{\"role\":\"user\",\"content\":\"héllo 😀\\n\\\"x\\\"\"}}\n",
+        "   \n",
+        "{\"type\":\"message\",\"id\":\"b\",\"parentId\":\"a\",\"timestamp\":\"t\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"toolCall\",\"id\":\"c1\",\"name\":\"bash\",\"arguments\":\"ls\"}]}}\n",
+        "{not json\n",
+        "[1,2]\n",
+        "{\"type\":\"message\",\"id\":\"c\",\"parentId\":\"b\",\"timestamp\":\"t\",\"message\":{\"role\":\"wizard\"}}\n",
+        "{\"type\":\"message\",\"id\":\"c\",\"parentId\":\"nowhere\",\"timestamp\":\"t\",\"message\":{\"role\":\"user\",\"content\":\"again\"}}\n",
+        "{\"type\":\"label\",\"id\":\"d\",\"id\":\"d2\",\"parentId\":\"c\",\"timestamp\":\"t\",\"targetId\":\"a\",\"label\":\"start\"}\n",
+        "{\"type\":\"compaction\",\"id\":\"e\",\"parentId\":\"d2\",\"timestamp\":\"t\",\"summary\":\"s\",\"firstKeptEntryId\":\"zz\",\"tokensBefore\":1}\n",
+        "{\"type\":\"message\",\"id\":\"f\",\"parentId\":\"e\",\"timestamp\":\"t\",\"message\":{\"role\":\"user\",\"content\":\"tor",
+    );
+
+    /// A v1 file: ids, parents and the first kept entry come from migration.
+    const V1: &str = concat!(
+        "{\"type\":\"session\",\"id\":\"s\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}\n",
+        "{\"type\":\"message\",\"timestamp\":\"t\",\"message\":{\"role\":\"user\",\"content\":\"one\"}}\n",
+        "{broken\n",
+        "{\"type\":\"message\",\"timestamp\":\"t\",\"message\":{\"role\":\"hookMessage\",\"customType\":\"k\",\"content\":\"two\"}}\n",
+        "{\"type\":\"compaction\",\"timestamp\":\"t\",\"summary\":\"s\",\"firstKeptEntryIndex\":1,\"tokensBefore\":5}\n",
+        "{\"type\":\"compaction\",\"timestamp\":\"t\",\"summary\":\"s\",\"firstKeptEntryIndex\":9,\"tokensBefore\":5}\n",
+        "{\"type\":\"message\",\"timestamp\":\"t\",\"message\":{\"role\":\"user\",\"content\":\"three\"}}\n",
+    );
+
+    /// Everything loading gives, in words.
+    fn loaded(text: &str, keep_text: bool, chunk_bytes: usize) -> String {
+        let mut reader = text.as_bytes();
+        let (session, tail) = Loader::new(Path::new("f.jsonl"), keep_text, chunk_bytes)
+            .run(&mut reader, &mut SequentialIds::new())
+            .unwrap();
+        format!("{session:#?}\n{tail:?}")
+    }
+
+    #[test]
+    fn lines_decoded_in_chunks_on_every_core_load_as_one_after_another() {
+        for text in [V3, V1] {
+            for keep_text in [false, true] {
+                // One chunk: decoded on this thread, line after line.
+                let whole = loaded(text, keep_text, 1 << 30);
+                // A chunk per line, a few lines per chunk: on other threads.
+                for chunk_bytes in [1, 40, 300] {
+                    assert_eq!(loaded(text, keep_text, chunk_bytes), whole, "{chunk_bytes}");
+                }
+            }
+        }
+        // The file's problems are all there, in line order.
+        let mut reader = V3.as_bytes();
+        let (session, tail) = Loader::new(Path::new("f.jsonl"), false, 1)
+            .run(&mut reader, &mut SequentialIds::new())
+            .unwrap();
+        let problems: Vec<(u64, String)> = session
+            .problems()
+            .iter()
+            .map(|p| (p.line, p.kind.to_string()))
+            .collect();
+        let lines: Vec<u64> = problems.iter().map(|(line, _)| *line).collect();
+        assert_eq!(lines, [5, 6, 7, 8, 9, 9, 11, 12], "{problems:#?}");
+        let words = [
+            "arguments",
+            "malformed",
+            "not an object",
+            "role",
+            "duplicate",
+            "parent",
+            "names no entry",
+            "torn",
+        ];
+        for ((_, problem), word) in problems.iter().zip(words) {
+            assert!(problem.contains(word), "{problem} (expected {word})");
+        }
+        assert_eq!(tail.torn.map(|(line, _)| line), Some(12));
+        assert_eq!(session.len(), 6);
+        assert_eq!(session.line_of(5), 11);
     }
 }

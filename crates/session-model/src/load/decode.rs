@@ -1,0 +1,255 @@
+//! Decoding the entry lines of a file on every core.
+//!
+//! The lines after the header are read in chunks of whole lines. Each
+//! chunk's lines are parsed into typed entries, and checked on their own,
+//! by one of several threads; the decoded chunks come back in file order,
+//! so the loader does the work that depends on what came before (ids,
+//! parents, migration, the index) one line after another, exactly as if it
+//! had parsed each line itself. A file of one chunk, or a process that may
+//! use one core, is decoded on the calling thread.
+//!
+//! Memory stays bounded: a chunk's bytes are dropped once its lines are
+//! taken, and at most a few chunks (a few megabytes) are read ahead of the
+//! loader, however large the file.
+
+use std::collections::BTreeMap;
+use std::io::{self, BufRead, Read};
+use std::sync::{Arc, Mutex, mpsc};
+
+use crate::fsutil::{MAX_LINE_BYTES, read_line_capped};
+use crate::problem::ProblemKind;
+use crate::wire::{LineRead, ParsedEntry, read_entry};
+
+/// How many bytes of whole lines a chunk holds (a longer line makes a
+/// longer chunk).
+pub(crate) const CHUNK_BYTES: usize = 1 << 20;
+
+/// A run of whole lines of the file, decoded.
+pub(crate) struct Chunk {
+    /// The lines' bytes, newlines included.
+    pub(crate) bytes: Vec<u8>,
+    /// Each line, in file order.
+    pub(crate) lines: Vec<Line>,
+}
+
+/// One line of a [`Chunk`].
+pub(crate) struct Line {
+    /// Where the line starts in its chunk.
+    pub(crate) start: usize,
+    /// Where it ends, its newline excluded.
+    pub(crate) end: usize,
+    /// Whether a newline ends it (only the file's last line may lack one).
+    pub(crate) has_newline: bool,
+    /// What it holds.
+    pub(crate) read: Decoded,
+}
+
+impl Line {
+    /// The bytes the line takes in the file, its newline included.
+    pub(crate) fn file_len(&self) -> u64 {
+        (self.end - self.start) as u64 + u64::from(self.has_newline)
+    }
+}
+
+/// What a line holds.
+pub(crate) enum Decoded {
+    /// Nothing but whitespace.
+    Blank,
+    /// An entry, with the problems it has on its own.
+    Entry(Box<ParsedEntry>, Vec<ProblemKind>),
+    /// Valid JSON that is not an object.
+    NotAnObject,
+    /// Invalid JSON.
+    Malformed(String),
+}
+
+/// Why reading stopped before the end of the file. It comes after the
+/// chunk of the whole lines before it, so the loader meets it at its line.
+pub(crate) enum Stop {
+    /// The next line is longer than [`MAX_LINE_BYTES`].
+    TooLong,
+    /// Reading failed.
+    Io(io::Error),
+}
+
+/// Reads the rest of `reader` in chunks of whole lines, decodes them, and
+/// hands each to `take` in file order, a [`Stop`] last if reading stopped
+/// short. The first error `take` returns ends the reading and is returned.
+pub(crate) fn decode_lines<E>(
+    reader: &mut (dyn BufRead + Send),
+    chunk_bytes: usize,
+    take: &mut dyn FnMut(Result<Chunk, Stop>) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut chunks = Chunks {
+        reader,
+        size: chunk_bytes,
+        stop: None,
+        done: false,
+    };
+    let Some(first) = chunks.next() else {
+        return Ok(());
+    };
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    if threads < 2 || chunks.is_exhausted() {
+        take(first.map(decode))?;
+        for chunk in chunks {
+            take(chunk.map(decode))?;
+        }
+        return Ok(());
+    }
+    in_parallel(first, chunks, threads, take)
+}
+
+/// [`decode_lines`] with `threads` decoding threads and one reading.
+fn in_parallel<E>(
+    first: Result<Vec<u8>, Stop>,
+    chunks: Chunks<'_>,
+    threads: usize,
+    take: &mut dyn FnMut(Result<Chunk, Stop>) -> Result<(), E>,
+) -> Result<(), E> {
+    type Job = (usize, Result<Vec<u8>, Stop>);
+    std::thread::scope(|scope| {
+        // Bounded both ways, so at most a few chunks are in memory.
+        let (jobs, queue) = mpsc::sync_channel::<Job>(threads);
+        let queue = Arc::new(Mutex::new(queue));
+        let (done, results) = mpsc::sync_channel::<(usize, Result<Chunk, Stop>)>(threads);
+        scope.spawn(move || {
+            // A send fails once every decoder has stopped: reading stops too.
+            for job in std::iter::once(first).chain(chunks).enumerate() {
+                if jobs.send(job).is_err() {
+                    break;
+                }
+            }
+        });
+        for _ in 0..threads {
+            let queue = Arc::clone(&queue);
+            let done = done.clone();
+            scope.spawn(move || {
+                loop {
+                    // The lock is held only to take the next chunk.
+                    let job = match queue.lock() {
+                        Ok(queue) => queue.recv(),
+                        Err(_) => break,
+                    };
+                    let Ok((seq, chunk)) = job else { break };
+                    if done.send((seq, chunk.map(decode))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(done);
+        drop(queue);
+        // Chunks finish out of order; hand them on in order. Returning
+        // early drops `results`, which stops the decoders, then the reader.
+        let mut next = 0;
+        let mut early = BTreeMap::new();
+        for (seq, chunk) in results {
+            early.insert(seq, chunk);
+            while let Some(chunk) = early.remove(&next) {
+                next += 1;
+                take(chunk)?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The chunks of whole lines left in a reader.
+struct Chunks<'r> {
+    reader: &'r mut (dyn BufRead + Send),
+    size: usize,
+    /// Why reading stopped, to be told after the lines before it.
+    stop: Option<Stop>,
+    done: bool,
+}
+
+impl Chunks<'_> {
+    /// Whether nothing is left to read.
+    fn is_exhausted(&mut self) -> bool {
+        self.done || (self.stop.is_none() && self.reader.fill_buf().is_ok_and(<[u8]>::is_empty))
+    }
+
+    /// Reads about `size` bytes, then on to the end of the line they end
+    /// in; the end of the file gives no bytes.
+    fn read(&mut self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(self.size + (self.size >> 3));
+        // Whatever the failure, the whole lines read before it are decoded.
+        let stopped = match (&mut *self.reader)
+            .take(self.size as u64)
+            .read_to_end(&mut bytes)
+        {
+            Err(e) => Some(Stop::Io(e)),
+            Ok(_) if bytes.is_empty() || bytes.last() == Some(&b'\n') => None,
+            Ok(_) => {
+                let tail = bytes.len() - memchr::memrchr(b'\n', &bytes).map_or(0, |p| p + 1);
+                let limit = MAX_LINE_BYTES.saturating_sub(tail as u64);
+                match read_line_capped(self.reader, &mut bytes, limit) {
+                    Ok(Some(_)) => None,
+                    Ok(None) => Some(Stop::TooLong),
+                    Err(e) => Some(Stop::Io(e)),
+                }
+            }
+        };
+        if let Some(stop) = stopped {
+            bytes.truncate(memchr::memrchr(b'\n', &bytes).map_or(0, |p| p + 1));
+            self.stop = Some(stop);
+        }
+        bytes
+    }
+}
+
+impl Iterator for Chunks<'_> {
+    type Item = Result<Vec<u8>, Stop>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        if let Some(stop) = self.stop.take() {
+            self.done = true;
+            return Some(Err(stop));
+        }
+        let bytes = self.read();
+        if bytes.is_empty() {
+            // The end of the file, or a stop before any whole line.
+            self.done = true;
+            return self.stop.take().map(Err);
+        }
+        Some(Ok(bytes))
+    }
+}
+
+/// Decodes every line of `bytes`.
+fn decode(bytes: Vec<u8>) -> Chunk {
+    let mut lines = Vec::new();
+    let mut start = 0;
+    while start < bytes.len() {
+        let (end, has_newline) = match memchr::memchr(b'\n', &bytes[start..]) {
+            Some(p) => (start + p, true),
+            None => (bytes.len(), false),
+        };
+        let text = &bytes[start..end];
+        let read = if text.iter().all(u8::is_ascii_whitespace) {
+            Decoded::Blank
+        } else {
+            match read_entry(text) {
+                LineRead::Entry(parsed) => {
+                    let mut problems = Vec::new();
+                    crate::validate::entry_problems(&parsed.entry, &mut problems);
+                    Decoded::Entry(parsed, problems)
+                }
+                LineRead::NotAnObject => Decoded::NotAnObject,
+                LineRead::Malformed(error) => Decoded::Malformed(error),
+            }
+        };
+        lines.push(Line {
+            start,
+            end,
+            has_newline,
+            read,
+        });
+        start = end + usize::from(has_newline);
+    }
+    Chunk { bytes, lines }
+}
