@@ -4,8 +4,10 @@
 //! mode, has the bench generate deterministic synthetic sessions under
 //! `<target>/bench-data` (10, 50 and 200 MB, 800 MB too with `--full`, and
 //! the 50 and 200 MB ones as v1 files), runs every case in a separate
-//! process per run, and prints time, peak memory (the process's own
-//! `VmHWM`, or its `musepi` child's) and ratios against the baseline case
+//! process per run, and prints time, CPU time (user and system on every
+//! core, and what that makes in cores: a case that decodes on two cores
+//! spends up to twice its time), peak memory (the process's own `VmHWM`,
+//! or its `musepi` child's) and ratios against the baseline case
 //! (`floor`) measured in the same run, then the targets, met or missed;
 //! then, as the pseudo-case `retention`, measures how many planted and real facts survive
 //! `musepi compact` at three budgets. Tests never assert timings; this is
@@ -94,6 +96,9 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
 #[derive(Clone)]
 struct Sample {
     seconds: f64,
+    /// CPU time, user and system, on every core (the child's, for a case
+    /// that runs `musepi`).
+    cpu: f64,
     peak: u64,
     /// The time of the case's own step after the session is open, when it reports one.
     step: Option<f64>,
@@ -156,8 +161,8 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
 
     println!("{}", machine());
     println!(
-        "{:<12} {:>10} {:>9} {:>9} {:>10} {:>10} {:>9}",
-        "case", "file", "time", "MB/s", "vs base", "peak", "peak/file"
+        "{:<12} {:>10} {:>9} {:>9} {:>6} {:>9} {:>10} {:>10} {:>9}",
+        "case", "file", "time", "cpu", "cores", "MB/s", "vs base", "peak", "peak/file"
     );
     let mut files = Vec::new();
     for &size in opts.sizes_mb.iter().filter(|_| !cases.is_empty()) {
@@ -194,10 +199,11 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             }
             // The fastest run is the least disturbed by the shared machine;
             // peak memory is the same in every run, take the largest.
-            let best = samples
+            let fastest = samples
                 .iter()
-                .map(|s| s.seconds)
-                .fold(f64::INFINITY, f64::min);
+                .min_by(|a, b| a.seconds.total_cmp(&b.seconds))
+                .context("no run")?;
+            let (best, cpu) = (fastest.seconds, fastest.cpu);
             let peak = samples.iter().map(|s| s.peak).max().unwrap_or(0);
             let step = samples
                 .iter()
@@ -205,15 +211,18 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
                 .fold(None, |m: Option<f64>, s| Some(m.map_or(s, |m| m.min(s))));
             let s = Sample {
                 seconds: best,
+                cpu,
                 peak,
                 step,
             };
             let base = results.get(&baseline).map_or(best, |b| b.seconds);
             println!(
-                "{:<12} {:>10} {:>8.3}s {:>9.0} {:>9.2}x {:>8.0}MB {:>8.2}x",
+                "{:<12} {:>10} {:>8.3}s {:>8.3}s {:>6.2} {:>9.0} {:>9.2}x {:>8.0}MB {:>8.2}x",
                 case,
                 file.label(),
                 s.seconds,
+                s.cpu,
+                s.cpu / s.seconds,
                 bytes as f64 / 1e6 / s.seconds,
                 s.seconds / base,
                 s.peak as f64 / 1e6,
@@ -424,8 +433,14 @@ fn run_case(bin: &Path, case: &str, file: &Path) -> anyhow::Result<Sample> {
         .as_u64()
         .or_else(|| v["peakBytes"].as_u64())
         .context("no `peakBytes`")?;
+    // And its CPU time.
+    let cpu = v["detail"]["childCpuSeconds"]
+        .as_f64()
+        .or_else(|| v["cpuSeconds"].as_f64())
+        .context("no `cpuSeconds`")?;
     Ok(Sample {
         seconds: v["seconds"].as_f64().context("no `seconds`")?,
+        cpu,
         peak,
         step: v["detail"]["stepSeconds"].as_f64(),
     })

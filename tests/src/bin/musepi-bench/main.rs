@@ -2,9 +2,10 @@
 //!
 //! `musepi-bench generate --size-mb N --seed S --out FILE` writes a
 //! deterministic synthetic session; `musepi-bench run CASE FILE` runs one
-//! case once and prints `{case, bytes, seconds, peakBytes, detail}` as one
-//! JSON line, where `peakBytes` is the process's own peak resident memory
-//! (`VmHWM`). `musepi-bench list` names the cases, the baseline first.
+//! case once and prints `{case, bytes, seconds, cpuSeconds, peakBytes,
+//! detail}` as one JSON line, where `cpuSeconds` is the CPU time (user and
+//! system, on every core) the process spent in the case and `peakBytes`
+//! is the process's own peak resident memory (`VmHWM`). `musepi-bench list` names the cases, the baseline first.
 //! `musepi-bench to-v1 V3FILE OUT` writes a generated session as a v1 file.
 //! `musepi-bench retention [--musepi BIN] [--work DIR] [--example FILE]
 //! [--shared DIR]` measures what `musepi compact` keeps of a history (see
@@ -88,13 +89,16 @@ fn run(args: &[String]) -> Result<(), BoxError> {
                 .ok_or_else(|| format!("unknown case {case}"))?;
             let file = PathBuf::from(file);
             let bytes = std::fs::metadata(&file)?.len();
+            let cpu_before = cpu_seconds()?;
             let start = Instant::now();
             let detail = (case.run)(&file)?;
             let seconds = start.elapsed().as_secs_f64();
+            let cpu = cpu_seconds()?.own - cpu_before.own;
             let result = serde_json::json!({
                 "case": case.name,
                 "bytes": bytes,
                 "seconds": seconds,
+                "cpuSeconds": cpu,
                 "peakBytes": peak_bytes()?,
                 "detail": detail,
             });
@@ -106,6 +110,39 @@ fn run(args: &[String]) -> Result<(), BoxError> {
                 .into(),
         ),
     }
+}
+
+/// CPU time (user and system) so far, in seconds.
+struct CpuTime {
+    /// This process's, on all its threads.
+    own: f64,
+    /// Its children's that it has waited for.
+    children: f64,
+}
+
+/// This process's CPU time, from `/proc/self/stat`.
+fn cpu_seconds() -> Result<CpuTime, BoxError> {
+    let stat = std::fs::read_to_string("/proc/self/stat")?;
+    // The fields after the command name (which may hold spaces), from the
+    // third: utime, stime, cutime and cstime are the 14th to the 17th.
+    let after = stat
+        .rsplit_once(')')
+        .ok_or("no command name in /proc/self/stat")?
+        .1;
+    let ticks: Vec<f64> = after
+        .split_whitespace()
+        .skip(11)
+        .take(4)
+        .map(str::parse)
+        .collect::<Result<_, _>>()?;
+    let [utime, stime, cutime, cstime] = ticks[..] else {
+        return Err("/proc/self/stat has fewer than 17 fields".into());
+    };
+    let hz = rustix::param::clock_ticks_per_second() as f64;
+    Ok(CpuTime {
+        own: (utime + stime) / hz,
+        children: (cutime + cstime) / hz,
+    })
 }
 
 /// The process's peak resident set (`VmHWM`), in bytes.

@@ -5,7 +5,9 @@
 //! builds both), or the one `MUSEPI_BIN` names. The child's peak resident
 //! memory is its `VmHWM`, read from `/proc/<pid>/status` every millisecond
 //! until it exits: a high-water mark, so the last reading holds the peak
-//! unless memory grew in the child's last millisecond.
+//! unless memory grew in the child's last millisecond. Its CPU time (user
+//! and system, on every core) is what it adds to this process's children's
+//! once it has been waited for.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -44,6 +46,7 @@ fn musepi() -> Result<PathBuf, BoxError> {
 
 fn run(args: &[&str], path: &Path) -> Result<Value, BoxError> {
     let bin = musepi()?;
+    let cpu_before = crate::cpu_seconds()?.children;
     let start = Instant::now();
     let mut child = Command::new(&bin)
         .args(args)
@@ -73,6 +76,7 @@ fn run(args: &[&str], path: &Path) -> Result<Value, BoxError> {
         std::thread::sleep(Duration::from_millis(1));
     };
     let seconds = start.elapsed().as_secs_f64();
+    let cpu = crate::cpu_seconds()?.children - cpu_before;
     let out = reader.join().map_err(|_| "the reader thread panicked")??;
     if !status.success() {
         return Err(format!("{} {} exited with {status}", bin.display(), args.join(" ")).into());
@@ -82,6 +86,7 @@ fn run(args: &[&str], path: &Path) -> Result<Value, BoxError> {
         "command": format!("musepi {} FILE", args.join(" ")),
         "processSeconds": seconds,
         "childPeakBytes": peak,
+        "childCpuSeconds": cpu,
         "answerKeys": answer.as_object().map_or(0, serde_json::Map::len),
     }))
 }
