@@ -8,7 +8,7 @@ use musepi_session_model::Session;
 
 use crate::cli::PlanArgs;
 use crate::commands::context::resolve_leaf;
-use crate::commands::files::{Input, load_or_fail};
+use crate::commands::files::{Input, keep_until_exit, load_or_fail};
 use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
 use crate::output::{Color, aligned, print_json, print_text};
 use crate::report::plan::{Planned, document, estimated_after, nothing_json, tokens};
@@ -41,12 +41,15 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
             } else {
                 print_text(&format!("nothing to compact: {reason}\n")).or_failed()?;
             }
+            keep_until_exit(planned);
             return Ok(if args.strict { Exit::Failed } else { Exit::Ok });
         }
     };
     if ctx.json() {
         let doc = document(session, leaf, &planned, &prep, &settings, args.show_prompts);
         print_json(&doc).or_failed()?;
+        drop((doc, prep));
+        keep_until_exit(planned);
         return Ok(Exit::Ok);
     }
     let plan = SummaryPlan::new(&prep, &settings, &RequestOptions::default());
@@ -60,6 +63,8 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
         ctx,
     ))
     .or_failed()?;
+    drop((plan, prep));
+    keep_until_exit(planned);
     Ok(Exit::Ok)
 }
 

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{problem_json, problem_line};
 use crate::cli::StatsArgs;
-use crate::commands::files::{Input, load_or_fail};
+use crate::commands::files::{Input, keep_until_exit, load_or_fail};
 use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
 use crate::output::{Color, aligned, print_json, print_text};
 
@@ -142,5 +142,6 @@ pub(super) fn run(args: &StatsArgs, ctx: &Ctx) -> CmdResult {
     } else {
         print_text(&stats.render(&name, ctx)).or_failed()?;
     }
+    keep_until_exit(loaded);
     Ok(Exit::Ok)
 }
