@@ -393,14 +393,24 @@ impl Session {
         label: Option<&str>,
         stamp: &mut Stamp<'_>,
     ) -> Result<EntryId, SessionError> {
+        let body = self.label_body(target, label)?;
+        Ok(self.append(body, stamp))
+    }
+
+    /// The label entry that sets `target`'s label, or clears it when the
+    /// label is empty or absent; the target must exist.
+    pub(crate) fn label_body(
+        &self,
+        target: &str,
+        label: Option<&str>,
+    ) -> Result<EntryBody, SessionError> {
         if self.index_of(target).is_none() {
             return Err(SessionError::EntryNotFound(EntryId::new(target)));
         }
-        let body = EntryBody::Label {
+        Ok(EntryBody::Label {
             target_id: EntryId::new(target),
             label: label.map(str::to_owned),
-        };
-        Ok(self.append(body, stamp))
+        })
     }
 
     /// Appends a `session_info` with the trimmed name.

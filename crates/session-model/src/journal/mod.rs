@@ -213,13 +213,7 @@ impl Journal {
         label: Option<&str>,
         stamp: &mut Stamp<'_>,
     ) -> Result<EntryId, SessionError> {
-        if self.session.index_of(target).is_none() {
-            return Err(SessionError::EntryNotFound(EntryId::new(target)));
-        }
-        let body = EntryBody::Label {
-            target_id: EntryId::new(target),
-            label: label.map(str::to_owned),
-        };
+        let body = self.session.label_body(target, label)?;
         self.append(body, stamp)
     }
 
