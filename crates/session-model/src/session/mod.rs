@@ -2,7 +2,6 @@
 //! and the leaf (docs/design.md, "The session file and its tree").
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
 use rustc_hash::FxHashMap;
 use serde_json::Value;
@@ -12,45 +11,15 @@ use crate::error::SessionError;
 use crate::id::{EntryId, IdSource, fresh_id};
 use crate::message::{AgentMessage, Usage};
 use crate::pathinfo::{PathSummary, summarize_all};
-use crate::problem::{Problem, ProblemKind};
+use crate::problem::Problem;
 use crate::text::Text;
 use crate::time::{EpochMillis, format_iso};
 
-/// Where the bytes of one line live.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LineSource {
-    /// In the file the session was loaded from (or last written to).
-    File {
-        /// Byte offset of the line's first byte.
-        offset: u64,
-        /// Length without the newline.
-        len: u64,
-    },
-    /// Only in memory: a new entry, or a line that migration changed in a
-    /// session that has no file to read it back from.
-    Text(Box<str>),
-    /// In the file as it was before migration: the line's text is the
-    /// line at `offset` with `edit` applied, printed as `JSON.stringify`
-    /// prints it.
-    Migrated {
-        /// Byte offset of the line's first byte.
-        offset: u64,
-        /// Length without the newline.
-        len: u64,
-        /// What migration changes in it.
-        edit: Box<crate::migrate::LineEdit>,
-    },
-}
+mod lines;
+mod links;
 
-/// A line that could not be read, kept so rewrites lose nothing.
-#[derive(Debug, Clone)]
-pub(crate) struct KeptLine {
-    /// Number of entries that precede it in the file.
-    pub(crate) before_entry: usize,
-    /// Whether it came before the header.
-    pub(crate) before_header: bool,
-    pub(crate) source: LineSource,
-}
+pub use lines::LineSource;
+pub(crate) use lines::{KeptLine, Origin};
 
 /// The parts of a session an append changes.
 pub(crate) struct Snapshot {
@@ -93,16 +62,6 @@ pub struct Session {
     pub(crate) edits: u64,
 }
 
-/// The file a session's lines are read back from, and the reader the
-/// journal gives it: only the journal touches the file system.
-#[derive(Debug, Clone)]
-pub(crate) struct Origin {
-    /// The file.
-    pub(crate) path: PathBuf,
-    /// Reads `len` bytes at `offset` of the file as text.
-    pub(crate) read: fn(&Path, u64, u64) -> std::io::Result<String>,
-}
-
 impl Session {
     /// An empty session with this header (written as a v3 file).
     pub fn new(header: Header) -> Self {
@@ -124,49 +83,6 @@ impl Session {
             summaries: Vec::new(),
             duplicate_ids: false,
             edits: 0,
-        }
-    }
-
-    /// The file the session was read from (or last written to), if any.
-    pub fn origin(&self) -> Option<&Path> {
-        self.origin.as_ref().map(|o| o.path.as_path())
-    }
-
-    /// The exact bytes of entry `i`'s line, without the newline.
-    pub fn raw_line(&self, i: usize) -> Result<String, SessionError> {
-        self.read_source(&self.sources[i])
-    }
-
-    /// The exact bytes of the header line.
-    pub fn raw_header(&self) -> Result<String, SessionError> {
-        self.read_source(&self.header_source)
-    }
-
-    pub(crate) fn read_source(&self, source: &LineSource) -> Result<String, SessionError> {
-        match source {
-            LineSource::Text(t) => Ok(t.to_string()),
-            LineSource::File { offset, len } => self.read_span(*offset, *len),
-            LineSource::Migrated { offset, len, edit } => {
-                let line = self.read_span(*offset, *len)?;
-                edit.print(line.as_bytes()).map_err(|e| {
-                    self.origin_error(std::io::Error::new(std::io::ErrorKind::InvalidData, e))
-                })
-            }
-        }
-    }
-
-    fn read_span(&self, offset: u64, len: u64) -> Result<String, SessionError> {
-        let origin = self.origin.as_ref().ok_or(SessionError::NoOrigin)?;
-        (origin.read)(&origin.path, offset, len).map_err(|source| self.origin_error(source))
-    }
-
-    fn origin_error(&self, source: std::io::Error) -> SessionError {
-        match &self.origin {
-            Some(origin) => SessionError::Io {
-                path: origin.path.clone(),
-                source,
-            },
-            None => SessionError::NoOrigin,
         }
     }
 
@@ -548,112 +464,5 @@ impl Session {
         self.summaries[i] = PathSummary::of(parent.as_ref(), i, &self.entries[i]);
         self.leaf = Some(i as u32);
         id
-    }
-
-    /// Adds a read entry without resolving its parent (see [`Session::finish_tree`]).
-    pub(crate) fn push_loaded(&mut self, entry: Entry, source: LineSource, line: u64) {
-        let i = self.entries.len() as u32;
-        if let EntryBody::Label { target_id, label } = &entry.body {
-            match label.as_deref() {
-                Some(l) if !l.is_empty() => {
-                    self.labels.insert(target_id.clone(), l.to_owned());
-                }
-                _ => {
-                    self.labels.remove(target_id.as_str());
-                }
-            }
-        }
-        if !entry.id.as_str().is_empty() {
-            self.index.insert(entry.id.clone(), i);
-        }
-        self.entries.push(entry);
-        self.sources.push(source);
-        self.lines.push(line);
-        self.parents.push(None);
-        self.summaries.push(PathSummary::default());
-    }
-
-    /// Resolves entry `i`'s parent link against the index.
-    fn link(&mut self, i: usize) {
-        let parent = self.entries[i]
-            .parent_id
-            .as_ref()
-            .and_then(|p| self.index.get(p.as_str()).copied());
-        self.parents[i] = parent.filter(|&p| p as usize != i);
-    }
-
-    /// Resolves every parent link, reports dangling parents, duplicate ids
-    /// and cycles, and cuts each cycle so every path ends at a root.
-    pub(crate) fn finish_tree(&mut self) {
-        let mut first_line: FxHashMap<&str, u64> = FxHashMap::default();
-        let mut problems = Vec::new();
-        for (i, e) in self.entries.iter().enumerate() {
-            if e.id.as_str().is_empty() {
-                continue;
-            }
-            if let Some(&first) = first_line.get(e.id.as_str()) {
-                problems.push(Problem {
-                    line: self.lines[i],
-                    entry_id: Some(e.id.clone()),
-                    kind: ProblemKind::DuplicateId { first_line: first },
-                });
-            } else {
-                first_line.insert(e.id.as_str(), self.lines[i]);
-            }
-        }
-        for i in 0..self.entries.len() {
-            self.link(i);
-            if self.parents[i].is_none()
-                && let Some(p) = &self.entries[i].parent_id
-                && p != &self.entries[i].id
-            {
-                problems.push(Problem {
-                    line: self.lines[i],
-                    entry_id: Some(self.entries[i].id.clone()),
-                    kind: ProblemKind::DanglingParent {
-                        parent_id: p.clone(),
-                    },
-                });
-            }
-        }
-        // Cut cycles: walk each unvisited chain, marking it in progress; a
-        // link back into the chain in progress closes a cycle.
-        let n = self.entries.len();
-        let mut state = vec![0u8; n]; // 0 new, 1 on the current chain, 2 done
-        let mut chain = Vec::new();
-        for start in 0..n {
-            if state[start] != 0 {
-                continue;
-            }
-            let mut cur = start;
-            loop {
-                state[cur] = 1;
-                chain.push(cur);
-                match self.parents[cur] {
-                    Some(p) if state[p as usize] == 0 => cur = p as usize,
-                    Some(p) if state[p as usize] == 1 => {
-                        self.parents[cur] = None;
-                        problems.push(Problem {
-                            line: self.lines[cur],
-                            entry_id: Some(self.entries[cur].id.clone()),
-                            kind: ProblemKind::Cycle,
-                        });
-                        break;
-                    }
-                    _ => break,
-                }
-            }
-            for c in chain.drain(..) {
-                state[c] = 2;
-            }
-        }
-        self.edits += 1;
-        self.duplicate_ids = problems
-            .iter()
-            .any(|p| matches!(p.kind, ProblemKind::DuplicateId { .. }));
-        self.summaries = summarize_all(&self.entries, &self.parents);
-        crate::validate::every_link_problem(self, &mut problems);
-        self.problems.extend(problems);
-        self.problems.sort_by_key(|p| p.line);
     }
 }
