@@ -9,8 +9,8 @@
 //! use one core, is decoded on the calling thread.
 //!
 //! Memory stays bounded: a chunk's bytes are dropped once its lines are
-//! taken, and at most a few chunks (a few megabytes) are read ahead of the
-//! loader, however large the file.
+//! taken, and at most a few chunks (about a megabyte with two decoders)
+//! are read ahead of the loader, however large the file.
 
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, Read};
@@ -22,7 +22,7 @@ use crate::wire::{LineRead, ParsedEntry, read_entry};
 
 /// How many bytes of whole lines a chunk holds (a longer line makes a
 /// longer chunk).
-pub(crate) const CHUNK_BYTES: usize = 1 << 20;
+pub(crate) const CHUNK_BYTES: usize = 256 << 10;
 
 /// A run of whole lines of the file, decoded.
 pub(crate) struct Chunk {
@@ -109,10 +109,12 @@ fn in_parallel<E>(
 ) -> Result<(), E> {
     type Job = (usize, Result<Vec<u8>, Stop>);
     std::thread::scope(|scope| {
-        // Bounded both ways, so at most a few chunks are in memory.
-        let (jobs, queue) = mpsc::sync_channel::<Job>(threads);
+        // One chunk waits for a decoder, and one decoded chunk for the
+        // loader: with the ones being read, decoded and taken, a few chunks
+        // are in memory at most.
+        let (jobs, queue) = mpsc::sync_channel::<Job>(1);
         let queue = Arc::new(Mutex::new(queue));
-        let (done, results) = mpsc::sync_channel::<(usize, Result<Chunk, Stop>)>(threads);
+        let (done, results) = mpsc::sync_channel::<(usize, Result<Chunk, Stop>)>(1);
         scope.spawn(move || {
             // A send fails once every decoder has stopped: reading stops too.
             for job in std::iter::once(first).chain(chunks).enumerate() {
