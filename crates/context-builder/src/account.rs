@@ -21,10 +21,14 @@
 //! that name the same tool call ids, so a new message changes the counts of
 //! those messages and no other.
 //!
-//! Anything else starts the account over from the context at the leaf: a
-//! leaf that is not below the one it followed, a compaction among the new
-//! entries, an entry changed in place or an append undone
-//! ([`Session::edits`]), two entries sharing an id.
+//! When the leaf moves to another point after the compaction that opens
+//! the context (back to an earlier entry, or to another branch that forks
+//! after it), the records below the fork are taken back, each restoring
+//! the account as it was before it came, and the new branch's entries are
+//! counted. Anything else starts the account over from the context at the
+//! leaf: a fork before that compaction, a compaction among the new entries,
+//! an entry changed in place or an append undone ([`Session::edits`]), two
+//! entries sharing an id.
 
 use std::collections::HashMap;
 
@@ -64,6 +68,8 @@ pub struct ContextAccount {
     leaf: Option<usize>,
     /// The session's [`Session::edits`] when it started.
     edits: u64,
+    /// The depth of the compaction that opens the context.
+    compaction_depth: Option<u32>,
     /// One record per context message, in order.
     records: Vec<Record>,
     /// The records that name each tool call id (the assistants that call
@@ -89,6 +95,19 @@ struct Record {
     kind: Kind,
     /// What it counts now.
     tokens: u64,
+    /// The account as it was before this record came, to take it back.
+    before: Before,
+}
+
+#[derive(Debug, Clone)]
+struct Before {
+    total: u64,
+    trailing: u64,
+    anchor: Option<(usize, f64)>,
+    last_turn: Option<usize>,
+    open_calls: Vec<Box<str>>,
+    /// The failed turn this record kept (an `interrupted-thinking` message).
+    kept: Option<usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -106,6 +125,18 @@ enum Kind {
     Other { sent: u64 },
 }
 
+impl Kind {
+    /// The tool call ids the message names.
+    fn ids(&self) -> impl Iterator<Item = &Box<str>> {
+        let ids: &[Box<str>] = match self {
+            Kind::Assistant { calls, .. } => calls,
+            Kind::Result { id, .. } => std::slice::from_ref(id),
+            Kind::Other { .. } => &[],
+        };
+        ids.iter()
+    }
+}
+
 impl ContextAccount {
     /// The account of the context at the session's leaf.
     pub fn at(session: &Session, archive: Option<&dyn ArchiveBlocks>) -> Self {
@@ -114,10 +145,12 @@ impl ContextAccount {
         account
     }
 
-    /// Brings the account to the session's current leaf: the entries from
-    /// the leaf it followed down to the new one are counted when the new
-    /// leaf is below it, nothing has changed in place and none of them is
-    /// a compaction; otherwise it starts over from the context at the leaf.
+    /// Brings the account to the session's current leaf: when the path to
+    /// it forks from the followed one after the compaction that opens the
+    /// context, nothing has changed in place and no new entry is a
+    /// compaction, the records below the fork are taken back and the
+    /// entries from the fork down to the new leaf counted; otherwise it
+    /// starts over from the context at the leaf.
     /// `archive` supplies snapcompact archives, as for
     /// [`context_tokens`](crate::context_tokens).
     pub fn sync(&mut self, session: &Session, archive: Option<&dyn ArchiveBlocks>) {
@@ -130,7 +163,12 @@ impl ContextAccount {
             if leaf == self.leaf {
                 return;
             }
-            if let Some(added) = self.added(session, leaf) {
+            if let Some((fork, added)) = self.route(session, leaf) {
+                while let Some(last) = self.records.last()
+                    && i64::from(session.path_summary(last.entry).depth) > fork
+                {
+                    self.pop(session);
+                }
                 for i in added {
                     if let Some(message) = entry_message(&session.entries()[i]) {
                         let m = ContextMessage {
@@ -155,6 +193,7 @@ impl ContextAccount {
         let compaction = context
             .compaction_index
             .map(|c| session.path_summary(c).depth);
+        self.compaction_depth = compaction;
         for m in &context.messages {
             let held = compaction.is_none_or(|d| session.path_summary(m.entry_index).depth > d);
             self.push(session, m, held, &options);
@@ -207,26 +246,74 @@ impl ContextAccount {
         self.leaf
     }
 
-    /// The entries from the followed leaf (exclusive) down to `leaf`,
-    /// root first, when `leaf` is below it and none is a compaction.
-    fn added(&self, session: &Session, leaf: Option<usize>) -> Option<Vec<usize>> {
-        let depth = |i: usize| i64::from(session.path_summary(i).depth);
-        let stop = self.leaf.map_or(-1, depth);
-        let mut out = Vec::new();
-        let mut cur = leaf;
-        while let Some(c) = cur
-            && depth(c) > stop
-        {
-            if matches!(session.entries()[c].body, EntryBody::Compaction(_)) {
-                return None;
+    /// Where the path to `leaf` leaves the followed one (the depth of the
+    /// last entry both share, -1 for none) and the entries below it down to
+    /// `leaf`, root first; `None` when that fork lies before the compaction
+    /// that opens the context, or a compaction is among the new entries.
+    fn route(&self, session: &Session, leaf: Option<usize>) -> Option<(i64, Vec<usize>)> {
+        let depth = |i: Option<usize>| i.map_or(-1, |i| i64::from(session.path_summary(i).depth));
+        let floor = self.compaction_depth.map_or(-1, i64::from);
+        let (mut old, mut new) = (self.leaf, leaf);
+        let mut added = Vec::new();
+        while old != new {
+            if depth(new) >= depth(old) {
+                let c = new?;
+                if matches!(session.entries()[c].body, EntryBody::Compaction(_)) {
+                    return None;
+                }
+                added.push(c);
+                new = session.parent_index(c);
+            } else {
+                old = old.and_then(|o| session.parent_index(o));
+                if depth(old) < floor {
+                    return None;
+                }
             }
-            out.push(c);
-            cur = session.parent_index(c);
         }
-        (cur == self.leaf).then(|| {
-            out.reverse();
-            out
-        })
+        if depth(old) < floor {
+            return None;
+        }
+        added.reverse();
+        Some((depth(old), added))
+    }
+
+    /// Takes back the last record: the account becomes what it was before
+    /// that record came.
+    fn pop(&mut self, session: &Session) {
+        let Some(record) = self.records.pop() else {
+            return;
+        };
+        let p = self.records.len();
+        let mut dirty = Vec::new();
+        for id in record.kind.ids() {
+            if let Some(named) = self.mentions.get_mut(id) {
+                named.retain(|&q| q != p);
+                dirty.extend(named.iter().copied());
+                if named.is_empty() {
+                    self.mentions.remove(id);
+                }
+            }
+        }
+        if let Some(l) = record.before.kept
+            && let Kind::Assistant { calls, kept, .. } = &mut self.records[l].kind
+        {
+            *kept = false;
+            dirty.push(l);
+            for id in calls.iter() {
+                dirty.extend(self.mentions.get(id).into_iter().flatten());
+            }
+        }
+        dirty.sort_unstable();
+        dirty.dedup();
+        for q in dirty {
+            self.records[q].tokens = self.count_now(session, q);
+        }
+        let before = record.before;
+        self.total = before.total;
+        self.trailing = before.trailing;
+        self.anchor = before.anchor;
+        self.last_turn = before.last_turn;
+        self.open_calls = before.open_calls;
     }
 
     /// Counts message `m` at the end of the context, and again the earlier
@@ -241,6 +328,14 @@ impl ContextAccount {
     ) {
         let p = self.records.len();
         let mut dirty = vec![p];
+        let mut before = Before {
+            total: self.total,
+            trailing: self.trailing,
+            anchor: self.anchor,
+            last_turn: self.last_turn,
+            open_calls: self.open_calls.clone(),
+            kept: None,
+        };
         let kind = match m.message.as_ref() {
             AgentMessage::Assistant(a) => {
                 let mut calls: Vec<Box<str>> = Vec::new();
@@ -275,6 +370,7 @@ impl ContextAccount {
                     } = &mut self.records[l].kind
                 {
                     *kept = true;
+                    before.kept = Some(l);
                     dirty.push(l);
                     for id in calls.iter() {
                         dirty.extend(self.mentions.get(id).into_iter().flatten());
@@ -288,15 +384,12 @@ impl ContextAccount {
         if !matches!(kind, Kind::Result { .. }) {
             self.last_turn = Some(p);
         }
-        let ids: Vec<Box<str>> = match &kind {
-            Kind::Assistant { calls, .. } => calls.clone(),
-            Kind::Result { id, .. } => vec![id.clone()],
-            Kind::Other { .. } => Vec::new(),
-        };
+        let ids: Vec<Box<str>> = kind.ids().cloned().collect();
         self.records.push(Record {
             entry: m.entry_index,
             kind,
             tokens: 0,
+            before,
         });
         for id in ids {
             let named = self.mentions.entry(id).or_default();
