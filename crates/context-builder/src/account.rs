@@ -34,7 +34,7 @@ use std::collections::HashMap;
 
 use musepi_session_model::{AgentMessage, EntryBody, Session};
 
-use crate::context::{ContextMessage, SessionContext, build_context_at, entry_message};
+use crate::context::{ContextMessage, build_context_at, entry_message};
 use crate::convert::{
     ArchiveBlocks, ConvertOptions, convert_one, drop_unanswered_calls, is_failed_turn,
     keeps_failed_turn,
@@ -230,7 +230,7 @@ impl ContextAccount {
     }
 
     /// Whether every tool call of the context's last assistant has its
-    /// result after it ([`calls_answered`]).
+    /// result after it ([`calls_answered`](crate::calls_answered)).
     pub fn calls_answered(&self) -> bool {
         self.open_calls.is_empty()
     }
@@ -492,25 +492,4 @@ impl ContextAccount {
 /// The heuristic count of one converted message (nothing for none).
 fn count(message: Option<&LlmMessage>) -> u64 {
     message.map_or(0, |m| llm_message_tokens(m, Tokenizer::Heuristic))
-}
-
-/// Whether every tool call of the context's last assistant has a result
-/// after it (a safe point to compact inside a tool loop).
-pub fn calls_answered(context: &SessionContext<'_>) -> bool {
-    let messages = &context.messages;
-    let Some(pos) = messages
-        .iter()
-        .rposition(|m| m.message.as_assistant().is_some())
-    else {
-        return true;
-    };
-    let Some(assistant) = messages[pos].message.as_assistant() else {
-        return true;
-    };
-    assistant.tool_calls().all(|c| {
-        messages[pos + 1..]
-            .iter()
-            .filter_map(|m| m.message.as_tool_result())
-            .any(|r| r.tool_call_id == c.id)
-    })
 }

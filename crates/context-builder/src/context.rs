@@ -310,3 +310,24 @@ fn push_entry<'a>(out: &mut Vec<ContextMessage<'a>>, entries: &'a [Entry], i: us
 pub fn entry_time(entry: &Entry) -> Option<f64> {
     entry.timestamp_ms().map(|ms| ms as f64)
 }
+
+/// Whether every tool call of the context's last assistant has a result
+/// after it (a safe point to compact inside a tool loop).
+pub fn calls_answered(context: &SessionContext<'_>) -> bool {
+    let messages = &context.messages;
+    let Some(pos) = messages
+        .iter()
+        .rposition(|m| m.message.as_assistant().is_some())
+    else {
+        return true;
+    };
+    let Some(assistant) = messages[pos].message.as_assistant() else {
+        return true;
+    };
+    assistant.tool_calls().all(|c| {
+        messages[pos + 1..]
+            .iter()
+            .filter_map(|m| m.message.as_tool_result())
+            .any(|r| r.tool_call_id == c.id)
+    })
+}

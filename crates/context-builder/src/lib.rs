@@ -28,10 +28,10 @@ mod tokenizer;
 mod tokens;
 mod transcript;
 
-pub use account::{ContextAccount, calls_answered};
+pub use account::ContextAccount;
 pub use context::{
     ContextMessage, ModelRef, SessionContext, build_context, build_context_at,
-    build_context_over_path, context_model, entry_message, entry_time,
+    build_context_over_path, calls_answered, context_model, entry_message, entry_time,
 };
 pub use convert::{
     ArchiveBlocks, BRANCH_WRAPPER, COMPACTION_WRAPPER, ConvertOptions, Converted,
