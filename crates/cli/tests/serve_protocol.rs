@@ -338,6 +338,11 @@ async fn the_protocol_end_to_end() {
     assert_eq!(nav["newLeafId"], json!(marker));
     let (_, status) = c.ok("status", json!({})).await;
     assert_eq!(status["leafId"], json!(marker));
+    // The sizes the runtime keeps as the session grows are the ones
+    // `context` computes from the whole context at the new leaf.
+    let (_, ctx) = c.ok("context", json!({})).await;
+    assert_eq!(status["contextTokens"], ctx["tokens"]);
+    assert_eq!(status["measuredTokens"], ctx["contextEstimate"]["tokens"]);
     let (_, r) = c.call("navigate", json!({"targetId": "nope"})).await;
     assert_eq!(r["error"]["code"], json!("not_found"));
 

@@ -240,6 +240,13 @@ impl Maintenance {
         measure::context_tokens(&self.account, session, self.state.acted_usage.as_ref())
     }
 
+    /// The context's tokens at the leaf (what every command reports as the
+    /// context's size), from the account the runtime keeps.
+    pub fn leaf_context_tokens(&mut self) -> u64 {
+        measure::sync(&mut self.account, self.journal.session());
+        self.account.context_tokens()
+    }
+
     /// Whether every tool call of the last assistant has its result (a
     /// safe point to compact inside a tool loop).
     pub fn at_safe_boundary(&mut self) -> bool {

@@ -297,6 +297,7 @@ impl Server {
             return json!({"open": false});
         };
         let measured = m.context_tokens().0;
+        let context_tokens = m.leaf_context_tokens();
         let session = m.journal().session();
         let s = m.settings();
         let state = m.state();
@@ -309,7 +310,7 @@ impl Server {
             "strategy": s.strategy.name(),
             "contextWindow": s.context_window,
             "thresholdTokens": musepi_context_builder::resolve_threshold_tokens(s.context_window, &s.thresholds()),
-            "contextTokens": musepi_snapcompact::context_tokens(session, session.leaf_index(), musepi_context_builder::Tokenizer::Heuristic),
+            "contextTokens": context_tokens,
             "measuredTokens": measured,
             "contextPromotion": s.context_promotion,
             "branchSummary": s.branch_summary_enabled,
