@@ -9,8 +9,9 @@
 //! use one core, is decoded on the calling thread.
 //!
 //! Memory stays bounded: a chunk's bytes are dropped once its lines are
-//! taken, and at most a few chunks (about a megabyte with two decoders)
-//! are read ahead of the loader, however large the file.
+//! taken, and at most twice as many chunks as there are decoders (about a
+//! megabyte with two) are read ahead of the loader, however large the file
+//! and however the threads are scheduled.
 
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, Read};
@@ -103,22 +104,32 @@ pub(crate) fn decode_lines<E>(
 /// [`decode_lines`] with `threads` decoding threads and one reading.
 fn in_parallel<E>(
     first: Result<Vec<u8>, Stop>,
-    chunks: Chunks<'_>,
+    mut chunks: Chunks<'_>,
     threads: usize,
     take: &mut dyn FnMut(Result<Chunk, Stop>) -> Result<(), E>,
 ) -> Result<(), E> {
     type Job = (usize, Result<Vec<u8>, Stop>);
     std::thread::scope(|scope| {
-        // One chunk waits for a decoder, and one decoded chunk for the
-        // loader: with the ones being read, decoded and taken, a few chunks
-        // are in memory at most.
+        // A chunk is read only when fewer than `ahead` chunks are read and
+        // not yet taken: the loader hands back a credit for each chunk it
+        // takes. However the threads are scheduled (a decoder held up while
+        // the other decodes on), a few chunks are in memory at most.
+        let ahead = 2 * threads;
+        let (credit, credits) = mpsc::channel::<()>();
         let (jobs, queue) = mpsc::sync_channel::<Job>(1);
         let queue = Arc::new(Mutex::new(queue));
         let (done, results) = mpsc::sync_channel::<(usize, Result<Chunk, Stop>)>(1);
         scope.spawn(move || {
-            // A send fails once every decoder has stopped: reading stops too.
-            for job in std::iter::once(first).chain(chunks).enumerate() {
-                if jobs.send(job).is_err() {
+            let mut first = Some(first);
+            for seq in 0.. {
+                // Both fail once the loader or every decoder has stopped.
+                if seq >= ahead && credits.recv().is_err() {
+                    break;
+                }
+                let Some(job) = first.take().or_else(|| chunks.next()) else {
+                    break;
+                };
+                if jobs.send((seq, job)).is_err() {
                     break;
                 }
             }
@@ -151,6 +162,8 @@ fn in_parallel<E>(
             while let Some(chunk) = early.remove(&next) {
                 next += 1;
                 take(chunk)?;
+                // The reader has stopped when this fails: nothing to hand back.
+                let _ = credit.send(());
             }
         }
         Ok(())
