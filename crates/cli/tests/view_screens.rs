@@ -73,10 +73,11 @@ fn screen(app: &App) -> String {
     text(terminal.backend().buffer())
 }
 
-/// Moves the cursor up to the nearest compaction divider.
-fn up_to_divider(app: &mut App) {
+/// Moves the cursor up to the nearest compaction divider and opens it.
+fn open_divider(app: &mut App) {
     for _ in 0..app.rows().len() {
         if matches!(app.fold_at_cursor(), Some((_, Part::Divider(_)))) {
+            ctrl(app, 'o');
             return;
         }
         key(app, KeyCode::Up);
@@ -95,8 +96,7 @@ fn divider_collapsed() {
 #[test]
 fn divider_expanded() {
     let mut app = app(&view_fixtures::compacted(), 80, 24);
-    up_to_divider(&mut app);
-    ctrl(&mut app, 'o');
+    open_divider(&mut app);
     let s = screen(&app);
     assert!(s.contains("Port the tokenizer to Rust with the same public API."));
     assert!(s.contains("── end of compaction ──"));
@@ -107,23 +107,26 @@ fn divider_expanded() {
 }
 
 #[test]
-fn snapcompact_text_pages_expanded() {
-    let mut app = app(&view_fixtures::snapcompact_pages(), 80, 24);
-    up_to_divider(&mut app);
-    ctrl(&mut app, 'o');
-    let s = screen(&app);
-    assert!(s.contains("archive: 4 text pages · 20,000 chars · 1,500 not shown"));
-    insta::assert_snapshot!("snapcompact_text_pages_expanded", s);
-}
-
-#[test]
-fn snapcompact_frames_expanded() {
-    let mut app = app(&view_fixtures::snapcompact_frames(), 80, 24);
-    up_to_divider(&mut app);
-    ctrl(&mut app, 'o');
-    let s = screen(&app);
-    assert!(s.contains("archive: 3 PNG frames (8x13-bw ×2, 6x13-sent ×1)"));
-    insta::assert_snapshot!("snapcompact_frames_expanded", s);
+fn snapcompact_archives_expanded_say_what_they_hold() {
+    let cases = [
+        (
+            "snapcompact_text_pages_expanded",
+            view_fixtures::snapcompact_pages(),
+            "archive: 4 text pages · 20,000 chars · 1,500 not shown",
+        ),
+        (
+            "snapcompact_frames_expanded",
+            view_fixtures::snapcompact_frames(),
+            "archive: 3 PNG frames (8x13-bw ×2, 6x13-sent ×1)",
+        ),
+    ];
+    for (name, jsonl, header) in cases {
+        let mut app = app(&jsonl, 80, 24);
+        open_divider(&mut app);
+        let s = screen(&app);
+        assert!(s.contains(header), "{name}: {s}");
+        insta::assert_snapshot!(name, s);
+    }
 }
 
 #[test]
@@ -180,8 +183,7 @@ fn search_highlights_and_reports() {
 #[test]
 fn tiny_terminal() {
     let mut app = app(&view_fixtures::compacted(), 20, 5);
-    up_to_divider(&mut app);
-    ctrl(&mut app, 'o');
+    open_divider(&mut app);
     insta::assert_snapshot!("tiny_20x5", screen(&app));
 }
 
