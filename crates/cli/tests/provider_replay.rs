@@ -122,6 +122,19 @@ async fn sent(provider: &Provider, session: &Session, seen: &Server) -> Value {
     seen.bodies().last().unwrap().clone()
 }
 
+/// What a provider of `kind` named `name` sends for the handoff of a
+/// session whose last compaction kept the `openai-responses` history.
+async fn handoff_body(kind: ProviderKind, name: &str) -> Value {
+    let seen = server().await;
+    let url = seen.url.clone();
+    sent(
+        &provider(kind, name, &url),
+        &session("openai-responses"),
+        &seen,
+    )
+    .await
+}
+
 fn input_text(role: &str, text: &str) -> Value {
     json!({"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]})
 }
@@ -138,10 +151,7 @@ fn summary() -> String {
 
 #[tokio::test]
 async fn responses_sends_its_own_stored_history_in_place_of_the_summary_and_kept_messages() {
-    let seen = server().await;
-    let url = seen.url.clone();
-    let own = provider(ProviderKind::OpenaiResponses, "openai-responses", &url);
-    let body = sent(&own, &session("openai-responses"), &seen).await;
+    let body = handoff_body(ProviderKind::OpenaiResponses, "openai-responses").await;
     let mut input: Vec<Value> = serde_json::from_str(ITEMS).unwrap();
     // The kept call went with the history, so its result goes too.
     input.extend([
@@ -155,10 +165,7 @@ async fn responses_sends_its_own_stored_history_in_place_of_the_summary_and_kept
 
 #[tokio::test]
 async fn responses_sends_another_providers_history_as_the_summary_and_kept_messages() {
-    let seen = server().await;
-    let url = seen.url.clone();
-    let other = provider(ProviderKind::OpenaiResponses, "azure", &url);
-    let body = sent(&other, &session("openai-responses"), &seen).await;
+    let body = handoff_body(ProviderKind::OpenaiResponses, "azure").await;
     let input = json!([
         input_text("user", &summary()),
         input_text("user", "two"),
@@ -174,10 +181,7 @@ async fn responses_sends_another_providers_history_as_the_summary_and_kept_messa
 
 #[tokio::test]
 async fn chat_completions_and_anthropic_send_the_summary_and_kept_messages() {
-    let seen = server().await;
-    let url = seen.url.clone();
-    let chat = provider(ProviderKind::OpenaiCompatible, "openai-responses", &url);
-    let body = sent(&chat, &session("openai-responses"), &seen).await;
+    let body = handoff_body(ProviderKind::OpenaiCompatible, "openai-responses").await;
     assert_eq!(
         body["messages"],
         json!([
@@ -193,8 +197,7 @@ async fn chat_completions_and_anthropic_send_the_summary_and_kept_messages() {
             {"role": "user", "content": ASK},
         ])
     );
-    let anthropic = provider(ProviderKind::Anthropic, "openai-responses", &url);
-    let body = sent(&anthropic, &session("openai-responses"), &seen).await;
+    let body = handoff_body(ProviderKind::Anthropic, "openai-responses").await;
     let text = |t: &str| json!({"type": "text", "text": t});
     assert_eq!(
         body["messages"],
