@@ -4,10 +4,8 @@
 
 mod common;
 
-use common::{header_line, write};
-use musepi_session_model::{
-    Journal, ProblemKind, SequentialIds, SessionError, load_bytes, load_file,
-};
+use common::{header_line, load_text, write};
+use musepi_session_model::{Journal, ProblemKind, SequentialIds, SessionError, load_file};
 
 fn open_err(path: &std::path::Path) -> SessionError {
     Journal::open(path, &mut SequentialIds::new()).expect_err("refused")
@@ -49,12 +47,7 @@ fn missing_empty_headerless_and_non_json_files_give_no_session() {
 #[test]
 fn a_header_and_one_message_give_one_entry() {
     let text = format!("{}\n{MSG}\n", header_line("abc"));
-    let s = load_bytes(
-        "x.jsonl".as_ref(),
-        text.as_bytes(),
-        &mut SequentialIds::new(),
-    )
-    .unwrap();
+    let s = load_text(&text);
     assert_eq!(s.header().id, "abc");
     assert_eq!(s.len(), 1);
     assert_eq!(s.entries()[0].type_name(), "message");
@@ -64,12 +57,7 @@ fn a_header_and_one_message_give_one_entry() {
 #[test]
 fn malformed_lines_are_skipped_and_reported_with_their_line() {
     let text = format!("{}\ngarbage line\n{MSG}\n", header_line("abc"));
-    let s = load_bytes(
-        "x.jsonl".as_ref(),
-        text.as_bytes(),
-        &mut SequentialIds::new(),
-    )
-    .unwrap();
+    let s = load_text(&text);
     assert_eq!(s.len(), 1);
     assert_eq!(s.problems().len(), 1);
     assert_eq!(s.problems()[0].line, 2);

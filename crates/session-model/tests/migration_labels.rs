@@ -3,31 +3,27 @@
 
 mod common;
 
-use common::{Clock, asst, body, header, user};
-use musepi_session_model::{
-    EntryBody, EntryId, Header, Journal, SequentialIds, Session, load_bytes,
-};
+use common::{Clock, asst, body, header, load_text, user};
+use musepi_session_model::{EntryBody, EntryId, Header, Journal, SequentialIds, Session};
 use serde_json::json;
 
-fn load(text: &str) -> Session {
-    load_bytes(
-        "m.jsonl".as_ref(),
-        text.as_bytes(),
-        &mut SequentialIds::new(),
-    )
-    .expect("loads")
+/// These lines, each ended by a newline.
+fn text(lines: &[&str]) -> String {
+    lines.iter().flat_map(|l| [*l, "\n"]).collect()
+}
+
+/// The session of these lines.
+fn load(lines: &[&str]) -> Session {
+    load_text(&text(lines))
 }
 
 #[test]
 fn v1_entries_get_ids_and_parents() {
-    let s = load(concat!(
+    let s = load(&[
         r#"{"type":"session","id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":""}"#,
-        "\n",
         r#"{"type":"message","timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}"#,
-        "\n",
         r#"{"type":"message","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"assistant","content":[],"timestamp":2}}"#,
-        "\n",
-    ));
+    ]);
     assert_eq!(s.header().version, 3);
     assert_eq!(s.original_version(), 1);
     let e = s.entries();
@@ -39,14 +35,11 @@ fn v1_entries_get_ids_and_parents() {
 
 #[test]
 fn v2_ids_are_kept() {
-    let s = load(concat!(
+    let s = load(&[
         r#"{"type":"session","version":2,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":""}"#,
-        "\n",
         r#"{"type":"message","id":"abc12345","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}"#,
-        "\n",
         r#"{"type":"message","id":"def67890","parentId":"abc12345","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"hookMessage","customType":"x","content":"c","display":true,"timestamp":2}}"#,
-        "\n",
-    ));
+    ]);
     let e = s.entries();
     assert_eq!(
         [e[0].id.as_str(), e[1].id.as_str()],
@@ -62,16 +55,12 @@ fn v2_ids_are_kept() {
 
 #[test]
 fn v1_first_kept_entry_index_becomes_an_id() {
-    let s = load(concat!(
+    let s = load(&[
         r#"{"type":"session","id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":""}"#,
-        "\n",
         r#"{"type":"message","timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"a","timestamp":1}}"#,
-        "\n",
         r#"{"type":"message","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"user","content":"b","timestamp":2}}"#,
-        "\n",
         r#"{"type":"compaction","timestamp":"2025-01-01T00:00:03.000Z","summary":"s","firstKeptEntryIndex":2,"tokensBefore":10}"#,
-        "\n",
-    ));
+    ]);
     let EntryBody::Compaction(c) = &s.entries()[2].body else {
         panic!()
     };
@@ -209,40 +198,31 @@ fn the_first_flush_waits_for_an_assistant_and_writes_everything_once() {
 /// A v1 and a v2 file with what migration changes: ids and parents, a
 /// compaction's `firstKeptEntryIndex`, a `hookMessage` role, key order and
 /// number forms that `JSON.stringify` prints differently.
-const OLD_FILES: [&str; 2] = [
-    concat!(
+const OLD_FILES: [&[&str]; 2] = [
+    &[
         r#"{"type":"session","id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}"#,
-        "\n",
         r#"{"type":"message","timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"hi \u00e9\n","timestamp":1.0}}"#,
-        "\n",
         r#"{"type":"message","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"hookMessage","customType":"x","content":"c","display":true,"timestamp":2}}"#,
-        "\n",
         r#"{"type":"message","timestamp":"2025-01-01T00:00:03.000Z","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"timestamp":3e0}}"#,
-        "\n",
         r#"{"type":"compaction","timestamp":"2025-01-01T00:00:04.000Z","summary":"s","firstKeptEntryIndex":2,"tokensBefore":10}"#,
-        "\n",
         r#"{"type":"message","timestamp":"2025-01-01T00:00:05.000Z","message":{"role":"user","content":"again","timestamp":5}}"#,
-        "\n",
-    ),
-    concat!(
+    ],
+    &[
         r#"{"type":"session","version":2,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}"#,
-        "\n",
         r#"{"type":"message","id":"abc12345","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1.50}}"#,
-        "\n",
         r#"{"id":"def67890","type":"message","parentId":"abc12345","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"hookMessage","customType":"x","content":"c","display":true,"timestamp":2}}"#,
-        "\n",
-    ),
+    ],
 ];
 
 #[test]
 fn migrated_lines_read_from_the_file_are_the_lines_migration_prints() {
     let dir = tempfile::tempdir().unwrap();
-    for (n, text) in OLD_FILES.iter().enumerate() {
+    for (n, lines) in OLD_FILES.iter().enumerate() {
         // From memory, every migrated line is printed at once; from a file,
         // it is printed from the file's bytes when it is read.
-        let eager = load(text);
+        let eager = load(lines);
         let path = dir.path().join(format!("old{n}.jsonl"));
-        std::fs::write(&path, text).unwrap();
+        std::fs::write(&path, text(lines)).unwrap();
         let journal = Journal::open(&path, &mut SequentialIds::new()).unwrap();
         let lazy = journal.session();
         assert_eq!(lazy.len(), eager.len());

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use musepi_session_model::{Entry, EntryBody, Header, SequentialIds, Stamp, load_bytes};
+use musepi_session_model::{Entry, EntryBody, Header, SequentialIds, Session, Stamp, load_bytes};
 use serde_json::{Value, json};
 
 /// A v3 header.
@@ -18,6 +18,16 @@ pub fn header_line(id: &str) -> String {
     )
 }
 
+/// The session of `text`, loaded from memory.
+pub fn load_text(text: &str) -> Session {
+    load_bytes(
+        Path::new("s.jsonl"),
+        text.as_bytes(),
+        &mut SequentialIds::new(),
+    )
+    .expect("the text loads")
+}
+
 /// An entry body read from its JSON fields (`type` included), exactly as a
 /// file would give it.
 pub fn body(fields: Value) -> EntryBody {
@@ -25,13 +35,7 @@ pub fn body(fields: Value) -> EntryBody {
     line["id"] = "x".into();
     line["parentId"] = Value::Null;
     line["timestamp"] = "2025-01-01T00:00:00.000Z".into();
-    let text = format!("{}\n{}\n", header_line("b"), line);
-    let s = load_bytes(
-        Path::new("body.jsonl"),
-        text.as_bytes(),
-        &mut SequentialIds::new(),
-    )
-    .expect("body parses");
+    let s = load_text(&format!("{}\n{}\n", header_line("b"), line));
     let own: Vec<_> = s
         .problems()
         .iter()
