@@ -23,62 +23,33 @@ use musepi_session_model::{
 use tokio_util::sync::CancellationToken;
 
 mod common;
-use common::{NOW, Reads, Writer, assistant, compact_file};
+use common::{NOW, Reads, Scripted, Writer, assistant, compact_file};
 
-/// Answers by purpose; records every request.
-struct Scripted {
-    fail: Option<RequestPurpose>,
-    seen: Mutex<Vec<SummaryRequest>>,
-}
-
-impl Scripted {
-    fn new(fail: Option<RequestPurpose>) -> Self {
-        Self {
-            fail,
-            seen: Mutex::new(Vec::new()),
-        }
-    }
-}
-
-impl Summarizer for Scripted {
-    fn summarize<'a>(
-        &'a self,
-        request: &'a SummaryRequest,
-        cancel: CancellationToken,
-    ) -> SummarizeFuture<'a> {
-        Box::pin(async move {
-            self.seen.lock().unwrap().push(request.clone());
-            if cancel.is_cancelled() {
-                return Err(SummarizeError::Cancelled);
-            }
-            if self.fail == Some(request.purpose) {
-                return Err(SummarizeError::Provider {
-                    provider: "scripted".into(),
-                    status: Some(500),
-                    message: "boom".into(),
-                });
-            }
-            let text = match request.purpose {
-                RequestPurpose::History => "## Goal\n- history summary".to_owned(),
-                RequestPurpose::TurnPrefix => "## Original Request\n- prefix summary".to_owned(),
-                RequestPurpose::ShortSummary => "I changed things.".to_owned(),
-                other => format!("{other:?}"),
-            };
-            Ok(SummaryResponse {
-                text,
-                usage: Some(Usage {
-                    input: 10.0,
-                    output: 5.0,
-                    total_tokens: 15.0,
-                    ..Default::default()
-                }),
-                truncated: false,
-            })
-        })
-    }
-
-    fn describe(&self) -> String {
-        "scripted".into()
+/// Answers by purpose with a usage, and fails the requests of `fail` with
+/// an HTTP 500.
+fn scripted(fail: Option<RequestPurpose>) -> Scripted {
+    let answer = |purpose| match purpose {
+        RequestPurpose::History => "## Goal\n- history summary".to_owned(),
+        RequestPurpose::TurnPrefix => "## Original Request\n- prefix summary".to_owned(),
+        RequestPurpose::ShortSummary => "I changed things.".to_owned(),
+        other => format!("{other:?}"),
+    };
+    let s = Scripted::new("scripted", answer).with_usage(Usage {
+        input: 10.0,
+        output: 5.0,
+        total_tokens: 15.0,
+        ..Default::default()
+    });
+    match fail {
+        Some(purpose) => s.failing(
+            Some(purpose),
+            SummarizeError::Provider {
+                provider: "scripted".into(),
+                status: Some(500),
+                message: "boom".into(),
+            },
+        ),
+        None => s,
     }
 }
 
@@ -167,7 +138,7 @@ async fn run_default(
 async fn an_llm_compaction_is_appended_with_its_summaries_and_file_list() {
     let dir = tempfile::tempdir().unwrap();
     let path = session_file(&dir);
-    let summarizer = Scripted::new(None);
+    let summarizer = scripted(None);
     let hooks = Hooks::new();
     let out = run_default(&path, &summarizer, &hooks).await.unwrap();
     assert_eq!(
@@ -208,7 +179,7 @@ async fn a_failed_summary_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let path = session_file(&dir);
     let before = std::fs::read(&path).unwrap();
-    let summarizer = Scripted::new(Some(RequestPurpose::History));
+    let summarizer = scripted(Some(RequestPurpose::History));
     let hooks = Hooks::new();
     let opts = pruning(&summarizer, &hooks);
     let err = run(&path, &opts, &CancellationToken::new())
@@ -226,7 +197,7 @@ async fn an_abort_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let path = session_file(&dir);
     let before = std::fs::read(&path).unwrap();
-    let summarizer = Scripted::new(None);
+    let summarizer = scripted(None);
     let hooks = Hooks::new();
     let cancel = CancellationToken::new();
     cancel.cancel();
@@ -241,7 +212,7 @@ async fn an_abort_writes_nothing() {
 async fn staged_pruning_is_written_with_the_entry() {
     let dir = tempfile::tempdir().unwrap();
     let path = session_file(&dir);
-    let summarizer = Scripted::new(None);
+    let summarizer = scripted(None);
     let hooks = Hooks::new();
     let opts = pruning(&summarizer, &hooks);
     let out = run(&path, &opts, &CancellationToken::new()).await.unwrap();
@@ -262,7 +233,7 @@ async fn staged_pruning_is_written_with_the_entry() {
 async fn a_snapcompact_archive_reads_what_staged_pruning_blanked() {
     let dir = tempfile::tempdir().unwrap();
     let path = session_file(&dir);
-    let summarizer = Scripted::new(None);
+    let summarizer = scripted(None);
     let hooks = Hooks::new();
     let mut opts = pruning(&summarizer, &hooks);
     opts.strategy = Strategy::snapcompact(musepi_hooks::SnapTarget::default());
@@ -386,7 +357,7 @@ async fn a_hook_can_cancel_and_nothing_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let path = session_file(&dir);
     let before = std::fs::read(&path).unwrap();
-    let summarizer = Scripted::new(None);
+    let summarizer = scripted(None);
     let mut hooks = Hooks::new();
     hooks.register(Arc::new(Veto));
     let err = run_default(&path, &summarizer, &hooks).await.unwrap_err();
@@ -399,7 +370,7 @@ async fn a_hook_can_cancel_and_nothing_is_written() {
 async fn a_supplied_compaction_is_stored_as_extension_made_and_the_after_event_sees_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = session_file(&dir);
-    let summarizer = Scripted::new(None);
+    let summarizer = scripted(None);
     let seen = Arc::new(Mutex::new(Vec::new()));
     let mut hooks = Hooks::new();
     hooks.register(Arc::new(Supply(seen.clone())));
@@ -420,7 +391,7 @@ async fn a_supplied_compaction_is_stored_as_extension_made_and_the_after_event_s
 async fn compacting_hooks_steer_the_prompt_and_a_broken_one_is_reported() {
     let dir = tempfile::tempdir().unwrap();
     let path = session_file(&dir);
-    let summarizer = Scripted::new(None);
+    let summarizer = scripted(None);
     let mut hooks = Hooks::new();
     let told = cancel_reports(&mut hooks);
     hooks.register(Arc::new(Broken { fail_closed: false }));
@@ -459,7 +430,7 @@ async fn a_fail_closed_hook_that_fails_cancels_and_is_told_as_it_happens() {
     let dir = tempfile::tempdir().unwrap();
     let path = session_file(&dir);
     let before = std::fs::read(&path).unwrap();
-    let summarizer = Scripted::new(None);
+    let summarizer = scripted(None);
     let mut hooks = Hooks::new();
     let told = cancel_reports(&mut hooks);
     hooks.register(Arc::new(Broken { fail_closed: true }));
@@ -518,7 +489,7 @@ async fn files_after_two_compactions(
 ) -> (Vec<String>, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();
     let path = session_file(&dir);
-    let summarizer = Scripted::new(None);
+    let summarizer = scripted(None);
     let mut hooks = Hooks::new();
     if let Some(h) = first {
         hooks.register(h);

@@ -19,44 +19,21 @@ use musepi_session_model::{
 use tokio_util::sync::CancellationToken;
 
 mod common;
-use common::{NOW, Writer, assistant, navigate_file, read_call, user};
+use common::{NOW, Scripted, Writer, assistant, navigate_file, read_call, user};
 
-struct Echo {
-    seen: Mutex<Vec<SummaryRequest>>,
-    fail: bool,
-}
-
-impl Summarizer for Echo {
-    fn summarize<'a>(
-        &'a self,
-        request: &'a SummaryRequest,
-        _: CancellationToken,
-    ) -> SummarizeFuture<'a> {
-        Box::pin(async move {
-            self.seen.lock().unwrap().push(request.clone());
-            if self.fail {
-                return Err(SummarizeError::EmptyResponse {
-                    provider: "echo".into(),
-                });
-            }
-            Ok(SummaryResponse {
-                text: "## Goal\n- tried plan B".into(),
-                usage: None,
-                truncated: false,
-            })
-        })
-    }
-    fn describe(&self) -> String {
-        "echo".into()
-    }
-}
-
-impl Echo {
-    fn new(fail: bool) -> Self {
-        Self {
-            seen: Mutex::new(Vec::new()),
-            fail,
-        }
+/// Answers every request with the same summary, or, `failing`, with
+/// nothing.
+fn echoing(failing: bool) -> Scripted {
+    let s = Scripted::new("echo", |_| "## Goal\n- tried plan B".to_owned());
+    if failing {
+        s.failing(
+            None,
+            SummarizeError::EmptyResponse {
+                provider: "echo".into(),
+            },
+        )
+    } else {
+        s
     }
 }
 
@@ -106,7 +83,7 @@ async fn go(
 async fn the_summary_hangs_under_the_target_and_the_context_continues_after_it() {
     let dir = tempfile::tempdir().unwrap();
     let (path, ids) = tree_file(dir.path());
-    let echo = Echo::new(false);
+    let echo = echoing(false);
     let hooks = Hooks::new();
     let out = go(&path, &options(&ids[1], true, Some(&echo), &hooks))
         .await
@@ -222,7 +199,7 @@ async fn a_hook_veto_or_a_failed_summary_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let (path, ids) = tree_file(dir.path());
     let before = std::fs::read(&path).unwrap();
-    let echo = Echo::new(false);
+    let echo = echoing(false);
     let mut hooks = Hooks::new();
     hooks.register(Arc::new(Veto));
     assert!(matches!(
@@ -230,7 +207,7 @@ async fn a_hook_veto_or_a_failed_summary_changes_nothing() {
         Err(NavigateError::CancelledByHook { .. })
     ));
     assert!(echo.seen.lock().unwrap().is_empty());
-    let failing = Echo::new(true);
+    let failing = echoing(true);
     let none = Hooks::new();
     let err = go(&path, &options(&ids[1], true, Some(&failing), &none))
         .await

@@ -7,14 +7,13 @@
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use musepi_context_builder::{SummaryRequest, SummaryResponse};
 use musepi_hooks::events::names;
 use musepi_hooks::{
     BranchStrategy, CompactError, CompactOptions, CompactOutcome, Hooks, NavigateOptions,
-    ProcessHook, SummarizeFuture, Summarizer,
+    ProcessHook,
 };
 use musepi_session_model::{AgentMessage, ContentBlock, Journal, SequentialIds, StopReason};
 use serde_json::Value;
@@ -22,33 +21,13 @@ use tokio_util::sync::CancellationToken;
 
 mod common;
 use common::{
-    NOW, Reads, Writer, assistant, compact_file, last_line, navigate_file, process_hook, script,
+    NOW, Reads, Scripted, Writer, assistant, compact_file, last_line, navigate_file, process_hook,
+    script,
 };
 
 /// Records requests and answers with a fixed summary.
-#[derive(Default)]
-struct Recorder {
-    seen: Mutex<Vec<SummaryRequest>>,
-}
-
-impl Summarizer for Recorder {
-    fn summarize<'a>(
-        &'a self,
-        request: &'a SummaryRequest,
-        _: CancellationToken,
-    ) -> SummarizeFuture<'a> {
-        Box::pin(async move {
-            self.seen.lock().unwrap().push(request.clone());
-            Ok(SummaryResponse {
-                text: "## Goal\n- summarized".into(),
-                usage: None,
-                truncated: false,
-            })
-        })
-    }
-    fn describe(&self) -> String {
-        "recorder".into()
-    }
+fn recorder() -> Scripted {
+    Scripted::new("recorder", |_| "## Goal\n- summarized".to_owned())
 }
 
 fn process(event: &str, path: &Path) -> Arc<ProcessHook> {
@@ -95,7 +74,7 @@ fn session_file(dir: &Path) -> PathBuf {
 async fn run_compact(
     path: &Path,
     hooks: &Hooks,
-    summarizer: &Recorder,
+    summarizer: &Scripted,
     instructions: Option<&str>,
 ) -> Result<CompactOutcome, CompactError> {
     let mut options = CompactOptions::new(hooks, NOW);
@@ -115,7 +94,7 @@ async fn an_exit_2_cancel_leaves_the_file_byte_identical() {
     let hook = script(dir.path(), "veto.sh", "echo 'not now' >&2\nexit 2");
     let mut hooks = Hooks::new();
     hooks.register(process(names::BEFORE_COMPACT, &hook));
-    let summarizer = Recorder::default();
+    let summarizer = recorder();
     let err = run_compact(&path, &hooks, &summarizer, None)
         .await
         .unwrap_err();
@@ -134,7 +113,7 @@ async fn a_supplied_compaction_is_stored_from_extension_and_the_after_event_sees
         r#"{"compaction": {"summary": "from a process", "details": {"readFiles": ["x.rs"], "modifiedFiles": []}}}"#,
         names::COMPACT,
     );
-    let summarizer = Recorder::default();
+    let summarizer = recorder();
     let out = run_compact(&path, &hooks, &summarizer, None).await.unwrap();
     assert!(out.result.from_extension);
     assert!(summarizer.seen.lock().unwrap().is_empty());
@@ -161,7 +140,7 @@ echo '{"prompt": "LIST ONLY THE FILES", "context": ["ticket ABC-1", "branch feat
     );
     let mut hooks = Hooks::new();
     hooks.register(process(names::COMPACTING, &steer));
-    let summarizer = Recorder::default();
+    let summarizer = recorder();
     let out = run_compact(&path, &hooks, &summarizer, Some("focus on tests"))
         .await
         .unwrap();
@@ -195,7 +174,7 @@ async fn a_hook_past_its_timeout_is_killed_and_reported() {
     // Fail-closed: the timeout cancels the compaction and nothing is written.
     let mut hooks = Hooks::new();
     hooks.register(hook(true));
-    let summarizer = Recorder::default();
+    let summarizer = recorder();
     let err = run_compact(&path, &hooks, &summarizer, None)
         .await
         .unwrap_err();
@@ -231,7 +210,7 @@ async fn invalid_json_is_reported_and_ignored() {
     let garbage = script(dir.path(), "garbage.sh", "cat > /dev/null\necho '{oops'");
     let mut hooks = Hooks::new();
     hooks.register(process(names::BEFORE_COMPACT, &garbage));
-    let summarizer = Recorder::default();
+    let summarizer = recorder();
     let out = run_compact(&path, &hooks, &summarizer, None).await.unwrap();
     assert_eq!(out.warnings.len(), 1);
     let w = &out.warnings[0];

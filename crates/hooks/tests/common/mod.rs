@@ -1,13 +1,15 @@
-//! What the pipeline tests share: hook scripts, session files of read
-//! turns, and running a pipeline over a file.
+//! What the pipeline tests share: a scripted summarizer, hook scripts,
+//! session files of read turns, and running a pipeline over a file.
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
+use musepi_context_builder::{RequestPurpose, SummaryRequest, SummaryResponse};
 use musepi_hooks::{
     CompactError, CompactOptions, CompactOutcome, NavigateError, NavigateOptions, NavigateOutcome,
-    ProcessHook, StderrMode, compact, navigate,
+    ProcessHook, StderrMode, SummarizeError, SummarizeFuture, Summarizer, compact, navigate,
 };
 use musepi_session_model::{
     AgentMessage, AssistantMessage, Content, ContentBlock, EntryBody, Header, Journal, JsonValue,
@@ -18,6 +20,72 @@ use tokio_util::sync::CancellationToken;
 
 /// The clock of every pipeline run (`prunedAt` and the new entries).
 pub const NOW: i64 = 1_800_000_000_000;
+
+/// A summarizer that records every request and answers by purpose, or
+/// fails the requests it was told to fail.
+pub struct Scripted {
+    name: &'static str,
+    answer: fn(RequestPurpose) -> String,
+    usage: Option<Usage>,
+    /// The purpose that fails (`None`: every request), and how.
+    failure: Option<(Option<RequestPurpose>, SummarizeError)>,
+    /// Every request, in order.
+    pub seen: Mutex<Vec<SummaryRequest>>,
+}
+
+impl Scripted {
+    /// `name`, answering each request with `answer(purpose)`.
+    pub fn new(name: &'static str, answer: fn(RequestPurpose) -> String) -> Self {
+        Self {
+            name,
+            answer,
+            usage: None,
+            failure: None,
+            seen: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Its answers report `usage`.
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = Some(usage);
+        self
+    }
+
+    /// Fails the requests of `purpose` (every request with `None`) with `error`.
+    pub fn failing(mut self, purpose: Option<RequestPurpose>, error: SummarizeError) -> Self {
+        self.failure = Some((purpose, error));
+        self
+    }
+}
+
+impl Summarizer for Scripted {
+    fn summarize<'a>(
+        &'a self,
+        request: &'a SummaryRequest,
+        cancel: CancellationToken,
+    ) -> SummarizeFuture<'a> {
+        Box::pin(async move {
+            self.seen.lock().unwrap().push(request.clone());
+            if cancel.is_cancelled() {
+                return Err(SummarizeError::Cancelled);
+            }
+            if let Some((purpose, error)) = &self.failure
+                && purpose.is_none_or(|p| p == request.purpose)
+            {
+                return Err(error.clone());
+            }
+            Ok(SummaryResponse {
+                text: (self.answer)(request.purpose),
+                usage: self.usage.clone(),
+                truncated: false,
+            })
+        })
+    }
+
+    fn describe(&self) -> String {
+        self.name.to_owned()
+    }
+}
 
 /// Writes an executable `/bin/sh` script.
 pub fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
