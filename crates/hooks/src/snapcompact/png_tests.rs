@@ -46,9 +46,13 @@ fn claude() -> SnapTarget {
     vision("claude-sonnet-4-5", "anthropic-messages", "anthropic")
 }
 
+/// The compaction of `prep` for `target` with the default settings.
+fn compaction(prep: &Preparation<'_>, target: &SnapTarget) -> CompactionResult {
+    compact_preparation(prep, target, &SnapSettings::default()).unwrap_or_else(|e| panic!("{e}"))
+}
+
 fn run(b: &Builder, target: &SnapTarget) -> CompactionResult {
-    compact_preparation(&b.prepare(1), target, &SnapSettings::default())
-        .unwrap_or_else(|e| panic!("{e}"))
+    compaction(&b.prepare(1), target)
 }
 
 fn png_of(result: &CompactionResult) -> PngArchive {
@@ -199,8 +203,7 @@ fn a_png_compaction_continues_a_text_archive_or_folds_in_a_summary() {
     prep.previous_details = Some(
         json!({"readFiles": [], "snapcompact": {"text": "¶user:EARLIER\n\nTEXT ARCHIVE", "truncatedChars": 5, "version": 1}}),
     );
-    let out = compact_preparation(&prep, &claude(), &SnapSettings::default())
-        .unwrap_or_else(|e| panic!("{e}"));
+    let out = compaction(&prep, &claude());
     let png = png_of(&out);
     let text = png.text_head.unwrap_or_default();
     assert!(
@@ -212,8 +215,7 @@ fn a_png_compaction_continues_a_text_archive_or_folds_in_a_summary() {
 
     prep.previous_details = None;
     prep.previous_summary = Some("## Goal\nPort the planner.".into());
-    let out = compact_preparation(&prep, &claude(), &SnapSettings::default())
-        .unwrap_or_else(|e| panic!("{e}"));
+    let out = compaction(&prep, &claude());
     let text = png_of(&out).text_head.unwrap_or_default();
     assert!(
         text.starts_with(

@@ -14,9 +14,14 @@ fn text_target() -> SnapTarget {
     SnapTarget::default()
 }
 
-fn compact(b: &Builder, keep: u64) -> CompactionResult {
-    compact_preparation(&b.prepare(keep), &text_target(), &SnapSettings::default())
+/// The text compaction of `prep` with the default settings.
+fn text_compaction(prep: &Preparation<'_>) -> CompactionResult {
+    compact_preparation(prep, &text_target(), &SnapSettings::default())
         .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn compact(b: &Builder, keep: u64) -> CompactionResult {
+    text_compaction(&b.prepare(keep))
 }
 
 /// `details.snapcompact` as stored.
@@ -116,8 +121,7 @@ fn a_text_compaction_carries_the_preparation_and_the_archive() {
     let mut prep = b.prepare(1);
     prep.tokens_before = 123_456.0;
     prep.first_kept_entry_id = EntryId::from("entry-keep-1");
-    let out = compact_preparation(&prep, &text_target(), &SnapSettings::default())
-        .unwrap_or_else(|e| panic!("{e}"));
+    let out = text_compaction(&prep);
     assert_eq!(out.first_kept_entry_id.as_str(), "entry-keep-1");
     assert_eq!(out.tokens_before, 123_456.0);
     assert_eq!(out.usage, None);
@@ -167,8 +171,7 @@ fn a_second_pass_continues_the_first_archive() {
     ending(&mut b);
     let prep = b.prepare(1);
     assert!(prep.previous_details.is_some());
-    let second = compact_preparation(&prep, &text_target(), &SnapSettings::default())
-        .unwrap_or_else(|e| panic!("{e}"));
+    let second = text_compaction(&prep);
     let text = archive_of(&second).text;
     let first_60: String = first_text.chars().take(60).collect();
     assert!(text.starts_with(&first_60), "{text}");
@@ -291,8 +294,7 @@ fn the_previous_preserve_data_is_carried_without_the_remote_replay_or_an_archive
         "snapcompact": {"text": "¶user:old█¶ai:older answer", "truncatedChars": 3}
     });
     prep.previous_preserve_data = Some(RawJson::from_value(&previous));
-    let out = compact_preparation(&prep, &text_target(), &SnapSettings::default())
-        .unwrap_or_else(|e| panic!("{e}"));
+    let out = text_compaction(&prep);
     assert_eq!(out.preserve_data, Some(json!({"hookData": {"n": 1}})));
     // The previous PNG archive continues from its transcript, with its
     // dropped count.
@@ -312,8 +314,7 @@ fn the_previous_preserve_data_is_carried_without_the_remote_replay_or_an_archive
     assert_eq!(archive.truncated_chars, 3);
 
     prep.previous_preserve_data = Some(RawJson::from_value(&json!({"openaiRemoteCompaction": {}})));
-    let out = compact_preparation(&prep, &text_target(), &SnapSettings::default())
-        .unwrap_or_else(|e| panic!("{e}"));
+    let out = text_compaction(&prep);
     assert_eq!(out.preserve_data, None);
 }
 
