@@ -5,4 +5,5 @@
 mod prepare_tests;
 mod property_tests;
 mod prune_tests;
+mod prune_window_tests;
 mod trigger_tests;

@@ -3,16 +3,18 @@
 //! stay paired. Pruning returns the changed entries; the caller rewrites
 //! the journal atomically.
 
-use std::collections::{HashMap, HashSet};
+mod scan;
 
-use musepi_context_builder::{
-    chars_to_tokens, estimate_tokens, has_url_scheme, strip_read_selector,
-};
+use musepi_context_builder::{chars_to_tokens, estimate_tokens};
 use musepi_session_model::json::{js_set, js_stringify, utf16_len};
 use musepi_session_model::{
     AgentMessage, Content, ContentBlock, Entry, EntryBody, Session, SessionError,
 };
 use serde_json::{Value, json};
+
+pub(crate) use scan::Reach;
+pub use scan::supersede_key;
+use scan::{ResultInfo, Scan, is_protected, scan};
 
 /// Placeholder for a result that aged out.
 pub fn age_placeholder(tokens: u64) -> String {
@@ -137,154 +139,6 @@ impl PrunePlan {
     }
 }
 
-/// Whether a tool result is protected: a protected tool, a read of a
-/// `skill://` path or of a protected path.
-fn is_protected(config: &PruneConfig, tool_name: &str, read_path: Option<&str>) -> bool {
-    config.protected_tools.iter().any(|t| t == tool_name)
-        || read_path.is_some_and(|p| {
-            p.starts_with("skill://") || config.protected_paths.iter().any(|q| q == p)
-        })
-}
-
-/// The supersede key of a read (docs/design.md, "Pruning"): the bare path, or the path with
-/// its selector after `\0` (line ranges) or `\1` (`raw`/`conflicts`).
-pub fn supersede_key(path: &str) -> Option<String> {
-    if has_url_scheme(path) {
-        return None;
-    }
-    let bare = strip_read_selector(path);
-    if bare.len() == path.len() {
-        return Some(bare);
-    }
-    let selector = &path[bare.len() + 1..];
-    let mode = selector
-        .split(':')
-        .any(|c| c.eq_ignore_ascii_case("raw") || c.eq_ignore_ascii_case("conflicts"));
-    Some(format!(
-        "{bare}{}{selector}",
-        if mode { '\u{1}' } else { '\u{0}' }
-    ))
-}
-
-struct ResultInfo<'a> {
-    pos: usize,
-    entry_index: usize,
-    tool_name: &'a str,
-    read_path: Option<&'a str>,
-    is_error: bool,
-    useless: bool,
-    pruned: bool,
-    tokens: u64,
-}
-
-/// Tool results on the path, oldest first, with the read path of their call.
-fn results<'a>(session: &'a Session, path: &[usize]) -> Vec<ResultInfo<'a>> {
-    let entries = session.entries();
-    let mut read_paths: HashMap<&str, &str> = HashMap::new();
-    let mut out = Vec::new();
-    for (pos, &i) in path.iter().enumerate() {
-        match entries[i].message() {
-            Some(AgentMessage::Assistant(a)) => {
-                for call in a.tool_calls() {
-                    if call.name.as_str() == "read"
-                        && let Some(Value::String(p)) = call.arguments.value().get("path")
-                    {
-                        read_paths.insert(call.id.as_str(), p.as_str());
-                    }
-                }
-            }
-            Some(m @ AgentMessage::ToolResult(t)) => out.push(ResultInfo {
-                pos,
-                entry_index: i,
-                tool_name: t.tool_name.as_str(),
-                read_path: (t.tool_name == "read")
-                    .then(|| read_paths.get(t.tool_call_id.as_str()).copied())
-                    .flatten(),
-                is_error: t.is_error,
-                useless: t.is_useless(),
-                pruned: t.pruned_at.is_some(),
-                tokens: estimate_tokens(m),
-            }),
-            _ => {}
-        }
-    }
-    out
-}
-
-/// Results superseded by newer reads of the same file (docs/design.md, "Pruning").
-fn superseded(results: &[ResultInfo<'_>], config: &PruneConfig) -> HashSet<usize> {
-    let mut out = HashSet::new();
-    let mut newer_ok: HashSet<String> = HashSet::new();
-    let mut newer_any: HashSet<String> = HashSet::new();
-    for r in results.iter().rev() {
-        let Some(path) = r.read_path else { continue };
-        if is_protected(config, r.tool_name, Some(path)) {
-            continue;
-        }
-        let Some(key) = supersede_key(path) else {
-            continue;
-        };
-        let parent = key.split('\u{0}').next().unwrap_or(&key).to_owned();
-        let complete_parent_newer = parent != key && newer_ok.contains(&parent);
-        let hit = if r.is_error {
-            newer_any.contains(&key) || complete_parent_newer
-        } else {
-            newer_ok.contains(&key) || complete_parent_newer
-        };
-        if hit && !r.pruned {
-            out.insert(r.entry_index);
-        }
-        newer_any.insert(key.clone());
-        if !r.is_error {
-            newer_ok.insert(key);
-        }
-    }
-    out
-}
-
-/// The boundary: the latest compaction's first kept entry on the path (0 if none).
-fn boundary(session: &Session, path: &[usize]) -> usize {
-    let entries = session.entries();
-    path.iter()
-        .rev()
-        .find_map(|&i| match &entries[i].body {
-            EntryBody::Compaction(c) => c.first_kept_entry_id.as_ref(),
-            _ => None,
-        })
-        .and_then(|fk| path.iter().position(|&i| entries[i].id == *fk))
-        .unwrap_or(0)
-}
-
-/// What both prune passes read of the path to a leaf.
-struct Scan<'a> {
-    /// The path's entry indices, root first.
-    path: Vec<usize>,
-    /// Its tool results.
-    results: Vec<ResultInfo<'a>>,
-    /// The path position before which nothing is pruned.
-    boundary: usize,
-    /// Entry indices of superseded reads (empty when `supersede_reads` is off).
-    superseded: HashSet<usize>,
-}
-
-/// What both passes read of the path to `leaf`; `None` without a leaf.
-fn scan<'a>(session: &'a Session, leaf: Option<usize>, config: &PruneConfig) -> Option<Scan<'a>> {
-    let path = session.path_indices(leaf?);
-    let results = results(session, &path);
-    let boundary = boundary(session, &path);
-    let superseded = if config.supersede_reads {
-        superseded(&results, config)
-    } else {
-        HashSet::new()
-    };
-    Some(Scan {
-        path,
-        results,
-        boundary,
-        superseded,
-    })
-}
-
 fn placeholder_tokens(s: &str) -> u64 {
     chars_to_tokens(utf16_len(s))
 }
@@ -292,8 +146,21 @@ fn placeholder_tokens(s: &str) -> u64 {
 /// The threshold prune (`pruneToolOutputs`, docs/design.md, "Pruning"): superseded and
 /// useless results anywhere after the boundary, and results older than the
 /// protected window, if the total saving reaches `minimum_savings`.
+///
+/// It reads the path from the latest compaction's first kept entry on, so
+/// its cost follows the history since that compaction, not the session.
 pub fn plan_prune(session: &Session, leaf: Option<usize>, config: &PruneConfig) -> PrunePlan {
-    let Some(scan) = scan(session, leaf, config) else {
+    plan_prune_reaching(session, leaf, config, Reach::Window)
+}
+
+/// [`plan_prune`], reading as much of the path as `reach` says.
+pub(crate) fn plan_prune_reaching(
+    session: &Session,
+    leaf: Option<usize>,
+    config: &PruneConfig,
+    reach: Reach,
+) -> PrunePlan {
+    let Some(scan) = scan(session, leaf, config, reach) else {
         return PrunePlan::default();
     };
     let mut plan = PrunePlan::default();
@@ -327,7 +194,9 @@ pub fn plan_prune(session: &Session, leaf: Option<usize>, config: &PruneConfig) 
 /// The per-turn pass (docs/design.md, "Pruning"): superseded reads and useless
 /// results only, blanked when the messages after them are small enough
 /// (≤ `suffix_token_limit`) not to disturb the prompt cache much, or all of
-/// them when the session has been idle past the cache lifetime.
+/// them when the session has been idle past the cache lifetime. Like
+/// [`plan_prune`], it reads the path from the latest compaction's first
+/// kept entry on.
 pub fn plan_stale_results(
     session: &Session,
     leaf: Option<usize>,
@@ -335,12 +204,40 @@ pub fn plan_stale_results(
     suffix_token_limit: u64,
     idle: bool,
 ) -> PrunePlan {
+    let stale = Stale {
+        suffix_token_limit,
+        idle,
+    };
+    plan_stale_reaching(session, leaf, config, stale, Reach::Window)
+}
+
+/// When the per-turn pass may blank a result.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stale {
+    /// The most tokens of messages after a result that still allow it.
+    pub suffix_token_limit: u64,
+    /// Whether the session was idle past the cache lifetime.
+    pub idle: bool,
+}
+
+/// [`plan_stale_results`], reading as much of the path as `reach` says.
+pub(crate) fn plan_stale_reaching(
+    session: &Session,
+    leaf: Option<usize>,
+    config: &PruneConfig,
+    stale: Stale,
+    reach: Reach,
+) -> PrunePlan {
+    let Stale {
+        suffix_token_limit,
+        idle,
+    } = stale;
     let Some(Scan {
         path,
         results,
         boundary,
         superseded,
-    }) = scan(session, leaf, config)
+    }) = scan(session, leaf, config, reach)
     else {
         return PrunePlan::default();
     };

@@ -1,0 +1,220 @@
+//! The prune passes read the path only from the latest compaction's first
+//! kept entry on; after every operation of random sessions they must give
+//! exactly what reading the whole path from the root gives.
+
+use proptest::prelude::*;
+use serde_json::json;
+
+use crate::prune::{Reach, Stale, plan_prune_reaching, plan_stale_reaching};
+use crate::{PruneConfig, apply_prune};
+use musepi_session_model::{AgentMessage, Compaction, EntryBody, EntryId, Text, ToolResultMessage};
+use musepi_test_support::EntryBuilder as Builder;
+
+/// Read paths: plain, with line ranges and modes, a URL, a skill, the
+/// protected plan file.
+const PATHS: [&str; 8] = [
+    "src/a.rs",
+    "src/a.rs:10-20",
+    "src/a.rs:raw",
+    "src/b.rs",
+    "src/b.rs:1-5",
+    "https://example.com/x",
+    "skill://style",
+    "PLAN.md",
+];
+
+#[derive(Debug, Clone)]
+enum Op {
+    User(u16),
+    /// Calls: (id from a small pool, tool: read or not, path).
+    Assistant(Vec<(u8, bool, u8)>),
+    /// Call id, tool (read, bash, skill), size, error, useless.
+    Result(u8, u8, u16, bool, Option<bool>),
+    /// Keep from an earlier entry (`None`: no first kept entry), or from
+    /// an id that is in no entry.
+    Compaction(Option<u16>, bool),
+    /// Move the leaf to an earlier entry.
+    Move(u16),
+    /// Apply a prune plan at the leaf, in memory.
+    Prune,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => (1u16..600).prop_map(Op::User),
+        5 => prop::collection::vec((0u8..6, proptest::bool::weighted(0.8), 0u8..8), 0..3).prop_map(Op::Assistant),
+        7 => (0u8..6, 0u8..3, 1u16..1_200, proptest::bool::weighted(0.15), proptest::option::of(proptest::bool::weighted(0.3)))
+            .prop_map(|(c, t, n, e, u)| Op::Result(c, t, n, e, u)),
+        1 => (proptest::option::weighted(0.85, any::<u16>()), proptest::bool::weighted(0.1)).prop_map(|(k, m)| Op::Compaction(k, m)),
+        1 => any::<u16>().prop_map(Op::Move),
+        1 => Just(Op::Prune),
+    ]
+}
+
+const TOOLS: [&str; 3] = ["read", "bash", "skill"];
+
+fn apply(b: &mut Builder, op: &Op) {
+    let len = b.session.len();
+    match op {
+        Op::User(n) => {
+            b.user(&"u".repeat(*n as usize));
+        }
+        Op::Assistant(calls) => {
+            let calls: Vec<(String, &str, serde_json::Value)> = calls
+                .iter()
+                .map(|&(id, read, path)| {
+                    let name = if read { "read" } else { "bash" };
+                    (
+                        format!("c{id}"),
+                        name,
+                        json!({"path": PATHS[path as usize]}),
+                    )
+                })
+                .collect();
+            let calls: Vec<(&str, &str, serde_json::Value)> = calls
+                .iter()
+                .map(|(id, name, args)| (id.as_str(), *name, args.clone()))
+                .collect();
+            b.assistant("working", &calls, None);
+        }
+        Op::Result(id, tool, n, error, useless) => {
+            let tool = TOOLS[*tool as usize];
+            let text = "r".repeat(*n as usize);
+            b.result_with(&format!("c{id}"), tool, &text, *error, *useless);
+        }
+        Op::Compaction(keep, missing) => {
+            let first_kept = match keep {
+                _ if *missing => Some(EntryId::new("nowhere")),
+                Some(k) if len > 0 => Some(b.session.entries()[*k as usize % len].id.clone()),
+                _ => None,
+            };
+            b.push(EntryBody::Compaction(Compaction {
+                summary: Text::new("so far"),
+                first_kept_entry_id: first_kept,
+                tokens_before: 10.0,
+                ..Default::default()
+            }));
+        }
+        Op::Move(at) if len > 0 => {
+            let id = b.session.entries()[*at as usize % len].id.to_string();
+            b.session.set_leaf(&id).unwrap();
+        }
+        Op::Prune => {
+            let config = PruneConfig {
+                minimum_savings: 0,
+                protect_tokens: 200,
+                ..PruneConfig::default()
+            };
+            let plan = plan_prune_reaching(&b.session, b.leaf(), &config, Reach::WholePath);
+            for (i, entry, line) in apply_prune(&b.session, &plan, 5).unwrap() {
+                b.session.replace_entry(i, entry, line);
+            }
+        }
+        Op::Move(_) => {}
+    }
+}
+
+/// The configurations compared: the defaults, and ones where every rule
+/// has something to do in small sessions.
+fn configs() -> Vec<PruneConfig> {
+    let small = PruneConfig {
+        minimum_savings: 0,
+        protect_tokens: 150,
+        min_prune_tokens: 20,
+        protected_paths: vec!["PLAN.md".into()],
+        ..PruneConfig::default()
+    };
+    vec![
+        PruneConfig::default(),
+        small.clone(),
+        PruneConfig {
+            supersede_reads: false,
+            prune_useless: false,
+            ..small.clone()
+        },
+        PruneConfig {
+            minimum_savings: 300,
+            ..small
+        },
+    ]
+}
+
+fn check(b: &Builder) -> Result<(), TestCaseError> {
+    let s = &b.session;
+    let leaf = b.leaf();
+    for config in configs() {
+        prop_assert_eq!(
+            plan_prune_reaching(s, leaf, &config, Reach::Window),
+            plan_prune_reaching(s, leaf, &config, Reach::WholePath)
+        );
+        for (suffix_token_limit, idle) in [(0, false), (300, false), (2_000, false), (0, true)] {
+            let stale = Stale {
+                suffix_token_limit,
+                idle,
+            };
+            prop_assert_eq!(
+                plan_stale_reaching(s, leaf, &config, stale, Reach::Window),
+                plan_stale_reaching(s, leaf, &config, stale, Reach::WholePath)
+            );
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(160))]
+
+    #[test]
+    fn the_window_gives_what_the_whole_path_gives_after_every_operation(
+        ops in prop::collection::vec(op(), 1..70),
+    ) {
+        let mut b = Builder::new();
+        for op in &ops {
+            apply(&mut b, op);
+            check(&b)?;
+        }
+    }
+}
+
+/// A read result after the boundary whose call lies before it is still
+/// superseded by a newer read of the same file: the call is found walking
+/// back from the window.
+#[test]
+fn a_result_whose_call_precedes_the_boundary_keeps_its_read_path() {
+    let mut b = Builder::new();
+    b.user("start");
+    b.assistant(
+        "reading",
+        &[("old", "read", json!({"path": "src/a.rs"}))],
+        None,
+    );
+    let kept = b.user("an interjection between the call and its result");
+    b.result("old", "read", &"x".repeat(800));
+    b.compaction("so far", &kept, 10.0);
+    b.assistant(
+        "again",
+        &[("new", "read", json!({"path": "src/a.rs"}))],
+        None,
+    );
+    b.result("new", "read", &"y".repeat(800));
+    let config = PruneConfig {
+        minimum_savings: 0,
+        ..PruneConfig::default()
+    };
+    let plan = plan_prune_reaching(&b.session, b.leaf(), &config, Reach::Window);
+    let old = b.session.index_of("00000004").unwrap();
+    assert!(
+        matches!(&b.session.entries()[old].body, EntryBody::Message(AgentMessage::ToolResult(ToolResultMessage { tool_call_id, .. })) if tool_call_id.as_str() == "old")
+    );
+    assert_eq!(
+        plan.candidates
+            .iter()
+            .map(|c| c.entry_index)
+            .collect::<Vec<_>>(),
+        vec![old]
+    );
+    assert_eq!(
+        plan,
+        plan_prune_reaching(&b.session, b.leaf(), &config, Reach::WholePath)
+    );
+}
