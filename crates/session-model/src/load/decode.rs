@@ -14,7 +14,7 @@
 //! and however the threads are scheduled.
 
 use std::collections::BTreeMap;
-use std::io::{self, BufRead, Read};
+use std::io::{self, BufRead};
 use std::sync::{Arc, Mutex, mpsc};
 
 use crate::fsutil::{MAX_LINE_BYTES, read_line_capped};
@@ -73,13 +73,17 @@ pub(crate) enum Stop {
     Io(io::Error),
 }
 
+/// What the loader does with each decoded chunk: it takes the lines and
+/// reads their bytes, which are then read into again for a later chunk.
+pub(crate) type Take<'t, E> = dyn FnMut(Result<&mut Chunk, Stop>) -> Result<(), E> + 't;
+
 /// Reads the rest of `reader` in chunks of whole lines, decodes them, and
 /// hands each to `take` in file order, a [`Stop`] last if reading stopped
 /// short. The first error `take` returns ends the reading and is returned.
 pub(crate) fn decode_lines<E>(
     reader: &mut (dyn BufRead + Send),
     chunk_bytes: usize,
-    take: &mut dyn FnMut(Result<Chunk, Stop>) -> Result<(), E>,
+    take: &mut Take<'_, E>,
 ) -> Result<(), E> {
     let mut chunks = Chunks {
         reader,
@@ -87,18 +91,30 @@ pub(crate) fn decode_lines<E>(
         stop: None,
         done: false,
     };
-    let Some(first) = chunks.next() else {
+    let Some(first) = chunks.next_chunk(None) else {
         return Ok(());
     };
     let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     if threads < 2 || chunks.is_exhausted() {
-        take(first.map(decode))?;
-        for chunk in chunks {
-            take(chunk.map(decode))?;
+        let mut next = Some(first);
+        while let Some(chunk) = next {
+            let spare = hand_on(chunk.map(decode), take)?;
+            next = chunks.next_chunk(spare);
         }
         return Ok(());
     }
     in_parallel(first, chunks, threads, take)
+}
+
+/// Hands one chunk (or the stop) to `take`, and gives back its bytes.
+fn hand_on<E>(chunk: Result<Chunk, Stop>, take: &mut Take<'_, E>) -> Result<Option<Vec<u8>>, E> {
+    match chunk {
+        Ok(mut chunk) => {
+            take(Ok(&mut chunk))?;
+            Ok(Some(chunk.bytes))
+        }
+        Err(stop) => take(Err(stop)).map(|()| None),
+    }
 }
 
 /// [`decode_lines`] with `threads` decoding threads and one reading.
@@ -106,16 +122,17 @@ fn in_parallel<E>(
     first: Result<Vec<u8>, Stop>,
     mut chunks: Chunks<'_>,
     threads: usize,
-    take: &mut dyn FnMut(Result<Chunk, Stop>) -> Result<(), E>,
+    take: &mut Take<'_, E>,
 ) -> Result<(), E> {
     type Job = (usize, Result<Vec<u8>, Stop>);
     std::thread::scope(|scope| {
         // A chunk is read only when fewer than `ahead` chunks are read and
         // not yet taken: the loader hands back a credit for each chunk it
-        // takes. However the threads are scheduled (a decoder held up while
-        // the other decodes on), a few chunks are in memory at most.
+        // takes, with the chunk's bytes to read the next one into. However
+        // the threads are scheduled (a decoder held up while the other
+        // decodes on), a few chunks are in memory at most.
         let ahead = 2 * threads;
-        let (credit, credits) = mpsc::channel::<()>();
+        let (credit, credits) = mpsc::channel::<Option<Vec<u8>>>();
         let (jobs, queue) = mpsc::sync_channel::<Job>(1);
         let queue = Arc::new(Mutex::new(queue));
         let (done, results) = mpsc::sync_channel::<(usize, Result<Chunk, Stop>)>(1);
@@ -123,10 +140,13 @@ fn in_parallel<E>(
             let mut first = Some(first);
             for seq in 0.. {
                 // Both fail once the loader or every decoder has stopped.
-                if seq >= ahead && credits.recv().is_err() {
-                    break;
-                }
-                let Some(job) = first.take().or_else(|| chunks.next()) else {
+                let spare = if seq >= ahead {
+                    let Ok(spare) = credits.recv() else { break };
+                    spare
+                } else {
+                    None
+                };
+                let Some(job) = first.take().or_else(|| chunks.next_chunk(spare)) else {
                     break;
                 };
                 if jobs.send((seq, job)).is_err() {
@@ -161,9 +181,9 @@ fn in_parallel<E>(
             early.insert(seq, chunk);
             while let Some(chunk) = early.remove(&next) {
                 next += 1;
-                take(chunk)?;
+                let spare = hand_on(chunk, take)?;
                 // The reader has stopped when this fails: nothing to hand back.
-                let _ = credit.send(());
+                let _ = credit.send(spare);
             }
         }
         Ok(())
@@ -185,18 +205,35 @@ impl Chunks<'_> {
         self.done || (self.stop.is_none() && self.reader.fill_buf().is_ok_and(<[u8]>::is_empty))
     }
 
-    /// Reads about `size` bytes, then on to the end of the line they end
+    /// Reads about `size` bytes into `spare` (the bytes of a chunk taken
+    /// already, or a new buffer), then on to the end of the line they end
     /// in; the end of the file gives no bytes.
-    fn read(&mut self) -> Vec<u8> {
-        let mut bytes = Vec::with_capacity(self.size + (self.size >> 3));
+    fn read(&mut self, spare: Option<Vec<u8>>) -> Vec<u8> {
+        // The file is read straight into the buffer (past the reader's own
+        // buffer), over the old bytes of a spare one.
+        let mut bytes = spare.unwrap_or_else(|| vec![0; self.size]);
+        if bytes.len() < self.size {
+            bytes.resize(self.size, 0);
+        }
+        let mut filled = 0;
+        let mut failed = None;
+        while filled < self.size {
+            match self.reader.read(&mut bytes[filled..self.size]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    failed = Some(Stop::Io(e));
+                    break;
+                }
+            }
+        }
+        bytes.truncate(filled);
         // Whatever the failure, the whole lines read before it are decoded.
-        let stopped = match (&mut *self.reader)
-            .take(self.size as u64)
-            .read_to_end(&mut bytes)
-        {
-            Err(e) => Some(Stop::Io(e)),
-            Ok(_) if bytes.is_empty() || bytes.last() == Some(&b'\n') => None,
-            Ok(_) => {
+        let stopped = match failed {
+            Some(stop) => Some(stop),
+            None if bytes.is_empty() || bytes.last() == Some(&b'\n') => None,
+            None => {
                 let tail = bytes.len() - memchr::memrchr(b'\n', &bytes).map_or(0, |p| p + 1);
                 let limit = MAX_LINE_BYTES.saturating_sub(tail as u64);
                 match read_line_capped(self.reader, &mut bytes, limit) {
@@ -214,10 +251,10 @@ impl Chunks<'_> {
     }
 }
 
-impl Iterator for Chunks<'_> {
-    type Item = Result<Vec<u8>, Stop>;
-
-    fn next(&mut self) -> Option<Self::Item> {
+impl Chunks<'_> {
+    /// The next chunk's bytes, read into `spare` if given; then the stop,
+    /// if reading stopped short; then nothing.
+    fn next_chunk(&mut self, spare: Option<Vec<u8>>) -> Option<Result<Vec<u8>, Stop>> {
         if self.done {
             return None;
         }
@@ -225,7 +262,7 @@ impl Iterator for Chunks<'_> {
             self.done = true;
             return Some(Err(stop));
         }
-        let bytes = self.read();
+        let bytes = self.read(spare);
         if bytes.is_empty() {
             // The end of the file, or a stop before any whole line.
             self.done = true;
