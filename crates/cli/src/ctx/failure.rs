@@ -192,40 +192,34 @@ pub fn classify(error: &anyhow::Error, fallback: Exit) -> Condition {
         })
 }
 
+/// The session model says which of its errors are busy and which are bad
+/// input; the command line words two codes its own way.
 fn session(e: &SessionError, fallback: Exit) -> Condition {
-    match e {
-        SessionError::EntryNotFound(_) => condition(Exit::BadInput, "unknown-entry"),
-        SessionError::Io { .. } => io(fallback),
-        SessionError::Empty { .. } => condition(Exit::BadInput, "empty-file"),
-        SessionError::NotASession { line, .. } => Condition {
-            line: Some(*line),
-            ..condition(Exit::BadInput, "not-a-session")
-        },
-        SessionError::TornTail { line, .. } => Condition {
-            line: Some(*line),
-            ..condition(Exit::BadInput, "torn-tail")
-        },
-        SessionError::ChangedOnDisk { .. } => condition(Exit::Busy, "changed-on-disk"),
-        SessionError::Live { .. } => condition(Exit::Busy, "session-live"),
-        SessionError::NoOrigin => condition(Exit::Failed, "failed"),
-        SessionError::AlreadyExists { .. } => condition(Exit::BadInput, "file-exists"),
-        SessionError::WriteFailed { .. } => condition(Exit::Failed, "write-failed"),
-        SessionError::UnknownVersion { .. }
-        | SessionError::NotRegular { .. }
-        | SessionError::LineTooLong { .. }
-        | SessionError::Blocked { .. }
-        | SessionError::InvalidEntry { .. }
-        | SessionError::NotWritable { .. }
-        | SessionError::HardLinked { .. }
-        | SessionError::OwnerChange { .. } => Condition {
-            line: e.line(),
-            ..condition(Exit::BadInput, e.code())
-        },
+    let exit = if e.is_busy() {
+        Exit::Busy
+    } else if let SessionError::Io { .. } = e {
+        return io(fallback);
+    } else if e.is_bad_input() {
+        Exit::BadInput
+    } else if matches!(e, SessionError::WriteFailed { .. } | SessionError::NoOrigin) {
+        Exit::Failed
+    } else {
         // A condition this build does not know yet keeps its own code.
-        _ => Condition {
-            line: e.line(),
-            ..condition(fallback, e.code())
-        },
+        fallback
+    };
+    let code = match e {
+        SessionError::AlreadyExists { .. } => "file-exists",
+        SessionError::NoOrigin => "failed",
+        _ => e.code(),
+    };
+    let line = match e {
+        // Loading names the line even when it is 0 (no line is valid JSON).
+        SessionError::NotASession { line, .. } | SessionError::TornTail { line, .. } => Some(*line),
+        _ => e.line(),
+    };
+    Condition {
+        line,
+        ..condition(exit, code)
     }
 }
 
@@ -330,6 +324,8 @@ fn trust(e: &TrustError) -> Condition {
 mod tests {
     use std::path::PathBuf;
 
+    use musepi_session_model::LiveSign;
+
     use super::*;
 
     fn code_of(e: impl Into<anyhow::Error>, fallback: Exit) -> (Exit, &'static str, Option<u64>) {
@@ -363,6 +359,69 @@ mod tests {
             code_of(CompactError::Session(torn()), Exit::Failed),
             (Exit::BadInput, "torn-tail", Some(7))
         );
+    }
+
+    #[test]
+    fn every_session_error_has_its_exit_code_and_line() {
+        let path = || PathBuf::from("s.jsonl");
+        let io = || std::io::Error::other("disk on fire");
+        let cases = [
+            (
+                SessionError::EntryNotFound("e1".into()),
+                (Exit::BadInput, "unknown-entry", None),
+            ),
+            (
+                SessionError::Empty { path: path() },
+                (Exit::BadInput, "empty-file", None),
+            ),
+            (
+                SessionError::NotASession {
+                    path: path(),
+                    line: 0,
+                    reason: "no JSON".into(),
+                },
+                (Exit::BadInput, "not-a-session", Some(0)),
+            ),
+            (
+                SessionError::UnknownVersion {
+                    path: path(),
+                    line: 1,
+                    found: "9".into(),
+                },
+                (Exit::BadInput, "unknown-version", Some(1)),
+            ),
+            (
+                SessionError::Blocked {
+                    path: path(),
+                    line: 4,
+                    problem: "torn".into(),
+                },
+                (Exit::BadInput, "problems-block-rewrite", Some(4)),
+            ),
+            (
+                SessionError::Live {
+                    path: path(),
+                    sign: LiveSign::Locked,
+                },
+                (Exit::Busy, "session-live", None),
+            ),
+            (
+                SessionError::AlreadyExists { path: path() },
+                (Exit::BadInput, "file-exists", None),
+            ),
+            (
+                SessionError::WriteFailed {
+                    path: path(),
+                    source: io(),
+                },
+                (Exit::Failed, "write-failed", None),
+            ),
+            (SessionError::NoOrigin, (Exit::Failed, "failed", None)),
+        ];
+        for (error, expected) in cases {
+            let what = format!("{error:?}");
+            assert_eq!(code_of(error, Exit::Failed), expected, "{what}");
+        }
     }
 
     #[test]
