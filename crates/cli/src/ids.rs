@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use musepi_session_model::{EntryId, IdSource, SequentialIds};
+use musepi_session_model::{EntryId, IdSource, SequentialIds, Session};
 
 /// Random ids from the operating system's generator (`getrandom`).
 ///
@@ -95,12 +95,18 @@ impl IdSource for RandomIds {
 pub fn for_new_entries<'a>(
     deterministic: bool,
     existing: impl IntoIterator<Item = &'a EntryId>,
-) -> Box<dyn IdSource> {
+) -> Box<dyn IdSource + Send> {
     if deterministic {
         Box::new(SequentialIds::after(existing))
     } else {
         Box::new(RandomIds::new())
     }
+}
+
+/// The id source for entries added to `session` ([`for_new_entries`] of
+/// its ids).
+pub fn for_session(deterministic: bool, session: &Session) -> Box<dyn IdSource + Send> {
+    for_new_entries(deterministic, session.entries().iter().map(|e| &e.id))
 }
 
 /// The id source for numbering v1 entries while loading: with

@@ -89,10 +89,7 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
         .and_then(|p| p.config().context_window)
         .map(u64::from);
     options.reserve_tokens = reserve;
-    let mut ids = crate::ids::for_new_entries(
-        ctx.deterministic_ids(),
-        journal.session().entries().iter().map(|e| &e.id),
-    );
+    let mut ids = crate::ids::for_session(ctx.deterministic_ids(), journal.session());
     let result = rt.block_on(async {
         let cancel = ctrl_c();
         navigate(&mut journal, &options, ids.as_mut(), &cancel).await

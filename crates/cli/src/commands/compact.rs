@@ -76,10 +76,7 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
     options.remote = llm
         .as_ref()
         .and_then(musepi_providers::Provider::remote_compactor);
-    let mut ids = crate::ids::for_new_entries(
-        ctx.deterministic_ids(),
-        journal.session().entries().iter().map(|e| &e.id),
-    );
+    let mut ids = crate::ids::for_session(ctx.deterministic_ids(), journal.session());
     let result = rt.block_on(async {
         let cancel = ctrl_c();
         compact(&mut journal, &options, ids.as_mut(), &cancel).await

@@ -292,10 +292,7 @@ impl Pipelines {
             options.reserve_tokens = u64::from(self.settings.branch_summary.reserve_tokens);
             options
         };
-        let mut ids = crate::ids::for_new_entries(
-            self.ctx.deterministic_ids(),
-            journal.session().entries().iter().map(|e| &e.id),
-        );
+        let mut ids = crate::ids::for_session(self.ctx.deterministic_ids(), journal.session());
         let out = rt.block_on(navigate(&mut journal, &options, ids.as_mut(), cancel))?;
         mark_leaf(&mut journal, &out, &options, ids.as_mut())?;
         let place = target.unwrap_or("root");
@@ -354,10 +351,7 @@ impl Pipelines {
         options.remote = llm
             .as_ref()
             .and_then(musepi_providers::Provider::remote_compactor);
-        let mut ids = crate::ids::for_new_entries(
-            self.ctx.deterministic_ids(),
-            journal.session().entries().iter().map(|e| &e.id),
-        );
+        let mut ids = crate::ids::for_session(self.ctx.deterministic_ids(), journal.session());
         let out = match rt.block_on(compact(&mut journal, &options, ids.as_mut(), cancel)) {
             Ok(out) => out,
             Err(CompactError::Nothing(reason)) => {

@@ -8,9 +8,7 @@ use musepi_runtime::{
     AbortHandle, EventSink, Maintenance, MaintenanceError, PromotionTarget, TreeRequest,
 };
 use musepi_session_model::time::format_iso;
-use musepi_session_model::{
-    AgentMessage, EntryBody, Header, IdSource, Journal, SequentialIds, SessionError,
-};
+use musepi_session_model::{AgentMessage, EntryBody, Header, IdSource, Journal, SessionError};
 use serde_json::{Value, json};
 
 use super::views::entry_body;
@@ -148,13 +146,7 @@ impl Server {
     }
 
     fn ids(&self, journal: &Journal) -> Box<dyn IdSource + Send> {
-        if self.deterministic_ids {
-            Box::new(SequentialIds::after(
-                journal.session().entries().iter().map(|e| &e.id),
-            ))
-        } else {
-            Box::new(crate::ids::RandomIds::new())
-        }
+        crate::ids::for_session(self.deterministic_ids, journal.session())
     }
 
     /// Runs one method.
