@@ -5,8 +5,9 @@
 //! `<target>/bench-data` (10, 50 and 200 MB, 800 MB too with `--full`, and
 //! the 50 and 200 MB ones as v1 files), runs every case in a separate
 //! process per run, and prints time, CPU time (user and system on every
-//! core, and what that makes in cores: a case that decodes on two cores
-//! spends up to twice its time), peak memory (the process's own `VmHWM`,
+//! core, in the kernel's clock ticks of 10 ms, and what that makes in
+//! cores: a case that decodes on two cores spends up to twice its time),
+//! peak memory (the process's own `VmHWM`,
 //! or its `musepi` child's) and ratios against the baseline case
 //! (`floor`) measured in the same run, then the targets, met or missed;
 //! then, as the pseudo-case `retention`, measures how many planted and real facts survive
@@ -217,7 +218,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             };
             let base = results.get(&baseline).map_or(best, |b| b.seconds);
             println!(
-                "{:<12} {:>10} {:>8.3}s {:>8.3}s {:>6.2} {:>9.0} {:>9.2}x {:>8.0}MB {:>8.2}x",
+                "{:<12} {:>10} {:>8.3}s {:>8.2}s {:>6.2} {:>9.0} {:>9.2}x {:>8.0}MB {:>8.2}x",
                 case,
                 file.label(),
                 s.seconds,
