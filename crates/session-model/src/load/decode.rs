@@ -103,7 +103,7 @@ pub(crate) fn decode_lines<E>(
         }
         return Ok(());
     }
-    in_parallel(first, chunks, threads, take)
+    in_parallel(first, chunks, threads, decode, take)
 }
 
 /// Hands one chunk (or the stop) to `take`, and gives back its bytes.
@@ -117,11 +117,12 @@ fn hand_on<E>(chunk: Result<Chunk, Stop>, take: &mut Take<'_, E>) -> Result<Opti
     }
 }
 
-/// [`decode_lines`] with `threads` decoding threads and one reading.
+/// [`decode_lines`] with `threads` threads that `decode` and one reading.
 fn in_parallel<E>(
     first: Result<Vec<u8>, Stop>,
     mut chunks: Chunks<'_>,
     threads: usize,
+    decode: fn(Vec<u8>) -> Chunk,
     take: &mut Take<'_, E>,
 ) -> Result<(), E> {
     type Job = (usize, Result<Vec<u8>, Stop>);
@@ -304,4 +305,83 @@ fn decode(bytes: Vec<u8>) -> Chunk {
         start = end + usize::from(has_newline);
     }
     Chunk { bytes, lines }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufRead, Read};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    /// Bytes in memory that tell how far they have been read.
+    struct Watched {
+        bytes: Vec<u8>,
+        at: Arc<AtomicUsize>,
+    }
+
+    impl Read for Watched {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let at = self.at.load(Ordering::SeqCst);
+            let n = buf.len().min(self.bytes.len() - at);
+            buf[..n].copy_from_slice(&self.bytes[at..at + n]);
+            self.at.store(at + n, Ordering::SeqCst);
+            Ok(n)
+        }
+    }
+
+    impl BufRead for Watched {
+        fn fill_buf(&mut self) -> io::Result<&[u8]> {
+            Ok(&self.bytes[self.at.load(Ordering::SeqCst)..])
+        }
+        fn consume(&mut self, n: usize) {
+            self.at.fetch_add(n, Ordering::SeqCst);
+        }
+    }
+
+    /// [`decode`], held up on the chunk with the line that says `stall`.
+    fn held_up(bytes: Vec<u8>) -> Chunk {
+        if memchr::memmem::find(&bytes, b"stall").is_some() {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        decode(bytes)
+    }
+
+    #[test]
+    fn a_decoder_held_up_keeps_the_reading_a_few_chunks_ahead_of_the_loader() {
+        const CHUNK: usize = 1000;
+        let line = |word: &str| format!("{{\"type\":\"custom\",\"customType\":\"{word:x<90}\"}}\n");
+        // The second chunk is held up; the other decoder goes on with the rest.
+        let text = line("a").repeat(20) + &line("stall") + &line("b").repeat(2000);
+        let at = Arc::new(AtomicUsize::new(0));
+        let mut reader = Watched {
+            bytes: text.into_bytes(),
+            at: Arc::clone(&at),
+        };
+        let mut chunks = Chunks {
+            reader: &mut reader,
+            size: CHUNK,
+            stop: None,
+            done: false,
+        };
+        let first = chunks.next_chunk(None).unwrap();
+        let (mut lines, mut taken, mut furthest_ahead) = (0, 0, 0);
+        let mut take = |chunk: Result<&mut Chunk, Stop>| -> Result<(), ()> {
+            let chunk = chunk.map_err(|_| ())?;
+            lines += chunk.lines.len();
+            taken += chunk.bytes.len();
+            furthest_ahead = furthest_ahead.max(at.load(Ordering::SeqCst) - taken);
+            Ok(())
+        };
+        in_parallel(first, chunks, 2, held_up, &mut take).unwrap();
+        assert_eq!(lines, 2021);
+        // A chunk is CHUNK bytes and the rest of its last line; four (twice
+        // the decoders) are read and not yet taken, and one is being read.
+        let most = 5 * (CHUNK + line("").len());
+        assert!(
+            furthest_ahead <= most,
+            "read {furthest_ahead} bytes ahead of the loader (at most {most})"
+        );
+    }
 }
