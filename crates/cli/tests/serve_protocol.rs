@@ -595,3 +595,89 @@ async fn a_line_of_invalid_utf8_gets_a_parse_error_and_the_server_goes_on() {
     assert_eq!(r["error"]["code"], json!("unknown_method"));
     assert_eq!(c.finish().await, 0);
 }
+
+/// `musepi` run in `dir` with `args`, its JSON output.
+fn printed(dir: &Path, args: &[&str]) -> Value {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_musepi"))
+        .args(args)
+        .args([
+            "--settings",
+            "settings.json",
+            "--now",
+            "2025-05-01T10:00:00.000Z",
+        ])
+        .current_dir(dir)
+        .env("HOME", dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn plan_and_context_at_the_leaf_answer_what_the_commands_print_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Client::with(
+        dir.path(),
+        &[],
+        r#"{"compaction": {"keepRecentTokens": 50}}"#,
+    );
+    c.ok(
+        "open",
+        json!({"path": "s.jsonl", "create": true, "contextWindow": 100_000}),
+    )
+    .await;
+    history(&mut c).await;
+    // Four reads of the same file: the three older ones are superseded,
+    // enough for pruning to change the plan.
+    for n in 0..4 {
+        let call = format!("read-{n}");
+        let read = json!({"role": "assistant", "content": [
+            {"type": "text", "text": "reading it again"},
+            {"type": "toolCall", "id": call, "name": "read", "arguments": {"path": "src/parser.rs"}}],
+            "provider": "agent", "model": "m1", "stopReason": "toolUse"});
+        let result = json!({"role": "toolResult", "toolCallId": call, "toolName": "read",
+            "content": [{"type": "text", "text": format!("{n} {}", "fn parse() {} ".repeat(2_500))}],
+            "isError": false});
+        c.ok(
+            "append",
+            json!({"entries": [{"type": "message", "message": read}, {"type": "message", "message": result}]}),
+        )
+        .await;
+    }
+    c.ok(
+        "append",
+        json!({"entry": text_message("user", "and now the lexer")}),
+    )
+    .await;
+    let file = dir.path().join("s.jsonl");
+    let before = std::fs::read(&file).unwrap();
+
+    let (_, plan) = c.ok("plan", json!({"showPrompts": true})).await;
+    assert_eq!(plan["nothingToCompact"], json!(false), "{plan}");
+    assert_eq!(plan["prune"]["results"].as_array().unwrap().len(), 3);
+    let cli = printed(
+        dir.path(),
+        &[
+            "plan",
+            "s.jsonl",
+            "--json",
+            "--show-prompts",
+            "--context-window",
+            "100000",
+        ],
+    );
+    assert_eq!(plan, cli);
+    // The pruned results were staged for the plan only.
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+    for _ in 0..2 {
+        let (_, ctx) = c.ok("context", json!({"full": true})).await;
+        assert_eq!(
+            ctx,
+            printed(dir.path(), &["context", "s.jsonl", "--json", "--full"])
+        );
+        let (_, again) = c.ok("plan", json!({"showPrompts": true})).await;
+        assert_eq!(again, cli);
+    }
+    assert_eq!(c.finish().await, 0);
+}

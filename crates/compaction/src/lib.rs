@@ -38,7 +38,7 @@ pub use prune::{
     PruneCandidate, PruneConfig, PruneKind, PrunePlan, SUPERSEDED_NOTICE, USELESS_NOTICE,
     age_placeholder, apply_prune, plan_prune, plan_stale_results, supersede_key,
 };
-pub use prune_first::{PruneFirst, prune_first};
+pub use prune_first::{PruneFirst, prune_first, prune_first_measured};
 pub use request::{
     RequestOptions, assemble_prompt, history_max_tokens, history_request, previous_summary,
     short_summary_max_tokens, short_summary_request, turn_prefix_max_tokens, turn_prefix_request,

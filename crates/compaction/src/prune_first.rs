@@ -43,6 +43,22 @@ pub fn prune_first(
     archive: Option<&dyn ArchiveBlocks>,
     now: i64,
 ) -> Result<PruneFirst, SessionError> {
+    let tokens_before = context_tokens(session, leaf, archive, Tokenizer::Heuristic);
+    prune_first_measured(session, leaf, settings, prune, tokens_before, now)
+}
+
+/// [`prune_first`] with the context's tokens at `leaf` already known, as a
+/// runtime that keeps them while entries are appended knows them:
+/// `tokens_before` must be what [`context_tokens`] gives at `leaf` with the
+/// heuristic tokenizer and the session's archives.
+pub fn prune_first_measured(
+    session: &Session,
+    leaf: Option<usize>,
+    settings: &CompactionSettings,
+    prune: Option<&PruneConfig>,
+    tokens_before: u64,
+    now: i64,
+) -> Result<PruneFirst, SessionError> {
     let plan = prune.map_or_else(PrunePlan::default, |c| plan_prune(session, leaf, c));
     let changes = if plan.is_empty() {
         Vec::new()
@@ -57,7 +73,7 @@ pub fn prune_first(
             adapt_keep_recent: false,
             ..settings.clone()
         },
-        tokens_before: context_tokens(session, leaf, archive, Tokenizer::Heuristic),
+        tokens_before,
     })
 }
 

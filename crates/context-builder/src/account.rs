@@ -200,6 +200,17 @@ impl ContextAccount {
         }
     }
 
+    /// Tells the account that every entry of `session` is again exactly
+    /// what it was when the account was last brought to it (replacements
+    /// were staged and undone since, as a plan that prunes does), so that
+    /// those changes in place do not make the next [`ContextAccount::sync`]
+    /// count the context from its start. The caller answers for the claim.
+    pub fn restored(&mut self, session: &Session) {
+        if self.synced {
+            self.edits = session.edits();
+        }
+    }
+
     /// The context's tokens at the leaf.
     pub fn context_tokens(&self) -> u64 {
         self.total

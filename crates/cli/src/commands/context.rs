@@ -59,7 +59,7 @@ pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
     let rows = rows(session, &context, leaf, view, tokenizer, args.full);
     let total = musepi_snapcompact::context_tokens(session, leaf, tokenizer);
     if ctx.json() {
-        print_json(&document(session, &context, leaf, &rows, tokenizer)).or_failed()?;
+        print_json(&document(session, &context, leaf, &rows, tokenizer, None)).or_failed()?;
         return Ok(Exit::Ok);
     }
     let mut out = String::new();

@@ -3,8 +3,8 @@
 //! every command reports.
 
 use musepi_context_builder::{
-    LlmMessage, ProviderHistory, SessionContext, Tokenizer, TranscriptOptions, build_context_at,
-    build_transcript, llm_message_tokens, provider_messages,
+    ContextEstimate, LlmMessage, ProviderHistory, SessionContext, Tokenizer, TranscriptOptions,
+    build_context_at, build_transcript, llm_message_tokens, provider_messages,
 };
 use musepi_session_model::{AgentMessage, ContentBlock, Session};
 use serde_json::{Value, json};
@@ -58,14 +58,21 @@ pub(crate) fn document(
     leaf: Option<usize>,
     rows: &[Row],
     tokenizer: Tokenizer,
+    known: Option<Known>,
 ) -> Value {
-    let estimate = musepi_snapcompact::measured_tokens(session, leaf);
+    let (tokens, estimate) = match known.filter(|_| tokenizer == Tokenizer::Heuristic) {
+        Some(k) => (k.context_tokens, k.measured),
+        None => (
+            musepi_snapcompact::context_tokens(session, leaf, tokenizer),
+            musepi_snapcompact::measured_tokens(session, leaf),
+        ),
+    };
     json!({
         "leafId": leaf.map(|i| session.entries()[i].id.to_string()),
         "model": context.model.as_ref().map(|m| json!({"provider": m.provider, "modelId": m.model_id})),
         "thinkingLevel": context.thinking_level,
         "tokenizer": tokenizer.name(),
-        "tokens": musepi_snapcompact::context_tokens(session, leaf, tokenizer),
+        "tokens": tokens,
         "messageTokens": rows.iter().map(|r| r.tokens).sum::<u64>(),
         "contextEstimate": {
             "tokens": estimate.tokens,
@@ -77,18 +84,29 @@ pub(crate) fn document(
     })
 }
 
+/// The two sizes of the context at a leaf, known already (the runtime of
+/// `musepi serve` keeps them as entries are appended): the context's tokens
+/// and what the trigger compares, both by the heuristic.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Known {
+    pub context_tokens: u64,
+    pub measured: ContextEstimate,
+}
+
 /// `musepi context --json` at `leaf` (`None`: the explicit null leaf) with
-/// the heuristic tokenizer, as `musepi serve`'s `context` answers.
+/// the heuristic tokenizer, as `musepi serve`'s `context` answers; `known`
+/// are the sizes at that leaf when they are known already.
 pub(crate) fn context_json(
     session: &Session,
     leaf: Option<usize>,
     view: View,
     full: bool,
+    known: Option<Known>,
 ) -> Value {
     let context = build_context_at(session, leaf);
     let tokenizer = Tokenizer::Heuristic;
     let rows = rows(session, &context, leaf, view, tokenizer, full);
-    document(session, &context, leaf, &rows, tokenizer)
+    document(session, &context, leaf, &rows, tokenizer, known)
 }
 
 /// One output line.

@@ -80,13 +80,26 @@ impl<'s> Planned<'s> {
             (step, musepi_snapcompact::measured_tokens(&session, leaf))
         };
         let pruned = step.pruned(session);
-        Ok(Self {
+        Ok(Self::decided(step, pruned, measured, settings, window))
+    }
+
+    /// The plan of `step`, decided already, over `pruned` (the session as
+    /// it leaves it), with `measured` what the trigger compares before
+    /// pruning.
+    pub(crate) fn decided(
+        step: PruneFirst,
+        pruned: Cow<'s, Session>,
+        measured: ContextEstimate,
+        settings: &CompactionSettings,
+        window: u64,
+    ) -> Self {
+        Self {
             step,
             pruned,
             measured,
             threshold: resolve_threshold_tokens(window, &settings.thresholds(false)),
             window,
-        })
+        }
     }
 
     pub(crate) fn threshold_json(&self) -> Value {
@@ -123,10 +136,22 @@ pub(crate) fn plan_json(
     now: i64,
 ) -> Result<Value, SessionError> {
     let planned = Planned::new(Cow::Borrowed(session), leaf, settings, prune, window, now)?;
-    Ok(match planned.step.prepare(&planned.pruned, leaf) {
-        Ok(prep) => document(session, leaf, &planned, &prep, settings, show_prompts),
-        Err(reason) => nothing_json(session, &planned, &reason),
-    })
+    Ok(planned_json(&planned, leaf, settings, show_prompts))
+}
+
+/// The `--json` document of a plan decided already.
+pub(crate) fn planned_json(
+    planned: &Planned<'_>,
+    leaf: Option<usize>,
+    settings: &CompactionSettings,
+    show_prompts: bool,
+) -> Value {
+    // Pruning changes no id: the pruned session names every entry.
+    let session = planned.pruned.as_ref();
+    match planned.step.prepare(session, leaf) {
+        Ok(prep) => document(session, leaf, planned, &prep, settings, show_prompts),
+        Err(reason) => nothing_json(session, planned, &reason),
+    }
 }
 
 /// The kept messages plus the summary's output limit.

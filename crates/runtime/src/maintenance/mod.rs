@@ -20,11 +20,13 @@ use musepi_compaction::{
     Action, CompactionPlan, REPEATED_OVERFLOW, Reason, TriggerContext, after_assistant,
     before_request, has_output, manual, when_idle,
 };
-use musepi_context_builder::{ContextAccount, LlmMessage, context_model, resolve_threshold_tokens};
+use musepi_context_builder::{
+    ContextAccount, ContextEstimate, LlmMessage, context_model, resolve_threshold_tokens,
+};
 use musepi_hooks::{Hooks, NavigateError, RemoteCompactor, SnapTarget, Summarizer, navigate};
 use musepi_session_model::{
-    AgentMessage, AssistantMessage, EntryBody, EntryId, IdSource, Journal, ModelChange, Stamp,
-    StopReason,
+    AgentMessage, AssistantMessage, Entry, EntryBody, EntryId, IdSource, Journal, ModelChange,
+    Session, Stamp, StopReason,
 };
 
 use crate::decision::{AbortHandle, Decision, EventSink, MaintenanceEvent, Outcome, UsedStrategy};
@@ -245,6 +247,40 @@ impl Maintenance {
     pub fn leaf_context_tokens(&mut self) -> u64 {
         measure::sync(&mut self.account, self.journal.session());
         self.account.context_tokens()
+    }
+
+    /// What the compaction trigger compares at the leaf, before the
+    /// runtime's own rules (a usage acted on, or dated before the latest
+    /// compaction): [`musepi_snapcompact::measured_tokens`], from the
+    /// account the runtime keeps.
+    pub fn leaf_measured(&mut self) -> ContextEstimate {
+        measure::sync(&mut self.account, self.journal.session());
+        self.account.measured()
+    }
+
+    /// Runs `read` over the session with `changes` (pruning's
+    /// replacements) staged in memory, then undoes them: nothing is
+    /// written, the session is left as it was, and the token account goes
+    /// on from where it was instead of counting the context again. `None`
+    /// (and `read` not run) when the journal cannot stage them (a torn last
+    /// line, replacements already staged, a change its checks refuse): the
+    /// caller reads over a copy instead.
+    pub fn with_staged<R>(
+        &mut self,
+        changes: Vec<(usize, Entry, String)>,
+        read: impl FnOnce(&Session) -> R,
+    ) -> Option<R> {
+        if self.journal.has_staged() {
+            return None;
+        }
+        measure::sync(&mut self.account, self.journal.session());
+        let out = match self.journal.stage_replacements(changes) {
+            Ok(()) => Some(read(self.journal.session())),
+            Err(_) => None,
+        };
+        self.journal.discard_staged();
+        self.account.restored(self.journal.session());
+        out
     }
 
     /// Whether every tool call of the last assistant has its result (a

@@ -1,8 +1,10 @@
 //! The methods of `musepi serve` over one open session (docs/protocol.md).
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use musepi_compaction::prune_first_measured;
 use musepi_hooks::{Hooks, NavigateError, RemoteCompactor, SnapTarget, Summarizer};
 use musepi_runtime::{
     AbortHandle, EventSink, Maintenance, MaintenanceError, PromotionTarget, TreeRequest,
@@ -12,8 +14,8 @@ use musepi_session_model::{AgentMessage, EntryBody, Header, IdSource, Journal, S
 use serde_json::{Value, json};
 
 use super::views::entry_body;
-use crate::report::context::{View, context_json};
-use crate::report::plan::plan_json;
+use crate::report::context::{Known, View, context_json};
+use crate::report::plan::{Planned, plan_json, planned_json};
 use crate::report::runtime::{decision_json, tree_json};
 use crate::settings::{Settings, merge_layers};
 
@@ -405,9 +407,15 @@ impl Server {
     fn context(&mut self, params: &Value) -> Reply {
         let leaf = self.leaf(params)?;
         let (llm, full) = (bool_param(params, "llm")?, bool_param(params, "full")?);
-        let session = self.runtime()?.journal().session();
+        let runtime = self.runtime()?;
+        // At the runtime's leaf, both sizes come from the account it keeps.
+        let known = (leaf == runtime.journal().session().leaf_index()).then(|| Known {
+            context_tokens: runtime.leaf_context_tokens(),
+            measured: runtime.leaf_measured(),
+        });
+        let session = runtime.journal().session();
         let view = if llm { View::Llm } else { View::Context };
-        Ok(context_json(session, leaf, view, full))
+        Ok(context_json(session, leaf, view, full, known))
     }
 
     fn plan(&mut self, params: &Value) -> Reply {
@@ -418,23 +426,50 @@ impl Server {
             u64_param(params, "reserve")?,
             u64_param(params, "contextWindow")?,
         );
+        let now = (self.clock())();
         let runtime = self.runtime()?;
         let s = runtime.settings();
         let mut compaction = s.compaction();
         compaction.keep_recent_tokens = keep.unwrap_or(compaction.keep_recent_tokens);
         compaction.reserve_tokens = reserve.unwrap_or(compaction.reserve_tokens);
         let window = window.unwrap_or(s.context_window);
-        let now = (self.clock())();
-        let runtime = self.runtime()?;
+        let prune = s.prune();
+        let bad = |e: SessionError| RpcError::new("bad_session", e.to_string());
+        if leaf == runtime.journal().session().leaf_index() {
+            // At the runtime's leaf: the sizes from its account, and the
+            // pruned results staged in its journal for the preparation,
+            // then undone, instead of a copy of the whole session.
+            let tokens_before = runtime.leaf_context_tokens();
+            let measured = runtime.leaf_measured();
+            let session = runtime.journal().session();
+            let step =
+                prune_first_measured(session, leaf, &compaction, Some(&prune), tokens_before, now)
+                    .map_err(bad)?;
+            if step.changes.is_empty() {
+                let planned =
+                    Planned::decided(step, Cow::Borrowed(session), measured, &compaction, window);
+                return Ok(planned_json(&planned, leaf, &compaction, show_prompts));
+            }
+            let changes = step.changes.clone();
+            let staged = runtime.with_staged(changes, |pruned| {
+                let planned =
+                    Planned::decided(step, Cow::Borrowed(pruned), measured, &compaction, window);
+                planned_json(&planned, leaf, &compaction, show_prompts)
+            });
+            if let Some(doc) = staged {
+                return Ok(doc);
+            }
+        }
+        let session = runtime.journal().session();
         plan_json(
-            runtime.journal().session(),
+            session,
             leaf,
             &compaction,
-            &runtime.settings().prune(),
+            &prune,
             window,
             show_prompts,
             now,
         )
-        .map_err(|e| RpcError::new("bad_session", e.to_string()))
+        .map_err(bad)
     }
 }
