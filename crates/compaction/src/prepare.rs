@@ -168,6 +168,24 @@ fn adapt_over(session: &Session, since: &[usize], keep: u64) -> u64 {
     adapt_keep_recent_tokens(keep, calculate_prompt_tokens(usage), estimated)
 }
 
+/// The position of the entry `id` names among the first `before`
+/// positions of `path`, the path from the root: an entry's position on it
+/// is its depth, so no walk along the path is needed unless ids repeat.
+fn position_before(
+    session: &Session,
+    path: &[usize],
+    before: usize,
+    id: &EntryId,
+) -> Option<usize> {
+    let entries = session.entries();
+    if session.has_duplicate_ids() {
+        return path[..before].iter().position(|&i| entries[i].id == *id);
+    }
+    let i = session.index_of(id.as_ref())?;
+    let depth = session.path_summary(i).depth as usize;
+    (depth < before && path.get(depth) == Some(&i)).then_some(depth)
+}
+
 /// Prepares a compaction of the path at `leaf`.
 pub fn prepare<'a>(
     session: &'a Session,
@@ -216,7 +234,7 @@ pub fn prepare<'a>(
                 let kept = c
                     .first_kept_entry_id
                     .as_ref()
-                    .and_then(|fk| path[..p].iter().position(|&i| entries[i].id == *fk));
+                    .and_then(|fk| position_before(session, &path, p, fk));
                 let details = c
                     .carries_file_lists()
                     .then_some(c.details.as_ref())

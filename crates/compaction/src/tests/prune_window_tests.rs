@@ -1,12 +1,14 @@
 //! The prune passes read the path only from the latest compaction's first
 //! kept entry on; after every operation of random sessions they must give
-//! exactly what reading the whole path from the root gives.
+//! exactly what reading the whole path from the root gives. The
+//! preparation finds the previous compaction's first kept entry by its
+//! depth; it must be the position a search of the path from the root finds.
 
 use proptest::prelude::*;
 use serde_json::json;
 
 use crate::prune::{Reach, Stale, plan_prune_reaching, plan_stale_reaching};
-use crate::{PruneConfig, apply_prune};
+use crate::{CompactionSettings, PruneConfig, apply_prune, prepare};
 use musepi_session_model::{AgentMessage, Compaction, EntryBody, EntryId, Text, ToolResultMessage};
 use musepi_test_support::EntryBuilder as Builder;
 
@@ -161,8 +163,42 @@ fn check(b: &Builder) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// The position on the path, searched from the root, of the entry the
+/// previous compaction of a preparation keeps first.
+fn searched_kept_start(b: &Builder) -> Result<(), TestCaseError> {
+    let s = &b.session;
+    let settings = CompactionSettings {
+        keep_recent_tokens: 100,
+        ..CompactionSettings::default()
+    };
+    if let Ok(p) = prepare(s, b.leaf(), &settings) {
+        let expected = p
+            .previous_compaction
+            .and_then(|c| match &s.entries()[p.path[c]].body {
+                EntryBody::Compaction(cm) => cm
+                    .first_kept_entry_id
+                    .as_ref()
+                    .and_then(|fk| p.path[..c].iter().position(|&i| s.entries()[i].id == *fk)),
+                _ => None,
+            });
+        prop_assert_eq!(p.previously_kept_start, expected);
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(160))]
+
+    #[test]
+    fn the_previous_first_kept_entry_is_found_where_a_search_from_the_root_finds_it(
+        ops in prop::collection::vec(op(), 1..70),
+    ) {
+        let mut b = Builder::new();
+        for op in &ops {
+            apply(&mut b, op);
+            searched_kept_start(&b)?;
+        }
+    }
 
     #[test]
     fn the_window_gives_what_the_whole_path_gives_after_every_operation(
