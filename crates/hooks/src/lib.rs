@@ -20,12 +20,14 @@
 //! the remote-compaction messages).
 //!
 //! Entry points: [`compact()`] with [`CompactOptions`], [`navigate()`] with
-//! [`NavigateOptions`], [`Hooks`], [`ProcessHook`], [`Summarizer`],
+//! [`NavigateOptions`], [`Hooks`], [`ProcessHook`], [`Summarizer`]
+//! (or [`FromFn::summarizer`] to make one from an async closure),
 //! [`branch_digest`].
 
 pub mod compact;
 mod digest;
 pub mod events;
+mod from_fn;
 pub mod navigate;
 pub mod process;
 pub mod runner;
@@ -38,6 +40,7 @@ pub use compact::{
 };
 pub use digest::branch_digest;
 pub use events::names;
+pub use from_fn::{AnswerFn, FromFn, StateFn};
 pub use navigate::{BranchStrategy, NavigateError, NavigateOptions, NavigateOutcome, navigate};
 pub use process::{HookConfigError, Invocation, ProcessHook, Reply, StderrMode, StderrSink};
 pub use runner::{CancelReport, Dispatch, Hook, HookError, HookFuture, HookWarning, Hooks};

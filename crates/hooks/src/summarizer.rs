@@ -329,36 +329,25 @@ mod tests {
     use super::*;
     use musepi_context_builder::RequestPurpose;
 
-    struct Echo;
-
-    impl Summarizer for Echo {
-        fn summarize<'a>(
-            &'a self,
-            request: &'a SummaryRequest,
-            cancel: CancellationToken,
-        ) -> SummarizeFuture<'a> {
-            Box::pin(async move {
-                if cancel.is_cancelled() {
-                    return Err(SummarizeError::Cancelled);
-                }
-                Ok(SummaryResponse {
-                    text: request.prompt_text(),
-                    usage: None,
-                    truncated: false,
-                })
+    /// Answers with the prompt, or [`SummarizeError::Cancelled`] once cancelled.
+    fn echo() -> impl Summarizer {
+        crate::FromFn::summarizer("echo", (), async |(), request, cancel| {
+            if cancel.is_cancelled() {
+                return Err(SummarizeError::Cancelled);
+            }
+            Ok(SummaryResponse {
+                text: request.prompt_text(),
+                usage: None,
+                truncated: false,
             })
-        }
-
-        fn describe(&self) -> String {
-            "echo".to_owned()
-        }
+        })
     }
 
     #[tokio::test]
     async fn trait_objects_and_wrappers_delegate() {
         let request = SummaryRequest::single(RequestPurpose::History, "sys", "hello", None, None);
-        let boxed: Box<dyn Summarizer> = Box::new(Echo);
-        let shared: Arc<dyn Summarizer> = Arc::new(Echo);
+        let boxed: Box<dyn Summarizer> = Box::new(echo());
+        let shared: Arc<dyn Summarizer> = Arc::new(echo());
         let by_ref: &dyn Summarizer = &boxed;
         let text = by_ref
             .summarize(&request, CancellationToken::new())

@@ -7,11 +7,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use musepi_context_builder::{SummaryRequest, SummaryResponse, build_context};
+use musepi_context_builder::{SummaryResponse, build_context};
 use musepi_hooks::events::{BeforeTreeEvent, BeforeTreeResult, SuppliedSummary, TreeEvent};
 use musepi_hooks::{
-    BranchStrategy, Hook, HookFuture, Hooks, NavigateError, NavigateOptions, SummarizeError,
-    SummarizeFuture, Summarizer, navigate,
+    BranchStrategy, FromFn, Hook, HookFuture, Hooks, NavigateError, NavigateOptions,
+    SummarizeError, Summarizer, navigate,
 };
 use musepi_session_model::{
     AgentMessage, ContentBlock, EntryBody, Journal, SequentialIds, StopReason,
@@ -277,21 +277,14 @@ async fn navigating_to_the_leaf_is_a_no_op() {
 }
 
 /// Answers every request with a summary the model stopped at its output limit.
-struct Cut;
-
-impl Summarizer for Cut {
-    fn summarize<'a>(&'a self, _: &'a SummaryRequest, _: CancellationToken) -> SummarizeFuture<'a> {
-        Box::pin(async {
-            Ok(SummaryResponse {
-                text: "## Goal\n- tried plan".into(),
-                usage: None,
-                truncated: true,
-            })
+fn cut() -> impl Summarizer {
+    FromFn::summarizer("cut", (), async |(), _, _| {
+        Ok(SummaryResponse {
+            text: "## Goal\n- tried plan".into(),
+            usage: None,
+            truncated: true,
         })
-    }
-    fn describe(&self) -> String {
-        "cut".into()
-    }
+    })
 }
 
 #[tokio::test]
@@ -299,7 +292,7 @@ async fn a_summary_cut_at_the_output_limit_is_kept_and_reported() {
     let dir = tempfile::tempdir().unwrap();
     let (path, ids) = tree_file(dir.path());
     let hooks = Hooks::new();
-    let out = go(&path, &options(&ids[1], true, Some(&Cut), &hooks))
+    let out = go(&path, &options(&ids[1], true, Some(&cut()), &hooks))
         .await
         .unwrap();
     assert_eq!(

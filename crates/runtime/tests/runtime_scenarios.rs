@@ -10,9 +10,7 @@ use std::sync::{Arc, Mutex};
 use musepi_compaction::prompts::AUTO_CONTINUE;
 use musepi_compaction::{REPEATED_OVERFLOW, Reason};
 use musepi_context_builder::{LlmMessage, RequestPurpose, SummaryRequest, SummaryResponse};
-use musepi_hooks::{
-    RemoteCompactInput, RemoteCompactor, RemoteFuture, SummarizeError, SummarizeFuture, Summarizer,
-};
+use musepi_hooks::{FromFn, RemoteCompactor, SummarizeError};
 use musepi_runtime::{
     Decision, Maintenance, MaintenanceEvent, MaintenanceSettings, MaintenanceStrategy,
     NAVIGATE_MARKER, Outcome, PromotionTarget, TreeRequest, UsedStrategy,
@@ -35,41 +33,35 @@ struct Scripted {
     seen: Mutex<Vec<RequestPurpose>>,
 }
 
-impl Summarizer for Scripted {
-    fn summarize<'a>(
-        &'a self,
-        request: &'a SummaryRequest,
+impl Scripted {
+    async fn answer(
+        &self,
+        request: &SummaryRequest,
         cancel: CancellationToken,
-    ) -> SummarizeFuture<'a> {
-        Box::pin(async move {
-            self.seen.lock().unwrap().push(request.purpose);
-            self.started.notify_one();
-            if self.hang {
-                cancel.cancelled().await;
-                return Err(SummarizeError::Cancelled);
-            }
-            if self.fail {
-                return Err(SummarizeError::Provider {
-                    provider: "scripted".into(),
-                    status: Some(500),
-                    message: "boom".into(),
-                });
-            }
-            let text = match request.purpose {
-                RequestPurpose::ShortSummary => "Worked on the parser.".to_owned(),
-                RequestPurpose::Handoff => "## Goal\nFinish the parser.".to_owned(),
-                _ => "## Goal\nFix the parser.".to_owned(),
-            };
-            Ok(SummaryResponse {
-                text,
-                usage: None,
-                truncated: false,
-            })
+    ) -> Result<SummaryResponse, SummarizeError> {
+        self.seen.lock().unwrap().push(request.purpose);
+        self.started.notify_one();
+        if self.hang {
+            cancel.cancelled().await;
+            return Err(SummarizeError::Cancelled);
+        }
+        if self.fail {
+            return Err(SummarizeError::Provider {
+                provider: "scripted".into(),
+                status: Some(500),
+                message: "boom".into(),
+            });
+        }
+        let text = match request.purpose {
+            RequestPurpose::ShortSummary => "Worked on the parser.".to_owned(),
+            RequestPurpose::Handoff => "## Goal\nFinish the parser.".to_owned(),
+            _ => "## Goal\nFix the parser.".to_owned(),
+        };
+        Ok(SummaryResponse {
+            text,
+            usage: None,
+            truncated: false,
         })
-    }
-
-    fn describe(&self) -> String {
-        "scripted".into()
     }
 }
 
@@ -124,7 +116,11 @@ fn rig_remote(
     let model = Arc::new(model);
     let mut runtime = Maintenance::new(journal, settings);
     if with_model {
-        runtime = runtime.with_summarizer(model.clone());
+        runtime = runtime.with_summarizer(Arc::new(FromFn::summarizer(
+            "scripted",
+            model.clone(),
+            async |model, request, cancel| model.answer(request, cancel).await,
+        )));
     }
     if let Some(remote) = remote {
         runtime = runtime.with_remote(remote);
@@ -781,39 +777,24 @@ async fn usage_from_before_a_compaction_never_triggers_again() {
     assert!(r.events().is_empty());
 }
 
-/// A native remote compaction that records its calls.
-#[derive(Default)]
-struct Native {
-    calls: Mutex<usize>,
-}
-
-impl RemoteCompactor for Native {
-    fn provider(&self) -> String {
-        "openai".into()
-    }
-
-    fn compact<'a>(
-        &'a self,
-        _input: &'a RemoteCompactInput,
-        _cancel: CancellationToken,
-    ) -> RemoteFuture<'a> {
-        Box::pin(async move {
-            *self.calls.lock().unwrap() += 1;
-            Ok(serde_json::json!({"provider": "openai", "replacementHistory": []}))
-        })
-    }
-}
-
 #[tokio::test]
 async fn context_full_tries_the_native_remote_compaction_first_when_enabled() {
     for enabled in [true, false] {
         let mut s = settings(MaintenanceStrategy::ContextFull);
         s.remote_enabled = enabled;
-        let native = Arc::new(Native::default());
+        // A native remote compaction that counts its calls.
+        let native = Arc::new(FromFn::remote_compactor(
+            "openai",
+            Mutex::new(0usize),
+            async |calls, _, _| {
+                *calls.lock().unwrap() += 1;
+                Ok(serde_json::json!({"provider": "openai", "replacementHistory": []}))
+            },
+        ));
         let mut r = rig_remote(s, Scripted::default(), true, Some(native.clone()));
         let d = r.answer("done", StopReason::Stop, HIGH).await;
         assert_eq!(d.outcome, Outcome::Compacted);
-        assert_eq!(*native.calls.lock().unwrap(), usize::from(enabled));
+        assert_eq!(*native.state().lock().unwrap(), usize::from(enabled));
         let text = std::fs::read_to_string(r.runtime.journal().path()).unwrap();
         assert_eq!(text.contains("openaiRemoteCompaction"), enabled);
     }

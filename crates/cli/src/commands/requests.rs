@@ -219,38 +219,27 @@ mod tests {
     }
 
     /// Answers `"summary"` with 7 output tokens, or fails for `shortSummary`.
-    struct Fixed;
-
-    impl Summarizer for Fixed {
-        fn summarize<'a>(
-            &'a self,
-            request: &'a SummaryRequest,
-            _: CancellationToken,
-        ) -> SummarizeFuture<'a> {
-            Box::pin(async move {
-                if request.purpose == RequestPurpose::ShortSummary {
-                    return Err(SummarizeError::Cancelled);
-                }
-                Ok(SummaryResponse {
-                    text: "summary".into(),
-                    usage: Some(musepi_session_model::Usage {
-                        output: 7.0,
-                        ..Default::default()
-                    }),
-                    truncated: false,
-                })
+    fn fixed() -> impl Summarizer {
+        musepi_hooks::FromFn::summarizer("fixed", (), async |(), request, _| {
+            if request.purpose == RequestPurpose::ShortSummary {
+                return Err(SummarizeError::Cancelled);
+            }
+            Ok(SummaryResponse {
+                text: "summary".into(),
+                usage: Some(musepi_session_model::Usage {
+                    output: 7.0,
+                    ..Default::default()
+                }),
+                truncated: false,
             })
-        }
-
-        fn describe(&self) -> String {
-            "fixed".into()
-        }
+        })
     }
 
     #[tokio::test]
     async fn requests_are_counted_with_their_tokens() {
         let progress = Progress::hidden();
-        let counted = Counted::new(&Fixed, &progress, "compacting");
+        let fixed = fixed();
+        let counted = Counted::new(&fixed, &progress, "compacting");
         counted.expect_requests(2);
         let history = SummaryRequest::single(
             RequestPurpose::History,
