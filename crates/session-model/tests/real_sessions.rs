@@ -3,10 +3,8 @@
 //! migration, parent links, leaf and path; migrating twice is a no-op; a v3
 //! file round-trips byte for byte.
 
-mod common;
-
-use common::pi_fixture;
 use musepi_session_model::{Journal, SequentialIds, write_session};
+use musepi_test_support::pi_fixture;
 
 /// `(file, entries)`: both are v1 files, one linear path.
 const FIXTURES: &[(&str, usize)] = &[

@@ -113,21 +113,3 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     std::fs::write(&p, text).expect("write fixture");
     p
 }
-
-/// `../shared/fixtures/pi/<name>` next to the repository, or `None` with a
-/// one-line notice naming `test` when it is absent: the real pi sessions are
-/// other people's conversations, never copied into the repository.
-pub fn pi_fixture(test: &str, name: &str) -> Option<PathBuf> {
-    use std::io::Write as _;
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures/pi")
-        .join(name);
-    if path.is_file() {
-        return Some(path);
-    }
-    let _ = writeln!(
-        std::io::stderr(),
-        "note: skipped {test}: the real pi session {name} is not next to the repository (../shared/fixtures/pi)"
-    );
-    None
-}
