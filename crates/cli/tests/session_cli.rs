@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use musepi_session_model::{SequentialIds, load_file};
-use musepi_test_support::pi_fixture;
+use musepi_test_support::{message_line, pi_fixture};
 use serde_json::Value;
 
 /// The conformance set in the repository (tests/fixtures/conformance).
@@ -32,7 +32,7 @@ fn linear_session(dir: &Path, n: usize) -> PathBuf {
     for i in 1..=n {
         let id = format!("{i:08x}");
         let parent = (i > 1).then(|| format!("{:08x}", i - 1));
-        text.push_str(&message(&id, parent.as_deref(), &format!("step {i}")));
+        text.push_str(&message_line(&id, parent.as_deref(), &format!("step {i}")));
         text.push('\n');
     }
     let path = dir.join("linear.jsonl");
@@ -92,13 +92,6 @@ fn copy_to(dir: &Path, from: &Path, name: &str) -> PathBuf {
 }
 
 const HEADER: &str = r#"{"type":"session","version":3,"id":"cli-test","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/"}"#;
-
-fn message(id: &str, parent: Option<&str>, text: &str) -> String {
-    let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
-    format!(
-        r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2025-01-01T00:00:01.000Z","message":{{"role":"user","content":"{text}","timestamp":1}}}}"#
-    )
-}
 
 #[test]
 fn stats_reports_what_the_session_model_reads() {
@@ -242,9 +235,9 @@ fn check_lists_every_problem_and_exits_2() {
     let file = dir.path().join("problems.jsonl");
     let text = format!(
         "{HEADER}\n{}\nnot json\n{}\n{}\n",
-        message("a1", None, "one"),
-        message("b2", Some("zz"), "dangling"),
-        message("a1", Some("a1"), "duplicate"),
+        message_line("a1", None, "one"),
+        message_line("b2", Some("zz"), "dangling"),
+        message_line("a1", Some("a1"), "duplicate"),
     );
     std::fs::write(&file, &text).unwrap();
     let o = musepi(&["session", "check", p(&file), "--json"]);
@@ -302,8 +295,8 @@ fn repair_fixes_a_copy_of_a_torn_file_and_never_the_file() {
     let file = dir.path().join("torn.jsonl");
     let text = format!(
         "\ngarbage before\n{HEADER}\n{}\n\n{}\n{{\"type\":\"message\",\"id\":\"c3\",\"par",
-        message("a1", None, "one"),
-        message("b2", Some("a1"), "two"),
+        message_line("a1", None, "one"),
+        message_line("b2", Some("a1"), "two"),
     );
     std::fs::write(&file, &text).unwrap();
     // The journal refuses to migrate or append until the file is repaired.
@@ -346,8 +339,8 @@ fn repair_fixes_a_copy_of_a_torn_file_and_never_the_file() {
         repaired,
         format!(
             "{HEADER}\n{}\n{}\n",
-            message("a1", None, "one"),
-            message("b2", Some("a1"), "two")
+            message_line("a1", None, "one"),
+            message_line("b2", Some("a1"), "two")
         )
     );
     assert_eq!(code(&musepi(&["session", "check", p(&out)])), 0);

@@ -14,6 +14,7 @@ use musepi_session_model::{
     AgentMessage, Compaction, EntryBody, EntryId, Journal, MAX_LINE_BYTES, ProblemKind,
     SequentialIds, SessionError, Text, load_file,
 };
+use musepi_test_support::message_line;
 
 fn open_err(path: &Path) -> SessionError {
     match Journal::open(path, &mut SequentialIds::new()) {
@@ -25,13 +26,6 @@ fn open_err(path: &Path) -> SessionError {
         ),
         Err(e) => e,
     }
-}
-
-fn msg(id: &str, parent: Option<&str>, text: &str) -> String {
-    let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
-    format!(
-        r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2025-01-01T00:00:01.000Z","message":{{"role":"user","content":"{text}","timestamp":1}}}}"#
-    )
 }
 
 #[test]
@@ -67,7 +61,11 @@ fn fifos_devices_and_folders_are_refused_at_once() {
 fn a_line_longer_than_the_cap_is_an_error_naming_the_line() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("long.jsonl");
-    let mut text = format!("{}\n{}\n", header_line("long"), msg("a1", None, "fine"));
+    let mut text = format!(
+        "{}\n{}\n",
+        header_line("long"),
+        message_line("a1", None, "fine")
+    );
     let (head, tail) = (
         r#"{"type":"message","id":"b2","parentId":"a1","message":""#,
         "\"}",
@@ -115,7 +113,7 @@ fn an_unrecognised_version_is_refused_and_nothing_is_migrated() {
     ] {
         let text = format!(
             "{{\"type\":\"session\",\"version\":{version},\"id\":\"v\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/\"}}\n{}\n",
-            msg("a1", None, "hi")
+            message_line("a1", None, "hi")
         );
         let path = write(dir.path(), "v.jsonl", &text);
         let err = open_err(&path);
@@ -130,7 +128,7 @@ fn an_unrecognised_version_is_refused_and_nothing_is_migrated() {
     // 3.0 is the number 3, as JavaScript compares it.
     let text = format!(
         "{{\"type\":\"session\",\"version\":3.0,\"id\":\"v\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/\"}}\n{}\n",
-        msg("a1", None, "hi")
+        message_line("a1", None, "hi")
     );
     let path = write(dir.path(), "v3.jsonl", &text);
     let j = Journal::open(&path, &mut SequentialIds::new()).unwrap();
@@ -170,9 +168,9 @@ fn structural_defects_are_reported_with_their_lines() {
     let dir = tempfile::tempdir().unwrap();
     let lines = [
         header_line("defects"),
-        msg("a1", None, "root"),
+        message_line("a1", None, "root"),
         // 3: its own parent
-        msg("s1", Some("s1"), "self"),
+        message_line("s1", Some("s1"), "self"),
         // 4: a role nobody knows
         r#"{"type":"message","id":"r1","parentId":"a1","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"robot","content":"beep","timestamp":2}}"#.to_owned(),
         // 5: tool call arguments as a string
@@ -189,7 +187,7 @@ fn structural_defects_are_reported_with_their_lines() {
         r#"{"type":"branch_summary","id":"b1","parentId":"k4","timestamp":"2025-01-01T00:00:08.000Z","fromId":"gone","summary":"s"}"#.to_owned(),
         // 11: label on nothing
         r#"{"type":"label","id":"l1","parentId":"b1","timestamp":"2025-01-01T00:00:09.000Z","targetId":"ghost","label":"x"}"#.to_owned(),
-        msg("z9", Some("l1"), "late"),
+        message_line("z9", Some("l1"), "late"),
     ];
     let path = write(dir.path(), "defects.jsonl", &(lines.join("\n") + "\n"));
     let (s, _) = load_file(&path, &mut SequentialIds::new()).unwrap();
@@ -266,9 +264,9 @@ fn appends_that_would_fail_the_check_are_refused() {
     let text = format!(
         "{}\n{}\n{}\n{}\n",
         header_line("v"),
-        msg("a1", None, "one"),
-        msg("b2", Some("a1"), "branch one"),
-        msg("c3", Some("a1"), "branch two"),
+        message_line("a1", None, "one"),
+        message_line("b2", Some("a1"), "branch one"),
+        message_line("c3", Some("a1"), "branch two"),
     );
     let path = write(dir.path(), "s.jsonl", &text);
     let mut j = Journal::open(&path, &mut SequentialIds::new()).unwrap();

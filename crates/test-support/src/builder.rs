@@ -167,3 +167,13 @@ pub fn session_of(entries: &[(&str, Option<&str>, Value)]) -> Session {
     )
     .unwrap_or_else(|e| panic!("{e}"))
 }
+
+/// One user message entry as a JSONL line with the `id` and `parent` given,
+/// at 00:00:01 on 2025-01-01: for files a builder would not write
+/// (dangling parents, duplicate ids, an entry its own parent).
+pub fn message_line(id: &str, parent: Option<&str>, text: &str) -> String {
+    let (id, parent, text) = (json!(id), json!(parent), json!(text));
+    format!(
+        r#"{{"type":"message","id":{id},"parentId":{parent},"timestamp":"2025-01-01T00:00:01.000Z","message":{{"role":"user","content":{text},"timestamp":1}}}}"#
+    )
+}

@@ -27,7 +27,7 @@ mod builder;
 mod entries;
 pub mod http;
 
-pub use builder::{SessionBuilder, session_of, text_block, tool_call};
+pub use builder::{SessionBuilder, message_line, session_of, text_block, tool_call};
 pub use entries::EntryBuilder;
 #[doc(hidden)]
 pub use insta;
