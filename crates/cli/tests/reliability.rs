@@ -372,6 +372,57 @@ fn an_appender_waiting_for_the_lock_is_let_go_once_the_file_is_replaced() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
 }
 
+/// An appender that keeps the old file open past the 2 seconds a rewrite
+/// waits for it is not waited for: whatever it writes there later reaches
+/// no file, so the command says so in one line on standard error, and
+/// `compact --json` lists it in its `warnings` too.
+#[test]
+fn an_appender_keeping_the_old_file_open_past_the_wait_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = base_session(dir.path(), 0);
+    for (name, _) in rewriters("") {
+        let quiet = dir.path().join(format!("quiet-{name}.jsonl"));
+        fs::copy(&base, &quiet).unwrap();
+        let o = rewrite(name, &quiet);
+        assert_eq!(code(&o), 0, "{name}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("warning"), "{name}: {}", stderr(&o));
+
+        let file = dir.path().join(format!("held-{name}.jsonl"));
+        fs::copy(&base, &file).unwrap();
+        let held = fs::OpenOptions::new().append(true).open(&file).unwrap();
+        let (_, mut args) = rewriters(file.to_str().unwrap())
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .unwrap();
+        if name == "compact" {
+            args.push("--json".into());
+        }
+        let o = musepi(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        drop(held);
+        assert_eq!(code(&o), 0, "{name}: {}", stderr(&o));
+        let expected = format!(
+            "{}: another process still had the replaced file open for writing 2 s after the rewrite",
+            file.display()
+        );
+        let err = stderr(&o);
+        let lines: Vec<&str> = err
+            .lines()
+            .filter(|l| l.starts_with("musepi: warning: "))
+            .collect();
+        assert_eq!(lines.len(), 1, "{name}: {err}");
+        assert!(lines[0].contains(&expected), "{name}: {}", lines[0]);
+        if name == "compact" {
+            let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            let warnings = doc["warnings"].as_array().unwrap();
+            assert_eq!(warnings.len(), 1, "{doc}");
+            assert!(
+                warnings[0].as_str().unwrap().starts_with(&expected),
+                "{doc}"
+            );
+        }
+    }
+}
+
 /// A small deterministic generator for kill times.
 struct Lcg(u64);
 

@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 
 use common::{Clock, header_line, user, write};
 use musepi_session_model::{
-    Entry, EntryBody, Journal, LiveSign, SequentialIds, SessionError, load_file,
+    Entry, EntryBody, Journal, LiveSign, SequentialIds, SessionError, WriteWarning, load_file,
 };
 
 fn msg(id: &str, parent: Option<&str>, text: &str) -> String {
@@ -317,4 +317,63 @@ fn a_copy_gets_the_mode_of_its_source_and_never_replaces_by_default() {
     assert!(matches!(err, SessionError::AlreadyExists { .. }), "{err}");
     j.write_copy(&out, musepi_session_model::Replace::Existing)
         .unwrap();
+}
+
+/// A shell that opens `path` for appending, says so, and keeps it open
+/// until killed, as an appender paused between its open and its write.
+fn holder(path: &Path) -> std::process::Child {
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("exec 3>>\"$0\"; echo open; exec sleep 30")
+        .arg(path)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut said,
+    )
+    .unwrap();
+    child
+}
+
+#[test]
+fn a_rewrite_says_when_another_process_keeps_the_replaced_file_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = session(dir.path(), "s.jsonl", 3);
+    let mut j = open(&path);
+    let change = changed(&j, 0, "nobody holds it");
+    j.replace_entries(vec![change]).unwrap();
+    assert_eq!(
+        j.take_warnings(),
+        vec![],
+        "a rewrite nobody else holds open"
+    );
+
+    let mut held = holder(&path);
+    let change = changed(&j, 1, "held open elsewhere");
+    j.replace_entries(vec![change]).unwrap();
+    held.kill().unwrap();
+    held.wait().unwrap();
+    let warnings = j.take_warnings();
+    assert_eq!(
+        warnings,
+        vec![WriteWarning::StillOpenElsewhere {
+            path: path.clone(),
+            waited: Duration::from_secs(2),
+        }]
+    );
+    let text = warnings[0].to_string();
+    assert!(
+        text.starts_with(&format!("{}: another process still had", path.display()))
+            && !text.contains('\n'),
+        "{text}"
+    );
+    assert_eq!(j.take_warnings(), vec![], "taken once");
+    assert!(
+        fs::read_to_string(&path)
+            .unwrap()
+            .contains("held open elsewhere")
+    );
 }

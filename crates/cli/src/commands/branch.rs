@@ -16,7 +16,7 @@ use crate::cli::BranchArgs;
 use crate::commands::runtime::{
     Progress, ctrl_c, default_branch_strategy, provider, runtime, settings,
 };
-use crate::commands::writer::{Target, mark_leaf};
+use crate::commands::writer::{Target, mark_leaf, print_warnings, write_warnings};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{Color, aligned, note, print_json, print_text};
 use crate::report::plan::request_json;
@@ -99,10 +99,10 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
         Ok(out) => out,
         Err(e) => return Err(Failure::failed(e)),
     };
-    for w in &out.warnings {
-        note(ctx.quiet(), &format!("musepi: warning: {w}"));
-    }
     let marker = mark_leaf(&mut journal, &out, &options, ids.as_mut())?;
+    let mut warnings = out.warnings.clone();
+    warnings.extend(write_warnings(&mut journal));
+    print_warnings(&warnings, ctx);
     let written = dest.finish(&journal)?;
     if ctx.json() {
         print_json(&json!({
@@ -118,7 +118,7 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
             "fromExtension": out.summary.as_ref().map(|s| s.from_extension),
             "editorText": out.editor_text,
             "markerEntryId": marker.as_ref().map(ToString::to_string),
-            "warnings": out.warnings,
+            "warnings": warnings,
         }))
         .or_failed()?;
         return Ok(Exit::Ok);

@@ -7,7 +7,7 @@ use musepi_hooks::{CompactError, CompactOptions, Summarizer, compact};
 use musepi_session_model::{EntryBody, Journal};
 
 use crate::commands::strategy::{pick, uses_model};
-use crate::commands::writer::Target;
+use crate::commands::writer::{Target, print_warnings, write_warnings};
 use serde_json::json;
 
 use crate::cli::CompactArgs;
@@ -104,9 +104,9 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         }
         Err(e) => return Err(Failure::failed(e)),
     };
-    for w in &out.warnings {
-        note(ctx.quiet(), &format!("musepi: warning: {w}"));
-    }
+    let mut warnings = out.warnings.clone();
+    warnings.extend(write_warnings(&mut journal));
+    print_warnings(&warnings, ctx);
     let written = target
         .finish(&journal)?
         .unwrap_or_else(|| path.display().to_string());
@@ -128,7 +128,7 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
             "fromExtension": out.result.from_extension,
             "requests": out.requests.iter().map(|r| r.name()).collect::<Vec<_>>(),
             "prune": prune_json(session, &out.pruned),
-            "warnings": out.warnings,
+            "warnings": warnings,
         });
         print_json(&doc).or_failed()?;
         return Ok(Exit::Ok);

@@ -31,9 +31,10 @@ use crate::cli::BudgetArgs;
 use crate::cli::HandoffArgs;
 use crate::commands::files::mode_of;
 use crate::commands::runtime::{Progress, ctrl_c, maintenance, provider, runtime, settings};
+use crate::commands::writer::print_warnings;
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::ids::RandomIds;
-use crate::output::{Color, aligned, note, print_json, print_text};
+use crate::output::{Color, aligned, print_json, print_text};
 
 /// The `reason` hooks see for a handoff.
 pub const HANDOFF_REASON: &str = "handoff";
@@ -269,9 +270,7 @@ fn report(
     warnings: &[String],
     ctx: &Ctx,
 ) -> CmdResult {
-    for w in warnings {
-        note(ctx.quiet(), &format!("musepi: warning: {w}"));
-    }
+    print_warnings(warnings, ctx);
     if ctx.json() {
         print_json(&json!({
             "file": args.out.display().to_string(),

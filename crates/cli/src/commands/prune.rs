@@ -14,7 +14,7 @@ use serde_json::json;
 
 use crate::cli::PruneArgs;
 use crate::commands::plan::prune_text;
-use crate::commands::writer::Target;
+use crate::commands::writer::{Target, print_warnings, write_warnings};
 use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
 use crate::output::{Color, print_json};
 use crate::report::plan::prune_json;
@@ -43,6 +43,7 @@ pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
     if !args.write.dry_run && !changes.is_empty() {
         target.refuse_live(&journal)?;
         journal.replace_entries(changes)?;
+        print_warnings(&write_warnings(&mut journal), ctx);
     }
     // In place a file with nothing to prune is left alone; a copy is
     // always written.

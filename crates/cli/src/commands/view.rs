@@ -24,7 +24,7 @@ use crate::commands::runtime::{
     Progress, default_branch_strategy, maintenance, provider, runtime, settings,
 };
 use crate::commands::strategy::{pick, uses_model};
-use crate::commands::writer::{mark_leaf, wall_clock_ms};
+use crate::commands::writer::{mark_leaf, wall_clock_ms, write_warnings};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::settings::Settings;
 use crate::view::terminal::TerminalGuard;
@@ -317,6 +317,7 @@ impl Pipelines {
             );
         }
         hook_warnings(&mut text, &out.warnings);
+        write_warnings_to(&mut text, &mut journal);
         Ok(text)
     }
 
@@ -367,7 +368,16 @@ impl Pipelines {
             out.result.first_kept_entry_id
         );
         hook_warnings(&mut text, &out.warnings);
+        write_warnings_to(&mut text, &mut journal);
         Ok(text)
+    }
+}
+
+/// ` · warning: …` after a status line for each thing the view's write
+/// had to tell (a replaced file another process kept open).
+fn write_warnings_to(text: &mut String, journal: &mut Journal) {
+    for w in write_warnings(journal) {
+        let _ = write!(text, " · warning: {w}");
     }
 }
 

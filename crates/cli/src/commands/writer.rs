@@ -148,8 +148,25 @@ impl Target {
     }
 }
 
-/// The system clock in epoch milliseconds (`--now` fixes the time of new
-/// entries, not the age of a file).
+/// What the command's writes in place had to tell the user (a replaced
+/// file that another process kept open past the wait for it), one line
+/// each, to print with [`print_warnings`] and to list in the `warnings` of
+/// a JSON result.
+pub(crate) fn write_warnings(journal: &mut Journal) -> Vec<String> {
+    journal
+        .take_warnings()
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+/// Prints each warning on standard error, one line each (unless `-q`).
+pub(crate) fn print_warnings(warnings: &[String], ctx: &Ctx) {
+    for w in warnings {
+        note(ctx.quiet(), &format!("musepi: warning: {w}"));
+    }
+}
+
 /// The system clock, in epoch milliseconds, for the live-session check.
 pub(crate) fn wall_clock_ms() -> i64 {
     std::time::SystemTime::now()

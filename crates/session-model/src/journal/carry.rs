@@ -43,6 +43,10 @@ pub(crate) struct Rewritten {
     pub(crate) written: Written,
     /// Bytes appended by another process and carried into the new file.
     pub(crate) carried: u64,
+    /// Another process still held a replaced file open for writing when
+    /// the rewrite stopped waiting for it: what it writes there now is in
+    /// no file.
+    pub(crate) still_open: bool,
 }
 
 /// Whether lines appended by another process may be carried over.
@@ -94,9 +98,13 @@ pub(crate) fn rewrite_in_place(
     tmp.sync(target)?;
     tmp.sync_folder(target)?;
     let end = written.len + (copied - read_len);
-    let end = settle_late(target, &original, locked, copied, tmp, end)?;
+    let (end, still_open) = settle_late(target, &original, locked, copied, tmp, end)?;
     let carried = end - written.len;
-    Ok(Rewritten { written, carried })
+    Ok(Rewritten {
+        written,
+        carried,
+        still_open,
+    })
 }
 
 /// How many times a rewrite is redone to put late lines in their place
@@ -112,7 +120,8 @@ const REORDER_ROUNDS: usize = 32;
 /// since; so the new file is written again with them in their place, as
 /// many times as late bytes keep coming (an appender without the lock, in
 /// the moment of the rename). Returns the length of the content in place
-/// when no more late bytes were found.
+/// when no more late bytes were found, and whether a replaced file was
+/// still open for writing elsewhere when the wait for it ran out.
 fn settle_late(
     target: &Path,
     original: &std::fs::Metadata,
@@ -120,7 +129,7 @@ fn settle_late(
     copied: u64,
     first: Temp,
     end: u64,
-) -> Result<u64, SessionError> {
+) -> Result<(u64, bool), SessionError> {
     let io = |source| SessionError::WriteFailed {
         path: target.to_owned(),
         source,
@@ -129,6 +138,7 @@ fn settle_late(
     // until a newer one replaces it.
     let mut held = vec![first];
     let (mut old_copied, mut end) = (copied, end);
+    let mut still_open = false;
     for round in 0..REORDER_ROUNDS {
         let old = if round == 0 {
             locked
@@ -141,10 +151,10 @@ fn settle_late(
         // let go first: an appender waiting for it then finds the file
         // replaced, closes it and appends to the new one (still locked).
         old.unlock().map_err(io)?;
-        super::holders::wait_closed_elsewhere(old);
+        still_open |= super::holders::wait_closed_elsewhere(old, super::holders::CLOSE_WAIT);
         let late = read_past(old, old_copied).map_err(io)?;
         if late.is_empty() {
-            return Ok(end);
+            return Ok((end, still_open));
         }
         if round + 1 == REORDER_ROUNDS {
             // Never lose a byte, even when the order cannot be kept.
@@ -154,7 +164,7 @@ fn settle_late(
                 .map_err(io)?;
             out.write_all(&late).map_err(io)?;
             out.sync_data().map_err(io)?;
-            return Ok(end + late.len() as u64);
+            return Ok((end + late.len() as u64, still_open));
         }
         let next = Temp::create(target, Some(original.mode()))?;
         next.take_identity(target, original)?;
@@ -172,7 +182,7 @@ fn settle_late(
         old_copied = cur_copied;
         held.push(next);
     }
-    Ok(end)
+    Ok((end, still_open))
 }
 
 /// The bytes of `file` past `from`.

@@ -17,21 +17,24 @@ use std::time::{Duration, Instant};
 /// How long a rewrite waits for other processes to close the file it
 /// replaced: an appender holds it for one write, so only a process paused
 /// in that moment, or one that keeps the file open, makes it wait.
-const CLOSE_WAIT: Duration = Duration::from_secs(2);
+pub(crate) const CLOSE_WAIT: Duration = Duration::from_secs(2);
 const CLOSE_POLL: Duration = Duration::from_millis(2);
 
 /// Waits until no other process holds `file` (already replaced at its
-/// path, so it has no name left) open for writing, for at most
-/// [`CLOSE_WAIT`] (a process that keeps it open past that is not waited
-/// for).
-pub(crate) fn wait_closed_elsewhere(file: &File) {
+/// path, so it has no name left) open for writing, for at most `wait` (a
+/// process that keeps it open past that is not waited for). Returns
+/// whether the file was still open elsewhere when the wait ran out.
+pub(crate) fn wait_closed_elsewhere(file: &File, wait: Duration) -> bool {
     let Ok(meta) = file.metadata() else {
-        return;
+        return false;
     };
-    let deadline = Instant::now() + CLOSE_WAIT;
+    let deadline = Instant::now() + wait;
     loop {
-        if !open_for_writing_elsewhere(meta.dev(), meta.ino()) || Instant::now() >= deadline {
-            return;
+        if !open_for_writing_elsewhere(meta.dev(), meta.ino()) {
+            return false;
+        }
+        if Instant::now() >= deadline {
+            return true;
         }
         std::thread::sleep(CLOSE_POLL);
     }
@@ -148,12 +151,42 @@ mod tests {
             writer.kill().expect("killed");
             writer.wait().expect("reaped");
         });
-        wait_closed_elsewhere(&file);
+        assert!(
+            !wait_closed_elsewhere(&file, CLOSE_WAIT),
+            "the file counts as still open though it was closed within the wait"
+        );
         assert!(
             closing.load(std::sync::atomic::Ordering::SeqCst),
             "returned while the other process still had the file open"
         );
         assert!(!open_for_writing_elsewhere(meta.dev(), meta.ino()));
         closer.join().expect("closer");
+    }
+
+    #[test]
+    fn a_file_kept_open_past_the_wait_is_reported_and_a_closed_one_is_not() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (path, file) = replaced_file(dir.path());
+        let mut writer = holder(&path, ">>");
+        let mut reader = holder(&path, "<");
+        fs::remove_file(&path).expect("removed");
+        let wait = Duration::from_millis(100);
+        let started = Instant::now();
+        assert!(
+            wait_closed_elsewhere(&file, wait),
+            "kept open past the wait"
+        );
+        assert!(
+            started.elapsed() >= wait,
+            "returned before the wait ran out"
+        );
+        writer.kill().expect("killed");
+        writer.wait().expect("reaped");
+        assert!(
+            !wait_closed_elsewhere(&file, wait),
+            "only a reader holds it now"
+        );
+        reader.kill().expect("killed");
+        reader.wait().expect("reaped");
     }
 }

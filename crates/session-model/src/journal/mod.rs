@@ -22,6 +22,7 @@ pub(crate) mod disk;
 mod holders;
 pub(crate) mod lines;
 mod lock;
+mod warning;
 mod write;
 
 use std::fs;
@@ -39,6 +40,7 @@ use crate::session::{LineSource, Session, Stamp};
 
 pub use disk::{Replace, write_file};
 pub use lock::LIVE_WINDOW_MS;
+pub use warning::WriteWarning;
 
 /// Identity of the file as last seen: inode, length and modification time.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,6 +84,8 @@ pub struct Journal {
     staged: Vec<(usize, Entry, LineSource)>,
     /// Writes stay in memory (see [`Journal::detach`]).
     detached: bool,
+    /// What writes since the last [`Journal::take_warnings`] have to say.
+    warnings: Vec<WriteWarning>,
 }
 
 impl Journal {
@@ -111,6 +115,7 @@ impl Journal {
             torn_line: tail.torn.map(|(line, _)| line),
             staged: Vec::new(),
             detached: false,
+            warnings: Vec::new(),
         }
     }
 
@@ -139,6 +144,7 @@ impl Journal {
             migration_pending: false,
             staged: Vec::new(),
             detached: false,
+            warnings: Vec::new(),
         };
         if journal.session.has_assistant_message() {
             journal.flush_all()?;
@@ -161,6 +167,13 @@ impl Journal {
     /// The session.
     pub fn session(&self) -> &Session {
         &self.session
+    }
+
+    /// What the writes since the last call have to tell the user, oldest
+    /// first (each write that succeeded despite something the user should
+    /// know adds one); the list is emptied.
+    pub fn take_warnings(&mut self) -> Vec<WriteWarning> {
+        std::mem::take(&mut self.warnings)
     }
 
     /// Whether anything is on disk yet.

@@ -10,7 +10,7 @@ use super::carry::{Appends, rewrite_in_place};
 use super::disk::{Replace, write_file_with};
 use super::lines::{OriginReader, Written, write_lines};
 use super::lock::lock_file;
-use super::{Journal, Seen};
+use super::{Journal, Seen, WriteWarning};
 use crate::error::SessionError;
 use crate::id::SequentialIds;
 use crate::load::load_file;
@@ -46,6 +46,12 @@ impl Journal {
         let done = rewrite_in_place(&self.target, &self.session, &lock, seen.len, appends)?;
         self.after_full_write(&done.written, done.written.len)?;
         drop(lock);
+        if done.still_open {
+            self.warnings.push(WriteWarning::StillOpenElsewhere {
+                path: self.path.clone(),
+                waited: super::holders::CLOSE_WAIT,
+            });
+        }
         if done.carried > 0 {
             self.reload()?;
         }
@@ -219,9 +225,10 @@ impl Journal {
             path: self.path.clone(),
             source,
         })?;
-        let detached = self.detached;
+        let (detached, warnings) = (self.detached, std::mem::take(&mut self.warnings));
         *self = Self::from_loaded(self.path.clone(), session, &tail, &meta);
         self.detached = detached;
+        self.warnings = warnings;
         Ok(())
     }
 }

@@ -12,7 +12,7 @@ use serde_json::json;
 use super::problem_json;
 use crate::cli::MigrateArgs;
 use crate::commands::files::{Input, load_with, mode_of, note_problems};
-use crate::commands::writer::{Dest, Target};
+use crate::commands::writer::{Dest, Target, print_warnings, write_warnings};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{note, print_json};
 
@@ -53,6 +53,7 @@ fn from_file(path: &Path, args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
         },
         (Dest::InPlace, true) => {
             journal.persist_migration()?;
+            print_warnings(&write_warnings(&mut journal), ctx);
             Some(name.clone())
         }
         (Dest::InPlace, false) => None,
