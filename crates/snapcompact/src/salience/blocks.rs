@@ -88,6 +88,18 @@ impl Piece {
     }
 }
 
+/// A call line that refers to lines before it (`=#N`, `…/name`): what it
+/// reads as with every reference written out, and the blocks it refers
+/// to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Resolve {
+    /// The line written out, printed in its place when a block it refers
+    /// to is not shown.
+    pub whole: String,
+    /// The blocks it refers to, as indices into the archive's blocks.
+    pub needs: Vec<usize>,
+}
+
 /// A block: one message's share of the archive.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Block {
@@ -105,6 +117,8 @@ pub(crate) struct Block {
     pub shortened: bool,
     /// UTF-16 length of the history this block stands for.
     pub source_chars: usize,
+    /// Its first piece refers to lines before it.
+    pub resolve: Option<Resolve>,
 }
 
 impl Block {
@@ -118,6 +132,7 @@ impl Block {
             repeat: 1,
             shortened: false,
             source_chars: 0,
+            resolve: None,
         }
     }
 }

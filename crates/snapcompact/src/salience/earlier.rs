@@ -4,7 +4,7 @@
 //! summary folded in whole.
 
 use super::blocks::{
-    Block, Limits, OutputCap, Piece, Rank, Scope, Section, output_block, prose_block,
+    Block, Limits, OutputCap, Piece, Rank, Resolve, Scope, Section, output_block, prose_block,
     summary_block, tier, user_block,
 };
 use super::text::{is_error_line, shorten_head};
@@ -111,6 +111,7 @@ fn archive_blocks(text: &str) -> (Vec<Block>, u32) {
             block.pieces.push(Piece::new(sep, line, Rank::Must));
         }
     }
+    resolve_references(&mut blocks);
     let mut current: Option<(Scope, u32, String)> = None;
     let flush = |current: &mut Option<(Scope, u32, String)>, blocks: &mut Vec<Block>| {
         if let Some((scope, turn, body)) = current.take() {
@@ -173,6 +174,126 @@ fn archive_blocks(text: &str) -> (Vec<Block>, u32) {
     }
     flush(&mut current, &mut blocks);
     (blocks, max_turn)
+}
+
+/// Gives each line of an earlier ledger that refers to a line before it
+/// (`name(=#N)`, `name(HEAD… =#N)`, a path as `…/tail`) the line written
+/// out and the blocks it refers to, so that it can be printed whole when
+/// those are not shown. A reference whose line is not in the ledger (an
+/// archive that had already dropped it) stays as it is.
+fn resolve_references(blocks: &mut [Block]) {
+    // Each block's first line, references written out.
+    let mut whole: Vec<String> = Vec::with_capacity(blocks.len());
+    for i in 0..blocks.len() {
+        let line = blocks[i].pieces.first().map_or("", |p| p.text.as_str());
+        let (text, needs) = write_out(line, &blocks[..i], &whole);
+        if !needs.is_empty() {
+            blocks[i].resolve = Some(Resolve {
+                whole: text.clone(),
+                needs,
+            });
+        }
+        whole.push(text);
+    }
+}
+
+/// `line` with its references to the lines before it written out, and the
+/// blocks they name (`before[j]`'s line written out is `whole[j]`).
+fn write_out(line: &str, before: &[Block], whole: &[String]) -> (String, Vec<usize>) {
+    let (prefix, body) = match line.strip_prefix("¶call:") {
+        Some(body) => ("¶call:", body),
+        None => ("", line),
+    };
+    let Some(open) = body
+        .find('(')
+        .filter(|&o| o > 0 && !body[..o].contains(' '))
+    else {
+        return (line.to_owned(), Vec::new());
+    };
+    let name = &body[..open];
+    if let Some((turn, head, close)) = reference_of(body, open) {
+        let call_of = |j: usize| {
+            let text = whole[j].strip_prefix("¶call:").unwrap_or(&whole[j]);
+            let args = text.strip_prefix(name)?.strip_prefix('(')?;
+            (before[j].turn == turn && reference_of(text, name.len()).is_none())
+                .then_some(())
+                .filter(|()| head.is_none_or(|h| args.starts_with(h)))
+                .map(|()| strip_repeat(text))
+        };
+        let Some((j, call)) = (0..before.len()).find_map(|j| call_of(j).map(|c| (j, c))) else {
+            return (line.to_owned(), Vec::new());
+        };
+        let opens = before.iter().position(|b| b.turn == turn).unwrap_or(j);
+        let mut needs = vec![opens, j];
+        needs.dedup();
+        return (format!("{prefix}{call}{}", &body[close + 1..]), needs);
+    }
+    let mut text = String::from(prefix);
+    let mut needs = Vec::new();
+    let mut rest = body;
+    while let Some(at) = rest.find("…/") {
+        let starts_token = at == 0 || rest[..at].ends_with(['(', ' ', '=']);
+        let end = rest[at..].find([',', ')']).map_or(rest.len(), |e| at + e);
+        let tail = &rest[at + "…".len()..end];
+        let found = starts_token
+            .then(|| (0..before.len()).find_map(|j| whole_path(&whole[j], tail).map(|p| (j, p))))
+            .flatten();
+        text.push_str(&rest[..at]);
+        match found {
+            Some((j, path)) => {
+                text.push_str(path);
+                needs.push(j);
+            }
+            None => text.push_str(&rest[at..end]),
+        }
+        rest = &rest[end..];
+    }
+    text.push_str(rest);
+    needs.sort_unstable();
+    needs.dedup();
+    (text, needs)
+}
+
+/// The turn N of a reference `(=#N)` or `(HEAD… =#N)` whose `(` is at
+/// `open` in `body`, HEAD, and where its `)` is.
+fn reference_of(body: &str, open: usize) -> Option<(u32, Option<&str>, usize)> {
+    let args = &body[open + 1..];
+    let at = args.find("=#")?;
+    let digits = args[at + 2..]
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(args.len() - at - 2);
+    let turn: u32 = args[at + 2..at + 2 + digits].parse().ok()?;
+    let close = at + 2 + digits;
+    if !args[close..].starts_with(')') {
+        return None;
+    }
+    let head = match &args[..at] {
+        "" => None,
+        h => Some(h.strip_suffix("… ")?),
+    };
+    Some((turn, head, open + 1 + close))
+}
+
+/// A call line without the ` ×N` of a repeat.
+fn strip_repeat(text: &str) -> &str {
+    match text.rsplit_once(" ×") {
+        Some((call, n)) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) => call,
+        _ => text,
+    }
+}
+
+/// The path of `line` shown whole that ends with `/tail` (`tail` starts
+/// with `/`).
+fn whole_path<'l>(line: &'l str, tail: &str) -> Option<&'l str> {
+    line.match_indices(tail).find_map(|(at, _)| {
+        let end = at + tail.len();
+        if !line[end..].starts_with([',', ')']) {
+            return None;
+        }
+        let start = line[..at].rfind(['(', ' ', '=']).map_or(0, |s| s + 1);
+        let path = &line[start..end];
+        (path.len() > tail.len() && !path.starts_with('…')).then_some(path)
+    })
 }
 
 /// A marker line of an earlier archive: kept if the budget is left over.

@@ -199,8 +199,10 @@ impl Part<'_> {
 }
 
 /// Prints the kept pieces: the ledger, then the conversation, each under
-/// its heading; a run of blocks left out whole is one marker line.
+/// its heading; a run of blocks left out whole is one marker line. A call
+/// line that refers to a block not shown is written out whole.
 pub(crate) fn render(blocks: &[Block], kept: &Kept) -> String {
+    let shown = |i: usize| kept.get(i).is_some_and(|k| k.iter().any(|&k| k));
     let mut ledger = Part::default();
     let mut conversation = Part::default();
     let mut has_conversation = false;
@@ -246,7 +248,12 @@ pub(crate) fn render(blocks: &[Block], kept: &Kept) -> String {
             }
             _ => {}
         }
-        pieces(block, kept, &mut line);
+        let whole = block
+            .resolve
+            .as_ref()
+            .filter(|r| !r.needs.iter().all(|&i| shown(i)))
+            .map(|r| r.whole.as_str());
+        pieces(block, kept, whole, &mut line);
         if let Scope::Out(_) = block.scope {
             line.push_str("\n</out>");
         }
@@ -278,9 +285,10 @@ pub(crate) fn render(blocks: &[Block], kept: &Kept) -> String {
     text
 }
 
-/// Appends the kept pieces of `block`, a marker in each gap that is not
-/// silent, and `×N` after a repeated call.
-fn pieces(block: &Block, kept: &[bool], out: &mut String) {
+/// Appends the kept pieces of `block` (with `first` in place of the first
+/// piece's text, when given), a marker in each gap that is not silent, and
+/// `×N` after a repeated call.
+fn pieces(block: &Block, kept: &[bool], first: Option<&str>, out: &mut String) {
     // Where each gap starts; the last one names the entry, the others are
     // plain `[…]`.
     let mut gaps = Vec::new();
@@ -325,7 +333,10 @@ fn pieces(block: &Block, kept: &[bool], out: &mut String) {
         } else if any {
             out.push_str(&piece.sep);
         }
-        out.push_str(&piece.text);
+        out.push_str(match first {
+            Some(text) if i == 0 => text,
+            _ => &piece.text,
+        });
         if i == 0 && block.repeat > 1 {
             let _ = write!(out, " ×{}", block.repeat);
         }

@@ -256,3 +256,149 @@ fn a_tighter_ledger_still_gets_the_tool_output_it_has_room_for() {
         history.text
     );
 }
+
+/// Checks that every reference in the ledger of `text` can be read from
+/// what is shown before it: `name(=#N)` follows the line that opens turn N
+/// and a call of `name` shown in full in that turn, and `…/tail` follows a
+/// path shown whole that ends with `/tail`.
+fn assert_resolvable(text: &str) {
+    let ledger = text
+        .split(&format!("\n\n{CONVERSATION_HEADING}"))
+        .next()
+        .unwrap_or_default();
+    let mut turn = 0u32;
+    let mut in_full: BTreeSet<(u32, String)> = BTreeSet::new();
+    let mut paths: Vec<String> = Vec::new();
+    for line in ledger.lines() {
+        if let Some(rest) = line.strip_prefix('#') {
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            if let Ok(t) = digits.parse() {
+                turn = t;
+            }
+        }
+        let call = line.strip_prefix("¶call:").unwrap_or(line);
+        let Some(open) = call
+            .find('(')
+            .filter(|&o| o > 0 && !call[..o].contains(' '))
+        else {
+            continue;
+        };
+        let name = &call[..open];
+        if let Some(at) = call.find("=#") {
+            let digits: String = call[at + 2..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            let n: u32 = digits.parse().unwrap();
+            assert!(
+                in_full.contains(&(n, name.to_owned())),
+                "`{line}` refers to turn {n}, which shows no {name} call in full before it:\n{text}"
+            );
+            continue;
+        }
+        in_full.insert((turn, name.to_owned()));
+        for token in call[open + 1..].split([',', ')', ' ', '=']) {
+            if let Some(tail) = token.strip_prefix('…') {
+                assert!(
+                    tail.starts_with('/')
+                        && paths
+                            .iter()
+                            .any(|p| p.ends_with(tail) && p.len() > tail.len()),
+                    "`{line}` names `{token}`, but no path shown before it ends so:\n{text}"
+                );
+            } else if token.contains('/') {
+                paths.push(token.to_owned());
+            }
+        }
+    }
+}
+
+/// `turns` turns of a request, a read of one of three files, a test run
+/// and an answer: later turns name the files by their tails and the test
+/// runs by references to the turns that showed them.
+fn turns_with_paths(turns: usize) -> Vec<LlmMessage> {
+    use musepi_session_model::{JsonValue, Text, ToolCall};
+    const FILES: [&str; 3] = [
+        "packages/agent/src/theme/theme.ts",
+        "packages/tui/src/theme.ts",
+        "packages/agent/src/core/session-manager.ts",
+    ];
+    let call = |id: String, name: &str, args: serde_json::Value| {
+        ContentBlock::ToolCall(ToolCall {
+            id,
+            name: Text::new(name),
+            arguments: JsonValue::new(args),
+            intent: None,
+        })
+    };
+    let mut messages = Vec::new();
+    for turn in 0..turns {
+        messages.push(LlmMessage::user_text(format!(
+            "Step {turn}: look at the theme again."
+        )));
+        messages.push(LlmMessage::Assistant {
+            content: vec![
+                call(
+                    format!("r{turn}"),
+                    "read",
+                    serde_json::json!({"path": FILES[turn % 3], "offset": turn % 2}),
+                ),
+                call(
+                    format!("b{turn}"),
+                    "bash",
+                    serde_json::json!({"command": format!("cd packages/agent && npm run check -- --shard {}", turn % 4)}),
+                ),
+            ],
+            provider: None,
+            model: None,
+            stop_reason: None,
+        });
+        messages.push(reply(&format!("Step {turn} looks fine.")));
+    }
+    messages
+}
+
+#[test]
+fn when_the_oldest_entries_are_dropped_every_reference_left_still_resolves() {
+    let messages = turns_with_paths(200);
+    let roomy = build(&messages, &[], Earlier::None, 200_000);
+    assert!(
+        roomy.text.contains("read(…/theme/theme.ts"),
+        "{}",
+        roomy.text
+    );
+    assert!(roomy.text.contains("bash(=#1)"), "{}", roomy.text);
+    assert_resolvable(&roomy.text);
+    for budget in [1_500, 3_000, 6_000, 12_000] {
+        let tight = build(&messages, &[], Earlier::None, budget);
+        assert_eq!(tight.shortened.ledger_level, 2);
+        assert!(
+            tight.shortened.user_messages.omitted > 0,
+            "{budget}: nothing dropped"
+        );
+        assert!(len16(&tight.text) <= budget);
+        assert!(
+            !tight.text.contains("#1 ¶user:"),
+            "{budget}: turn 1 is dropped"
+        );
+        assert_resolvable(&tight.text);
+        assert_eq!(tight, build(&messages, &[], Earlier::None, budget));
+    }
+}
+
+#[test]
+fn references_of_an_earlier_ledger_still_resolve_when_its_oldest_lines_are_dropped() {
+    let earlier = build(&turns_with_paths(120), &[], Earlier::None, 200_000);
+    assert!(earlier.text.contains("bash(=#1)") && earlier.text.contains("read(…/"));
+    let next = [LlmMessage::user_text("Now fix the theme."), reply("Done.")];
+    for budget in [1_500, 4_000, 8_000] {
+        let tight = build(&next, &[], Earlier::archived(&earlier.text), budget);
+        assert!(len16(&tight.text) <= budget);
+        assert!(tight.text.contains("Now fix the theme."), "{budget}");
+        assert!(
+            !tight.text.contains("#1 ¶user:"),
+            "{budget}: turn 1 is dropped"
+        );
+        assert_resolvable(&tight.text);
+    }
+}
