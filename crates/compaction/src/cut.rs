@@ -63,6 +63,13 @@ pub struct CutPoint {
 ///
 /// A turn is split only when the first kept message does not start a turn
 /// and the turn's beginning lies before the cut (docs/design.md, "Where musepi differs from pi").
+///
+/// Only the kept window is read, and what borders it: the walk back stops
+/// where the budget is reached, the search for the turn's beginning where
+/// it begins. The path before the window is searched from `start` only
+/// when the window holds no valid cut point (the budget is never reached,
+/// or no valid cut point follows where it is), and then only up to the
+/// first valid cut point.
 pub fn find_cut_point(
     entries: &[Entry],
     path: &[usize],
@@ -71,30 +78,17 @@ pub fn find_cut_point(
     keep_recent_tokens: u64,
 ) -> CutPoint {
     let at = |p: usize| &entries[path[p]];
-    let cuts: Vec<usize> = (start..end)
-        .filter(|&p| is_valid_cut_point(at(p)))
-        .collect();
-    let Some(&first_cut) = cuts.first() else {
+    let first_cut_from = |from: usize, to: usize| (from..to).find(|&p| is_valid_cut_point(at(p)));
+    let reached = budget_reached(entries, path, start, end, keep_recent_tokens);
+    let window_cut = reached.and_then(|p| first_cut_from(p, end));
+    let found = window_cut.or_else(|| first_cut_from(start, reached.unwrap_or(end)));
+    let Some(mut cut) = found else {
         return CutPoint {
             first_kept_index: start,
             turn_start_index: None,
             is_split_turn: false,
         };
     };
-    let mut cut = first_cut;
-    let mut acc = 0u64;
-    for p in (start..end).rev() {
-        let EntryBody::Message(m) = &at(p).body else {
-            continue;
-        };
-        acc += estimate_tokens(m);
-        if acc >= keep_recent_tokens {
-            if let Some(&c) = cuts.iter().find(|&&c| c >= p) {
-                cut = c;
-            }
-            break;
-        }
-    }
     while cut > start {
         let prev = at(cut - 1);
         if matches!(prev.body, EntryBody::Compaction(_) | EntryBody::Message(_)) {
@@ -105,12 +99,13 @@ pub fn find_cut_point(
     // The first message on the kept side decides whether a turn is split.
     let first_message = (cut..end).find(|&p| yields_message(at(p)));
     let starts_turn = first_message.is_none_or(|p| is_turn_start(at(p)));
+    let unsplit = CutPoint {
+        first_kept_index: cut,
+        turn_start_index: None,
+        is_split_turn: false,
+    };
     if starts_turn {
-        return CutPoint {
-            first_kept_index: cut,
-            turn_start_index: None,
-            is_split_turn: false,
-        };
+        return unsplit;
     }
     let turn_start = (start..=cut).rev().find(|&p| is_turn_start(at(p)));
     match turn_start {
@@ -119,10 +114,26 @@ pub fn find_cut_point(
             turn_start_index: Some(ts),
             is_split_turn: true,
         },
-        _ => CutPoint {
-            first_kept_index: cut,
-            turn_start_index: None,
-            is_split_turn: false,
-        },
+        _ => unsplit,
     }
+}
+
+/// The position where the messages from the end back to it first sum to
+/// `keep_recent_tokens`, walking back from `end`; `None` when all of
+/// `path[start..end]` stays under it.
+fn budget_reached(
+    entries: &[Entry],
+    path: &[usize],
+    start: usize,
+    end: usize,
+    keep_recent_tokens: u64,
+) -> Option<usize> {
+    let mut acc = 0u64;
+    (start..end).rev().find(|&p| {
+        let EntryBody::Message(m) = &entries[path[p]].body else {
+            return false;
+        };
+        acc += estimate_tokens(m);
+        acc >= keep_recent_tokens
+    })
 }

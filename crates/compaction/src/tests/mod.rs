@@ -2,6 +2,7 @@
 //! ("Cut points and regions"), cases of pi's compaction tests, and the
 //! end-to-end example of pi's design.
 
+mod cut_tests;
 mod prepare_tests;
 mod property_tests;
 mod prune_tests;
