@@ -130,8 +130,14 @@ fn entry_set(messages: &[ContextMessage<'_>]) -> HashSet<usize> {
 
 /// The region of path position `pos`: from the preparation's message
 /// lists for entries that give a message, from the positions otherwise.
-fn region(prep: &Preparation<'_>, r: &Regions, session: &Session, pos: usize) -> &'static str {
-    let i = prep.path[pos];
+fn region(
+    prep: &Preparation<'_>,
+    r: &Regions,
+    session: &Session,
+    path: &[usize],
+    pos: usize,
+) -> &'static str {
+    let i = path[pos];
     let prev = prep.previous_compaction;
     let previously_kept = prep
         .previously_kept_start
@@ -185,7 +191,8 @@ fn render_preparation(
     rows: Rows,
 ) {
     let entries = session.entries();
-    let at = |pos: usize| &entries[prep.path[pos]];
+    let path = prep.branch();
+    let at = |pos: usize| &entries[path[pos]];
     let r = Regions {
         summarize: entry_set(&prep.messages_to_summarize),
         prefix: entry_set(&prep.turn_prefix_messages),
@@ -214,7 +221,7 @@ fn render_preparation(
     );
 
     // The walk back from the end over message entries, as docs/design.md, "Cut points and regions" sums it.
-    let mut from_end = vec![None; prep.path.len()];
+    let mut from_end = vec![None; path.len()];
     let mut acc = 0u64;
     for pos in (prep.boundary_start..prep.boundary_end).rev() {
         if let Some(m) = at(pos).message() {
@@ -241,7 +248,7 @@ fn render_preparation(
             let near = |c: usize| pos + n >= c && pos <= c + n;
             near(prep.cut.first_kept_index)
                 || prep.cut.turn_start_index.is_some_and(near)
-                || pos + 3 >= prep.path.len()
+                || pos + 3 >= path.len()
                 || pos < 2
         }
     };
@@ -256,7 +263,7 @@ fn render_preparation(
             skipped = 0;
         }
         let e = at(pos);
-        let message = summary_message(session, prep.path[pos]);
+        let message = summary_message(session, path[pos]);
         let mut marks = Vec::new();
         if is_valid_cut_point(e) {
             marks.push("cut");
@@ -275,7 +282,7 @@ fn render_preparation(
             marks.join("+"),
             format!(
                 "{}{}",
-                region(prep, &r, session, pos),
+                region(prep, &r, session, &path, pos),
                 if pos == prep.cut.first_kept_index {
                     "  <- first kept"
                 } else {
@@ -298,7 +305,8 @@ fn render_preparation(
 
 fn outcome(out: &mut String, session: &Session, prep: &Preparation<'_>, r: &Regions, show: Show) {
     let entries = session.entries();
-    let at = |pos: usize| &entries[prep.path[pos]];
+    let path = prep.branch();
+    let at = |pos: usize| &entries[path[pos]];
     let fk = prep.cut.first_kept_index;
     let _ = writeln!(
         out,
@@ -342,8 +350,8 @@ fn outcome(out: &mut String, session: &Session, prep: &Preparation<'_>, r: &Regi
         "last",
     ]);
     let mut per = vec![RegionStats::default(); REGIONS.len()];
-    for pos in 0..prep.path.len() {
-        let name = region(prep, r, session, pos);
+    for pos in 0..path.len() {
+        let name = region(prep, r, session, &path, pos);
         let Some(k) = REGIONS.iter().position(|n| *n == name) else {
             continue;
         };
@@ -351,11 +359,10 @@ fn outcome(out: &mut String, session: &Session, prep: &Preparation<'_>, r: &Regi
         slot.entries += 1;
         let listed = [&r.summarize, &r.prefix, &r.kept]
             .iter()
-            .any(|s| s.contains(&prep.path[pos]));
+            .any(|s| s.contains(&path[pos]));
         if listed {
             slot.messages += 1;
-            slot.tokens +=
-                summary_message(session, prep.path[pos]).map_or(0, |m| estimate_tokens(&m));
+            slot.tokens += summary_message(session, path[pos]).map_or(0, |m| estimate_tokens(&m));
         }
         slot.first = slot.first.or(Some(pos));
         slot.last = Some(pos);

@@ -155,7 +155,8 @@ fn check_one(
         Err(NothingToCompact::TooSmall) if reference_empty => return,
         Err(e) => panic!("{name}: the reference prepares, we say {e}"),
     };
-    let entry_id = |pos: usize| session.entries()[p.path[pos]].id.as_str().to_owned();
+    let path = p.branch();
+    let entry_id = |pos: usize| session.entries()[path[pos]].id.as_str().to_owned();
     if let Some(moved) = cut_moved {
         assert_eq!(
             moved["firstKeptEntryId"],
@@ -186,7 +187,7 @@ fn check_one(
     );
     assert_eq!(
         cut["firstKeptEntryType"],
-        json!(session.entries()[p.path[p.cut.first_kept_index]].kind_label()),
+        json!(session.entries()[path[p.cut.first_kept_index]].kind_label()),
         "{name}"
     );
     if d6.as_deref().is_some() {
@@ -207,7 +208,7 @@ fn check_one(
 
     // tokensBefore, raised for user images after the anchoring usage.
     let from = p.previous_compaction.unwrap_or(0);
-    let range: Vec<AgentMessage> = p.path[from..]
+    let range: Vec<AgentMessage> = path[from..]
         .iter()
         .filter_map(|&i| {
             musepi_compaction::summary_message(session, i).map(std::borrow::Cow::into_owned)

@@ -64,7 +64,7 @@ fn cuts_at_three_budgets() {
             adapted.keep_recent_tokens = keep;
             match prepare(&session, Some(leaf), &adapted) {
                 Ok(p) => {
-                    let first = &session.entries()[p.path[p.cut.first_kept_index]];
+                    let first = &session.entries()[p.branch()[p.cut.first_kept_index]];
                     let _ = writeln!(
                         text,
                         "\nwith adaptation: keepRecentTokens used {}, first kept #{} {} ({}), split turn {}",

@@ -9,8 +9,8 @@ use musepi_context_builder::{
     entry_time, estimate_context_tokens, estimate_tokens,
 };
 use musepi_session_model::{
-    AgentMessage, BranchSummaryMessage, CompactionSummaryMessage, EntryBody, EntryId, RawJson,
-    Session,
+    AgentMessage, BranchSummaryMessage, Compaction, CompactionSummaryMessage, EntryBody, EntryId,
+    RawJson, Session,
 };
 
 use crate::cut::{CutPoint, find_cut_point};
@@ -31,12 +31,17 @@ pub enum NothingToCompact {
 }
 
 /// Everything a summarizer needs to compact the path at a leaf.
+///
+/// Positions are path positions: an entry's position on the path from the
+/// root is its depth (the root's is 0). The preparation reads the path only
+/// from [`Preparation::path_start`] on; [`Preparation::branch`] walks the
+/// rest when a caller needs the whole branch.
 #[derive(Debug, Clone)]
 pub struct Preparation<'a> {
     /// The session prepared: the entries the messages below come from.
     pub session: &'a Session,
-    /// The path, as entry positions, root first.
-    pub path: Vec<usize>,
+    /// The leaf prepared at, as an entry position.
+    pub leaf: usize,
     /// Path position of the previous compaction, if any.
     pub previous_compaction: Option<usize>,
     /// Where the cut search starts (just after the previous compaction).
@@ -71,12 +76,50 @@ pub struct Preparation<'a> {
     pub file_ops: FileOps,
     /// The `keepRecentTokens` the cut used (after adaptation).
     pub keep_recent_tokens: u64,
+    /// The path read, as entry positions: positions `path_start..boundary_end`.
+    path: Vec<usize>,
+    /// The path position of `path[0]`.
+    path_start: usize,
 }
 
 impl Preparation<'_> {
     /// Whether the cut splits a turn.
     pub fn is_split_turn(&self) -> bool {
         self.cut.is_split_turn
+    }
+
+    /// The first path position the preparation read: the previous
+    /// compaction's first kept entry, else the previous compaction, else
+    /// the root (0). Every position this preparation names is at or after it.
+    pub fn path_start(&self) -> usize {
+        self.path_start
+    }
+
+    /// The entries the preparation read, as entry positions: path
+    /// positions [`Preparation::path_start`] to the leaf.
+    pub fn path_read(&self) -> &[usize] {
+        &self.path
+    }
+
+    /// The entry at path position `pos`, as an entry position; `None`
+    /// before [`Preparation::path_start`] or past the leaf.
+    pub fn entry_at(&self, pos: usize) -> Option<usize> {
+        self.path.get(pos.checked_sub(self.path_start)?).copied()
+    }
+
+    /// The entry the split turn starts at (the entry at
+    /// `cut.turn_start_index`), as an entry position; `None` when the cut
+    /// splits no turn.
+    pub fn turn_start_entry(&self) -> Option<usize> {
+        self.cut.turn_start_index.and_then(|pos| self.entry_at(pos))
+    }
+
+    /// The whole branch: every entry from the root to the leaf, as entry
+    /// positions, root first. It walks the parent links, one step per
+    /// entry; the preparation itself never reads the path before
+    /// [`Preparation::path_start`].
+    pub fn branch(&self) -> Vec<usize> {
+        self.session.path_indices(self.leaf)
     }
 }
 
@@ -105,7 +148,8 @@ pub fn summary_message(session: &Session, i: usize) -> Option<Cow<'_, AgentMessa
     }
 }
 
-fn messages_in<'a>(
+/// The summarizer messages of `path[from..to]`, compactions left out.
+pub(crate) fn messages_in<'a>(
     session: &'a Session,
     path: &[usize],
     from: usize,
@@ -141,17 +185,15 @@ pub fn adapted_keep_recent_tokens(
     let Some(leaf) = leaf.filter(|_| settings.adapt_keep_recent) else {
         return keep;
     };
-    let path = session.path_indices(leaf);
-    let entries = session.entries();
-    let start = path
-        .iter()
-        .rposition(|&i| matches!(entries[i].body, EntryBody::Compaction(_)))
-        .map_or(0, |p| p + 1);
-    adapt_over(session, &path[start..], keep)
+    let since = session
+        .path_summary(leaf)
+        .compaction
+        .map_or(0, |c| session.path_summary(c as usize).depth as usize + 1);
+    adapt_over(session, &session.path_indices_from(leaf, since), keep)
 }
 
 /// The adaptation over the entries since the previous compaction.
-fn adapt_over(session: &Session, since: &[usize], keep: u64) -> u64 {
+pub(crate) fn adapt_over(session: &Session, since: &[usize], keep: u64) -> u64 {
     let entries = session.entries();
     let last_usage = since.iter().rev().find_map(|&i| match &entries[i].body {
         EntryBody::Message(m) => musepi_context_builder::anchoring_usage(m),
@@ -168,25 +210,83 @@ fn adapt_over(session: &Session, since: &[usize], keep: u64) -> u64 {
     adapt_keep_recent_tokens(keep, calculate_prompt_tokens(usage), estimated)
 }
 
-/// The position of the entry `id` names among the first `before`
-/// positions of `path`, the path from the root: an entry's position on it
-/// is its depth, so no walk along the path is needed unless ids repeat.
-fn position_before(
-    session: &Session,
-    path: &[usize],
-    before: usize,
-    id: &EntryId,
-) -> Option<usize> {
+/// What a preparation reads of the path to its leaf.
+struct PathRead<'a> {
+    /// Entry positions of path positions `start..` to the leaf.
+    path: Vec<usize>,
+    /// The path position of `path[0]`.
+    start: usize,
+    /// The previous compaction (the latest on the path): its path position
+    /// and the entry.
+    previous: Option<(usize, &'a Compaction)>,
+    /// The path position of the entry it kept first, when that is on the
+    /// path before it.
+    kept: Option<usize>,
+}
+
+/// Reads the path to `leaf` from the previous compaction's first kept
+/// entry on (from the previous compaction when that entry is not on the
+/// path before it; from the root when there is no compaction). The
+/// compaction and its first kept entry are found at their depths, so the
+/// path before them is never walked; only when the file repeats ids is the
+/// first kept entry searched on the whole path from the root, as the first
+/// entry with its id.
+fn read_path(session: &Session, leaf: usize) -> PathRead<'_> {
     let entries = session.entries();
+    let latest = session.path_summary(leaf).compaction.map(|c| c as usize);
+    let Some((c, compaction)) = latest.and_then(|c| match &entries[c].body {
+        EntryBody::Compaction(compaction) => Some((c, compaction)),
+        _ => None,
+    }) else {
+        return PathRead {
+            path: session.path_indices(leaf),
+            start: 0,
+            previous: None,
+            kept: None,
+        };
+    };
+    let at = session.path_summary(c).depth as usize;
+    let previous = Some((at, compaction));
+    let first_kept = compaction.first_kept_entry_id.as_ref();
     if session.has_duplicate_ids() {
-        return path[..before].iter().position(|&i| entries[i].id == *id);
+        let path = session.path_indices(leaf);
+        let kept = first_kept.and_then(|id| path[..at].iter().position(|&i| entries[i].id == *id));
+        return PathRead {
+            path,
+            start: 0,
+            previous,
+            kept,
+        };
     }
-    let i = session.index_of(id.as_ref())?;
-    let depth = session.path_summary(i).depth as usize;
-    (depth < before && path.get(depth) == Some(&i)).then_some(depth)
+    let kept = first_kept
+        .and_then(|id| session.index_of(id.as_ref()))
+        .map(|k| (k, session.path_summary(k).depth as usize))
+        .filter(|&(_, depth)| depth < at);
+    let start = kept.map_or(at, |(_, depth)| depth);
+    let mut path = session.path_indices_from(leaf, start);
+    match kept {
+        Some((k, depth)) if path.first() == Some(&k) => PathRead {
+            path,
+            start,
+            previous,
+            kept: Some(depth),
+        },
+        _ => {
+            path.drain(..at - start);
+            PathRead {
+                path,
+                start: at,
+                previous,
+                kept: None,
+            }
+        }
+    }
 }
 
 /// Prepares a compaction of the path at `leaf`.
+///
+/// It reads the path from the previous compaction's first kept entry on,
+/// and of that the cut reads only the kept window and what borders it.
 pub fn prepare<'a>(
     session: &'a Session,
     leaf: Option<usize>,
@@ -196,81 +296,75 @@ pub fn prepare<'a>(
         return Err(NothingToCompact::TooSmall);
     };
     let entries = session.entries();
-    let path = session.path_indices(leaf);
-    let end = path.len();
-    if matches!(entries[path[end - 1]].body, EntryBody::Compaction(_)) {
+    if matches!(entries[leaf].body, EntryBody::Compaction(_)) {
         return Err(NothingToCompact::AlreadyCompacted);
     }
-    let prev = path
-        .iter()
-        .rposition(|&i| matches!(entries[i].body, EntryBody::Compaction(_)));
+    let PathRead {
+        path,
+        start: path_start,
+        previous,
+        kept: previously_kept_start,
+    } = read_path(session, leaf);
+    // Positions into `path`, which starts at path position `path_start`.
+    let local = |pos: usize| pos - path_start;
+    let end = path_start + path.len();
+    let prev = previous.map(|(p, _)| p);
     let start = prev.map_or(0, |p| p + 1);
 
-    let usage_from = prev.unwrap_or(0);
-    let usage_messages: Vec<Cow<'_, AgentMessage>> = path[usage_from..]
+    let usage_messages: Vec<Cow<'_, AgentMessage>> = path[local(prev.unwrap_or(0))..]
         .iter()
         .filter_map(|&i| summary_message(session, i))
         .collect();
     let tokens_before = estimate_context_tokens(usage_messages.iter().map(AsRef::as_ref)).tokens;
 
     let keep = if settings.adapt_keep_recent {
-        adapt_over(session, &path[start..], settings.keep_recent_tokens)
+        adapt_over(session, &path[local(start)..], settings.keep_recent_tokens)
     } else {
         settings.keep_recent_tokens
     };
 
-    let cut = find_cut_point(entries, &path, start, end, keep);
-    let first_kept = &entries[path[cut.first_kept_index.min(end - 1)]];
+    let cut = find_cut_point(entries, &path, local(start), path.len(), keep);
+    let cut = CutPoint {
+        first_kept_index: cut.first_kept_index + path_start,
+        turn_start_index: cut.turn_start_index.map(|ts| ts + path_start),
+        is_split_turn: cut.is_split_turn,
+    };
+    let first_kept = &entries[path[local(cut.first_kept_index).min(path.len() - 1)]];
     if cut.first_kept_index >= end || first_kept.id.as_str().is_empty() {
         return Err(NothingToCompact::NoFirstKeptId);
     }
 
-    let (previous_summary, previous_preserve_data, harvested_details, previously_kept_start) =
-        match prev {
-            Some(p) => {
-                let EntryBody::Compaction(c) = &entries[path[p]].body else {
-                    unreachable!("found above")
-                };
-                let kept = c
-                    .first_kept_entry_id
-                    .as_ref()
-                    .and_then(|fk| position_before(session, &path, p, fk));
-                let details = c
-                    .carries_file_lists()
+    let (previous_summary, previous_preserve_data, previous_details, harvested_details) =
+        match previous {
+            Some((_, c)) => (
+                Some(c.summary.as_str().to_owned()),
+                c.preserve_data.clone(),
+                c.details.clone(),
+                c.carries_file_lists()
                     .then_some(c.details.as_ref())
-                    .flatten();
-                (
-                    Some(c.summary.as_str().to_owned()),
-                    c.preserve_data.clone(),
-                    details,
-                    kept,
-                )
-            }
+                    .flatten(),
+            ),
             None => (None, None, None, None),
         };
-
-    let previous_details = prev.and_then(|p| match &entries[path[p]].body {
-        EntryBody::Compaction(c) => c.details.clone(),
-        _ => None,
-    });
     let history_end = if cut.is_split_turn {
         cut.turn_start_index.unwrap_or(cut.first_kept_index)
     } else {
         cut.first_kept_index
     };
+    let regions = |from: usize, to: usize| messages_in(session, &path, local(from), local(to));
     let mut messages_to_summarize = match (prev, previously_kept_start) {
-        (Some(p), Some(k)) => messages_in(session, &path, k, p),
+        (Some(p), Some(k)) => regions(k, p),
         _ => Vec::new(),
     };
-    messages_to_summarize.extend(messages_in(session, &path, start, history_end));
+    messages_to_summarize.extend(regions(start, history_end));
     let turn_prefix_messages = match cut.turn_start_index {
-        Some(ts) if cut.is_split_turn => messages_in(session, &path, ts, cut.first_kept_index),
+        Some(ts) if cut.is_split_turn => regions(ts, cut.first_kept_index),
         _ => Vec::new(),
     };
     if messages_to_summarize.is_empty() && turn_prefix_messages.is_empty() {
         return Err(NothingToCompact::TooSmall);
     }
-    let recent_messages = messages_in(session, &path, cut.first_kept_index, end);
+    let recent_messages = regions(cut.first_kept_index, end);
 
     let mut file_ops = FileOps::default();
     if let Some(d) = harvested_details {
@@ -282,8 +376,8 @@ pub fn prepare<'a>(
 
     Ok(Preparation {
         session,
+        leaf,
         first_kept_entry_id: first_kept.id.clone(),
-        path,
         previous_compaction: prev,
         boundary_start: start,
         boundary_end: end,
@@ -298,5 +392,7 @@ pub fn prepare<'a>(
         previously_kept_start,
         file_ops,
         keep_recent_tokens: keep,
+        path,
+        path_start,
     })
 }

@@ -264,6 +264,30 @@ fn the_path_follows_the_branch() {
     assert_eq!(texts, ["msg1", "msg2", "msg4-branch"]);
 }
 
+#[test]
+fn the_path_from_a_depth_on_is_the_end_of_the_path_from_the_root() {
+    let (mut s, mut c) = (Session::new(header()), Clock::default());
+    let root = s.append(user("root"), &mut c.stamp());
+    let abandoned = s.append(asst("abandoned"), &mut c.stamp());
+    s.set_leaf(root.as_str()).unwrap();
+    for text in ["kept 1", "kept 2", "kept 3"] {
+        s.append(asst(text), &mut c.stamp());
+    }
+    let leaf = s.leaf_index().unwrap();
+    let whole = s.path_indices(leaf);
+    assert_eq!(whole, [0, 2, 3, 4]);
+    for depth in 0..whole.len() {
+        assert_eq!(
+            s.path_indices_from(leaf, depth),
+            whole[depth..],
+            "from depth {depth}"
+        );
+    }
+    assert_eq!(s.path_indices_from(leaf, 9), [leaf]);
+    let off_path = s.index_of(abandoned.as_str()).unwrap();
+    assert_eq!(s.path_indices_from(off_path, 0), [0, off_path]);
+}
+
 fn branched_header() -> Header {
     Header::new("branched", "2025-01-02T00:00:00.000Z", "/work")
 }

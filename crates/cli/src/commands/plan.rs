@@ -92,7 +92,6 @@ fn render(
     ctx: &Ctx,
 ) -> String {
     let st = ctx.style;
-    let entry = |p: usize| session.entries()[prep.path[p]].id.to_string();
     let mut rows = vec![
         (
             "first kept entry".to_owned(),
@@ -100,9 +99,9 @@ fn render(
         ),
         (
             "split turn".to_owned(),
-            match prep.cut.turn_start_index {
+            match prep.turn_start_entry() {
                 Some(ts) if prep.cut.is_split_turn => {
-                    format!("yes, the turn starts at {}", entry(ts))
+                    format!("yes, the turn starts at {}", session.entries()[ts].id)
                 }
                 _ => "no".to_owned(),
             },

@@ -187,7 +187,7 @@ pub(crate) fn document(
         "leafId": leaf.map(|i| session.entries()[i].id.to_string()),
         "firstKeptEntryId": prep.first_kept_entry_id.as_str(),
         "isSplitTurn": prep.cut.is_split_turn,
-        "turnStartEntryId": prep.cut.turn_start_index.map(|p| session.entries()[prep.path[p]].id.to_string()),
+        "turnStartEntryId": prep.turn_start_entry().map(|i| session.entries()[i].id.to_string()),
         "tokensBefore": prep.tokens_before,
         "estimatedTokensAfter": estimated_after(prep, settings),
         "keepRecentTokens": prep.keep_recent_tokens,

@@ -212,21 +212,9 @@ fn window(session: &Session, leaf: usize) -> Option<Vec<usize>> {
         return None;
     };
     let first_kept = session.index_of(c.first_kept_entry_id.as_ref()?.as_ref())?;
-    let depth = session.path_summary(first_kept).depth;
-    let mut path = Vec::new();
-    let mut cur = Some(leaf);
-    while let Some(i) = cur {
-        path.push(i);
-        if session.path_summary(i).depth <= depth {
-            break;
-        }
-        cur = session.parent_index(i);
-    }
-    if path.last() != Some(&first_kept) {
-        return None;
-    }
-    path.reverse();
-    Some(path)
+    let depth = session.path_summary(first_kept).depth as usize;
+    let path = session.path_indices_from(leaf, depth);
+    (path.first() == Some(&first_kept)).then_some(path)
 }
 
 /// What both passes read of the path to `leaf`; `None` without a leaf.

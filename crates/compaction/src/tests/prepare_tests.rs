@@ -61,7 +61,7 @@ fn appendix_c_worked_example() {
     assert_eq!(p.first_kept_entry_id, last);
     assert!(p.cut.is_split_turn);
     assert_eq!(
-        p.path[p.cut.turn_start_index.unwrap()],
+        p.branch()[p.cut.turn_start_index.unwrap()],
         b.session.index_of(turn_start.as_str()).unwrap()
     );
     assert_eq!(p.messages_to_summarize.len(), 6);

@@ -77,7 +77,7 @@ proptest! {
         let b = build(&steps);
         let s = CompactionSettings { keep_recent_tokens: keep, adapt_keep_recent: false, ..Default::default() };
         if let Ok(p) = prepare(&b.session, b.leaf(), &s) {
-            let first = &b.session.entries()[p.path[p.cut.first_kept_index]];
+            let first = &b.session.entries()[p.branch()[p.cut.first_kept_index]];
             prop_assert!(first.message().and_then(|m| m.as_tool_result()).is_none());
             // Every kept result has its call on the kept side.
             let mut calls = std::collections::HashSet::new();
@@ -98,7 +98,7 @@ proptest! {
         let s = CompactionSettings { keep_recent_tokens: keep, adapt_keep_recent: false, ..Default::default() };
         if let Ok(p) = prepare(&b.session, b.leaf(), &s) {
             let start = p.previously_kept_start.unwrap_or(p.boundary_start);
-            let expected: Vec<usize> = p.path[start..]
+            let expected: Vec<usize> = p.branch()[start..]
                 .iter()
                 .copied()
                 .filter(|&i| crate::yields_message(&b.session.entries()[i]))

@@ -26,7 +26,7 @@ const PATHS: [&str; 8] = [
 ];
 
 #[derive(Debug, Clone)]
-enum Op {
+pub(super) enum Op {
     User(u16),
     /// Calls: (id from a small pool, tool: read or not, path).
     Assistant(Vec<(u8, bool, u8)>),
@@ -41,7 +41,7 @@ enum Op {
     Prune,
 }
 
-fn op() -> impl Strategy<Value = Op> {
+pub(super) fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         3 => (1u16..600).prop_map(Op::User),
         5 => prop::collection::vec((0u8..6, proptest::bool::weighted(0.8), 0u8..8), 0..3).prop_map(Op::Assistant),
@@ -55,7 +55,7 @@ fn op() -> impl Strategy<Value = Op> {
 
 const TOOLS: [&str; 3] = ["read", "bash", "skill"];
 
-fn apply(b: &mut Builder, op: &Op) {
+pub(super) fn apply(b: &mut Builder, op: &Op) {
     let len = b.session.len();
     match op {
         Op::User(n) => {
@@ -172,13 +172,14 @@ fn searched_kept_start(b: &Builder) -> Result<(), TestCaseError> {
         ..CompactionSettings::default()
     };
     if let Ok(p) = prepare(s, b.leaf(), &settings) {
+        let path = p.branch();
         let expected = p
             .previous_compaction
-            .and_then(|c| match &s.entries()[p.path[c]].body {
+            .and_then(|c| match &s.entries()[path[c]].body {
                 EntryBody::Compaction(cm) => cm
                     .first_kept_entry_id
                     .as_ref()
-                    .and_then(|fk| p.path[..c].iter().position(|&i| s.entries()[i].id == *fk)),
+                    .and_then(|fk| path[..c].iter().position(|&i| s.entries()[i].id == *fk)),
                 _ => None,
             });
         prop_assert_eq!(p.previously_kept_start, expected);

@@ -90,9 +90,9 @@ pub(super) async fn decide(
             custom_instructions: options.custom_instructions.clone(),
             preparation: preparation_view(session, &prep),
             branch_entry_ids: prep
-                .path
-                .iter()
-                .map(|&i| session.entries()[i].id.to_string())
+                .branch()
+                .into_iter()
+                .map(|i| session.entries()[i].id.to_string())
                 .collect(),
         };
         let d = hooks.before_compact(&event, cancel).await;

@@ -182,6 +182,26 @@ impl Session {
         path
     }
 
+    /// Positions on the path to entry `i` from the entry at depth `depth`
+    /// on (its first entry), root-most first; the whole path when `depth`
+    /// is 0, and `[i]` alone when `i` is no deeper than `depth`.
+    ///
+    /// Takes time proportional to the entries returned: the walk back from
+    /// `i` stops at `depth`.
+    pub fn path_indices_from(&self, i: usize, depth: usize) -> Vec<usize> {
+        let mut path = Vec::new();
+        let mut cur = Some(i);
+        while let Some(c) = cur {
+            path.push(c);
+            if self.summaries[c].depth as usize <= depth {
+                break;
+            }
+            cur = self.parent_index(c);
+        }
+        path.reverse();
+        path
+    }
+
     /// Entries from the root to `id` (default: the leaf), root first (`getBranch`).
     pub fn branch(&self, id: Option<&str>) -> Result<Vec<&Entry>, SessionError> {
         let end = match id {
