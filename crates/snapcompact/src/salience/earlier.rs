@@ -7,6 +7,8 @@ use super::blocks::{
     Block, Limits, OutputCap, Piece, Rank, Resolve, Scope, Section, output_block, prose_block,
     summary_block, tier, user_block,
 };
+use std::collections::HashMap;
+
 use super::text::{is_error_line, shorten_head};
 use super::{CONVERSATION_HEADING, LEDGER_HEADING};
 use crate::util::len16;
@@ -182,76 +184,113 @@ fn archive_blocks(text: &str) -> (Vec<Block>, u32) {
 /// those are not shown. A reference whose line is not in the ledger (an
 /// archive that had already dropped it) stays as it is.
 fn resolve_references(blocks: &mut [Block]) {
-    // Each block's first line, references written out.
-    let mut whole: Vec<String> = Vec::with_capacity(blocks.len());
-    for i in 0..blocks.len() {
-        let line = blocks[i].pieces.first().map_or("", |p| p.text.as_str());
-        let (text, needs) = write_out(line, &blocks[..i], &whole);
+    let mut seen = Seen::default();
+    for (i, block) in blocks.iter_mut().enumerate() {
+        let line = block.pieces.first().map_or("", |p| p.text.as_str());
+        let (text, needs) = seen.write_out(line);
+        seen.add(i, block.turn, line, &text);
         if !needs.is_empty() {
-            blocks[i].resolve = Some(Resolve {
-                whole: text.clone(),
-                needs,
-            });
+            block.resolve = Some(Resolve { whole: text, needs });
         }
-        whole.push(text);
     }
 }
 
-/// `line` with its references to the lines before it written out, and the
-/// blocks they name (`before[j]`'s line written out is `whole[j]`).
-fn write_out(line: &str, before: &[Block], whole: &[String]) -> (String, Vec<usize>) {
-    let (prefix, body) = match line.strip_prefix("¶call:") {
-        Some(body) => ("¶call:", body),
-        None => ("", line),
-    };
-    let Some(open) = body
-        .find('(')
-        .filter(|&o| o > 0 && !body[..o].contains(' '))
-    else {
-        return (line.to_owned(), Vec::new());
-    };
-    let name = &body[..open];
-    if let Some((turn, head, close)) = reference_of(body, open) {
-        let call_of = |j: usize| {
-            let text = whole[j].strip_prefix("¶call:").unwrap_or(&whole[j]);
-            let args = text.strip_prefix(name)?.strip_prefix('(')?;
-            (before[j].turn == turn && reference_of(text, name.len()).is_none())
-                .then_some(())
-                .filter(|()| head.is_none_or(|h| args.starts_with(h)))
-                .map(|()| strip_repeat(text))
+/// What the ledger lines read so far show, written out.
+#[derive(Default)]
+struct Seen {
+    /// The first block of each turn.
+    opens: HashMap<u32, usize>,
+    /// The calls shown in full in each turn: the tool, the call (without
+    /// the `×N` of a repeat) and its block.
+    calls: HashMap<u32, Vec<(String, String, usize)>>,
+    /// Each tail `/b/c.rs` of a path shown whole: the first block that
+    /// shows such a path, and the path.
+    tails: HashMap<String, (usize, String)>,
+}
+
+impl Seen {
+    /// `line` with its references written out, and the blocks they name.
+    fn write_out(&self, line: &str) -> (String, Vec<usize>) {
+        let (prefix, body) = match line.strip_prefix("¶call:") {
+            Some(body) => ("¶call:", body),
+            None => ("", line),
         };
-        let Some((j, call)) = (0..before.len()).find_map(|j| call_of(j).map(|c| (j, c))) else {
+        let Some(open) = call_open(body) else {
             return (line.to_owned(), Vec::new());
         };
-        let opens = before.iter().position(|b| b.turn == turn).unwrap_or(j);
-        let mut needs = vec![opens, j];
-        needs.dedup();
-        return (format!("{prefix}{call}{}", &body[close + 1..]), needs);
-    }
-    let mut text = String::from(prefix);
-    let mut needs = Vec::new();
-    let mut rest = body;
-    while let Some(at) = rest.find("…/") {
-        let starts_token = at == 0 || rest[..at].ends_with(['(', ' ', '=']);
-        let end = rest[at..].find([',', ')']).map_or(rest.len(), |e| at + e);
-        let tail = &rest[at + "…".len()..end];
-        let found = starts_token
-            .then(|| (0..before.len()).find_map(|j| whole_path(&whole[j], tail).map(|p| (j, p))))
-            .flatten();
-        text.push_str(&rest[..at]);
-        match found {
-            Some((j, path)) => {
-                text.push_str(path);
-                needs.push(j);
-            }
-            None => text.push_str(&rest[at..end]),
+        if let Some((turn, head, close)) = reference_of(body, open) {
+            let name = &body[..open];
+            let found = self.calls.get(&turn).and_then(|calls| {
+                calls.iter().find(|(tool, call, _)| {
+                    tool == name && head.is_none_or(|h| call[open + 1..].starts_with(h))
+                })
+            });
+            let (Some((_, call, j)), Some(&opens)) = (found, self.opens.get(&turn)) else {
+                return (line.to_owned(), Vec::new());
+            };
+            let mut needs = vec![opens, *j];
+            needs.dedup();
+            return (format!("{prefix}{call}{}", &body[close + 1..]), needs);
         }
-        rest = &rest[end..];
+        let mut text = String::from(prefix);
+        let mut needs = Vec::new();
+        let mut rest = body;
+        while let Some(at) = rest.find("…/") {
+            let starts_token = rest[..at].ends_with(['(', ' ', '=']);
+            let end = rest[at..].find([',', ')']).map_or(rest.len(), |e| at + e);
+            let found = starts_token
+                .then(|| self.tails.get(&rest[at + "…".len()..end]))
+                .flatten();
+            text.push_str(&rest[..at]);
+            match found {
+                Some((j, path)) => {
+                    text.push_str(path);
+                    needs.push(*j);
+                }
+                None => text.push_str(&rest[at..end]),
+            }
+            rest = &rest[end..];
+        }
+        text.push_str(rest);
+        needs.sort_unstable();
+        needs.dedup();
+        (text, needs)
     }
-    text.push_str(rest);
-    needs.sort_unstable();
-    needs.dedup();
-    (text, needs)
+
+    /// Remembers what block `i` of turn `turn` shows: `line`, written out
+    /// as `text`.
+    fn add(&mut self, i: usize, turn: u32, line: &str, text: &str) {
+        self.opens.entry(turn).or_insert(i);
+        let body = text.strip_prefix("¶call:").unwrap_or(text);
+        let Some(open) = call_open(body) else {
+            return;
+        };
+        let call = strip_repeat(body);
+        // A reference is not a call shown in full, even written out.
+        let original = line.strip_prefix("¶call:").unwrap_or(line);
+        if call_open(original).is_some_and(|o| reference_of(original, o).is_none()) {
+            self.calls
+                .entry(turn)
+                .or_default()
+                .push((body[..open].to_owned(), call.to_owned(), i));
+        }
+        for token in call[open + 1..].split([',', ')', ' ', '=']) {
+            if token.starts_with('…') {
+                continue;
+            }
+            for (cut, _) in token.match_indices('/').filter(|&(c, _)| c > 0) {
+                self.tails
+                    .entry(token[cut..].to_owned())
+                    .or_insert_with(|| (i, token.to_owned()));
+            }
+        }
+    }
+}
+
+/// Where the `(` of a call line `name(…)` is.
+fn call_open(body: &str) -> Option<usize> {
+    body.find('(')
+        .filter(|&o| o > 0 && !body[..o].contains([' ', '¶', '#']))
 }
 
 /// The turn N of a reference `(=#N)` or `(HEAD… =#N)` whose `(` is at
@@ -280,20 +319,6 @@ fn strip_repeat(text: &str) -> &str {
         Some((call, n)) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) => call,
         _ => text,
     }
-}
-
-/// The path of `line` shown whole that ends with `/tail` (`tail` starts
-/// with `/`).
-fn whole_path<'l>(line: &'l str, tail: &str) -> Option<&'l str> {
-    line.match_indices(tail).find_map(|(at, _)| {
-        let end = at + tail.len();
-        if !line[end..].starts_with([',', ')']) {
-            return None;
-        }
-        let start = line[..at].rfind(['(', ' ', '=']).map_or(0, |s| s + 1);
-        let path = &line[start..end];
-        (path.len() > tail.len() && !path.starts_with('…')).then_some(path)
-    })
 }
 
 /// A marker line of an earlier archive: kept if the budget is left over.
