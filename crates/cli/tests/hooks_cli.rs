@@ -114,6 +114,21 @@ fn one_hook(dir: &Path, event: &str, name: &str, body: &str) -> (PathBuf, PathBu
     (path, s)
 }
 
+/// A temporary folder with a session of `turns` turns and a settings file
+/// with one hook (see [`one_hook`]): the folder, the session, the hook's
+/// script and the settings.
+fn with_hook(
+    turns: u32,
+    event: &str,
+    name: &str,
+    body: &str,
+) -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = session(dir.path(), turns);
+    let (hook, settings) = one_hook(dir.path(), event, name, body);
+    (dir, file, hook, settings)
+}
+
 /// `musepi compact FILE --settings S --strategy snapcompact --keep-recent 2500 …`.
 fn compact(dir: &Path, file: &Path, settings: &Path, extra: &[&str]) -> Output {
     let mut args = vec![
@@ -182,15 +197,13 @@ fn last_user_text(body: &Value) -> String {
 
 #[test]
 fn a_cancel_leaves_the_file_byte_identical() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = session(dir.path(), 3);
-    let before = std::fs::read(&file).unwrap();
-    let (veto, s) = one_hook(
-        dir.path(),
+    let (dir, file, veto, s) = with_hook(
+        3,
         "session_before_compact",
         "veto.sh",
         "echo 'hold on: tests are red' >&2\nexit 2",
     );
+    let before = std::fs::read(&file).unwrap();
     let o = compact(dir.path(), &file, &s, &[]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
     let err = stderr(&o);
@@ -204,10 +217,8 @@ fn a_cancel_leaves_the_file_byte_identical() {
 
 #[test]
 fn a_supplied_compaction_is_from_extension_and_stays_out_of_later_file_tracking() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = session(dir.path(), 3);
-    let (_, s) = one_hook(
-        dir.path(),
+    let (dir, file, _, s) = with_hook(
+        3,
         "session_before_compact",
         "supply.sh",
         r#"cat > /dev/null
@@ -336,10 +347,8 @@ fn a_hook_past_its_timeout_is_killed_reported_and_the_file_is_unchanged() {
 
 #[test]
 fn garbage_on_stdout_is_reported_and_ignored() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = session(dir.path(), 3);
-    let (garbage, s) = one_hook(
-        dir.path(),
+    let (dir, file, garbage, s) = with_hook(
+        3,
         "session_before_compact",
         "garbage.sh",
         "cat > /dev/null\necho 'Compaction looks fine to me!'",
@@ -458,10 +467,8 @@ fn unusable_hook_settings_are_bad_input_naming_the_key() {
 
 #[test]
 fn tree_hooks_cancel_navigation_or_supply_the_summary_and_the_after_event_sees_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = session(dir.path(), 2);
+    let (dir, file, _, s) = with_hook(2, "session_before_tree", "veto.sh", "exit 2");
     let before = std::fs::read(&file).unwrap();
-    let (_, s) = one_hook(dir.path(), "session_before_tree", "veto.sh", "exit 2");
     let args = [
         "branch",
         p(&file),

@@ -78,6 +78,15 @@ fn session_file(dir: &tempfile::TempDir) -> PathBuf {
     session_file_with(dir, 3)
 }
 
+/// A [`session_file`] in a temporary folder: the folder, the file, its
+/// bytes as written, and a [`scripted`] summarizer failing at `fail`.
+fn saved(fail: Option<RequestPurpose>) -> (tempfile::TempDir, PathBuf, Vec<u8>, Scripted) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = session_file(&dir);
+    let before = std::fs::read(&path).unwrap();
+    (dir, path, before, scripted(fail))
+}
+
 /// A session file with `turns` turns, then a closing answer.
 fn session_file_with(dir: &tempfile::TempDir, turns: u32) -> PathBuf {
     let path = dir.path().join("s.jsonl");
@@ -136,9 +145,7 @@ async fn run_default(
 
 #[tokio::test]
 async fn an_llm_compaction_is_appended_with_its_summaries_and_file_list() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = session_file(&dir);
-    let summarizer = scripted(None);
+    let (_dir, path, _, summarizer) = saved(None);
     let hooks = Hooks::new();
     let out = run_default(&path, &summarizer, &hooks).await.unwrap();
     assert_eq!(
@@ -176,10 +183,7 @@ async fn an_llm_compaction_is_appended_with_its_summaries_and_file_list() {
 
 #[tokio::test]
 async fn a_failed_summary_writes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = session_file(&dir);
-    let before = std::fs::read(&path).unwrap();
-    let summarizer = scripted(Some(RequestPurpose::History));
+    let (_dir, path, before, summarizer) = saved(Some(RequestPurpose::History));
     let hooks = Hooks::new();
     let opts = pruning(&summarizer, &hooks);
     let err = run(&path, &opts, &CancellationToken::new())
@@ -194,10 +198,7 @@ async fn a_failed_summary_writes_nothing() {
 
 #[tokio::test]
 async fn an_abort_writes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = session_file(&dir);
-    let before = std::fs::read(&path).unwrap();
-    let summarizer = scripted(None);
+    let (_dir, path, before, summarizer) = saved(None);
     let hooks = Hooks::new();
     let cancel = CancellationToken::new();
     cancel.cancel();
@@ -210,9 +211,7 @@ async fn an_abort_writes_nothing() {
 
 #[tokio::test]
 async fn staged_pruning_is_written_with_the_entry() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = session_file(&dir);
-    let summarizer = scripted(None);
+    let (_dir, path, _, summarizer) = saved(None);
     let hooks = Hooks::new();
     let opts = pruning(&summarizer, &hooks);
     let out = run(&path, &opts, &CancellationToken::new()).await.unwrap();
@@ -231,9 +230,7 @@ async fn staged_pruning_is_written_with_the_entry() {
 
 #[tokio::test]
 async fn a_snapcompact_archive_reads_what_staged_pruning_blanked() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = session_file(&dir);
-    let summarizer = scripted(None);
+    let (_dir, path, _, summarizer) = saved(None);
     let hooks = Hooks::new();
     let mut opts = pruning(&summarizer, &hooks);
     opts.strategy = Strategy::snapcompact(musepi_hooks::SnapTarget::default());
@@ -354,10 +351,7 @@ impl Hook for Broken {
 
 #[tokio::test]
 async fn a_hook_can_cancel_and_nothing_is_written() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = session_file(&dir);
-    let before = std::fs::read(&path).unwrap();
-    let summarizer = scripted(None);
+    let (_dir, path, before, summarizer) = saved(None);
     let mut hooks = Hooks::new();
     hooks.register(Arc::new(Veto));
     let err = run_default(&path, &summarizer, &hooks).await.unwrap_err();
@@ -368,9 +362,7 @@ async fn a_hook_can_cancel_and_nothing_is_written() {
 
 #[tokio::test]
 async fn a_supplied_compaction_is_stored_as_extension_made_and_the_after_event_sees_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = session_file(&dir);
-    let summarizer = scripted(None);
+    let (_dir, path, _, summarizer) = saved(None);
     let seen = Arc::new(Mutex::new(Vec::new()));
     let mut hooks = Hooks::new();
     hooks.register(Arc::new(Supply(seen.clone())));
@@ -389,9 +381,7 @@ async fn a_supplied_compaction_is_stored_as_extension_made_and_the_after_event_s
 
 #[tokio::test]
 async fn compacting_hooks_steer_the_prompt_and_a_broken_one_is_reported() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = session_file(&dir);
-    let summarizer = scripted(None);
+    let (_dir, path, _, summarizer) = saved(None);
     let mut hooks = Hooks::new();
     let told = cancel_reports(&mut hooks);
     hooks.register(Arc::new(Broken { fail_closed: false }));
@@ -427,10 +417,7 @@ fn cancel_reports(hooks: &mut Hooks) -> Arc<Mutex<Vec<String>>> {
 
 #[tokio::test]
 async fn a_fail_closed_hook_that_fails_cancels_and_is_told_as_it_happens() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = session_file(&dir);
-    let before = std::fs::read(&path).unwrap();
-    let summarizer = scripted(None);
+    let (_dir, path, before, summarizer) = saved(None);
     let mut hooks = Hooks::new();
     let told = cancel_reports(&mut hooks);
     hooks.register(Arc::new(Broken { fail_closed: true }));
@@ -487,9 +474,7 @@ impl Hook for SupplyFiles {
 async fn files_after_two_compactions(
     first: Option<Arc<dyn Hook>>,
 ) -> (Vec<String>, serde_json::Value) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = session_file(&dir);
-    let summarizer = scripted(None);
+    let (_dir, path, _, summarizer) = saved(None);
     let mut hooks = Hooks::new();
     if let Some(h) = first {
         hooks.register(h);

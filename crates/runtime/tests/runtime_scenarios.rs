@@ -284,6 +284,13 @@ impl Rig {
         self.runtime.after_assistant(None).await.unwrap()
     }
 
+    /// The model stops at its output limit half way through an answer,
+    /// with `input` tokens of context: the after-turn check's decision.
+    async fn length_stop(&mut self, input: f64) -> Decision {
+        self.answer("half of the answer", StopReason::Length, input)
+            .await
+    }
+
     /// Asserts that the events since the last look are one successful run
     /// for `reason`: its start, and its end with the decision's result.
     fn assert_ran_once(&self, reason: Reason, will_retry: bool, d: &Decision) {
@@ -368,9 +375,7 @@ async fn an_overflow_from_another_model_is_left_alone() {
 #[tokio::test]
 async fn a_length_stop_below_the_threshold_keeps_the_turn_and_warns() {
     let mut r = rig(MaintenanceStrategy::ContextFull);
-    let d = r
-        .answer("half of the answer", StopReason::Length, LOW)
-        .await;
+    let d = r.length_stop(LOW).await;
     assert_eq!(d.outcome, Outcome::Warned);
     assert!(d.warning.unwrap().contains("output limit"));
     assert!(!d.retry && !d.continue_turn && d.context.is_none());
@@ -381,9 +386,7 @@ async fn a_length_stop_below_the_threshold_keeps_the_turn_and_warns() {
 #[tokio::test]
 async fn a_length_stop_above_the_threshold_compacts_and_continues() {
     let mut r = rig(MaintenanceStrategy::ContextFull);
-    let d = r
-        .answer("half of the answer", StopReason::Length, HIGH)
-        .await;
+    let d = r.length_stop(HIGH).await;
     assert_eq!(d.outcome, Outcome::Compacted);
     assert_eq!(d.reason, Some(Reason::Incomplete));
     assert!(d.retry && d.continue_turn && d.remove_last_assistant);
@@ -906,9 +909,7 @@ async fn a_target_whose_threshold_the_context_still_crosses_is_not_a_promotion()
 #[tokio::test]
 async fn a_length_stop_above_the_threshold_promotes_and_retries() {
     let mut r = promoting_rig(&[("m2", 400_000)]);
-    let d = r
-        .answer("half of the answer", StopReason::Length, HIGH)
-        .await;
+    let d = r.length_stop(HIGH).await;
     assert_eq!(d.outcome, Outcome::Promoted);
     assert_eq!(d.reason, Some(Reason::Incomplete));
     assert!(d.retry && d.remove_last_assistant && d.continue_turn);

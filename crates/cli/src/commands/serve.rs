@@ -20,13 +20,12 @@ use std::io::Write as _;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use musepi_hooks::{
-    RemoteCompactInput, RemoteCompactor, RemoteFailure, RemoteFuture, SummarizeError, Summarizer,
+    FromFn, RemoteCompactInput, RemoteCompactor, RemoteFailure, SummarizeError, Summarizer,
 };
 use musepi_runtime::{EventSink, MaintenanceEvent};
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt as _;
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 use crate::cli::ServeArgs;
 use crate::commands::runtime::settings;
@@ -63,32 +62,23 @@ impl Out {
 }
 
 /// The `/responses/compact` of an `openai-responses` provider, shared with
-/// the summarizer.
-struct Native(Arc<Provider>);
-
-impl RemoteCompactor for Native {
-    fn provider(&self) -> String {
-        self.0
-            .as_responses()
-            .map(RemoteCompactor::provider)
-            .unwrap_or_default()
-    }
-
-    fn compact<'a>(
-        &'a self,
-        input: &'a RemoteCompactInput,
-        cancel: CancellationToken,
-    ) -> RemoteFuture<'a> {
-        match self.0.as_responses() {
-            Some(responses) => RemoteCompactor::compact(responses, input, cancel),
-            None => Box::pin(async {
-                Err(SummarizeError::Remote {
-                    failure: RemoteFailure::MissingCompactionItem,
-                    message: Some("the provider has no native compaction".to_owned()),
-                })
+/// the summarizer; `None` for any other provider.
+fn native(provider: &Arc<Provider>) -> Option<Arc<dyn RemoteCompactor>> {
+    let name = RemoteCompactor::provider(provider.as_responses()?);
+    let compactor = FromFn::remote_compactor(
+        name,
+        Arc::clone(provider),
+        async |provider: &Arc<Provider>, input: &RemoteCompactInput, cancel| match provider
+            .remote_compactor()
+        {
+            Some(native) => native.compact(input, cancel).await,
+            None => Err(SummarizeError::Remote {
+                failure: RemoteFailure::MissingCompactionItem,
+                message: Some("the provider has no native compaction".to_owned()),
             }),
-        }
-    }
+        },
+    );
+    Some(Arc::new(compactor))
 }
 
 /// One parsed request.
@@ -223,10 +213,7 @@ pub fn run(args: &ServeArgs, ctx: &Ctx) -> CmdResult {
         Err(ProviderError::NoProviderSelected { .. }) => None,
         Err(e) => return Err(Failure::bad_input(e)),
     };
-    let remote = provider
-        .as_ref()
-        .filter(|p| p.as_responses().is_some())
-        .map(|p| Arc::new(Native(p.clone())) as Arc<dyn RemoteCompactor>);
+    let remote = provider.as_ref().and_then(native);
     let summarizer = provider.map(|p| p as Arc<dyn Summarizer>);
     let hooks = crate::hooks::from_settings(&settings, ctx.quiet()).or_bad_input()?;
     let out = Out::stdout();
