@@ -13,7 +13,8 @@
 //! overhead, and the maintenance (`afterAssistant` and `beforeRequest`)
 //! alone against its 1 ms target. After the turns it times what a
 //! compaction computes when it is planned, which no turn computes: the
-//! prune candidates and the preparation (cut, regions, file operations).
+//! prune candidates and the preparation (cut, regions, file operations),
+//! then the cut and the file operations again, each alone.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -153,7 +154,7 @@ fn turns(copy: &Path, floor_path: &Path) -> Result<Value, BoxError> {
         overhead.push(append_ms - bare_ms);
         maintenance.push(after_ms + before_ms);
     }
-    let (prune_ms, prepare_ms, summarize) = plan_once(m.journal().session());
+    let plan = plan_once(m.journal().session());
     let (first, last) = (turn[..10].to_vec(), turn[TURNS - 10..].to_vec());
     let maintenance_ms = median(maintenance);
     Ok(json!({
@@ -165,9 +166,11 @@ fn turns(copy: &Path, floor_path: &Path) -> Result<Value, BoxError> {
         "maintenanceMs": maintenance_ms,
         "maintenanceTargetMs": MAINTENANCE_TARGET_MS,
         "maintenanceMet": maintenance_ms <= MAINTENANCE_TARGET_MS,
-        "planPruneMs": prune_ms,
-        "planPrepareMs": prepare_ms,
-        "planMessagesToSummarize": summarize,
+        "planPruneMs": plan.prune_ms,
+        "planPrepareMs": plan.prepare_ms,
+        "planCutMs": plan.cut_ms,
+        "planFileOpsMs": plan.file_ops_ms,
+        "planMessagesToSummarize": plan.summarize,
         "appendUserMs": median(user),
         "afterAssistantMs": median(after),
         "beforeRequestMs": median(before),
@@ -180,8 +183,9 @@ fn turns(copy: &Path, floor_path: &Path) -> Result<Value, BoxError> {
 
 /// What planning a compaction at the leaf computes, timed once: the prune
 /// candidates, then the preparation (cut candidates, regions, file
-/// operations); milliseconds, and the messages it would summarize.
-fn plan_once(session: &Session) -> (f64, f64, usize) {
+/// operations), then two of its parts again alone; and the messages it
+/// would summarize.
+fn plan_once(session: &Session) -> Plan {
     let t = Instant::now();
     let prune = musepi_compaction::plan_prune(
         session,
@@ -197,6 +201,53 @@ fn plan_once(session: &Session) -> (f64, f64, usize) {
         &musepi_compaction::CompactionSettings::default(),
     );
     let prepare_ms = t.elapsed().as_secs_f64() * 1e3;
-    let summarize = prep.map_or(0, |p| p.messages_to_summarize.len());
-    (prune_ms, prepare_ms, summarize)
+    let (cut_ms, file_ops_ms, summarize) = prep.map_or((0.0, 0.0, 0), |p| {
+        let (cut_ms, file_ops_ms) = parts_of(session, &p);
+        (cut_ms, file_ops_ms, p.messages_to_summarize.len())
+    });
+    Plan {
+        prune_ms,
+        prepare_ms,
+        cut_ms,
+        file_ops_ms,
+        summarize,
+    }
+}
+
+/// Two parts of a preparation, each timed again on its own: the cut over
+/// the path it read, and the file operations read from the summarized
+/// messages (the pass the preparation makes as it collects them).
+fn parts_of(session: &Session, p: &musepi_compaction::Preparation<'_>) -> (f64, f64) {
+    let local = p.boundary_start - p.path_start();
+    let t = Instant::now();
+    let cut = musepi_compaction::find_cut_point(
+        session.entries(),
+        p.path_read(),
+        local,
+        p.path_read().len(),
+        p.keep_recent_tokens,
+    );
+    let cut_ms = t.elapsed().as_secs_f64() * 1e3;
+    std::hint::black_box(cut);
+    let t = Instant::now();
+    let mut ops = musepi_context_builder::FileOps::default();
+    for m in p
+        .messages_to_summarize
+        .iter()
+        .chain(&p.turn_prefix_messages)
+    {
+        ops.add_message(&m.message);
+    }
+    let file_ops_ms = t.elapsed().as_secs_f64() * 1e3;
+    std::hint::black_box(ops);
+    (cut_ms, file_ops_ms)
+}
+
+/// What [`plan_once`] measured, in milliseconds.
+struct Plan {
+    prune_ms: f64,
+    prepare_ms: f64,
+    cut_ms: f64,
+    file_ops_ms: f64,
+    summarize: usize,
 }
