@@ -14,6 +14,8 @@ use serde_json::{Value, json};
 
 pub(crate) use scan::Reach;
 pub use scan::supersede_key;
+#[cfg(test)]
+pub(crate) use scan::walked_before_window;
 use scan::{ResultInfo, Scan, is_protected, scan};
 
 /// Placeholder for a result that aged out.

@@ -54,8 +54,8 @@ pub(super) struct ResultInfo<'a> {
 /// the latest `read` call with the result's id before it on the path. A
 /// path that starts after the root (the window) may hold results whose
 /// call lies before it: those calls are looked up walking back from the
-/// window's first entry, only as far as the oldest of them.
-fn results<'a>(session: &'a Session, path: &[usize]) -> Vec<ResultInfo<'a>> {
+/// window's first entry ([`resolve_before`]), whose entries read it counts.
+fn results<'a>(session: &'a Session, path: &[usize]) -> (Vec<ResultInfo<'a>>, usize) {
     let entries = session.entries();
     let mut read_paths: HashMap<&str, &str> = HashMap::new();
     let mut out = Vec::new();
@@ -95,11 +95,46 @@ fn results<'a>(session: &'a Session, path: &[usize]) -> Vec<ResultInfo<'a>> {
             _ => {}
         }
     }
-    let mut cur = path.first().and_then(|&i| session.parent_index(i));
+    let walked = resolve_before(session, path, &mut unresolved, &mut out);
+    (out, walked)
+}
+
+/// Finds, walking back from the parent of `path`'s first entry, the read
+/// path of each result in `unresolved` (positions in `out` by call id): the
+/// latest `read` call of its id before the path. The session's index of
+/// call ids bounds the walk: an id no entry before the path names is not
+/// looked for, and the walk stops at the depth of the oldest entry that
+/// names one of the others. Returns how many entries it read.
+fn resolve_before<'a>(
+    session: &'a Session,
+    path: &[usize],
+    unresolved: &mut HashMap<&str, Vec<usize>>,
+    out: &mut [ResultInfo<'a>],
+) -> usize {
+    let Some(&first) = path.first() else {
+        return 0;
+    };
+    let start = session.path_summary(first).depth;
+    let mut floor = u32::MAX;
+    unresolved.retain(|id, _| {
+        let oldest = session
+            .entries_calling(id)
+            .map(|i| session.path_summary(i).depth)
+            .filter(|&d| d < start)
+            .min();
+        if let Some(d) = oldest {
+            floor = floor.min(d);
+        }
+        oldest.is_some()
+    });
+    let entries = session.entries();
+    let mut walked = 0;
+    let mut cur = session.parent_index(first);
     while let Some(i) = cur {
-        if unresolved.is_empty() {
+        if unresolved.is_empty() || session.path_summary(i).depth < floor {
             break;
         }
+        walked += 1;
         if let Some(AgentMessage::Assistant(a)) = entries[i].message() {
             // The latest call of an id before the window is the last one
             // this message names.
@@ -112,7 +147,7 @@ fn results<'a>(session: &'a Session, path: &[usize]) -> Vec<ResultInfo<'a>> {
         }
         cur = session.parent_index(i);
     }
-    out
+    walked
 }
 
 /// The `(call id, path)` of each `read` call with a string path, in order.
@@ -237,7 +272,7 @@ pub(super) fn scan<'a>(
         let boundary = boundary(session, &path);
         (path, boundary)
     };
-    let results = results(session, &path);
+    let (results, _) = results(session, &path);
     let superseded = if config.supersede_reads {
         superseded(&results, config)
     } else {
@@ -249,4 +284,11 @@ pub(super) fn scan<'a>(
         boundary,
         superseded,
     })
+}
+
+/// How many entries before the window at `leaf` the scan reads to find the
+/// calls of the window's results (0 when the whole path is read).
+#[cfg(test)]
+pub(crate) fn walked_before_window(session: &Session, leaf: usize) -> usize {
+    window(session, leaf).map_or(0, |path| results(session, &path).1)
 }

@@ -1,13 +1,14 @@
 //! The prune passes read the path only from the latest compaction's first
 //! kept entry on; after every operation of random sessions they must give
-//! exactly what reading the whole path from the root gives. The
-//! preparation finds the previous compaction's first kept entry by its
+//! exactly what reading the whole path from the root gives, and look for
+//! the calls of their results before the window no further back than the
+//! oldest entry that names one. The preparation finds the previous compaction's first kept entry by its
 //! depth; it must be the position a search of the path from the root finds.
 
 use proptest::prelude::*;
 use serde_json::json;
 
-use crate::prune::{Reach, Stale, plan_prune_reaching, plan_stale_reaching};
+use crate::prune::{Reach, Stale, plan_prune_reaching, plan_stale_reaching, walked_before_window};
 use crate::{CompactionSettings, PruneConfig, apply_prune, prepare};
 use musepi_session_model::{AgentMessage, Compaction, EntryBody, EntryId, Text, ToolResultMessage};
 use musepi_test_support::EntryBuilder as Builder;
@@ -141,9 +142,52 @@ fn configs() -> Vec<PruneConfig> {
     ]
 }
 
+/// The most entries before the window the scan may read to find the calls
+/// of its results: back to the oldest entry before the window, on any
+/// branch, that calls the id of a `read` result in the window; none when
+/// no entry does or the whole path is read. Found by reading every entry.
+fn walk_bound(b: &Builder) -> usize {
+    let s = &b.session;
+    let Some(leaf) = b.leaf() else { return 0 };
+    let path = s.path_indices(leaf);
+    let latest_first_kept = path.iter().rev().find_map(|&i| match &s.entries()[i].body {
+        EntryBody::Compaction(c) => Some(c.first_kept_entry_id.clone()),
+        _ => None,
+    });
+    let Some(start) = latest_first_kept
+        .flatten()
+        .and_then(|fk| path.iter().position(|&i| s.entries()[i].id == fk))
+    else {
+        return 0;
+    };
+    let ids: Vec<&str> = path[start..]
+        .iter()
+        .filter_map(|&i| match s.entries()[i].message() {
+            Some(AgentMessage::ToolResult(t)) if t.tool_name == "read" => {
+                Some(t.tool_call_id.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    let oldest = (0..s.len())
+        .filter(|&i| match s.entries()[i].message() {
+            Some(AgentMessage::Assistant(a)) => {
+                a.tool_calls().any(|c| ids.contains(&c.id.as_str()))
+            }
+            _ => false,
+        })
+        .map(|i| s.path_summary(i).depth as usize)
+        .filter(|&d| d < start)
+        .min();
+    oldest.map_or(0, |d| start - d)
+}
+
 fn check(b: &Builder) -> Result<(), TestCaseError> {
     let s = &b.session;
     let leaf = b.leaf();
+    if let Some(l) = leaf {
+        prop_assert!(walked_before_window(s, l) <= walk_bound(b));
+    }
     for config in configs() {
         prop_assert_eq!(
             plan_prune_reaching(s, leaf, &config, Reach::Window),
@@ -202,7 +246,7 @@ proptest! {
     }
 
     #[test]
-    fn the_window_gives_what_the_whole_path_gives_after_every_operation(
+    fn the_window_gives_what_the_whole_path_gives_and_walks_back_no_further_than_the_oldest_call(
         ops in prop::collection::vec(op(), 1..70),
     ) {
         let mut b = Builder::new();
@@ -253,5 +297,72 @@ fn a_result_whose_call_precedes_the_boundary_keeps_its_read_path() {
     assert_eq!(
         plan,
         plan_prune_reaching(&b.session, b.leaf(), &config, Reach::WholePath)
+    );
+}
+
+/// Entries before a window that starts at depth 200, the latest one at
+/// `call_at` calling `old` with a read of `src/a.rs` (none when `None`),
+/// then the window: a read result for `old`; and the session's leaf.
+fn far_window(call_at: Option<usize>) -> (Builder, usize) {
+    let mut b = Builder::new();
+    for i in 0..200 {
+        if Some(i) == call_at {
+            b.assistant(
+                "reading",
+                &[("old", "read", json!({"path": "src/a.rs"}))],
+                None,
+            );
+        } else {
+            b.user("a long history");
+        }
+    }
+    let kept = b.user("kept from here");
+    b.result("old", "read", &"x".repeat(800));
+    b.compaction("so far", &kept, 10.0);
+    let leaf = b.leaf().unwrap();
+    (b, leaf)
+}
+
+/// A result whose call no entry names needs no walk: the walk used to read
+/// every entry back to the root looking for it.
+#[test]
+fn a_result_whose_call_is_in_no_entry_reads_nothing_before_the_window() {
+    let (b, leaf) = far_window(None);
+    assert_eq!(walked_before_window(&b.session, leaf), 0);
+    let config = PruneConfig {
+        minimum_savings: 0,
+        ..PruneConfig::default()
+    };
+    assert_eq!(
+        plan_prune_reaching(&b.session, Some(leaf), &config, Reach::Window),
+        plan_prune_reaching(&b.session, Some(leaf), &config, Reach::WholePath)
+    );
+}
+
+/// A call before the window is looked for back to its own depth, no
+/// further; a call of the id on another branch only, back to that call's
+/// depth, not to the root.
+#[test]
+fn a_result_whose_call_precedes_the_window_reads_back_to_the_oldest_call_only() {
+    let (b, leaf) = far_window(Some(150));
+    assert_eq!(walked_before_window(&b.session, leaf), 200 - 150);
+    let (mut b, leaf) = far_window(None);
+    let fork = b.session.entries()[98].id.to_string();
+    b.session.set_leaf(&fork).unwrap();
+    b.assistant(
+        "elsewhere",
+        &[("old", "read", json!({"path": "src/b.rs"}))],
+        None,
+    );
+    let leaf_id = b.session.entries()[leaf].id.to_string();
+    b.session.set_leaf(&leaf_id).unwrap();
+    assert_eq!(walked_before_window(&b.session, leaf), 200 - 99);
+    let config = PruneConfig {
+        minimum_savings: 0,
+        ..PruneConfig::default()
+    };
+    assert_eq!(
+        plan_prune_reaching(&b.session, Some(leaf), &config, Reach::Window),
+        plan_prune_reaching(&b.session, Some(leaf), &config, Reach::WholePath)
     );
 }

@@ -26,6 +26,7 @@ impl Session {
         if !entry.id.as_str().is_empty() {
             self.index.insert(entry.id.clone(), i);
         }
+        self.calls.add(i as usize, &entry);
         self.entries.push(entry);
         self.sources.push(source);
         self.lines.push(line);

@@ -15,6 +15,7 @@ use crate::problem::Problem;
 use crate::text::Text;
 use crate::time::{EpochMillis, format_iso};
 
+mod calls;
 mod lines;
 mod links;
 
@@ -60,6 +61,8 @@ pub struct Session {
     pub(crate) duplicate_ids: bool,
     /// Changes to entries already there (see [`Session::edits`]).
     pub(crate) edits: u64,
+    /// Which entries name each tool call id (see [`Session::entries_calling`]).
+    pub(crate) calls: calls::CallIndex,
 }
 
 impl Session {
@@ -83,6 +86,7 @@ impl Session {
             summaries: Vec::new(),
             duplicate_ids: false,
             edits: 0,
+            calls: calls::CallIndex::default(),
         }
     }
 
@@ -262,6 +266,8 @@ impl Session {
         source: LineSource,
     ) -> (Entry, LineSource) {
         self.edits += 1;
+        self.calls.remove(i, &self.entries[i]);
+        self.calls.add(i, &entry);
         let old_entry = std::mem::replace(&mut self.entries[i], entry);
         let old_source = std::mem::replace(&mut self.sources[i], source);
         if PathSummary::matters(&old_entry) || PathSummary::matters(&self.entries[i]) {
@@ -452,6 +458,7 @@ impl Session {
             if self.index.get(id.as_str()) == Some(&(i as u32)) {
                 self.index.remove(id.as_str());
             }
+            self.calls.remove(i, &self.entries[i]);
         }
         self.entries.truncate(snapshot.len);
         self.sources.truncate(snapshot.len);
