@@ -614,22 +614,10 @@ fn printed(dir: &Path, args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-#[tokio::test]
-async fn plan_and_context_at_the_leaf_answer_what_the_commands_print_and_write_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut c = Client::with(
-        dir.path(),
-        &[],
-        r#"{"compaction": {"keepRecentTokens": 50}}"#,
-    );
-    c.ok(
-        "open",
-        json!({"path": "s.jsonl", "create": true, "contextWindow": 100_000}),
-    )
-    .await;
-    history(&mut c).await;
-    // Four reads of the same file: the three older ones are superseded,
-    // enough for pruning to change the plan.
+/// The history, then four reads of the same file (the three older ones
+/// superseded, enough for pruning to change the plan) and a user message.
+async fn superseded_reads(c: &mut Client) {
+    history(c).await;
     for n in 0..4 {
         let call = format!("read-{n}");
         let read = json!({"role": "assistant", "content": [
@@ -650,14 +638,13 @@ async fn plan_and_context_at_the_leaf_answer_what_the_commands_print_and_write_n
         json!({"entry": text_message("user", "and now the lexer")}),
     )
     .await;
-    let file = dir.path().join("s.jsonl");
-    let before = std::fs::read(&file).unwrap();
+}
 
-    let (_, plan) = c.ok("plan", json!({"showPrompts": true})).await;
-    assert_eq!(plan["nothingToCompact"], json!(false), "{plan}");
-    assert_eq!(plan["prune"]["results"].as_array().unwrap().len(), 3);
-    let cli = printed(
-        dir.path(),
+/// `musepi plan --json --show-prompts` of `s.jsonl` in `dir`, in a window
+/// of 100,000 tokens.
+fn printed_plan(dir: &Path) -> Value {
+    printed(
+        dir,
         &[
             "plan",
             "s.jsonl",
@@ -666,7 +653,30 @@ async fn plan_and_context_at_the_leaf_answer_what_the_commands_print_and_write_n
             "--context-window",
             "100000",
         ],
+    )
+}
+
+#[tokio::test]
+async fn plan_and_context_at_the_leaf_answer_what_the_commands_print_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Client::with(
+        dir.path(),
+        &[],
+        r#"{"compaction": {"keepRecentTokens": 50}}"#,
     );
+    c.ok(
+        "open",
+        json!({"path": "s.jsonl", "create": true, "contextWindow": 100_000}),
+    )
+    .await;
+    superseded_reads(&mut c).await;
+    let file = dir.path().join("s.jsonl");
+    let before = std::fs::read(&file).unwrap();
+
+    let (_, plan) = c.ok("plan", json!({"showPrompts": true})).await;
+    assert_eq!(plan["nothingToCompact"], json!(false), "{plan}");
+    assert_eq!(plan["prune"]["results"].as_array().unwrap().len(), 3);
+    let cli = printed_plan(dir.path());
     assert_eq!(plan, cli);
     // The pruned results were staged for the plan only.
     assert_eq!(std::fs::read(&file).unwrap(), before);
@@ -679,5 +689,41 @@ async fn plan_and_context_at_the_leaf_answer_what_the_commands_print_and_write_n
         let (_, again) = c.ok("plan", json!({"showPrompts": true})).await;
         assert_eq!(again, cli);
     }
+    assert_eq!(c.finish().await, 0);
+}
+
+/// A file whose journal cannot stage the pruned results (it ends with a
+/// line an agent has not finished writing): the plan applies the pruning
+/// it decided to a copy, answers what `musepi plan` prints of the complete
+/// lines, and writes nothing.
+#[tokio::test]
+async fn plan_over_a_torn_last_line_prunes_a_copy_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Client::with(
+        dir.path(),
+        &[],
+        r#"{"compaction": {"keepRecentTokens": 50}}"#,
+    );
+    c.ok(
+        "open",
+        json!({"path": "s.jsonl", "create": true, "contextWindow": 100_000}),
+    )
+    .await;
+    superseded_reads(&mut c).await;
+    c.ok("close", json!({})).await;
+    let cli = printed_plan(dir.path());
+    let file = dir.path().join("s.jsonl");
+    let mut torn = std::fs::read(&file).unwrap();
+    torn.extend_from_slice(br#"{"type":"message","id":"half-writ"#);
+    std::fs::write(&file, &torn).unwrap();
+
+    c.ok("open", json!({"path": "s.jsonl", "contextWindow": 100_000}))
+        .await;
+    for _ in 0..2 {
+        let (_, plan) = c.ok("plan", json!({"showPrompts": true})).await;
+        assert_eq!(plan["prune"]["results"].as_array().unwrap().len(), 3);
+        assert_eq!(plan, cli);
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), torn);
     assert_eq!(c.finish().await, 0);
 }

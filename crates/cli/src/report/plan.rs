@@ -53,7 +53,8 @@ pub(crate) fn request_json(r: &SummaryRequest) -> Value {
 /// ([`prune_first`]): the prune plan and the measurement on the session as
 /// it is, the preparation over the session as pruning leaves it.
 pub(crate) struct Planned<'s> {
-    pub step: PruneFirst,
+    /// What is decided before pruning (borrowed when the caller keeps it).
+    pub step: Cow<'s, PruneFirst>,
     /// The session as pruning leaves it: the session itself (not a copy)
     /// when nothing is pruned.
     pub pruned: Cow<'s, Session>,
@@ -80,14 +81,20 @@ impl<'s> Planned<'s> {
             (step, musepi_snapcompact::measured_tokens(&session, leaf))
         };
         let pruned = step.pruned(session);
-        Ok(Self::decided(step, pruned, measured, settings, window))
+        Ok(Self::decided(
+            Cow::Owned(step),
+            pruned,
+            measured,
+            settings,
+            window,
+        ))
     }
 
     /// The plan of `step`, decided already, over `pruned` (the session as
     /// it leaves it), with `measured` what the trigger compares before
     /// pruning.
     pub(crate) fn decided(
-        step: PruneFirst,
+        step: Cow<'s, PruneFirst>,
         pruned: Cow<'s, Session>,
         measured: ContextEstimate,
         settings: &CompactionSettings,

@@ -4,13 +4,15 @@ use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use musepi_compaction::prune_first_measured;
+use musepi_compaction::{PruneFirst, prune_first_measured};
 use musepi_hooks::{Hooks, NavigateError, RemoteCompactor, SnapTarget, Summarizer};
 use musepi_runtime::{
     AbortHandle, EventSink, Maintenance, MaintenanceError, PromotionTarget, TreeRequest,
 };
 use musepi_session_model::time::format_iso;
-use musepi_session_model::{AgentMessage, EntryBody, Header, IdSource, Journal, SessionError};
+use musepi_session_model::{
+    AgentMessage, EntryBody, Header, IdSource, Journal, Session, SessionError,
+};
 use serde_json::{Value, json};
 
 use super::views::entry_body;
@@ -445,20 +447,24 @@ impl Server {
             let step =
                 prune_first_measured(session, leaf, &compaction, Some(&prune), tokens_before, now)
                     .map_err(bad)?;
-            if step.changes.is_empty() {
+            let answer = |step: &PruneFirst, pruned: Cow<'_, Session>| {
                 let planned =
-                    Planned::decided(step, Cow::Borrowed(session), measured, &compaction, window);
-                return Ok(planned_json(&planned, leaf, &compaction, show_prompts));
-            }
-            let changes = step.changes.clone();
-            let staged = runtime.with_staged(changes, |pruned| {
-                let planned =
-                    Planned::decided(step, Cow::Borrowed(pruned), measured, &compaction, window);
+                    Planned::decided(Cow::Borrowed(step), pruned, measured, &compaction, window);
                 planned_json(&planned, leaf, &compaction, show_prompts)
-            });
-            if let Some(doc) = staged {
+            };
+            if !step.changes.is_empty()
+                && let Some(doc) = runtime.with_staged(step.changes.clone(), |pruned| {
+                    answer(&step, Cow::Borrowed(pruned))
+                })
+            {
                 return Ok(doc);
             }
+            // Nothing to prune (the session itself), or the journal cannot
+            // stage the changes (its file ends with a torn line, or has a
+            // problem a rewrite would get wrong): the step decided above,
+            // applied to a copy; pruning is not decided again.
+            let session = runtime.journal().session();
+            return Ok(answer(&step, step.pruned(Cow::Borrowed(session))));
         }
         let session = runtime.journal().session();
         plan_json(
