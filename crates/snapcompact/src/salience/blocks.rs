@@ -88,16 +88,24 @@ impl Piece {
     }
 }
 
-/// A call line that refers to lines before it (`=#N`, `…/name`): what it
-/// reads as with every reference written out, and the blocks it refers
-/// to.
+/// What a call line of the ledger shows and refers to, so that the
+/// archive, as it prints, can check that each reference it prints points
+/// at something printed before it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Resolve {
-    /// The line written out, printed in its place when a block it refers
-    /// to is not shown.
+pub(crate) struct CallRefs {
+    /// The tool.
+    pub tool: String,
+    /// The call with every path whole: equal keys are the same call.
+    pub key: String,
+    /// The line written out: every path whole, and a reference as the
+    /// call it refers to.
     pub whole: String,
-    /// The blocks it refers to, as indices into the archive's blocks.
-    pub needs: Vec<usize>,
+    /// The paths the line shows whole.
+    pub shows: Vec<String>,
+    /// The paths it names by their tails (`…/name`).
+    pub tails: Vec<String>,
+    /// For a reference `=#N` to the call shown in full in turn N: N.
+    pub refers_to: Option<u32>,
 }
 
 /// A block: one message's share of the archive.
@@ -117,8 +125,8 @@ pub(crate) struct Block {
     pub shortened: bool,
     /// UTF-16 length of the history this block stands for.
     pub source_chars: usize,
-    /// Its first piece refers to lines before it.
-    pub resolve: Option<Resolve>,
+    /// What its first piece shows and refers to, when it is a call.
+    pub refs: Option<CallRefs>,
 }
 
 impl Block {
@@ -132,7 +140,7 @@ impl Block {
             repeat: 1,
             shortened: false,
             source_chars: 0,
-            resolve: None,
+            refs: None,
         }
     }
 }

@@ -9,7 +9,7 @@ use musepi_context_builder::LlmMessage;
 use musepi_session_model::{ContentBlock, ToolCall};
 
 use super::blocks::{
-    Block, Limits, OutputCap, Piece, Rank, Resolve, Scope, Section, prose_block, tier, user_block,
+    Block, CallRefs, Limits, OutputCap, Piece, Rank, Scope, Section, prose_block, tier, user_block,
 };
 use super::calls::Calls;
 use super::marker;
@@ -54,9 +54,6 @@ pub(crate) struct Builder<'a> {
     /// Each output's stand-in: its index in `blocks` and the output's
     /// number.
     stand_ins: Vec<(usize, usize)>,
-    /// Each call line that refers to a turn `=#N`: its index in `blocks`
-    /// and N.
-    turn_needs: Vec<(usize, u32)>,
 }
 
 impl<'a> Builder<'a> {
@@ -82,7 +79,6 @@ impl<'a> Builder<'a> {
             outputs,
             seen: 0,
             stand_ins: Vec::new(),
-            turn_needs: Vec::new(),
         }
     }
 
@@ -176,9 +172,7 @@ impl<'a> Builder<'a> {
     }
 
     fn call(&mut self, call: &ToolCall, id: Option<&str>) {
-        let line = self
-            .shown
-            .line(call, self.limits, self.turn, self.blocks.len());
+        let line = self.shown.line(call, self.limits, self.turn);
         let source = len16(&call.name) + 2 + call.arguments.js_len();
         let marked = |text: &str| {
             if line.shortened {
@@ -188,10 +182,14 @@ impl<'a> Builder<'a> {
             }
         };
         let text = marked(&line.text);
-        let resolve = (!line.needs.is_empty()).then(|| Resolve {
+        let refs = CallRefs {
+            tool: call.name.to_string(),
             whole: marked(&line.key),
-            needs: line.needs.clone(),
-        });
+            key: line.key.clone(),
+            shows: line.shows.clone(),
+            tails: line.tails.clone(),
+            refers_to: line.refers_to,
+        };
         // The same call again right after itself in the ledger: counted,
         // not repeated.
         if let Some((index, key)) = &self.last_call
@@ -208,13 +206,8 @@ impl<'a> Builder<'a> {
         let mut block = Block::new(Section::Ledger, Scope::Call, self.turn, id);
         block.source_chars = source;
         block.shortened = line.shortened;
-        block.resolve = resolve;
+        block.refs = Some(refs);
         block.pieces.push(Piece::new("", text, Rank::Must));
-        // `=#N` also needs the line that opens turn N, found once every
-        // block is in place.
-        if let Some(turn) = line.turn {
-            self.turn_needs.push((self.blocks.len(), turn));
-        }
         self.calls
             .insert(call.id.clone(), (self.blocks.len(), call.name.to_string()));
         self.last_call = Some((self.blocks.len(), line.key));
@@ -329,34 +322,12 @@ impl<'a> Builder<'a> {
     }
 
     /// The blocks, each tool output's real block in place of its stand-in
-    /// (`offset` blocks were put before the ones built here), and each
-    /// reference pointing at the blocks it needs.
+    /// (`offset` blocks were put before the ones built here).
     pub(crate) fn finish(mut self, offset: usize) -> Vec<Block> {
         for (index, seq) in std::mem::take(&mut self.stand_ins) {
             let index = index + offset;
             if let Some(block) = self.outputs.take(seq, &self.blocks[index]) {
                 self.blocks[index] = block;
-            }
-        }
-        // The line that opens turn N: the first of the ledger in that turn.
-        let mut opens: HashMap<u32, usize> = HashMap::new();
-        for (i, block) in self.blocks.iter().enumerate() {
-            if block.section == Section::Ledger {
-                opens.entry(block.turn).or_insert(i);
-            }
-        }
-        for block in &mut self.blocks[offset..] {
-            if let Some(resolve) = &mut block.resolve {
-                resolve.needs.iter_mut().for_each(|need| *need += offset);
-            }
-        }
-        for (index, turn) in std::mem::take(&mut self.turn_needs) {
-            if let (Some(&opening), Some(resolve)) =
-                (opens.get(&turn), &mut self.blocks[index + offset].resolve)
-            {
-                resolve.needs.push(opening);
-                resolve.needs.sort_unstable();
-                resolve.needs.dedup();
             }
         }
         self.blocks

@@ -4,10 +4,11 @@
 //! an earlier turn is a reference to that turn (`bash(=#12)`, with the
 //! head of its arguments when that turn made several such calls). A call
 //! that names a file keeps naming it: the file's name says more than a
-//! reference. Each line says which earlier lines it refers to, so the
-//! archive can write it out whole when those are not shown.
+//! reference. Each line says which paths it shows whole, which it names by
+//! their tails and which turn it refers to, so that the archive can write
+//! it out whole where what it refers to is not shown.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use musepi_session_model::ToolCall;
 use musepi_session_model::json::{js_key_order, js_stringify};
@@ -62,22 +63,12 @@ pub(crate) struct CallLine {
     pub key: String,
     /// Whether an argument was cut (the reading guide counts it).
     pub shortened: bool,
-    /// The blocks the line refers to: where each path it names by its
-    /// tail was shown whole, or the call it refers to.
-    pub needs: Vec<usize>,
-    /// The turn a reference `=#N` names.
-    pub turn: Option<u32>,
-}
-
-/// A call shown in full in a turn.
-#[derive(Debug)]
-struct Shown {
-    tool: String,
-    key: String,
-    /// Its arguments as shown.
-    args: String,
-    /// The block that shows it.
-    block: usize,
+    /// The paths the line shows whole.
+    pub shows: Vec<String>,
+    /// The paths it names by their tails.
+    pub tails: Vec<String>,
+    /// For a reference `=#N`: N.
+    pub refers_to: Option<u32>,
 }
 
 /// The calls and paths the ledger has shown so far.
@@ -85,42 +76,35 @@ struct Shown {
 pub(crate) struct Calls {
     /// Paths shown whole, by their last component.
     paths: HashMap<String, Vec<String>>,
-    /// Each path shown whole, and the block that shows it.
-    shown: HashMap<String, usize>,
+    shown: HashSet<String>,
     /// The key of each call shown in full, and the turn it was shown in.
     first: HashMap<String, u32>,
-    /// The calls shown in full in a turn.
-    in_turn: HashMap<u32, Vec<Shown>>,
+    /// The calls shown in full in a turn: tool name, key and arguments
+    /// as shown.
+    in_turn: HashMap<u32, Vec<(String, String, String)>>,
 }
 
 impl Calls {
-    /// The ledger line of `call` in user turn `turn`, to be shown by block
-    /// `block`, remembering what it shows for the calls after it.
-    pub(crate) fn line(
-        &mut self,
-        call: &ToolCall,
-        limits: &Limits,
-        turn: u32,
-        block: usize,
-    ) -> CallLine {
+    /// The ledger line of `call` in user turn `turn`, remembering what it
+    /// shows for the calls after it.
+    pub(crate) fn line(&mut self, call: &ToolCall, limits: &Limits, turn: u32) -> CallLine {
         let (key, _, shortened) = format_call(call, limits, &mut |_| None);
         let mut names_path = false;
-        let mut whole = Vec::new();
-        let mut needs = Vec::new();
+        let (mut shows, mut tails) = (Vec::new(), Vec::new());
         let (text, args, _) = format_call(call, limits, &mut |path| {
             names_path = true;
             let tail = self.tail(path);
             match tail {
-                Some(_) => needs.extend(self.shown.get(path).copied()),
-                None => whole.push(path.to_owned()),
+                Some(_) => tails.push(path.to_owned()),
+                None => shows.push(path.to_owned()),
             }
             tail
         });
-        for path in whole {
-            self.remember_path(path, block);
+        for path in &shows {
+            self.remember_path(path.clone());
         }
         let refers = !names_path || has_command(call);
-        if let Some((reference, first, shown_in)) = refers
+        if let Some((reference, first)) = refers
             .then(|| self.reference(&call.name, &key, turn))
             .flatten()
         {
@@ -128,33 +112,30 @@ impl Calls {
                 text: reference,
                 key,
                 shortened,
-                needs: vec![shown_in],
-                turn: Some(first),
+                shows: Vec::new(),
+                tails: Vec::new(),
+                refers_to: Some(first),
             };
         }
         if !self.first.contains_key(&key) {
             self.first.insert(key.clone(), turn);
-            self.in_turn.entry(turn).or_default().push(Shown {
-                tool: call.name.to_string(),
-                key: key.clone(),
-                args,
-                block,
-            });
+            self.in_turn
+                .entry(turn)
+                .or_default()
+                .push((call.name.to_string(), key.clone(), args));
         }
-        needs.sort_unstable();
-        needs.dedup();
         CallLine {
             text,
             key,
             shortened,
-            needs,
-            turn: None,
+            shows,
+            tails,
+            refers_to: None,
         }
     }
 
-    fn remember_path(&mut self, path: String, block: usize) {
-        if let std::collections::hash_map::Entry::Vacant(e) = self.shown.entry(path.clone()) {
-            e.insert(block);
+    fn remember_path(&mut self, path: String) {
+        if self.shown.insert(path.clone()) {
             let name = last_component(&path).to_owned();
             self.paths.entry(name).or_default().push(path);
         }
@@ -163,7 +144,7 @@ impl Calls {
     /// `…/tail` for a path shown whole before: the fewest trailing
     /// components that no other path shown so far ends with.
     fn tail(&self, path: &str) -> Option<String> {
-        if !self.shown.contains_key(path) || path.contains("://") {
+        if !self.shown.contains(path) || path.contains("://") {
             return None;
         }
         let same_name = self.paths.get(last_component(path))?;
@@ -187,27 +168,26 @@ impl Calls {
 
     /// `name(=#N)` for a call shown in full in an earlier turn N, or
     /// `name(HEAD… =#N)` when turn N showed several calls of that tool
-    /// (HEAD the shortest head of its arguments no other has); with N and
-    /// the block that shows the call.
-    fn reference(&self, name: &str, key: &str, turn: u32) -> Option<(String, u32, usize)> {
+    /// (HEAD the shortest head of its arguments no other has); with N.
+    fn reference(&self, name: &str, key: &str, turn: u32) -> Option<(String, u32)> {
         let &first = self.first.get(key)?;
         if first == 0 || first == turn {
             return None;
         }
         let calls = self.in_turn.get(&first)?;
-        let shown = calls.iter().find(|c| c.key == key)?;
+        let (_, _, args) = calls.iter().find(|(_, k, _)| k == key)?;
         let others: Vec<&str> = calls
             .iter()
-            .filter(|c| c.tool == name && c.key != key)
-            .map(|c| c.args.as_str())
+            .filter(|(tool, k, _)| tool == name && k != key)
+            .map(|(_, _, a)| a.as_str())
             .collect();
         let text = if others.is_empty() {
             format!("{name}(=#{first})")
         } else {
-            let head = distinct_head(&shown.args, &others)?;
+            let head = distinct_head(args, &others)?;
             format!("{name}({head}… =#{first})")
         };
-        (len16(&text) + MIN_SAVING <= len16(key)).then_some((text, first, shown.block))
+        (len16(&text) + MIN_SAVING <= len16(key)).then_some((text, first))
     }
 }
 
@@ -379,10 +359,9 @@ mod tests {
         let mut memory = Calls::default();
         calls
             .iter()
-            .enumerate()
-            .map(|(block, (name, args, turn))| {
+            .map(|(name, args, turn)| {
                 memory
-                    .line(&tool_call(name, args.clone()), &LEVELS[0], *turn, block)
+                    .line(&tool_call(name, args.clone()), &LEVELS[0], *turn)
                     .text
             })
             .collect()

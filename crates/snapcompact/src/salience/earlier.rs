@@ -4,7 +4,7 @@
 //! summary folded in whole.
 
 use super::blocks::{
-    Block, Limits, OutputCap, Piece, Rank, Resolve, Scope, Section, output_block, prose_block,
+    Block, CallRefs, Limits, OutputCap, Piece, Rank, Scope, Section, output_block, prose_block,
     summary_block, tier, user_block,
 };
 use std::collections::HashMap;
@@ -178,112 +178,112 @@ fn archive_blocks(text: &str) -> (Vec<Block>, u32) {
     (blocks, max_turn)
 }
 
-/// Gives each line of an earlier ledger that refers to a line before it
-/// (`name(=#N)`, `name(HEAD… =#N)`, a path as `…/tail`) the line written
-/// out and the blocks it refers to, so that it can be printed whole when
-/// those are not shown. A reference whose line is not in the ledger (an
-/// archive that had already dropped it) stays as it is.
+/// Gives each call line of an earlier ledger what it shows and refers to
+/// (`name(=#N)`, `name(HEAD… =#N)`, a path as `…/tail`), with the line
+/// written out, so that the archive prints it whole where what it refers
+/// to is not printed. A line whose reference is not in the ledger (an
+/// archive that had already dropped it) is left as it is.
 fn resolve_references(blocks: &mut [Block]) {
     let mut seen = Seen::default();
-    for (i, block) in blocks.iter_mut().enumerate() {
+    for block in blocks.iter_mut() {
         let line = block.pieces.first().map_or("", |p| p.text.as_str());
-        let (text, needs) = seen.write_out(line);
-        seen.add(i, block.turn, line, &text);
-        if !needs.is_empty() {
-            block.resolve = Some(Resolve { whole: text, needs });
-        }
+        block.refs = seen.refs(line, block.turn);
     }
 }
 
-/// What the ledger lines read so far show, written out.
+/// What the ledger lines read so far show.
 #[derive(Default)]
 struct Seen {
-    /// The first block of each turn.
-    opens: HashMap<u32, usize>,
-    /// The calls shown in full in each turn: the tool, the call (without
-    /// the `×N` of a repeat) and its block.
-    calls: HashMap<u32, Vec<(String, String, usize)>>,
-    /// Each tail `/b/c.rs` of a path shown whole: the first block that
-    /// shows such a path, and the path.
-    tails: HashMap<String, (usize, String)>,
+    /// The calls shown in full in each turn: the tool, the call as shown
+    /// (without the `×N` of a repeat) and its key.
+    calls: HashMap<u32, Vec<(String, String, String)>>,
+    /// Each tail `/b/c.rs` of a path shown whole, and the first such path.
+    tails: HashMap<String, String>,
 }
 
 impl Seen {
-    /// `line` with its references written out, and the blocks they name.
-    fn write_out(&self, line: &str) -> (String, Vec<usize>) {
+    /// What the call line `line` of turn `turn` shows and refers to, when
+    /// every reference in it names a line before it; remembers what it
+    /// shows.
+    fn refs(&mut self, line: &str, turn: u32) -> Option<CallRefs> {
         let (prefix, body) = match line.strip_prefix("¶call:") {
             Some(body) => ("¶call:", body),
             None => ("", line),
         };
-        let Some(open) = call_open(body) else {
-            return (line.to_owned(), Vec::new());
-        };
-        if let Some((turn, head, close)) = reference_of(body, open) {
-            let name = &body[..open];
-            let found = self.calls.get(&turn).and_then(|calls| {
-                calls.iter().find(|(tool, call, _)| {
-                    tool == name && head.is_none_or(|h| call[open + 1..].starts_with(h))
-                })
+        let open = call_open(body)?;
+        let tool = &body[..open];
+        if let Some((n, head, close)) = reference_of(body, open) {
+            let (_, call, key) = self.calls.get(&n)?.iter().find(|(t, call, _)| {
+                t == tool && head.is_none_or(|h| call[open + 1..].starts_with(h))
+            })?;
+            return Some(CallRefs {
+                tool: tool.to_owned(),
+                key: key.clone(),
+                whole: format!("{prefix}{call}{}", &body[close + 1..]),
+                shows: Vec::new(),
+                tails: Vec::new(),
+                refers_to: Some(n),
             });
-            let (Some((_, call, j)), Some(&opens)) = (found, self.opens.get(&turn)) else {
-                return (line.to_owned(), Vec::new());
-            };
-            let mut needs = vec![opens, *j];
-            needs.dedup();
-            return (format!("{prefix}{call}{}", &body[close + 1..]), needs);
         }
-        let mut text = String::from(prefix);
-        let mut needs = Vec::new();
+        let mut whole = String::from(prefix);
+        let mut tails = Vec::new();
         let mut rest = body;
         while let Some(at) = rest.find("…/") {
-            let starts_token = rest[..at].ends_with(['(', ' ', '=']);
             let end = rest[at..].find([',', ')']).map_or(rest.len(), |e| at + e);
-            let found = starts_token
-                .then(|| self.tails.get(&rest[at + "…".len()..end]))
-                .flatten();
-            text.push_str(&rest[..at]);
-            match found {
-                Some((j, path)) => {
-                    text.push_str(path);
-                    needs.push(*j);
-                }
-                None => text.push_str(&rest[at..end]),
-            }
+            let path = self.tails.get(&rest[at + "…".len()..end])?;
+            whole.push_str(&rest[..at]);
+            whole.push_str(path);
+            tails.push(path.clone());
             rest = &rest[end..];
         }
-        text.push_str(rest);
-        needs.sort_unstable();
-        needs.dedup();
-        (text, needs)
-    }
-
-    /// Remembers what block `i` of turn `turn` shows: `line`, written out
-    /// as `text`.
-    fn add(&mut self, i: usize, turn: u32, line: &str, text: &str) {
-        self.opens.entry(turn).or_insert(i);
-        let body = text.strip_prefix("¶call:").unwrap_or(text);
-        let Some(open) = call_open(body) else {
-            return;
-        };
-        let call = strip_repeat(body);
-        // A reference is not a call shown in full, even written out.
-        let original = line.strip_prefix("¶call:").unwrap_or(line);
-        if call_open(original).is_some_and(|o| reference_of(original, o).is_none()) {
-            self.calls
-                .entry(turn)
-                .or_default()
-                .push((body[..open].to_owned(), call.to_owned(), i));
-        }
-        for token in call[open + 1..].split([',', ')', ' ', '=']) {
-            if token.starts_with('…') {
-                continue;
-            }
-            for (cut, _) in token.match_indices('/').filter(|&(c, _)| c > 0) {
+        whole.push_str(rest);
+        let call = strip_repeat(&whole[prefix.len()..]).to_owned();
+        let key = strip_marker(&call).to_owned();
+        let shows = shown_paths(&body[open + 1..]);
+        for path in &shows {
+            for (cut, _) in path.match_indices('/').filter(|&(c, _)| c > 0) {
                 self.tails
-                    .entry(token[cut..].to_owned())
-                    .or_insert_with(|| (i, token.to_owned()));
+                    .entry(path[cut..].to_owned())
+                    .or_insert_with(|| path.clone());
             }
         }
+        self.calls
+            .entry(turn)
+            .or_default()
+            .push((tool.to_owned(), call, key.clone()));
+        Some(CallRefs {
+            tool: tool.to_owned(),
+            key,
+            whole,
+            shows,
+            tails,
+            refers_to: None,
+        })
+    }
+}
+
+/// The paths shown whole among a call line's arguments `args` (what
+/// follows its `(`): values with a `/` and no space (a command has one)
+/// that are not a tail.
+fn shown_paths(args: &str) -> Vec<String> {
+    args.split(", ")
+        .map(|arg| {
+            let value = match arg.split_once('=') {
+                Some((key, value)) if key.chars().all(|c| c.is_alphanumeric() || c == '_') => value,
+                _ => arg,
+            };
+            value.split(')').next().unwrap_or(value)
+        })
+        .filter(|v| v.contains('/') && !v.contains(' ') && !v.starts_with('…'))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A call without the marker `[…ID…]` after it.
+fn strip_marker(call: &str) -> &str {
+    match call.rsplit_once(" […") {
+        Some((before, marker)) if marker.ends_with("…]") || marker == "]" => before,
+        _ => call,
     }
 }
 

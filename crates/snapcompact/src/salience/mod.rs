@@ -22,9 +22,10 @@
 //! of a message names the session entry that still holds it (`[…ID…]`),
 //! and a run of entries left out whole is one line, `[…ID to ID…]`. When even the ledger does not fit, it is
 //! shortened in steps (shorter heads, fewer error lines) and, as a last
-//! resort, its oldest entries are dropped; a later call line that refers
-//! to a dropped one (`…/name`, `=#N`) is then written out whole, so every
-//! reference shown can be read from what is shown.
+//! resort, its oldest entries are dropped; the first call line after them
+//! that refers to a dropped one (`…/name`, `=#N`) is then written out
+//! whole, and the later ones refer to it, so every reference shown can be
+//! read from what is shown before it.
 //!
 //! A pure function: the same input gives the same text, and the text is
 //! never longer than the budget.

@@ -5,7 +5,9 @@
 use std::cmp::Reverse;
 use std::fmt::Write as _;
 
-use super::blocks::{Block, Rank, Scope, Section};
+use std::collections::{HashMap, HashSet};
+
+use super::blocks::{Block, CallRefs, Rank, Scope, Section};
 use super::{CONVERSATION_HEADING, LEDGER_HEADING, marker, run_marker};
 use crate::util::len16;
 
@@ -200,9 +202,10 @@ impl Part<'_> {
 
 /// Prints the kept pieces: the ledger, then the conversation, each under
 /// its heading; a run of blocks left out whole is one marker line. A call
-/// line that refers to a block not shown is written out whole.
+/// line whose reference points at nothing printed before it is printed
+/// so that it does (see [`Printed`]).
 pub(crate) fn render(blocks: &[Block], kept: &Kept) -> String {
-    let shown = |i: usize| kept.get(i).is_some_and(|k| k.iter().any(|&k| k));
+    let mut printed = Printed::default();
     let mut ledger = Part::default();
     let mut conversation = Part::default();
     let mut has_conversation = false;
@@ -248,12 +251,25 @@ pub(crate) fn render(blocks: &[Block], kept: &Kept) -> String {
             }
             _ => {}
         }
-        let whole = block
-            .resolve
-            .as_ref()
-            .filter(|r| !r.needs.iter().all(|&i| shown(i)))
-            .map(|r| r.whole.as_str());
-        pieces(block, kept, whole, &mut line);
+        let first = block.refs.as_ref().and_then(|refs| {
+            printed.call(
+                refs,
+                block.turn,
+                block.pieces.first().map_or("", |p| p.text.as_str()),
+            )
+        });
+        let opens_turn = match block.scope {
+            Scope::User => true,
+            Scope::EarlierLedger => block
+                .pieces
+                .first()
+                .is_some_and(|p| p.text.starts_with('#')),
+            _ => false,
+        };
+        if opens_turn && block.turn > 0 {
+            printed.turns.insert(block.turn);
+        }
+        pieces(block, kept, first.as_deref(), &mut line);
         if let Scope::Out(_) = block.scope {
             line.push_str("\n</out>");
         }
@@ -283,6 +299,69 @@ pub(crate) fn render(blocks: &[Block], kept: &Kept) -> String {
         text.push_str(&conversation.lines.join("\n"));
     }
     text
+}
+
+/// What the ledger printed so far: the turns whose opening line it
+/// printed, each call it printed in full (by key) with the turn it was
+/// printed in, how many calls of each tool a turn printed in full, and the
+/// paths it printed whole.
+#[derive(Default)]
+struct Printed {
+    turns: HashSet<u32>,
+    calls: HashMap<String, u32>,
+    tools: HashMap<(u32, String), usize>,
+    paths: HashSet<String>,
+}
+
+impl Printed {
+    /// How the call line of `refs` (printed as `line` in turn `turn`) is
+    /// printed, when not as it is: a reference `=#N` to a call that turn N
+    /// did not print (its opening line or the call left out) refers to the
+    /// turn that printed it in full instead, when that turn printed no
+    /// other call of the tool, or is written out; so is a line naming a
+    /// path by its tail that was not printed whole. Remembers what the
+    /// line prints.
+    fn call(&mut self, refs: &CallRefs, turn: u32, line: &str) -> Option<String> {
+        let printed = match refs.refers_to {
+            Some(n) => match self.calls.get(&refs.key) {
+                Some(&m) if m == n && self.turns.contains(&n) => None,
+                Some(&m)
+                    if m != turn
+                        && self.turns.contains(&m)
+                        && self.tools.get(&(m, refs.tool.clone())) == Some(&1) =>
+                {
+                    retarget(line, &refs.tool, m).or_else(|| Some(refs.whole.clone()))
+                }
+                _ => Some(refs.whole.clone()),
+            },
+            None if refs.tails.iter().all(|p| self.paths.contains(p)) => None,
+            None => Some(refs.whole.clone()),
+        };
+        let written_out = printed.as_deref() == Some(refs.whole.as_str());
+        if refs.refers_to.is_none() || written_out {
+            if !self.calls.contains_key(&refs.key) {
+                self.calls.insert(refs.key.clone(), turn);
+                *self.tools.entry((turn, refs.tool.clone())).or_default() += 1;
+            }
+            self.paths.extend(refs.shows.iter().cloned());
+        }
+        if written_out {
+            self.paths.extend(refs.tails.iter().cloned());
+        }
+        printed
+    }
+}
+
+/// `line` (a reference `tool(…=#N)…`) referring to turn `turn` instead.
+fn retarget(line: &str, tool: &str, turn: u32) -> Option<String> {
+    let open = line.find(&format!("{tool}("))?;
+    let at = open + line[open..].find("=#")?;
+    let close = at + line[at..].find(')')?;
+    Some(format!(
+        "{}{tool}(=#{turn}){}",
+        &line[..open],
+        &line[close + 1..]
+    ))
 }
 
 /// Appends the kept pieces of `block` (with `first` in place of the first

@@ -383,6 +383,11 @@ fn when_the_oldest_entries_are_dropped_every_reference_left_still_resolves() {
         );
         assert_resolvable(&tight.text);
         assert_eq!(tight, build(&messages, &[], Earlier::None, budget));
+        // A command whose turn was dropped is written out once, where it
+        // first appears again, and referred to from then on.
+        let shard_1 = "bash(cd packages/agent && npm run check -- --shard 1)";
+        assert_eq!(tight.text.matches(shard_1).count(), 1, "{budget}");
+        assert!(tight.text.contains("\nbash(=#"), "{budget}: {}", tight.text);
     }
 }
 
@@ -400,5 +405,7 @@ fn references_of_an_earlier_ledger_still_resolve_when_its_oldest_lines_are_dropp
             "{budget}: turn 1 is dropped"
         );
         assert_resolvable(&tight.text);
+        // The earlier ledger's references are made to what is left of it.
+        assert!(tight.text.contains("\nbash(=#"), "{budget}: {}", tight.text);
     }
 }
