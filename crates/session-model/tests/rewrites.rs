@@ -319,25 +319,6 @@ fn a_copy_gets_the_mode_of_its_source_and_never_replaces_by_default() {
         .unwrap();
 }
 
-/// A shell that opens `path` for appending, says so, and keeps it open
-/// until killed, as an appender paused between its open and its write.
-fn holder(path: &Path) -> std::process::Child {
-    let mut child = std::process::Command::new("sh")
-        .arg("-c")
-        .arg("exec 3>>\"$0\"; echo open; exec sleep 30")
-        .arg(path)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut said = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut said,
-    )
-    .unwrap();
-    child
-}
-
 #[test]
 fn a_rewrite_says_when_another_process_keeps_the_replaced_file_open() {
     let dir = tempfile::tempdir().unwrap();
@@ -351,7 +332,7 @@ fn a_rewrite_says_when_another_process_keeps_the_replaced_file_open() {
         "a rewrite nobody else holds open"
     );
 
-    let mut held = holder(&path);
+    let mut held = musepi_test_support::hold_open(&path, musepi_test_support::Hold::Appending);
     let change = changed(&j, 1, "held open elsewhere");
     j.replace_entries(vec![change]).unwrap();
     held.kill().unwrap();

@@ -13,7 +13,8 @@
 //!
 //! Beside them, [`pi_fixture`] finds the real pi sessions next to the
 //! repository for the tests that read them, and skips those tests with a
-//! notice where they are absent.
+//! notice where they are absent, and [`hold_open`] keeps a file open for
+//! writing in another process.
 //!
 //! It must not know any crate above session-model, so every crate of the
 //! workspace can use it in its tests; it is never published.
@@ -49,6 +50,39 @@ pub fn pi_fixture(test: &str, name: &str) -> Option<PathBuf> {
         "note: skipped {test}: the real pi session {name} is not next to the repository (../shared/fixtures/pi)"
     );
     None
+}
+
+/// How [`hold_open`] opens its file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hold {
+    /// For appending, as an appender paused between its open and its write.
+    Appending,
+    /// For reading only.
+    Reading,
+}
+
+/// Starts a process that opens `path` as `how` says and keeps it open
+/// until it is killed; it holds the file when this returns. (Another
+/// process, since a rewrite does not wait for its own descriptors.)
+pub fn hold_open(path: &Path, how: Hold) -> std::process::Child {
+    let redirect = match how {
+        Hold::Appending => ">>",
+        Hold::Reading => "<",
+    };
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("exec 3{redirect}\"$0\"; echo open; exec sleep 30"))
+        .arg(path)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("sh starts");
+    let mut said = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().expect("stdout is piped")),
+        &mut said,
+    )
+    .expect("sh says it opened the file");
+    child
 }
 
 /// Asserts that every one of `parts` occurs in `text`, in this order

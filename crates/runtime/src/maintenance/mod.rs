@@ -391,6 +391,7 @@ impl Maintenance {
             Err(stop) => run::stopped(reason, automatic, stop),
         };
         self.emit(event);
+        decision.notes.extend(self.write_warnings());
         decision.remove_last_assistant = plan.remove_last_assistant;
         let context = self.context();
         decision.context = Some(if plan.remove_last_assistant {
@@ -473,12 +474,17 @@ impl Maintenance {
             aborted: false,
             error_message: None,
         });
-        Ok(tree::outcome(
-            out,
-            new_leaf_id,
-            marker_entry_id,
-            self.context(),
-        ))
+        let mut outcome = tree::outcome(out, new_leaf_id, marker_entry_id, self.context());
+        outcome.notes.extend(self.write_warnings());
+        Ok(outcome)
+    }
+
+    /// What the session file's writes since the last look had to tell (a
+    /// replaced file another process kept open past the wait for it), for
+    /// a decision's notes.
+    fn write_warnings(&mut self) -> Vec<String> {
+        let warnings = self.journal.take_warnings();
+        warnings.iter().map(ToString::to_string).collect()
     }
 }
 

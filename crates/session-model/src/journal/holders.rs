@@ -92,26 +92,7 @@ fn writable(proc_dir: &Path, fd: &std::ffi::OsStr) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::process::{Child, Command, Stdio};
-
-    /// A shell that opens `file` with `redirect` (`3>>` or `3<`), says so
-    /// on its output, and keeps it open until killed.
-    fn holder(file: &Path, redirect: &str) -> Child {
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(format!("exec 3{redirect}\"$0\"; echo open; exec sleep 30"))
-            .arg(file)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("sh runs");
-        let mut said = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(child.stdout.take().expect("piped")),
-            &mut said,
-        )
-        .expect("sh says it opened the file");
-        child
-    }
+    use musepi_test_support::{Hold, hold_open};
 
     fn replaced_file(dir: &Path) -> (std::path::PathBuf, File) {
         let path = dir.join("s.jsonl");
@@ -125,8 +106,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let (path, file) = replaced_file(dir.path());
         let meta = file.metadata().expect("metadata");
-        let mut writer = holder(&path, ">>");
-        let mut reader = holder(&path, "<");
+        let mut writer = hold_open(&path, Hold::Appending);
+        let mut reader = hold_open(&path, Hold::Reading);
         fs::remove_file(&path).expect("removed");
         assert!(open_for_writing_elsewhere(meta.dev(), meta.ino()));
         writer.kill().expect("killed");
@@ -141,7 +122,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let (path, file) = replaced_file(dir.path());
         let meta = file.metadata().expect("metadata");
-        let mut writer = holder(&path, ">>");
+        let mut writer = hold_open(&path, Hold::Appending);
         fs::remove_file(&path).expect("removed");
         let closing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = std::sync::Arc::clone(&closing);
@@ -167,8 +148,8 @@ mod tests {
     fn a_file_kept_open_past_the_wait_is_reported_and_a_closed_one_is_not() {
         let dir = tempfile::tempdir().expect("temp dir");
         let (path, file) = replaced_file(dir.path());
-        let mut writer = holder(&path, ">>");
-        let mut reader = holder(&path, "<");
+        let mut writer = hold_open(&path, Hold::Appending);
+        let mut reader = hold_open(&path, Hold::Reading);
         fs::remove_file(&path).expect("removed");
         let wait = Duration::from_millis(100);
         let started = Instant::now();
