@@ -9,7 +9,7 @@ use musepi_context_builder::LlmMessage;
 use musepi_session_model::{ContentBlock, ToolCall};
 
 use super::blocks::{
-    Block, CallRefs, Limits, OutputCap, Piece, Rank, Scope, Section, prose_block, tier, user_block,
+    Block, Limits, OutputCap, Piece, Rank, Scope, Section, prose_block, tier, user_block,
 };
 use super::calls::Calls;
 use super::marker;
@@ -172,28 +172,19 @@ impl<'a> Builder<'a> {
     }
 
     fn call(&mut self, call: &ToolCall, id: Option<&str>) {
-        let line = self.shown.line(call, self.limits, self.turn);
+        let mut line = self.shown.line(call, self.limits, self.turn);
         let source = len16(&call.name) + 2 + call.arguments.js_len();
-        let marked = |text: &str| {
-            if line.shortened {
-                format!("{text} {}", marker(id))
-            } else {
-                text.to_owned()
-            }
-        };
-        let text = marked(&line.text);
-        let refs = CallRefs {
-            tool: call.name.to_string(),
-            whole: marked(&line.key),
-            key: line.key.clone(),
-            shows: line.shows.clone(),
-            tails: line.tails.clone(),
-            refers_to: line.refers_to,
+        let text = if line.shortened {
+            let mark = marker(id);
+            line.refs.whole = format!("{} {mark}", line.refs.whole);
+            format!("{} {mark}", line.text)
+        } else {
+            line.text
         };
         // The same call again right after itself in the ledger: counted,
         // not repeated.
         if let Some((index, key)) = &self.last_call
-            && *key == line.key
+            && *key == line.refs.key
         {
             let index = *index;
             let last = &mut self.blocks[index];
@@ -206,11 +197,11 @@ impl<'a> Builder<'a> {
         let mut block = Block::new(Section::Ledger, Scope::Call, self.turn, id);
         block.source_chars = source;
         block.shortened = line.shortened;
-        block.refs = Some(refs);
+        self.last_call = Some((self.blocks.len(), line.refs.key.clone()));
+        block.refs = Some(line.refs);
         block.pieces.push(Piece::new("", text, Rank::Must));
         self.calls
             .insert(call.id.clone(), (self.blocks.len(), call.name.to_string()));
-        self.last_call = Some((self.blocks.len(), line.key));
         self.blocks.push(block);
     }
 

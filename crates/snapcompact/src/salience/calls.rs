@@ -14,7 +14,7 @@ use musepi_session_model::ToolCall;
 use musepi_session_model::json::{js_key_order, js_stringify};
 use serde_json::Value;
 
-use super::blocks::Limits;
+use super::blocks::{CallRefs, Limits};
 use super::text::shorten_head;
 use crate::util::{head_units, len16};
 
@@ -59,16 +59,10 @@ const MIN_SAVING: usize = 8;
 pub(crate) struct CallLine {
     /// The line printed.
     pub text: String,
-    /// The call with every path whole: equal keys are the same call.
-    pub key: String,
     /// Whether an argument was cut (the reading guide counts it).
     pub shortened: bool,
-    /// The paths the line shows whole.
-    pub shows: Vec<String>,
-    /// The paths it names by their tails.
-    pub tails: Vec<String>,
-    /// For a reference `=#N`: N.
-    pub refers_to: Option<u32>,
+    /// What it shows and refers to; written out, it is its key.
+    pub refs: CallRefs,
 }
 
 /// The calls and paths the ledger has shown so far.
@@ -110,11 +104,15 @@ impl Calls {
         {
             return CallLine {
                 text: reference,
-                key,
                 shortened,
-                shows: Vec::new(),
-                tails: Vec::new(),
-                refers_to: Some(first),
+                refs: CallRefs {
+                    tool: call.name.to_string(),
+                    whole: key.clone(),
+                    key,
+                    shows: Vec::new(),
+                    tails: Vec::new(),
+                    refers_to: Some(first),
+                },
             };
         }
         if !self.first.contains_key(&key) {
@@ -126,11 +124,15 @@ impl Calls {
         }
         CallLine {
             text,
-            key,
             shortened,
-            shows,
-            tails,
-            refers_to: None,
+            refs: CallRefs {
+                tool: call.name.to_string(),
+                whole: key.clone(),
+                key,
+                shows,
+                tails,
+                refers_to: None,
+            },
         }
     }
 
