@@ -9,8 +9,9 @@
 //! cores: a case that decodes on two cores spends up to twice its time),
 //! peak memory (the process's own `VmHWM`,
 //! or its `musepi` child's) and ratios against the baseline case
-//! (`floor`) measured in the same run, then the targets, met or missed;
-//! then, as the pseudo-case `retention`, measures how many planted and real facts survive
+//! (`floor`) measured in the same run, then the targets, met or missed,
+//! and the serve case's own table (`bench/serve_table.rs`); then, as the
+//! pseudo-case `retention`, measures how many planted and real facts survive
 //! `musepi compact` at three budgets. Tests never assert timings; this is
 //! where performance is measured.
 
@@ -23,6 +24,8 @@ use serde_json::Value;
 
 use crate::cargo;
 use crate::gate::{describe, run_status};
+
+mod serve_table;
 
 /// Options of `cargo xtask bench`.
 struct Options {
@@ -103,6 +106,8 @@ struct Sample {
     peak: u64,
     /// The time of the case's own step after the session is open, when it reports one.
     step: Option<f64>,
+    /// What the case reports beside its time (the serve case's medians).
+    detail: Value,
 }
 
 /// One file of the run: its size, whether it is the v1 form, its path.
@@ -215,6 +220,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
                 cpu,
                 peak,
                 step,
+                detail: fastest.detail.clone(),
             };
             let base = results.get(&baseline).map_or(best, |b| b.seconds);
             println!(
@@ -235,6 +241,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     }
     println!();
     summarize(&table, &baseline);
+    serve_table::print(&table);
     println!(
         "best of {} run(s) per case, each in its own process; data in {}",
         opts.runs,
@@ -444,6 +451,7 @@ fn run_case(bin: &Path, case: &str, file: &Path) -> anyhow::Result<Sample> {
         cpu,
         peak,
         step: v["detail"]["stepSeconds"].as_f64(),
+        detail: v["detail"].clone(),
     })
 }
 

@@ -20,6 +20,7 @@ mod process;
 mod retention;
 mod rng;
 mod serve;
+mod serve_methods;
 mod snap;
 mod v1;
 

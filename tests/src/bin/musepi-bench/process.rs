@@ -27,7 +27,8 @@ pub(crate) fn stats(path: &Path) -> Result<Value, BoxError> {
     run(&["session", "stats", "--json", "--quiet"], path)
 }
 
-fn musepi() -> Result<PathBuf, BoxError> {
+/// The `musepi` binary the process cases run.
+pub(crate) fn musepi() -> Result<PathBuf, BoxError> {
     if let Some(bin) = std::env::var_os("MUSEPI_BIN") {
         return Ok(PathBuf::from(bin));
     }

@@ -14,7 +14,9 @@
 //! alone against its 1 ms target. After the turns it times what a
 //! compaction computes when it is planned, which no turn computes: the
 //! prune candidates and the preparation (cut, regions, file operations),
-//! then the cut and the file operations again, each alone.
+//! then the cut and the file operations again, each alone; then the
+//! `context` and `plan` methods of a `musepi serve` process at the leaf the
+//! turns left, each beside its own baseline (`serve_methods.rs`).
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -51,7 +53,7 @@ fn now<F: Future>(future: F) -> Result<F::Output, BoxError> {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
@@ -155,6 +157,8 @@ fn turns(copy: &Path, floor_path: &Path) -> Result<Value, BoxError> {
         maintenance.push(after_ms + before_ms);
     }
     let plan = plan_once(m.journal().session());
+    drop(m);
+    let served = crate::serve_methods::context_and_plan(copy)?;
     let (first, last) = (turn[..10].to_vec(), turn[TURNS - 10..].to_vec());
     let maintenance_ms = median(maintenance);
     Ok(json!({
@@ -171,6 +175,9 @@ fn turns(copy: &Path, floor_path: &Path) -> Result<Value, BoxError> {
         "planCutMs": plan.cut_ms,
         "planFileOpsMs": plan.file_ops_ms,
         "planMessagesToSummarize": plan.summarize,
+        "serveStatus": served.status.to_json(),
+        "serveContext": served.context.to_json(),
+        "servePlan": served.plan.to_json(),
         "appendUserMs": median(user),
         "afterAssistantMs": median(after),
         "beforeRequestMs": median(before),
