@@ -269,7 +269,7 @@ impl ProcessHook {
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .process_group(0);
-        let mut child = spawn_when_not_busy(&mut command, cancel)
+        let mut child = spawn_when_not_busy(&mut command, BUSY_RETRY, cancel)
             .await
             .map_err(|e| HookError::Spawn(format!("{}: {e}", self.command[0])))?;
         let group = GroupGuard::new(child.id());
@@ -461,12 +461,14 @@ const BUSY_RETRY: (Duration, Duration) = (Duration::from_millis(5), Duration::fr
 /// Starts `command`, retrying while the system refuses with "text file
 /// busy": the program is still open for writing somewhere (a tool that just
 /// wrote the hook script, or a process that forked while it was being
-/// written and has not yet run its own program).
+/// written and has not yet run its own program). `retry` is the first wait
+/// and the waits' sum at most ([`BUSY_RETRY`]).
 async fn spawn_when_not_busy(
     command: &mut tokio::process::Command,
+    retry: (Duration, Duration),
     cancel: &CancellationToken,
 ) -> std::io::Result<tokio::process::Child> {
-    let (mut wait, most) = BUSY_RETRY;
+    let (mut wait, most) = retry;
     let mut waited = Duration::ZERO;
     loop {
         match command.spawn() {
@@ -512,7 +514,9 @@ mod tests {
             drop(writer);
         });
         let mut command = tokio::process::Command::new(&path);
-        let mut child = spawn_when_not_busy(&mut command, &CancellationToken::new())
+        // Retried for as long as the closer takes, however busy the machine.
+        let retry = (Duration::from_millis(5), Duration::from_hours(1));
+        let mut child = spawn_when_not_busy(&mut command, retry, &CancellationToken::new())
             .await
             .unwrap();
         assert_eq!(child.wait().await.unwrap().code(), Some(7));

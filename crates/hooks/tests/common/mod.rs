@@ -5,6 +5,7 @@
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use musepi_context_builder::{RequestPurpose, SummaryRequest, SummaryResponse};
 use musepi_hooks::{
@@ -95,11 +96,22 @@ pub fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     path
 }
 
-/// A hook for `event` that runs `path`, its stderr captured.
+/// How long a test's hook may take to answer: far longer than starting a
+/// shell can take on the busiest machine, since those tests are about the
+/// answer, not its speed. Tests of the timeout set their own.
+pub const IN_TIME: Duration = Duration::from_mins(10);
+
+/// How long a test waits for something that happens at once on an idle
+/// machine (a pid file written, a killed process gone) before it fails.
+pub const PATIENCE: Duration = Duration::from_mins(2);
+
+/// A hook for `event` that runs `path`, its stderr captured, with time
+/// enough ([`IN_TIME`]) to answer.
 pub fn process_hook(event: &str, path: &Path) -> ProcessHook {
     ProcessHook::new(event, vec![path.display().to_string()])
         .unwrap()
         .stderr(StderrMode::Capture)
+        .timeout(IN_TIME)
 }
 
 /// Appends entries to a session file, one second apart.
