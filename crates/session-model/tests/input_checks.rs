@@ -7,7 +7,6 @@
 mod common;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use common::{Clock, header_line, user, write};
 use musepi_session_model::{
@@ -37,7 +36,8 @@ fn fifos_devices_and_folders_are_refused_at_once() {
         .status()
         .unwrap();
     assert!(made.success());
-    let start = Instant::now();
+    // Reading the FIFO or /dev/zero would block or never end: each is
+    // refused by its kind before anything is read.
     for (path, kind) in [
         (fifo.as_path(), "FIFO"),
         (Path::new("/dev/zero"), "character device"),
@@ -53,8 +53,6 @@ fn fifos_devices_and_folders_are_refused_at_once() {
         assert!(err.to_string().contains("not a regular file"), "{err}");
         assert!(err.is_bad_input());
     }
-    // Reading the FIFO or /dev/zero would block or never end.
-    assert!(start.elapsed() < Duration::from_secs(5));
 }
 
 #[test]

@@ -63,7 +63,9 @@ pub enum Hold {
 
 /// Starts a process that opens `path` as `how` says and keeps it open
 /// until it is killed; it holds the file when this returns. (Another
-/// process, since a rewrite does not wait for its own descriptors.)
+/// process, since a rewrite does not wait for its own descriptors.) It
+/// waits on a standard input that stays open as long as the child, not
+/// for a time a busy machine could outlast.
 pub fn hold_open(path: &Path, how: Hold) -> std::process::Child {
     let redirect = match how {
         Hold::Appending => ">>",
@@ -71,8 +73,9 @@ pub fn hold_open(path: &Path, how: Hold) -> std::process::Child {
     };
     let mut child = std::process::Command::new("sh")
         .arg("-c")
-        .arg(format!("exec 3{redirect}\"$0\"; echo open; exec sleep 30"))
+        .arg(format!("exec 3{redirect}\"$0\"; echo open; exec cat"))
         .arg(path)
+        .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("sh starts");
