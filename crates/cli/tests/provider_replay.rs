@@ -58,12 +58,13 @@ fn provider(kind: ProviderKind, name: &str, url: &str) -> Provider {
     name.clone_into(&mut config.name);
     config.model = Some("test-model".to_owned());
     config.api_key = Some(ApiKey::new("sk-test"));
-    config.timeout = Duration::from_secs(5);
+    // Time enough for a loopback answer on the busiest machine.
+    config.timeout = Duration::from_mins(1);
     config.retry = RetryPolicy {
         max_attempts: 1,
         ..RetryPolicy::default()
     };
-    Provider::new(config, build_client(Duration::from_secs(2)).unwrap())
+    Provider::new(config, build_client(Duration::from_mins(1)).unwrap())
 }
 
 // ---------------------------------------------------------------- session

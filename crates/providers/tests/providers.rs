@@ -63,7 +63,9 @@ impl Flavour {
         let mut config = ProviderConfig::new(kind, base);
         config.model = Some("test-model".to_owned());
         config.api_key = Some(ApiKey::new(KEY));
-        config.timeout = Duration::from_secs(5);
+        // Time enough for a loopback answer on the busiest machine; the
+        // tests of timeouts and deadlines set their own.
+        config.timeout = Duration::from_mins(1);
         config.retry = RetryPolicy {
             max_attempts: 3,
             base_delay: Duration::from_millis(10),
@@ -161,8 +163,9 @@ impl Flavour {
     }
 }
 
+/// A client whose connect timeout no busy machine reaches on loopback.
 fn client() -> reqwest::Client {
-    build_client(Duration::from_secs(2)).unwrap()
+    build_client(Duration::from_mins(1)).unwrap()
 }
 
 fn request() -> SummaryRequest {
@@ -644,10 +647,10 @@ async fn a_dropped_connection_is_retried() {
 #[tokio::test]
 async fn a_timeout_is_retried_then_reported() {
     for flavour in ALL {
-        let slow = flavour.ok(SUMMARY).delayed(Duration::from_secs(30));
+        let slow = flavour.ok(SUMMARY).delayed(Duration::from_hours(1));
         let server = Server::start(vec![slow.clone(), slow.clone(), slow]).await;
         let mut config = flavour.config(&server);
-        config.timeout = Duration::from_millis(150);
+        config.timeout = Duration::from_millis(500);
         config.retry.max_attempts = 2;
         let error = summarize(&Provider::new(config, client()))
             .await
@@ -671,6 +674,11 @@ async fn a_timeout_is_retried_then_reported() {
                 .to_string()
                 .contains("could not be reached after 2 attempts")
         );
+        // Each attempt sent its request before it timed out; the server
+        // may read the last one a moment after the client gave up.
+        tokio::time::timeout(Duration::from_mins(1), server.wait_for_requests(2))
+            .await
+            .expect("both attempts reached the server");
         assert_eq!(server.seen().len(), 2);
     }
 }
@@ -803,8 +811,14 @@ async fn an_overflow_rejection_is_reported_without_retrying() {
 #[tokio::test]
 async fn cancellation_stops_a_request_in_flight() {
     for flavour in ALL {
-        let server = Server::start(vec![flavour.ok(SUMMARY).delayed(Duration::from_mins(1))]).await;
-        let provider = flavour.provider(&server);
+        // The server, the attempt and the deadline all take far longer
+        // than the test waits: only the cancellation can end the call.
+        let server =
+            Server::start(vec![flavour.ok(SUMMARY).delayed(Duration::from_hours(24))]).await;
+        let mut config = flavour.config(&server);
+        config.timeout = Duration::from_hours(1);
+        config.deadline = Duration::from_hours(1);
+        let provider = Provider::new(config, client());
         let cancel = CancellationToken::new();
         let request = request();
         let call = provider.summarize(&request, cancel.clone());
@@ -812,7 +826,7 @@ async fn cancellation_stops_a_request_in_flight() {
             server.wait_for_requests(1).await;
             cancel.cancel();
         };
-        let (result, ()) = tokio::time::timeout(Duration::from_secs(10), async {
+        let (result, ()) = tokio::time::timeout(Duration::from_mins(10), async {
             tokio::join!(call, canceller)
         })
         .await
@@ -823,25 +837,30 @@ async fn cancellation_stops_a_request_in_flight() {
 
 #[tokio::test]
 async fn cancellation_stops_the_backoff_wait() {
+    // An hour to wait before the retry, far longer than the test waits.
     let server = Server::start(vec![
-        Flavour::Chat.error(503, "busy").header("retry-after", "4"),
+        Flavour::Chat
+            .error(503, "busy")
+            .header("retry-after", "3600"),
     ])
     .await;
-    let provider = Flavour::Chat.provider(&server);
+    let mut config = Flavour::Chat.config(&server);
+    config.retry.max_retry_after = Duration::from_hours(2);
+    config.deadline = Duration::from_hours(2);
     let cancel = CancellationToken::new();
+    // Cancelled as the wait begins: the observer hears of it first.
+    let fire = cancel.clone();
+    let provider = Provider::new(config, client())
+        .with_retry_observer(Arc::new(move |_: &RetryNotice| fire.cancel()));
     let request = request();
-    let call = provider.summarize(&request, cancel.clone());
-    let canceller = async {
-        server.wait_for_requests(1).await;
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        cancel.cancel();
-    };
-    let (result, ()) = tokio::time::timeout(Duration::from_secs(3), async {
-        tokio::join!(call, canceller)
-    })
+    let result = tokio::time::timeout(
+        Duration::from_mins(10),
+        provider.summarize(&request, cancel),
+    )
     .await
     .expect("the wait is cancelled before the Retry-After elapses");
     assert_eq!(result, Err(SummarizeError::Cancelled));
+    assert_eq!(server.seen().len(), 1);
 }
 
 // ---------------------------------------------------------------- native compaction
@@ -1154,36 +1173,50 @@ async fn a_stalled_provider_fails_by_the_deadline() {
 
 #[tokio::test]
 async fn the_deadline_covers_the_retries_and_their_waits() {
-    // Attempts time out after 100 ms and are retried after 10-40 ms, until
-    // the 450 ms deadline: a few attempts, never the 10 the policy allows.
-    let stalled = Flavour::Chat.ok(SUMMARY).delayed(Duration::from_secs(5));
-    let server = Server::start(vec![stalled; 10]).await;
+    // Attempts time out after 200 ms and are retried after 10-40 ms, until
+    // the 2 s deadline: a few attempts, never the 1,000 the policy allows.
+    let stalled = Flavour::Chat.ok(SUMMARY).delayed(Duration::from_hours(1));
+    let server = Server::start(vec![stalled; 1000]).await;
     let mut config = Flavour::Chat.config(&server);
-    config.deadline = Duration::from_millis(450);
-    config.timeout = Duration::from_millis(100);
-    config.retry.max_attempts = 10;
+    config.deadline = Duration::from_secs(2);
+    config.timeout = Duration::from_millis(200);
+    config.retry.max_attempts = 1000;
     let err = summarize(&Provider::new(config, client()))
         .await
         .unwrap_err();
     let SummarizeError::Deadline { attempts, .. } = err else {
         panic!("{err:?}");
     };
-    assert!((2..10).contains(&attempts), "{attempts} attempts");
-    assert_eq!(server.seen().len() as u32, attempts);
+    assert!((2..1000).contains(&attempts), "{attempts} attempts");
+    // Every attempt reached the server, but the last one, which the
+    // deadline may have cut before it sent its request.
+    tokio::time::timeout(
+        Duration::from_mins(1),
+        server.wait_for_requests(attempts as usize - 1),
+    )
+    .await
+    .expect("the attempts reached the server");
+    let seen = server.seen().len() as u32;
+    assert!(
+        seen == attempts || seen == attempts - 1,
+        "{seen} of {attempts}"
+    );
 
     // Server errors: the last answer is reported when no time is left for
-    // the next attempt.
-    let server = Server::start(vec![Flavour::Chat.error(500, "overloaded"); 10]).await;
+    // the next attempt: the deadline falls in the second's wait after the
+    // first answer, or after the second (sent a second after the first
+    // answer, with what is left of the 1.5 s for its own).
+    let server = Server::start(vec![Flavour::Chat.error(500, "overloaded"); 1000]).await;
     let mut config = Flavour::Chat.config(&server);
-    config.deadline = Duration::from_millis(150);
-    config.retry.max_attempts = 10;
-    config.retry.base_delay = Duration::from_millis(100);
-    config.retry.max_delay = Duration::from_millis(100);
+    config.deadline = Duration::from_millis(1500);
+    config.retry.max_attempts = 1000;
+    config.retry.base_delay = Duration::from_secs(1);
+    config.retry.max_delay = Duration::from_secs(1);
     let err = summarize(&Provider::new(config, client()))
         .await
         .unwrap_err();
     assert_eq!(err.status(), Some(500), "{err:?}");
-    assert!(server.seen().len() < 10);
+    assert!(server.seen().len() <= 2, "{} requests", server.seen().len());
 }
 
 #[tokio::test]
