@@ -1,7 +1,8 @@
 //! The progress of a long LLM compaction, end to end: on a terminal (a
 //! tmux pane) the spinner says which request of how many is running, for
 //! how long, and the tokens sent and received; off a terminal nothing of
-//! it reaches stderr. The summarizer is a slow server on 127.0.0.1.
+//! it reaches stderr. The summarizer is a server on 127.0.0.1 that holds
+//! each answer until the test has seen what the spinner says meanwhile.
 //!
 //! tmux is required: without it the test fails and says how to install it.
 
@@ -11,20 +12,17 @@ mod support;
 mod tmux;
 
 use std::path::Path;
-use std::time::Duration;
 
 use serde_json::json;
-use support::{Reply, Server, code, stderr};
+use support::{Gate, Reply, Server, code, stderr};
 use tmux::Tmux;
 
 const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
 
-/// How long each answer takes: long enough to read the spinner.
-const DELAY: Duration = Duration::from_millis(1500);
-
-/// A slow chat-completions server on 127.0.0.1.
-fn slow_server() -> Server {
-    Server::answering_blocking(|_| {
+/// A chat-completions server on 127.0.0.1 whose answers wait for `gate`.
+fn held_server(gate: &Gate) -> Server {
+    let gate = gate.clone();
+    Server::answering_blocking(move |_| {
         Reply::json(
             200,
             &json!({
@@ -32,7 +30,7 @@ fn slow_server() -> Server {
                 "usage": {"prompt_tokens": 900, "completion_tokens": 12, "total_tokens": 912}
             }),
         )
-        .delayed(DELAY)
+        .held(&gate)
     })
 }
 
@@ -62,14 +60,15 @@ fn compact_args(base: &str) -> Vec<String> {
 
 #[test]
 fn a_long_compaction_says_which_request_of_how_many_on_a_terminal_only() {
-    let server = slow_server();
+    let gate = Gate::new();
+    let server = held_server(&gate);
     let base = format!("{}/v1", server.url);
 
     // On a terminal: request k of N, elapsed time and tokens.
     let dir = tempfile::tempdir().unwrap();
     session(dir.path());
     let command = format!(
-        "MUSEPI_API_KEY= {MUSEPI} {}; echo \"exit=$? done\"; sleep 60",
+        "MUSEPI_API_KEY= {MUSEPI} {}; echo \"exit=$? done\"; sleep 600",
         compact_args(&base).join(" ")
     );
     let tmux = Tmux::start("progress", dir.path(), &command);
@@ -101,8 +100,18 @@ fn a_long_compaction_says_which_request_of_how_many_on_a_terminal_only() {
             (k == n).then(|| (n.to_owned(), l.to_owned()))
         })
     };
+    // Every answer but the last request's goes; that one waits until the
+    // screen has shown its request.
+    let total: usize = line
+        .split(" of ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    gate.release(total - 1);
     let screen = tmux.wait_for("the last request", |s| last(s).is_some());
     let (n, line) = last(&screen).unwrap();
+    gate.open();
     assert!(!line.contains(" 0 received"), "{line}");
     // Not "done" alone: the spinner says "3 of 3 requests done" a moment.
     let screen = tmux.wait_for("the result", |s| s.contains("exit="));

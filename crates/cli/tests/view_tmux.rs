@@ -29,7 +29,7 @@ fn view_in_tmux() {
         "{} view session.jsonl --branch-strategy snapcompact --keep-recent 10 \
          --now 2025-05-01T10:00:00.000Z --deterministic-ids; \
          s=$?; t=$(stty -a | tr ' ' '\\n' | grep -x -e icanon -e echo | tr '\\n' ' '); \
-         echo \"exit=$s tty=[$t] done\"; sleep 60",
+         echo \"exit=$s tty=[$t] done\"; sleep 600",
         env!("CARGO_BIN_EXE_musepi")
     );
     let tmux = Tmux::start("view", dir.path(), &command);

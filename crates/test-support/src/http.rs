@@ -4,6 +4,8 @@
 //! It answers either from a queue of [`Reply`]s, in order and then with 599
 //! ([`Server::start`]), or with a function of the request
 //! ([`Server::answering`]). Every request is recorded as a [`Seen`].
+//! An answer may wait for a [`Gate`] the test opens, so what a client
+//! shows while it waits is seen however slow the machine is.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -37,6 +39,43 @@ pub struct Reply {
     pub body: Payload,
     /// How long to wait before answering.
     pub delay: Duration,
+    /// The gate the answer waits for, after the delay.
+    pub gate: Option<Gate>,
+}
+
+/// Holds back the answers made with [`Reply::held`] until the test lets
+/// them go, a given number or all from now on.
+#[derive(Debug, Clone)]
+pub struct Gate(Arc<tokio::sync::Semaphore>);
+
+impl Gate {
+    /// A gate holding every answer back.
+    pub fn new() -> Self {
+        Self(Arc::new(tokio::sync::Semaphore::new(0)))
+    }
+
+    /// Lets `n` more answers go.
+    pub fn release(&self, n: usize) {
+        self.0.add_permits(n);
+    }
+
+    /// Lets every answer go, now and from now on.
+    pub fn open(&self) {
+        self.0.close();
+    }
+
+    async fn pass(&self) {
+        // A closed gate (an error) lets everything through.
+        if let Ok(permit) = self.0.acquire().await {
+            permit.forget();
+        }
+    }
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Reply {
@@ -52,6 +91,7 @@ impl Reply {
             headers: vec![("content-type", "application/json".to_owned())],
             body: Payload::Text(body.to_owned()),
             delay: Duration::ZERO,
+            gate: None,
         }
     }
 
@@ -88,6 +128,13 @@ impl Reply {
     #[must_use]
     pub fn delayed(mut self, delay: Duration) -> Self {
         self.delay = delay;
+        self
+    }
+
+    /// Answered once `gate` lets it go.
+    #[must_use]
+    pub fn held(mut self, gate: &Gate) -> Self {
+        self.gate = Some(gate.clone());
         self
     }
 }
@@ -268,6 +315,9 @@ async fn answer(State(script): State<Arc<Script>>, request: Request) -> Response
     };
     lock(&script.seen).push(seen);
     tokio::time::sleep(reply.delay).await;
+    if let Some(gate) = &reply.gate {
+        gate.pass().await;
+    }
     let mut response = Response::builder().status(reply.status);
     for (name, value) in &reply.headers {
         response = response.header(*name, value);

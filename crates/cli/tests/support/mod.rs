@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
-pub use musepi_test_support::http::{Payload, Reply, Seen, Server, chat};
+pub use musepi_test_support::http::{Gate, Payload, Reply, Seen, Server, chat};
 
 /// The binary under test.
 pub const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
