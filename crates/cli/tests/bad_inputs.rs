@@ -6,7 +6,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
 
@@ -97,7 +96,8 @@ fn every_bad_input_gets_its_exit_code_and_message_and_nothing_is_written() {
                 }
             })
             .collect();
-        let started = Instant::now();
+        // A FIFO or /dev/zero read would never end: the refusal below,
+        // not the time it took, shows musepi did not read them.
         let o = Command::new(MUSEPI)
             .args(&args)
             .current_dir(dir.path())
@@ -105,11 +105,6 @@ fn every_bad_input_gets_its_exit_code_and_message_and_nothing_is_written() {
             .stdin(Stdio::null())
             .output()
             .unwrap();
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "{}: answered at once",
-            case.file
-        );
         let all = format!(
             "{}{}",
             String::from_utf8_lossy(&o.stdout),

@@ -71,6 +71,11 @@ async fn compact_with(
     (out, file, before, server, dir)
 }
 
+/// An attempt's `timeoutMs` when the answer must come (10 minutes): far
+/// longer than a loopback answer takes on the busiest machine, since those
+/// tests are about the answer, not its speed.
+const IN_TIME_MS: u64 = 600_000;
+
 fn openai(timeout_ms: u64) -> Value {
     json!({"kind": "openai-compatible", "baseUrl": "{url}/v1", "model": "summarizer-1", "timeoutMs": timeout_ms, "maxRetries": 2})
 }
@@ -78,7 +83,7 @@ fn openai(timeout_ms: u64) -> Value {
 #[tokio::test]
 async fn an_openai_compatible_summary_is_written_and_the_requests_are_exact() {
     let (out, file, _, script, _dir) = compact_with(
-        openai(10_000),
+        openai(IN_TIME_MS),
         vec![
             chat("## Goal\n- history"),
             chat("## Original Request\n- prefix"),
@@ -142,7 +147,7 @@ async fn a_429_with_retry_after_and_a_500_are_retried() {
         chat("## Original Request\n- p"),
         chat("short"),
     ];
-    let (out, file, _, script, _dir) = compact_with(openai(10_000), replies).await;
+    let (out, file, _, script, _dir) = compact_with(openai(IN_TIME_MS), replies).await;
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(script.seen().len(), 5);
     assert_eq!(last_line(&file)["type"], "compaction");
@@ -159,23 +164,28 @@ async fn leaves_the_file_unchanged(entry: Value, replies: Vec<Reply>, message: &
 async fn failures_leave_the_file_byte_for_byte() {
     let ok = || chat("## x");
     leaves_the_file_unchanged(
-        openai(10_000),
+        openai(IN_TIME_MS),
         vec![Reply::raw(200, "{not json"), ok(), ok()],
         "unreadable response",
     )
     .await;
-    leaves_the_file_unchanged(openai(10_000), vec![chat(""), ok(), ok()], "empty summary").await;
+    leaves_the_file_unchanged(
+        openai(IN_TIME_MS),
+        vec![chat(""), ok(), ok()],
+        "empty summary",
+    )
+    .await;
     let refusal = Reply::json(
         200,
         &json!({"choices": [{"message": {"role": "assistant", "content": "I can't"}, "finish_reason": "content_filter"}]}),
     );
-    leaves_the_file_unchanged(openai(10_000), vec![refusal, ok(), ok()], "refused").await;
-    let slow = || Reply::json(200, &json!({})).delayed(Duration::from_secs(5));
+    leaves_the_file_unchanged(openai(IN_TIME_MS), vec![refusal, ok(), ok()], "refused").await;
+    let slow = || Reply::json(200, &json!({})).delayed(Duration::from_hours(1));
     let mut fast_fail = openai(300);
     fast_fail["maxRetries"] = json!(0);
     leaves_the_file_unchanged(fast_fail, vec![slow(), slow()], "could not be reached").await;
     let e401 = Reply::json(401, &json!({"error": {"message": "bad key"}}));
-    leaves_the_file_unchanged(openai(10_000), vec![e401.clone(), e401], "bad key").await;
+    leaves_the_file_unchanged(openai(IN_TIME_MS), vec![e401.clone(), e401], "bad key").await;
 }
 
 #[tokio::test]
@@ -183,12 +193,14 @@ async fn an_abort_mid_request_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let file = session(dir.path());
     let before = std::fs::read(&file).unwrap();
+    // The answers would come long after the test is over: only the
+    // interrupt can end the compaction.
     let script = Server::start(vec![
-        chat("x").delayed(Duration::from_secs(30)),
-        chat("x").delayed(Duration::from_secs(30)),
+        chat("x").delayed(Duration::from_hours(24)),
+        chat("x").delayed(Duration::from_hours(24)),
     ])
     .await;
-    let mut entry = openai(60_000);
+    let mut entry = openai(IN_TIME_MS);
     entry["baseUrl"] = json!(format!("{}/v1", script.url));
     let settings = settings(dir.path(), &entry);
     let child = tokio::process::Command::new(MUSEPI)
@@ -214,7 +226,7 @@ async fn an_abort_mid_request_writes_nothing() {
     let pid = i32::try_from(child.id().unwrap()).unwrap();
     // SAFETY-free: kill(2) through the libc crate is a plain syscall wrapper.
     assert_eq!(unsafe_free_sigint(pid), 0);
-    let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+    let out = tokio::time::timeout(Duration::from_mins(5), child.wait_with_output())
         .await
         .unwrap()
         .unwrap();
@@ -340,7 +352,7 @@ async fn snapcompact_needs_no_server_and_is_deterministic() {
 async fn a_summary_cut_at_the_output_limit_is_stored_with_a_warning() {
     let cut = || support::chat("## Goal\n- the history, cut mid", "length");
     let (out, file, before, _, _dir) =
-        compact_with(openai(10_000), vec![cut(), cut(), chat("short")]).await;
+        compact_with(openai(IN_TIME_MS), vec![cut(), cut(), chat("short")]).await;
     assert!(out.status.success(), "{}", stderr(&out));
     let warning = "stopped at its output limit, so it may end mid-sentence; it is used as written";
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -410,7 +422,7 @@ async fn a_stalled_provider_ends_by_the_deadline_of_the_flag_or_the_settings() {
 #[tokio::test]
 async fn an_endless_answer_or_a_redirect_elsewhere_writes_nothing() {
     let (out, file, before, _, _dir) =
-        compact_with(openai(10_000), vec![Reply::endless(), Reply::endless()]).await;
+        compact_with(openai(IN_TIME_MS), vec![Reply::endless(), Reply::endless()]).await;
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["error"]["code"], "response-too-large");
@@ -419,7 +431,7 @@ async fn an_endless_answer_or_a_redirect_elsewhere_writes_nothing() {
     let elsewhere = Server::start(vec![chat("## stolen"); 3]).await;
     let to = format!("{}/v1/chat/completions", elsewhere.url);
     let (out, file, before, _, _dir) = compact_with(
-        openai(10_000),
+        openai(IN_TIME_MS),
         vec![Reply::redirect(307, &to), Reply::redirect(307, &to)],
     )
     .await;

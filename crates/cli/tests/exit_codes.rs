@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use serde_json::{Value, json};
-use support::{Reply, Server, code, example_session, musepi_in, p, stderr, stdout};
+use support::{
+    HOOK_IN_TIME_MS, Reply, Server, code, example_session, musepi_in, p, stderr, stdout,
+};
 
 struct Case {
     dir: tempfile::TempDir,
@@ -50,7 +52,7 @@ impl Case {
     }
 
     fn hook_settings(&self, script: &Path) -> PathBuf {
-        let settings = json!({"hooks": {"session_before_compact": [{"command": [p(script)]}]}});
+        let settings = json!({"hooks": {"session_before_compact": [{"command": [p(script)], "timeoutMs": HOOK_IN_TIME_MS}]}});
         self.file("hooks.json", &settings.to_string())
     }
 }

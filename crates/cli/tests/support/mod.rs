@@ -161,8 +161,27 @@ pub fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     path
 }
 
-/// Writes `dir/settings.json` holding these `hooks`.
+/// How long a test's hook may take to answer (`timeoutMs`, 10 minutes):
+/// far longer than starting a shell can take on the busiest machine, since
+/// those tests are about the answer, not its speed.
+pub const HOOK_IN_TIME_MS: u64 = 600_000;
+
+/// Writes `dir/settings.json` holding these `hooks`; a hook without its own
+/// `timeoutMs` gets [`HOOK_IN_TIME_MS`] (tests of the timeout set theirs).
 pub fn hook_settings(dir: &Path, hooks: &Value) -> PathBuf {
+    let mut hooks = hooks.clone();
+    for entry in hooks
+        .as_object_mut()
+        .into_iter()
+        .flat_map(|events| events.values_mut())
+        .filter_map(Value::as_array_mut)
+        .flatten()
+        .filter_map(Value::as_object_mut)
+    {
+        entry
+            .entry("timeoutMs")
+            .or_insert_with(|| HOOK_IN_TIME_MS.into());
+    }
     let path = dir.join("settings.json");
     std::fs::write(&path, serde_json::json!({ "hooks": hooks }).to_string()).unwrap();
     path
