@@ -727,3 +727,98 @@ async fn plan_over_a_torn_last_line_prunes_a_copy_and_writes_nothing() {
     assert_eq!(std::fs::read(&file).unwrap(), torn);
     assert_eq!(c.finish().await, 0);
 }
+
+/// The example session as a v2 file at `dir/name`: the server writes its
+/// migration with the first entry appended to it, in one rewrite.
+fn v2_copy(dir: &Path, name: &str) -> std::path::PathBuf {
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/sessions/todo-refactor.jsonl"
+    );
+    let text =
+        std::fs::read_to_string(example)
+            .unwrap()
+            .replacen("\"version\":3", "\"version\":2", 1);
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The warning of a rewrite of `name` that another process outlasted.
+fn still_open(name: &str) -> Value {
+    json!(format!(
+        "{name}: another process still had the replaced file open for writing 2 s after the rewrite; \
+         a line it writes to that file now is lost (see docs/reliability.md)"
+    ))
+}
+
+/// No note of the answer is a write warning.
+fn no_write_warning(answer: &Value) {
+    let notes = answer["notes"].as_array().unwrap();
+    assert!(
+        !notes
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("another process")),
+        "{answer}"
+    );
+}
+
+#[tokio::test]
+async fn the_call_whose_rewrite_another_process_outlasted_reports_it_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Client::with(
+        dir.path(),
+        &[],
+        r#"{"compaction": {"keepRecentTokens": 50}}"#,
+    );
+    let window = json!(1_000_000);
+
+    // An append that writes the pending migration: the warning is in its
+    // answer, and the compaction after it does not repeat it.
+    let a = v2_copy(dir.path(), "a.jsonl");
+    c.ok("open", json!({"path": "a.jsonl", "contextWindow": window}))
+        .await;
+    let mut held = musepi_test_support::hold_open(&a, musepi_test_support::Hold::Appending);
+    let (_, appended) = c
+        .ok("append", json!({"entry": text_message("user", "go on")}))
+        .await;
+    held.kill().unwrap();
+    held.wait().unwrap();
+    assert_eq!(
+        appended["notes"],
+        json!([still_open("a.jsonl")]),
+        "{appended}"
+    );
+    let (_, compacted) = c.ok("compact", json!({})).await;
+    assert_eq!(compacted["action"], json!("compacted"), "{compacted}");
+    no_write_warning(&compacted);
+    assert_eq!(lines_of(&a)[0]["version"], json!(3));
+
+    // `afterAssistant` appending its message: the warning is in the
+    // decision, though nothing was compacted.
+    let b = v2_copy(dir.path(), "b.jsonl");
+    c.ok("open", json!({"path": "b.jsonl", "contextWindow": window}))
+        .await;
+    let mut held = musepi_test_support::hold_open(&b, musepi_test_support::Hold::Appending);
+    let (_, decided) = c
+        .ok(
+            "afterAssistant",
+            json!({"message": answer("done", 1000, 10)}),
+        )
+        .await;
+    held.kill().unwrap();
+    held.wait().unwrap();
+    assert_eq!(decided["action"], json!("none"), "{decided}");
+    assert_eq!(
+        decided["notes"],
+        json!([still_open("b.jsonl")]),
+        "{decided}"
+    );
+    let (_, next) = c.ok("beforeRequest", json!({})).await;
+    no_write_warning(&next);
+    let (_, again) = c
+        .ok("append", json!({"entry": text_message("user", "thanks")}))
+        .await;
+    assert_eq!(again["notes"], json!([]), "{again}");
+    assert_eq!(c.finish().await, 0);
+}

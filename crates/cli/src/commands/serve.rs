@@ -228,6 +228,7 @@ pub fn run(args: &ServeArgs, ctx: &Ctx) -> CmdResult {
         remote,
         hooks,
         deterministic_ids: ctx.deterministic_ids(),
+        quiet: ctx.quiet(),
         now: ctx.now,
         context_window: args.context_window.unwrap_or(DEFAULT_CONTEXT_WINDOW),
         events,

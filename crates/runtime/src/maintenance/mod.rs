@@ -340,6 +340,7 @@ impl Maintenance {
             continue_turn: retry,
             context: retry.then(|| without_failed_tail(self.context())),
             promotion: Some(target),
+            notes: self.take_write_warnings(),
             ..Decision::of(Outcome::Promoted, Some(reason))
         }))
     }
@@ -391,7 +392,7 @@ impl Maintenance {
             Err(stop) => run::stopped(reason, automatic, stop),
         };
         self.emit(event);
-        decision.notes.extend(self.write_warnings());
+        decision.notes.extend(self.take_write_warnings());
         decision.remove_last_assistant = plan.remove_last_assistant;
         let context = self.context();
         decision.context = Some(if plan.remove_last_assistant {
@@ -475,14 +476,17 @@ impl Maintenance {
             error_message: None,
         });
         let mut outcome = tree::outcome(out, new_leaf_id, marker_entry_id, self.context());
-        outcome.notes.extend(self.write_warnings());
+        outcome.notes.extend(self.take_write_warnings());
         Ok(outcome)
     }
 
     /// What the session file's writes since the last look had to tell (a
-    /// replaced file another process kept open past the wait for it), for
-    /// a decision's notes.
-    fn write_warnings(&mut self) -> Vec<String> {
+    /// replaced file another process kept open past the wait for it), once:
+    /// a decision and a tree outcome carry those of the writes they made in
+    /// their notes; the writes of [`Maintenance::append`] (which rewrites
+    /// the file when a migration or pruning is pending) are the caller's
+    /// to take here.
+    pub fn take_write_warnings(&mut self) -> Vec<String> {
         let warnings = self.journal.take_warnings();
         warnings.iter().map(ToString::to_string).collect()
     }

@@ -16,6 +16,7 @@ use musepi_session_model::{
 use serde_json::{Value, json};
 
 use super::views::entry_body;
+use crate::output::note;
 use crate::report::context::{Known, View, context_json};
 use crate::report::plan::{Planned, plan_json, planned_json};
 use crate::report::runtime::{decision_json, tree_json};
@@ -67,6 +68,8 @@ pub(super) struct Server {
     pub remote: Option<Arc<dyn RemoteCompactor>>,
     pub hooks: Hooks,
     pub deterministic_ids: bool,
+    /// `-q`: no warnings on stderr.
+    pub quiet: bool,
     pub now: Option<i64>,
     pub context_window: u64,
     pub events: EventSink,
@@ -153,8 +156,38 @@ impl Server {
         crate::ids::for_session(self.deterministic_ids, journal.session())
     }
 
-    /// Runs one method.
+    /// Runs one method. What the session file's writes during it had to
+    /// tell (a rewrite that outlasted another process's open file) is in
+    /// the `notes` of its answer, so the call that caused a warning
+    /// reports it, once; a failed call, whose answer has no `notes`, says
+    /// it on stderr.
     pub(super) async fn call(&mut self, method: &str, params: &Value) -> Reply {
+        let mut reply = self.dispatch(method, params).await;
+        let warnings = self
+            .session
+            .as_mut()
+            .map(Maintenance::take_write_warnings)
+            .unwrap_or_default();
+        if warnings.is_empty() {
+            return reply;
+        }
+        let notes = reply
+            .as_mut()
+            .ok()
+            .and_then(|v| v.get_mut("notes"))
+            .and_then(Value::as_array_mut);
+        match notes {
+            Some(notes) => notes.extend(warnings.into_iter().map(Value::from)),
+            None => {
+                for w in &warnings {
+                    note(self.quiet, &format!("musepi: warning: {w}"));
+                }
+            }
+        }
+        reply
+    }
+
+    async fn dispatch(&mut self, method: &str, params: &Value) -> Reply {
         match method {
             "open" => self.open(params),
             "close" => Ok(self.close()),
@@ -345,7 +378,9 @@ impl Server {
             .session()
             .leaf_id()
             .map(ToString::to_string);
-        Ok(json!({"ids": ids, "leafId": leaf}))
+        // `notes` gets the warnings of the rewrite the first append to a
+        // v1 or v2 file makes to write its migration (see `call`).
+        Ok(json!({"ids": ids, "leafId": leaf, "notes": []}))
     }
 
     async fn after_assistant(&mut self, params: &Value) -> Reply {
