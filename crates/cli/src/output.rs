@@ -97,25 +97,70 @@ pub fn aligned(rows: &[(String, String)]) -> String {
 /// One line of at most `max` characters: whitespace runs become one space,
 /// and a cut text ends with `…`.
 pub fn preview(text: &str, max: usize) -> String {
-    // Normalize at most `max + 1` characters: enough to know whether to cut.
-    let mut chars: Vec<char> = Vec::with_capacity(max + 1);
-    for word in text.split_whitespace() {
-        if !chars.is_empty() {
-            chars.push(' ');
-        }
-        chars.extend(word.chars().take(max + 1));
-        if chars.len() > max {
-            break;
+    let mut p = Preview::new(max);
+    p.push(text);
+    p.finish()
+}
+
+/// A [`preview`] of a text given in pieces (the text is their
+/// concatenation), which reads each piece only until the preview is full:
+/// a message's preview costs its first characters, not its whole text.
+#[derive(Debug)]
+pub struct Preview {
+    /// The text so far, whitespace runs made one space, at most `max + 2`
+    /// characters: enough to know whether to cut.
+    chars: Vec<char>,
+    max: usize,
+    /// Whitespace came after the last character kept.
+    space: bool,
+}
+
+impl Preview {
+    /// An empty preview of at most `max` characters.
+    pub fn new(max: usize) -> Self {
+        Self {
+            chars: Vec::with_capacity(max + 2),
+            max,
+            space: false,
         }
     }
-    if chars.len() > max {
-        chars.truncate(max.saturating_sub(1));
-        while chars.last() == Some(&' ') {
-            chars.pop();
-        }
-        chars.push('…');
+
+    /// Whether the preview is decided: no further text changes it.
+    pub fn is_full(&self) -> bool {
+        self.chars.len() > self.max
     }
-    chars.into_iter().collect()
+
+    /// Adds the next piece of the text, reading it only while the preview
+    /// is not full.
+    pub fn push(&mut self, piece: &str) {
+        for c in piece.chars() {
+            if self.is_full() {
+                return;
+            }
+            if c.is_whitespace() {
+                self.space = !self.chars.is_empty();
+            } else {
+                if self.space {
+                    self.chars.push(' ');
+                    self.space = false;
+                }
+                self.chars.push(c);
+            }
+        }
+    }
+
+    /// The preview: the text if it fits in `max` characters, else its first
+    /// `max - 1` and `…`.
+    pub fn finish(mut self) -> String {
+        if self.is_full() {
+            self.chars.truncate(self.max.saturating_sub(1));
+            while self.chars.last() == Some(&' ') {
+                self.chars.pop();
+            }
+            self.chars.push('…');
+        }
+        self.chars.into_iter().collect()
+    }
 }
 
 /// Prints `value` on stdout as one pretty-printed JSON document.
@@ -180,8 +225,54 @@ pub fn write_atomically(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// The preview as it was made before [`Preview`]: the whole text split
+    /// at whitespace, then cut.
+    pub(crate) fn cut_whole(text: &str, max: usize) -> String {
+        let mut chars: Vec<char> = Vec::with_capacity(max + 1);
+        for word in text.split_whitespace() {
+            if !chars.is_empty() {
+                chars.push(' ');
+            }
+            chars.extend(word.chars().take(max + 1));
+            if chars.len() > max {
+                break;
+            }
+        }
+        if chars.len() > max {
+            chars.truncate(max.saturating_sub(1));
+            while chars.last() == Some(&' ') {
+                chars.pop();
+            }
+            chars.push('…');
+        }
+        chars.into_iter().collect()
+    }
+
+    #[test]
+    fn a_preview_in_pieces_is_the_preview_of_their_concatenation() {
+        let words = [
+            "", " ", "  ", "a", "ab ", " cd", "\n\t", "日本", "x y z", "\u{3000}", "…",
+        ];
+        let mut seed = 7_u64;
+        for _ in 0..4_000 {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            let count = usize::try_from(seed >> 59).unwrap_or(0);
+            let max = usize::try_from((seed >> 40) % 12).unwrap_or(0);
+            let pieces: Vec<&str> = (0..count)
+                .map(|i| words[usize::try_from((seed >> (i * 3 % 40)) % 11).unwrap_or(0)])
+                .collect();
+            let mut p = Preview::new(max);
+            for piece in &pieces {
+                p.push(piece);
+            }
+            let whole = pieces.concat();
+            assert_eq!(p.finish(), cut_whole(&whole, max), "{pieces:?} at {max}");
+            assert_eq!(preview(&whole, max), cut_whole(&whole, max));
+        }
+    }
 
     #[test]
     fn previews_are_one_short_line() {

@@ -9,7 +9,7 @@ use musepi_context_builder::{
 use musepi_session_model::{AgentMessage, ContentBlock, Session};
 use serde_json::{Value, json};
 
-use crate::output::preview;
+use crate::output::Preview;
 use crate::report::entries::message_preview;
 
 /// Characters in a message preview.
@@ -167,7 +167,7 @@ fn context_rows(
             entry_id: session.entries()[m.entry_index].id.to_string(),
             role: m.message.role().to_owned(),
             tokens: tokenizer.count_message(&m.message),
-            preview: preview(&message_preview(&m.message), PREVIEW),
+            preview: message_preview(&m.message, PREVIEW),
             message: full.then(|| message_json(session, m.entry_index, &m.message)),
             superseded: false,
             compacted_away: false,
@@ -188,7 +188,7 @@ fn transcript_rows(
             entry_id: session.entries()[t.entry_index].id.to_string(),
             role: t.message.role().to_owned(),
             tokens: tokenizer.count_message(&t.message),
-            preview: preview(&message_preview(&t.message), PREVIEW),
+            preview: message_preview(&t.message, PREVIEW),
             message: full.then(|| message_json(session, t.entry_index, &t.message)),
             superseded: t.superseded,
             compacted_away: t.compacted_away,
@@ -204,13 +204,12 @@ fn llm_rows(session: &Session, leaf: Option<usize>, tokenizer: Tokenizer, full: 
     provider_messages(session, leaf, Some(&archives))
         .into_iter()
         .map(|c| {
-            let text = llm_text(&c.message);
             let tokens = llm_message_tokens(&c.message, tokenizer);
             Row {
                 entry_id: session.entries()[c.entry_index].id.to_string(),
                 role: c.message.role().to_owned(),
                 tokens,
-                preview: preview(&text, PREVIEW),
+                preview: llm_preview(&c.message, PREVIEW),
                 message: full.then(|| llm_json(&c.message)),
                 superseded: false,
                 compacted_away: false,
@@ -220,22 +219,37 @@ fn llm_rows(session: &Session, leaf: Option<usize>, tokenizer: Tokenizer, full: 
         .collect()
 }
 
-/// The text a provider message carries: texts, thinking, and tool calls as `name(args)`.
-fn llm_text(m: &LlmMessage) -> String {
-    let mut parts = Vec::new();
+/// The preview of what a provider message carries: its texts, thinking,
+/// and tool calls as `name(args)`, one after another (each on a line of
+/// its own, as whitespace between them), read only until the preview is full.
+fn llm_preview(m: &LlmMessage, max: usize) -> String {
+    let mut p = Preview::new(max);
     for b in m.content() {
+        if p.is_full() {
+            break;
+        }
         match b {
-            ContentBlock::Text { text, .. } => parts.push(text.as_str().to_owned()),
-            ContentBlock::Thinking { thinking, .. } => parts.push(thinking.as_str().to_owned()),
-            ContentBlock::ToolCall(c) => parts.push(format!(
-                "{}({})",
-                c.name.as_str(),
-                musepi_session_model::json::js_stringify(c.arguments.value())
-            )),
+            ContentBlock::Text { text, .. } => {
+                p.push("\n");
+                p.push(text.as_str());
+            }
+            ContentBlock::Thinking { thinking, .. } => {
+                p.push("\n");
+                p.push(thinking.as_str());
+            }
+            ContentBlock::ToolCall(c) => {
+                p.push("\n");
+                p.push(c.name.as_str());
+                p.push("(");
+                p.push(&musepi_session_model::json::js_stringify(
+                    c.arguments.value(),
+                ));
+                p.push(")");
+            }
             _ => {}
         }
     }
-    parts.join("\n")
+    p.finish()
 }
 
 /// The remote replay payload of a provider message, counted:
@@ -298,4 +312,70 @@ pub(crate) fn llm_json(m: &LlmMessage) -> Value {
         _ => {}
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::output::tests::cut_whole;
+    use crate::report::entries::tests::{assistant, call, many_blocks, session_of_messages};
+
+    /// The text of a provider message as the preview was made of it before
+    /// it was read in pieces: every part joined with line breaks.
+    fn llm_text(m: &LlmMessage) -> String {
+        let mut parts = Vec::new();
+        for b in m.content() {
+            match b {
+                ContentBlock::Text { text, .. } => parts.push(text.as_str().to_owned()),
+                ContentBlock::Thinking { thinking, .. } => parts.push(thinking.as_str().to_owned()),
+                ContentBlock::ToolCall(c) => parts.push(format!(
+                    "{}({})",
+                    c.name.as_str(),
+                    musepi_session_model::json::js_stringify(c.arguments.value())
+                )),
+                _ => {}
+            }
+        }
+        parts.join("\n")
+    }
+
+    #[test]
+    fn a_provider_message_preview_is_its_whole_text_joined_and_cut() {
+        let blocks = many_blocks(10_000);
+        let mut with_calls = blocks.clone();
+        with_calls.extend([call("read"), call("edit")]);
+        let session = session_of_messages(&[
+            json!({"role": "user", "content": blocks, "timestamp": 1}),
+            assistant(json!(with_calls), None),
+            json!({"role": "toolResult", "toolCallId": "call-read", "toolName": "read",
+                "content": blocks, "isError": false, "timestamp": 1}),
+            json!({"role": "toolResult", "toolCallId": "call-edit", "toolName": "edit",
+                "content": [{"type": "text", "text": "ok"}], "isError": false, "timestamp": 1}),
+            assistant(json!([call("bash")]), None),
+            json!({"role": "toolResult", "toolCallId": "call-bash", "toolName": "bash",
+                "content": "  ", "isError": false, "timestamp": 1}),
+            assistant(
+                json!([{"type": "thinking", "thinking": "  "}, {"type": "text", "text": ""}]),
+                None,
+            ),
+        ]);
+        let messages = provider_messages(&session, session.leaf_index(), None);
+        assert_eq!(messages.len(), 7);
+        let mut cut = 0;
+        for c in &messages {
+            for max in [0, 1, 7, 72, 300] {
+                let read = llm_preview(&c.message, max);
+                assert_eq!(
+                    read,
+                    cut_whole(&llm_text(&c.message), max),
+                    "{}",
+                    c.entry_index
+                );
+                cut += usize::from(read.ends_with('…'));
+            }
+        }
+        assert!(cut > 20, "{cut}");
+    }
 }
