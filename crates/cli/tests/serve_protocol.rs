@@ -432,6 +432,15 @@ async fn bad_appends_are_refused_and_change_nothing() {
             json!({"entries": [text_message("user", "fine"), 7]}),
             "entries[1]",
         ),
+        // The first entry is fine, the second names no entry: neither is
+        // appended.
+        (
+            json!({"entries": [
+                text_message("user", "fine"),
+                {"type": "label", "targetId": "nowhere", "label": "x"},
+            ]}),
+            "label",
+        ),
     ] {
         let (_, r) = c.call("append", params).await;
         assert_eq!(r["error"]["code"], json!("invalid_params"), "{r}");

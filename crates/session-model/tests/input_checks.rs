@@ -311,3 +311,67 @@ fn appends_that_would_fail_the_check_are_refused() {
     assert!(s.problems().is_empty(), "{:?}", s.problems());
     assert_eq!(s.len(), 5);
 }
+
+/// A batch is appended whole or not at all: an entry the check refuses
+/// leaves out the valid ones before it too, and a valid batch lands in the
+/// file in order, each entry under the one before.
+#[test]
+fn a_batch_with_one_refused_entry_appends_none_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "{}\n{}\n",
+        header_line("v"),
+        message_line("a1", None, "one")
+    );
+    let path = write(dir.path(), "s.jsonl", &text);
+    let mut j = Journal::open(&path, &mut SequentialIds::new()).unwrap();
+    let mut c = Clock::default();
+    let label = |target: &str| EntryBody::Label {
+        target_id: EntryId::new(target),
+        label: Some("x".into()),
+    };
+    let err = j
+        .append_all([user("fine"), label("ghost")], &mut c.stamp())
+        .unwrap_err();
+    assert!(
+        matches!(&err, SessionError::InvalidEntry { problem, .. } if problem.contains("names no entry")),
+        "{err:?}"
+    );
+    assert_eq!(j.session().len(), 1, "the session is as it was");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+
+    let ids = j
+        .append_all([user("two"), user("three")], &mut c.stamp())
+        .unwrap();
+    let labelled = j
+        .append_all([user("four"), label(ids[0].as_str())], &mut c.stamp())
+        .unwrap();
+    let none: [EntryBody; 0] = [];
+    assert!(j.append_all(none, &mut c.stamp()).unwrap().is_empty());
+    let (s, _) = load_file(&path, &mut SequentialIds::new()).unwrap();
+    assert!(s.problems().is_empty(), "{:?}", s.problems());
+    let order: Vec<&str> = s.entries().iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(
+        order,
+        [
+            "a1",
+            ids[0].as_str(),
+            ids[1].as_str(),
+            labelled[0].as_str(),
+            labelled[1].as_str()
+        ]
+    );
+    let parents: Vec<Option<&str>> = s.entries()[1..]
+        .iter()
+        .map(|e| e.parent_id.as_ref().map(EntryId::as_str))
+        .collect();
+    assert_eq!(
+        parents,
+        [
+            Some("a1"),
+            Some(ids[0].as_str()),
+            Some(ids[1].as_str()),
+            Some(labelled[0].as_str())
+        ]
+    );
+}

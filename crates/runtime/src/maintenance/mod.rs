@@ -81,15 +81,28 @@ impl Maintenance {
     /// Appends an entry under the leaf, durably. A user message starts a
     /// new run: the recovery state resets.
     pub fn append(&mut self, body: EntryBody) -> Result<EntryId, MaintenanceError> {
-        if let EntryBody::Message(AgentMessage::User(_)) = &body {
-            self.state.overflow_recovery_attempted = false;
-            self.state.empty_incomplete_recoveries = 0;
-        }
+        let mut ids = self.append_all(vec![body])?;
+        Ok(ids.remove(0))
+    }
+
+    /// Appends entries under the leaf, each under the one before, durably
+    /// in one write: all of them or, when one is invalid or the write
+    /// fails, none. A user message among them starts a new run: the
+    /// recovery state resets.
+    pub fn append_all(&mut self, bodies: Vec<EntryBody>) -> Result<Vec<EntryId>, MaintenanceError> {
+        let starts_run = bodies
+            .iter()
+            .any(|b| matches!(b, EntryBody::Message(AgentMessage::User(_))));
         let mut stamp = Stamp {
             ids: self.ids.as_mut(),
             now: (self.clock)(),
         };
-        Ok(self.journal.append(body, &mut stamp)?)
+        let ids = self.journal.append_all(bodies, &mut stamp)?;
+        if starts_run {
+            self.state.overflow_recovery_attempted = false;
+            self.state.empty_incomplete_recoveries = 0;
+        }
+        Ok(ids)
     }
 
     /// The provider messages at the leaf, as the agent should send them.

@@ -205,13 +205,39 @@ impl Journal {
         body: EntryBody,
         stamp: &mut Stamp<'_>,
     ) -> Result<EntryId, SessionError> {
+        let mut ids = self.append_all([body], stamp)?;
+        Ok(ids.remove(0))
+    }
+
+    /// Appends entries under the leaf, each under the one before, and makes
+    /// them durable in one write: all of them, or none. Each entry must pass
+    /// the checks of `session check` against the session with the ones
+    /// before it ([`SessionError::InvalidEntry`] names the first that does
+    /// not).
+    ///
+    /// On error the session is left as it was and nothing is written.
+    pub fn append_all(
+        &mut self,
+        bodies: impl IntoIterator<Item = EntryBody>,
+        stamp: &mut Stamp<'_>,
+    ) -> Result<Vec<EntryId>, SessionError> {
+        let bodies: Vec<EntryBody> = bodies.into_iter().collect();
+        if bodies.is_empty() {
+            return Ok(Vec::new());
+        }
         self.check_writable()?;
         let before = self.session.clone_state();
-        let id = self.session.append(body, stamp);
-        let result = crate::validate::check_new(&self.session, self.session.len() - 1)
-            .and_then(|()| self.persist_new());
-        match result {
-            Ok(()) => Ok(id),
+        let mut ids = Vec::with_capacity(bodies.len());
+        let mut result = Ok(());
+        for body in bodies {
+            ids.push(self.session.append(body, stamp));
+            result = crate::validate::check_new(&self.session, self.session.len() - 1);
+            if result.is_err() {
+                break;
+            }
+        }
+        match result.and_then(|()| self.persist_new()) {
+            Ok(()) => Ok(ids),
             Err(e) => {
                 self.session.restore_state(before);
                 Err(e)

@@ -369,10 +369,11 @@ impl Server {
             .map(|(i, e)| entry_body(e).map_err(|m| RpcError::params(format!("entries[{i}]: {m}"))))
             .collect::<Result<Vec<_>, _>>()?;
         let runtime = self.runtime()?;
-        let mut ids = Vec::new();
-        for body in bodies {
-            ids.push(runtime.append(body)?.to_string());
-        }
+        let ids: Vec<String> = runtime
+            .append_all(bodies)?
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         let leaf = runtime
             .journal()
             .session()
