@@ -9,7 +9,7 @@ use crate::cli::ContextArgs;
 use crate::commands::files::{Input, load_or_fail};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{Color, print_json, print_text};
-use crate::report::context::{View, document, rows};
+use crate::report::context::{Output, View, document, rows};
 
 /// Resolves `--leaf ID|null`: `Ok(None)` is the explicit null leaf.
 pub(crate) fn resolve_leaf(
@@ -56,7 +56,12 @@ pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
     } else {
         View::Context
     };
-    let rows = rows(session, &context, leaf, view, tokenizer, args.full);
+    let output = if ctx.json() {
+        Output::Json
+    } else {
+        Output::Text
+    };
+    let rows = rows(session, &context, leaf, view, tokenizer, args.full, output);
     let total = musepi_snapcompact::context_tokens(session, leaf, tokenizer);
     if ctx.json() {
         print_json(&document(session, &context, leaf, &rows, tokenizer, None)).or_failed()?;
@@ -94,7 +99,7 @@ pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
             r.role,
             st.paint(Color::Cyan, &format!("{:<8}", r.entry_id)),
             r.tokens,
-            r.preview,
+            r.preview.as_deref().unwrap_or_default(),
             st.paint(Color::Dim, &marks)
         );
     }

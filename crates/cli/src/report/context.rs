@@ -23,6 +23,16 @@ pub fn context_tokens(session: &Session, leaf: Option<usize>) -> u64 {
     musepi_snapcompact::context_tokens(session, leaf, Tokenizer::Heuristic)
 }
 
+/// What the rows are built for: the text lines show a preview of each
+/// message, the JSON document has none, so its rows are built without.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Output {
+    /// The aligned lines people read: every row has its preview.
+    Text,
+    /// The `--json` document: no row has a preview.
+    Json,
+}
+
 /// Which messages `musepi context` lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum View {
@@ -41,11 +51,33 @@ pub(crate) fn rows(
     view: View,
     tokenizer: Tokenizer,
     full: bool,
+    output: Output,
 ) -> Vec<Row> {
+    let shape = Shape {
+        tokenizer,
+        full,
+        output,
+    };
     match view {
-        View::Context => context_rows(session, context, tokenizer, full),
-        View::Llm => llm_rows(session, leaf, tokenizer, full),
-        View::Transcript => transcript_rows(session, leaf, tokenizer, full),
+        View::Context => context_rows(session, context, shape),
+        View::Llm => llm_rows(session, leaf, shape),
+        View::Transcript => transcript_rows(session, leaf, shape),
+    }
+}
+
+/// How each row is built: counted by `tokenizer`, with the message when
+/// `full`, with a preview for [`Output::Text`].
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    tokenizer: Tokenizer,
+    full: bool,
+    output: Output,
+}
+
+impl Shape {
+    /// The preview `make` builds, when the output shows it.
+    fn preview(self, make: impl FnOnce() -> String) -> Option<String> {
+        (self.output == Output::Text).then(make)
     }
 }
 
@@ -105,7 +137,7 @@ pub(crate) fn context_json(
 ) -> Value {
     let context = build_context_at(session, leaf);
     let tokenizer = Tokenizer::Heuristic;
-    let rows = rows(session, &context, leaf, view, tokenizer, full);
+    let rows = rows(session, &context, leaf, view, tokenizer, full, Output::Json);
     document(session, &context, leaf, &rows, tokenizer, known)
 }
 
@@ -114,7 +146,9 @@ pub(crate) struct Row {
     pub entry_id: String,
     pub role: String,
     pub tokens: u64,
-    pub preview: String,
+    /// The one line the text output shows of the message; `None` in the
+    /// rows built for [`Output::Json`].
+    pub preview: Option<String>,
     pub message: Option<Value>,
     pub superseded: bool,
     pub compacted_away: bool,
@@ -154,21 +188,18 @@ fn message_json(session: &Session, entry_index: usize, message: &AgentMessage) -
     serde_json::to_value(message).unwrap_or(Value::Null)
 }
 
-fn context_rows(
-    session: &Session,
-    context: &SessionContext<'_>,
-    tokenizer: Tokenizer,
-    full: bool,
-) -> Vec<Row> {
+fn context_rows(session: &Session, context: &SessionContext<'_>, shape: Shape) -> Vec<Row> {
     context
         .messages
         .iter()
         .map(|m| Row {
             entry_id: session.entries()[m.entry_index].id.to_string(),
             role: m.message.role().to_owned(),
-            tokens: tokenizer.count_message(&m.message),
-            preview: message_preview(&m.message, PREVIEW),
-            message: full.then(|| message_json(session, m.entry_index, &m.message)),
+            tokens: shape.tokenizer.count_message(&m.message),
+            preview: shape.preview(|| message_preview(&m.message, PREVIEW)),
+            message: shape
+                .full
+                .then(|| message_json(session, m.entry_index, &m.message)),
             superseded: false,
             compacted_away: false,
             payload: None,
@@ -176,20 +207,17 @@ fn context_rows(
         .collect()
 }
 
-fn transcript_rows(
-    session: &Session,
-    leaf: Option<usize>,
-    tokenizer: Tokenizer,
-    full: bool,
-) -> Vec<Row> {
+fn transcript_rows(session: &Session, leaf: Option<usize>, shape: Shape) -> Vec<Row> {
     build_transcript(session, leaf, TranscriptOptions::default())
         .iter()
         .map(|t| Row {
             entry_id: session.entries()[t.entry_index].id.to_string(),
             role: t.message.role().to_owned(),
-            tokens: tokenizer.count_message(&t.message),
-            preview: message_preview(&t.message, PREVIEW),
-            message: full.then(|| message_json(session, t.entry_index, &t.message)),
+            tokens: shape.tokenizer.count_message(&t.message),
+            preview: shape.preview(|| message_preview(&t.message, PREVIEW)),
+            message: shape
+                .full
+                .then(|| message_json(session, t.entry_index, &t.message)),
             superseded: t.superseded,
             compacted_away: t.compacted_away,
             payload: None,
@@ -199,18 +227,18 @@ fn transcript_rows(
 
 /// The provider messages, each counted as the context's tokens count it, so
 /// that the rows add up to the total.
-fn llm_rows(session: &Session, leaf: Option<usize>, tokenizer: Tokenizer, full: bool) -> Vec<Row> {
+fn llm_rows(session: &Session, leaf: Option<usize>, shape: Shape) -> Vec<Row> {
     let archives = musepi_snapcompact::SessionArchives::new(session);
     provider_messages(session, leaf, Some(&archives))
         .into_iter()
         .map(|c| {
-            let tokens = llm_message_tokens(&c.message, tokenizer);
+            let tokens = llm_message_tokens(&c.message, shape.tokenizer);
             Row {
                 entry_id: session.entries()[c.entry_index].id.to_string(),
                 role: c.message.role().to_owned(),
                 tokens,
-                preview: llm_preview(&c.message, PREVIEW),
-                message: full.then(|| llm_json(&c.message)),
+                preview: shape.preview(|| llm_preview(&c.message, PREVIEW)),
+                message: shape.full.then(|| llm_json(&c.message)),
                 superseded: false,
                 compacted_away: false,
                 payload: payload_summary(&c.message),
@@ -377,5 +405,51 @@ mod tests {
             }
         }
         assert!(cut > 20, "{cut}");
+    }
+
+    #[test]
+    fn json_rows_are_built_without_previews_and_text_rows_with_them() {
+        let session = session_of_messages(&[
+            json!({"role": "user", "content": "first question", "timestamp": 1}),
+            assistant(
+                json!([{"type": "text", "text": "an answer"}, call("read")]),
+                None,
+            ),
+            json!({"role": "toolResult", "toolCallId": "call-read", "toolName": "read",
+                "content": "file text", "isError": false, "timestamp": 1}),
+        ]);
+        let leaf = session.leaf_index();
+        let context = build_context_at(&session, leaf);
+        for view in [View::Context, View::Llm, View::Transcript] {
+            for full in [false, true] {
+                let json_rows = rows(
+                    &session,
+                    &context,
+                    leaf,
+                    view,
+                    Tokenizer::Heuristic,
+                    full,
+                    Output::Json,
+                );
+                let text_rows = rows(
+                    &session,
+                    &context,
+                    leaf,
+                    view,
+                    Tokenizer::Heuristic,
+                    full,
+                    Output::Text,
+                );
+                assert_eq!(json_rows.len(), 3, "{view:?}");
+                assert_eq!(text_rows.len(), 3, "{view:?}");
+                for (j, t) in json_rows.iter().zip(&text_rows) {
+                    assert_eq!(j.preview, None, "{view:?} {}", j.entry_id);
+                    let shown = t.preview.as_deref().unwrap_or_default();
+                    assert!(!shown.is_empty(), "{view:?} {}", t.entry_id);
+                    // Everything else the rows hold is the same.
+                    assert_eq!(j.to_json(), t.to_json(), "{view:?} {}", j.entry_id);
+                }
+            }
+        }
     }
 }
