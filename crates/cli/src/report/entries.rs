@@ -37,13 +37,26 @@ pub(crate) fn preview_of(entry: &Entry) -> String {
             .map(|(p, m)| format!("{p}/{m}"))
             .or_else(|| mc.model.clone())
             .unwrap_or_default(),
-        EntryBody::Compaction(c) => format!(
-            "{} tokens before; keeps from {}: {}",
-            c.tokens_before,
-            c.first_kept_entry_id.as_ref().map_or("?", |id| id.as_str()),
-            c.short_summary.as_deref().unwrap_or(c.summary.as_str())
-        ),
-        EntryBody::BranchSummary(b) => format!("from {}: {}", b.from_id, b.summary.as_str()),
+        // `{tokens} tokens before; keeps from {id}: {summary}`, in pieces:
+        // the summary is read only until the preview is full.
+        EntryBody::Compaction(c) => {
+            let mut p = Preview::new(PREVIEW);
+            p.push(&c.tokens_before.to_string());
+            p.push(" tokens before; keeps from ");
+            p.push(c.first_kept_entry_id.as_ref().map_or("?", |id| id.as_str()));
+            p.push(": ");
+            p.push(c.short_summary.as_deref().unwrap_or(c.summary.as_str()));
+            return p.finish();
+        }
+        // `from {id}: {summary}`, in pieces, as a compaction's.
+        EntryBody::BranchSummary(b) => {
+            let mut p = Preview::new(PREVIEW);
+            p.push("from ");
+            p.push(&b.from_id);
+            p.push(": ");
+            p.push(b.summary.as_str());
+            return p.finish();
+        }
         EntryBody::Custom { custom_type, .. } => custom_type.clone(),
         EntryBody::Label { target_id, label } => match label.as_deref() {
             Some(l) if !l.is_empty() => format!("{target_id} = {l}"),
@@ -201,14 +214,27 @@ pub(crate) mod tests {
 
     /// A session of one chain of message entries, one per message.
     pub(crate) fn session_of_messages(messages: &[Value]) -> Session {
+        let entries: Vec<Value> = messages
+            .iter()
+            .map(|m| json!({"type": "message", "message": m}))
+            .collect();
+        session_of_entries(&entries)
+    }
+
+    /// A session of one chain of entries, given without their ids, parent
+    /// links and timestamps: the `n`th (from 1) gets id `n` in eight hex
+    /// digits.
+    fn session_of_entries(entries: &[Value]) -> Session {
         let mut text = String::from(
             "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/\"}\n",
         );
         let mut parent = Value::Null;
-        for (i, m) in messages.iter().enumerate() {
+        for (i, e) in entries.iter().enumerate() {
             let id = format!("{:08x}", i + 1);
-            let line = json!({"type": "message", "id": id, "parentId": parent,
-                "timestamp": "2025-01-01T00:00:00.000Z", "message": m});
+            let mut line = e.clone();
+            line["id"] = json!(id);
+            line["parentId"] = parent;
+            line["timestamp"] = json!("2025-01-01T00:00:00.000Z");
             let _ = writeln!(text, "{line}");
             parent = json!(id);
         }
@@ -220,7 +246,7 @@ pub(crate) mod tests {
         .expect("the session loads");
         assert_eq!(
             session.entries().len(),
-            messages.len(),
+            entries.len(),
             "{:?}",
             session.problems()
         );
@@ -307,5 +333,49 @@ pub(crate) mod tests {
         }
         // The huge texts are cut, not shown whole.
         assert!(cut > 60, "{cut}");
+    }
+
+    /// The preview of a compaction or branch summary as it was made before
+    /// it was read in pieces: the whole line formatted, then cut.
+    fn formatted_then_cut(entry: &Entry) -> String {
+        let text = match &entry.body {
+            EntryBody::Compaction(c) => format!(
+                "{} tokens before; keeps from {}: {}",
+                c.tokens_before,
+                c.first_kept_entry_id.as_ref().map_or("?", |id| id.as_str()),
+                c.short_summary.as_deref().unwrap_or(c.summary.as_str())
+            ),
+            EntryBody::BranchSummary(b) => format!("from {}: {}", b.from_id, b.summary.as_str()),
+            other => panic!("not a summary: {}", other.type_name()),
+        };
+        preview(&text, PREVIEW)
+    }
+
+    #[test]
+    fn a_summary_preview_read_in_pieces_is_the_whole_line_formatted_and_cut() {
+        let huge = format!("  {}", "sum\u{e4}rized   history\n".repeat(200_000));
+        let summaries = [huge.as_str(), "", "   ", "short one", "x\ny"];
+        let mut entries = vec![json!({"type": "message",
+            "message": {"role": "user", "content": "hi", "timestamp": 1}})];
+        for (i, summary) in summaries.iter().enumerate() {
+            entries.push(json!({"type": "compaction", "summary": summary,
+                "firstKeptEntryId": "00000001", "tokensBefore": 1_000 * i + 7}));
+            entries.push(json!({"type": "compaction", "summary": huge,
+                "shortSummary": summary, "firstKeptEntryId": "00000001",
+                "tokensBefore": 12.5}));
+            entries.push(json!({"type": "branch_summary", "fromId": "00000001",
+                "summary": summary}));
+            entries.push(json!({"type": "branch_summary",
+                "fromId": format!("{}{i}", "long-id ".repeat(20)), "summary": summary}));
+        }
+        let session = session_of_entries(&entries);
+        let mut cut = 0;
+        for entry in &session.entries()[1..] {
+            let read = preview_of(entry);
+            assert_eq!(read, formatted_then_cut(entry), "{}", entry.id);
+            cut += usize::from(read.ends_with('…'));
+        }
+        // The huge summaries (and the long ids) are cut, not shown whole.
+        assert!(cut >= 8, "{cut}");
     }
 }
