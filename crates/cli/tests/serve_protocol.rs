@@ -623,6 +623,19 @@ fn printed(dir: &Path, args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// A server with a small kept window over `dir/s.jsonl`, created and
+/// given [`superseded_reads`], so that pruning changes the plan.
+async fn with_superseded_reads(dir: &Path) -> Client {
+    let mut c = Client::with(dir, &[], r#"{"compaction": {"keepRecentTokens": 50}}"#);
+    c.ok(
+        "open",
+        json!({"path": "s.jsonl", "create": true, "contextWindow": 100_000}),
+    )
+    .await;
+    superseded_reads(&mut c).await;
+    c
+}
+
 /// The history, then four reads of the same file (the three older ones
 /// superseded, enough for pruning to change the plan) and a user message.
 async fn superseded_reads(c: &mut Client) {
@@ -668,17 +681,7 @@ fn printed_plan(dir: &Path) -> Value {
 #[tokio::test]
 async fn plan_and_context_at_the_leaf_answer_what_the_commands_print_and_write_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = Client::with(
-        dir.path(),
-        &[],
-        r#"{"compaction": {"keepRecentTokens": 50}}"#,
-    );
-    c.ok(
-        "open",
-        json!({"path": "s.jsonl", "create": true, "contextWindow": 100_000}),
-    )
-    .await;
-    superseded_reads(&mut c).await;
+    let mut c = with_superseded_reads(dir.path()).await;
     let file = dir.path().join("s.jsonl");
     let before = std::fs::read(&file).unwrap();
 
@@ -708,17 +711,7 @@ async fn plan_and_context_at_the_leaf_answer_what_the_commands_print_and_write_n
 #[tokio::test]
 async fn plan_over_a_torn_last_line_prunes_a_copy_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = Client::with(
-        dir.path(),
-        &[],
-        r#"{"compaction": {"keepRecentTokens": 50}}"#,
-    );
-    c.ok(
-        "open",
-        json!({"path": "s.jsonl", "create": true, "contextWindow": 100_000}),
-    )
-    .await;
-    superseded_reads(&mut c).await;
+    let mut c = with_superseded_reads(dir.path()).await;
     c.ok("close", json!({})).await;
     let cli = printed_plan(dir.path());
     let file = dir.path().join("s.jsonl");
@@ -735,22 +728,6 @@ async fn plan_over_a_torn_last_line_prunes_a_copy_and_writes_nothing() {
     }
     assert_eq!(std::fs::read(&file).unwrap(), torn);
     assert_eq!(c.finish().await, 0);
-}
-
-/// The example session as a v2 file at `dir/name`: the server writes its
-/// migration with the first entry appended to it, in one rewrite.
-fn v2_copy(dir: &Path, name: &str) -> std::path::PathBuf {
-    let example = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../examples/sessions/todo-refactor.jsonl"
-    );
-    let text =
-        std::fs::read_to_string(example)
-            .unwrap()
-            .replacen("\"version\":3", "\"version\":2", 1);
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
 }
 
 /// The warning of a rewrite of `name` that another process outlasted.
@@ -784,7 +761,7 @@ async fn the_call_whose_rewrite_another_process_outlasted_reports_it_once() {
 
     // An append that writes the pending migration: the warning is in its
     // answer, and the compaction after it does not repeat it.
-    let a = v2_copy(dir.path(), "a.jsonl");
+    let a = musepi_test_support::example_as_v2(dir.path(), "a.jsonl");
     c.ok("open", json!({"path": "a.jsonl", "contextWindow": window}))
         .await;
     let mut held = musepi_test_support::hold_open(&a, musepi_test_support::Hold::Appending);
@@ -805,7 +782,7 @@ async fn the_call_whose_rewrite_another_process_outlasted_reports_it_once() {
 
     // `afterAssistant` appending its message: the warning is in the
     // decision, though nothing was compacted.
-    let b = v2_copy(dir.path(), "b.jsonl");
+    let b = musepi_test_support::example_as_v2(dir.path(), "b.jsonl");
     c.ok("open", json!({"path": "b.jsonl", "contextWindow": window}))
         .await;
     let mut held = musepi_test_support::hold_open(&b, musepi_test_support::Hold::Appending);

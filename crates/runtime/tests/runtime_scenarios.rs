@@ -1017,18 +1017,9 @@ async fn the_measured_size_follows_appends_compactions_and_navigation() {
 #[tokio::test]
 async fn a_rewrite_past_another_process_holding_the_old_file_open_is_in_the_notes() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.jsonl");
     // A v2 session: the compaction entry is written with the migration, in
     // one rewrite of the file.
-    let example = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../examples/sessions/todo-refactor.jsonl"
-    );
-    let text =
-        std::fs::read_to_string(example)
-            .unwrap()
-            .replacen("\"version\":3", "\"version\":2", 1);
-    std::fs::write(&path, text).unwrap();
+    let path = musepi_test_support::example_as_v2(dir.path(), "s.jsonl");
     let journal = Journal::open(&path, &mut musepi_session_model::SequentialIds::new()).unwrap();
     let mut runtime = Maintenance::new(journal, MaintenanceSettings::default());
     let mut held = musepi_test_support::hold_open(&path, musepi_test_support::Hold::Appending);

@@ -13,8 +13,9 @@
 //!
 //! Beside them, [`pi_fixture`] finds the real pi sessions next to the
 //! repository for the tests that read them, and skips those tests with a
-//! notice where they are absent, and [`hold_open`] keeps a file open for
-//! writing in another process.
+//! notice where they are absent, [`hold_open`] keeps a file open for
+//! writing in another process, and [`example_as_v2`] writes the
+//! repository's example session as a v2 file.
 //!
 //! It must not know any crate above session-model, so every crate of the
 //! workspace can use it in its tests; it is never published.
@@ -50,6 +51,20 @@ pub fn pi_fixture(test: &str, name: &str) -> Option<PathBuf> {
         "note: skipped {test}: the real pi session {name} is not next to the repository (../shared/fixtures/pi)"
     );
     None
+}
+
+/// The repository's example session (`examples/sessions/todo-refactor.jsonl`)
+/// written at `dir/name` as a v2 file, so that the first write to it is a
+/// rewrite that migrates it.
+pub fn example_as_v2(dir: &Path, name: &str) -> PathBuf {
+    let example =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sessions/todo-refactor.jsonl");
+    let text = std::fs::read_to_string(example)
+        .expect("the example session")
+        .replacen("\"version\":3", "\"version\":2", 1);
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("the v2 copy written");
+    path
 }
 
 /// How [`hold_open`] opens its file.
