@@ -79,6 +79,23 @@ impl Shape {
     fn preview(self, make: impl FnOnce() -> String) -> Option<String> {
         (self.output == Output::Text).then(make)
     }
+
+    /// The row of the agent message of the entry at `entry_index`, neither
+    /// superseded nor compacted away.
+    fn message_row(self, session: &Session, entry_index: usize, message: &AgentMessage) -> Row {
+        Row {
+            entry_id: session.entries()[entry_index].id.to_string(),
+            role: message.role().to_owned(),
+            tokens: self.tokenizer.count_message(message),
+            preview: self.preview(|| message_preview(message, PREVIEW)),
+            message: self
+                .full
+                .then(|| message_json(session, entry_index, message)),
+            superseded: false,
+            compacted_away: false,
+            payload: None,
+        }
+    }
 }
 
 /// The `--json` document of `musepi context`: `tokens` is the context's
@@ -192,18 +209,7 @@ fn context_rows(session: &Session, context: &SessionContext<'_>, shape: Shape) -
     context
         .messages
         .iter()
-        .map(|m| Row {
-            entry_id: session.entries()[m.entry_index].id.to_string(),
-            role: m.message.role().to_owned(),
-            tokens: shape.tokenizer.count_message(&m.message),
-            preview: shape.preview(|| message_preview(&m.message, PREVIEW)),
-            message: shape
-                .full
-                .then(|| message_json(session, m.entry_index, &m.message)),
-            superseded: false,
-            compacted_away: false,
-            payload: None,
-        })
+        .map(|m| shape.message_row(session, m.entry_index, &m.message))
         .collect()
 }
 
@@ -211,16 +217,9 @@ fn transcript_rows(session: &Session, leaf: Option<usize>, shape: Shape) -> Vec<
     build_transcript(session, leaf, TranscriptOptions::default())
         .iter()
         .map(|t| Row {
-            entry_id: session.entries()[t.entry_index].id.to_string(),
-            role: t.message.role().to_owned(),
-            tokens: shape.tokenizer.count_message(&t.message),
-            preview: shape.preview(|| message_preview(&t.message, PREVIEW)),
-            message: shape
-                .full
-                .then(|| message_json(session, t.entry_index, &t.message)),
             superseded: t.superseded,
             compacted_away: t.compacted_away,
-            payload: None,
+            ..shape.message_row(session, t.entry_index, &t.message)
         })
         .collect()
 }
@@ -422,24 +421,18 @@ mod tests {
         let context = build_context_at(&session, leaf);
         for view in [View::Context, View::Llm, View::Transcript] {
             for full in [false, true] {
-                let json_rows = rows(
-                    &session,
-                    &context,
-                    leaf,
-                    view,
-                    Tokenizer::Heuristic,
-                    full,
-                    Output::Json,
-                );
-                let text_rows = rows(
-                    &session,
-                    &context,
-                    leaf,
-                    view,
-                    Tokenizer::Heuristic,
-                    full,
-                    Output::Text,
-                );
+                let built = |output| {
+                    rows(
+                        &session,
+                        &context,
+                        leaf,
+                        view,
+                        Tokenizer::Heuristic,
+                        full,
+                        output,
+                    )
+                };
+                let (json_rows, text_rows) = (built(Output::Json), built(Output::Text));
                 assert_eq!(json_rows.len(), 3, "{view:?}");
                 assert_eq!(text_rows.len(), 3, "{view:?}");
                 for (j, t) in json_rows.iter().zip(&text_rows) {
