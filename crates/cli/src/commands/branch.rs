@@ -13,9 +13,7 @@ use musepi_session_model::Journal;
 use serde_json::json;
 
 use crate::cli::BranchArgs;
-use crate::commands::runtime::{
-    Progress, ctrl_c, default_branch_strategy, provider, runtime, settings,
-};
+use crate::commands::runtime::{Progress, default_branch_strategy, provider, runtime, settings};
 use crate::commands::writer::{Target, mark_leaf, print_warnings, write_warnings};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{Color, aligned, note, print_json, print_text};
@@ -90,11 +88,9 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
         .map(u64::from);
     options.reserve_tokens = reserve;
     let mut ids = crate::ids::for_session(ctx.deterministic_ids(), journal.session());
-    let result = rt.block_on(async {
-        let cancel = ctrl_c();
-        navigate(&mut journal, &options, ids.as_mut(), &cancel).await
+    let result = progress.run(&rt, async |cancel| {
+        navigate(&mut journal, &options, ids.as_mut(), cancel).await
     });
-    progress.finish();
     let out = match result {
         Ok(out) => out,
         Err(e) => return Err(Failure::failed(e)),

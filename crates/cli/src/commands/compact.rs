@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::cli::CompactArgs;
 use crate::commands::requests::Counted;
-use crate::commands::runtime::{Progress, ctrl_c, maintenance, provider, runtime, settings};
+use crate::commands::runtime::{Progress, maintenance, provider, runtime, settings};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{Color, aligned, note, preview, print_json, print_text};
 use crate::report::plan::{prune_json, request_json};
@@ -77,11 +77,9 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         .as_ref()
         .and_then(musepi_providers::Provider::remote_compactor);
     let mut ids = crate::ids::for_session(ctx.deterministic_ids(), journal.session());
-    let result = rt.block_on(async {
-        let cancel = ctrl_c();
-        compact(&mut journal, &options, ids.as_mut(), &cancel).await
+    let result = progress.run(&rt, async |cancel| {
+        compact(&mut journal, &options, ids.as_mut(), cancel).await
     });
-    progress.finish();
     let out = match result {
         Ok(out) => out,
         Err(CompactError::Nothing(reason)) => {

@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 use crate::cli::BudgetArgs;
 use crate::cli::HandoffArgs;
 use crate::commands::files::mode_of;
-use crate::commands::runtime::{Progress, ctrl_c, maintenance, provider, runtime, settings};
+use crate::commands::runtime::{Progress, maintenance, provider, runtime, settings};
 use crate::commands::writer::print_warnings;
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::ids::RandomIds;
@@ -83,8 +83,7 @@ pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
     // A provider is needed only when no hook supplies the document, so a
     // configuration error waits until then.
     let llm = provider(ctx, &settings, &flags, &progress);
-    let generated = rt.block_on(async {
-        let cancel = ctrl_c();
+    let generated = progress.run(&rt, async |cancel| {
         let mut warnings = Vec::new();
         let supplied = ask_hooks(
             &hooks,
@@ -92,7 +91,7 @@ pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
             &context,
             args,
             &parent,
-            &cancel,
+            cancel,
             &mut warnings,
         )
         .await?;
@@ -128,7 +127,6 @@ pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
         }
         Ok((document, from_extension, warnings))
     });
-    progress.finish();
     let (document, from_extension, warnings) = generated?;
     if document.is_empty() {
         return Err(Failure::new(

@@ -150,6 +150,21 @@ impl Progress {
         }
     }
 
+    /// Runs `work` to its end on `rt` with a token that fires on Ctrl-C
+    /// (the operation then writes nothing), and clears the spinner.
+    pub fn run<T>(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        work: impl AsyncFnOnce(&CancellationToken) -> T,
+    ) -> T {
+        let out = rt.block_on(async {
+            let cancel = ctrl_c();
+            work(&cancel).await
+        });
+        self.finish();
+        out
+    }
+
     /// Stops the spinner and clears its line.
     pub fn finish(&self) {
         if let Some(b) = &self.bar {
