@@ -73,32 +73,8 @@ pub fn load_settings(sources: &SettingsSources) -> Result<LoadedSettings, Settin
     ];
     for (path, required) in candidates {
         let Some(path) = path else { continue };
-        let bytes = match crate::trust::read_regular(path) {
-            Ok(bytes) => bytes,
-            Err(e) if !required && e.kind() == io::ErrorKind::NotFound => continue,
-            Err(source) if required => {
-                return Err(SettingsError::Read {
-                    path: path.clone(),
-                    source,
-                });
-            }
-            Err(e) => {
-                warnings.push(file_warning(path, format!("cannot be read: {e}")));
-                continue;
-            }
-        };
-        let mut value = match serde_json::from_slice::<Value>(&bytes) {
-            Ok(value) => value,
-            Err(source) if required => {
-                return Err(SettingsError::Json {
-                    path: path.clone(),
-                    source,
-                });
-            }
-            Err(e) => {
-                warnings.push(file_warning(path, format!("not valid JSON: {e}")));
-                continue;
-            }
+        let Some((bytes, mut value)) = read_file(path, required, &mut warnings)? else {
+            continue;
         };
         if Some(path) == project
             && let Value::Object(map) = &mut value
@@ -117,6 +93,47 @@ pub fn load_settings(sources: &SettingsSources) -> Result<LoadedSettings, Settin
     loaded.warnings = warnings;
     loaded.untrusted = untrusted;
     Ok(loaded)
+}
+
+/// The bytes of the settings file at `path` and their JSON. A `required`
+/// file that cannot be read or parsed is an error; any other is skipped
+/// (`None`): silently when it does not exist, else with a warning.
+fn read_file(
+    path: &Path,
+    required: bool,
+    warnings: &mut Vec<SettingsWarning>,
+) -> Result<Option<(Vec<u8>, Value)>, SettingsError> {
+    let read = crate::trust::read_regular(path);
+    if let Err(e) = &read
+        && !required
+        && e.kind() == io::ErrorKind::NotFound
+    {
+        return Ok(None);
+    }
+    let parsed = read
+        .map_err(|source| SettingsError::Read {
+            path: path.to_owned(),
+            source,
+        })
+        .and_then(|bytes| match serde_json::from_slice::<Value>(&bytes) {
+            Ok(value) => Ok((bytes, value)),
+            Err(source) => Err(SettingsError::Json {
+                path: path.to_owned(),
+                source,
+            }),
+        });
+    match parsed {
+        Ok(file) => Ok(Some(file)),
+        Err(e) if required => Err(e),
+        Err(SettingsError::Read { source, .. }) => {
+            warnings.push(file_warning(path, format!("cannot be read: {source}")));
+            Ok(None)
+        }
+        Err(SettingsError::Json { source, .. }) => {
+            warnings.push(file_warning(path, format!("not valid JSON: {source}")));
+            Ok(None)
+        }
+    }
 }
 
 /// Merges parsed settings documents, lowest priority first.
