@@ -9,12 +9,68 @@ use super::Series;
 use super::text::nice_top;
 use crate::view::text::thousands;
 
+/// The canvas.
 const WIDTH: f64 = 960.0;
 const HEIGHT: f64 = 400.0;
-const LEFT: f64 = 90.0;
-const RIGHT: f64 = 30.0;
-const TOP: f64 = 70.0;
-const BOTTOM: f64 = 50.0;
+
+/// The plot's place on the canvas: room for the title above, the token
+/// labels on the left and the entry labels below.
+struct Margins {
+    left: f64,
+    right: f64,
+    top: f64,
+    bottom: f64,
+}
+
+const MARGINS: Margins = Margins {
+    left: 90.0,
+    right: 30.0,
+    top: 70.0,
+    bottom: 50.0,
+};
+
+/// The plotting area and the scales that place a point of the series in
+/// it: positions along the path left to right, tokens from 0 at the
+/// bottom to the chart's top figure.
+struct Plot {
+    left: f64,
+    top: f64,
+    width: f64,
+    height: f64,
+    /// The last position on the path (at least 1).
+    last: f64,
+    /// The figure at the top of the plot.
+    top_tokens: f64,
+}
+
+impl Plot {
+    fn new(series: &Series, top_tokens: u64) -> Self {
+        Self {
+            left: MARGINS.left,
+            top: MARGINS.top,
+            width: WIDTH - MARGINS.left - MARGINS.right,
+            height: HEIGHT - MARGINS.top - MARGINS.bottom,
+            last: series.path_len.saturating_sub(1).max(1) as f64,
+            top_tokens: top_tokens as f64,
+        }
+    }
+
+    fn x(&self, position: usize) -> f64 {
+        self.left + position as f64 / self.last * self.width
+    }
+
+    fn y(&self, tokens: u64) -> f64 {
+        self.top + self.height - tokens as f64 / self.top_tokens * self.height
+    }
+
+    fn right(&self) -> f64 {
+        self.left + self.width
+    }
+
+    fn bottom(&self) -> f64 {
+        self.top + self.height
+    }
+}
 
 /// `&`, `<`, `>` and `"` as XML entities.
 fn escape(text: &str) -> String {
@@ -35,12 +91,8 @@ fn escape(text: &str) -> String {
 /// The SVG document of `series`, titled with `file`.
 pub fn render(series: &Series, file: &str) -> String {
     let top = nice_top(series.peak());
-    let plot_w = WIDTH - LEFT - RIGHT;
-    let plot_h = HEIGHT - TOP - BOTTOM;
-    let last = series.path_len.saturating_sub(1).max(1) as f64;
-    let x = |position: usize| LEFT + position as f64 / last * plot_w;
-    let y = |tokens: u64| TOP + plot_h - tokens as f64 / top as f64 * plot_h;
-    let bottom = TOP + plot_h;
+    let plot = Plot::new(series, top);
+    let (left, right, bottom) = (plot.left, plot.right(), plot.bottom());
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -59,13 +111,13 @@ pub fn render(series: &Series, file: &str) -> String {
     );
     let _ = writeln!(
         s,
-        r#"<text x="{LEFT}" y="24" font-size="15" font-weight="bold">context tokens along the path to {} ({} entries)</text>"#,
+        r#"<text x="{left}" y="24" font-size="15" font-weight="bold">context tokens along the path to {} ({} entries)</text>"#,
         escape(leaf),
         series.path_len
     );
     let _ = writeln!(
         s,
-        r##"<text x="{LEFT}" y="44" fill="#555555">{}: {} at the leaf, peak {}, window {}, {} compaction(s)</text>"##,
+        r##"<text x="{left}" y="44" fill="#555555">{}: {} at the leaf, peak {}, window {}, {} compaction(s)</text>"##,
         escape(file),
         thousands(series.at_leaf()),
         thousands(series.peak()),
@@ -74,31 +126,29 @@ pub fn render(series: &Series, file: &str) -> String {
     );
     // Grid and y labels: 0, half, top.
     for tokens in [0, top / 2, top] {
-        let ty = y(tokens);
+        let ty = plot.y(tokens);
         let _ = writeln!(
             s,
-            r##"<line x1="{LEFT}" y1="{ty:.1}" x2="{:.1}" y2="{ty:.1}" stroke="#dddddd"/>"##,
-            LEFT + plot_w
+            r##"<line x1="{left}" y1="{ty:.1}" x2="{right:.1}" y2="{ty:.1}" stroke="#dddddd"/>"##
         );
         let _ = writeln!(
             s,
             r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="#555555">{}</text>"##,
-            LEFT - 8.0,
+            left - 8.0,
             ty + 4.0,
             thousands(tokens)
         );
     }
     if series.window <= top {
-        let wy = y(series.window);
+        let wy = plot.y(series.window);
         let _ = writeln!(
             s,
-            r##"<line x1="{LEFT}" y1="{wy:.1}" x2="{:.1}" y2="{wy:.1}" stroke="#cc3333" stroke-dasharray="6 4"/>"##,
-            LEFT + plot_w
+            r##"<line x1="{left}" y1="{wy:.1}" x2="{right:.1}" y2="{wy:.1}" stroke="#cc3333" stroke-dasharray="6 4"/>"##
         );
         let _ = writeln!(
             s,
             r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="#cc3333">window {}</text>"##,
-            LEFT + plot_w,
+            right,
             wy - 4.0,
             thousands(series.window)
         );
@@ -106,14 +156,14 @@ pub fn render(series: &Series, file: &str) -> String {
     if let (Some(first), Some(end)) = (series.points.first(), series.points.last()) {
         let mut line = String::new();
         for p in &series.points {
-            let _ = write!(line, "{:.1},{:.1} ", x(p.position), y(p.tokens));
+            let _ = write!(line, "{:.1},{:.1} ", plot.x(p.position), plot.y(p.tokens));
         }
         let line = line.trim_end();
         let _ = writeln!(
             s,
             r##"<polygon points="{:.1},{bottom:.1} {line} {:.1},{bottom:.1}" fill="#4a90d9" fill-opacity="0.25"/>"##,
-            x(first.position),
-            x(end.position)
+            plot.x(first.position),
+            plot.x(end.position)
         );
         let _ = writeln!(
             s,
@@ -121,16 +171,17 @@ pub fn render(series: &Series, file: &str) -> String {
         );
     }
     for d in &series.compactions {
-        let cx = x(d.position);
+        let cx = plot.x(d.position);
         let _ = writeln!(
             s,
-            r##"<line x1="{cx:.1}" y1="{TOP}" x2="{cx:.1}" y2="{bottom:.1}" stroke="#d08c00" stroke-dasharray="4 3"/>"##
+            r##"<line x1="{cx:.1}" y1="{}" x2="{cx:.1}" y2="{bottom:.1}" stroke="#d08c00" stroke-dasharray="4 3"/>"##,
+            plot.top
         );
         let _ = writeln!(
             s,
             r##"<text x="{:.1}" y="{:.1}" fill="#8a5d00">{} −{} ({}%)</text>"##,
             cx + 4.0,
-            TOP + 12.0 + 14.0 * ((d.number - 1) % 3) as f64,
+            plot.top + 12.0 + 14.0 * ((d.number - 1) % 3) as f64,
             d.number,
             thousands(d.removed()),
             d.removed_percent()
@@ -138,25 +189,24 @@ pub fn render(series: &Series, file: &str) -> String {
     }
     let _ = writeln!(
         s,
-        r##"<line x1="{LEFT}" y1="{bottom:.1}" x2="{:.1}" y2="{bottom:.1}" stroke="#333333"/>"##,
-        LEFT + plot_w
+        r##"<line x1="{left}" y1="{bottom:.1}" x2="{right:.1}" y2="{bottom:.1}" stroke="#333333"/>"##
     );
     let _ = writeln!(
         s,
-        r##"<text x="{LEFT}" y="{:.1}" fill="#555555">1</text>"##,
+        r##"<text x="{left}" y="{:.1}" fill="#555555">1</text>"##,
         bottom + 18.0
     );
     let _ = writeln!(
         s,
         r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="#555555">{}</text>"##,
-        LEFT + plot_w,
+        right,
         bottom + 18.0,
         series.path_len
     );
     let _ = writeln!(
         s,
         r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="#555555">entries on the path, oldest first</text>"##,
-        LEFT + plot_w / 2.0,
+        left + plot.width / 2.0,
         bottom + 36.0
     );
     s.push_str("</svg>\n");
