@@ -7,7 +7,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -85,13 +85,7 @@ fn place(dir: &Path, name: &str, fixture_name: &str, age: u64) -> PathBuf {
     fs::create_dir_all(dir).unwrap();
     let path = dir.join(name);
     fs::copy(fixture(fixture_name), &path).unwrap();
-    let when = SystemTime::now() - Duration::from_secs(age);
-    fs::File::options()
-        .write(true)
-        .open(&path)
-        .unwrap()
-        .set_modified(when)
-        .unwrap();
+    musepi_test_support::written_ago(&path, Duration::from_secs(age));
     path
 }
 

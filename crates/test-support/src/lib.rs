@@ -14,8 +14,8 @@
 //! Beside them, [`pi_fixture`] finds the real pi sessions next to the
 //! repository for the tests that read them, and skips those tests with a
 //! notice where they are absent, [`hold_open`] keeps a file open for
-//! writing in another process, and [`example_as_v2`] writes the
-//! repository's example session as a v2 file.
+//! writing in another process, [`written_ago`] dates a file back, and
+//! [`example_as_v2`] writes the repository's example session as a v2 file.
 //!
 //! It must not know any crate above session-model, so every crate of the
 //! workspace can use it in its tests; it is never published.
@@ -101,6 +101,17 @@ pub fn hold_open(path: &Path, how: Hold) -> std::process::Child {
     )
     .expect("sh says it opened the file");
     child
+}
+
+/// Sets the modification time of the file at `path` to `age` ago, leaving
+/// its bytes alone: the file looks as if nobody had written it since.
+pub fn written_ago(path: &Path, age: std::time::Duration) {
+    std::fs::File::options()
+        .append(true)
+        .open(path)
+        .expect("open the file to date it")
+        .set_modified(std::time::SystemTime::now() - age)
+        .expect("set the modification time");
 }
 
 /// Asserts that every one of `parts` occurs in `text`, in this order

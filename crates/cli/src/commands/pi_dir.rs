@@ -398,13 +398,7 @@ mod tests {
         let write = |name: &str, text: &str, age: u64| {
             let p = dir.join(name);
             fs::write(&p, text).unwrap();
-            let t = SystemTime::now() - Duration::from_secs(age);
-            fs::File::options()
-                .write(true)
-                .open(&p)
-                .unwrap()
-                .set_modified(t)
-                .unwrap();
+            musepi_test_support::written_ago(&p, Duration::from_secs(age));
         };
         write("old.jsonl", &format!("{header}\n"), 100);
         write("new.jsonl", &format!("{header}\n"), 10);

@@ -396,7 +396,7 @@ fn hook_warnings(text: &mut String, warnings: &[String]) {
 #[cfg(test)]
 mod tests {
     use std::path::Path;
-    use std::time::{Duration, SystemTime};
+    use std::time::Duration;
 
     use std::io::Write as _;
 
@@ -411,9 +411,15 @@ mod tests {
 
     /// The file as nobody has written it for a minute.
     fn settle(path: &Path) {
-        let file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
-        file.set_modified(SystemTime::now() - Duration::from_mins(1))
-            .unwrap();
+        musepi_test_support::written_ago(path, Duration::from_mins(1));
+    }
+
+    /// The fixture `name` copied into `dir`, settled.
+    fn settled_copy(dir: &Path, name: &str) -> std::path::PathBuf {
+        let path = dir.join(name);
+        std::fs::copy(fixture(name), &path).unwrap();
+        settle(&path);
+        path
     }
 
     fn pipelines(path: &Path, force: bool) -> Pipelines {
@@ -470,9 +476,7 @@ mod tests {
     #[test]
     fn the_views_own_write_does_not_make_the_session_live_but_anothers_does() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("idle.jsonl");
-        std::fs::copy(fixture("tree.jsonl"), &path).unwrap();
-        settle(&path);
+        let path = settled_copy(dir.path(), "tree.jsonl");
         let worker = pipelines(&path, false);
         let entries = ids(&load(&path).unwrap());
         assert!(go_to(&worker, &entries[0]).result.is_ok());
@@ -497,9 +501,7 @@ mod tests {
     #[test]
     fn a_v1_file_shows_the_ids_every_reader_shows_and_its_jobs_find_them() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("v1.jsonl");
-        std::fs::copy(fixture("v1.jsonl"), &path).unwrap();
-        settle(&path);
+        let path = settled_copy(dir.path(), "v1.jsonl");
         let shown = ids(&load(&path).unwrap());
         let read = crate::commands::files::load_with(
             &crate::commands::files::Input::File(path.clone()),

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -89,12 +89,7 @@ pub fn example_session(dir: &Path, name: &str) -> PathBuf {
 /// is set a minute into the past. The check itself is tested on files left
 /// as they are.
 pub fn settle(path: &Path) {
-    let file = std::fs::OpenOptions::new()
-        .append(true)
-        .open(path)
-        .expect("open the session to settle it");
-    file.set_modified(SystemTime::now() - Duration::from_mins(1))
-        .expect("set the modification time");
+    musepi_test_support::written_ago(path, Duration::from_mins(1));
 }
 
 /// An OpenAI-compatible model on 127.0.0.1 that answers every request
