@@ -222,11 +222,15 @@ mod tests {
 
     #[test]
     fn sizes_read_as_people_write_them() {
-        assert_eq!(human_size(0), "0 B");
-        assert_eq!(human_size(999), "999 B");
-        assert_eq!(human_size(1000), "1.0 KB");
-        assert_eq!(human_size(12_345), "12.3 KB");
-        assert_eq!(human_size(999_960), "1.0 MB");
-        assert_eq!(human_size(4_200_000_000), "4.2 GB");
+        for (bytes, shown) in [
+            (0, "0 B"),
+            (999, "999 B"),
+            (1000, "1.0 KB"),
+            (12_345, "12.3 KB"),
+            (999_960, "1.0 MB"),
+            (4_200_000_000, "4.2 GB"),
+        ] {
+            assert_eq!(human_size(bytes), shown, "{bytes} bytes");
+        }
     }
 }

@@ -186,12 +186,19 @@ mod tests {
     }
 
     #[test]
-    fn numbers_have_separators() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(41_234), "41,234");
-        assert_eq!(thousands(1_234_567), "1,234,567");
-        assert_eq!(tokens(f64::NAN), "?");
+    fn token_counts_are_rounded_with_separators() {
+        for (n, shown) in [
+            (0.0, "0"),
+            (999.0, "999"),
+            (41_234.0, "41,234"),
+            (1_234_567.0, "1,234,567"),
+            (2.5, "3"),
+            (f64::NAN, "?"),
+            (f64::INFINITY, "?"),
+            (-1.0, "?"),
+        ] {
+            assert_eq!(tokens(n), shown, "{n}");
+        }
     }
 
     #[test]
