@@ -56,6 +56,37 @@ pub struct CutPoint {
     pub is_split_turn: bool,
 }
 
+impl CutPoint {
+    /// A cut at `first_kept_index` that splits no turn.
+    pub fn at(first_kept_index: usize) -> Self {
+        Self {
+            first_kept_index,
+            turn_start_index: None,
+            is_split_turn: false,
+        }
+    }
+
+    /// A cut at `first_kept_index` inside the turn that starts at
+    /// `turn_start_index`.
+    pub fn splitting(first_kept_index: usize, turn_start_index: usize) -> Self {
+        Self {
+            first_kept_index,
+            turn_start_index: Some(turn_start_index),
+            is_split_turn: true,
+        }
+    }
+
+    /// The same cut with every position moved `by` further along the path.
+    #[must_use]
+    pub fn shifted(self, by: usize) -> Self {
+        Self {
+            first_kept_index: self.first_kept_index + by,
+            turn_start_index: self.turn_start_index.map(|ts| ts + by),
+            is_split_turn: self.is_split_turn,
+        }
+    }
+}
+
 /// Finds the cut in `path[start..end]` keeping about `keep_recent_tokens`
 /// (docs/design.md, "Cut points and regions"): walk back from the end summing message estimates until the
 /// budget is reached, cut at the first valid cut point at or after that
@@ -83,11 +114,7 @@ pub fn find_cut_point(
     let window_cut = reached.and_then(|p| first_cut_from(p, end));
     let found = window_cut.or_else(|| first_cut_from(start, reached.unwrap_or(end)));
     let Some(mut cut) = found else {
-        return CutPoint {
-            first_kept_index: start,
-            turn_start_index: None,
-            is_split_turn: false,
-        };
+        return CutPoint::at(start);
     };
     while cut > start {
         let prev = at(cut - 1);
@@ -98,23 +125,13 @@ pub fn find_cut_point(
     }
     // The first message on the kept side decides whether a turn is split.
     let first_message = (cut..end).find(|&p| yields_message(at(p)));
-    let starts_turn = first_message.is_none_or(|p| is_turn_start(at(p)));
-    let unsplit = CutPoint {
-        first_kept_index: cut,
-        turn_start_index: None,
-        is_split_turn: false,
-    };
-    if starts_turn {
-        return unsplit;
+    if first_message.is_none_or(|p| is_turn_start(at(p))) {
+        return CutPoint::at(cut);
     }
     let turn_start = (start..=cut).rev().find(|&p| is_turn_start(at(p)));
     match turn_start {
-        Some(ts) if (ts..cut).any(|p| yields_message(at(p))) => CutPoint {
-            first_kept_index: cut,
-            turn_start_index: Some(ts),
-            is_split_turn: true,
-        },
-        _ => unsplit,
+        Some(ts) if (ts..cut).any(|p| yields_message(at(p))) => CutPoint::splitting(cut, ts),
+        _ => CutPoint::at(cut),
     }
 }
 

@@ -189,11 +189,21 @@ pub fn adapted_keep_recent_tokens(
         .path_summary(leaf)
         .compaction
         .map_or(0, |c| session.path_summary(c as usize).depth as usize + 1);
-    adapt_over(session, &session.path_indices_from(leaf, since), keep)
+    keep_recent_over(session, &session.path_indices_from(leaf, since), settings)
 }
 
-/// The adaptation over the entries since the previous compaction.
-pub(crate) fn adapt_over(session: &Session, since: &[usize], keep: u64) -> u64 {
+/// The `keepRecentTokens` the settings give over the entries since the
+/// previous compaction: adapted to them when `settings.adapt_keep_recent`
+/// is on.
+pub(crate) fn keep_recent_over(
+    session: &Session,
+    since: &[usize],
+    settings: &CompactionSettings,
+) -> u64 {
+    let keep = settings.keep_recent_tokens;
+    if !settings.adapt_keep_recent {
+        return keep;
+    }
     let entries = session.entries();
     let last_usage = since.iter().rev().find_map(|&i| match &entries[i].body {
         EntryBody::Message(m) => musepi_context_builder::anchoring_usage(m),
@@ -317,18 +327,9 @@ pub fn prepare<'a>(
         .collect();
     let tokens_before = estimate_context_tokens(usage_messages.iter().map(AsRef::as_ref)).tokens;
 
-    let keep = if settings.adapt_keep_recent {
-        adapt_over(session, &path[local(start)..], settings.keep_recent_tokens)
-    } else {
-        settings.keep_recent_tokens
-    };
+    let keep = keep_recent_over(session, &path[local(start)..], settings);
 
-    let cut = find_cut_point(entries, &path, local(start), path.len(), keep);
-    let cut = CutPoint {
-        first_kept_index: cut.first_kept_index + path_start,
-        turn_start_index: cut.turn_start_index.map(|ts| ts + path_start),
-        is_split_turn: cut.is_split_turn,
-    };
+    let cut = find_cut_point(entries, &path, local(start), path.len(), keep).shifted(path_start);
     let first_kept = &entries[path[local(cut.first_kept_index).min(path.len() - 1)]];
     if cut.first_kept_index >= end || first_kept.id.as_str().is_empty() {
         return Err(NothingToCompact::NoFirstKeptId);

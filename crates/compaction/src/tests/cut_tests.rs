@@ -1,6 +1,6 @@
 //! The cut reads only the kept window and what borders it; on random paths
-//! of every entry kind and every budget it must be the cut that collecting
-//! every valid cut point of the whole range and searching them gives.
+//! of every entry kind and every budget it must be the cut that its
+//! definition gives, each step of it searched over the whole range.
 
 use proptest::prelude::*;
 use serde_json::json;
@@ -14,68 +14,40 @@ use musepi_session_model::{
 };
 use musepi_test_support::EntryBuilder as Builder;
 
-/// The cut over the whole range: every valid cut point of
-/// `path[start..end]` collected first, then searched.
-fn whole_range_cut(
-    entries: &[Entry],
-    path: &[usize],
-    start: usize,
-    end: usize,
-    keep_recent_tokens: u64,
-) -> CutPoint {
-    let at = |p: usize| &entries[path[p]];
-    let cuts: Vec<usize> = (start..end)
-        .filter(|&p| is_valid_cut_point(at(p)))
-        .collect();
-    let Some(&first_cut) = cuts.first() else {
-        return CutPoint {
-            first_kept_index: start,
-            turn_start_index: None,
-            is_split_turn: false,
-        };
+/// The cut by its definition, each step a plain search of the whole range
+/// (positions into it): the budget is reached at the last message from
+/// which the messages to the end sum to `keep_recent_tokens`; the cut is
+/// the first valid cut point at or after it (the first of the range when
+/// none follows, no cut when there is none); every entry right before the
+/// cut that is neither a message nor a compaction comes along; the turn is
+/// split when the first kept message does not start a turn and a turn
+/// starts before the cut.
+fn cut_by_definition(range: &[&Entry], keep_recent_tokens: u64) -> CutPoint {
+    let tokens = |e: &&Entry| match &e.body {
+        EntryBody::Message(m) => Some(estimate_tokens(m)),
+        _ => None,
     };
-    let mut cut = first_cut;
-    let mut acc = 0u64;
-    for p in (start..end).rev() {
-        let EntryBody::Message(m) = &at(p).body else {
-            continue;
-        };
-        acc += estimate_tokens(m);
-        if acc >= keep_recent_tokens {
-            if let Some(&c) = cuts.iter().find(|&&c| c >= p) {
-                cut = c;
-            }
-            break;
-        }
-    }
-    while cut > start {
-        let prev = at(cut - 1);
-        if matches!(prev.body, EntryBody::Compaction(_) | EntryBody::Message(_)) {
-            break;
-        }
-        cut -= 1;
-    }
-    let first_message = (cut..end).find(|&p| yields_message(at(p)));
-    let starts_turn = first_message.is_none_or(|p| is_turn_start(at(p)));
-    if starts_turn {
-        return CutPoint {
-            first_kept_index: cut,
-            turn_start_index: None,
-            is_split_turn: false,
-        };
-    }
-    let turn_start = (start..=cut).rev().find(|&p| is_turn_start(at(p)));
-    match turn_start {
-        Some(ts) if (ts..cut).any(|p| yields_message(at(p))) => CutPoint {
-            first_kept_index: cut,
-            turn_start_index: Some(ts),
-            is_split_turn: true,
-        },
-        _ => CutPoint {
-            first_kept_index: cut,
-            turn_start_index: None,
-            is_split_turn: false,
-        },
+    let reached = (0..range.len())
+        .filter(|&p| tokens(&range[p]).is_some())
+        .filter(|&p| range[p..].iter().filter_map(tokens).sum::<u64>() >= keep_recent_tokens)
+        .max();
+    let valid: Vec<usize> = (0..range.len())
+        .filter(|&p| is_valid_cut_point(range[p]))
+        .collect();
+    let after_reached = valid.iter().find(|&&c| reached.is_some_and(|r| c >= r));
+    let Some(&chosen) = after_reached.or(valid.first()) else {
+        return CutPoint::at(0);
+    };
+    let comes_along =
+        |e: &&Entry| !matches!(e.body, EntryBody::Compaction(_) | EntryBody::Message(_));
+    let cut = (0..chosen)
+        .find(|&c| range[c..chosen].iter().all(comes_along))
+        .unwrap_or(chosen);
+    let first_kept_message = range[cut..].iter().find(|e| yields_message(e));
+    let turn_before = range[..cut].iter().rposition(|e| is_turn_start(e));
+    match (first_kept_message, turn_before) {
+        (Some(m), Some(ts)) if !is_turn_start(m) => CutPoint::splitting(cut, ts),
+        _ => CutPoint::at(cut),
     }
 }
 
@@ -245,10 +217,11 @@ proptest! {
             let (a, z) = (from * (len + 1) / 100, to * (len + 1) / 100);
             (a.min(z).min(len), a.max(z).min(len))
         };
+        let range: Vec<&Entry> = path[start..end].iter().map(|&i| &entries[i]).collect();
         for keep in budgets(entries, &path, start, end) {
             prop_assert_eq!(
                 find_cut_point(entries, &path, start, end, keep),
-                whole_range_cut(entries, &path, start, end, keep),
+                cut_by_definition(&range, keep).shifted(start),
                 "start {} end {} keep {}", start, end, keep
             );
         }
@@ -268,12 +241,5 @@ fn a_window_inside_a_turn_splits_it_at_its_beginning() {
     let entries = b.session.entries();
     let path: Vec<usize> = (0..entries.len()).collect();
     let cut = find_cut_point(entries, &path, 0, path.len(), 500);
-    assert_eq!(
-        cut,
-        CutPoint {
-            first_kept_index: 2,
-            turn_start_index: Some(1),
-            is_split_turn: true,
-        }
-    );
+    assert_eq!(cut, CutPoint::splitting(2, 1));
 }

@@ -7,58 +7,49 @@ use std::borrow::Cow;
 use proptest::prelude::*;
 use serde_json::json;
 
-use super::prune_window_tests::{Op, apply, op};
-use crate::cut::{CutPoint, find_cut_point};
-use crate::prepare::{adapt_over, messages_in};
+use super::prune_window_tests::{Op, apply, check_after_each, op};
+use crate::cut::find_cut_point;
+use crate::prepare::{keep_recent_over, messages_in};
 use crate::{
     CompactionSettings, NothingToCompact, Preparation, adapted_keep_recent_tokens, prepare,
     summary_message,
 };
-use musepi_context_builder::{ContextMessage, FileOps, estimate_context_tokens};
+use musepi_context_builder::{FileOps, estimate_context_tokens};
 use musepi_session_model::{
-    AgentMessage, BranchSummary, Compaction, CustomMessageEntry, EntryBody, EntryId, Session, Text,
+    AgentMessage, BranchSummary, Compaction, CustomMessageEntry, EntryBody, Session, Text,
 };
 use musepi_test_support::{EntryBuilder as Builder, session_of};
 
-/// A preparation as the whole path from the root gives it.
-struct FromRoot<'a> {
-    path: Vec<usize>,
-    previous_compaction: Option<usize>,
-    boundary_start: usize,
-    boundary_end: usize,
-    cut: CutPoint,
-    first_kept_entry_id: EntryId,
-    messages_to_summarize: Vec<ContextMessage<'a>>,
-    turn_prefix_messages: Vec<ContextMessage<'a>>,
-    recent_messages: Vec<ContextMessage<'a>>,
-    tokens_before: f64,
-    previous_summary: Option<String>,
-    previous_preserve_data: Option<String>,
-    previous_details: Option<serde_json::Value>,
-    previously_kept_start: Option<usize>,
-    file_ops: FileOps,
-    keep_recent_tokens: u64,
-}
-
-/// The preparation over the path from the root: the previous compaction
-/// searched from the leaf back, its first kept entry searched from the root.
-fn prepare_from_root<'a>(
-    session: &'a Session,
-    leaf: Option<usize>,
+/// Checks a preparation against the one the whole path from the root to
+/// the leaf gives (empty without a leaf): the previous compaction searched
+/// from the leaf back, its first kept entry searched from the root, every
+/// region read from the whole path.
+fn check_from_root(
+    session: &Session,
+    path: &[usize],
     settings: &CompactionSettings,
-) -> Result<FromRoot<'a>, NothingToCompact> {
-    let Some(leaf) = leaf else {
-        return Err(NothingToCompact::TooSmall);
+    prepared: &Result<Preparation<'_>, NothingToCompact>,
+) -> Result<(), TestCaseError> {
+    let refused = |want: NothingToCompact| {
+        prop_assert_eq!(
+            prepared.as_ref().map(|p| p.cut),
+            Err(&want),
+            "from the root: {}",
+            want
+        );
+        Ok(())
     };
+    if path.is_empty() {
+        return refused(NothingToCompact::TooSmall);
+    }
     let entries = session.entries();
-    let path = session.path_indices(leaf);
     let end = path.len();
     let compaction = |p: usize| match &entries[path[p]].body {
         EntryBody::Compaction(c) => Some(c),
         _ => None,
     };
     if compaction(end - 1).is_some() {
-        return Err(NothingToCompact::AlreadyCompacted);
+        return refused(NothingToCompact::AlreadyCompacted);
     }
     let prev = (0..end).rev().find(|&p| compaction(p).is_some());
     let start = prev.map_or(0, |p| p + 1);
@@ -67,15 +58,11 @@ fn prepare_from_root<'a>(
         .filter_map(|&i| summary_message(session, i))
         .collect();
     let tokens_before = estimate_context_tokens(usage.iter().map(AsRef::as_ref)).tokens;
-    let keep = if settings.adapt_keep_recent {
-        adapt_over(session, &path[start..], settings.keep_recent_tokens)
-    } else {
-        settings.keep_recent_tokens
-    };
-    let cut = find_cut_point(entries, &path, start, end, keep);
+    let keep = keep_recent_over(session, &path[start..], settings);
+    let cut = find_cut_point(entries, path, start, end, keep);
     let first_kept = &entries[path[cut.first_kept_index.min(end - 1)]];
     if cut.first_kept_index >= end || first_kept.id.as_str().is_empty() {
-        return Err(NothingToCompact::NoFirstKeptId);
+        return refused(NothingToCompact::NoFirstKeptId);
     }
     let previous = prev.and_then(|p| compaction(p).map(|c| (p, c)));
     let previously_kept_start = previous.and_then(|(p, c)| {
@@ -87,18 +74,17 @@ fn prepare_from_root<'a>(
         _ => cut.first_kept_index,
     };
     let mut messages_to_summarize = match (prev, previously_kept_start) {
-        (Some(p), Some(k)) => messages_in(session, &path, k, p),
+        (Some(p), Some(k)) => messages_in(session, path, k, p),
         _ => Vec::new(),
     };
-    messages_to_summarize.extend(messages_in(session, &path, start, history_end));
+    messages_to_summarize.extend(messages_in(session, path, start, history_end));
     let turn_prefix_messages = match cut.turn_start_index {
-        Some(ts) if cut.is_split_turn => messages_in(session, &path, ts, cut.first_kept_index),
+        Some(ts) if cut.is_split_turn => messages_in(session, path, ts, cut.first_kept_index),
         _ => Vec::new(),
     };
     if messages_to_summarize.is_empty() && turn_prefix_messages.is_empty() {
-        return Err(NothingToCompact::TooSmall);
+        return refused(NothingToCompact::TooSmall);
     }
-    let recent_messages = messages_in(session, &path, cut.first_kept_index, end);
     let mut file_ops = FileOps::default();
     if let Some(d) =
         previous.and_then(|(_, c)| c.details.as_ref().filter(|_| c.carries_file_lists()))
@@ -108,64 +94,58 @@ fn prepare_from_root<'a>(
     for m in messages_to_summarize.iter().chain(&turn_prefix_messages) {
         file_ops.add_message(&m.message);
     }
-    Ok(FromRoot {
-        first_kept_entry_id: first_kept.id.clone(),
-        path,
-        previous_compaction: prev,
-        boundary_start: start,
-        boundary_end: end,
-        cut,
-        messages_to_summarize,
-        turn_prefix_messages,
-        recent_messages,
-        tokens_before,
-        previous_summary: previous.map(|(_, c)| c.summary.as_str().to_owned()),
-        previous_preserve_data: previous
-            .and_then(|(_, c)| c.preserve_data.as_ref().map(|r| r.get().to_owned())),
-        previous_details: previous.and_then(|(_, c)| c.details.clone()),
-        previously_kept_start,
-        file_ops,
-        keep_recent_tokens: keep,
-    })
-}
-
-fn same(
-    session: &Session,
-    got: &Preparation<'_>,
-    want: &FromRoot<'_>,
-) -> Result<(), TestCaseError> {
-    prop_assert_eq!(&got.branch(), &want.path);
-    prop_assert_eq!(got.path_read(), &want.path[got.path_start()..]);
+    let got = match prepared {
+        Ok(got) => got,
+        Err(e) => {
+            return Err(TestCaseError::fail(format!(
+                "prepare refused ({e}), from the root it cuts at {cut:?}"
+            )));
+        }
+    };
+    prop_assert_eq!(&got.branch(), path);
+    prop_assert_eq!(got.path_read(), &path[got.path_start()..]);
     if !session.has_duplicate_ids() {
         // Nothing before the previous compaction's first kept entry (or the
         // compaction, or the root) was read.
         let bound = got.previously_kept_start.or(got.previous_compaction);
         prop_assert_eq!(got.path_start(), bound.unwrap_or(0));
     }
-    prop_assert_eq!(got.previous_compaction, want.previous_compaction);
-    prop_assert_eq!(got.boundary_start, want.boundary_start);
-    prop_assert_eq!(got.boundary_end, want.boundary_end);
-    prop_assert_eq!(got.cut, want.cut);
+    prop_assert_eq!(got.previous_compaction, prev);
+    prop_assert_eq!(got.boundary_start, start);
+    prop_assert_eq!(got.boundary_end, end);
+    prop_assert_eq!(got.cut, cut);
     prop_assert_eq!(
         got.turn_start_entry(),
-        want.cut.turn_start_index.map(|p| want.path[p])
+        cut.turn_start_index.map(|p| path[p])
     );
-    prop_assert_eq!(&got.first_kept_entry_id, &want.first_kept_entry_id);
-    prop_assert_eq!(&got.messages_to_summarize, &want.messages_to_summarize);
-    prop_assert_eq!(&got.turn_prefix_messages, &want.turn_prefix_messages);
-    prop_assert_eq!(&got.recent_messages, &want.recent_messages);
-    prop_assert_eq!(got.tokens_before.to_bits(), want.tokens_before.to_bits());
-    prop_assert_eq!(&got.previous_summary, &want.previous_summary);
+    prop_assert_eq!(&got.first_kept_entry_id, &first_kept.id);
+    prop_assert_eq!(&got.messages_to_summarize, &messages_to_summarize);
+    prop_assert_eq!(&got.turn_prefix_messages, &turn_prefix_messages);
     prop_assert_eq!(
-        &got.previous_preserve_data
-            .as_ref()
-            .map(|r| r.get().to_owned()),
-        &want.previous_preserve_data
+        &got.recent_messages,
+        &messages_in(session, path, cut.first_kept_index, end)
     );
-    prop_assert_eq!(&got.previous_details, &want.previous_details);
-    prop_assert_eq!(got.previously_kept_start, want.previously_kept_start);
-    prop_assert_eq!(&got.file_ops, &want.file_ops);
-    prop_assert_eq!(got.keep_recent_tokens, want.keep_recent_tokens);
+    prop_assert_eq!(got.tokens_before.to_bits(), tokens_before.to_bits());
+    prop_assert_eq!(
+        got.previous_summary.as_deref(),
+        previous.map(|(_, c)| c.summary.as_str())
+    );
+    prop_assert_eq!(
+        got.previous_preserve_data
+            .as_ref()
+            .map(musepi_session_model::RawJson::get),
+        previous.and_then(|(_, c)| c
+            .preserve_data
+            .as_ref()
+            .map(musepi_session_model::RawJson::get))
+    );
+    prop_assert_eq!(
+        got.previous_details.as_ref(),
+        previous.and_then(|(_, c)| c.details.as_ref())
+    );
+    prop_assert_eq!(got.previously_kept_start, previously_kept_start);
+    prop_assert_eq!(&got.file_ops, &file_ops);
+    prop_assert_eq!(got.keep_recent_tokens, keep);
     Ok(())
 }
 
@@ -185,29 +165,15 @@ fn settings() -> Vec<CompactionSettings> {
 }
 
 fn check(session: &Session, leaf: Option<usize>) -> Result<(), TestCaseError> {
+    let whole = leaf.map(|l| session.path_indices(l)).unwrap_or_default();
     for s in settings() {
-        match (
-            prepare(session, leaf, &s),
-            prepare_from_root(session, leaf, &s),
-        ) {
-            (Ok(got), Ok(want)) => same(session, &got, &want)?,
-            (Err(got), Err(want)) => prop_assert_eq!(got, want),
-            (got, want) => prop_assert!(
-                false,
-                "prepare {:?}, from the root {:?}",
-                got.map(|p| p.cut),
-                want.map(|p| p.cut)
-            ),
-        }
-        let whole = leaf.map(|l| session.path_indices(l));
-        let since = whole.as_ref().map_or(&[][..], |path| {
-            let c = path
-                .iter()
-                .rposition(|&i| matches!(session.entries()[i].body, EntryBody::Compaction(_)));
-            &path[c.map_or(0, |c| c + 1)..]
-        });
+        check_from_root(session, &whole, &s, &prepare(session, leaf, &s))?;
+        let c = whole
+            .iter()
+            .rposition(|&i| matches!(session.entries()[i].body, EntryBody::Compaction(_)));
+        let since = &whole[c.map_or(0, |c| c + 1)..];
         let want = if s.adapt_keep_recent && leaf.is_some() {
-            adapt_over(session, since, s.keep_recent_tokens)
+            keep_recent_over(session, since, &s)
         } else {
             s.keep_recent_tokens
         };
@@ -288,11 +254,7 @@ proptest! {
     fn the_preparation_from_the_kept_entry_on_is_the_preparation_from_the_root(
         steps in prop::collection::vec(step(), 1..70),
     ) {
-        let mut b = Builder::new();
-        for step in &steps {
-            take(&mut b, step);
-            check(&b.session, b.leaf())?;
-        }
+        check_after_each(&steps, take, |b| check(&b.session, b.leaf()))?;
     }
 }
 
@@ -320,9 +282,10 @@ fn repeated_ids_prepare_as_the_search_from_the_root_does() {
         adapt_keep_recent: false,
         ..CompactionSettings::default()
     };
-    let got = prepare(&session, session.leaf_index(), &s).unwrap();
-    let want = prepare_from_root(&session, session.leaf_index(), &s).unwrap();
-    same(&session, &got, &want).unwrap();
+    let got = prepare(&session, session.leaf_index(), &s);
+    let whole = session.path_indices(session.leaf_index().unwrap());
+    check_from_root(&session, &whole, &s, &got).unwrap();
+    let got = got.unwrap();
     assert_eq!(got.path_start(), 0);
     assert!(got.previously_kept_start.is_some());
 }

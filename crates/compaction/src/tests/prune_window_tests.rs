@@ -9,8 +9,10 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use crate::prune::{Reach, Stale, plan_prune_reaching, plan_stale_reaching, walked_before_window};
-use crate::{CompactionSettings, PruneConfig, apply_prune, prepare};
-use musepi_session_model::{AgentMessage, Compaction, EntryBody, EntryId, Text, ToolResultMessage};
+use crate::{CompactionSettings, PruneConfig, PrunePlan, apply_prune, prepare};
+use musepi_session_model::{
+    AgentMessage, Compaction, EntryBody, EntryId, Session, Text, ToolResultMessage,
+};
 use musepi_test_support::EntryBuilder as Builder;
 
 /// Read paths: plain, with line ranges and modes, a URL, a skill, the
@@ -55,6 +57,21 @@ pub(super) fn op() -> impl Strategy<Value = Op> {
 }
 
 const TOOLS: [&str; 3] = ["read", "bash", "skill"];
+
+/// Builds a session step by step with `take`, checking it with `check`
+/// after every step.
+pub(super) fn check_after_each<S>(
+    steps: &[S],
+    take: impl Fn(&mut Builder, &S),
+    check: impl Fn(&Builder) -> Result<(), TestCaseError>,
+) -> Result<(), TestCaseError> {
+    let mut b = Builder::new();
+    for step in steps {
+        take(&mut b, step);
+        check(&b)?;
+    }
+    Ok(())
+}
 
 pub(super) fn apply(b: &mut Builder, op: &Op) {
     let len = b.session.len();
@@ -238,22 +255,14 @@ proptest! {
     fn the_previous_first_kept_entry_is_found_where_a_search_from_the_root_finds_it(
         ops in prop::collection::vec(op(), 1..70),
     ) {
-        let mut b = Builder::new();
-        for op in &ops {
-            apply(&mut b, op);
-            searched_kept_start(&b)?;
-        }
+        check_after_each(&ops, apply, searched_kept_start)?;
     }
 
     #[test]
     fn the_window_gives_what_the_whole_path_gives_and_walks_back_no_further_than_the_oldest_call(
         ops in prop::collection::vec(op(), 1..70),
     ) {
-        let mut b = Builder::new();
-        for op in &ops {
-            apply(&mut b, op);
-            check(&b)?;
-        }
+        check_after_each(&ops, apply, check)?;
     }
 }
 
@@ -278,11 +287,7 @@ fn a_result_whose_call_precedes_the_boundary_keeps_its_read_path() {
         None,
     );
     b.result("new", "read", &"y".repeat(800));
-    let config = PruneConfig {
-        minimum_savings: 0,
-        ..PruneConfig::default()
-    };
-    let plan = plan_prune_reaching(&b.session, b.leaf(), &config, Reach::Window);
+    let plan = window_plan_as_whole_path(&b.session, b.leaf());
     let old = b.session.index_of("00000004").unwrap();
     assert!(
         matches!(&b.session.entries()[old].body, EntryBody::Message(AgentMessage::ToolResult(ToolResultMessage { tool_call_id, .. })) if tool_call_id.as_str() == "old")
@@ -294,10 +299,21 @@ fn a_result_whose_call_precedes_the_boundary_keeps_its_read_path() {
             .collect::<Vec<_>>(),
         vec![old]
     );
+}
+
+/// The prune plan of the window at `leaf`, with no minimum savings,
+/// asserted to be the plan the whole path gives.
+fn window_plan_as_whole_path(session: &Session, leaf: Option<usize>) -> PrunePlan {
+    let config = PruneConfig {
+        minimum_savings: 0,
+        ..PruneConfig::default()
+    };
+    let plan = plan_prune_reaching(session, leaf, &config, Reach::Window);
     assert_eq!(
         plan,
-        plan_prune_reaching(&b.session, b.leaf(), &config, Reach::WholePath)
+        plan_prune_reaching(session, leaf, &config, Reach::WholePath)
     );
+    plan
 }
 
 /// Entries before a window that starts at depth 200, the latest one at
@@ -329,14 +345,7 @@ fn far_window(call_at: Option<usize>) -> (Builder, usize) {
 fn a_result_whose_call_is_in_no_entry_reads_nothing_before_the_window() {
     let (b, leaf) = far_window(None);
     assert_eq!(walked_before_window(&b.session, leaf), 0);
-    let config = PruneConfig {
-        minimum_savings: 0,
-        ..PruneConfig::default()
-    };
-    assert_eq!(
-        plan_prune_reaching(&b.session, Some(leaf), &config, Reach::Window),
-        plan_prune_reaching(&b.session, Some(leaf), &config, Reach::WholePath)
-    );
+    window_plan_as_whole_path(&b.session, Some(leaf));
 }
 
 /// A call before the window is looked for back to its own depth, no
@@ -357,12 +366,5 @@ fn a_result_whose_call_precedes_the_window_reads_back_to_the_oldest_call_only() 
     let leaf_id = b.session.entries()[leaf].id.to_string();
     b.session.set_leaf(&leaf_id).unwrap();
     assert_eq!(walked_before_window(&b.session, leaf), 200 - 99);
-    let config = PruneConfig {
-        minimum_savings: 0,
-        ..PruneConfig::default()
-    };
-    assert_eq!(
-        plan_prune_reaching(&b.session, Some(leaf), &config, Reach::Window),
-        plan_prune_reaching(&b.session, Some(leaf), &config, Reach::WholePath)
-    );
+    window_plan_as_whole_path(&b.session, Some(leaf));
 }
