@@ -99,7 +99,24 @@ pub fn history_request(
     if prep.messages_to_summarize.is_empty() {
         return None;
     }
-    let previous = previous_summary(prep, options);
+    Some(history_summary(
+        &serialize_for_summary(&prep.messages_to_summarize),
+        previous_summary(prep, options),
+        options,
+        history_max_tokens(settings),
+        settings.reasoning.clone(),
+    ))
+}
+
+/// The history summary request over `conversation` (messages serialized
+/// for the summarizer), folding into `previous` when there is one.
+pub(crate) fn history_summary(
+    conversation: &str,
+    previous: Option<&str>,
+    options: &RequestOptions,
+    max_tokens: u32,
+    reasoning: Option<String>,
+) -> SummaryRequest {
     let base = if previous.is_some() {
         UPDATE_SUMMARY.text()
     } else {
@@ -107,19 +124,29 @@ pub fn history_request(
     };
     let instruction = options.prompt_override.as_deref().unwrap_or(base);
     let prompt = assemble_prompt(
-        &serialize_for_summary(&prep.messages_to_summarize),
+        conversation,
         previous,
         &options.additional_context,
         instruction,
         options.custom_instructions.as_deref(),
     );
-    Some(SummaryRequest::single(
-        RequestPurpose::History,
+    summarization(RequestPurpose::History, prompt, max_tokens, reasoning)
+}
+
+/// A request to the summarization system prompt.
+fn summarization(
+    purpose: RequestPurpose,
+    prompt: String,
+    max_tokens: u32,
+    reasoning: Option<String>,
+) -> SummaryRequest {
+    SummaryRequest::single(
+        purpose,
         SUMMARIZATION_SYSTEM.text(),
         prompt,
-        Some(history_max_tokens(settings)),
-        settings.reasoning.clone(),
-    ))
+        Some(max_tokens),
+        reasoning,
+    )
 }
 
 /// The split-turn prefix request: the prefix and its instruction only (no
@@ -138,11 +165,10 @@ pub fn turn_prefix_request(
         TURN_PREFIX.text(),
         None,
     );
-    Some(SummaryRequest::single(
+    Some(summarization(
         RequestPurpose::TurnPrefix,
-        SUMMARIZATION_SYSTEM.text(),
         prompt,
-        Some(turn_prefix_max_tokens(settings)),
+        turn_prefix_max_tokens(settings),
         settings.reasoning.clone(),
     ))
 }
@@ -180,13 +206,7 @@ pub(crate) fn short_request(
         SHORT_SUMMARY.text(),
         None,
     );
-    SummaryRequest::single(
-        RequestPurpose::ShortSummary,
-        SUMMARIZATION_SYSTEM.text(),
-        prompt,
-        Some(max_tokens),
-        reasoning,
-    )
+    summarization(RequestPurpose::ShortSummary, prompt, max_tokens, reasoning)
 }
 
 #[cfg(test)]

@@ -5,12 +5,11 @@
 use std::ops::Range;
 
 use musepi_context_builder::{
-    ContextMessage, RequestPurpose, SummaryRequest, serialize_for_summary, truncate_for_summary,
+    ContextMessage, SummaryRequest, serialize_for_summary, truncate_for_summary,
 };
 use musepi_session_model::json::utf16_len;
 
-use crate::prompts::{FIRST_SUMMARY, SUMMARIZATION_SYSTEM, UPDATE_SUMMARY};
-use crate::request::{RequestOptions, assemble_prompt, history_max_tokens};
+use crate::request::{RequestOptions, history_max_tokens, history_summary};
 use crate::settings::CompactionSettings;
 
 /// The context window assumed for a summarizer that does not say (docs/design.md, "Summaries").
@@ -170,24 +169,11 @@ impl HistoryUnits {
         } else {
             units.join("\n\n")
         };
-        let base = if previous.is_some() {
-            UPDATE_SUMMARY.text()
-        } else {
-            FIRST_SUMMARY.text()
-        };
-        let instruction = self.options.prompt_override.as_deref().unwrap_or(base);
-        let prompt = assemble_prompt(
+        history_summary(
             &conversation,
             previous,
-            &self.options.additional_context,
-            instruction,
-            self.options.custom_instructions.as_deref(),
-        );
-        SummaryRequest::single(
-            RequestPurpose::History,
-            SUMMARIZATION_SYSTEM.text(),
-            prompt,
-            Some(self.max_tokens),
+            &self.options,
+            self.max_tokens,
             self.reasoning.clone(),
         )
     }
