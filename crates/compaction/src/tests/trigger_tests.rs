@@ -39,6 +39,13 @@ fn compact(action: &Action) -> crate::CompactionPlan {
     }
 }
 
+/// The compaction after `m` under [`ctx`]: its reason, whether it retries
+/// and whether it continues.
+fn compaction_after(m: &AssistantMessage) -> (Reason, bool, bool) {
+    let plan = compact(&after_assistant(m, &ctx()));
+    (plan.reason, plan.will_retry, plan.auto_continue)
+}
+
 #[test]
 fn overflow_messages_of_every_provider_are_recognized() {
     for m in [
@@ -82,20 +89,13 @@ fn an_overflow_compacts_and_retries_once() {
 #[test]
 fn a_silent_overflow_counts() {
     let m = assistant(StopReason::Stop, 250_000.0, None, "ok");
-    assert_eq!(
-        compact(&after_assistant(&m, &ctx())).reason,
-        Reason::Overflow
-    );
+    assert_eq!(compaction_after(&m).0, Reason::Overflow);
 }
 
 #[test]
 fn incomplete_answers_compact_above_the_threshold_and_warn_or_retry_below() {
     let above = assistant(StopReason::Length, 180_000.0, None, "partial");
-    let plan = compact(&after_assistant(&above, &ctx()));
-    assert_eq!(
-        (plan.reason, plan.will_retry, plan.auto_continue),
-        (Reason::Incomplete, true, true)
-    );
+    assert_eq!(compaction_after(&above), (Reason::Incomplete, true, true));
     let below = assistant(StopReason::Length, 10_000.0, None, "partial");
     assert!(matches!(after_assistant(&below, &ctx()), Action::Warn(_)));
     let empty = assistant(StopReason::Length, 10_000.0, None, "");
@@ -116,11 +116,7 @@ fn incomplete_answers_compact_above_the_threshold_and_warn_or_retry_below() {
 #[test]
 fn threshold_maintenance_after_a_normal_turn() {
     let m = assistant(StopReason::Stop, 171_000.0, None, "done");
-    let plan = compact(&after_assistant(&m, &ctx()));
-    assert_eq!(
-        (plan.reason, plan.will_retry, plan.auto_continue),
-        (Reason::Threshold, false, true)
-    );
+    assert_eq!(compaction_after(&m), (Reason::Threshold, false, true));
     let no_continue = TriggerContext {
         auto_continue: false,
         ..ctx()
@@ -181,21 +177,13 @@ fn idle_compaction_never_continues() {
 
 #[test]
 fn failure_messages_name_the_path() {
-    assert_eq!(
-        Reason::Overflow.failure_message("x"),
-        "Context overflow recovery failed: x"
-    );
-    assert_eq!(
-        Reason::Incomplete.failure_message("x"),
-        "Incomplete response recovery failed: x"
-    );
-    assert_eq!(
-        Reason::Threshold.failure_message("x"),
-        "Auto-compaction failed: x"
-    );
-    assert_eq!(
-        Reason::Idle.failure_message("x"),
-        "Auto-compaction failed: x"
-    );
+    for (reason, message) in [
+        (Reason::Overflow, "Context overflow recovery failed: x"),
+        (Reason::Incomplete, "Incomplete response recovery failed: x"),
+        (Reason::Threshold, "Auto-compaction failed: x"),
+        (Reason::Idle, "Auto-compaction failed: x"),
+    ] {
+        assert_eq!(reason.failure_message("x"), message, "{reason:?}");
+    }
     assert!(!crate::manual().auto_continue);
 }
