@@ -82,6 +82,7 @@ mod tests {
     use super::*;
     use crate::prepare::{PrepareOptions, prepare_branch};
     use crate::test_support::{assistant, call, entry, session_from, user};
+    use musepi_test_support::SUMMARY_SECTIONS;
 
     const SYSTEM: &str = "You summarize conversations.";
 
@@ -163,17 +164,7 @@ mod tests {
     fn the_instruction_asks_for_the_branch_sections_in_order() {
         assert_eq!(INSTRUCTIONS.placeholders().unwrap(), Vec::<&str>::new());
         let text = INSTRUCTIONS.text();
-        let order = [
-            "## Goal",
-            "## Constraints & Preferences",
-            "## Progress",
-            "### Done",
-            "### In Progress",
-            "### Blocked",
-            "## Key Decisions",
-            "## Next Steps",
-        ];
-        musepi_test_support::assert_in_order(INSTRUCTIONS.name(), text, &order);
+        musepi_test_support::assert_in_order(INSTRUCTIONS.name(), text, &SUMMARY_SECTIONS);
         assert!(!text.contains("## Critical Context"));
     }
 }

@@ -34,6 +34,7 @@ pub const ALL: [Template; 8] = [
 #[cfg(test)]
 mod tests {
     use super::*;
+    use musepi_test_support::{SUMMARY_SECTIONS, assert_in_order};
 
     #[test]
     fn every_prompt_is_static_text_that_renders() {
@@ -52,19 +53,9 @@ mod tests {
     #[test]
     fn summary_prompts_have_the_design_era_sections_in_order() {
         for t in [FIRST_SUMMARY, UPDATE_SUMMARY] {
-            let text = t.text();
-            let order = [
-                "## Goal",
-                "## Constraints & Preferences",
-                "## Progress",
-                "### Done",
-                "### In Progress",
-                "### Blocked",
-                "## Key Decisions",
-                "## Next Steps",
-                "## Critical Context",
-            ];
-            musepi_test_support::assert_in_order(t.name(), text, &order);
+            let mut order = SUMMARY_SECTIONS.to_vec();
+            order.push("## Critical Context");
+            assert_in_order(t.name(), t.text(), &order);
         }
         for h in [
             "## Original Request",

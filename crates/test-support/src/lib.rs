@@ -114,6 +114,20 @@ pub fn written_ago(path: &Path, age: std::time::Duration) {
         .expect("set the modification time");
 }
 
+/// The sections every structured summary prompt asks for, in order: the
+/// compaction history prompts add `## Critical Context` after them, the
+/// branch summary prompt does not.
+pub const SUMMARY_SECTIONS: [&str; 8] = [
+    "## Goal",
+    "## Constraints & Preferences",
+    "## Progress",
+    "### Done",
+    "### In Progress",
+    "### Blocked",
+    "## Key Decisions",
+    "## Next Steps",
+];
+
 /// Asserts that every one of `parts` occurs in `text`, in this order
 /// (`what` names the text in the message).
 pub fn assert_in_order(what: &str, text: &str, parts: &[&str]) {
