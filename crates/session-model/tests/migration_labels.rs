@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Clock, asst, body, header, load_text, user};
+use common::{Clock, asst, body, conversation, header, load_text, user};
 use musepi_session_model::{EntryBody, EntryId, Header, Journal, SequentialIds, Session};
 use serde_json::json;
 
@@ -76,9 +76,7 @@ fn v1_first_kept_entry_index_becomes_an_id() {
 
 #[test]
 fn labels_set_clear_and_last_wins() {
-    let (mut s, mut c) = (Session::new(header()), Clock::default());
-    let id1 = s.append(user("1"), &mut c.stamp());
-    let id2 = s.append(asst("2"), &mut c.stamp());
+    let (mut s, mut c, [id1, id2]) = conversation(["1", "2"]);
     s.append_label(id1.as_str(), Some("checkpoint"), &mut c.stamp())
         .unwrap();
     assert_eq!(s.label(id1.as_str()), Some("checkpoint"));
@@ -98,10 +96,7 @@ fn labels_set_clear_and_last_wins() {
 
 #[test]
 fn branched_sessions_recreate_only_on_path_labels() {
-    let (mut s, mut c) = (Session::new(header()), Clock::default());
-    let id1 = s.append(user("1"), &mut c.stamp());
-    let id2 = s.append(asst("2"), &mut c.stamp());
-    let id3 = s.append(user("3"), &mut c.stamp());
+    let (mut s, mut c, [id1, id2, id3]) = conversation(["1", "2", "3"]);
     s.append_label(id1.as_str(), Some("one"), &mut c.stamp())
         .unwrap();
     s.append_label(id2.as_str(), Some("two"), &mut c.stamp())

@@ -3,6 +3,8 @@
 //! migration, parent links, leaf and path; migrating twice is a no-op; a v3
 //! file round-trips byte for byte.
 
+use std::path::PathBuf;
+
 use musepi_session_model::{Journal, SequentialIds, write_session};
 use musepi_test_support::pi_fixture;
 
@@ -12,15 +14,19 @@ const FIXTURES: &[(&str, usize)] = &[
     ("large-session.jsonl", 1018),
 ];
 
+/// The fixtures next to the repository, each with its name and entry count
+/// (one line each names those `test` skips).
+fn present_fixtures(test: &str) -> impl Iterator<Item = (PathBuf, &'static str, usize)> {
+    FIXTURES
+        .iter()
+        .filter_map(move |&(name, count)| Some((pi_fixture(test, name)?, name, count)))
+}
+
 #[test]
 fn deterministic_migration_numbers_entries_and_chains_them() {
-    for &(name, count) in FIXTURES {
-        let Some(file) = pi_fixture(
-            "deterministic_migration_numbers_entries_and_chains_them",
-            name,
-        ) else {
-            continue;
-        };
+    for (file, name, count) in
+        present_fixtures("deterministic_migration_numbers_entries_and_chains_them")
+    {
         let j = Journal::open(&file, &mut SequentialIds::new()).unwrap();
         let s = j.session();
         assert_eq!(s.original_version(), 1, "{name}");
@@ -53,13 +59,9 @@ fn deterministic_migration_numbers_entries_and_chains_them() {
 #[test]
 fn migrating_twice_is_a_no_op_and_v3_round_trips_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();
-    for &(name, count) in FIXTURES {
-        let Some(file) = pi_fixture(
-            "migrating_twice_is_a_no_op_and_v3_round_trips_byte_for_byte",
-            name,
-        ) else {
-            continue;
-        };
+    for (file, name, count) in
+        present_fixtures("migrating_twice_is_a_no_op_and_v3_round_trips_byte_for_byte")
+    {
         let original = std::fs::read(&file).unwrap();
         let migrated = dir.path().join(name);
         let j = Journal::open(&file, &mut SequentialIds::new()).unwrap();

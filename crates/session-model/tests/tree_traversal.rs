@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Clock, asst, body, header, ids, text_of, usage_json, user};
+use common::{Clock, asst, body, conversation, header, ids, text_of, usage_json, user};
 use musepi_session_model::{EntryBody, Header, Journal, SequentialIds, Session, Tree, load_file};
 use serde_json::json;
 
@@ -20,10 +20,7 @@ fn children_ids(s: &Session, tree: &Tree, id: &str) -> Vec<String> {
 
 #[test]
 fn appends_chain_each_entry_to_the_previous_one() {
-    let (mut s, mut c) = (Session::new(header()), Clock::default());
-    let a = s.append(user("first"), &mut c.stamp());
-    let b = s.append(asst("second"), &mut c.stamp());
-    let d = s.append(user("third"), &mut c.stamp());
+    let (s, _, [a, b, d]) = conversation(["first", "second", "third"]);
     let e = s.entries();
     assert_eq!(e.len(), 3);
     assert_eq!(e[0].parent_id, None);
@@ -60,9 +57,7 @@ fn thinking_and_model_changes_sit_in_the_chain() {
 
 #[test]
 fn compaction_and_custom_entries_store_their_fields_and_chain() {
-    let (mut s, mut c) = (Session::new(header()), Clock::default());
-    let id1 = s.append(user("u"), &mut c.stamp());
-    let id2 = s.append(asst("a"), &mut c.stamp());
+    let (mut s, mut c, [id1, id2]) = conversation(["u", "a"]);
     let comp = s.append(
         body(
             json!({"type": "compaction", "summary": "summary", "firstKeptEntryId": id1.as_str(),
@@ -148,10 +143,7 @@ fn get_tree_of_a_linear_session_is_one_chain() {
 
 #[test]
 fn branching_gives_a_node_several_children() {
-    let (mut s, mut c) = (Session::new(header()), Clock::default());
-    let id1 = s.append(user("1"), &mut c.stamp());
-    let id2 = s.append(asst("2"), &mut c.stamp());
-    let id3 = s.append(user("3"), &mut c.stamp());
+    let (mut s, mut c, [id1, id2, id3]) = conversation(["1", "2", "3"]);
     s.set_leaf(id2.as_str()).unwrap();
     let id4 = s.append(user("4-branch"), &mut c.stamp());
     let tree = Tree::new(&s);
@@ -199,9 +191,7 @@ fn deep_branching_keeps_every_fork() {
 
 #[test]
 fn branch_moves_the_leaf_and_refuses_unknown_ids() {
-    let (mut s, mut c) = (Session::new(header()), Clock::default());
-    let id1 = s.append(user("1"), &mut c.stamp());
-    let id2 = s.append(asst("2"), &mut c.stamp());
+    let (mut s, mut c, [id1, id2]) = conversation(["1", "2"]);
     s.set_leaf(id1.as_str()).unwrap();
     assert_eq!(s.leaf_id(), Some(&id1));
     let err = s.set_leaf("nonexistent").unwrap_err();
@@ -213,9 +203,7 @@ fn branch_moves_the_leaf_and_refuses_unknown_ids() {
 
 #[test]
 fn branch_with_summary_hangs_the_summary_under_the_target() {
-    let (mut s, mut c) = (Session::new(header()), Clock::default());
-    let id1 = s.append(user("1"), &mut c.stamp());
-    s.append(asst("2"), &mut c.stamp());
+    let (mut s, mut c, [id1, _]) = conversation(["1", "2"]);
     let sum = s
         .branch_with_summary(
             Some(id1.as_str()),
@@ -254,10 +242,7 @@ fn leaf_entry_and_get_return_stored_entries() {
 
 #[test]
 fn the_path_follows_the_branch() {
-    let (mut s, mut c) = (Session::new(header()), Clock::default());
-    s.append(user("msg1"), &mut c.stamp());
-    let id2 = s.append(asst("msg2"), &mut c.stamp());
-    s.append(user("msg3"), &mut c.stamp());
+    let (mut s, mut c, [_, id2, _]) = conversation(["msg1", "msg2", "msg3"]);
     s.set_leaf(id2.as_str()).unwrap();
     s.append(asst("msg4-branch"), &mut c.stamp());
     let texts: Vec<String> = s.branch(None).unwrap().iter().map(|e| text_of(e)).collect();
@@ -266,9 +251,7 @@ fn the_path_follows_the_branch() {
 
 #[test]
 fn the_path_from_a_depth_on_is_the_end_of_the_path_from_the_root() {
-    let (mut s, mut c) = (Session::new(header()), Clock::default());
-    let root = s.append(user("root"), &mut c.stamp());
-    let abandoned = s.append(asst("abandoned"), &mut c.stamp());
+    let (mut s, mut c, [root, abandoned]) = conversation(["root", "abandoned"]);
     s.set_leaf(root.as_str()).unwrap();
     for text in ["kept 1", "kept 2", "kept 3"] {
         s.append(asst(text), &mut c.stamp());
@@ -312,10 +295,7 @@ fn create_branched_session_keeps_only_the_path() {
         [n[0].to_string(), n[1].to_string()]
     );
 
-    let (mut s, mut c) = (Session::new(header()), Clock::default());
-    let id1 = s.append(user("1"), &mut c.stamp());
-    let id2 = s.append(asst("2"), &mut c.stamp());
-    s.append(user("3"), &mut c.stamp());
+    let (mut s, mut c, [id1, id2, _]) = conversation(["1", "2", "3"]);
     s.set_leaf(id2.as_str()).unwrap();
     let id4 = s.append(user("4"), &mut c.stamp());
     let id5 = s.append(asst("5"), &mut c.stamp());
@@ -339,11 +319,7 @@ fn header_lines(path: &std::path::Path) -> usize {
 #[test]
 fn a_persisted_branch_without_an_assistant_waits_for_one() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut s, mut c) = (Session::new(header()), Clock::default());
-    let first = s.append(user("1"), &mut c.stamp());
-    s.append(asst("2"), &mut c.stamp());
-    s.append(user("3"), &mut c.stamp());
-    s.append(asst("4"), &mut c.stamp());
+    let (s, mut c, [first, _, _, _]) = conversation(["1", "2", "3", "4"]);
     let branched = s
         .branched(first.as_str(), branched_header(), &mut c.stamp())
         .unwrap();
@@ -374,10 +350,7 @@ fn a_persisted_branch_without_an_assistant_waits_for_one() {
 #[test]
 fn a_persisted_branch_with_an_assistant_is_written_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut s, mut c) = (Session::new(header()), Clock::default());
-    s.append(user("1"), &mut c.stamp());
-    let id2 = s.append(asst("2"), &mut c.stamp());
-    s.append(user("3"), &mut c.stamp());
+    let (s, mut c, [_, id2, _]) = conversation(["1", "2", "3"]);
     let branched = s
         .branched(id2.as_str(), branched_header(), &mut c.stamp())
         .unwrap();

@@ -3,7 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use musepi_session_model::{Entry, EntryBody, Header, SequentialIds, Session, Stamp, load_bytes};
+use musepi_session_model::{
+    Entry, EntryBody, EntryId, Header, SequentialIds, Session, Stamp, load_bytes,
+};
 use serde_json::{Value, json};
 
 /// A v3 header.
@@ -89,6 +91,21 @@ impl Clock {
             now: self.now,
         }
     }
+}
+
+/// A new session of `N` messages, user and assistant in turn (the user's
+/// first), with its clock and the messages' ids.
+pub fn conversation<const N: usize>(texts: [&str; N]) -> (Session, Clock, [EntryId; N]) {
+    let (mut s, mut c) = (Session::new(header()), Clock::default());
+    let ids = std::array::from_fn(|i| {
+        let message = if i % 2 == 0 {
+            user(texts[i])
+        } else {
+            asst(texts[i])
+        };
+        s.append(message, &mut c.stamp())
+    });
+    (s, c, ids)
 }
 
 /// The text of a message entry (string content or joined text blocks).
