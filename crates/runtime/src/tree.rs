@@ -31,6 +31,18 @@ pub struct TreeRequest {
     pub label: Option<String>,
 }
 
+impl TreeRequest {
+    /// A navigation to `target_id` (`None`: the root), without a summary,
+    /// instructions or label.
+    #[must_use]
+    pub fn to(target_id: Option<String>) -> Self {
+        Self {
+            target_id,
+            ..Self::default()
+        }
+    }
+}
+
 /// What a navigation did.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[non_exhaustive]

@@ -13,7 +13,7 @@ use musepi_context_builder::{LlmMessage, RequestPurpose, SummaryRequest, Summary
 use musepi_hooks::{FromFn, RemoteCompactor, SummarizeError};
 use musepi_runtime::{
     Decision, Maintenance, MaintenanceEvent, MaintenanceSettings, MaintenanceStrategy,
-    NAVIGATE_MARKER, Outcome, PromotionTarget, TreeRequest, UsedStrategy,
+    NAVIGATE_MARKER, Outcome, PromotionTarget, TreeOutcome, TreeRequest, UsedStrategy,
 };
 use musepi_session_model::{
     AgentMessage, AssistantMessage, Content, ContentBlock, EntryBody, Header, Journal, JsonValue,
@@ -266,6 +266,21 @@ fn start(reason: Reason) -> MaintenanceEvent {
     MaintenanceEvent::CompactionStart { reason }
 }
 
+/// The `compaction_end` of a run that wrote nothing.
+fn end_without_result(
+    reason: Reason,
+    aborted: bool,
+    error_message: Option<String>,
+) -> MaintenanceEvent {
+    MaintenanceEvent::CompactionEnd {
+        reason,
+        result: None,
+        aborted,
+        will_retry: false,
+        error_message,
+    }
+}
+
 /// The `compaction_end` of a successful run, its result taken from the decision.
 fn end_ok(reason: Reason, will_retry: bool, d: &Decision) -> MaintenanceEvent {
     MaintenanceEvent::CompactionEnd {
@@ -291,6 +306,36 @@ impl Rig {
             .await
     }
 
+    /// Moves the leaf to `target` through the runtime, summarizing the
+    /// branch left when `summarize`.
+    async fn navigate(&mut self, target: &str, summarize: bool) -> TreeOutcome {
+        let mut request = TreeRequest::to(Some(target.to_owned()));
+        request.summarize = summarize;
+        self.runtime.navigate_tree(request).await.unwrap()
+    }
+
+    /// Asserts that the usage of `answer` triggers nothing more: not the
+    /// post-turn check on it again, not the next request that still carries it.
+    async fn assert_settled_after(&mut self, answer: &str) {
+        assert_eq!(
+            self.runtime.after_assistant(Some(answer)).await.unwrap(),
+            Decision::nothing()
+        );
+        assert_eq!(
+            self.runtime.before_request(Some(true)).await,
+            Decision::nothing()
+        );
+    }
+
+    /// Asserts that `d` compacted for `reason` in one successful run and
+    /// neither retries nor starts or continues a turn.
+    fn assert_compacted_without_a_turn(&self, d: &Decision, reason: Reason) {
+        assert_eq!(d.outcome, Outcome::Compacted, "{:?}", d.notes);
+        assert_eq!(d.reason, Some(reason));
+        assert!(!d.retry && !d.continue_turn && d.continue_prompt.is_none());
+        self.assert_ran_once(reason, false, d);
+    }
+
     /// Asserts that the events since the last look are one successful run
     /// for `reason`: its start, and its end with the decision's result.
     fn assert_ran_once(&self, reason: Reason, will_retry: bool, d: &Decision) {
@@ -307,6 +352,15 @@ fn failure(d: &Decision, prefix: &str) -> String {
     let message = d.error.clone().unwrap();
     assert!(message.starts_with(prefix), "{message}");
     message
+}
+
+/// Asserts that `d` is `outcome` for `reason` and sends the request again:
+/// the failed answer is gone from the rebuilt context, and the turn goes on.
+fn assert_retries(d: &Decision, outcome: &Outcome, reason: Reason) {
+    assert_eq!(&d.outcome, outcome);
+    assert_eq!(d.reason, Some(reason));
+    assert!(d.retry && d.remove_last_assistant && d.continue_turn);
+    assert!(!last_is_failed_assistant(d.context.as_ref().unwrap()));
 }
 
 fn last_is_failed_assistant(context: &[LlmMessage]) -> bool {
@@ -327,11 +381,8 @@ async fn an_overflow_compacts_and_retries_once_then_gives_up() {
     r.user("one more step");
     r.overflow();
     let d = r.runtime.after_assistant(None).await.unwrap();
-    assert_eq!(d.outcome, Outcome::Compacted);
-    assert_eq!(d.reason, Some(Reason::Overflow));
-    assert!(d.retry && d.remove_last_assistant && d.continue_turn);
+    assert_retries(&d, &Outcome::Compacted, Reason::Overflow);
     assert_eq!(d.continue_prompt, None);
-    assert!(!last_is_failed_assistant(d.context.as_ref().unwrap()));
     assert_eq!(
         r.events(),
         vec![start(Reason::Overflow), end_ok(Reason::Overflow, true, &d)]
@@ -347,13 +398,11 @@ async fn an_overflow_compacts_and_retries_once_then_gives_up() {
     assert!(!d.retry);
     assert_eq!(
         r.events(),
-        vec![MaintenanceEvent::CompactionEnd {
-            reason: Reason::Overflow,
-            result: None,
-            aborted: false,
-            will_retry: false,
-            error_message: Some(REPEATED_OVERFLOW.into()),
-        }]
+        vec![end_without_result(
+            Reason::Overflow,
+            false,
+            Some(REPEATED_OVERFLOW.into())
+        )]
     );
     assert_eq!(r.compactions_in_file(), 1);
 
@@ -387,10 +436,7 @@ async fn a_length_stop_below_the_threshold_keeps_the_turn_and_warns() {
 async fn a_length_stop_above_the_threshold_compacts_and_continues() {
     let mut r = rig(MaintenanceStrategy::ContextFull);
     let d = r.length_stop(HIGH).await;
-    assert_eq!(d.outcome, Outcome::Compacted);
-    assert_eq!(d.reason, Some(Reason::Incomplete));
-    assert!(d.retry && d.continue_turn && d.remove_last_assistant);
-    assert!(!last_is_failed_assistant(d.context.as_ref().unwrap()));
+    assert_retries(&d, &Outcome::Compacted, Reason::Incomplete);
     r.assert_ran_once(Reason::Incomplete, true, &d);
     assert_eq!(r.compactions_in_file(), 1);
 }
@@ -408,13 +454,7 @@ async fn three_empty_recoveries_then_the_failure_message() {
     let message = failure(&d, "Incomplete response recovery failed: ");
     assert_eq!(
         r.events(),
-        vec![MaintenanceEvent::CompactionEnd {
-            reason: Reason::Incomplete,
-            result: None,
-            aborted: false,
-            will_retry: false,
-            error_message: Some(message),
-        }]
+        vec![end_without_result(Reason::Incomplete, false, Some(message))]
     );
     assert_eq!(r.compactions_in_file(), 0);
 }
@@ -436,14 +476,7 @@ async fn threshold_maintenance_after_a_turn_continues_with_the_developer_prompt(
 
     // The same usage never compacts twice: not the same message again, not
     // the next request that still carries it.
-    assert_eq!(
-        r.runtime.after_assistant(Some(&id)).await.unwrap(),
-        Decision::nothing()
-    );
-    assert_eq!(
-        r.runtime.before_request(Some(true)).await,
-        Decision::nothing()
-    );
+    r.assert_settled_after(&id).await;
     assert!(r.events().is_empty());
     assert_eq!(r.compactions_in_file(), 1);
 }
@@ -473,11 +506,8 @@ async fn a_mid_turn_crossing_compacts_before_the_next_request_without_a_second_c
     assert_eq!(r.runtime.before_request(None).await, Decision::nothing());
     r.tool_result("call-1");
     let d = r.runtime.before_request(None).await;
-    assert_eq!(d.outcome, Outcome::Compacted, "{:?}", d.notes);
-    assert_eq!(d.reason, Some(Reason::Threshold));
-    assert!(!d.retry && !d.continue_turn && d.continue_prompt.is_none());
+    r.assert_compacted_without_a_turn(&d, Reason::Threshold);
     assert!(d.context.is_some());
-    r.assert_ran_once(Reason::Threshold, false, &d);
     assert_eq!(r.runtime.before_request(None).await, Decision::nothing());
     assert_eq!(r.compactions_in_file(), 1);
 }
@@ -505,13 +535,7 @@ async fn idle_compaction_waits_for_the_timeout_and_never_continues() {
     );
     assert_eq!(r.runtime.idle(299).await, Decision::nothing());
     let d = r.runtime.idle(300).await;
-    assert_eq!(d.outcome, Outcome::Compacted);
-    assert_eq!(d.reason, Some(Reason::Idle));
-    assert!(!d.retry && !d.continue_turn && d.continue_prompt.is_none());
-    assert_eq!(
-        r.events(),
-        vec![start(Reason::Idle), end_ok(Reason::Idle, false, &d)]
-    );
+    r.assert_compacted_without_a_turn(&d, Reason::Idle);
     // Once is enough.
     assert_eq!(r.runtime.idle(3_000).await, Decision::nothing());
 }
@@ -520,13 +544,7 @@ async fn idle_compaction_waits_for_the_timeout_and_never_continues() {
 async fn a_manual_compaction_while_idle_never_starts_a_turn() {
     let mut r = rig(MaintenanceStrategy::ContextFull);
     let d = r.runtime.compact(Some("focus on the parser".into())).await;
-    assert_eq!(d.outcome, Outcome::Compacted);
-    assert_eq!(d.reason, Some(Reason::Manual));
-    assert!(!d.retry && !d.continue_turn && d.continue_prompt.is_none());
-    assert_eq!(
-        r.events(),
-        vec![start(Reason::Manual), end_ok(Reason::Manual, false, &d)]
-    );
+    r.assert_compacted_without_a_turn(&d, Reason::Manual);
     // Right after, there is nothing left to compact: an error, no turn.
     let d = r.runtime.compact(None).await;
     assert_eq!(d.outcome, Outcome::Failed);
@@ -595,13 +613,7 @@ async fn abort_stops_a_running_compaction_and_writes_nothing() {
         r.events(),
         vec![
             start(Reason::Threshold),
-            MaintenanceEvent::CompactionEnd {
-                reason: Reason::Threshold,
-                result: None,
-                aborted: true,
-                will_retry: false,
-                error_message: None,
-            }
+            end_without_result(Reason::Threshold, true, None)
         ]
     );
     assert_eq!(std::fs::read(r.runtime.journal().path()).unwrap(), before);
@@ -642,16 +654,7 @@ async fn navigate_tree_moves_the_leaf_with_or_without_a_summary() {
     let fork = r.user("a question I will abandon");
     r.assistant("an answer I will abandon", StopReason::Stop, LOW);
     let target = r.runtime.journal().session().entries()[1].id.to_string();
-    let d = r
-        .runtime
-        .navigate_tree({
-            let mut request = TreeRequest::default();
-            request.target_id = Some(target.clone());
-            request.summarize = true;
-            request
-        })
-        .await
-        .unwrap();
+    let d = r.navigate(&target, true).await;
     assert!(!d.cancelled);
     assert!(d.abandoned.iter().any(|id| id.as_str() == fork));
     let summary_id = d.summary_entry_id.clone().unwrap();
@@ -670,15 +673,7 @@ async fn navigate_tree_moves_the_leaf_with_or_without_a_summary() {
     ));
 
     // Without a summary, a marker entry makes the new leaf durable.
-    let d = r
-        .runtime
-        .navigate_tree({
-            let mut request = TreeRequest::default();
-            request.target_id = Some(target);
-            request
-        })
-        .await
-        .unwrap();
+    let d = r.navigate(&target, false).await;
     let marker = d.marker_entry_id.unwrap();
     let session = r.runtime.journal().session();
     assert_eq!(session.leaf_id(), Some(&marker));
@@ -739,13 +734,7 @@ async fn context_full_without_a_model_is_skipped_quietly() {
         r.events(),
         vec![
             start(Reason::Threshold),
-            MaintenanceEvent::CompactionEnd {
-                reason: Reason::Threshold,
-                result: None,
-                aborted: false,
-                will_retry: false,
-                error_message: None,
-            }
+            end_without_result(Reason::Threshold, false, None)
         ]
     );
     // A manual compaction says why.
@@ -767,14 +756,7 @@ async fn usage_from_before_a_compaction_never_triggers_again() {
     r.events();
     // The kept answer still carries its high usage: neither the post-turn
     // check on it nor the next request's check acts on it.
-    assert_eq!(
-        r.runtime.after_assistant(Some(&high)).await.unwrap(),
-        Decision::nothing()
-    );
-    assert_eq!(
-        r.runtime.before_request(Some(true)).await,
-        Decision::nothing()
-    );
+    r.assert_settled_after(&high).await;
     let (tokens, anchor) = r.runtime.context_tokens();
     assert!(tokens < 5_000.0 && anchor.is_none(), "{tokens} {anchor:?}");
     assert!(r.events().is_empty());
@@ -838,14 +820,11 @@ async fn overflows_climb_the_promotion_targets_then_fall_back_to_compaction() {
     r.user("one more step");
     r.overflow();
     let d = r.runtime.after_assistant(None).await.unwrap();
-    assert_eq!(d.outcome, Outcome::Promoted);
-    assert_eq!(d.reason, Some(Reason::Overflow));
-    assert!(d.retry && d.remove_last_assistant && d.continue_turn);
+    assert_retries(&d, &Outcome::Promoted, Reason::Overflow);
     assert_eq!(
         d.promotion,
         Some(PromotionTarget::new("scripted", "m2", 400_000))
     );
-    assert!(!last_is_failed_assistant(d.context.as_ref().unwrap()));
     assert_eq!(
         r.events(),
         vec![promoted(Reason::Overflow, "m1", "m2", 400_000)]
@@ -910,10 +889,7 @@ async fn a_target_whose_threshold_the_context_still_crosses_is_not_a_promotion()
 async fn a_length_stop_above_the_threshold_promotes_and_retries() {
     let mut r = promoting_rig(&[("m2", 400_000)]);
     let d = r.length_stop(HIGH).await;
-    assert_eq!(d.outcome, Outcome::Promoted);
-    assert_eq!(d.reason, Some(Reason::Incomplete));
-    assert!(d.retry && d.remove_last_assistant && d.continue_turn);
-    assert!(!last_is_failed_assistant(d.context.as_ref().unwrap()));
+    assert_retries(&d, &Outcome::Promoted, Reason::Incomplete);
     assert_eq!(r.compactions_in_file(), 0);
 }
 
@@ -1001,14 +977,7 @@ async fn the_measured_size_follows_appends_compactions_and_navigation() {
     r.tool_call("c2", LOW);
     r.tool_result("c2");
     assert_measured_as_from_scratch(&mut r, "a tool loop after the compaction");
-    r.runtime
-        .navigate_tree({
-            let mut request = TreeRequest::default();
-            request.target_id = Some(fork);
-            request
-        })
-        .await
-        .unwrap();
+    r.navigate(&fork, false).await;
     assert_measured_as_from_scratch(&mut r, "a move back to the first message");
     r.assistant("a new answer", StopReason::Stop, LOW);
     assert_measured_as_from_scratch(&mut r, "an answer on the new branch");
