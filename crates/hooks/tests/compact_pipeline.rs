@@ -545,29 +545,34 @@ impl Small {
     }
 }
 
+impl Small {
+    /// Its answer to `request`, known at once.
+    fn answer(&self, request: &SummaryRequest) -> Result<SummaryResponse, SummarizeError> {
+        let prompt = request.prompt_text();
+        let conversation = prompt.find("\n</conversation>").unwrap_or(prompt.len());
+        self.seen.lock().unwrap().push(conversation);
+        if conversation > self.limit {
+            return Err(SummarizeError::ContextOverflow {
+                provider: "small".into(),
+                status: Some(400),
+                message: format!("maximum context length is {} tokens", self.stated),
+            });
+        }
+        Ok(SummaryResponse {
+            text: format!("summary of {} chars", prompt.len()),
+            usage: None,
+            truncated: false,
+        })
+    }
+}
+
 impl Summarizer for Small {
     fn summarize<'a>(
         &'a self,
         request: &'a SummaryRequest,
         _: CancellationToken,
     ) -> SummarizeFuture<'a> {
-        Box::pin(async move {
-            let prompt = request.prompt_text();
-            let conversation = prompt.find("\n</conversation>").unwrap_or(prompt.len());
-            self.seen.lock().unwrap().push(conversation);
-            if conversation > self.limit {
-                return Err(SummarizeError::ContextOverflow {
-                    provider: "small".into(),
-                    status: Some(400),
-                    message: format!("maximum context length is {} tokens", self.stated),
-                });
-            }
-            Ok(SummaryResponse {
-                text: format!("summary of {} chars", prompt.len()),
-                usage: None,
-                truncated: false,
-            })
-        })
+        Box::pin(std::future::ready(self.answer(request)))
     }
 
     fn describe(&self) -> String {

@@ -7,8 +7,8 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::http::Http;
-use super::wire::{Answered, Fallbacks, chat_provider, post_falling_back};
+use super::http::{Http, Reply};
+use super::wire::{Answered, ChatWire, Fallbacks, chat_provider, summarize};
 use super::{ProviderConfig, is_blank, sent_limit, summary_response};
 
 /// The `anthropic-version` header sent.
@@ -36,37 +36,10 @@ chat_provider!(
     /// limit, so the summary keeps its own allowance.
 );
 
-impl Anthropic {
-    fn body(&self, request: &SummaryRequest, fallbacks: Fallbacks) -> Value {
-        let output = self
-            .config
-            .max_tokens_for(request.max_tokens)
-            .unwrap_or(ANTHROPIC_DEFAULT_MAX_TOKENS);
-        let budget = self
-            .config
-            .reasoning_for(request.reasoning.as_deref())
-            .filter(|_| !fallbacks.no_reasoning)
-            .map(|effort| budget_for(&effort));
-        let (max_tokens, budget) = plan_tokens(output, budget, self.config.max_tokens);
-        let mut body = Map::new();
-        if let Some(model) = &self.config.model {
-            body.insert("model".into(), model.as_str().into());
-        }
-        body.insert("max_tokens".into(), max_tokens.into());
-        if !request.system_prompt.is_empty() {
-            body.insert("system".into(), request.system_prompt.as_str().into());
-        }
-        body.insert("messages".into(), messages(&request.messages).into());
-        if let Some(budget) = budget {
-            body.insert(
-                "thinking".into(),
-                json!({"type": "enabled", "budget_tokens": budget}),
-            );
-        }
-        Value::Object(body)
-    }
+impl ChatWire for Anthropic {
+    const PATH: &'static str = "/v1/messages";
 
-    fn headers(&self) -> HeaderMap {
+    fn headers(&self, _: &Http) -> HeaderMap {
         let mut headers = HeaderMap::new();
         headers.insert(
             "anthropic-version",
@@ -81,25 +54,39 @@ impl Anthropic {
         headers
     }
 
-    async fn complete(
-        &self,
-        request: &SummaryRequest,
-        cancel: &CancellationToken,
-    ) -> Result<SummaryResponse, SummarizeError> {
-        let url = self.config.endpoint("/v1/messages");
-        let Answered { reply, body, value } = post_falling_back(
-            &self.http,
-            &url,
-            || self.headers(),
-            cancel,
-            |fallbacks| self.body(request, fallbacks),
-            |fallbacks, body, reply| {
-                let retry = body.get("thinking").is_some() && self.http.rejects(reply, "thinking");
-                fallbacks.no_reasoning |= retry;
-                retry
-            },
-        )
-        .await?;
+    fn body(&self, request: &SummaryRequest, fallbacks: Fallbacks) -> Value {
+        let output = self
+            .config
+            .max_tokens_for(request.max_tokens)
+            .unwrap_or(ANTHROPIC_DEFAULT_MAX_TOKENS);
+        let budget = self
+            .config
+            .reasoning_for(request.reasoning.as_deref())
+            .filter(|_| !fallbacks.no_reasoning)
+            .map(|effort| budget_for(&effort));
+        let (max_tokens, budget) = plan_tokens(output, budget, self.config.max_tokens);
+        let mut body = Map::new();
+        self.config.insert_model(&mut body);
+        body.insert("max_tokens".into(), max_tokens.into());
+        if !request.system_prompt.is_empty() {
+            body.insert("system".into(), request.system_prompt.as_str().into());
+        }
+        body.insert("messages".into(), messages(&request.messages).into());
+        if let Some(budget) = budget {
+            body.insert(
+                "thinking".into(),
+                json!({"type": "enabled", "budget_tokens": budget}),
+            );
+        }
+        Value::Object(body)
+    }
+
+    fn fall_back(&self, fallbacks: &mut Fallbacks, body: &Value, reply: &Reply) -> bool {
+        fallbacks.drop_reasoning(&self.http, reply, body, "thinking", "thinking")
+    }
+
+    fn read(&self, answered: Answered) -> Result<SummaryResponse, SummarizeError> {
+        let Answered { reply, body, value } = answered;
         let Some(blocks) = value.get("content").and_then(Value::as_array) else {
             return Err(self.http.malformed(&reply, "no content array"));
         };

@@ -61,7 +61,7 @@ use musepi_hooks::{
 };
 use musepi_session_model::{ContentBlock, Usage};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 pub use anthropic::{ANTHROPIC_DEFAULT_MAX_TOKENS, ANTHROPIC_VERSION, Anthropic};
@@ -281,6 +281,13 @@ impl ProviderConfig {
     }
 
     /// `{base}{path}` without a doubled slash.
+    /// Puts the configured model, when there is one, in `body` as `model`.
+    fn insert_model(&self, body: &mut Map<String, Value>) {
+        if let Some(model) = &self.model {
+            body.insert("model".into(), model.as_str().into());
+        }
+    }
+
     fn endpoint(&self, path: &str) -> String {
         format!("{}{path}", self.base_url.trim_end_matches('/'))
     }

@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::http::{Http, Reply};
-use super::wire::{Answered, Fallbacks, chat_provider, post_falling_back};
+use super::wire::{Answered, ChatWire, Fallbacks, chat_provider, summarize};
 use super::{DeveloperRole, ProviderConfig, data_url, joined_text, sent_limit, summary_response};
 
 /// A chat-completions server: `OpenAI`, `OpenRouter`, `vLLM`, the llama.cpp server, `Ollama`.
@@ -18,12 +18,12 @@ pub struct OpenAiCompatible {
 
 chat_provider!(OpenAiCompatible,);
 
-impl OpenAiCompatible {
+impl ChatWire for OpenAiCompatible {
+    const PATH: &'static str = "/chat/completions";
+
     fn body(&self, request: &SummaryRequest, fallbacks: Fallbacks) -> Value {
         let mut body = Map::new();
-        if let Some(model) = &self.config.model {
-            body.insert("model".into(), model.as_str().into());
-        }
+        self.config.insert_model(&mut body);
         body.insert(
             "messages".into(),
             chat_messages(
@@ -50,32 +50,18 @@ impl OpenAiCompatible {
         Value::Object(body)
     }
 
-    async fn complete(
-        &self,
-        request: &SummaryRequest,
-        cancel: &CancellationToken,
-    ) -> Result<SummaryResponse, SummarizeError> {
-        let url = self.config.endpoint("/chat/completions");
-        let Answered { reply, body, value } = post_falling_back(
-            &self.http,
-            &url,
-            || self.http.bearer_headers(),
-            cancel,
-            |fallbacks| self.body(request, fallbacks),
-            |fallbacks, body, reply| {
-                if body.get("reasoning_effort").is_some() && self.http.rejects(reply, "reasoning") {
-                    fallbacks.no_reasoning = true;
-                } else if !fallbacks.max_completion_tokens
-                    && self.http.rejects(reply, "max_completion_tokens")
-                {
-                    fallbacks.max_completion_tokens = true;
-                } else {
-                    return false;
-                }
-                true
-            },
-        )
-        .await?;
+    fn fall_back(&self, fallbacks: &mut Fallbacks, body: &Value, reply: &Reply) -> bool {
+        if fallbacks.drop_reasoning(&self.http, reply, body, "reasoning_effort", "reasoning") {
+            return true;
+        }
+        let rename =
+            !fallbacks.max_completion_tokens && self.http.rejects(reply, "max_completion_tokens");
+        fallbacks.max_completion_tokens |= rename;
+        rename
+    }
+
+    fn read(&self, answered: Answered) -> Result<SummaryResponse, SummarizeError> {
+        let Answered { reply, body, value } = answered;
         let answer = ChatAnswer::read(&value)
             .ok_or_else(|| self.http.malformed(&reply, "no choices[0].message"))?;
         if let Some(e) = answer.failure(&self.config.name, &reply, &self.http) {
@@ -185,18 +171,24 @@ pub(super) fn content_text(content: &Value) -> String {
 
 /// Chat-completions usage as session usage.
 pub(super) fn chat_usage(usage: &Value) -> Usage {
+    openai_usage(usage, "prompt_tokens", "completion_tokens")
+}
+
+/// An `OpenAI` usage object as session usage: its input and output counts
+/// are named `input` and `output`, each with `{name}_details` (cached input
+/// tokens, reasoning output tokens), beside `total_tokens`.
+pub(super) fn openai_usage(usage: &Value, input: &str, output: &str) -> Usage {
     let num = |path: &str| usage.pointer(path).and_then(Value::as_f64);
-    let prompt = num("/prompt_tokens").unwrap_or(0.0);
-    let cached = num("/prompt_tokens_details/cached_tokens").unwrap_or(0.0);
-    let output = num("/completion_tokens").unwrap_or(0.0);
-    let input = (prompt - cached).max(0.0);
+    let sent = num(&format!("/{input}")).unwrap_or(0.0);
+    let cached = num(&format!("/{input}_details/cached_tokens")).unwrap_or(0.0);
+    let answered = num(&format!("/{output}")).unwrap_or(0.0);
     Usage {
-        input,
-        output,
+        input: (sent - cached).max(0.0),
+        output: answered,
         cache_read: cached,
         cache_write: 0.0,
-        total_tokens: num("/total_tokens").unwrap_or(prompt + output),
-        reasoning: num("/completion_tokens_details/reasoning_tokens"),
+        total_tokens: num("/total_tokens").unwrap_or(sent + answered),
+        reasoning: num(&format!("/{output}_details/reasoning_tokens")),
         ..Usage::default()
     }
 }

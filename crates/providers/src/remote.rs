@@ -4,6 +4,7 @@
 //! body; any other gets `{systemPrompt, prompt, maxTokens}` and answers
 //! `{summary, shortSummary?}`.
 
+use futures_util::TryFutureExt;
 use musepi_context_builder::{SummaryRequest, SummaryResponse};
 use musepi_hooks::{RemoteFailure, SummarizeError, SummarizeFuture, Summarizer};
 use musepi_session_model::Usage;
@@ -70,9 +71,7 @@ impl RemoteEndpoint {
         let max_tokens = self.config.max_tokens_for(request.max_tokens);
         let mut body = Map::new();
         if self.is_chat_completions() {
-            if let Some(model) = &self.config.model {
-                body.insert("model".into(), model.as_str().into());
-            }
+            self.config.insert_model(&mut body);
             body.insert(
                 "messages".into(),
                 json!([
@@ -189,11 +188,10 @@ impl Summarizer for RemoteEndpoint {
         request: &'a SummaryRequest,
         cancel: CancellationToken,
     ) -> SummarizeFuture<'a> {
-        Box::pin(async move {
+        Box::pin(
             self.summarize_remote(request, cancel)
-                .await
-                .map(SummaryResponse::from)
-        })
+                .map_ok(SummaryResponse::from),
+        )
     }
 
     fn describe(&self) -> String {

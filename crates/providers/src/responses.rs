@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::http::Http;
-use super::openai::arguments_json;
-use super::wire::{Answered, Fallbacks, chat_provider, post_falling_back};
+use super::http::{Http, Reply};
+use super::openai::{arguments_json, openai_usage};
+use super::wire::{Answered, ChatWire, Fallbacks, chat_provider, summarize};
 use super::{ProviderConfig, data_url, joined_text, sent_limit, summary_response};
 
 /// User messages starting with one of these are context the harness
@@ -89,30 +89,6 @@ impl OpenAiResponses {
         provider == self.config.name
     }
 
-    fn body(&self, request: &SummaryRequest, fallbacks: Fallbacks) -> Value {
-        let mut body = Map::new();
-        if let Some(model) = &self.config.model {
-            body.insert("model".into(), model.as_str().into());
-        }
-        if !request.system_prompt.is_empty() {
-            body.insert("instructions".into(), request.system_prompt.as_str().into());
-        }
-        body.insert(
-            "input".into(),
-            input_items(&request.messages, &self.config.name).into(),
-        );
-        if let Some(max) = self.config.max_tokens_for(request.max_tokens) {
-            body.insert("max_output_tokens".into(), max.into());
-        }
-        if let Some(effort) = self.config.reasoning_for(request.reasoning.as_deref())
-            && !fallbacks.no_reasoning
-        {
-            body.insert("reasoning".into(), json!({"effort": effort}));
-        }
-        body.insert("store".into(), false.into());
-        Value::Object(body)
-    }
-
     /// The JSON body sent to `/responses/compact`: the previous replacement
     /// history (same provider only) and the messages, with trailing tool
     /// outputs and developer messages dropped while the input is larger
@@ -140,9 +116,7 @@ impl OpenAiResponses {
             }
         }
         let mut body = Map::new();
-        if let Some(model) = &self.config.model {
-            body.insert("model".into(), model.as_str().into());
-        }
+        self.config.insert_model(&mut body);
         body.insert("input".into(), input.into());
         body.insert("instructions".into(), instructions.into());
         Value::Object(body)
@@ -201,27 +175,39 @@ impl OpenAiResponses {
             usage: value.get("usage").map(responses_usage),
         })
     }
+}
 
-    async fn complete(
-        &self,
-        request: &SummaryRequest,
-        cancel: &CancellationToken,
-    ) -> Result<SummaryResponse, SummarizeError> {
-        let url = self.config.endpoint("/responses");
-        let Answered { reply, body, value } = post_falling_back(
-            &self.http,
-            &url,
-            || self.http.bearer_headers(),
-            cancel,
-            |fallbacks| self.body(request, fallbacks),
-            |fallbacks, body, reply| {
-                let retry =
-                    body.get("reasoning").is_some() && self.http.rejects(reply, "reasoning");
-                fallbacks.no_reasoning |= retry;
-                retry
-            },
-        )
-        .await?;
+impl ChatWire for OpenAiResponses {
+    const PATH: &'static str = "/responses";
+
+    fn body(&self, request: &SummaryRequest, fallbacks: Fallbacks) -> Value {
+        let mut body = Map::new();
+        self.config.insert_model(&mut body);
+        if !request.system_prompt.is_empty() {
+            body.insert("instructions".into(), request.system_prompt.as_str().into());
+        }
+        body.insert(
+            "input".into(),
+            input_items(&request.messages, &self.config.name).into(),
+        );
+        if let Some(max) = self.config.max_tokens_for(request.max_tokens) {
+            body.insert("max_output_tokens".into(), max.into());
+        }
+        if let Some(effort) = self.config.reasoning_for(request.reasoning.as_deref())
+            && !fallbacks.no_reasoning
+        {
+            body.insert("reasoning".into(), json!({"effort": effort}));
+        }
+        body.insert("store".into(), false.into());
+        Value::Object(body)
+    }
+
+    fn fall_back(&self, fallbacks: &mut Fallbacks, body: &Value, reply: &Reply) -> bool {
+        fallbacks.drop_reasoning(&self.http, reply, body, "reasoning", "reasoning")
+    }
+
+    fn read(&self, answered: Answered) -> Result<SummaryResponse, SummarizeError> {
+        let Answered { reply, body, value } = answered;
         let provider = || self.config.name.clone();
         if let Some(message) = value.pointer("/error/message").and_then(Value::as_str) {
             return Err(SummarizeError::Provider {
@@ -292,15 +278,25 @@ impl RemoteCompactor for OpenAiResponses {
         input: &'a RemoteCompactInput,
         cancel: CancellationToken,
     ) -> RemoteFuture<'a> {
-        Box::pin(async move {
-            let previous = input.previous_history.as_deref().unwrap_or_default();
-            let body = self.native_body(&input.instructions, previous, &input.messages);
-            let native = self.send_compaction(&body, &cancel).await?;
-            serde_json::to_value(&native.remote).map_err(|e| SummarizeError::Provider {
-                provider: self.config.name.clone(),
-                status: None,
-                message: e.to_string(),
-            })
+        Box::pin(self.compact_input(input, cancel))
+    }
+}
+
+impl OpenAiResponses {
+    /// A native compaction of `input`, after its previous replacement
+    /// history: the object stored under `preserveData.openaiRemoteCompaction`.
+    async fn compact_input(
+        &self,
+        input: &RemoteCompactInput,
+        cancel: CancellationToken,
+    ) -> Result<Value, SummarizeError> {
+        let previous = input.previous_history.as_deref().unwrap_or_default();
+        let body = self.native_body(&input.instructions, previous, &input.messages);
+        let native = self.send_compaction(&body, &cancel).await?;
+        serde_json::to_value(&native.remote).map_err(|e| SummarizeError::Provider {
+            provider: self.config.name.clone(),
+            status: None,
+            message: e.to_string(),
         })
     }
 }
@@ -447,17 +443,5 @@ fn is_harness_injected(message: &Value) -> bool {
 
 /// Responses usage as session usage.
 fn responses_usage(usage: &Value) -> Usage {
-    let num = |path: &str| usage.pointer(path).and_then(Value::as_f64);
-    let input_total = num("/input_tokens").unwrap_or(0.0);
-    let cached = num("/input_tokens_details/cached_tokens").unwrap_or(0.0);
-    let output = num("/output_tokens").unwrap_or(0.0);
-    Usage {
-        input: (input_total - cached).max(0.0),
-        output,
-        cache_read: cached,
-        cache_write: 0.0,
-        total_tokens: num("/total_tokens").unwrap_or(input_total + output),
-        reasoning: num("/output_tokens_details/reasoning_tokens"),
-        ..Usage::default()
-    }
+    openai_usage(usage, "input_tokens", "output_tokens")
 }

@@ -185,6 +185,24 @@ async fn summarize(provider: &Provider) -> Result<String, SummarizeError> {
         .map(|r| r.text)
 }
 
+/// The error of a `flavour` provider, its configuration changed by
+/// `configure`, whose server answers each of three requests only after
+/// `delay`; and the server, which keeps the requests it read.
+async fn stalled_error(
+    flavour: Flavour,
+    delay: Duration,
+    configure: impl FnOnce(&mut ProviderConfig),
+) -> (SummarizeError, Server) {
+    let stalled = flavour.ok(SUMMARY).delayed(delay);
+    let server = Server::start(vec![stalled.clone(), stalled.clone(), stalled]).await;
+    let mut config = flavour.config(&server);
+    configure(&mut config);
+    let error = summarize(&Provider::new(config, client()))
+        .await
+        .unwrap_err();
+    (error, server)
+}
+
 fn header<'a>(seen: &'a Seen, name: &str) -> Option<&'a str> {
     seen.headers.get(name).and_then(|v| v.to_str().ok())
 }
@@ -647,14 +665,11 @@ async fn a_dropped_connection_is_retried() {
 #[tokio::test]
 async fn a_timeout_is_retried_then_reported() {
     for flavour in ALL {
-        let slow = flavour.ok(SUMMARY).delayed(Duration::from_hours(1));
-        let server = Server::start(vec![slow.clone(), slow.clone(), slow]).await;
-        let mut config = flavour.config(&server);
-        config.timeout = Duration::from_millis(500);
-        config.retry.max_attempts = 2;
-        let error = summarize(&Provider::new(config, client()))
-            .await
-            .unwrap_err();
+        let (error, server) = stalled_error(flavour, Duration::from_hours(1), |config| {
+            config.timeout = Duration::from_millis(500);
+            config.retry.max_attempts = 2;
+        })
+        .await;
         match &error {
             SummarizeError::Transport {
                 provider,
@@ -988,22 +1003,17 @@ async fn native_compaction_failures_have_clear_messages() {
         previous: None,
         messages: &messages,
     };
-    let missing = responses
-        .compact(&request, CancellationToken::new())
-        .await
-        .unwrap_err();
-    assert_eq!(
-        missing.to_string(),
-        "Remote compaction response missing compaction item"
-    );
-    let failed = responses
-        .compact(&request, CancellationToken::new())
-        .await
-        .unwrap_err();
-    assert_eq!(
-        failed.to_string(),
-        "Remote compaction failed (404 Not Found): Unknown endpoint"
-    );
+    // The server's two answers, in order.
+    for expected in [
+        "Remote compaction response missing compaction item",
+        "Remote compaction failed (404 Not Found): Unknown endpoint",
+    ] {
+        let error = responses
+            .compact(&request, CancellationToken::new())
+            .await
+            .unwrap_err();
+        assert_eq!(error.to_string(), expected);
+    }
 }
 
 #[tokio::test]
@@ -1144,14 +1154,11 @@ async fn a_summary_far_longer_than_its_output_limit_is_refused() {
 #[tokio::test]
 async fn a_stalled_provider_fails_by_the_deadline() {
     for flavour in ALL {
-        let stalled = flavour.ok(SUMMARY).delayed(Duration::from_mins(1));
-        let server = Server::start(vec![stalled.clone(), stalled.clone(), stalled]).await;
-        let mut config = flavour.config(&server);
-        config.deadline = Duration::from_millis(300);
-        config.timeout = Duration::from_secs(30);
-        let err = summarize(&Provider::new(config, client()))
-            .await
-            .unwrap_err();
+        let (err, _server) = stalled_error(flavour, Duration::from_mins(1), |config| {
+            config.deadline = Duration::from_millis(300);
+            config.timeout = Duration::from_secs(30);
+        })
+        .await;
         assert_eq!(
             err,
             SummarizeError::Deadline {

@@ -59,28 +59,37 @@ impl Scripted {
     }
 }
 
+impl Scripted {
+    /// Its answer to `request`, known at once.
+    fn answer(
+        &self,
+        request: &SummaryRequest,
+        cancel: &CancellationToken,
+    ) -> Result<SummaryResponse, SummarizeError> {
+        self.seen.lock().unwrap().push(request.clone());
+        if cancel.is_cancelled() {
+            return Err(SummarizeError::Cancelled);
+        }
+        if let Some((purpose, error)) = &self.failure
+            && purpose.is_none_or(|p| p == request.purpose)
+        {
+            return Err(error.clone());
+        }
+        Ok(SummaryResponse {
+            text: (self.answer)(request.purpose),
+            usage: self.usage.clone(),
+            truncated: false,
+        })
+    }
+}
+
 impl Summarizer for Scripted {
     fn summarize<'a>(
         &'a self,
         request: &'a SummaryRequest,
         cancel: CancellationToken,
     ) -> SummarizeFuture<'a> {
-        Box::pin(async move {
-            self.seen.lock().unwrap().push(request.clone());
-            if cancel.is_cancelled() {
-                return Err(SummarizeError::Cancelled);
-            }
-            if let Some((purpose, error)) = &self.failure
-                && purpose.is_none_or(|p| p == request.purpose)
-            {
-                return Err(error.clone());
-            }
-            Ok(SummaryResponse {
-                text: (self.answer)(request.purpose),
-                usage: self.usage.clone(),
-                truncated: false,
-            })
-        })
+        Box::pin(std::future::ready(self.answer(request, &cancel)))
     }
 
     fn describe(&self) -> String {
