@@ -9,7 +9,7 @@ mod support;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use support::{Reply, Server, code, last_line, musepi_in, p, stderr};
+use support::{Reply, Server, assert_stderr_has, code, last_line, musepi_in, p, stderr, strings};
 
 const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
 
@@ -110,13 +110,10 @@ async fn a_summary_is_requested_stored_under_the_target_and_seen_in_the_context(
     assert_eq!(doc["abandoned"], json!(["c3", "d4"]));
     let ctx = musepi(&["context", file.to_str().unwrap(), "--json"]).await;
     let ctx: Value = serde_json::from_slice(&ctx.stdout).unwrap();
-    let roles: Vec<&str> = ctx["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
-    assert_eq!(roles, ["user", "assistant", "branchSummary"]);
+    assert_eq!(
+        strings(&ctx["messages"], "role"),
+        ["user", "assistant", "branchSummary"]
+    );
 }
 
 #[tokio::test]
@@ -185,11 +182,7 @@ async fn summarize_without_a_provider_writes_the_digest() {
     let args = ["branch", p(&file), "--to", "b2", "--summarize", "--json"];
     let out = musepi_in(dir.path(), dir.path(), &args, None);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("snapcompact digest"),
-        "{}",
-        stderr(&out)
-    );
+    assert_stderr_has(&out, "snapcompact digest");
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["strategy"], "snapcompact");
     let entry = last_line(&file);
@@ -223,6 +216,6 @@ async fn summarize_with_an_unusable_provider_is_an_error_and_writes_nothing() {
     // No API key reaches it: the environment's are removed.
     let out = musepi_in(dir.path(), dir.path(), &args, None);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("no API key"), "{}", stderr(&out));
+    assert_stderr_has(&out, "no API key");
     assert_eq!(std::fs::read(&file).unwrap(), before);
 }

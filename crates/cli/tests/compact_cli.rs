@@ -11,7 +11,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{MUSEPI, Reply, Server, last_line};
+use support::{MUSEPI, Reply, Server, assert_stderr_has, last_line};
 
 fn chat(text: &str) -> Reply {
     support::chat(text, "stop")
@@ -156,7 +156,7 @@ async fn a_429_with_retry_after_and_a_500_are_retried() {
 async fn leaves_the_file_unchanged(entry: Value, replies: Vec<Reply>, message: &str) {
     let (out, file, before, _, _dir) = compact_with(entry, replies).await;
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(stderr(&out).contains(message), "{}", stderr(&out));
+    assert_stderr_has(&out, message);
     assert_eq!(std::fs::read(&file).unwrap(), before);
 }
 
@@ -231,11 +231,7 @@ async fn an_abort_mid_request_writes_nothing() {
         .unwrap()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("Compaction cancelled"),
-        "{}",
-        stderr(&out)
-    );
+    assert_stderr_has(&out, "Compaction cancelled");
     assert_eq!(std::fs::read(&file).unwrap(), before);
 }
 
@@ -386,10 +382,9 @@ async fn a_stalled_provider_ends_by_the_deadline_of_the_flag_or_the_settings() {
     entry["deadlineMs"] = json!(300);
     let (out, file, before, _, _dir) = compact_with(entry, vec![stalled(), stalled()]).await;
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("test gave no answer within the 300 ms deadline (1 attempt)"),
-        "{}",
-        stderr(&out)
+    assert_stderr_has(
+        &out,
+        "test gave no answer within the 300 ms deadline (1 attempt)",
     );
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["error"]["code"], "deadline-exceeded");
@@ -409,11 +404,7 @@ async fn a_stalled_provider_ends_by_the_deadline_of_the_flag_or_the_settings() {
     ];
     let out = musepi(&[&args[..], &["--model", "m", "--deadline", "0.4", "--json"]].concat()).await;
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("within the 400 ms deadline"),
-        "{}",
-        stderr(&out)
-    );
+    assert_stderr_has(&out, "within the 400 ms deadline");
     let out = musepi(&[&args[..], &["--model", "m", "--deadline", "soon"]].concat()).await;
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("`soon` is not a positive number of seconds"));

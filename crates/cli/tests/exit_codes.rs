@@ -13,7 +13,8 @@ use std::process::Output;
 
 use serde_json::{Value, json};
 use support::{
-    HOOK_IN_TIME_MS, Reply, Server, code, example_session, musepi_in, p, stderr, stdout,
+    HOOK_IN_TIME_MS, Reply, Server, code, error_message, example_session, musepi_in, p, stderr,
+    stdout,
 };
 
 struct Case {
@@ -122,10 +123,7 @@ fn every_command_family_answers_a_missing_file_with_a_json_error_and_exit_2() {
         assert!(!case.path().join("missing.jsonl").exists(), "{args:?}");
         if expected == "unreadable-file" {
             assert!(
-                doc["error"]["message"]
-                    .as_str()
-                    .unwrap()
-                    .contains("missing.jsonl"),
+                error_message(&doc).contains("missing.jsonl"),
                 "{args:?}: {doc}"
             );
         }
@@ -220,7 +218,7 @@ fn unknown_entry_ids_are_exit_2() {
         ],
     ] {
         let doc = error(&case.run(&args), 2, "unknown-entry");
-        assert!(doc["error"]["message"].as_str().unwrap().contains("`nope`"));
+        assert!(error_message(&doc).contains("`nope`"));
     }
 }
 
@@ -324,13 +322,7 @@ fn failed_operations_are_exit_1_and_write_nothing() {
         "--json",
     ]);
     let doc = error(&o, 1, "provider-failed");
-    assert!(
-        doc["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("model not found"),
-        "{doc}"
-    );
+    assert!(error_message(&doc).contains("model not found"), "{doc}");
     // A hook that cancels.
     let cancel = case.script("cancel.sh", "echo no >&2\nexit 2");
     let settings = case.hook_settings(&cancel);

@@ -14,8 +14,8 @@ use std::process::Output;
 
 use serde_json::{Value, json};
 use support::{
-    Model, Reply, chat_text, code, hook_settings as settings, json_out, musepi_with_env, p, script,
-    stderr,
+    Model, Reply, assert_stderr_has, chat_text, code, hook_settings as settings, json_lines,
+    json_out, musepi_with_env, p, script, stderr, strings,
 };
 
 const DOCUMENT: &str = "## Goal\nFix the parser.\n\n## Progress\n### Done\n- [x] Read src/parse.rs\n\n## Next Steps\n1. Edit src/lib.rs";
@@ -81,14 +81,6 @@ fn handoff(dir: &Path, model: &Model, extra: &[&str]) -> Output {
     musepi(dir, &args)
 }
 
-fn lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 #[test]
 fn a_handoff_writes_a_new_session_that_starts_from_the_document() {
     let dir = tempfile::tempdir().unwrap();
@@ -113,7 +105,7 @@ fn a_handoff_writes_a_new_session_that_starts_from_the_document() {
         "the old file is never written"
     );
 
-    let written = lines(&new);
+    let written = json_lines(&new);
     assert_eq!(written.len(), 2);
     assert_eq!(
         written[0],
@@ -133,12 +125,8 @@ fn a_handoff_writes_a_new_session_that_starts_from_the_document() {
     let requests = model.requests();
     assert_eq!(requests.len(), 1);
     let messages = requests[0]["messages"].as_array().unwrap();
-    let roles: Vec<&str> = messages
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        roles,
+        strings(&requests[0]["messages"], "role"),
         ["system", "user", "assistant", "tool", "assistant", "user"]
     );
     assert!(messages[0]["content"].as_str().unwrap().contains("summar"));
@@ -191,11 +179,8 @@ fn an_existing_new_file_is_replaced_only_with_force() {
     let model = model(200, DOCUMENT);
     let o = handoff(dir.path(), &model, &[]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("already exists") && stderr(&o).contains("--force"),
-        "{}",
-        stderr(&o)
-    );
+    assert_stderr_has(&o, "already exists");
+    assert_stderr_has(&o, "--force");
     assert_eq!(std::fs::read_to_string(&new).unwrap(), "precious\n");
     assert!(model.requests().is_empty(), "refused before any request");
     let o = handoff(dir.path(), &model, &["--force"]);
@@ -216,11 +201,7 @@ fn a_provider_failure_writes_nothing() {
     let model = model(400, "context too long for this model");
     let o = handoff(dir.path(), &model, &[]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("Handoff generation failed: "),
-        "{}",
-        stderr(&o)
-    );
+    assert_stderr_has(&o, "Handoff generation failed: ");
     assert!(!dir.path().join("new.jsonl").exists());
 }
 
@@ -244,12 +225,8 @@ fn before_compact_hooks_see_reason_handoff_and_can_cancel() {
     let model = model(200, DOCUMENT);
     let o = handoff(dir.path(), &model, &["--settings", p(&s)]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("no handoff during a release"),
-        "{}",
-        stderr(&o)
-    );
-    assert!(stderr(&o).contains("Handoff cancelled"), "{}", stderr(&o));
+    assert_stderr_has(&o, "no handoff during a release");
+    assert_stderr_has(&o, "Handoff cancelled");
     assert!(!dir.path().join("new.jsonl").exists());
     assert!(model.requests().is_empty());
     let event: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
@@ -304,18 +281,14 @@ fn a_hook_can_supply_the_document_and_no_model_is_needed() {
     assert_eq!(doc["fromExtension"], true);
     assert_eq!(doc["document"], "Goal: done by a hook.\nNext: continue.");
     assert_eq!(
-        lines(&new)[1]["content"][0]["text"],
+        json_lines(&new)[1]["content"][0]["text"],
         "Goal: done by a hook.\nNext: continue."
     );
     // Without the hook, no provider is a clear error and nothing is written.
     std::fs::remove_file(&new).unwrap();
     let o = musepi(dir.path(), &["handoff", p(&old), "-o", p(&new)]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("no provider selected"),
-        "{}",
-        stderr(&o)
-    );
+    assert_stderr_has(&o, "no provider selected");
     assert!(!new.exists());
 }
 
@@ -333,6 +306,6 @@ fn an_empty_context_has_nothing_to_hand_off() {
     let model = model(200, DOCUMENT);
     let o = handoff(dir.path(), &model, &[]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
-    assert!(stderr(&o).contains("nothing to hand off"), "{}", stderr(&o));
+    assert_stderr_has(&o, "nothing to hand off");
     assert!(!dir.path().join("new.jsonl").exists());
 }

@@ -17,8 +17,8 @@
 mod support;
 
 use support::{
-    HOOK_IN_TIME_MS, Model, chat, code, hook_settings as settings, json_out, last_line, p, script,
-    stderr, stdout,
+    HOOK_IN_TIME_MS, Model, assert_stderr_has, chat, code, hook_settings as settings, json_out,
+    last_line, p, script, stderr, stdout,
 };
 
 use std::path::{Path, PathBuf};
@@ -342,11 +342,7 @@ fn a_hook_past_its_timeout_is_killed_reported_and_the_file_is_unchanged() {
     );
     let o = compact(dir.path(), &file, &s, &[]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("timed out after 300 ms"),
-        "{}",
-        stderr(&o)
-    );
+    assert_stderr_has(&o, "timed out after 300 ms");
     assert_eq!(last_line(&file)["type"], "compaction");
 }
 
@@ -463,7 +459,7 @@ fn unusable_hook_settings_are_bad_input_naming_the_key() {
         let s = settings(dir.path(), &hooks);
         let o = compact(dir.path(), &file, &s, &[]);
         assert_eq!(code(&o), 2, "{hooks}: {}", stderr(&o));
-        assert!(stderr(&o).contains(needle), "{}", stderr(&o));
+        assert_stderr_has(&o, needle);
         assert_eq!(std::fs::read(&file).unwrap(), before);
     }
 }
@@ -647,11 +643,7 @@ fn hooks_test_exit_codes() {
     );
     let o = musepi(dir.path(), &["hooks", "test", "session.compact"], &[]);
     assert_eq!(code(&o), 2);
-    assert!(
-        stderr(&o).contains("unknown hook event `session.compact`"),
-        "{}",
-        stderr(&o)
-    );
+    assert_stderr_has(&o, "unknown hook event `session.compact`");
 }
 
 // ---------------------------------------------------------------- docs/hooks.md
@@ -771,11 +763,7 @@ fn the_shell_example_holds_compaction_while_the_marker_exists() {
     let before = std::fs::read(&file).unwrap();
     let o = compact(dir.path(), &file, &s, &[]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("work in progress (.musepi/wip exists)"),
-        "{}",
-        stderr(&o)
-    );
+    assert_stderr_has(&o, "work in progress (.musepi/wip exists)");
     assert_eq!(std::fs::read(&file).unwrap(), before);
     // Through `hooks test` too: the sample is a manual compaction.
     let o = musepi(

@@ -4,12 +4,15 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
 use serde_json::Value;
+use support::strings;
 
 const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
 
@@ -121,20 +124,15 @@ fn ls_lists_pi_s_sessions_of_the_working_directory_newest_first() {
     assert!(out.status.success(), "{out:?}");
     let doc = json(&out);
     assert_eq!(doc["dir"], dir.display().to_string());
-    let sessions = doc["sessions"].as_array().unwrap();
-    let files: Vec<&str> = sessions
-        .iter()
-        .map(|s| s["file"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        files,
+        strings(&doc["sessions"], "file"),
         [
             "2025-01-02T10-00-00-000Z_bbb.jsonl",
             "2025-01-01T10-00-00-000Z_aaa.jsonl"
         ]
     );
     // Entries and tokens are the ones `musepi context` and `session stats` report.
-    for s in sessions {
+    for s in doc["sessions"].as_array().unwrap() {
         let path = s["path"].as_str().unwrap();
         let context = json(&h.run(&["context", path, "--json"]));
         assert_eq!(s["contextTokens"], context["tokens"], "{path}");

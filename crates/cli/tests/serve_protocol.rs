@@ -3,12 +3,15 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
 use musepi_test_support::http::{Reply, Server};
 use serde_json::{Value, json};
+use support::{error_message, json_lines};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
@@ -200,14 +203,6 @@ async fn history(c: &mut Client) -> Vec<String> {
         .collect()
 }
 
-fn lines_of(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 // ------------------------------------------------------------ tests
 
 #[tokio::test]
@@ -279,7 +274,7 @@ async fn the_protocol_end_to_end() {
     let high_id = d["entryId"].clone();
     assert_eq!(events[1]["result"]["entryId"], json!(entry_id));
     assert!(model.count() >= 1);
-    let file = lines_of(&dir.path().join("s.jsonl"));
+    let file = json_lines(&dir.path().join("s.jsonl"));
     let compaction = file
         .iter()
         .find(|l| l["type"] == json!("compaction"))
@@ -444,10 +439,7 @@ async fn bad_appends_are_refused_and_change_nothing() {
     ] {
         let (_, r) = c.call("append", params).await;
         assert_eq!(r["error"]["code"], json!("invalid_params"), "{r}");
-        assert!(
-            r["error"]["message"].as_str().unwrap().contains(needle),
-            "{r}"
-        );
+        assert!(error_message(&r).contains(needle), "{r}");
     }
     let (_, status) = c.ok("status", json!({})).await;
     assert_eq!(status["entryCount"], json!(0));
@@ -481,7 +473,7 @@ async fn the_default_strategy_compacts_without_a_model() {
     assert_eq!(d["action"], json!("compacted"), "{d}");
     assert_eq!(d["compaction"]["strategy"], json!("snapcompact"));
     assert_eq!(events[1]["result"]["strategy"], json!("snapcompact"));
-    let file = lines_of(&dir.path().join("s.jsonl"));
+    let file = json_lines(&dir.path().join("s.jsonl"));
     assert!(file.iter().any(|l| l["type"] == json!("compaction")));
     assert_eq!(c.finish().await, 0);
 }
@@ -503,12 +495,7 @@ async fn context_promotion_switches_models_instead_of_compacting() {
         )
         .await;
     assert_eq!(r["error"]["code"], json!("invalid_params"));
-    assert!(
-        r["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("promotionTargets[0]")
-    );
+    assert!(error_message(&r).contains("promotionTargets[0]"));
     assert!(!dir.path().join("s.jsonl").exists());
 
     let (_, opened) = c
@@ -538,7 +525,7 @@ async fn context_promotion_switches_models_instead_of_compacting() {
             "provider": "agent", "modelId": "m2", "contextWindow": 400_000})
         ]
     );
-    let file = lines_of(&dir.path().join("s.jsonl"));
+    let file = json_lines(&dir.path().join("s.jsonl"));
     let last = file.last().unwrap();
     assert_eq!(last["type"], json!("model_change"));
     assert_eq!(last["modelId"], json!("m2"));
@@ -565,7 +552,7 @@ async fn branch_summary_enabled_makes_navigation_summarize_by_default() {
     let (events, moved) = c.ok("navigate", json!({"targetId": ids[1]})).await;
     assert_eq!(events[0]["summarize"], json!(true));
     let summary_id = moved["summaryEntryId"].as_str().unwrap().to_owned();
-    let file = lines_of(&dir.path().join("s.jsonl"));
+    let file = json_lines(&dir.path().join("s.jsonl"));
     assert_eq!(file.last().unwrap()["type"], json!("branch_summary"));
     assert_eq!(file.last().unwrap()["id"], json!(summary_id));
     // Saying so explicitly still wins.
@@ -594,12 +581,7 @@ async fn a_line_of_invalid_utf8_gets_a_parse_error_and_the_server_goes_on() {
     // Lines after it are read and answered.
     c.send_bytes(b"\xc3\n").await;
     let r = c.read().await;
-    assert!(
-        r["error"]["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("line 2 is not valid UTF-8")
-    );
+    assert!(error_message(&r).starts_with("line 2 is not valid UTF-8"));
     let (_, r) = c.call("frobnicate", json!({})).await;
     assert_eq!(r["error"]["code"], json!("unknown_method"));
     assert_eq!(c.finish().await, 0);
@@ -778,7 +760,7 @@ async fn the_call_whose_rewrite_another_process_outlasted_reports_it_once() {
     let (_, compacted) = c.ok("compact", json!({})).await;
     assert_eq!(compacted["action"], json!("compacted"), "{compacted}");
     no_write_warning(&compacted);
-    assert_eq!(lines_of(&a)[0]["version"], json!(3));
+    assert_eq!(json_lines(&a)[0]["version"], json!(3));
 
     // `afterAssistant` appending its message: the warning is in the
     // decision, though nothing was compacted.

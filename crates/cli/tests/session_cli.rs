@@ -12,6 +12,7 @@ use std::process::{Command, Output, Stdio};
 use musepi_session_model::{SequentialIds, load_file};
 use musepi_test_support::{message_line, pi_fixture};
 use serde_json::Value;
+use support::assert_stderr_has;
 
 /// The conformance set in the repository (tests/fixtures/conformance).
 fn conformance_dir() -> PathBuf {
@@ -302,7 +303,7 @@ fn repair_fixes_a_copy_of_a_torn_file_and_never_the_file() {
     // The journal refuses to migrate or append until the file is repaired.
     let o = musepi(&["session", "migrate", p(&file), "--in-place"]);
     assert_eq!(code(&o), 2);
-    assert!(stderr(&o).contains("torn"), "{}", stderr(&o));
+    assert_stderr_has(&o, "torn");
 
     let o = musepi(&["session", "check", p(&file), "--repair", "-o", p(&file)]);
     assert_eq!(code(&o), 2, "never in place");

@@ -14,6 +14,7 @@ use std::process::Output;
 use serde_json::{Value, json};
 use support::{
     HOOK_IN_TIME_MS, Server, chat, code, example_session, musepi_with_env, p, stderr, stdout,
+    strings,
 };
 
 const KEY: &str = "sk-real-vendor-key-0123456789";
@@ -166,14 +167,8 @@ fn trusting_the_exact_content_enables_it_and_any_change_needs_approval_again() {
     assert_eq!(sha.len(), 64);
     assert_eq!(shown["status"], "untrusted");
     assert_eq!(shown["recorded"], false);
-    let keys: Vec<&str> = shown["enables"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["key"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        keys,
+        strings(&shown["enables"], "key"),
         [
             "hooks.session_before_compact[0]",
             "providers.theirs",

@@ -13,7 +13,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use musepi_session_model::{LIVE_WINDOW_MS, SequentialIds, load_bytes};
-use support::settle;
+use support::{assert_stderr_has, error_message, settle};
 
 const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
 const NOW: &str = "2026-02-01T00:00:00.000Z";
@@ -147,7 +147,7 @@ fn a_live_session_is_refused_in_place_with_exit_3() {
     holder.lock().unwrap();
     let o = run(&writers(p(&file))[0], &[]);
     assert_eq!(code(&o), 3);
-    assert!(stderr(&o).contains("holds its lock"), "{}", stderr(&o));
+    assert_stderr_has(&o, "holds its lock");
     drop(holder);
 
     // Writing elsewhere never needs --force; --force writes in place.
@@ -247,11 +247,7 @@ fn an_unmigrated_v1_file_reads_with_ids_that_carry_between_commands() {
         text.contains("00000001") && text.contains("00000002"),
         "{text}"
     );
-    assert!(
-        stderr(&tree).contains("session migrate"),
-        "{}",
-        stderr(&tree)
-    );
+    assert_stderr_has(&tree, "session migrate");
     let o = musepi(&["context", p(&file), "--leaf", "00000001", "--json"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -336,7 +332,7 @@ fn a_failed_append_is_cut_back_and_a_failed_rewrite_leaves_no_trace() {
         &["branch", p(&file), "--to", "00000003", "--now", NOW],
     );
     assert_eq!(code(&o), 1, "{}", stderr(&o));
-    assert!(stderr(&o).contains("File too large"), "{}", stderr(&o));
+    assert_stderr_has(&o, "File too large");
     assert_eq!(
         std::fs::read(&file).unwrap(),
         before,
@@ -349,11 +345,7 @@ fn a_failed_append_is_cut_back_and_a_failed_rewrite_leaves_no_trace() {
     // the folder as they were.
     let o = under_size_limit(1, &["prune", p(&file), "--min-saving", "0", "--now", NOW]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("original file is intact"),
-        "{}",
-        stderr(&o)
-    );
+    assert_stderr_has(&o, "original file is intact");
     assert_eq!(std::fs::read(&file).unwrap(), before);
     let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(names.len(), 1, "no temporary file left");
@@ -382,7 +374,7 @@ fn a_file_the_caller_cannot_write_is_refused_not_replaced() {
     }
     let o = cmd.output().unwrap();
     assert_eq!(code(&o), 2, "{}", stderr(&o));
-    assert!(stderr(&o).contains("not writable"), "{}", stderr(&o));
+    assert_stderr_has(&o, "not writable");
     assert_eq!(std::fs::read(&file).unwrap(), before);
     assert_eq!(
         std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&file).unwrap()),
@@ -437,7 +429,7 @@ fn serve_refuses_non_regular_files_and_invalid_entries() {
     assert_eq!(replies.len(), 4, "{replies:?}");
     assert_eq!(replies[0]["ok"], false);
     assert_eq!(replies[0]["error"]["code"], "bad_session");
-    let message = replies[0]["error"]["message"].as_str().unwrap();
+    let message = error_message(&replies[0]);
     assert!(message.contains("not a regular file"), "{message}");
     assert_eq!(replies[1]["ok"], true, "{:?}", replies[1]);
     for r in &replies[2..] {
@@ -445,18 +437,12 @@ fn serve_refuses_non_regular_files_and_invalid_entries() {
         assert_eq!(r["error"]["code"], "invalid_params", "{r:?}");
     }
     assert!(
-        replies[2]["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("robot"),
+        error_message(&replies[2]).contains("robot"),
         "{:?}",
         replies[2]
     );
     assert!(
-        replies[3]["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("ghost"),
+        error_message(&replies[3]).contains("ghost"),
         "{:?}",
         replies[3]
     );

@@ -182,6 +182,39 @@ pub fn hook_settings(dir: &Path, hooks: &Value) -> PathBuf {
     path
 }
 
+/// Every line of the JSONL file at `path`, parsed.
+pub fn json_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The string `key` of each element of the JSON array `list`.
+pub fn strings<'a>(list: &'a Value, key: &str) -> Vec<&'a str> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v[key].as_str().unwrap())
+        .collect()
+}
+
+/// The `error.message` of a `--json` error document or a serve answer.
+pub fn error_message(doc: &Value) -> &str {
+    doc["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no error message in {doc}"))
+}
+
+/// Asserts that the command's standard error holds `part`, showing all of
+/// it when it does not.
+#[track_caller]
+pub fn assert_stderr_has(o: &Output, part: &str) {
+    let err = stderr(o);
+    assert!(err.contains(part), "stderr lacks {part:?}:\n{err}");
+}
+
 /// The last line of the file at `path`, parsed.
 pub fn last_line(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap();
