@@ -209,12 +209,8 @@ fn a_cancel_leaves_the_file_byte_identical() {
     let before = std::fs::read(&file).unwrap();
     let o = compact(dir.path(), &file, &s, &[]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
-    let err = stderr(&o);
-    assert!(
-        err.contains(&format!("hook {}: hold on: tests are red", p(&veto))),
-        "{err}"
-    );
-    assert!(err.contains("Compaction cancelled"), "{err}");
+    assert_stderr_has(&o, &format!("hook {}: hold on: tests are red", p(&veto)));
+    assert_stderr_has(&o, "Compaction cancelled");
     assert_eq!(std::fs::read(&file).unwrap(), before);
 }
 
@@ -319,15 +315,14 @@ fn a_hook_past_its_timeout_is_killed_reported_and_the_file_is_unchanged() {
         );
         let o = compact(dir.path(), &file, &s, &[]);
         assert_eq!(code(&o), 1, "{}", stderr(&o));
-        let err = stderr(&o);
-        assert!(
-            err.contains(&format!(
+        assert_stderr_has(
+            &o,
+            &format!(
                 "hook {} (session_before_compact) timed out after {ms} ms",
                 p(&slow)
-            )),
-            "{err}"
+            ),
         );
-        assert!(err.contains("Compaction cancelled"), "{err}");
+        assert_stderr_has(&o, "Compaction cancelled");
         assert_eq!(std::fs::read(&file).unwrap(), before);
         if let Ok(text) = std::fs::read_to_string(&pidfile) {
             break text.trim().parse::<u32>().unwrap();
@@ -356,18 +351,14 @@ fn garbage_on_stdout_is_reported_and_ignored() {
     );
     let o = compact(dir.path(), &file, &s, &["--json"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let err = stderr(&o);
-    assert!(
-        err.contains(&format!(
+    assert_stderr_has(
+        &o,
+        &format!(
             "musepi: warning: hook {} (session_before_compact) invalid answer: stdout is not a session_before_compact result (",
             p(&garbage)
-        )),
-        "{err}"
+        ),
     );
-    assert!(
-        err.contains(r#": "Compaction looks fine to me!\n""#),
-        "{err}"
-    );
+    assert_stderr_has(&o, r#": "Compaction looks fine to me!\n""#);
     let doc = json_out(&o);
     assert_eq!(doc["fromExtension"], false);
     assert_eq!(doc["warnings"].as_array().unwrap().len(), 1);
