@@ -10,44 +10,11 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use musepi_cli::view::keys::update;
 use musepi_cli::view::model::Part;
 use musepi_cli::view::tree_pane::TreeFilter;
-use musepi_cli::view::{App, Done, Effect, Input, Job, Mode, Strategies, snapshot};
-
-fn app_sized(jsonl: &str, width: u16, height: u16) -> App {
-    let session = view_fixtures::session(jsonl);
-    let strategies = Strategies {
-        compact: "snapcompact".to_owned(),
-        compact_with_instructions: "llm (no provider configured)".to_owned(),
-        branch: "the snapcompact digest (no model)".to_owned(),
-    };
-    App::new(
-        "s.jsonl".to_owned(),
-        snapshot(&session),
-        strategies,
-        (width, height),
-    )
-}
+use musepi_cli::view::{App, Done, Effect, Input, Job, Mode, snapshot};
+use view_fixtures::{ctrl, enter_line, press, typed};
 
 fn app() -> App {
-    app_sized(&view_fixtures::compacted(), 80, 24)
-}
-
-fn press(app: &mut App, code: KeyCode) -> Option<Effect> {
-    update(app, Input::Key(KeyEvent::new(code, KeyModifiers::NONE)))
-}
-
-fn ctrl(app: &mut App, c: char) -> Option<Effect> {
-    update(
-        app,
-        Input::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)),
-    )
-}
-
-fn typed(app: &mut App, text: &str) -> Option<Effect> {
-    let mut last = None;
-    for c in text.chars() {
-        last = press(app, KeyCode::Char(c));
-    }
-    last
+    view_fixtures::app(&view_fixtures::compacted(), 80, 24)
 }
 
 fn cursor_text(app: &App) -> &str {
@@ -167,9 +134,7 @@ fn search_wraps_and_goes_back() {
 fn search_opens_the_fold_that_hides_the_match() {
     let mut app = app();
     assert!(app.expanded().is_empty());
-    press(&mut app, KeyCode::Char('/'));
-    typed(&mut app, "before writing any rust");
-    press(&mut app, KeyCode::Enter);
+    enter_line(&mut app, '/', "before writing any rust");
     assert_eq!(app.expanded().len(), 1);
     assert!(cursor_text(&app).contains("Read it before writing any Rust."));
     in_bounds(&app);
@@ -179,9 +144,7 @@ fn search_opens_the_fold_that_hides_the_match() {
 fn search_reports_a_miss() {
     let mut app = app();
     let at = app.cursor();
-    press(&mut app, KeyCode::Char('/'));
-    typed(&mut app, "no such words");
-    press(&mut app, KeyCode::Enter);
+    enter_line(&mut app, '/', "no such words");
     assert_eq!(app.cursor(), at);
     assert!(app.status.clone().unwrap().error);
     // n without a search says so.
@@ -202,9 +165,7 @@ fn prompts_edit_and_cancel() {
     press(&mut app, KeyCode::Char(':'));
     press(&mut app, KeyCode::Backspace);
     assert_eq!(app.mode, Mode::Normal);
-    press(&mut app, KeyCode::Char(':'));
-    typed(&mut app, "frobnicate");
-    assert_eq!(press(&mut app, KeyCode::Enter), None);
+    assert_eq!(enter_line(&mut app, ':', "frobnicate"), None);
     assert!(
         app.status
             .clone()
@@ -241,7 +202,7 @@ fn enter_folds_and_unfolds() {
 
 #[test]
 fn ctrl_o_toggles_the_divider_under_the_cursor_or_all() {
-    let mut app = app_sized(&view_fixtures::snapcompact_pages(), 80, 24);
+    let mut app = view_fixtures::app(&view_fixtures::snapcompact_pages(), 80, 24);
     // Away from a divider: all open, then all closed.
     ctrl(&mut app, 'o');
     assert_eq!(app.expanded().len(), 2);
@@ -342,9 +303,10 @@ fn leaving_a_branch_asks_first() {
 fn search_only_searches_even_for_compact() {
     let mut app = app();
     let before = app.rows().len();
-    press(&mut app, KeyCode::Char('/'));
-    typed(&mut app, "compact keep the benchmark numbers");
-    assert_eq!(press(&mut app, KeyCode::Enter), None);
+    assert_eq!(
+        enter_line(&mut app, '/', "compact keep the benchmark numbers"),
+        None
+    );
     assert_eq!(app.mode, Mode::Normal);
     assert_eq!(
         app.query.as_deref(),
@@ -352,9 +314,7 @@ fn search_only_searches_even_for_compact() {
     );
     assert!(app.status.clone().unwrap().text.ends_with("not found"));
     // `/compact` is a search for the word: it finds the divider.
-    press(&mut app, KeyCode::Char('/'));
-    typed(&mut app, "compact");
-    assert_eq!(press(&mut app, KeyCode::Enter), None);
+    assert_eq!(enter_line(&mut app, '/', "compact"), None);
     assert_eq!(app.mode, Mode::Normal);
     assert!(
         cursor_text(&app).contains("compact"),
@@ -377,9 +337,7 @@ fn colon_compact_asks_before_it_runs() {
         ("/compact", KeyCode::Char('Y'), None),
     ] {
         let mut app = app();
-        press(&mut app, KeyCode::Char(':'));
-        typed(&mut app, typed_text);
-        assert_eq!(press(&mut app, KeyCode::Enter), None, "{typed_text}");
+        assert_eq!(enter_line(&mut app, ':', typed_text), None, "{typed_text}");
         let instructions = instructions.map(str::to_owned);
         assert_eq!(
             app.mode,
@@ -404,9 +362,7 @@ fn colon_compact_asks_before_it_runs() {
     // n and Esc leave the file alone.
     for answer in [KeyCode::Char('n'), KeyCode::Esc] {
         let mut app = app();
-        press(&mut app, KeyCode::Char(':'));
-        typed(&mut app, "compact");
-        press(&mut app, KeyCode::Enter);
+        enter_line(&mut app, ':', "compact");
         assert_eq!(press(&mut app, answer), None);
         assert_eq!(app.mode, Mode::Normal);
         assert_eq!(
@@ -470,9 +426,7 @@ fn the_tree_filter_cycles_through_user_messages_labelled_and_all() {
 #[test]
 fn a_running_job_spins_cancels_and_reloads() {
     let mut app = app();
-    press(&mut app, KeyCode::Char(':'));
-    typed(&mut app, "compact");
-    press(&mut app, KeyCode::Enter);
+    enter_line(&mut app, ':', "compact");
     press(&mut app, KeyCode::Char('y'));
     update(&mut app, Input::Tick);
     assert!(matches!(

@@ -6,43 +6,15 @@
 
 mod view_fixtures;
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::KeyCode;
 use musepi_cli::view::keys::update;
 use musepi_cli::view::model::Part;
 use musepi_cli::view::render::draw;
-use musepi_cli::view::{App, Input, Strategies, snapshot};
+use musepi_cli::view::{App, Input};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
-
-fn strategies() -> Strategies {
-    Strategies {
-        compact: "snapcompact".to_owned(),
-        compact_with_instructions: "llm (no provider configured)".to_owned(),
-        branch: "the snapcompact digest (no model)".to_owned(),
-    }
-}
-
-fn app(jsonl: &str, width: u16, height: u16) -> App {
-    let session = view_fixtures::session(jsonl);
-    App::new(
-        "session.jsonl".to_owned(),
-        snapshot(&session),
-        strategies(),
-        (width, height),
-    )
-}
-
-fn key(app: &mut App, code: KeyCode) {
-    update(app, Input::Key(KeyEvent::new(code, KeyModifiers::NONE)));
-}
-
-fn ctrl(app: &mut App, c: char) {
-    update(
-        app,
-        Input::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)),
-    );
-}
+use view_fixtures::{app, ctrl, enter_line, press};
 
 /// The buffer as text: one line per row, trailing spaces dropped, the
 /// blank half of a wide character skipped.
@@ -80,7 +52,7 @@ fn open_divider(app: &mut App) {
             ctrl(app, 'o');
             return;
         }
-        key(app, KeyCode::Up);
+        press(app, KeyCode::Up);
     }
     panic!("no divider above the cursor");
 }
@@ -141,7 +113,7 @@ fn every_divider_opens_with_ctrl_o_away_from_one() {
 #[test]
 fn tree_pane() {
     let mut app = app(&view_fixtures::compacted(), 80, 24);
-    key(&mut app, KeyCode::Char('t'));
+    press(&mut app, KeyCode::Char('t'));
     let s = screen(&app);
     assert!(s.contains("[python-read]"));
     assert!(s.contains("◀ leaf"));
@@ -151,19 +123,19 @@ fn tree_pane() {
 #[test]
 fn tree_pane_beside_the_transcript() {
     let mut app = app(&view_fixtures::compacted(), 120, 30);
-    key(&mut app, KeyCode::Tab);
+    press(&mut app, KeyCode::Tab);
     insta::assert_snapshot!("tree_pane_wide", screen(&app));
 }
 
 #[test]
 fn leaving_a_branch_asks_about_a_summary() {
     let mut app = app(&view_fixtures::compacted(), 80, 24);
-    key(&mut app, KeyCode::Char('t'));
+    press(&mut app, KeyCode::Char('t'));
     // Up to b2, the end of the side branch.
     while app.tree.rows[app.pane.cursor].target.as_deref() != Some("b2") {
-        key(&mut app, KeyCode::Up);
+        press(&mut app, KeyCode::Up);
     }
-    key(&mut app, KeyCode::Enter);
+    press(&mut app, KeyCode::Enter);
     let s = screen(&app);
     assert!(s.contains("summarize the branch you leave? [y/n/Esc]"));
     insta::assert_snapshot!("confirm_summary", s);
@@ -172,11 +144,7 @@ fn leaving_a_branch_asks_about_a_summary() {
 #[test]
 fn search_highlights_and_reports() {
     let mut app = app(&view_fixtures::compacted(), 80, 24);
-    key(&mut app, KeyCode::Char('/'));
-    for c in "benchmark".chars() {
-        key(&mut app, KeyCode::Char(c));
-    }
-    key(&mut app, KeyCode::Enter);
+    enter_line(&mut app, '/', "benchmark");
     insta::assert_snapshot!("search", screen(&app));
 }
 
@@ -199,18 +167,18 @@ fn no_size_panics() {
         ctrl(&mut app, 'o');
         for tree in [false, true] {
             if tree {
-                key(&mut app, KeyCode::Char('t'));
+                press(&mut app, KeyCode::Char('t'));
             }
             for w in (0..=42).chain([99, 100, 101, 160]) {
                 for h in 0..=12 {
                     update(&mut app, Input::Resize(w, h));
                     for code in [KeyCode::PageDown, KeyCode::End, KeyCode::Up, KeyCode::Home] {
-                        key(&mut app, code);
+                        press(&mut app, code);
                     }
                     screen(&app);
                 }
             }
-            key(&mut app, KeyCode::Esc);
+            press(&mut app, KeyCode::Esc);
         }
     }
 }
@@ -241,7 +209,7 @@ fn the_header_shows_the_context_tokens_against_the_window() {
     // The scroll position is on the status line, not in the header.
     let status = s.lines().nth(22).unwrap();
     assert!(status.ends_with("rows 9–29 of 29"), "{status}");
-    key(&mut app, KeyCode::Home);
+    press(&mut app, KeyCode::Home);
     let status = screen(&app).lines().nth(22).unwrap().to_owned();
     assert!(status.ends_with("rows 1–21 of 29"), "{status}");
 }
@@ -249,8 +217,8 @@ fn the_header_shows_the_context_tokens_against_the_window() {
 #[test]
 fn tree_pane_filtered_to_user_messages() {
     let mut app = app(&view_fixtures::compacted(), 80, 24);
-    key(&mut app, KeyCode::Char('t'));
-    key(&mut app, KeyCode::Char('f'));
+    press(&mut app, KeyCode::Char('t'));
+    press(&mut app, KeyCode::Char('f'));
     let s = screen(&app);
     assert!(s.contains("tree · user messages · f: filter"), "{s}");
     assert!(!s.contains("e2 assistant"), "{s}");
@@ -260,11 +228,7 @@ fn tree_pane_filtered_to_user_messages() {
 #[test]
 fn colon_compact_asks_for_confirmation() {
     let mut app = app(&view_fixtures::compacted(), 80, 24);
-    key(&mut app, KeyCode::Char(':'));
-    for c in "compact".chars() {
-        key(&mut app, KeyCode::Char(c));
-    }
-    key(&mut app, KeyCode::Enter);
+    enter_line(&mut app, ':', "compact");
     let s = screen(&app);
     assert!(
         s.contains("compact at the leaf with snapcompact? [y/n]"),

@@ -7,6 +7,9 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use musepi_cli::view::keys::update;
+use musepi_cli::view::{App, Effect, Input, Strategies, snapshot};
 use musepi_session_model::{SequentialIds, Session, load_bytes};
 use serde_json::{Value, json};
 
@@ -251,4 +254,50 @@ pub(crate) fn session(text: &str) -> Session {
     .unwrap();
     assert!(session.problems().is_empty(), "{:?}", session.problems());
     session
+}
+
+/// The view of the fixture `jsonl` as `session.jsonl` in a terminal of
+/// `width`×`height`, with the strategies of settings that name no provider.
+pub(crate) fn app(jsonl: &str, width: u16, height: u16) -> App {
+    let strategies = Strategies {
+        compact: "snapcompact".to_owned(),
+        compact_with_instructions: "llm (no provider configured)".to_owned(),
+        branch: "the snapcompact digest (no model)".to_owned(),
+    };
+    App::new(
+        "session.jsonl".to_owned(),
+        snapshot(&session(jsonl)),
+        strategies,
+        (width, height),
+    )
+}
+
+/// Presses `code`.
+pub(crate) fn press(app: &mut App, code: KeyCode) -> Option<Effect> {
+    update(app, Input::Key(KeyEvent::new(code, KeyModifiers::NONE)))
+}
+
+/// Presses ctrl+`c`.
+pub(crate) fn ctrl(app: &mut App, c: char) -> Option<Effect> {
+    update(
+        app,
+        Input::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)),
+    )
+}
+
+/// Types `text`, one key a character; the effect of the last key.
+pub(crate) fn typed(app: &mut App, text: &str) -> Option<Effect> {
+    let mut last = None;
+    for c in text.chars() {
+        last = press(app, KeyCode::Char(c));
+    }
+    last
+}
+
+/// Opens the prompt of `key` (`/` or `:`), types `text` and presses Enter;
+/// the effect of Enter.
+pub(crate) fn enter_line(app: &mut App, key: char, text: &str) -> Option<Effect> {
+    press(app, KeyCode::Char(key));
+    typed(app, text);
+    press(app, KeyCode::Enter)
 }
