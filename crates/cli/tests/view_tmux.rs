@@ -97,18 +97,17 @@ fn view_in_tmux() {
     assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
 
     // :compact asks first; n leaves the file alone, y compacts.
-    tmux.enter_line(":", "compact");
-    tmux.wait_for("the question", |s| {
-        s.contains("compact at the leaf with snapcompact? [y/n]")
-    });
-    tmux.keys(&["n"]);
+    let compact_answering = |answer| {
+        tmux.enter_line(":", "compact");
+        tmux.wait_for("the question", |s| {
+            s.contains("compact at the leaf with snapcompact? [y/n]")
+        });
+        tmux.keys(&[answer]);
+    };
+    compact_answering("n");
     tmux.wait_for("the refusal", |s| s.contains("not compacted"));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
-    tmux.enter_line(":", "compact");
-    tmux.wait_for("the question", |s| {
-        s.contains("compact at the leaf with snapcompact? [y/n]")
-    });
-    tmux.keys(&["y"]);
+    compact_answering("y");
     let screen = tmux.wait_for("the compaction", |s| {
         s.contains("compacted with snapcompact")
     });
