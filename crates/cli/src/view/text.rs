@@ -180,9 +180,9 @@ mod tests {
 
     #[test]
     fn truncates_to_width() {
-        assert_eq!(truncate("abcdef", 4), "abc…");
-        assert_eq!(truncate("abc", 4), "abc");
-        assert_eq!(truncate("abc", 0), "");
+        for (text, width, shown) in [("abcdef", 4, "abc…"), ("abc", 4, "abc"), ("abc", 0, "")] {
+            assert_eq!(truncate(text, width), shown, "{text:?} in {width}");
+        }
     }
 
     #[test]
