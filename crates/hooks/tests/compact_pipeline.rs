@@ -23,7 +23,7 @@ use musepi_session_model::{
 use tokio_util::sync::CancellationToken;
 
 mod common;
-use common::{NOW, Reads, Scripted, Writer, assistant, compact_file};
+use common::{NOW, Reads, Scripted, Writer, assert_failed_unwritten, assistant, compact_file};
 
 /// Answers by purpose with a usage, and fails the requests of `fail` with
 /// an HTTP 500.
@@ -186,14 +186,12 @@ async fn a_failed_summary_writes_nothing() {
     let (_dir, path, before, summarizer) = saved(Some(RequestPurpose::History));
     let hooks = Hooks::new();
     let opts = pruning(&summarizer, &hooks);
-    let err = run(&path, &opts, &CancellationToken::new())
-        .await
-        .unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "Summarization failed: scripted request failed (HTTP 500): boom"
+    assert_failed_unwritten(
+        run(&path, &opts, &CancellationToken::new()).await,
+        "Summarization failed: scripted request failed (HTTP 500): boom",
+        &path,
+        &before,
     );
-    assert_eq!(std::fs::read(&path).unwrap(), before);
 }
 
 #[tokio::test]
@@ -255,23 +253,31 @@ async fn a_snapcompact_archive_reads_what_staged_pruning_blanked() {
     );
 }
 
-struct Veto;
-impl Hook for Veto {
+/// A hook, named by its first field, that answers every
+/// `session_before_compact` with its second.
+struct Answers(&'static str, BeforeCompactResult);
+impl Hook for Answers {
     fn name(&self) -> String {
-        "veto".into()
+        self.0.into()
     }
     fn before_compact<'a>(
         &'a self,
         _: &'a BeforeCompactEvent,
         _: CancellationToken,
     ) -> HookFuture<'a, Option<BeforeCompactResult>> {
-        Box::pin(async {
-            Ok(Some(BeforeCompactResult {
-                cancel: true,
-                compaction: None,
-            }))
-        })
+        Box::pin(std::future::ready(Ok(Some(self.1.clone()))))
     }
+}
+
+/// Cancels every compaction.
+fn veto() -> Answers {
+    Answers(
+        "veto",
+        BeforeCompactResult {
+            cancel: true,
+            compaction: None,
+        },
+    )
 }
 
 struct Supply(Arc<Mutex<Vec<bool>>>);
@@ -353,11 +359,10 @@ impl Hook for Broken {
 async fn a_hook_can_cancel_and_nothing_is_written() {
     let (_dir, path, before, summarizer) = saved(None);
     let mut hooks = Hooks::new();
-    hooks.register(Arc::new(Veto));
-    let err = run_default(&path, &summarizer, &hooks).await.unwrap_err();
-    assert_eq!(err.to_string(), "Compaction cancelled");
+    hooks.register(Arc::new(veto()));
+    let result = run_default(&path, &summarizer, &hooks).await;
+    assert_failed_unwritten(result, "Compaction cancelled", &path, &before);
     assert!(summarizer.seen.lock().unwrap().is_empty());
-    assert_eq!(std::fs::read(&path).unwrap(), before);
 }
 
 #[tokio::test]
@@ -379,13 +384,25 @@ async fn a_supplied_compaction_is_stored_as_extension_made_and_the_after_event_s
     );
 }
 
+/// A broken `session.compacting` hook (`fail_closed` or not), then
+/// [`Steer`]; and what the hooks tell of the failures that cancel, as they
+/// happen.
+fn broken_then_steer(fail_closed: bool) -> (Hooks, Arc<Mutex<Vec<String>>>) {
+    let mut hooks = Hooks::new();
+    let told = Arc::new(Mutex::new(Vec::new()));
+    let sink = told.clone();
+    hooks.report_cancels(Arc::new(move |w: &HookWarning| {
+        sink.lock().unwrap().push(w.to_string());
+    }));
+    hooks.register(Arc::new(Broken { fail_closed }));
+    hooks.register(Arc::new(Steer));
+    (hooks, told)
+}
+
 #[tokio::test]
 async fn compacting_hooks_steer_the_prompt_and_a_broken_one_is_reported() {
     let (_dir, path, _, summarizer) = saved(None);
-    let mut hooks = Hooks::new();
-    let told = cancel_reports(&mut hooks);
-    hooks.register(Arc::new(Broken { fail_closed: false }));
-    hooks.register(Arc::new(Steer));
+    let (hooks, told) = broken_then_steer(false);
     let mut opts = options(&summarizer, &hooks);
     opts.custom_instructions = Some("focus on tests".into());
     let out = run(&path, &opts, &CancellationToken::new()).await.unwrap();
@@ -405,25 +422,12 @@ async fn compacting_hooks_steer_the_prompt_and_a_broken_one_is_reported() {
     );
 }
 
-/// What `hooks` tells of the failures that cancel, as they happen.
-fn cancel_reports(hooks: &mut Hooks) -> Arc<Mutex<Vec<String>>> {
-    let told = Arc::new(Mutex::new(Vec::new()));
-    let sink = told.clone();
-    hooks.report_cancels(Arc::new(move |w: &HookWarning| {
-        sink.lock().unwrap().push(w.to_string());
-    }));
-    told
-}
-
 #[tokio::test]
 async fn a_fail_closed_hook_that_fails_cancels_and_is_told_as_it_happens() {
     let (_dir, path, before, summarizer) = saved(None);
-    let mut hooks = Hooks::new();
-    let told = cancel_reports(&mut hooks);
-    hooks.register(Arc::new(Broken { fail_closed: true }));
-    hooks.register(Arc::new(Steer));
-    let err = run_default(&path, &summarizer, &hooks).await.unwrap_err();
-    assert_eq!(err.to_string(), "Compaction cancelled");
+    let (hooks, told) = broken_then_steer(true);
+    let result = run_default(&path, &summarizer, &hooks).await;
+    assert_failed_unwritten(result, "Compaction cancelled", &path, &before);
     assert_eq!(
         *told.lock().unwrap(),
         [
@@ -431,7 +435,6 @@ async fn a_fail_closed_hook_that_fails_cancels_and_is_told_as_it_happens() {
         ]
     );
     assert!(summarizer.seen.lock().unwrap().is_empty());
-    assert_eq!(std::fs::read(&path).unwrap(), before);
 }
 
 /// Appends `turns` more read turns (`src/g{n}.rs`) after the leaf.
@@ -440,33 +443,24 @@ fn append_turns(path: &Path, turns: std::ops::Range<u32>) {
 }
 
 /// Supplies a compaction whose `details` name files no message touched.
-struct SupplyFiles;
-impl Hook for SupplyFiles {
-    fn name(&self) -> String {
-        "supply-files".into()
-    }
-    fn before_compact<'a>(
-        &'a self,
-        _: &'a BeforeCompactEvent,
-        _: CancellationToken,
-    ) -> HookFuture<'a, Option<BeforeCompactResult>> {
-        Box::pin(async {
-            Ok(Some(BeforeCompactResult {
-                cancel: false,
-                compaction: Some(SuppliedCompaction {
-                    summary: "hook summary".into(),
-                    first_kept_entry_id: None,
-                    tokens_before: None,
-                    details: Some(serde_json::json!({
-                        "readFiles": ["hook/only-read.rs"],
-                        "modifiedFiles": ["hook/only-changed.rs"],
-                    })),
-                    short_summary: None,
-                    preserve_data: None,
-                }),
-            }))
-        })
-    }
+fn supply_files() -> Answers {
+    Answers(
+        "supply-files",
+        BeforeCompactResult {
+            cancel: false,
+            compaction: Some(SuppliedCompaction {
+                summary: "hook summary".into(),
+                first_kept_entry_id: None,
+                tokens_before: None,
+                details: Some(serde_json::json!({
+                    "readFiles": ["hook/only-read.rs"],
+                    "modifiedFiles": ["hook/only-changed.rs"],
+                })),
+                short_summary: None,
+                preserve_data: None,
+            }),
+        },
+    )
 }
 
 /// The files of the second compaction after a first one made by `first`
@@ -496,7 +490,7 @@ async fn files_after_two_compactions(
 
 #[tokio::test]
 async fn a_supplied_compactions_files_are_not_carried_into_the_next_compaction() {
-    let (files, first) = files_after_two_compactions(Some(Arc::new(SupplyFiles))).await;
+    let (files, first) = files_after_two_compactions(Some(Arc::new(supply_files()))).await;
     assert_eq!(first["readFiles"], serde_json::json!(["hook/only-read.rs"]));
     assert!(
         files.iter().all(|f| !f.starts_with("hook/")),

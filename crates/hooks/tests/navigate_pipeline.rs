@@ -19,7 +19,9 @@ use musepi_session_model::{
 use tokio_util::sync::CancellationToken;
 
 mod common;
-use common::{NOW, Scripted, Writer, assistant, navigate_file, read_call, user};
+use common::{
+    NOW, Scripted, Writer, assert_failed_unwritten, assistant, navigate_file, read_call, user,
+};
 
 /// Answers every request with the same summary, or, `failing`, with
 /// nothing.
@@ -209,14 +211,12 @@ async fn a_hook_veto_or_a_failed_summary_changes_nothing() {
     assert!(echo.seen.lock().unwrap().is_empty());
     let failing = echoing(true);
     let none = Hooks::new();
-    let err = go(&path, &options(&ids[1], true, Some(&failing), &none))
-        .await
-        .unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "Branch summarization failed: echo returned an empty summary"
+    assert_failed_unwritten(
+        go(&path, &options(&ids[1], true, Some(&failing), &none)).await,
+        "Branch summarization failed: echo returned an empty summary",
+        &path,
+        &before,
     );
-    assert_eq!(std::fs::read(&path).unwrap(), before);
 }
 
 #[tokio::test]

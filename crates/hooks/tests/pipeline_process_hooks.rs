@@ -21,8 +21,8 @@ use tokio_util::sync::CancellationToken;
 
 mod common;
 use common::{
-    NOW, Reads, Scripted, Writer, assistant, compact_file, last_line, navigate_file, process_hook,
-    script,
+    NOW, Reads, Scripted, Writer, assert_failed_unwritten, assistant, compact_file, last_line,
+    navigate_file, process_hook, script,
 };
 
 /// Records requests and answers with a fixed summary.
@@ -32,6 +32,29 @@ fn recorder() -> Scripted {
 
 fn process(event: &str, path: &Path) -> Arc<ProcessHook> {
     Arc::new(process_hook(event, path))
+}
+
+/// A session file of read turns with one process hook: the script
+/// `name` beside it, running `body`, for `event`.
+struct Hooked {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+    hooks: Hooks,
+    script: PathBuf,
+}
+
+fn hooked(event: &str, name: &str, body: &str) -> Hooked {
+    let dir = tempfile::tempdir().unwrap();
+    let path = session_file(dir.path());
+    let script = script(dir.path(), name, body);
+    let mut hooks = Hooks::new();
+    hooks.register(process(event, &script));
+    Hooked {
+        _dir: dir,
+        path,
+        hooks,
+        script,
+    }
 }
 
 /// Hooks of `supply`, answering `before` with `answer`, and of an
@@ -88,19 +111,21 @@ async fn run_compact(
 
 #[tokio::test]
 async fn an_exit_2_cancel_leaves_the_file_byte_identical() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = session_file(dir.path());
-    let before = std::fs::read(&path).unwrap();
-    let hook = script(dir.path(), "veto.sh", "echo 'not now' >&2\nexit 2");
-    let mut hooks = Hooks::new();
-    hooks.register(process(names::BEFORE_COMPACT, &hook));
+    let veto = hooked(
+        names::BEFORE_COMPACT,
+        "veto.sh",
+        "echo 'not now' >&2\nexit 2",
+    );
+    let (path, hooks) = (&veto.path, &veto.hooks);
+    let before = std::fs::read(path).unwrap();
     let summarizer = recorder();
-    let err = run_compact(&path, &hooks, &summarizer, None)
-        .await
-        .unwrap_err();
-    assert_eq!(err.to_string(), "Compaction cancelled");
+    assert_failed_unwritten(
+        run_compact(path, hooks, &summarizer, None).await,
+        "Compaction cancelled",
+        path,
+        &before,
+    );
     assert!(summarizer.seen.lock().unwrap().is_empty());
-    assert_eq!(std::fs::read(&path).unwrap(), before);
 }
 
 #[tokio::test]
@@ -130,20 +155,21 @@ async fn a_supplied_compaction_is_stored_from_extension_and_the_after_event_sees
 
 #[tokio::test]
 async fn context_lines_and_a_prompt_override_reach_the_request_with_the_custom_instructions() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = session_file(dir.path());
-    let steer = script(
-        dir.path(),
+    let steer = hooked(
+        names::COMPACTING,
         "steer.sh",
         r#"cat > /dev/null
 echo '{"prompt": "LIST ONLY THE FILES", "context": ["ticket ABC-1", "branch feature/x"], "preserveData": {"memory": 1}}'"#,
     );
-    let mut hooks = Hooks::new();
-    hooks.register(process(names::COMPACTING, &steer));
     let summarizer = recorder();
-    let out = run_compact(&path, &hooks, &summarizer, Some("focus on tests"))
-        .await
-        .unwrap();
+    let out = run_compact(
+        &steer.path,
+        &steer.hooks,
+        &summarizer,
+        Some("focus on tests"),
+    )
+    .await
+    .unwrap();
     let prompt = summarizer.seen.lock().unwrap()[0].prompt_text();
     assert!(
         prompt.ends_with(
@@ -205,19 +231,21 @@ async fn a_hook_past_its_timeout_is_killed_and_reported() {
 
 #[tokio::test]
 async fn invalid_json_is_reported_and_ignored() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = session_file(dir.path());
-    let garbage = script(dir.path(), "garbage.sh", "cat > /dev/null\necho '{oops'");
-    let mut hooks = Hooks::new();
-    hooks.register(process(names::BEFORE_COMPACT, &garbage));
+    let hook = hooked(
+        names::BEFORE_COMPACT,
+        "garbage.sh",
+        "cat > /dev/null\necho '{oops'",
+    );
     let summarizer = recorder();
-    let out = run_compact(&path, &hooks, &summarizer, None).await.unwrap();
+    let out = run_compact(&hook.path, &hook.hooks, &summarizer, None)
+        .await
+        .unwrap();
     assert_eq!(out.warnings.len(), 1);
     let w = &out.warnings[0];
     assert!(
         w.starts_with(&format!(
             "hook {} (session_before_compact) invalid answer: stdout is not a session_before_compact result (",
-            garbage.display()
+            hook.script.display()
         )),
         "{w}"
     );

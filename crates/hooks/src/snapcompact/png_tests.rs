@@ -9,7 +9,7 @@ use musepi_session_model::{Compaction, ContentBlock, EntryBody, RawJson, Text};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use super::testkit::BuilderExt as _;
+use super::testkit::{BuilderExt as _, snapcompact_in};
 use super::*;
 use musepi_context_builder::IMAGE_CHARS;
 use musepi_session_model::json::{
@@ -56,33 +56,19 @@ fn run(b: &Builder, target: &SnapTarget) -> CompactionResult {
 }
 
 fn png_of(result: &CompactionResult) -> PngArchive {
-    result
-        .preserve_data
-        .as_ref()
-        .and_then(|p| p.get("snapcompact"))
-        .and_then(PngArchive::from_value)
-        .unwrap_or_else(|| panic!("no PNG archive in {:?}", result.preserve_data))
+    snapcompact_in(result.preserve_data.as_ref(), PngArchive::from_value)
 }
 
 /// A session long enough for frames: a request with files, then `turns`
 /// turns of `words` words each, then a short kept ending.
 fn long_session(turns: usize, words: usize) -> Builder {
     let mut b = Builder::new();
-    b.user("Port the frame planner to Rust.");
-    b.assistant(
+    b.read_and_edit(
+        "Port the frame planner to Rust.",
         "Reading the planner.",
-        &[
-            ("r1", "read", json!({"path": "src/planner.ts"})),
-            (
-                "e1",
-                "edit",
-                json!({"path": "src/planner.rs", "oldText": "a", "newText": "b"}),
-            ),
-        ],
-        None,
+        ("src/planner.ts", "export function plan() {}"),
+        "src/planner.rs",
     );
-    b.result("r1", "read", "export function plan() {}");
-    b.result("e1", "edit", "Edited src/planner.rs");
     for i in 0..turns {
         b.filler(&format!("t{i}w"), words);
     }
@@ -112,18 +98,16 @@ fn png_frames_carry_their_shape_and_the_preserve_data_holds_the_archive() {
     );
     let s = &out.summary;
     assert!(s.starts_with("Resume the prior conversation."), "{s}");
-    assert!(
-        s.contains("a grid 142 characters wide and up to 98 rows tall"),
-        "{s}"
-    );
-    assert!(s.contains("FILES\n===================\n\n# src/\nplanner.rs (Write)\nplanner.ts (Read)\n\nHISTORY\n"), "{s}");
-    // A reader of text alone finds the history under HISTORY too.
-    assert!(
-        s.contains("HISTORY\n===================\n\nReading guide\n"),
-        "{s}"
-    );
-    assert!(s.contains("=== LEDGER ===\n"), "{s}");
-    assert!(s.contains("¶user:t89w0 t89w1"), "{s}");
+    for part in [
+        "a grid 142 characters wide and up to 98 rows tall",
+        "FILES\n===================\n\n# src/\nplanner.rs (Write)\nplanner.ts (Read)\n\nHISTORY\n",
+        // A reader of text alone finds the history under HISTORY too.
+        "HISTORY\n===================\n\nReading guide\n",
+        "=== LEDGER ===\n",
+        "¶user:t89w0 t89w1",
+    ] {
+        assert!(s.contains(part), "{part:?} in {s}");
+    }
     assert!(
         !s.contains("{{") && !s.contains("}}") && !s.contains("dropped"),
         "{s}"

@@ -4,6 +4,19 @@
 use musepi_compaction::{CompactionResult, CompactionSettings, Preparation, prepare};
 use musepi_session_model::EntryId;
 use musepi_test_support::EntryBuilder;
+use serde_json::{Value, json};
+
+/// The `snapcompact` object of `holder` (a result's `details` or
+/// `preserveData`), read by `read`.
+pub(super) fn snapcompact_in<T>(
+    holder: Option<&Value>,
+    read: impl FnOnce(&Value) -> Option<T>,
+) -> T {
+    holder
+        .and_then(|h| h.get("snapcompact"))
+        .and_then(read)
+        .unwrap_or_else(|| panic!("no snapcompact archive in {holder:?}"))
+}
 
 pub(super) trait BuilderExt {
     /// Appends a compaction result as an entry.
@@ -11,6 +24,15 @@ pub(super) trait BuilderExt {
 
     /// Prepares a compaction at the leaf, keeping about `keep` tokens.
     fn prepare(&self, keep: u64) -> Preparation<'_>;
+
+    /// Appends the user's `request`, an answer saying `reply` that reads
+    /// `read` (call `r1`) and edits `edited` (call `e1`), and the two
+    /// results: `read_text`, and the edit's confirmation.
+    fn read_and_edit(&mut self, request: &str, reply: &str, read: (&str, &str), edited: &str);
+
+    /// Appends the user's `request`, an answer saying `reply` with one
+    /// call (`id`, `tool`, `arguments`), and its result `output`.
+    fn one_call(&mut self, request: &str, reply: &str, call: (&str, &str, Value), output: &str);
 }
 
 impl BuilderExt for EntryBuilder {
@@ -24,5 +46,38 @@ impl BuilderExt for EntryBuilder {
         settings.adapt_keep_recent = false;
         prepare(&self.session, self.session.leaf_index(), &settings)
             .unwrap_or_else(|e| panic!("nothing to compact: {e}"))
+    }
+
+    fn read_and_edit(
+        &mut self,
+        request: &str,
+        reply: &str,
+        (read, read_text): (&str, &str),
+        edited: &str,
+    ) {
+        self.user(request);
+        let edit = json!({"path": edited, "oldText": "a", "newText": "b"});
+        self.assistant(
+            reply,
+            &[
+                ("r1", "read", json!({ "path": read })),
+                ("e1", "edit", edit),
+            ],
+            None,
+        );
+        self.result("r1", "read", read_text);
+        self.result("e1", "edit", &format!("Edited {edited}"));
+    }
+
+    fn one_call(
+        &mut self,
+        request: &str,
+        reply: &str,
+        (id, tool, arguments): (&str, &str, Value),
+        output: &str,
+    ) {
+        self.user(request);
+        self.assistant(reply, &[(id, tool, arguments)], None);
+        self.result(id, tool, output);
     }
 }

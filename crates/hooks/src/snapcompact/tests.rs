@@ -5,7 +5,7 @@ use musepi_compaction::CompactionResult;
 use musepi_session_model::{Content, CustomMessageEntry, EntryBody, EntryId, RawJson, Text};
 use serde_json::{Value, json};
 
-use super::testkit::BuilderExt as _;
+use super::testkit::{BuilderExt as _, snapcompact_in};
 use super::*;
 use musepi_snapcompact::text_frames::{SNAP_ARCHIVE_VERSION, SnapArchiveState};
 use musepi_test_support::EntryBuilder as Builder;
@@ -26,12 +26,22 @@ fn compact(b: &Builder, keep: u64) -> CompactionResult {
 
 /// `details.snapcompact` as stored.
 fn archive_of(result: &CompactionResult) -> SnapArchiveState {
-    result
-        .details
-        .as_ref()
-        .and_then(|d| d.get("snapcompact"))
-        .and_then(SnapArchiveState::from_value)
-        .unwrap_or_else(|| panic!("no text archive in {:?}", result.details))
+    snapcompact_in(result.details.as_ref(), SnapArchiveState::from_value)
+}
+
+/// A compaction of `b` prepared to keep almost nothing, its context
+/// measured at `tokens_before`.
+fn measured(b: &Builder, tokens_before: f64) -> Preparation<'_> {
+    let mut prep = b.prepare(1);
+    prep.tokens_before = tokens_before;
+    prep
+}
+
+/// Asserts that `text` contains each of `parts`.
+fn assert_contains(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "{part:?} in {text}");
+    }
 }
 
 fn strings(value: Option<&Value>) -> Vec<String> {
@@ -94,21 +104,12 @@ fn file_markers_and_lists_come_from_the_preparation() {
 /// A migration left unfinished.
 fn migration_session() -> Builder {
     let mut b = Builder::new();
-    b.user("Please migrate src/app/main.ts to the new router.");
-    b.assistant(
+    b.read_and_edit(
+        "Please migrate src/app/main.ts to the new router.",
         "Looking at it, then editing.",
-        &[
-            ("r1", "read", json!({"path": "src/app/main.ts"})),
-            (
-                "e1",
-                "edit",
-                json!({"path": "src/app/main.ts", "oldText": "a", "newText": "b"}),
-            ),
-        ],
-        None,
+        ("src/app/main.ts", "import { router } from './router';"),
+        "src/app/main.ts",
     );
-    b.result("r1", "read", "import { router } from './router';");
-    b.result("e1", "edit", "Edited src/app/main.ts");
     b.user("The migration task is still unfinished.");
     b.assistant("Continuing with the routes.", &[], None);
     ending(&mut b);
@@ -118,23 +119,21 @@ fn migration_session() -> Builder {
 #[test]
 fn a_text_compaction_carries_the_preparation_and_the_archive() {
     let b = migration_session();
-    let mut prep = b.prepare(1);
-    prep.tokens_before = 123_456.0;
+    let mut prep = measured(&b, 123_456.0);
     prep.first_kept_entry_id = EntryId::from("entry-keep-1");
     let out = text_compaction(&prep);
     assert_eq!(out.first_kept_entry_id.as_str(), "entry-keep-1");
     assert_eq!(out.tokens_before, 123_456.0);
     assert_eq!(out.usage, None);
     assert!(out.summary.starts_with("Resume the prior conversation"));
-    assert!(out.summary.contains("Reading guide"));
-    assert!(out.summary.contains("src/app/main.ts"));
-    assert!(
-        out.summary
-            .contains("The migration task is still unfinished.")
-    );
-    assert!(
-        out.summary
-            .contains("<files>\nsrc/app/main.ts (RW)\n</files>")
+    assert_contains(
+        &out.summary,
+        &[
+            "Reading guide",
+            "src/app/main.ts",
+            "The migration task is still unfinished.",
+            "<files>\nsrc/app/main.ts (RW)\n</files>",
+        ],
     );
     let details = out.details.clone().unwrap_or_default();
     assert_eq!(strings(details.get("modifiedFiles")), ["src/app/main.ts"]);
@@ -161,13 +160,12 @@ fn a_second_pass_continues_the_first_archive() {
     let first = compact(&b, 1);
     let first_text = archive_of(&first).text;
     b.commit(first);
-    b.user("Now wire the router into the server.");
-    b.assistant(
+    b.one_call(
+        "Now wire the router into the server.",
         "Wiring it.",
-        &[("e2", "edit", json!({"path": "src/server.ts"}))],
-        None,
+        ("e2", "edit", json!({"path": "src/server.ts"})),
+        "Edited src/server.ts",
     );
-    b.result("e2", "edit", "Edited src/server.ts");
     ending(&mut b);
     let prep = b.prepare(1);
     assert!(prep.previous_details.is_some());
@@ -218,13 +216,12 @@ fn a_compaction_without_an_archive_in_between_restarts_from_its_summary() {
 /// A question about deploying.
 fn deploy_session() -> Builder {
     let mut b = Builder::new();
-    b.user("how do we deploy?");
-    b.assistant(
+    b.one_call(
+        "how do we deploy?",
         "with terraform apply",
-        &[("r1", "read", json!({"path": "infra/main.tf"}))],
-        None,
+        ("r1", "read", json!({"path": "infra/main.tf"})),
+        "resource aws_s3_bucket {}",
     );
-    b.result("r1", "read", "resource aws_s3_bucket {}");
     ending(&mut b);
     b
 }
@@ -232,15 +229,19 @@ fn deploy_session() -> Builder {
 #[test]
 fn the_native_preparation_archives_the_answer_and_its_files() {
     let b = deploy_session();
-    let mut prep = b.prepare(1);
-    prep.tokens_before = 12_345.0;
+    let prep = measured(&b, 12_345.0);
     let mut settings = SnapSettings::default();
     settings.reserve_tokens = 16_000;
     let out =
         compact_preparation(&prep, &text_target(), &settings).unwrap_or_else(|e| panic!("{e}"));
-    assert!(out.summary.contains("Resume the prior conversation"));
-    assert!(out.summary.contains("terraform apply"));
-    assert!(out.summary.contains("infra/main.tf (Read)"));
+    assert_contains(
+        &out.summary,
+        &[
+            "Resume the prior conversation",
+            "terraform apply",
+            "infra/main.tf (Read)",
+        ],
+    );
     let details = out.details.clone().unwrap_or_default();
     assert_eq!(strings(details.get("readFiles")), ["infra/main.tf"]);
     let archive = archive_of(&out);

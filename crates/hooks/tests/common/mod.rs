@@ -83,6 +83,21 @@ impl Scripted {
     }
 }
 
+/// Asserts that `result` is an error saying `message` and that the file at
+/// `path` still holds `before`, byte for byte.
+pub fn assert_failed_unwritten<T: std::fmt::Debug, E: std::fmt::Display>(
+    result: Result<T, E>,
+    message: &str,
+    path: &Path,
+    before: &[u8],
+) {
+    match result {
+        Ok(out) => panic!("expected the error `{message}`, got {out:?}"),
+        Err(e) => assert_eq!(e.to_string(), message),
+    }
+    assert_eq!(std::fs::read(path).unwrap(), before);
+}
+
 impl Summarizer for Scripted {
     fn summarize<'a>(
         &'a self,
