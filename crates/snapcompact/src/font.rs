@@ -240,22 +240,26 @@ mod tests {
 
     #[test]
     fn malformed_tables_are_reported_with_their_line() {
-        assert_eq!(
-            parse_table("font 4x6 4 6\n0021 00\nend\n").err(),
-            Some((2, "glyph out of the expected order"))
-        );
-        assert_eq!(
-            parse_table("font 4x6 4 6\n0020 0000\nend\n").err(),
-            Some((2, "glyph row count does not match the font height"))
-        );
-        assert_eq!(
-            parse_table("font 4x6 4 6\n0020 000000000000\nend\n").err(),
-            Some((3, "font is missing glyphs"))
-        );
-        assert_eq!(
-            parse_table("font 9x9 9 9\n").err(),
-            Some((1, "unknown font name"))
-        );
-        assert_eq!(parse_table("").err(), Some((0, "missing `end`")));
+        for (table, line, problem) in [
+            (
+                "font 4x6 4 6\n0021 00\nend\n",
+                2,
+                "glyph out of the expected order",
+            ),
+            (
+                "font 4x6 4 6\n0020 0000\nend\n",
+                2,
+                "glyph row count does not match the font height",
+            ),
+            (
+                "font 4x6 4 6\n0020 000000000000\nend\n",
+                3,
+                "font is missing glyphs",
+            ),
+            ("font 9x9 9 9\n", 1, "unknown font name"),
+            ("", 0, "missing `end`"),
+        ] {
+            assert_eq!(parse_table(table).err(), Some((line, problem)), "{table:?}");
+        }
     }
 }

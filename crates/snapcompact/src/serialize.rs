@@ -470,6 +470,12 @@ mod tests {
         serialize_text(messages, &BTreeSet::new(), &SerializeOptions::default())
     }
 
+    /// Asserts that the text port and the archive both print `messages` as `expected`.
+    fn assert_both_serialize(messages: &[LlmMessage], expected: &str) {
+        assert_eq!(text(messages), expected, "text");
+        assert_eq!(archive(messages), expected, "archive");
+    }
+
     #[test]
     fn tool_result_merges_into_its_call() {
         let messages = [
@@ -477,8 +483,7 @@ mod tests {
             result("c1", "file-a\nfile-b", false),
         ];
         let expected = "¶call:bash(command=\"ls\")\n<out>\nfile-a\nfile-b\n</out>";
-        assert_eq!(text(&messages), expected);
-        assert_eq!(archive(&messages), expected);
+        assert_both_serialize(&messages, expected);
     }
 
     #[test]
@@ -491,8 +496,7 @@ mod tests {
             assistant(vec![ContentBlock::text("On it.")]),
         ];
         let expected = "¶user:fix the build\nReminder: run the tests.\n\n¶ai:On it.";
-        assert_eq!(text(&messages), expected);
-        assert_eq!(archive(&messages), expected);
+        assert_both_serialize(&messages, expected);
     }
 
     #[test]

@@ -166,6 +166,14 @@ mod tests {
         }
     }
 
+    /// The summary of frames of `shapes` with nothing dropped, no files and
+    /// no text history.
+    fn plain_summary(shapes: &[&str]) -> String {
+        let l = layout(shapes, "x");
+        let a = archive_record(&l, Vec::new(), 0);
+        frames_summary(&l, &a, &FileLists::default(), false, &no_history())
+    }
+
     #[test]
     fn nothing_at_all_is_no_prior_history() {
         let l = layout(&[], "");
@@ -201,9 +209,7 @@ mod tests {
 
     #[test]
     fn the_rules_name_every_tier_of_a_foveated_archive() {
-        let l = layout(&["11on16-bw", "8on16-bw", "11on16-bw"], "x");
-        let a = archive_record(&l, Vec::new(), 0);
-        let s = frames_summary(&l, &a, &FileLists::default(), false, &no_history());
+        let s = plain_summary(&["11on16-bw", "8on16-bw", "11on16-bw"]);
         assert!(
             s.contains("- Each image is a grid 142 or 196 characters wide and up to 98 rows tall"),
             "{s}"
@@ -214,23 +220,9 @@ mod tests {
 
     #[test]
     fn doc_and_repeated_shapes_explain_themselves() {
-        let l = layout(&["doc-8on16-bw"], "x");
-        let doc = frames_summary(
-            &l,
-            &archive_record(&l, Vec::new(), 0),
-            &FileLists::default(),
-            false,
-            &no_history(),
-        );
+        let doc = plain_summary(&["doc-8on16-bw"]);
         assert!(doc.contains("two columns, each 96 characters wide and up to 98 rows tall"));
-        let l = layout(&["8x8r-bw"], "x");
-        let repeated = frames_summary(
-            &l,
-            &archive_record(&l, Vec::new(), 0),
-            &FileLists::default(),
-            false,
-            &no_history(),
-        );
+        let repeated = plain_summary(&["8x8r-bw"]);
         assert!(repeated.contains("printed twice"));
     }
 }

@@ -512,13 +512,19 @@ mod tests {
         );
     }
 
+    /// What `select` keeps of `blocks` within `budget`, rendered: never
+    /// longer than the budget.
+    fn render_within(blocks: &[Block], budget: usize) -> String {
+        let kept = select(blocks, budget);
+        let text = render(blocks, &kept);
+        assert!(len16(&text) <= budget, "{text}");
+        text
+    }
+
     #[test]
     fn a_tight_budget_keeps_the_ledger_and_the_salient_sentence() {
         let blocks = sample();
-        let budget = must_cost(&blocks) + 80;
-        let kept = select(&blocks, budget);
-        let text = render(&blocks, &kept);
-        assert!(len16(&text) <= budget, "{text}");
+        let text = render_within(&blocks, must_cost(&blocks) + 80);
         assert_eq!(
             text,
             "=== LEDGER ===\n#1 ¶user:Fix the bug.\n¶call:bash(command=make)\n\n=== CONVERSATION ===\n#1 ¶ai:Looking. The bug is in src/a.rs at line 120. Done.\n[…r1…]"
@@ -528,10 +534,7 @@ mod tests {
     #[test]
     fn without_room_for_the_ledger_the_oldest_blocks_go() {
         let blocks = sample();
-        let budget = must_cost(&blocks) - 10;
-        let kept = select(&blocks, budget);
-        let text = render(&blocks, &kept);
-        assert!(len16(&text) <= budget, "{text}");
+        let text = render_within(&blocks, must_cost(&blocks) - 10);
         assert_eq!(
             text,
             "=== LEDGER ===\n[…u1…]\n¶call:bash(command=make)\n\n=== CONVERSATION ===\n[…a1 to r1…]"
