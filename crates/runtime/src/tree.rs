@@ -49,26 +49,15 @@ impl TreeRequest {
 pub struct TreeOutcome {
     /// A hook cancelled it or the abort signal fired: the leaf did not move.
     pub cancelled: bool,
-    /// The target was already the leaf.
-    pub no_op: bool,
-    /// The leaf before.
-    pub old_leaf_id: Option<EntryId>,
-    /// The leaf after.
-    pub new_leaf_id: Option<EntryId>,
-    /// The branch summary entry written.
-    pub summary_entry_id: Option<EntryId>,
-    /// Its text.
-    pub summary: Option<String>,
-    /// Text to put back in the editor (a user or custom message target).
-    pub editor_text: Option<String>,
-    /// The abandoned entries, oldest first.
-    pub abandoned: Vec<EntryId>,
+    /// What the navigation pipeline did. Its `new_leaf` is the leaf after
+    /// (the marker entry, when one was written) and its `warnings` hold
+    /// hook failures and other notices; when cancelled, both leaves are the
+    /// leaf before and nothing else is set.
+    pub navigation: NavigateOutcome,
     /// The marker entry that made the new leaf durable.
     pub marker_entry_id: Option<EntryId>,
     /// The rebuilt provider messages: replace the live messages with them.
     pub context: Vec<LlmMessage>,
-    /// Hook failures and other notices.
-    pub notes: Vec<String>,
 }
 
 /// The entry that makes a navigation from `from` to `to` durable (a
@@ -122,27 +111,4 @@ pub(crate) fn options<'a>(
     options.context_window = Some(settings.context_window);
     options.reserve_tokens = settings.branch_summary_reserve_tokens;
     options
-}
-
-/// What a navigation that moved (or found the target already the leaf)
-/// tells the agent.
-pub(crate) fn outcome(
-    out: NavigateOutcome,
-    new_leaf_id: Option<EntryId>,
-    marker_entry_id: Option<EntryId>,
-    context: Vec<LlmMessage>,
-) -> TreeOutcome {
-    TreeOutcome {
-        cancelled: false,
-        no_op: out.no_op,
-        old_leaf_id: out.old_leaf,
-        new_leaf_id,
-        summary_entry_id: out.summary_entry,
-        summary: out.summary.map(|s| s.summary),
-        editor_text: out.editor_text,
-        abandoned: out.abandoned,
-        marker_entry_id,
-        context,
-        notes: out.warnings,
-    }
 }

@@ -656,9 +656,9 @@ async fn navigate_tree_moves_the_leaf_with_or_without_a_summary() {
     let target = r.runtime.journal().session().entries()[1].id.to_string();
     let d = r.navigate(&target, true).await;
     assert!(!d.cancelled);
-    assert!(d.abandoned.iter().any(|id| id.as_str() == fork));
-    let summary_id = d.summary_entry_id.clone().unwrap();
-    assert_eq!(d.new_leaf_id.as_ref(), Some(&summary_id));
+    assert!(d.navigation.abandoned.iter().any(|id| id.as_str() == fork));
+    let summary_id = d.navigation.summary_entry.clone().unwrap();
+    assert_eq!(d.navigation.new_leaf.as_ref(), Some(&summary_id));
     let events = r.events();
     assert_eq!(
         events.first(),

@@ -31,17 +31,18 @@ pub(crate) fn decision_json(d: &Decision) -> Value {
 
 /// What a navigation did.
 pub(crate) fn tree_json(t: &TreeOutcome) -> Value {
+    let n = &t.navigation;
     json!({
         "cancelled": t.cancelled,
-        "noOp": t.no_op,
-        "oldLeafId": t.old_leaf_id.as_ref().map(EntryId::as_str),
-        "newLeafId": t.new_leaf_id.as_ref().map(EntryId::as_str),
-        "summaryEntryId": t.summary_entry_id.as_ref().map(EntryId::as_str),
-        "summary": t.summary,
-        "editorText": t.editor_text,
-        "abandoned": ids(&t.abandoned),
+        "noOp": n.no_op,
+        "oldLeafId": n.old_leaf.as_ref().map(EntryId::as_str),
+        "newLeafId": n.new_leaf.as_ref().map(EntryId::as_str),
+        "summaryEntryId": n.summary_entry.as_ref().map(EntryId::as_str),
+        "summary": n.summary.as_ref().map(|s| s.summary.as_str()),
+        "editorText": n.editor_text,
+        "abandoned": ids(&n.abandoned),
         "markerEntryId": t.marker_entry_id.as_ref().map(EntryId::as_str),
         "context": t.context.iter().map(llm_json).collect::<Vec<_>>(),
-        "notes": t.notes,
+        "notes": n.warnings,
     })
 }

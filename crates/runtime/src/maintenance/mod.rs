@@ -23,7 +23,9 @@ use musepi_compaction::{
 use musepi_context_builder::{
     ContextAccount, ContextEstimate, LlmMessage, context_model, resolve_threshold_tokens,
 };
-use musepi_hooks::{Hooks, NavigateError, RemoteCompactor, SnapTarget, Summarizer, navigate};
+use musepi_hooks::{
+    Hooks, NavigateError, NavigateOutcome, RemoteCompactor, SnapTarget, Summarizer, navigate,
+};
 use musepi_session_model::{
     AgentMessage, AssistantMessage, Entry, EntryBody, EntryId, IdSource, Journal, ModelChange,
     Session, Stamp, StopReason,
@@ -443,14 +445,17 @@ impl Maintenance {
         let cancel = self.abort.begin();
         let result = navigate(&mut self.journal, &options, self.ids.as_mut(), &cancel).await;
         self.abort.end();
-        let out = match result {
+        let mut out = match result {
             Ok(out) => out,
             Err(NavigateError::Aborted | NavigateError::CancelledByHook { .. }) => {
                 self.emit(tree::unmoved(old_leaf_id.as_ref(), true, None));
                 return Ok(TreeOutcome {
                     cancelled: true,
-                    old_leaf_id: old_leaf_id.clone(),
-                    new_leaf_id: old_leaf_id,
+                    navigation: NavigateOutcome {
+                        old_leaf: old_leaf_id.clone(),
+                        new_leaf: old_leaf_id,
+                        ..NavigateOutcome::default()
+                    },
                     context: self.context(),
                     ..TreeOutcome::default()
                 });
@@ -488,9 +493,14 @@ impl Maintenance {
             aborted: false,
             error_message: None,
         });
-        let mut outcome = tree::outcome(out, new_leaf_id, marker_entry_id, self.context());
-        outcome.notes.extend(self.take_write_warnings());
-        Ok(outcome)
+        out.new_leaf = new_leaf_id;
+        out.warnings.extend(self.take_write_warnings());
+        Ok(TreeOutcome {
+            cancelled: false,
+            navigation: out,
+            marker_entry_id,
+            context: self.context(),
+        })
     }
 
     /// What the session file's writes since the last look had to tell (a
