@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::id::EntryId;
 
@@ -235,6 +235,14 @@ impl SessionError {
             Self::OwnerChange { .. } => "owner-change",
             Self::NoOrigin => "no-origin",
             Self::AlreadyExists { .. } => "already-exists",
+        }
+    }
+
+    /// A failed write of the file at `path`, for `map_err`.
+    pub(crate) fn write_failed(path: &Path) -> impl FnOnce(io::Error) -> Self + '_ {
+        move |source| Self::WriteFailed {
+            path: path.to_owned(),
+            source,
         }
     }
 

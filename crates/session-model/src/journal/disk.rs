@@ -120,28 +120,19 @@ impl Temp {
     pub(crate) fn set_mode(&self, mode: u32, target: &Path) -> Result<(), SessionError> {
         self.file
             .set_permissions(Permissions::from_mode(mode & 0o7777))
-            .map_err(|source| SessionError::WriteFailed {
-                path: target.to_owned(),
-                source,
-            })
+            .map_err(SessionError::write_failed(target))
     }
 
     /// `fsync`.
     pub(crate) fn sync(&self, target: &Path) -> Result<(), SessionError> {
         self.file
             .sync_all()
-            .map_err(|source| SessionError::WriteFailed {
-                path: target.to_owned(),
-                source,
-            })
+            .map_err(SessionError::write_failed(target))
     }
 
     /// Renames the file over `target`.
     pub(crate) fn rename_over(&mut self, target: &Path) -> Result<(), SessionError> {
-        fs::rename(&self.path, target).map_err(|source| SessionError::WriteFailed {
-            path: target.to_owned(),
-            source,
-        })?;
+        fs::rename(&self.path, target).map_err(SessionError::write_failed(target))?;
         self.renamed = true;
         Ok(())
     }
@@ -170,10 +161,7 @@ impl Temp {
     pub(crate) fn sync_folder(&self, target: &Path) -> Result<(), SessionError> {
         File::open(&self.dir)
             .and_then(|d| d.sync_all())
-            .map_err(|source| SessionError::WriteFailed {
-                path: target.to_owned(),
-                source,
-            })
+            .map_err(SessionError::write_failed(target))
     }
 }
 
@@ -267,10 +255,7 @@ pub fn write_file(
     fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<(), SessionError> {
     write_file_with(path, mode, replace, |out| {
-        fill(out).map_err(|source| SessionError::WriteFailed {
-            path: path.to_owned(),
-            source,
-        })
+        fill(out).map_err(SessionError::write_failed(path))
     })
 }
 

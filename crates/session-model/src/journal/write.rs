@@ -90,10 +90,7 @@ impl Journal {
         let file = crate::fsutil::open_regular(origin)?;
         let meta = file
             .metadata()
-            .map_err(|source| SessionError::WriteFailed {
-                path: self.path.clone(),
-                source,
-            })?;
+            .map_err(SessionError::write_failed(&self.path))?;
         if meta.dev() != seen.dev || meta.ino() != seen.ino || meta.len() < seen.len {
             return Err(SessionError::ChangedOnDisk {
                 path: self.path.clone(),
@@ -109,10 +106,7 @@ impl Journal {
         let now = Seen::of(
             &lock
                 .metadata()
-                .map_err(|source| SessionError::WriteFailed {
-                    path: self.path.clone(),
-                    source,
-                })?,
+                .map_err(SessionError::write_failed(&self.path))?,
         );
         let what = if now.dev != seen.dev || now.ino != seen.ino {
             "it was replaced by another file".to_owned()
@@ -164,10 +158,7 @@ impl Journal {
         }
         let locked = lock
             .metadata()
-            .map_err(|source| SessionError::WriteFailed {
-                path: self.path.clone(),
-                source,
-            })?;
+            .map_err(SessionError::write_failed(&self.path))?;
         let (after, start) = super::append::append_durably(&self.target, &locked, &bytes)?;
         let shift = start.saturating_sub(seen.len);
         for (i, offset, len) in spans {
@@ -206,10 +197,7 @@ impl Journal {
         self.ends_with_newline = true;
         self.migration_pending = false;
         self.staged.clear();
-        let meta = fs::metadata(&self.target).map_err(|source| SessionError::WriteFailed {
-            path: self.path.clone(),
-            source,
-        })?;
+        let meta = fs::metadata(&self.target).map_err(SessionError::write_failed(&self.path))?;
         let mut seen = Seen::of(&meta);
         seen.len = len;
         self.seen = Some(seen);
@@ -221,10 +209,7 @@ impl Journal {
     /// leaf, as on any read).
     fn reload(&mut self) -> Result<(), SessionError> {
         let (session, tail) = load_file(&self.target, &mut SequentialIds::new())?;
-        let meta = fs::metadata(&self.target).map_err(|source| SessionError::WriteFailed {
-            path: self.path.clone(),
-            source,
-        })?;
+        let meta = fs::metadata(&self.target).map_err(SessionError::write_failed(&self.path))?;
         let (detached, warnings) = (self.detached, std::mem::take(&mut self.warnings));
         *self = Self::from_loaded(self.path.clone(), session, &tail, &meta);
         self.detached = detached;
