@@ -94,43 +94,49 @@ mod tests {
     use super::*;
     use musepi_test_support::{Hold, hold_open};
 
-    fn replaced_file(dir: &Path) -> (std::path::PathBuf, File) {
+    /// A file in `dir`, opened, with what it was when opened, held open by
+    /// one other process for each of `holds`, then removed (as a rewrite
+    /// replaces it).
+    fn removed_while_held<const N: usize>(
+        dir: &Path,
+        holds: [Hold; N],
+    ) -> (File, fs::Metadata, [std::process::Child; N]) {
         let path = dir.join("s.jsonl");
         fs::write(&path, "{}\n").expect("written");
         let file = File::open(&path).expect("opened");
-        (path, file)
+        let meta = file.metadata().expect("metadata");
+        let holders = holds.map(|how| hold_open(&path, how));
+        fs::remove_file(&path).expect("removed");
+        (file, meta, holders)
+    }
+
+    /// Ends a process that holds the file open, and reaps it.
+    fn stop(mut holder: std::process::Child) {
+        holder.kill().expect("killed");
+        holder.wait().expect("reaped");
     }
 
     #[test]
     fn another_process_writing_the_replaced_file_is_seen_and_a_reader_is_not() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let (path, file) = replaced_file(dir.path());
-        let meta = file.metadata().expect("metadata");
-        let mut writer = hold_open(&path, Hold::Appending);
-        let mut reader = hold_open(&path, Hold::Reading);
-        fs::remove_file(&path).expect("removed");
+        let (_file, meta, [writer, reader]) =
+            removed_while_held(dir.path(), [Hold::Appending, Hold::Reading]);
         assert!(open_for_writing_elsewhere(meta.dev(), meta.ino()));
-        writer.kill().expect("killed");
-        writer.wait().expect("reaped");
+        stop(writer);
         assert!(!open_for_writing_elsewhere(meta.dev(), meta.ino()));
-        reader.kill().expect("killed");
-        reader.wait().expect("reaped");
+        stop(reader);
     }
 
     #[test]
     fn the_wait_lasts_until_the_other_process_closes_the_file() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let (path, file) = replaced_file(dir.path());
-        let meta = file.metadata().expect("metadata");
-        let mut writer = hold_open(&path, Hold::Appending);
-        fs::remove_file(&path).expect("removed");
+        let (file, meta, [writer]) = removed_while_held(dir.path(), [Hold::Appending]);
         let closing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = std::sync::Arc::clone(&closing);
         let closer = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(200));
             flag.store(true, std::sync::atomic::Ordering::SeqCst);
-            writer.kill().expect("killed");
-            writer.wait().expect("reaped");
+            stop(writer);
         });
         // A wait far longer than the closer can take on a busy machine.
         assert!(
@@ -148,10 +154,8 @@ mod tests {
     #[test]
     fn a_file_kept_open_past_the_wait_is_reported_and_a_closed_one_is_not() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let (path, file) = replaced_file(dir.path());
-        let mut writer = hold_open(&path, Hold::Appending);
-        let mut reader = hold_open(&path, Hold::Reading);
-        fs::remove_file(&path).expect("removed");
+        let (file, _, [writer, reader]) =
+            removed_while_held(dir.path(), [Hold::Appending, Hold::Reading]);
         let wait = Duration::from_millis(100);
         let started = Instant::now();
         assert!(
@@ -162,13 +166,11 @@ mod tests {
             started.elapsed() >= wait,
             "returned before the wait ran out"
         );
-        writer.kill().expect("killed");
-        writer.wait().expect("reaped");
+        stop(writer);
         assert!(
             !wait_closed_elsewhere(&file, wait),
             "only a reader holds it now"
         );
-        reader.kill().expect("killed");
-        reader.wait().expect("reaped");
+        stop(reader);
     }
 }
