@@ -10,7 +10,9 @@ use musepi_context_builder::{
     build_context_at, build_transcript, convert_with_sources, estimate_context_tokens,
     estimate_tokens,
 };
-use musepi_session_model::{AgentMessage, ContentBlock, Entry, EntryBody, Session};
+use musepi_session_model::{
+    AgentMessage, ContentBlock, Entry, EntryBody, Session, SummaryEntry as _,
+};
 
 use crate::show::{Show, block_kinds, blocks_text, content_kinds, message_text, preview};
 use crate::table::Table;

@@ -231,7 +231,7 @@ pub fn apply_to_session(
 mod tests {
     use musepi_context_builder::build_context;
     use musepi_session_model::{
-        AssistantMessage, Content, Header, SequentialIds, UserMessage, load_file,
+        AssistantMessage, Content, Header, MadeBy, SequentialIds, UserMessage, load_file,
     };
     use serde_json::json;
 
@@ -623,6 +623,6 @@ mod tests {
             panic!("{e:?}")
         };
         assert_eq!(b.summary.as_str(), summary.summary);
-        assert_eq!(b.from_extension, Some(false));
+        assert_eq!(b.made_by, MadeBy::extension(false));
     }
 }

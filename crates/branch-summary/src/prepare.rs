@@ -12,7 +12,7 @@ use musepi_context_builder::{
 use musepi_session_model::json::utf16_len;
 use musepi_session_model::{
     AgentMessage, BranchSummaryMessage, CompactionSummaryMessage, Content, ContentBlock, EntryBody,
-    Session,
+    Session, SummaryEntry,
 };
 
 use crate::error::BranchError;

@@ -2,7 +2,7 @@
 
 pub use musepi_context_builder::NO_PRIOR_HISTORY;
 use musepi_context_builder::{format_files_block, upsert_file_operations};
-use musepi_session_model::{Compaction, EntryBody, EntryId, RawJson, Text, Usage};
+use musepi_session_model::{Compaction, EntryBody, EntryId, MadeBy, RawJson, Text, Usage};
 use serde_json::Value;
 
 use crate::prepare::Preparation;
@@ -36,8 +36,7 @@ impl CompactionResult {
             first_kept_entry_id: Some(self.first_kept_entry_id),
             tokens_before: self.tokens_before,
             details: self.details,
-            from_hook: None,
-            from_extension: Some(self.from_extension),
+            made_by: MadeBy::extension(self.from_extension),
             short_summary: self.short_summary,
             preserve_data: self.preserve_data.as_ref().map(RawJson::from_value),
             usage: self.usage,

@@ -10,7 +10,7 @@ use musepi_context_builder::{
 };
 use musepi_session_model::{
     AgentMessage, BranchSummaryMessage, Compaction, CompactionSummaryMessage, EntryBody, EntryId,
-    RawJson, Session,
+    RawJson, Session, SummaryEntry,
 };
 
 use crate::cut::{CutPoint, find_cut_point};

@@ -18,7 +18,7 @@ use musepi_hooks::{
     SummarizeError, SummarizeFuture, Summarizer,
 };
 use musepi_session_model::{
-    AgentMessage, ContentBlock, EntryBody, Journal, SequentialIds, StopReason, Usage,
+    AgentMessage, ContentBlock, EntryBody, Journal, MadeBy, SequentialIds, StopReason, Usage,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -173,7 +173,7 @@ async fn an_llm_compaction_is_appended_with_its_summaries_and_file_list() {
     let EntryBody::Compaction(c) = &leaf.body else {
         panic!("not a compaction")
     };
-    assert_eq!(c.from_extension, Some(false));
+    assert_eq!(c.made_by, MadeBy::extension(false));
     assert_eq!(
         c.first_kept_entry_id,
         Some(out.result.first_kept_entry_id.clone())

@@ -202,12 +202,7 @@ impl EntryBody {
                 if let Some(d) = &c.details {
                     m.insert("details".into(), d.clone());
                 }
-                if let Some(f) = c.from_extension {
-                    m.insert("fromExtension".into(), f.into());
-                }
-                if let Some(f) = c.from_hook {
-                    m.insert("fromHook".into(), f.into());
-                }
+                c.made_by.put(m);
                 put_opt(m, "shortSummary", c.short_summary.as_deref());
                 if let Some(p) = &c.preserve_data {
                     m.insert("preserveData".into(), p.to_value());
@@ -222,12 +217,7 @@ impl EntryBody {
                 if let Some(d) = &b.details {
                     m.insert("details".into(), d.clone());
                 }
-                if let Some(f) = b.from_extension {
-                    m.insert("fromExtension".into(), f.into());
-                }
-                if let Some(f) = b.from_hook {
-                    m.insert("fromHook".into(), f.into());
-                }
+                b.made_by.put(m);
                 if let Some(u) = &b.usage {
                     m.insert("usage".into(), to_value(u));
                 }
@@ -310,10 +300,8 @@ pub struct Compaction {
     pub tokens_before: f64,
     /// `{readFiles, modifiedFiles}` by default; anything for extensions.
     pub details: Option<Value>,
-    /// pi's name for "an extension made it".
-    pub from_hook: Option<bool>,
-    /// oh-my-pi's name for "an extension made it".
-    pub from_extension: Option<bool>,
+    /// Whether an extension made it.
+    pub made_by: MadeBy,
     /// One-line summary for UIs.
     pub short_summary: Option<String>,
     /// Data carried across compactions (hook data, snapcompact archive, remote replay).
@@ -322,27 +310,81 @@ pub struct Compaction {
     pub usage: Option<Usage>,
 }
 
-impl Compaction {
+/// What a compaction and a branch summary share: who made it, and the
+/// `details` whose file lists may join a later summary's.
+pub trait SummaryEntry {
+    /// Who made it.
+    fn made_by(&self) -> MadeBy;
+
+    /// Its `details`.
+    fn details(&self) -> Option<&Value>;
+
     /// Whether an extension made it (`fromHook` or `fromExtension`, docs/design.md, "The session file and its tree").
-    pub fn is_from_extension(&self) -> bool {
-        self.from_hook == Some(true) || self.from_extension == Some(true)
+    fn is_from_extension(&self) -> bool {
+        self.made_by().is_extension()
     }
 
-    /// Whether its `details` file lists carry into the next compaction's:
-    /// when musepi or pi made it, not another extension. musepi's pi
-    /// extension hands pi a compaction that pi stores as extension-made;
-    /// the `musepi` object it adds to `details` marks it as musepi's own.
-    pub fn carries_file_lists(&self) -> bool {
-        !self.is_from_extension() || made_by_musepi(self.details.as_ref())
+    /// Whether its `details` file lists join the next compaction's or
+    /// branch summary's: see [`MadeBy::carries_file_lists`].
+    fn carries_file_lists(&self) -> bool {
+        self.made_by().carries_file_lists(self.details())
     }
 }
 
-/// Whether `details` holds the `musepi` object that musepi's pi extension
-/// adds to the compactions and branch summaries it hands pi.
-fn made_by_musepi(details: Option<&Value>) -> bool {
-    details
-        .and_then(|d| d.get("musepi"))
-        .is_some_and(Value::is_object)
+impl SummaryEntry for Compaction {
+    fn made_by(&self) -> MadeBy {
+        self.made_by
+    }
+    fn details(&self) -> Option<&Value> {
+        self.details.as_ref()
+    }
+}
+
+/// Who made a compaction or a branch summary, as the file says it: pi
+/// writes `fromHook`, oh-my-pi and musepi `fromExtension`; either one
+/// `true` means an extension made it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MadeBy {
+    /// pi's name for "an extension made it".
+    pub from_hook: Option<bool>,
+    /// oh-my-pi's name for "an extension made it".
+    pub from_extension: Option<bool>,
+}
+
+impl MadeBy {
+    /// What musepi writes: `fromExtension` alone.
+    pub fn extension(made_by_extension: bool) -> Self {
+        Self {
+            from_hook: None,
+            from_extension: Some(made_by_extension),
+        }
+    }
+
+    /// Whether an extension made it.
+    pub fn is_extension(self) -> bool {
+        self.from_hook == Some(true) || self.from_extension == Some(true)
+    }
+
+    /// Whether the entry's `details` file lists join a later compaction's
+    /// or branch summary's: when musepi or pi made it, not another
+    /// extension. musepi's pi extension hands pi entries that pi stores as
+    /// extension-made; the `musepi` object it adds to `details` marks them
+    /// as musepi's own.
+    pub fn carries_file_lists(self, details: Option<&Value>) -> bool {
+        !self.is_extension()
+            || details
+                .and_then(|d| d.get("musepi"))
+                .is_some_and(Value::is_object)
+    }
+
+    fn put(self, m: &mut Map<String, Value>) {
+        if let Some(f) = self.from_extension {
+            m.insert("fromExtension".into(), f.into());
+        }
+        if let Some(f) = self.from_hook {
+            m.insert("fromHook".into(), f.into());
+        }
+    }
 }
 
 /// `branch_summary`.
@@ -354,24 +396,18 @@ pub struct BranchSummary {
     pub summary: Text,
     /// `{readFiles, modifiedFiles}` by default.
     pub details: Option<Value>,
-    /// pi's name for "an extension made it".
-    pub from_hook: Option<bool>,
-    /// oh-my-pi's name for "an extension made it".
-    pub from_extension: Option<bool>,
+    /// Whether an extension made it.
+    pub made_by: MadeBy,
     /// Usage of the LLM call that produced it.
     pub usage: Option<Usage>,
 }
 
-impl BranchSummary {
-    /// Whether an extension made it.
-    pub fn is_from_extension(&self) -> bool {
-        self.from_hook == Some(true) || self.from_extension == Some(true)
+impl SummaryEntry for BranchSummary {
+    fn made_by(&self) -> MadeBy {
+        self.made_by
     }
-
-    /// Whether its `details` file lists join a later branch summary's: as
-    /// for [`Compaction::carries_file_lists`].
-    pub fn carries_file_lists(&self) -> bool {
-        !self.is_from_extension() || made_by_musepi(self.details.as_ref())
+    fn details(&self) -> Option<&Value> {
+        self.details.as_ref()
     }
 }
 

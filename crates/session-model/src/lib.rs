@@ -51,7 +51,8 @@ mod wire;
 
 pub use content::{Content, ContentBlock, ToolCall};
 pub use entry::{
-    BranchSummary, Compaction, CustomMessageEntry, Entry, EntryBody, Header, ModelChange,
+    BranchSummary, Compaction, CustomMessageEntry, Entry, EntryBody, Header, MadeBy, ModelChange,
+    SummaryEntry,
 };
 pub use error::{LiveSign, SessionError};
 pub use fsutil::MAX_LINE_BYTES;

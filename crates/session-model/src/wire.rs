@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::content::Content;
 use crate::entry::{
-    BranchSummary, Compaction, CustomMessageEntry, Entry, EntryBody, Header, ModelChange,
+    BranchSummary, Compaction, CustomMessageEntry, Entry, EntryBody, Header, MadeBy, ModelChange,
 };
 use crate::id::EntryId;
 use crate::message::{
@@ -264,8 +264,10 @@ fn from_wire(w: WireEntry) -> ParsedEntry {
                 first_kept_entry_id: w.first_kept_entry_id.map(EntryId::from),
                 tokens_before,
                 details: w.details.map(|d| d.to_value()),
-                from_hook: w.from_hook,
-                from_extension: w.from_extension,
+                made_by: MadeBy {
+                    from_hook: w.from_hook,
+                    from_extension: w.from_extension,
+                },
                 short_summary: w.short_summary,
                 preserve_data: w.preserve_data,
                 usage: w.usage.map(WireUsage::into_usage),
@@ -281,8 +283,10 @@ fn from_wire(w: WireEntry) -> ParsedEntry {
                 Text::default()
             }),
             details: w.details.map(|d| d.to_value()),
-            from_hook: w.from_hook,
-            from_extension: w.from_extension,
+            made_by: MadeBy {
+                from_hook: w.from_hook,
+                from_extension: w.from_extension,
+            },
             usage: w.usage.map(WireUsage::into_usage),
         }),
         "custom" => EntryBody::Custom {

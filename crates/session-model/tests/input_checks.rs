@@ -10,7 +10,7 @@ use std::path::Path;
 
 use common::{Clock, header_line, user, write};
 use musepi_session_model::{
-    AgentMessage, Compaction, EntryBody, EntryId, Journal, MAX_LINE_BYTES, ProblemKind,
+    AgentMessage, Compaction, EntryBody, EntryId, Journal, MAX_LINE_BYTES, MadeBy, ProblemKind,
     SequentialIds, SessionError, Text, load_file,
 };
 use musepi_test_support::message_line;
@@ -279,8 +279,7 @@ fn appends_that_would_fail_the_check_are_refused() {
             first_kept_entry_id: Some(EntryId::new(first)),
             tokens_before: 10.0,
             details: None,
-            from_hook: None,
-            from_extension: Some(true),
+            made_by: MadeBy::extension(true),
             short_summary: None,
             preserve_data: None,
             usage: None,

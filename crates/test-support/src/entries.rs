@@ -7,8 +7,8 @@
 
 use musepi_session_model::{
     AgentMessage, AssistantMessage, Compaction, Content, ContentBlock, EntryBody, EntryId, Header,
-    JsonValue, SequentialIds, Session, Stamp, StopReason, Text, ToolCall, ToolResultMessage, Usage,
-    UserMessage,
+    JsonValue, MadeBy, SequentialIds, Session, Stamp, StopReason, Text, ToolCall,
+    ToolResultMessage, Usage, UserMessage,
 };
 use serde_json::Value;
 
@@ -141,7 +141,7 @@ impl EntryBuilder {
             first_kept_entry_id: Some(first_kept.clone()),
             tokens_before,
             details: Some(serde_json::json!({"readFiles": [], "modifiedFiles": []})),
-            from_extension: Some(false),
+            made_by: MadeBy::extension(false),
             ..Default::default()
         }))
     }

@@ -8,7 +8,9 @@
 use std::fmt::Write as _;
 
 use musepi_context_builder::{TranscriptOptions, build_transcript};
-use musepi_session_model::{AgentMessage, Content, ContentBlock, EntryBody, Session};
+use musepi_session_model::{
+    AgentMessage, Content, ContentBlock, EntryBody, Session, SummaryEntry as _,
+};
 
 use super::archive::{ArchiveInfo, stored_archive};
 use super::text::{line_count, one_line};

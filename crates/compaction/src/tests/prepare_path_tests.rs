@@ -16,7 +16,8 @@ use crate::{
 };
 use musepi_context_builder::{FileOps, estimate_context_tokens};
 use musepi_session_model::{
-    AgentMessage, BranchSummary, Compaction, CustomMessageEntry, EntryBody, Session, Text,
+    AgentMessage, BranchSummary, Compaction, CustomMessageEntry, EntryBody, MadeBy, Session,
+    SummaryEntry, Text,
 };
 use musepi_test_support::{EntryBuilder as Builder, session_of};
 
@@ -240,7 +241,7 @@ fn take(b: &mut Builder, step: &Step) {
                 tokens_before: 10.0,
                 details: Some(json!({"readFiles": ["src/a.rs"], "modifiedFiles": ["src/b.rs"]})),
                 preserve_data: Some(musepi_session_model::RawJson::from_value(&json!({"k": 1}))),
-                from_extension: Some(false),
+                made_by: MadeBy::extension(false),
                 ..Default::default()
             }));
         }

@@ -1,4 +1,4 @@
-use musepi_session_model::{Compaction, EntryBody, Text};
+use musepi_session_model::{Compaction, EntryBody, MadeBy, Text};
 use serde_json::json;
 
 use crate::{
@@ -307,7 +307,10 @@ fn file_lists_carry_over_from_musepi_compactions_pi_stored_as_extension_made() {
             first_kept_entry_id: Some(kept),
             tokens_before: 1_000.0,
             details: Some(details.clone()),
-            from_hook: Some(true),
+            made_by: MadeBy {
+                from_hook: Some(true),
+                from_extension: None,
+            },
             ..Default::default()
         }));
         b.user(&"third question ".repeat(40));

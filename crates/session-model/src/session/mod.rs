@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 
-use crate::entry::{BranchSummary, Entry, EntryBody, Header};
+use crate::entry::{BranchSummary, Entry, EntryBody, Header, MadeBy};
 use crate::error::SessionError;
 use crate::id::{EntryId, IdSource, fresh_id};
 use crate::message::{AgentMessage, Usage};
@@ -384,8 +384,7 @@ impl Session {
             from_id: from.unwrap_or("root").to_owned(),
             summary: Text::new(summary),
             details,
-            from_hook: None,
-            from_extension: Some(from_extension),
+            made_by: MadeBy::extension(from_extension),
             usage,
         });
         Ok(self.append(body, stamp))

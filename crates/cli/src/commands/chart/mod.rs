@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 use std::io::IsTerminal;
 use std::path::Path;
 
-use musepi_session_model::{EntryBody, Session};
+use musepi_session_model::{EntryBody, Session, SummaryEntry as _};
 use serde_json::{Value, json};
 
 use crate::commands::files::same_file;
