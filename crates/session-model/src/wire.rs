@@ -201,6 +201,19 @@ fn strip_position(msg: &str) -> String {
     }
 }
 
+/// A required field's value, or its default with the field noted as
+/// missing.
+fn required<T: Default>(
+    value: Option<T>,
+    field: &'static str,
+    missing: &mut Vec<&'static str>,
+) -> T {
+    value.unwrap_or_else(|| {
+        missing.push(field);
+        T::default()
+    })
+}
+
 fn from_wire(w: WireEntry) -> ParsedEntry {
     let mut missing = Vec::new();
     let has_id = w.id.is_some();
@@ -208,10 +221,7 @@ fn from_wire(w: WireEntry) -> ParsedEntry {
     if ty.is_empty() {
         missing.push("type");
     }
-    let timestamp = w.timestamp.unwrap_or_else(|| {
-        missing.push("timestamp");
-        String::new()
-    });
+    let timestamp = required(w.timestamp, "timestamp", &mut missing);
     let mut hook_message_role = false;
     let body = match ty.as_str() {
         "message" => {
@@ -227,10 +237,7 @@ fn from_wire(w: WireEntry) -> ParsedEntry {
             }
         }
         "thinking_level_change" => EntryBody::ThinkingLevelChange {
-            thinking_level: w.thinking_level.unwrap_or_else(|| {
-                missing.push("thinkingLevel");
-                None
-            }),
+            thinking_level: required(w.thinking_level, "thinkingLevel", &mut missing),
         },
         "model_change" => {
             if w.model.is_none() && (w.provider.is_none() || w.model_id.is_none()) {
@@ -248,17 +255,11 @@ fn from_wire(w: WireEntry) -> ParsedEntry {
             })
         }
         "compaction" => {
-            let summary = w.summary.unwrap_or_else(|| {
-                missing.push("summary");
-                Text::default()
-            });
+            let summary = required(w.summary, "summary", &mut missing);
             if w.first_kept_entry_id.is_none() && w.first_kept_entry_index.is_none() {
                 missing.push("firstKeptEntryId");
             }
-            let tokens_before = w.tokens_before.unwrap_or_else(|| {
-                missing.push("tokensBefore");
-                0.0
-            });
+            let tokens_before = required(w.tokens_before, "tokensBefore", &mut missing);
             EntryBody::Compaction(Compaction {
                 summary,
                 first_kept_entry_id: w.first_kept_entry_id.map(EntryId::from),
@@ -274,14 +275,8 @@ fn from_wire(w: WireEntry) -> ParsedEntry {
             })
         }
         "branch_summary" => EntryBody::BranchSummary(BranchSummary {
-            from_id: w.from_id.unwrap_or_else(|| {
-                missing.push("fromId");
-                String::new()
-            }),
-            summary: w.summary.unwrap_or_else(|| {
-                missing.push("summary");
-                Text::default()
-            }),
+            from_id: required(w.from_id, "fromId", &mut missing),
+            summary: required(w.summary, "summary", &mut missing),
             details: w.details.map(|d| d.to_value()),
             made_by: MadeBy {
                 from_hook: w.from_hook,
@@ -290,30 +285,18 @@ fn from_wire(w: WireEntry) -> ParsedEntry {
             usage: w.usage.map(WireUsage::into_usage),
         }),
         "custom" => EntryBody::Custom {
-            custom_type: w.custom_type.unwrap_or_else(|| {
-                missing.push("customType");
-                String::new()
-            }),
+            custom_type: required(w.custom_type, "customType", &mut missing),
             data: w.data,
         },
         "custom_message" => EntryBody::CustomMessage(CustomMessageEntry {
-            custom_type: w.custom_type.unwrap_or_else(|| {
-                missing.push("customType");
-                String::new()
-            }),
-            content: w.content.unwrap_or_else(|| {
-                missing.push("content");
-                Content::default()
-            }),
+            custom_type: required(w.custom_type, "customType", &mut missing),
+            content: required(w.content, "content", &mut missing),
             display: w.display.unwrap_or(false),
             details: w.details,
             attribution: w.attribution,
         }),
         "label" => EntryBody::Label {
-            target_id: EntryId::from(w.target_id.unwrap_or_else(|| {
-                missing.push("targetId");
-                String::new()
-            })),
+            target_id: EntryId::from(required(w.target_id, "targetId", &mut missing)),
             label: w.label.flatten(),
         },
         "session_info" => EntryBody::SessionInfo { name: w.name },
@@ -366,10 +349,7 @@ fn message_from_wire(m: WireMessage, missing: &mut Vec<&'static str>) -> Option<
             timestamp: m.timestamp,
         }),
         "toolResult" => AgentMessage::ToolResult(ToolResultMessage {
-            tool_call_id: m.tool_call_id.unwrap_or_else(|| {
-                missing.push("message.toolCallId");
-                String::new()
-            }),
+            tool_call_id: required(m.tool_call_id, "message.toolCallId", missing),
             tool_name: m.tool_name.unwrap_or_default(),
             content,
             details: m.details,
