@@ -141,7 +141,7 @@ where
 
 #[cfg(test)]
 mod tests {
-    use musepi_session_model::{AssistantMessage, JsonValue, Text, ToolCall, UserMessage};
+    use musepi_session_model::{AssistantMessage, Text, ToolCall, UserMessage};
 
     use super::*;
 
@@ -174,12 +174,7 @@ mod tests {
 
     #[test]
     fn tool_calls_count_name_and_compact_json_arguments() {
-        let call = ToolCall {
-            id: "c".into(),
-            name: Text::new("read"),
-            arguments: JsonValue::new(serde_json::json!({"path": "src/a.ts"})),
-            intent: None,
-        };
+        let call = ToolCall::new("c", "read", serde_json::json!({"path": "src/a.ts"}));
         let m = AgentMessage::Assistant(AssistantMessage {
             content: Content::Blocks(vec![ContentBlock::ToolCall(call)]),
             ..Default::default()

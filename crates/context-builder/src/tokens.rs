@@ -148,9 +148,7 @@ pub fn llm_message_tokens(message: &LlmMessage, tokenizer: Tokenizer) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use musepi_session_model::{
-        AgentMessage, JsonValue, SequentialIds, Text, ToolCall, load_bytes,
-    };
+    use musepi_session_model::{AgentMessage, SequentialIds, ToolCall, load_bytes};
 
     use super::*;
     use crate::estimate::estimate_tokens;
@@ -237,12 +235,7 @@ mod tests {
 
     #[test]
     fn tool_calls_count_name_and_arguments_with_a_tokenizer_too() {
-        let call = ToolCall {
-            id: "c".into(),
-            name: Text::new("read"),
-            arguments: JsonValue::new(serde_json::json!({"path": "src/a.ts"})),
-            intent: None,
-        };
+        let call = ToolCall::new("c", "read", serde_json::json!({"path": "src/a.ts"}));
         let m = LlmMessage::Assistant {
             content: vec![ContentBlock::ToolCall(call.clone())],
             provider: None,

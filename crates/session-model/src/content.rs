@@ -200,6 +200,18 @@ pub struct ToolCall {
     pub intent: Option<String>,
 }
 
+impl ToolCall {
+    /// A call of tool `name` with `arguments` and no intent.
+    pub fn new(id: impl Into<String>, name: &str, arguments: serde_json::Value) -> Self {
+        Self {
+            id: id.into(),
+            name: Text::new(name),
+            arguments: JsonValue::new(arguments),
+            intent: None,
+        }
+    }
+}
+
 /// A content block as written: every field of every block type, optional.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
