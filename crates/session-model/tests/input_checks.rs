@@ -139,25 +139,26 @@ fn a_byte_order_mark_or_invalid_utf8_header_is_named_as_line_1() {
     let dir = tempfile::tempdir().unwrap();
     let mut bom = vec![0xEF, 0xBB, 0xBF];
     bom.extend_from_slice(format!("{}\n", header_line("bom")).as_bytes());
-    let path = dir.path().join("bom.jsonl");
-    std::fs::write(&path, &bom).unwrap();
-    let err = open_err(&path);
-    assert!(
-        matches!(&err, SessionError::NotASession { line: 1, reason, .. } if reason.contains("byte-order mark")),
-        "{err:?}"
-    );
-    assert_eq!(std::fs::read(&path).unwrap(), bom);
-
-    let mut bad = header_line("bad").into_bytes();
-    bad[40] = 0xFF;
-    bad.push(b'\n');
-    let path = dir.path().join("latin1.jsonl");
-    std::fs::write(&path, &bad).unwrap();
-    let err = open_err(&path);
-    assert!(
-        matches!(&err, SessionError::NotASession { line: 1, reason, .. } if reason.contains("not valid UTF-8 (byte 0xff at column 41)")),
-        "{err:?}"
-    );
+    let mut latin1 = header_line("bad").into_bytes();
+    latin1[40] = 0xFF;
+    latin1.push(b'\n');
+    for (name, bytes, said) in [
+        ("bom.jsonl", bom, "byte-order mark"),
+        (
+            "latin1.jsonl",
+            latin1,
+            "not valid UTF-8 (byte 0xff at column 41)",
+        ),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, &bytes).unwrap();
+        let err = open_err(&path);
+        assert!(
+            matches!(&err, SessionError::NotASession { line: 1, reason, .. } if reason.contains(said)),
+            "{name}: {err:?}"
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), bytes, "{name}: untouched");
+    }
 }
 
 /// Every structural defect `session check` reports, each on its line.

@@ -66,11 +66,17 @@ fn open(path: &Path) -> Journal {
     Journal::open(path, &mut SequentialIds::new()).unwrap()
 }
 
+/// A session of `n` messages in `dir`, opened.
+fn opened(dir: &Path, n: usize) -> (PathBuf, Journal) {
+    let path = session(dir, "s.jsonl", n);
+    let j = open(&path);
+    (path, j)
+}
+
 #[test]
 fn lines_appended_before_a_rewrite_are_carried_over() {
     let dir = tempfile::tempdir().unwrap();
-    let path = session(dir.path(), "s.jsonl", 3);
-    let mut j = open(&path);
+    let (path, mut j) = opened(dir.path(), 3);
     // The agent appends two entries after musepi read the file.
     let appended = format!(
         "{}\n{}\n",
@@ -102,8 +108,7 @@ fn an_invalid_or_incomplete_appended_line_stops_the_rewrite() {
         ("{\"type\":\"message\"}\n", "has no `id`"),
         ("{\"type\":\"message\",\"id\":\"half", "stays incomplete"),
     ] {
-        let path = session(dir.path(), "s.jsonl", 2);
-        let mut j = open(&path);
+        let (path, mut j) = opened(dir.path(), 2);
         append_raw(&path, appended);
         let before = fs::read(&path).unwrap();
         let change = changed(&j, 0, "rewritten");
@@ -121,10 +126,9 @@ fn an_invalid_or_incomplete_appended_line_stops_the_rewrite() {
 #[test]
 fn a_rewrite_that_adds_entries_refuses_lines_appended_meanwhile() {
     let dir = tempfile::tempdir().unwrap();
-    let path = session(dir.path(), "s.jsonl", 3);
-    let mut j = open(&path);
-    let change = changed(&j, 0, "pruned");
-    j.stage_replacements(vec![change]).unwrap();
+    let (path, mut j) = opened(dir.path(), 3);
+    j.stage_replacements(vec![changed(&j, 0, "pruned")])
+        .unwrap();
     append_raw(&path, &(msg("x1", Some("m3"), "agent") + "\n"));
     let before = fs::read(&path).unwrap();
     let mut c = Clock::default();
@@ -334,10 +338,9 @@ fn a_copy_gets_the_mode_of_its_source_and_never_replaces_by_default() {
 #[test]
 fn a_rewrite_says_when_another_process_keeps_the_replaced_file_open() {
     let dir = tempfile::tempdir().unwrap();
-    let path = session(dir.path(), "s.jsonl", 3);
-    let mut j = open(&path);
-    let change = changed(&j, 0, "nobody holds it");
-    j.replace_entries(vec![change]).unwrap();
+    let (path, mut j) = opened(dir.path(), 3);
+    j.replace_entries(vec![changed(&j, 0, "nobody holds it")])
+        .unwrap();
     assert_eq!(
         j.take_warnings(),
         vec![],
