@@ -1,7 +1,7 @@
-//! The real pi sessions in `../shared/fixtures/pi` (read in place, never
-//! copied into the repository; skipped with a notice when absent): entry counts, ids after deterministic
-//! migration, parent links, leaf and path; migrating twice is a no-op; a v3
-//! file round-trips byte for byte.
+//! The real pi sessions kept next to the repository (read in place, never
+//! copied into it; each test skips with a notice when they are absent):
+//! entry counts, ids after deterministic migration, parent links, leaf and
+//! path; migrating twice is a no-op; a v3 file round-trips byte for byte.
 
 use std::path::PathBuf;
 
