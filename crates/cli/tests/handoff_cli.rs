@@ -14,8 +14,8 @@ use std::process::Output;
 
 use serde_json::{Value, json};
 use support::{
-    Model, Reply, assert_stderr_has, chat_text, code, hook_settings as settings, json_lines,
-    json_out, musepi_with_env, p, script, stderr, strings,
+    Model, Reply, assert_stderr_has, chat_text, code, hook_settings as settings, json_file,
+    json_lines, json_out, musepi_with_env, p, script, stderr, strings, write_file,
 };
 
 const DOCUMENT: &str = "## Goal\nFix the parser.\n\n## Progress\n### Done\n- [x] Read src/parse.rs\n\n## Next Steps\n1. Edit src/lib.rs";
@@ -134,8 +134,7 @@ fn a_handoff_writes_a_new_session_that_starts_from_the_document() {
     // very body: the two agree on what an OpenAI-compatible server gets.
     let fixture =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../xtask/e2e/handoff-request.json");
-    let expected: Value =
-        serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    let expected: Value = json_file(&fixture);
     assert!(
         requests[0] == expected,
         "xtask/e2e/handoff-request.json is no longer the body musepi sends; write this there:\n{}",
@@ -174,8 +173,7 @@ fn an_existing_new_file_is_replaced_only_with_force() {
     let dir = tempfile::tempdir().unwrap();
     let old = session(dir.path());
     std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o640)).unwrap();
-    let new = dir.path().join("new.jsonl");
-    std::fs::write(&new, "precious\n").unwrap();
+    let new = write_file(dir.path(), "new.jsonl", "precious\n");
     let model = model(200, DOCUMENT);
     let o = handoff(dir.path(), &model, &[]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
@@ -229,7 +227,7 @@ fn before_compact_hooks_see_reason_handoff_and_can_cancel() {
     assert_stderr_has(&o, "Handoff cancelled");
     assert!(!dir.path().join("new.jsonl").exists());
     assert!(model.requests().is_empty());
-    let event: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    let event: Value = json_file(&seen);
     assert_eq!(event["type"], "session_before_compact");
     assert_eq!(event["reason"], "handoff");
     assert_eq!(event["sessionFile"], p(&old));
@@ -295,14 +293,8 @@ fn a_hook_can_supply_the_document_and_no_model_is_needed() {
 #[test]
 fn an_empty_context_has_nothing_to_hand_off() {
     let dir = tempfile::tempdir().unwrap();
-    let old = dir.path().join("old.jsonl");
-    std::fs::write(
-        &old,
-        json!({"type": "session", "version": 3, "id": "empty", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/"})
-            .to_string()
-            + "\n",
-    )
-    .unwrap();
+    let header = json!({"type": "session", "version": 3, "id": "empty", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/"});
+    write_file(dir.path(), "old.jsonl", format!("{header}\n"));
     let model = model(200, DOCUMENT);
     let o = handoff(dir.path(), &model, &[]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));

@@ -17,8 +17,8 @@
 mod support;
 
 use support::{
-    HOOK_IN_TIME_MS, Model, assert_stderr_has, chat, code, hook_settings as settings, json_out,
-    last_line, p, script, stderr, stdout,
+    HOOK_IN_TIME_MS, Model, assert_stderr_has, chat, code, hook_settings as settings, json_file,
+    json_out, last_line, p, script, stderr, stdout, write_file,
 };
 
 use std::path::{Path, PathBuf};
@@ -378,7 +378,7 @@ fn the_after_compact_event_sees_the_saved_entry() {
     );
     let o = compact(dir.path(), &file, &s, &[]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let event: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    let event: Value = json_file(&seen);
     assert_eq!(event["type"], "session_compact");
     assert_eq!(event["compactionEntry"], last_line(&file));
     assert_eq!(event["fromExtension"], false);
@@ -498,7 +498,7 @@ echo '{"summary": {"summary": "left the f1 work", "details": {"by": "hook"}}}'"#
     assert_eq!(saved["type"], "branch_summary");
     assert_eq!(saved["summary"], "left the f1 work");
     assert_eq!(saved["fromExtension"], true);
-    let event: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    let event: Value = json_file(&seen);
     assert_eq!(event["type"], "session_tree");
     assert_eq!(event["summaryEntry"], saved);
     assert_eq!(event["newLeafId"], saved["id"]);
@@ -521,27 +521,22 @@ fn hooks_test_runs_each_hook_with_the_sample_and_reports_what_came_back() {
     );
     let quiet = script(dir.path(), "quiet.sh", "cat > /dev/null");
     let bad = script(dir.path(), "bad.sh", "echo 'not json'");
-    let config = dir.path().join("hooks.json");
-    std::fs::write(
-        &config,
-        json!({"hooks": {"session.compacting": [
-            {"command": [p(&good)]}, {"command": [p(&quiet)]}, {"command": [p(&bad)], "onFailure": "cancel"}
-        ]}})
-        .to_string(),
-    )
-    .unwrap();
-    let o = musepi(
-        dir.path(),
-        &[
+    let hook_config = json!({"hooks": {"session.compacting": [
+        {"command": [p(&good)]}, {"command": [p(&quiet)]}, {"command": [p(&bad)], "onFailure": "cancel"}
+    ]}});
+    let config = write_file(dir.path(), "hooks.json", hook_config.to_string());
+    let hooks_test = |extra: &[&str]| {
+        let mut args = vec![
             "hooks",
             "test",
             "session.compacting",
             "--config",
             p(&config),
-            "--json",
-        ],
-        &[],
-    );
+        ];
+        args.extend(extra);
+        musepi(dir.path(), &args, &[])
+    };
+    let o = hooks_test(&["--json"]);
     assert_eq!(code(&o), 1, "a failed hook makes exit 1: {}", stderr(&o));
     let doc = json_out(&o);
     assert_eq!(doc["event"], "session.compacting");
@@ -564,21 +559,10 @@ fn hooks_test_runs_each_hook_with_the_sample_and_reports_what_came_back() {
         hooks[2]
     );
     // The hook read exactly the payload that was printed.
-    let read: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    let read: Value = json_file(&seen);
     assert_eq!(read, doc["payload"]);
     // Text output names each hook and its verdict.
-    let o = musepi(
-        dir.path(),
-        &[
-            "hooks",
-            "test",
-            "session.compacting",
-            "--config",
-            p(&config),
-        ],
-        &[],
-    );
-    let text = stdout(&o);
+    let text = stdout(&hooks_test(&[]));
     assert!(
         text.starts_with("session.compacting: 3 hooks run with the sample payload\n"),
         "{text}"

@@ -228,25 +228,25 @@ fn the_folder_can_be_named_by_flag_and_by_variables() {
 
     let flag = h.run(&["ls", "--json", "--session-dir", mine.to_str().unwrap()]);
     assert_eq!(files(flag), ["m.jsonl"]);
-    let env = h
-        .musepi(&["ls", "--json"])
-        .env("MUSEPI_SESSION_DIR", &mine)
-        .env("PI_CODING_AGENT_SESSION_DIR", &pis)
-        .output()
-        .unwrap();
-    assert_eq!(files(env), ["m.jsonl"]);
-    let pi_env = h
-        .musepi(&["ls", "--json"])
-        .env("PI_CODING_AGENT_SESSION_DIR", &pis)
-        .output()
-        .unwrap();
-    assert_eq!(files(pi_env), ["p.jsonl"]);
-    let agent_dir = h
-        .musepi(&["ls", "--json"])
-        .env("PI_CODING_AGENT_DIR", &agent)
-        .output()
-        .unwrap();
-    assert_eq!(files(agent_dir), ["g.jsonl"]);
+    // The variables, each over the ones after it.
+    for (vars, listed) in [
+        (
+            &[
+                ("MUSEPI_SESSION_DIR", &mine),
+                ("PI_CODING_AGENT_SESSION_DIR", &pis),
+            ][..],
+            "m.jsonl",
+        ),
+        (&[("PI_CODING_AGENT_SESSION_DIR", &pis)][..], "p.jsonl"),
+        (&[("PI_CODING_AGENT_DIR", &agent)][..], "g.jsonl"),
+    ] {
+        let out = h
+            .musepi(&["ls", "--json"])
+            .envs(vars.iter().copied())
+            .output()
+            .unwrap();
+        assert_eq!(files(out), [listed], "{vars:?}");
+    }
     // pi's own sessionDir setting.
     fs::create_dir_all(h.home().join(".pi/agent")).unwrap();
     fs::write(

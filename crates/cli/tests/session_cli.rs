@@ -12,7 +12,7 @@ use std::process::{Command, Output, Stdio};
 use musepi_session_model::{SequentialIds, load_file};
 use musepi_test_support::{message_line, pi_fixture};
 use serde_json::Value;
-use support::assert_stderr_has;
+use support::{assert_stderr_has, write_file};
 
 /// The conformance set in the repository (tests/fixtures/conformance).
 fn conformance_dir() -> PathBuf {
@@ -185,8 +185,7 @@ fn a_missing_file_is_bad_input_and_is_named() {
 fn a_garbage_file_is_refused_by_every_command_and_left_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let text = "this is\nnot a session\n";
-    let file = dir.path().join("garbage.jsonl");
-    std::fs::write(&file, text).unwrap();
+    let file = write_file(dir.path(), "garbage.jsonl", text);
     let out = dir.path().join("out.jsonl");
     for args in [
         vec!["session", "stats", p(&file)],
@@ -211,15 +210,13 @@ fn a_garbage_file_is_refused_by_every_command_and_left_untouched() {
 #[test]
 fn empty_and_header_only_files() {
     let dir = tempfile::tempdir().unwrap();
-    let empty = dir.path().join("empty.jsonl");
-    std::fs::write(&empty, "").unwrap();
+    let empty = write_file(dir.path(), "empty.jsonl", "");
     let o = musepi(&["session", "check", p(&empty), "--json"]);
     assert_eq!(code(&o), 2);
     assert_eq!(json(&o)["problems"][0]["kind"], "empty-file");
     assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0);
 
-    let header_only = dir.path().join("header.jsonl");
-    std::fs::write(&header_only, format!("{HEADER}\n")).unwrap();
+    let header_only = write_file(dir.path(), "header.jsonl", format!("{HEADER}\n"));
     let o = musepi(&["session", "stats", p(&header_only), "--json"]);
     assert_eq!(code(&o), 0);
     let v = json(&o);
@@ -233,14 +230,13 @@ fn empty_and_header_only_files() {
 #[test]
 fn check_lists_every_problem_and_exits_2() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("problems.jsonl");
     let text = format!(
         "{HEADER}\n{}\nnot json\n{}\n{}\n",
         message_line("a1", None, "one"),
         message_line("b2", Some("zz"), "dangling"),
         message_line("a1", Some("a1"), "duplicate"),
     );
-    std::fs::write(&file, &text).unwrap();
+    let file = write_file(dir.path(), "problems.jsonl", &text);
     let o = musepi(&["session", "check", p(&file), "--json"]);
     assert_eq!(code(&o), 2);
     let v = json(&o);
@@ -293,13 +289,12 @@ fn check_lists_every_problem_and_exits_2() {
 #[test]
 fn repair_fixes_a_copy_of_a_torn_file_and_never_the_file() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("torn.jsonl");
     let text = format!(
         "\ngarbage before\n{HEADER}\n{}\n\n{}\n{{\"type\":\"message\",\"id\":\"c3\",\"par",
         message_line("a1", None, "one"),
         message_line("b2", Some("a1"), "two"),
     );
-    std::fs::write(&file, &text).unwrap();
+    let file = write_file(dir.path(), "torn.jsonl", &text);
     // The journal refuses to migrate or append until the file is repaired.
     let o = musepi(&["session", "migrate", p(&file), "--in-place"]);
     assert_eq!(code(&o), 2);

@@ -14,7 +14,7 @@ use std::process::Output;
 use serde_json::{Value, json};
 use support::{
     HOOK_IN_TIME_MS, Server, chat, code, example_session, musepi_with_env, p, stderr, stdout,
-    strings,
+    strings, write_file,
 };
 
 const KEY: &str = "sk-real-vendor-key-0123456789";
@@ -33,15 +33,14 @@ impl Repo {
         std::fs::create_dir_all(dir.path().join("repo/.musepi")).unwrap();
         std::fs::create_dir_all(dir.path().join("home")).unwrap();
         example_session(&dir.path().join("repo"), "s.jsonl");
-        let hook = dir.path().join("repo/hook.sh");
-        std::fs::write(
-            &hook,
+        let hook = write_file(
+            dir.path(),
+            "repo/hook.sh",
             format!(
                 "#!/bin/sh\ncat >/dev/null\necho \"$OPENAI_API_KEY\" > '{}'\n",
                 dir.path().join("marker").display()
             ),
-        )
-        .unwrap();
+        );
         std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
         let server = Server::start_blocking(vec![chat("## Goal\n- h", "stop"); 6]);
         let repo = Self { dir, server };

@@ -182,6 +182,19 @@ pub fn hook_settings(dir: &Path, hooks: &Value) -> PathBuf {
     path
 }
 
+/// Writes `contents` to `dir/name`; its path.
+pub fn write_file(dir: &Path, name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, contents).unwrap();
+    path
+}
+
+/// The JSON document in the file at `path`.
+pub fn json_file(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}\n{text}", path.display()))
+}
+
 /// Every line of the JSONL file at `path`, parsed.
 pub fn json_lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
