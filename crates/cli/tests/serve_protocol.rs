@@ -71,6 +71,11 @@ impl Client {
         )
     }
 
+    /// A server with the settings `settings` and no provider flags.
+    fn without_provider(dir: &Path, settings: &str) -> Self {
+        Self::with(dir, &[], settings)
+    }
+
     fn with(dir: &Path, flags: &[&str], settings: &str) -> Self {
         let settings_file = dir.join("settings.json");
         std::fs::write(&settings_file, settings).unwrap();
@@ -453,11 +458,7 @@ async fn bad_appends_are_refused_and_change_nothing() {
 #[tokio::test]
 async fn the_default_strategy_compacts_without_a_model() {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = Client::with(
-        dir.path(),
-        &[],
-        r#"{"compaction": {"keepRecentTokens": 50}}"#,
-    );
+    let mut c = Client::without_provider(dir.path(), r#"{"compaction": {"keepRecentTokens": 50}}"#);
     let (_, opened) = c
         .ok(
             "open",
@@ -481,9 +482,8 @@ async fn the_default_strategy_compacts_without_a_model() {
 #[tokio::test]
 async fn context_promotion_switches_models_instead_of_compacting() {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = Client::with(
+    let mut c = Client::without_provider(
         dir.path(),
-        &[],
         r#"{"compaction": {"keepRecentTokens": 50}, "contextPromotion": {"enabled": true}}"#,
     );
     // A bad target list is refused before anything opens.
@@ -539,7 +539,7 @@ async fn context_promotion_switches_models_instead_of_compacting() {
 async fn branch_summary_enabled_makes_navigation_summarize_by_default() {
     let dir = tempfile::tempdir().unwrap();
     // The default strategy archives the branch without a model.
-    let mut c = Client::with(dir.path(), &[], "{}");
+    let mut c = Client::without_provider(dir.path(), "{}");
     let (_, opened) = c
         .ok(
             "open",
@@ -608,7 +608,7 @@ fn printed(dir: &Path, args: &[&str]) -> Value {
 /// A server with a small kept window over `dir/s.jsonl`, created and
 /// given [`superseded_reads`], so that pruning changes the plan.
 async fn with_superseded_reads(dir: &Path) -> Client {
-    let mut c = Client::with(dir, &[], r#"{"compaction": {"keepRecentTokens": 50}}"#);
+    let mut c = Client::without_provider(dir, r#"{"compaction": {"keepRecentTokens": 50}}"#);
     c.ok(
         "open",
         json!({"path": "s.jsonl", "create": true, "contextWindow": 100_000}),
@@ -734,11 +734,7 @@ fn no_write_warning(answer: &Value) {
 #[tokio::test]
 async fn the_call_whose_rewrite_another_process_outlasted_reports_it_once() {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = Client::with(
-        dir.path(),
-        &[],
-        r#"{"compaction": {"keepRecentTokens": 50}}"#,
-    );
+    let mut c = Client::without_provider(dir.path(), r#"{"compaction": {"keepRecentTokens": 50}}"#);
     let window = json!(1_000_000);
 
     // An append that writes the pending migration: the warning is in its
