@@ -24,7 +24,8 @@ use crate::commands::runtime::{
     Progress, default_branch_strategy, maintenance, provider, runtime, settings,
 };
 use crate::commands::strategy::{pick, uses_model};
-use crate::commands::writer::{mark_leaf, wall_clock_ms, write_warnings};
+use crate::commands::writer::{mark_leaf, write_warnings};
+use crate::ctx::wall_clock_ms;
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::settings::Settings;
 use crate::view::terminal::TerminalGuard;

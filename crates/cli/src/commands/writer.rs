@@ -12,7 +12,7 @@ use musepi_session_model::{EntryId, IdSource, Journal, Replace, SessionError, St
 
 use super::files::same_file;
 use crate::cli::WriteArgs;
-use crate::ctx::{Ctx, Failure};
+use crate::ctx::{Ctx, Failure, wall_clock_ms};
 use crate::output::note;
 
 /// Where the result goes.
@@ -165,13 +165,6 @@ pub(crate) fn print_warnings(warnings: &[String], ctx: &Ctx) {
     for w in warnings {
         note(ctx.quiet(), &format!("musepi: warning: {w}"));
     }
-}
-
-/// The system clock, in epoch milliseconds, for the live-session check.
-pub(crate) fn wall_clock_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// Without a summary (or label) a navigation moves the leaf in memory

@@ -16,6 +16,7 @@ use musepi_session_model::{
 use serde_json::{Value, json};
 
 use super::views::entry_body;
+use crate::ctx::{Ctx, wall_clock_ms};
 use crate::output::note;
 use crate::report::context::{Known, View, context_json};
 use crate::report::plan::{Planned, plan_json, planned_json};
@@ -67,10 +68,9 @@ pub(super) struct Server {
     pub summarizer: Option<Arc<dyn Summarizer>>,
     pub remote: Option<Arc<dyn RemoteCompactor>>,
     pub hooks: Hooks,
-    pub deterministic_ids: bool,
-    /// `-q`: no warnings on stderr.
-    pub quiet: bool,
-    pub now: Option<i64>,
+    /// The global flags: `--deterministic-ids`, `-q` (no warnings on
+    /// stderr) and `--now`.
+    pub ctx: Ctx,
     pub context_window: u64,
     pub events: EventSink,
     pub session: Option<Maintenance>,
@@ -142,18 +142,14 @@ impl Server {
     }
 
     fn clock(&self) -> Arc<dyn Fn() -> i64 + Send + Sync> {
-        match self.now {
+        match self.ctx.now {
             Some(fixed) => Arc::new(move || fixed),
-            None => Arc::new(|| {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-            }),
+            None => Arc::new(wall_clock_ms),
         }
     }
 
     fn ids(&self, journal: &Journal) -> Box<dyn IdSource + Send> {
-        crate::ids::for_session(self.deterministic_ids, journal.session())
+        crate::ids::for_session(self.ctx.deterministic_ids(), journal.session())
     }
 
     /// Runs one method. What the session file's writes during it had to
@@ -180,7 +176,7 @@ impl Server {
             Some(notes) => notes.extend(warnings.into_iter().map(Value::from)),
             None => {
                 for w in &warnings {
-                    note(self.quiet, &format!("musepi: warning: {w}"));
+                    note(self.ctx.quiet(), &format!("musepi: warning: {w}"));
                 }
             }
         }
@@ -265,7 +261,7 @@ impl Server {
         } else {
             Journal::open(
                 &path,
-                crate::ids::for_migration(self.deterministic_ids).as_mut(),
+                crate::ids::for_migration(self.ctx.deterministic_ids()).as_mut(),
             )
         }
         .map_err(|e| RpcError::new("bad_session", e.to_string()))?;
