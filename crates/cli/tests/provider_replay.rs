@@ -9,7 +9,6 @@
 
 mod support;
 
-use std::path::Path;
 use std::time::Duration;
 
 use musepi_context_builder::{
@@ -18,6 +17,7 @@ use musepi_context_builder::{
 use musepi_hooks::Summarizer;
 use musepi_providers::{ApiKey, Provider, ProviderConfig, ProviderKind, RetryPolicy, build_client};
 use musepi_session_model::{SequentialIds, Session, load_bytes};
+use musepi_test_support::session_of;
 use serde_json::{Value, json};
 use support::{Reply, Server, code, stderr};
 use tokio_util::sync::CancellationToken;
@@ -75,30 +75,49 @@ const ITEMS: &str = r#"[{"type": "message", "role": "user", "content": [{"type":
 /// answered after the compaction, whose replay was stored by `stored_by`.
 fn session(stored_by: &str) -> Session {
     let items: Value = serde_json::from_str(ITEMS).unwrap();
-    let entries = [
-        json!({"type": "message", "id": "u1", "parentId": null, "message": {"role": "user", "content": "one", "timestamp": 1}}),
-        json!({"type": "message", "id": "a1", "parentId": "u1", "message": {"role": "assistant", "content": [{"type": "text", "text": "A1"}], "provider": "openai", "model": "m", "stopReason": "stop", "timestamp": 2}}),
-        json!({"type": "message", "id": "u2", "parentId": "a1", "message": {"role": "user", "content": "two", "timestamp": 3}}),
-        json!({"type": "message", "id": "a2", "parentId": "u2", "message": {"role": "assistant", "content": [{"type": "text", "text": "A2"}, {"type": "toolCall", "id": "t1", "name": "read", "arguments": {"path": "a.rs"}}], "provider": "openai", "model": "m", "stopReason": "toolUse", "timestamp": 4}}),
-        json!({"type": "compaction", "id": "c", "parentId": "a2", "summary": "S", "firstKeptEntryId": "u2", "tokensBefore": 100,
+    session_of(&[
+        (
+            "u1",
+            None,
+            json!({"type": "message", "message": {"role": "user", "content": "one", "timestamp": 1}}),
+        ),
+        (
+            "a1",
+            Some("u1"),
+            json!({"type": "message", "message": {"role": "assistant", "content": [{"type": "text", "text": "A1"}], "provider": "openai", "model": "m", "stopReason": "stop", "timestamp": 2}}),
+        ),
+        (
+            "u2",
+            Some("a1"),
+            json!({"type": "message", "message": {"role": "user", "content": "two", "timestamp": 3}}),
+        ),
+        (
+            "a2",
+            Some("u2"),
+            json!({"type": "message", "message": {"role": "assistant", "content": [{"type": "text", "text": "A2"}, {"type": "toolCall", "id": "t1", "name": "read", "arguments": {"path": "a.rs"}}], "provider": "openai", "model": "m", "stopReason": "toolUse", "timestamp": 4}}),
+        ),
+        (
+            "c",
+            Some("a2"),
+            json!({"type": "compaction", "summary": "S", "firstKeptEntryId": "u2", "tokensBefore": 100,
                "preserveData": {"openaiRemoteCompaction": {"provider": stored_by, "replacementHistory": items, "compactionItem": {"type": "compaction", "encrypted_content": "ENC"}}}}),
-        json!({"type": "message", "id": "r1", "parentId": "c", "message": {"role": "toolResult", "toolCallId": "t1", "toolName": "read", "content": [{"type": "text", "text": "fn main"}], "isError": false, "timestamp": 5}}),
-        json!({"type": "message", "id": "a3", "parentId": "r1", "message": {"role": "assistant", "content": [{"type": "text", "text": "A3"}], "provider": "openai", "model": "m", "stopReason": "stop", "timestamp": 6}}),
-        json!({"type": "message", "id": "u4", "parentId": "a3", "message": {"role": "user", "content": "four", "timestamp": 7}}),
-    ];
-    let mut text = json!({"type": "session", "version": 3, "id": "s", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/"}).to_string();
-    for (i, mut e) in entries.into_iter().enumerate() {
-        e["timestamp"] = format!("2026-01-01T00:00:{:02}.000Z", i + 1).into();
-        text.push('\n');
-        text.push_str(&e.to_string());
-    }
-    text.push('\n');
-    load_bytes(
-        "s.jsonl".as_ref(),
-        text.as_bytes(),
-        &mut SequentialIds::new(),
-    )
-    .unwrap()
+        ),
+        (
+            "r1",
+            Some("c"),
+            json!({"type": "message", "message": {"role": "toolResult", "toolCallId": "t1", "toolName": "read", "content": [{"type": "text", "text": "fn main"}], "isError": false, "timestamp": 5}}),
+        ),
+        (
+            "a3",
+            Some("r1"),
+            json!({"type": "message", "message": {"role": "assistant", "content": [{"type": "text", "text": "A3"}], "provider": "openai", "model": "m", "stopReason": "stop", "timestamp": 6}}),
+        ),
+        (
+            "u4",
+            Some("a3"),
+            json!({"type": "message", "message": {"role": "user", "content": "four", "timestamp": 7}}),
+        ),
+    ])
 }
 
 /// A handoff request over the live messages, as the runtime builds one.
@@ -227,11 +246,7 @@ fn context(out: &std::process::Output) -> Vec<Value> {
 #[tokio::test]
 async fn a_remote_compaction_is_stored_under_the_provider_name_and_replayed_by_it() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("s.jsonl");
-    let example =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sessions/todo-refactor.jsonl");
-    std::fs::copy(example, &file).unwrap();
-    support::settle(&file);
+    let file = support::example_session(dir.path(), "s.jsonl");
     let seen = server().await;
     let url = seen.url.clone();
     let settings = dir.path().join("settings.json");
