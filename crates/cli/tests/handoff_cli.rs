@@ -15,7 +15,7 @@ use std::process::Output;
 use serde_json::{Value, json};
 use support::{
     Model, Reply, assert_stderr_has, chat_text, code, hook_settings as settings, json_file,
-    json_lines, json_out, musepi_with_env, p, script, stderr, strings, write_file,
+    json_lines, json_out, musepi_with_env, p, recording_hook, script, stderr, strings, write_file,
 };
 
 const DOCUMENT: &str = "## Goal\nFix the parser.\n\n## Progress\n### Done\n- [x] Read src/parse.rs\n\n## Next Steps\n1. Edit src/lib.rs";
@@ -208,13 +208,11 @@ fn before_compact_hooks_see_reason_handoff_and_can_cancel() {
     let dir = tempfile::tempdir().unwrap();
     let old = session(dir.path());
     let seen = dir.path().join("event.json");
-    let veto = script(
+    let veto = recording_hook(
         dir.path(),
         "veto.sh",
-        &format!(
-            "cat > '{}'\necho 'no handoff during a release' >&2\nexit 2",
-            p(&seen)
-        ),
+        &seen,
+        "echo 'no handoff during a release' >&2\nexit 2",
     );
     let s = settings(
         dir.path(),

@@ -18,7 +18,7 @@ mod support;
 
 use support::{
     HOOK_IN_TIME_MS, Model, assert_stderr_has, chat, code, hook_settings as settings, json_file,
-    json_out, last_line, p, script, stderr, stdout, write_file,
+    json_out, last_line, p, recording_hook, script, stderr, stdout, write_file,
 };
 
 use std::path::{Path, PathBuf};
@@ -484,7 +484,7 @@ fn tree_hooks_cancel_navigation_or_supply_the_summary_and_the_after_event_sees_i
 echo '{"summary": {"summary": "left the f1 work", "details": {"by": "hook"}}}'"#,
     );
     let seen = dir.path().join("tree.json");
-    let after = script(dir.path(), "after.sh", &format!("cat > '{}'", p(&seen)));
+    let after = recording_hook(dir.path(), "after.sh", &seen, "");
     let s = settings(
         dir.path(),
         &json!({"session_before_tree": [{"command": [p(&supply)]}], "session_tree": [{"command": [p(&after)]}]}),
@@ -511,13 +511,11 @@ echo '{"summary": {"summary": "left the f1 work", "details": {"by": "hook"}}}'"#
 fn hooks_test_runs_each_hook_with_the_sample_and_reports_what_came_back() {
     let dir = tempfile::tempdir().unwrap();
     let seen = dir.path().join("seen.json");
-    let good = script(
+    let good = recording_hook(
         dir.path(),
         "good.sh",
-        &format!(
-            "cat > '{}'\necho '{{\"context\": [\"from good\"]}}'",
-            p(&seen)
-        ),
+        &seen,
+        r#"echo '{"context": ["from good"]}'"#,
     );
     let quiet = script(dir.path(), "quiet.sh", "cat > /dev/null");
     let bad = script(dir.path(), "bad.sh", "echo 'not json'");

@@ -156,6 +156,12 @@ pub fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     path
 }
 
+/// A hook script in `dir` that saves the event it reads to `seen`, then
+/// runs `then`.
+pub fn recording_hook(dir: &Path, name: &str, seen: &Path, then: &str) -> PathBuf {
+    script(dir, name, &format!("cat > '{}'\n{then}", p(seen)))
+}
+
 /// How long a test's hook may take to answer (`timeoutMs`, 10 minutes):
 /// far longer than starting a shell can take on the busiest machine, since
 /// those tests are about the answer, not its speed.
