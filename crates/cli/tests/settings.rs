@@ -315,6 +315,26 @@ fn flags(provider: Option<&str>, base_url: Option<&str>, model: Option<&str>) ->
     }
 }
 
+/// The configuration `flags` resolve to with the settings `s` and the
+/// environment `vars`.
+fn resolved(
+    flags: &ProviderFlags,
+    s: &Settings,
+    vars: &'static [(&'static str, &'static str)],
+) -> ProviderConfig {
+    resolve_config(flags, s, &env(vars)).unwrap()
+}
+
+/// Why `flags` do not resolve with the settings `s` and the environment
+/// `vars`.
+fn refused(
+    flags: &ProviderFlags,
+    s: &Settings,
+    vars: &'static [(&'static str, &'static str)],
+) -> ProviderError {
+    resolve_config(flags, s, &env(vars)).unwrap_err()
+}
+
 fn settings(value: Value) -> Settings {
     let loaded = merge_layers(vec![(PathBuf::from("s.json"), value)]);
     assert_eq!(loaded.warnings, []);
@@ -324,12 +344,11 @@ fn settings(value: Value) -> Settings {
 #[test]
 fn a_kind_with_flags_uses_official_urls_and_environment_keys() {
     let s = Settings::default();
-    let config = resolve_config(
+    let config = resolved(
         &flags(Some("anthropic"), None, Some("claude-x")),
         &s,
-        &env(&[("ANTHROPIC_API_KEY", "ak"), ("MUSEPI_API_KEY", "mk")]),
-    )
-    .unwrap();
+        &[("ANTHROPIC_API_KEY", "ak"), ("MUSEPI_API_KEY", "mk")],
+    );
     assert_eq!(config.kind, ProviderKind::Anthropic);
     assert_eq!(config.name, "anthropic");
     assert_eq!(config.base_url, "https://api.anthropic.com");
@@ -337,36 +356,29 @@ fn a_kind_with_flags_uses_official_urls_and_environment_keys() {
     assert_eq!(config.api_key, Some(ApiKey::new("ak")));
     assert!(!format!("{config:?}").contains("ak\""));
 
-    let fallback = resolve_config(
+    let fallback = resolved(
         &flags(Some("openai-responses"), None, Some("gpt")),
         &s,
-        &env(&[("MUSEPI_API_KEY", "mk")]),
-    )
-    .unwrap();
+        &[("MUSEPI_API_KEY", "mk")],
+    );
     assert_eq!(fallback.base_url, "https://api.openai.com/v1");
     assert_eq!(fallback.api_key, Some(ApiKey::new("mk")));
 
-    let error = resolve_config(
-        &flags(Some("anthropic"), None, Some("claude-x")),
-        &s,
-        &env(&[]),
-    )
-    .unwrap_err();
+    let error = refused(&flags(Some("anthropic"), None, Some("claude-x")), &s, &[]);
     assert_eq!(
         error.to_string(),
         "no API key for anthropic: set ANTHROPIC_API_KEY or MUSEPI_API_KEY"
     );
 
-    let local = resolve_config(
+    let local = resolved(
         &flags(
             Some("openai-compatible"),
             Some("http://127.0.0.1:8080/v1"),
             Some("qwen"),
         ),
         &s,
-        &env(&[]),
-    )
-    .unwrap();
+        &[],
+    );
     assert_eq!(local.api_key, None, "a local server needs no key");
 
     // A vendor's key never goes to another server; musepi's own key does.
@@ -389,19 +401,17 @@ fn a_kind_with_flags_uses_official_urls_and_environment_keys() {
         Some(ApiKey::new("own"))
     );
 
-    let error = resolve_config(
+    let error = refused(
         &flags(Some("openai-compatible"), None, None),
         &s,
-        &env(&[("OPENAI_API_KEY", "k")]),
-    )
-    .unwrap_err();
+        &[("OPENAI_API_KEY", "k")],
+    );
     assert!(matches!(error, ProviderError::MissingModel { .. }));
-    let error = resolve_config(
+    let error = refused(
         &flags(Some("anthropic"), Some("ftp://x"), Some("m")),
         &s,
-        &env(&[]),
-    )
-    .unwrap_err();
+        &[],
+    );
     assert!(
         error
             .to_string()
@@ -417,12 +427,11 @@ fn a_named_entry_sets_everything_and_flags_override_it() {
                   "maxRetries": 0, "contextWindow": 32768, "vision": true, "developerRole": "system"},
         "other": {"kind": "anthropic", "model": "claude"},
     }}));
-    let config = resolve_config(
+    let config = resolved(
         &flags(Some("local"), None, None),
         &s,
-        &env(&[("LOCAL_KEY", "lk")]),
-    )
-    .unwrap();
+        &[("LOCAL_KEY", "lk")],
+    );
     assert_eq!(config.name, "local");
     assert_eq!(config.kind, ProviderKind::OpenaiCompatible);
     assert_eq!(config.base_url, "http://10.0.0.2:8000/v1");
@@ -440,38 +449,36 @@ fn a_named_entry_sets_everything_and_flags_override_it() {
         "local (openai-compatible llama at http://10.0.0.2:8000/v1)"
     );
 
-    let overridden = resolve_config(
+    let overridden = resolved(
         &flags(
             Some("local"),
             Some("http://127.0.0.1:9/v1"),
             Some("mistral"),
         ),
         &s,
-        &env(&[("LOCAL_KEY", "lk")]),
-    )
-    .unwrap();
+        &[("LOCAL_KEY", "lk")],
+    );
     assert_eq!(
         (overridden.base_url.as_str(), overridden.model.as_deref()),
         ("http://127.0.0.1:9/v1", Some("mistral"))
     );
 
-    let error = resolve_config(
+    let error = refused(
         &flags(Some("local"), None, None),
         &s,
-        &env(&[("OPENAI_API_KEY", "k")]),
-    )
-    .unwrap_err();
+        &[("OPENAI_API_KEY", "k")],
+    );
     assert_eq!(
         error.to_string(),
         "environment variable LOCAL_KEY named by providers.local.apiKeyEnv is not set"
     );
 
-    let error = resolve_config(&flags(Some("nope"), None, None), &s, &env(&[])).unwrap_err();
+    let error = refused(&flags(Some("nope"), None, None), &s, &[]);
     assert_eq!(
         error.to_string(),
         "unknown provider `nope`: use a kind (openai-compatible, openai-responses, anthropic, remote-endpoint) or a name from the settings' providers map (settings providers: local, other)"
     );
-    let error = resolve_config(&flags(None, None, None), &s, &env(&[])).unwrap_err();
+    let error = refused(&flags(None, None, None), &s, &[]);
     assert!(matches!(error, ProviderError::NoProviderSelected { .. }));
 }
 
@@ -480,29 +487,27 @@ fn without_provider_flag_the_only_entry_or_the_base_url_decides() {
     let single = settings(
         json!({"providers": {"only": {"kind": "openai-responses", "model": "gpt", "baseUrl": "http://h/v1"}}}),
     );
-    let config = resolve_config(&flags(None, None, None), &single, &env(&[])).unwrap();
+    let config = resolved(&flags(None, None, None), &single, &[]);
     assert_eq!(
         (config.name.as_str(), config.kind),
         ("only", ProviderKind::OpenaiResponses)
     );
 
-    let config = resolve_config(
+    let config = resolved(
         &flags(None, Some("http://127.0.0.1:8080/v1"), Some("m")),
         &Settings::default(),
-        &env(&[]),
-    )
-    .unwrap();
+        &[],
+    );
     assert_eq!(config.kind, ProviderKind::OpenaiCompatible);
 
-    let error =
-        resolve_config(&flags(None, None, None), &Settings::default(), &env(&[])).unwrap_err();
+    let error = refused(&flags(None, None, None), &Settings::default(), &[]);
     assert_eq!(
         error.to_string(),
         "no provider selected: pass --provider KIND|NAME (or --base-url for an openai-compatible server)"
     );
 
     let nameless = settings(json!({"providers": {"x": {"model": "m"}}}));
-    let error = resolve_config(&flags(Some("x"), None, None), &nameless, &env(&[])).unwrap_err();
+    let error = refused(&flags(Some("x"), None, None), &nameless, &[]);
     assert_eq!(
         error.to_string(),
         "provider `x` has no kind: set providers.x.kind"
@@ -512,17 +517,15 @@ fn without_provider_flag_the_only_entry_or_the_base_url_decides() {
 #[test]
 fn the_remote_endpoint_comes_from_compaction_settings() {
     let s = settings(json!({"compaction": {"remoteEndpoint": "http://127.0.0.1:7000/summarize"}}));
-    let config =
-        resolve_config(&flags(Some("remote-endpoint"), None, None), &s, &env(&[])).unwrap();
+    let config = resolved(&flags(Some("remote-endpoint"), None, None), &s, &[]);
     assert_eq!(config.base_url, "http://127.0.0.1:7000/summarize");
     assert_eq!(config.model, None);
     assert_eq!(config.api_key, None);
-    let error = resolve_config(
+    let error = refused(
         &flags(Some("remote-endpoint"), None, None),
         &Settings::default(),
-        &env(&[]),
-    )
-    .unwrap_err();
+        &[],
+    );
     assert!(matches!(error, ProviderError::MissingBaseUrl { .. }));
 }
 
@@ -583,25 +586,23 @@ fn a_key_a_header_cannot_carry_is_refused_naming_its_variable() {
         assert!(!error.to_string().contains("sk-"), "the key is never shown");
     }
     // The vendor's and musepi's own variables are checked the same way.
-    let vendor = resolve_config(
+    let vendor = refused(
         &flags(Some("anthropic"), None, Some("claude-x")),
         &Settings::default(),
-        &env(&[("ANTHROPIC_API_KEY", "ak\n")]),
-    )
-    .unwrap_err();
+        &[("ANTHROPIC_API_KEY", "ak\n")],
+    );
     assert!(
         matches!(vendor, ProviderError::InvalidKey { ref variable, .. } if variable == "ANTHROPIC_API_KEY")
     );
-    let own = resolve_config(
+    let own = refused(
         &flags(
             Some("openai-compatible"),
             Some("http://127.0.0.1:9/v1"),
             Some("m"),
         ),
         &Settings::default(),
-        &env(&[("MUSEPI_API_KEY", "k\r")]),
-    )
-    .unwrap_err();
+        &[("MUSEPI_API_KEY", "k\r")],
+    );
     assert!(
         matches!(own, ProviderError::InvalidKey { ref variable, .. } if variable == "MUSEPI_API_KEY")
     );
@@ -618,16 +619,15 @@ fn the_deadline_comes_from_the_flag_then_the_entry_then_the_default() {
         f.deadline = flag;
         resolve_config(&f, &s, &env(&[])).unwrap()
     };
-    let default = resolve_config(
+    let default = resolved(
         &flags(
             Some("openai-compatible"),
             Some("http://127.0.0.1:9/v1"),
             Some("m"),
         ),
         &s,
-        &env(&[]),
-    )
-    .unwrap();
+        &[],
+    );
     assert_eq!(
         (default.deadline, default.timeout),
         (Duration::from_mins(2), Duration::from_mins(2))
