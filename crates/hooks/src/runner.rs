@@ -171,12 +171,20 @@ impl std::fmt::Debug for Hooks {
 }
 
 /// The answer to a before-event: it may say nothing, and it may cancel.
-trait BeforeAnswer {
+pub(crate) trait BeforeAnswer {
+    /// The answer that cancels and says nothing else.
+    fn cancelled() -> Self;
     fn is_empty(&self) -> bool;
     fn cancels(&self) -> bool;
 }
 
 impl BeforeAnswer for BeforeCompactResult {
+    fn cancelled() -> Self {
+        Self {
+            cancel: true,
+            compaction: None,
+        }
+    }
     fn is_empty(&self) -> bool {
         Self::is_empty(self)
     }
@@ -186,6 +194,12 @@ impl BeforeAnswer for BeforeCompactResult {
 }
 
 impl BeforeAnswer for BeforeTreeResult {
+    fn cancelled() -> Self {
+        Self {
+            cancel: true,
+            ..Self::default()
+        }
+    }
     fn is_empty(&self) -> bool {
         Self::is_empty(self)
     }

@@ -11,7 +11,7 @@ use crate::events::{
     BeforeCompactEvent, BeforeCompactResult, BeforeTreeEvent, BeforeTreeResult, CompactEvent,
     CompactingEvent, CompactingResult, TreeEvent,
 };
-use crate::runner::{Hook, HookError, HookFuture};
+use crate::runner::{BeforeAnswer, Hook, HookError, HookFuture};
 
 impl Hook for ProcessHook {
     fn name(&self) -> String {
@@ -31,11 +31,7 @@ impl Hook for ProcessHook {
         event: &'a BeforeCompactEvent,
         cancel: CancellationToken,
     ) -> HookFuture<'a, Option<BeforeCompactResult>> {
-        let cancelled = || BeforeCompactResult {
-            cancel: true,
-            compaction: None,
-        };
-        Box::pin(self.decide(event, event.session_file.as_deref(), cancel, cancelled))
+        Box::pin(self.decide(event, event.session_file.as_deref(), cancel))
     }
 
     fn compacting<'a>(
@@ -70,11 +66,7 @@ impl Hook for ProcessHook {
         event: &'a BeforeTreeEvent,
         cancel: CancellationToken,
     ) -> HookFuture<'a, Option<BeforeTreeResult>> {
-        let cancelled = || BeforeTreeResult {
-            cancel: true,
-            ..BeforeTreeResult::default()
-        };
-        Box::pin(self.decide(event, event.session_file.as_deref(), cancel, cancelled))
+        Box::pin(self.decide(event, event.session_file.as_deref(), cancel))
     }
 
     fn tree<'a>(&'a self, event: &'a TreeEvent, cancel: CancellationToken) -> HookFuture<'a, ()> {
@@ -83,19 +75,18 @@ impl Hook for ProcessHook {
 }
 
 impl ProcessHook {
-    /// Runs an event that can cancel: its answer, or `cancelled()` when the
-    /// process exits 2.
-    async fn decide<E: Serialize, R: DeserializeOwned>(
+    /// Runs an event that can cancel: its answer, or the answer that
+    /// cancels when the process exits 2.
+    async fn decide<E: Serialize, R: BeforeAnswer + DeserializeOwned>(
         &self,
         event: &E,
         session_file: Option<&str>,
         cancel: CancellationToken,
-        cancelled: impl FnOnce() -> R,
     ) -> Result<Option<R>, HookError> {
         Ok(
             match self.call::<_, R>(event, session_file, &cancel).await? {
                 Decoded::Answer(r) => r,
-                Decoded::Cancel(_) => Some(cancelled()),
+                Decoded::Cancel(_) => Some(R::cancelled()),
             },
         )
     }
