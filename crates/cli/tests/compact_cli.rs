@@ -262,36 +262,40 @@ async fn anthropic_responses_and_the_remote_endpoint_write_summaries_too() {
             &json!({"content": [{"type": "text", "text": t}], "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 5}}),
         )
     };
-    let (out, file, _, script, _d) = compact_with(
-        json!({"kind": "anthropic", "baseUrl": "{url}", "model": "claude-test"}),
-        history_prefix_short(anthropic_reply, "a", "b"),
-    )
-    .await;
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(script.seen().iter().all(|r| r.path == "/v1/messages"
-        && r.body["model"] == "claude-test"
-        && r.body["system"].is_string()));
-    assert_eq!(last_line(&file)["shortSummary"], "short a");
-
     let responses_reply = |t: &str| {
         Reply::json(
             200,
             &json!({"output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": t}]}], "status": "completed"}),
         )
     };
-    let (out, file, _, script, _d) = compact_with(
-        json!({"kind": "openai-responses", "baseUrl": "{url}/v1", "model": "gpt-test"}),
-        history_prefix_short(responses_reply, "r", "s"),
-    )
-    .await;
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(
-        script
-            .seen()
-            .iter()
-            .all(|r| r.path == "/v1/responses" && r.body["instructions"].is_string())
-    );
-    assert_eq!(last_line(&file)["shortSummary"], "short r");
+    // Each API carries the system prompt in its own field.
+    for (entry, reply, path, system) in [
+        (
+            json!({"kind": "anthropic", "baseUrl": "{url}", "model": "claude-test"}),
+            &anthropic_reply as &dyn Fn(&str) -> Reply,
+            "/v1/messages",
+            "system",
+        ),
+        (
+            json!({"kind": "openai-responses", "baseUrl": "{url}/v1", "model": "gpt-test"}),
+            &responses_reply,
+            "/v1/responses",
+            "instructions",
+        ),
+    ] {
+        let model = entry["model"].clone();
+        let (out, file, _, script, _d) =
+            compact_with(entry, history_prefix_short(reply, "a", "b")).await;
+        assert!(out.status.success(), "{path}: {}", stderr(&out));
+        assert!(
+            script
+                .seen()
+                .iter()
+                .all(|r| r.path == path && r.body["model"] == model && r.body[system].is_string()),
+            "{path}"
+        );
+        assert_eq!(last_line(&file)["shortSummary"], "short a", "{path}");
+    }
 
     let remote = |t: &str| Reply::json(200, &json!({"summary": t}));
     let (out, file, _, script, _d) = compact_with(
