@@ -173,17 +173,31 @@ fn after(c: &str) -> Vec<Value> {
     ]
 }
 
-/// An LLM compaction `c1` after `e6`, keeping from `e5`.
-pub(crate) fn compacted() -> String {
-    let mut lines = vec![header("view-llm")];
+/// A session `id`: the opening, the `compactions` (the last one `c1`),
+/// then the main line after `c1`.
+fn with_compactions(id: &str, compactions: impl IntoIterator<Item = Value>) -> String {
+    let mut lines = vec![header(id)];
     lines.extend(opening());
-    lines.push(compaction("c1", "l1", 20, json!({
-        "summary": "## Goal\nPort the tokenizer to Rust with the same public API.\n\n## Progress\n- [x] whitespace splitting\n- [x] punctuation tokens\n\n## Next Steps\n1. Benchmarks",
-        "firstKeptEntryId": "e5",
-        "tokensBefore": 18432
-    })));
+    lines.extend(compactions);
     lines.extend(after("c1"));
     jsonl(&lines)
+}
+
+/// An LLM compaction `c1` after `e6`, keeping from `e5`.
+pub(crate) fn compacted() -> String {
+    with_compactions(
+        "view-llm",
+        [compaction(
+            "c1",
+            "l1",
+            20,
+            json!({
+                "summary": "## Goal\nPort the tokenizer to Rust with the same public API.\n\n## Progress\n- [x] whitespace splitting\n- [x] punctuation tokens\n\n## Next Steps\n1. Benchmarks",
+                "firstKeptEntryId": "e5",
+                "tokensBefore": 18432
+            }),
+        )],
+    )
 }
 
 /// A text archive of `chars` ASCII characters: lines of history.
@@ -201,21 +215,32 @@ fn archive_text(chars: usize) -> String {
 /// An LLM compaction `c0` (superseded), then a snapcompact compaction
 /// `c1` holding a 20,000-character text archive (two pages).
 pub(crate) fn snapcompact_pages() -> String {
-    let mut lines = vec![header("view-pages")];
-    lines.extend(opening());
-    lines.push(compaction("c0", "l1", 10, json!({
-        "summary": "## Goal\nPort the tokenizer.", "firstKeptEntryId": "e5", "tokensBefore": 9000
-    })));
-    lines.push(compaction("c1", "c0", 20, json!({
-        "summary": "Resume the prior conversation: it is archived below as text pages, oldest first.\n\nReading guide: ¶user: marks the user.",
-        "shortSummary": "archived history into 2 text frames",
-        "firstKeptEntryId": "e5",
-        "tokensBefore": 24576,
-        "details": {"readFiles": ["py/tokenize.py"], "modifiedFiles": [],
-            "snapcompact": {"text": archive_text(20_000), "truncatedChars": 1500, "version": 1}}
-    })));
-    lines.extend(after("c1"));
-    jsonl(&lines)
+    with_compactions(
+        "view-pages",
+        [
+            compaction(
+                "c0",
+                "l1",
+                10,
+                json!({
+                    "summary": "## Goal\nPort the tokenizer.", "firstKeptEntryId": "e5", "tokensBefore": 9000
+                }),
+            ),
+            compaction(
+                "c1",
+                "c0",
+                20,
+                json!({
+                    "summary": "Resume the prior conversation: it is archived below as text pages, oldest first.\n\nReading guide: ¶user: marks the user.",
+                    "shortSummary": "archived history into 2 text frames",
+                    "firstKeptEntryId": "e5",
+                    "tokensBefore": 24576,
+                    "details": {"readFiles": ["py/tokenize.py"], "modifiedFiles": [],
+                        "snapcompact": {"text": archive_text(20_000), "truncatedChars": 1500, "version": 1}}
+                }),
+            ),
+        ],
+    )
 }
 
 fn frame(cols: u32, rows: u32, chars: u64, font: &str, variant: &str) -> Value {
@@ -226,22 +251,26 @@ fn frame(cols: u32, rows: u32, chars: u64, font: &str, variant: &str) -> Value {
 
 /// A snapcompact compaction `c1` holding three PNG frames of two shapes.
 pub(crate) fn snapcompact_frames() -> String {
-    let mut lines = vec![header("view-frames")];
-    lines.extend(opening());
-    lines.push(compaction("c1", "l1", 20, json!({
-        "summary": "Resume the prior conversation: earlier turns are archived below under HISTORY as images.",
-        "shortSummary": "Archived 31,234 chars of history onto 3 snapcompact frames",
-        "firstKeptEntryId": "e5",
-        "tokensBefore": 40960,
-        "details": {"readFiles": [], "modifiedFiles": ["src/lib.rs"]},
-        "preserveData": {"snapcompact": {
-            "frames": [frame(142, 98, 13_916, "8x13", "bw"), frame(142, 98, 13_802, "8x13", "bw"), frame(96, 40, 1_516, "6x13", "sent")],
-            "totalChars": 31_234, "truncatedChars": 0,
-            "textHead": "¶user:Port the tokenizer", "textTail": "¶ai:Punctuation now becomes separate tokens."
-        }}
-    })));
-    lines.extend(after("c1"));
-    jsonl(&lines)
+    with_compactions(
+        "view-frames",
+        [compaction(
+            "c1",
+            "l1",
+            20,
+            json!({
+                "summary": "Resume the prior conversation: earlier turns are archived below under HISTORY as images.",
+                "shortSummary": "Archived 31,234 chars of history onto 3 snapcompact frames",
+                "firstKeptEntryId": "e5",
+                "tokensBefore": 40960,
+                "details": {"readFiles": [], "modifiedFiles": ["src/lib.rs"]},
+                "preserveData": {"snapcompact": {
+                    "frames": [frame(142, 98, 13_916, "8x13", "bw"), frame(142, 98, 13_802, "8x13", "bw"), frame(96, 40, 1_516, "6x13", "sent")],
+                    "totalChars": 31_234, "truncatedChars": 0,
+                    "textHead": "¶user:Port the tokenizer", "textTail": "¶ai:Punctuation now becomes separate tokens."
+                }}
+            }),
+        )],
+    )
 }
 
 /// Reads a fixture.
