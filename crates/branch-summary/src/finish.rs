@@ -5,7 +5,7 @@ use musepi_context_builder::{
     SummaryResponse, Template, format_files_block, template, upsert_file_operations,
 };
 use musepi_session_model::{
-    AgentMessage, EntryBody, EntryId, Journal, Session, SessionError, Stamp, Usage,
+    AgentMessage, EntryBody, EntryId, Journal, Session, Stamp, TreeEdit, Usage,
 };
 use serde_json::Value;
 
@@ -117,66 +117,8 @@ pub fn destination(session: &Session, target: Option<&str>) -> Result<Destinatio
     })
 }
 
-/// The tree operations navigation needs, on a session or a journal.
-trait Navigate {
-    fn set_leaf(&mut self, id: &str) -> Result<(), SessionError>;
-    fn reset_leaf(&mut self);
-    fn summarize(
-        &mut self,
-        from: Option<&str>,
-        s: &Summary,
-        stamp: &mut Stamp<'_>,
-    ) -> Result<EntryId, SessionError>;
-    fn label(
-        &mut self,
-        target: &str,
-        label: &str,
-        stamp: &mut Stamp<'_>,
-    ) -> Result<EntryId, SessionError>;
-}
-
-/// `Navigate` over the inherent methods `Session` and `Journal` share
-/// (a journal writes each change to its file as well).
-macro_rules! navigate_by_inherent_methods {
-    ($($t:ty),*) => {$(
-        impl Navigate for $t {
-            fn set_leaf(&mut self, id: &str) -> Result<(), SessionError> {
-                <$t>::set_leaf(self, id)
-            }
-            fn reset_leaf(&mut self) {
-                <$t>::reset_leaf(self);
-            }
-            fn summarize(
-                &mut self,
-                from: Option<&str>,
-                s: &Summary,
-                stamp: &mut Stamp<'_>,
-            ) -> Result<EntryId, SessionError> {
-                self.branch_with_summary(
-                    from,
-                    &s.summary,
-                    s.details.clone(),
-                    s.from_extension,
-                    s.usage.clone(),
-                    stamp,
-                )
-            }
-            fn label(
-                &mut self,
-                target: &str,
-                label: &str,
-                stamp: &mut Stamp<'_>,
-            ) -> Result<EntryId, SessionError> {
-                self.append_label(target, Some(label), stamp)
-            }
-        }
-    )*};
-}
-
-navigate_by_inherent_methods!(Session, Journal);
-
 fn apply(
-    tree: &mut impl Navigate,
+    tree: &mut impl TreeEdit,
     destination: &Destination,
     summary: Option<&Summary>,
     label: Option<&str>,
@@ -185,18 +127,22 @@ fn apply(
     let new_leaf = destination.new_leaf.as_ref().map(EntryId::as_str);
     let label = label.filter(|l| !l.is_empty());
     if let Some(s) = summary.filter(|s| !s.summary.is_empty()) {
-        let id = tree.summarize(new_leaf, s, stamp)?;
+        let id = tree.branch_with_summary(
+            new_leaf,
+            &s.summary,
+            s.details.clone(),
+            s.from_extension,
+            s.usage.clone(),
+            stamp,
+        )?;
         if let Some(l) = label {
-            tree.label(id.as_str(), l, stamp)?;
+            tree.append_label(id.as_str(), Some(l), stamp)?;
         }
         return Ok(Some(id));
     }
-    match new_leaf {
-        Some(leaf) => tree.set_leaf(leaf)?,
-        None => tree.reset_leaf(),
-    }
+    tree.move_leaf(new_leaf)?;
     if let (Some(l), Some(target)) = (label, &destination.target) {
-        tree.label(target.as_str(), l, stamp)?;
+        tree.append_label(target.as_str(), Some(l), stamp)?;
     }
     Ok(None)
 }

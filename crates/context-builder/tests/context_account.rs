@@ -17,7 +17,7 @@ use musepi_context_builder::{
     measured_tokens,
 };
 use musepi_session_model::{
-    ContentBlock, Entry, EntryBody, Header, Journal, SequentialIds, Stamp, load_bytes,
+    ContentBlock, Entry, EntryBody, Header, Journal, SequentialIds, Stamp, TreeEdit, load_bytes,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};

@@ -31,6 +31,7 @@
 //! ```
 
 mod content;
+mod edit;
 mod entry;
 mod error;
 mod fsutil;
@@ -50,6 +51,7 @@ mod validate;
 mod wire;
 
 pub use content::{Content, ContentBlock, ToolCall};
+pub use edit::TreeEdit;
 pub use entry::{
     BranchSummary, Compaction, CustomMessageEntry, Entry, EntryBody, Header, MadeBy, ModelChange,
     SummaryEntry,

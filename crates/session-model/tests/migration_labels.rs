@@ -4,7 +4,7 @@
 mod common;
 
 use common::{Clock, asst, body, conversation, header, load_text, user};
-use musepi_session_model::{EntryBody, EntryId, Header, Journal, SequentialIds, Session};
+use musepi_session_model::{EntryBody, EntryId, Header, Journal, SequentialIds, Session, TreeEdit};
 use serde_json::json;
 
 /// These lines, each ended by a newline.

@@ -5,7 +5,9 @@
 mod common;
 
 use common::{Clock, asst, body, header, user};
-use musepi_session_model::{Journal, ProblemKind, SequentialIds, SessionError, load_bytes};
+use musepi_session_model::{
+    Journal, ProblemKind, SequentialIds, SessionError, TreeEdit, load_bytes,
+};
 use proptest::prelude::*;
 use serde_json::json;
 

@@ -15,7 +15,8 @@ use std::time::{Duration, SystemTime};
 
 use common::{Clock, header_line, user, write};
 use musepi_session_model::{
-    Entry, EntryBody, Journal, LiveSign, SequentialIds, SessionError, WriteWarning, load_file,
+    Entry, EntryBody, Journal, LiveSign, SequentialIds, SessionError, TreeEdit, WriteWarning,
+    load_file,
 };
 
 fn msg(id: &str, parent: Option<&str>, text: &str) -> String {
@@ -372,4 +373,23 @@ fn a_rewrite_says_when_another_process_keeps_the_replaced_file_open() {
             .unwrap()
             .contains("held open elsewhere")
     );
+}
+
+/// A branch summary the journal cannot write (another process appended
+/// since it read the file) leaves the leaf where it was and adds nothing.
+#[test]
+fn a_refused_branch_summary_leaves_the_leaf_where_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, mut j) = opened(dir.path(), 3);
+    let leaf = j.session().leaf_id().cloned();
+    append_raw(&path, &(msg("x1", Some("m3"), "agent") + "\n"));
+    let before = fs::read(&path).unwrap();
+    let mut c = Clock::default();
+    let err = j
+        .branch_with_summary(Some("m1"), "left", None, false, None, &mut c.stamp())
+        .unwrap_err();
+    assert!(err.is_busy(), "{err}");
+    assert_eq!(j.session().leaf_id().cloned(), leaf);
+    assert_eq!(j.session().len(), 3);
+    assert_eq!(fs::read(&path).unwrap(), before);
 }

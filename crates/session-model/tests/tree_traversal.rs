@@ -4,7 +4,9 @@
 mod common;
 
 use common::{Clock, asst, body, conversation, header, ids, text_of, usage_json, user};
-use musepi_session_model::{EntryBody, Header, Journal, SequentialIds, Session, Tree, load_file};
+use musepi_session_model::{
+    EntryBody, Header, Journal, SequentialIds, Session, Tree, TreeEdit, load_file,
+};
 use serde_json::json;
 
 fn children_ids(s: &Session, tree: &Tree, id: &str) -> Vec<String> {

@@ -29,13 +29,11 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
+use crate::edit::TreeEdit;
 use crate::entry::{Entry, EntryBody, Header};
 use crate::error::SessionError;
 use crate::id::{EntryId, IdSource};
 use crate::load::{FileTail, load_file};
-use crate::message::Usage;
 use crate::session::{LineSource, Session, Stamp};
 
 pub use disk::{Replace, write_file};
@@ -245,43 +243,6 @@ impl Journal {
         }
     }
 
-    /// Appends a label entry durably.
-    pub fn append_label(
-        &mut self,
-        target: &str,
-        label: Option<&str>,
-        stamp: &mut Stamp<'_>,
-    ) -> Result<EntryId, SessionError> {
-        let body = self.session.label_body(target, label)?;
-        self.append(body, stamp)
-    }
-
-    /// `branchWithSummary`, durably.
-    pub fn branch_with_summary(
-        &mut self,
-        from: Option<&str>,
-        summary: &str,
-        details: Option<Value>,
-        from_extension: bool,
-        usage: Option<Usage>,
-        stamp: &mut Stamp<'_>,
-    ) -> Result<EntryId, SessionError> {
-        self.check_writable()?;
-        let before = self.session.clone_state();
-        let result = self
-            .session
-            .branch_with_summary(from, summary, details, from_extension, usage, stamp)
-            .and_then(|id| {
-                crate::validate::check_new(&self.session, self.session.len() - 1)?;
-                self.persist_new()?;
-                Ok(id)
-            });
-        if result.is_err() {
-            self.session.restore_state(before);
-        }
-        result
-    }
-
     /// Replaces entries in memory only, so what follows (a compaction) sees
     /// them; the next write (an append, or [`Journal::rewrite`]) writes them
     /// together with it in one atomic rewrite, and
@@ -405,6 +366,37 @@ impl Journal {
             });
         }
         Ok(())
+    }
+}
+
+impl TreeEdit for Journal {
+    fn session(&self) -> &Session {
+        &self.session
+    }
+
+    fn move_leaf(&mut self, to: Option<&str>) -> Result<(), SessionError> {
+        self.session.move_leaf(to)
+    }
+
+    fn append_entry(
+        &mut self,
+        body: EntryBody,
+        stamp: &mut Stamp<'_>,
+    ) -> Result<EntryId, SessionError> {
+        self.append(body, stamp)
+    }
+
+    fn whole_or_nothing<T>(
+        &mut self,
+        edit: impl FnOnce(&mut Self) -> Result<T, SessionError>,
+    ) -> Result<T, SessionError> {
+        self.check_writable()?;
+        let before = self.session.clone_state();
+        let result = edit(self);
+        if result.is_err() {
+            self.session.restore_state(before);
+        }
+        result
     }
 }
 

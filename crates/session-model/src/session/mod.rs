@@ -4,15 +4,13 @@
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
-use serde_json::Value;
 
-use crate::entry::{BranchSummary, Entry, EntryBody, Header, MadeBy};
+use crate::entry::{Entry, EntryBody, Header};
 use crate::error::SessionError;
 use crate::id::{EntryId, IdSource, fresh_id};
-use crate::message::{AgentMessage, Usage};
+use crate::message::AgentMessage;
 use crate::pathinfo::{PathSummary, summarize_all};
 use crate::problem::Problem;
-use crate::text::Text;
 use crate::time::{EpochMillis, format_iso};
 
 mod calls;
@@ -328,17 +326,6 @@ impl Session {
         self.append_with_parent(parent, body, stamp)
     }
 
-    /// Appends a label entry; an empty or absent label clears the target's label.
-    pub fn append_label(
-        &mut self,
-        target: &str,
-        label: Option<&str>,
-        stamp: &mut Stamp<'_>,
-    ) -> Result<EntryId, SessionError> {
-        let body = self.label_body(target, label)?;
-        Ok(self.append(body, stamp))
-    }
-
     /// The label entry that sets `target`'s label, or clears it when the
     /// label is empty or absent; the target must exist.
     pub(crate) fn label_body(
@@ -363,31 +350,6 @@ impl Session {
             },
             stamp,
         )
-    }
-
-    /// Moves the leaf to `from` (or clears it for `None`, meaning "root") and
-    /// appends a `branch_summary` under it (docs/design.md, "The session file and its tree", `branchWithSummary`).
-    pub fn branch_with_summary(
-        &mut self,
-        from: Option<&str>,
-        summary: &str,
-        details: Option<Value>,
-        from_extension: bool,
-        usage: Option<Usage>,
-        stamp: &mut Stamp<'_>,
-    ) -> Result<EntryId, SessionError> {
-        match from {
-            Some(id) => self.set_leaf(id)?,
-            None => self.reset_leaf(),
-        }
-        let body = EntryBody::BranchSummary(BranchSummary {
-            from_id: from.unwrap_or("root").to_owned(),
-            summary: Text::new(summary),
-            details,
-            made_by: MadeBy::extension(from_extension),
-            usage,
-        });
-        Ok(self.append(body, stamp))
     }
 
     /// A new session holding only the path from the root to `leaf`, with the
