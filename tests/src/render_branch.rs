@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use musepi_branch_summary::{
     BranchPreparation, Collected, FALLBACK_CONTEXT_WINDOW, PrepareOptions, RequestOptions, Summary,
-    ToolResults, apply_to_session, collect_entries, destination, finish, prepare_branch,
+    ToolResults, apply_navigation, collect_entries, destination, finish, prepare_branch,
     summary_request, token_budget,
 };
 use musepi_context_builder::SummaryResponse;
@@ -332,7 +332,7 @@ pub fn render_navigation(session: &Session, nav: &Navigation<'_>) -> String {
         ids: &mut ids,
         now: NOW_MS,
     };
-    let entry = apply_to_session(&mut after, &dest, summary.as_ref(), None, &mut stamp)
+    let entry = apply_navigation(&mut after, &dest, summary.as_ref(), None, &mut stamp)
         .unwrap_or_else(|e| panic!("apply: {e}"));
     if let Some(id) = &entry {
         let e = after

@@ -4,9 +4,7 @@
 use musepi_context_builder::{
     SummaryResponse, Template, format_files_block, template, upsert_file_operations,
 };
-use musepi_session_model::{
-    AgentMessage, EntryBody, EntryId, Journal, Session, Stamp, TreeEdit, Usage,
-};
+use musepi_session_model::{AgentMessage, EntryBody, EntryId, Session, Stamp, TreeEdit, Usage};
 use serde_json::Value;
 
 use crate::error::BranchError;
@@ -117,7 +115,13 @@ pub fn destination(session: &Session, target: Option<&str>) -> Result<Destinatio
     })
 }
 
-fn apply(
+/// Completes a navigation (docs/design.md, "Branch summaries"), on a
+/// journal durably or on an in-memory session: with a summary, a
+/// `branch_summary` entry under the new leaf (docs/design.md, "Where musepi
+/// differs from pi"), labelled with `label`; without one, the leaf moves to
+/// the new leaf (or is reset) and `label` goes on the target. Returns the
+/// summary entry's id. A summary with empty text counts as none.
+pub fn apply_navigation(
     tree: &mut impl TreeEdit,
     destination: &Destination,
     summary: Option<&Summary>,
@@ -147,37 +151,11 @@ fn apply(
     Ok(None)
 }
 
-/// Completes a navigation on a journal, durably (docs/design.md, "Branch summaries"): with a
-/// summary, a `branch_summary` entry under the new leaf (docs/design.md,
-/// "Where musepi differs from pi"), labelled with `label`; without one, the leaf moves to the new leaf
-/// (or is reset) and `label` goes on the target. Returns the summary
-/// entry's id. A summary with empty text counts as none.
-pub fn apply_to_journal(
-    journal: &mut Journal,
-    destination: &Destination,
-    summary: Option<&Summary>,
-    label: Option<&str>,
-    stamp: &mut Stamp<'_>,
-) -> Result<Option<EntryId>, BranchError> {
-    apply(journal, destination, summary, label, stamp)
-}
-
-/// [`apply_to_journal`] on an in-memory session.
-pub fn apply_to_session(
-    session: &mut Session,
-    destination: &Destination,
-    summary: Option<&Summary>,
-    label: Option<&str>,
-    stamp: &mut Stamp<'_>,
-) -> Result<Option<EntryId>, BranchError> {
-    apply(session, destination, summary, label, stamp)
-}
-
 #[cfg(test)]
 mod tests {
     use musepi_context_builder::build_context;
     use musepi_session_model::{
-        AssistantMessage, Content, Header, MadeBy, SequentialIds, UserMessage, load_file,
+        AssistantMessage, Content, Header, Journal, MadeBy, SequentialIds, UserMessage, load_file,
     };
     use serde_json::json;
 
@@ -195,7 +173,7 @@ mod tests {
             ids: &mut ids,
             now: 0,
         };
-        apply_to_session(session, dest, summary, label, &mut stamp)
+        apply_navigation(session, dest, summary, label, &mut stamp)
     }
     use crate::collect::{collect_entries, collect_entries_by_id};
     use crate::prepare::{PrepareOptions, prepare_branch};
@@ -556,7 +534,7 @@ mod tests {
             prepare_branch(session, &collected.entries, 0, &PrepareOptions::default()).unwrap();
         let summary = finish(&prep, &answer("A detour."));
         let dest = destination(session, Some(a1.as_str())).unwrap();
-        let id = apply_to_journal(&mut journal, &dest, Some(&summary), None, &mut stamp)
+        let id = apply_navigation(&mut journal, &dest, Some(&summary), None, &mut stamp)
             .unwrap()
             .unwrap();
         let (reread, _) = load_file(&path, &mut SequentialIds::new()).unwrap();

@@ -14,7 +14,7 @@
 //!    or none when nothing fits.
 //! 4. [`finish`]: the model's answer becomes the stored [`Summary`]: the
 //!    preamble, the text and the `<files>` block.
-//! 5. [`destination`] and [`apply_to_journal`]: where the leaf lands, and
+//! 5. [`destination`] and [`apply_navigation`]: where the leaf lands, and
 //!    the `branch_summary` entry under it.
 //!
 //! It builds on `musepi-session-model` (the tree) and
@@ -60,8 +60,7 @@ mod test_support;
 pub use collect::{Collected, collect_entries, collect_entries_by_id};
 pub use error::BranchError;
 pub use finish::{
-    Destination, NO_CONTENT, NO_SUMMARY, PREAMBLE, Summary, apply_to_journal, apply_to_session,
-    destination, finish,
+    Destination, NO_CONTENT, NO_SUMMARY, PREAMBLE, Summary, apply_navigation, destination, finish,
 };
 pub use prepare::{
     BranchItem, BranchPreparation, DEFAULT_RESERVE_TOKENS, FALLBACK_CONTEXT_WINDOW, PrepareOptions,

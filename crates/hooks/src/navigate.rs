@@ -5,7 +5,7 @@
 //! its file) as it was: the leaf does not move.
 
 use musepi_branch_summary::{
-    Destination, PrepareOptions, RequestOptions, Summary, ToolResults, apply_to_journal,
+    Destination, PrepareOptions, RequestOptions, Summary, ToolResults, apply_navigation,
     collect_entries, destination, finish, prepare_branch, summary_request, token_budget,
 };
 use musepi_context_builder::{ConvertOptions, convert_to_llm};
@@ -271,7 +271,7 @@ pub async fn navigate(
         ids,
         now: options.now,
     };
-    let summary_entry = apply_to_journal(
+    let summary_entry = apply_navigation(
         journal,
         &dest,
         summary.as_ref(),
