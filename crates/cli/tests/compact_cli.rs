@@ -319,6 +319,21 @@ async fn anthropic_responses_and_the_remote_endpoint_write_summaries_too() {
     );
 }
 
+/// `musepi compact FILE -o OUT --deterministic-ids` with `extra` (the
+/// default strategy, snapcompact), which must succeed.
+async fn compact_copy(file: &Path, out: &Path, extra: &[&str]) {
+    let mut args = vec![
+        "compact",
+        file.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--deterministic-ids",
+    ];
+    args.extend(extra);
+    let o = musepi(&args).await;
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
 #[tokio::test]
 async fn snapcompact_needs_no_server_and_is_deterministic() {
     let dir = tempfile::tempdir().unwrap();
@@ -326,17 +341,7 @@ async fn snapcompact_needs_no_server_and_is_deterministic() {
     let a = dir.path().join("a.jsonl");
     let b = dir.path().join("b.jsonl");
     for out in [&a, &b] {
-        let o = musepi(&[
-            "compact",
-            file.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "--now",
-            "2026-02-01T00:00:00.000Z",
-            "--deterministic-ids",
-        ])
-        .await;
-        assert!(o.status.success(), "{}", stderr(&o));
+        compact_copy(&file, out, &["--now", "2026-02-01T00:00:00.000Z"]).await;
     }
     assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
     let entry = last_line(&a);
@@ -444,19 +449,12 @@ async fn the_reserve_flag_sizes_the_snapcompact_archive() {
     let mut sizes = Vec::new();
     for reserve in ["4096", "65536"] {
         let out = dir.path().join(format!("r{reserve}.jsonl"));
-        let o = musepi(&[
-            "compact",
-            file.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "--reserve",
-            reserve,
-            "--keep-recent",
-            "2000",
-            "--deterministic-ids",
-        ])
+        compact_copy(
+            &file,
+            &out,
+            &["--reserve", reserve, "--keep-recent", "2000"],
+        )
         .await;
-        assert!(o.status.success(), "{}", stderr(&o));
         let text = last_line(&out)["details"]["snapcompact"]["text"]
             .as_str()
             .unwrap()
