@@ -252,14 +252,10 @@ mod tests {
             kind: names::BEFORE_TREE,
             session_file: None,
             preparation: musepi_hooks::events::TreePreparation {
-                target_id: None,
+                request: musepi_hooks::TreeRequest::to(None),
                 old_leaf_id: None,
                 common_ancestor_id: None,
                 entries_to_summarize: Vec::new(),
-                user_wants_summary: false,
-                custom_instructions: None,
-                replace_instructions: false,
-                label: None,
             },
         };
         let rt = tokio::runtime::Builder::new_current_thread()

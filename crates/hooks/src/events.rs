@@ -4,7 +4,8 @@
 //! every result deserializes from the JSON it prints (docs/hooks.md).
 
 use musepi_session_model::AgentMessage;
-use serde::{Deserialize, Serialize};
+use serde::ser::SerializeStruct;
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
 /// Names of the events, as hook settings and payloads spell them.
@@ -168,26 +169,93 @@ pub struct CompactEvent {
     pub will_retry: bool,
 }
 
-/// The navigation a pipeline is about to make.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TreePreparation {
-    /// Where the user goes (`null`: before the first entry).
+/// A tree navigation as the user asked for it: where to go, whether to
+/// summarize the branch being left, and how.
+///
+/// Start from [`TreeRequest::to`] and set what differs (the `with_`
+/// methods, or the fields): fields are added as navigation grows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TreeRequest {
+    /// The entry to go to; `None` goes before the first entry (root).
     pub target_id: Option<String>,
+    /// Whether the user wants the abandoned branch summarized.
+    pub summarize: bool,
+    /// The user's instructions for the summary.
+    pub custom_instructions: Option<String>,
+    /// Whether they replace the default prompt (otherwise they add a focus).
+    pub replace_instructions: bool,
+    /// A label for the new position.
+    pub label: Option<String>,
+}
+
+impl TreeRequest {
+    /// A navigation to `target_id` (`None`: the root), without a summary,
+    /// instructions or label.
+    #[must_use]
+    pub fn to(target_id: Option<String>) -> Self {
+        Self {
+            target_id,
+            ..Self::default()
+        }
+    }
+
+    /// The same navigation, summarizing the abandoned branch or not.
+    #[must_use]
+    pub fn with_summary(mut self, summarize: bool) -> Self {
+        self.summarize = summarize;
+        self
+    }
+
+    /// The same navigation with these instructions for the summary, which
+    /// `replace` the default prompt or add a focus to it.
+    #[must_use]
+    pub fn with_instructions(mut self, instructions: Option<String>, replace: bool) -> Self {
+        self.custom_instructions = instructions;
+        self.replace_instructions = replace;
+        self
+    }
+
+    /// The same navigation, labelling the new position.
+    #[must_use]
+    pub fn with_label(mut self, label: Option<String>) -> Self {
+        self.label = label;
+        self
+    }
+}
+
+/// The navigation a pipeline is about to make: the request and what it
+/// leaves behind.
+///
+/// Its JSON is flat, in the order hooks have always read it: `targetId`,
+/// `oldLeafId`, `commonAncestorId`, `entriesToSummarize`,
+/// `userWantsSummary`, `customInstructions`, `replaceInstructions`, `label`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TreePreparation {
+    /// What the user asked for (before any hook changed it).
+    pub request: TreeRequest,
     /// Where the user was.
     pub old_leaf_id: Option<String>,
     /// The deepest entry both paths share.
     pub common_ancestor_id: Option<String>,
     /// The abandoned entries, oldest first.
     pub entries_to_summarize: Vec<String>,
-    /// Whether the user asked for a summary.
-    pub user_wants_summary: bool,
-    /// The user's instructions for the summary.
-    pub custom_instructions: Option<String>,
-    /// Whether those replace the default prompt.
-    pub replace_instructions: bool,
-    /// A label for the new position.
-    pub label: Option<String>,
+}
+
+impl Serialize for TreePreparation {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let request = &self.request;
+        let mut out = serializer.serialize_struct("TreePreparation", 8)?;
+        out.serialize_field("targetId", &request.target_id)?;
+        out.serialize_field("oldLeafId", &self.old_leaf_id)?;
+        out.serialize_field("commonAncestorId", &self.common_ancestor_id)?;
+        out.serialize_field("entriesToSummarize", &self.entries_to_summarize)?;
+        out.serialize_field("userWantsSummary", &request.summarize)?;
+        out.serialize_field("customInstructions", &request.custom_instructions)?;
+        out.serialize_field("replaceInstructions", &request.replace_instructions)?;
+        out.serialize_field("label", &request.label)?;
+        out.end()
+    }
 }
 
 /// `session_before_tree`.

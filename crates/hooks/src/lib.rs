@@ -20,7 +20,7 @@
 //! the remote-compaction messages).
 //!
 //! Entry points: [`compact()`] with [`CompactOptions`], [`navigate()`] with
-//! [`NavigateOptions`], [`Hooks`], [`ProcessHook`], [`Summarizer`]
+//! [`NavigateOptions`] (holding a [`TreeRequest`]), [`Hooks`], [`ProcessHook`], [`Summarizer`]
 //! (or [`FromFn::summarizer`] to make one from an async closure),
 //! [`branch_digest`].
 
@@ -39,7 +39,7 @@ pub use compact::{
     RemoteFuture, SnapcompactStrategy, Strategy, compact,
 };
 pub use digest::branch_digest;
-pub use events::names;
+pub use events::{TreeRequest, names};
 pub use from_fn::{AnswerFn, FromFn, StateFn};
 pub use navigate::{BranchStrategy, NavigateError, NavigateOptions, NavigateOutcome, navigate};
 pub use process::{HookConfigError, Invocation, ProcessHook, Reply, StderrMode, StderrSink};

@@ -13,7 +13,7 @@ use musepi_session_model::{EntryId, IdSource, Journal, SessionError, Stamp};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::events::{BeforeTreeEvent, TreeEvent, TreePreparation, names};
+use crate::events::{BeforeTreeEvent, TreeEvent, TreePreparation, TreeRequest, names};
 use crate::runner::{HookWarning, Hooks};
 use crate::summarizer::{SummarizeError, Summarizer, truncation_warning};
 
@@ -32,18 +32,10 @@ pub enum BranchStrategy {
 /// added as the pipeline grows.
 #[non_exhaustive]
 pub struct NavigateOptions<'a> {
-    /// The entry to go to; `None` goes before the first entry (`root`).
-    pub target: Option<String>,
+    /// Where to go and what the user asked for on the way.
+    pub request: TreeRequest,
     /// Where navigation starts (default: the leaf).
     pub from: Option<String>,
-    /// Whether the user wants the abandoned branch summarized.
-    pub summarize: bool,
-    /// The user's instructions for the summary.
-    pub custom_instructions: Option<String>,
-    /// Whether they replace the default prompt (docs/design.md, "Branch summaries").
-    pub replace_instructions: bool,
-    /// A label for the new position.
-    pub label: Option<String>,
     /// How the summary is written.
     pub strategy: BranchStrategy,
     /// The summarizing model.
@@ -63,19 +55,14 @@ pub struct NavigateOptions<'a> {
 }
 
 impl<'a> NavigateOptions<'a> {
-    /// A navigation to `target` (`None`: before the first entry) from the
-    /// leaf at `now`, without a summary, label or model: the branch
-    /// strategy is the snapcompact digest, the reserve
+    /// The navigation `request` asks for, from the leaf at `now`, without a
+    /// model: the branch strategy is the snapcompact digest, the reserve
     /// `branchSummary.reserveTokens`' default, tool results as the design
     /// era keeps them, the summarizer system prompt of compaction.
-    pub fn new(target: Option<String>, hooks: &'a Hooks, now: i64) -> Self {
+    pub fn new(request: TreeRequest, hooks: &'a Hooks, now: i64) -> Self {
         Self {
-            target,
+            request,
             from: None,
-            summarize: false,
-            custom_instructions: None,
-            replace_instructions: false,
-            label: None,
             strategy: BranchStrategy::Snapcompact,
             summarizer: None,
             context_window: None,
@@ -143,13 +130,14 @@ pub enum NavigateError {
     Session(#[from] SessionError),
 }
 
-/// Navigates `journal` to `options.target` (docs/design.md, "Branch summaries").
+/// Navigates `journal` to `options.request.target_id` (docs/design.md, "Branch summaries").
 pub async fn navigate(
     journal: &mut Journal,
     options: &NavigateOptions<'_>,
     ids: &mut dyn IdSource,
     cancel: &CancellationToken,
 ) -> Result<NavigateOutcome, NavigateError> {
+    let request = &options.request;
     let session = journal.session();
     let old_leaf = match &options.from {
         Some(id) => Some(
@@ -160,8 +148,8 @@ pub async fn navigate(
         None => session.leaf_index(),
     };
     let old_leaf_id = old_leaf.map(|i| session.entries()[i].id.clone());
-    if options.target.as_deref() == old_leaf_id.as_ref().map(EntryId::as_str)
-        && options.target.is_some()
+    if request.target_id.as_deref() == old_leaf_id.as_ref().map(EntryId::as_str)
+        && request.target_id.is_some()
     {
         return Ok(NavigateOutcome {
             old_leaf: old_leaf_id.clone(),
@@ -170,7 +158,7 @@ pub async fn navigate(
             ..Default::default()
         });
     }
-    let target = match &options.target {
+    let target = match &request.target_id {
         Some(id) => Some(
             session
                 .index_of(id)
@@ -181,25 +169,21 @@ pub async fn navigate(
     let collected = collect_entries(session, old_leaf, target)?;
     let abandoned: Vec<EntryId> = collected.ids(session).into_iter().cloned().collect();
     let mut warnings = Vec::new();
-    let mut custom = options.custom_instructions.clone();
-    let mut replace = options.replace_instructions;
-    let mut label = options.label.clone();
+    let mut custom = request.custom_instructions.clone();
+    let mut replace = request.replace_instructions;
+    let mut label = request.label.clone();
     let mut hook_summary = None;
     if options.hooks.has(names::BEFORE_TREE) {
         let event = BeforeTreeEvent {
             kind: names::BEFORE_TREE,
             session_file: session.origin().map(|p| p.display().to_string()),
             preparation: TreePreparation {
-                target_id: options.target.clone(),
+                request: request.clone(),
                 old_leaf_id: old_leaf_id.as_ref().map(ToString::to_string),
                 common_ancestor_id: collected
                     .common_ancestor
                     .map(|i| session.entries()[i].id.to_string()),
                 entries_to_summarize: abandoned.iter().map(ToString::to_string).collect(),
-                user_wants_summary: options.summarize,
-                custom_instructions: custom.clone(),
-                replace_instructions: replace,
-                label: label.clone(),
             },
         };
         let d = options.hooks.before_tree(&event, cancel).await;
@@ -216,7 +200,7 @@ pub async fn navigate(
             hook_summary = r.summary;
         }
     }
-    let summary = if !options.summarize {
+    let summary = if !request.summarize {
         None
     } else if let Some(s) = hook_summary {
         Some(Summary {
@@ -266,7 +250,7 @@ pub async fn navigate(
     if cancel.is_cancelled() {
         return Err(NavigateError::Aborted);
     }
-    let dest = destination(session, options.target.as_deref())?;
+    let dest = destination(session, request.target_id.as_deref())?;
     let mut stamp = Stamp {
         ids,
         now: options.now,

@@ -11,7 +11,7 @@ use musepi_context_builder::{SummaryResponse, build_context};
 use musepi_hooks::events::{BeforeTreeEvent, BeforeTreeResult, SuppliedSummary, TreeEvent};
 use musepi_hooks::{
     BranchStrategy, FromFn, Hook, HookFuture, Hooks, NavigateError, NavigateOptions,
-    SummarizeError, Summarizer, navigate,
+    SummarizeError, Summarizer, TreeRequest, navigate,
 };
 use musepi_session_model::{
     AgentMessage, ContentBlock, EntryBody, Journal, SequentialIds, StopReason,
@@ -65,9 +65,10 @@ fn options<'a>(
     summarizer: Option<&'a dyn Summarizer>,
     hooks: &'a Hooks,
 ) -> NavigateOptions<'a> {
-    let mut options = NavigateOptions::new(Some(target.into()), hooks, NOW);
-    options.summarize = summarize;
-    options.replace_instructions = true;
+    let request = TreeRequest::to(Some(target.into()))
+        .with_summary(summarize)
+        .with_instructions(None, true);
+    let mut options = NavigateOptions::new(request, hooks, NOW);
     options.strategy = BranchStrategy::Llm;
     options.summarizer = summarizer;
     options.system_prompt = "You summarize.";
@@ -174,7 +175,7 @@ impl Hook for Supplier {
         e: &'a BeforeTreeEvent,
         _: CancellationToken,
     ) -> HookFuture<'a, Option<BeforeTreeResult>> {
-        let wants = e.preparation.user_wants_summary;
+        let wants = e.preparation.request.summarize;
         Box::pin(async move {
             Ok(wants.then(|| BeforeTreeResult {
                 summary: Some(SuppliedSummary {

@@ -13,7 +13,7 @@ use std::time::Duration;
 use musepi_hooks::events::names;
 use musepi_hooks::{
     BranchStrategy, CompactError, CompactOptions, CompactOutcome, Hooks, NavigateOptions,
-    ProcessHook,
+    ProcessHook, TreeRequest,
 };
 use musepi_session_model::{AgentMessage, ContentBlock, Journal, SequentialIds, StopReason};
 use serde_json::Value;
@@ -271,8 +271,8 @@ async fn tree_hooks_supply_the_summary_and_the_after_event_sees_the_saved_entry(
         r#"{"summary": {"summary": "left the f2 work"}, "label": "checkpoint"}"#,
         names::TREE,
     );
-    let mut options = NavigateOptions::new(Some(ids[3].clone()), &hooks, NOW);
-    options.summarize = true;
+    let request = TreeRequest::to(Some(ids[3].clone())).with_summary(true);
+    let mut options = NavigateOptions::new(request, &hooks, NOW);
     options.strategy = BranchStrategy::Llm;
     options.system_prompt = "You summarize.";
     let out = navigate_file(&path, &options).await.unwrap();

@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use musepi_hooks::events::{
-    BeforeTreeEvent, BeforeTreeResult, CompactingEvent, TreeEvent, TreePreparation, names,
+    BeforeTreeEvent, BeforeTreeResult, CompactingEvent, TreeEvent, TreePreparation, TreeRequest,
+    names,
 };
 use musepi_hooks::{Hook, HookError, Hooks, ProcessHook, Reply, StderrMode};
 use tokio_util::sync::CancellationToken;
@@ -69,14 +70,10 @@ fn before_tree() -> BeforeTreeEvent {
         kind: names::BEFORE_TREE,
         session_file: Some("/tmp/s.jsonl".into()),
         preparation: TreePreparation {
-            target_id: Some("a1".into()),
+            request: TreeRequest::to(Some("a1".into())).with_summary(true),
             old_leaf_id: Some("d4".into()),
             common_ancestor_id: Some("a1".into()),
             entries_to_summarize: vec!["b2".into(), "c3".into(), "d4".into()],
-            user_wants_summary: true,
-            custom_instructions: None,
-            replace_instructions: false,
-            label: None,
         },
     }
 }
@@ -136,6 +133,25 @@ async fn the_payload_arrives_on_stdin_and_the_answer_is_read_from_stdout() {
     assert_eq!(
         payload["preparation"]["entriesToSummarize"],
         serde_json::json!(["b2", "c3", "d4"])
+    );
+}
+
+#[test]
+fn the_tree_preparation_is_one_flat_object_in_the_order_hooks_read() {
+    let mut event = before_tree();
+    event.preparation.request = event
+        .preparation
+        .request
+        .with_instructions(Some("keep the plan".into()), true)
+        .with_label(Some("here".into()));
+    assert_eq!(
+        serde_json::to_string(&event).unwrap(),
+        concat!(
+            r#"{"type":"session_before_tree","sessionFile":"/tmp/s.jsonl","preparation":{"#,
+            r#""targetId":"a1","oldLeafId":"d4","commonAncestorId":"a1","#,
+            r#""entriesToSummarize":["b2","c3","d4"],"userWantsSummary":true,"#,
+            r#""customInstructions":"keep the plan","replaceInstructions":true,"label":"here"}}"#,
+        )
     );
 }
 

@@ -63,10 +63,11 @@ pub use decision::{
     AbortHandle, CompactionReport, Decision, EventSink, MaintenanceEvent, Outcome, UsedStrategy,
 };
 pub use maintenance::Maintenance;
+pub use musepi_hooks::TreeRequest;
 pub use promote::PromotionTarget;
 pub use settings::{DEFAULT_CONTEXT_WINDOW, MaintenanceSettings, MaintenanceStrategy};
 pub use state::{Clock, MaintenanceError, MaintenanceState};
-pub use tree::{NAVIGATE_MARKER, TreeOutcome, TreeRequest, marker as navigation_marker};
+pub use tree::{NAVIGATE_MARKER, TreeOutcome, marker as navigation_marker};
 
 /// The provider messages at the session's leaf, as an agent should send
 /// them: refined (no dangling calls or dead error turns), custom messages as

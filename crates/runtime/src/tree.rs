@@ -3,7 +3,9 @@
 //! reported as `tree_start` / `tree_end`, abortable like a compaction.
 
 use musepi_context_builder::LlmMessage;
-use musepi_hooks::{BranchStrategy, Hooks, NavigateOptions, NavigateOutcome, Summarizer};
+use musepi_hooks::{
+    BranchStrategy, Hooks, NavigateOptions, NavigateOutcome, Summarizer, TreeRequest,
+};
 use musepi_session_model::{EntryBody, EntryId, RawJson};
 use serde_json::json;
 
@@ -14,34 +16,6 @@ use crate::settings::MaintenanceSettings;
 /// summary or label: a file's leaf is its last line, so moving the leaf
 /// durably takes one entry. It never reaches the model.
 pub const NAVIGATE_MARKER: &str = "musepi.navigate";
-
-/// A `/tree` navigation.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct TreeRequest {
-    /// The entry to go to; `None` goes before the first entry (root).
-    pub target_id: Option<String>,
-    /// Summarize the branch being left.
-    pub summarize: bool,
-    /// Instructions for the summary.
-    pub custom_instructions: Option<String>,
-    /// Whether they replace the default prompt (otherwise they add a focus).
-    pub replace_instructions: bool,
-    /// A label for the new position.
-    pub label: Option<String>,
-}
-
-impl TreeRequest {
-    /// A navigation to `target_id` (`None`: the root), without a summary,
-    /// instructions or label.
-    #[must_use]
-    pub fn to(target_id: Option<String>) -> Self {
-        Self {
-            target_id,
-            ..Self::default()
-        }
-    }
-}
 
 /// What a navigation did.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -99,13 +73,7 @@ pub(crate) fn options<'a>(
     hooks: &'a Hooks,
     now: i64,
 ) -> NavigateOptions<'a> {
-    let mut options = NavigateOptions::new(request.target_id.clone(), hooks, now);
-    options.summarize = request.summarize;
-    options
-        .custom_instructions
-        .clone_from(&request.custom_instructions);
-    options.replace_instructions = request.replace_instructions;
-    options.label.clone_from(&request.label);
+    let mut options = NavigateOptions::new(request.clone(), hooks, now);
     options.strategy = strategy;
     options.summarizer = summarizer;
     options.context_window = Some(settings.context_window);

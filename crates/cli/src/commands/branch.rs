@@ -8,7 +8,7 @@ use musepi_branch_summary::{
     token_budget,
 };
 use musepi_compaction::prompts::SUMMARIZATION_SYSTEM;
-use musepi_hooks::{BranchStrategy, NavigateOptions, Summarizer, navigate};
+use musepi_hooks::{BranchStrategy, NavigateOptions, Summarizer, TreeRequest, navigate};
 use musepi_session_model::Journal;
 use serde_json::json;
 
@@ -74,12 +74,12 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
     } else {
         None
     };
-    let mut options = NavigateOptions::new(target.clone(), &hooks, ctx.now_ms());
+    let request = TreeRequest::to(target.clone())
+        .with_summary(args.summarize)
+        .with_instructions(args.instructions.clone(), !args.append_instructions)
+        .with_label(args.label.clone());
+    let mut options = NavigateOptions::new(request, &hooks, ctx.now_ms());
     options.from.clone_from(&args.from);
-    options.summarize = args.summarize;
-    options.custom_instructions.clone_from(&args.instructions);
-    options.replace_instructions = !args.append_instructions;
-    options.label.clone_from(&args.label);
     options.strategy = strategy;
     options.summarizer = llm.as_ref().map(|p| p as &dyn Summarizer);
     options.context_window = llm

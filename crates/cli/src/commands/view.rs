@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::anyhow;
 use musepi_hooks::{
     BranchStrategy, CompactError, CompactOptions, Hooks, NavigateOptions, StderrMode, StderrSink,
-    Summarizer, compact, navigate,
+    Summarizer, TreeRequest, compact, navigate,
 };
 use musepi_runtime::MaintenanceSettings;
 use musepi_session_model::{Journal, LiveSign, SequentialIds, Session, SessionError};
@@ -280,10 +280,13 @@ impl Pipelines {
             None
         };
         let options = {
-            let mut options =
-                NavigateOptions::new(target.map(str::to_owned), &hooks, self.ctx.now_ms());
-            options.summarize = summarize;
-            options.replace_instructions = true;
+            let mut options = NavigateOptions::new(
+                TreeRequest::to(target.map(str::to_owned)),
+                &hooks,
+                self.ctx.now_ms(),
+            );
+            options.request.summarize = summarize;
+            options.request.replace_instructions = true;
             options.strategy = self.branch;
             options.summarizer = llm.as_ref().map(|p| p as &dyn Summarizer);
             options.context_window = llm

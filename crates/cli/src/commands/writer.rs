@@ -176,13 +176,16 @@ pub(crate) fn mark_leaf(
     options: &NavigateOptions<'_>,
     ids: &mut dyn IdSource,
 ) -> Result<Option<EntryId>, SessionError> {
-    if out.no_op || out.summary_entry.is_some() || options.label.is_some() {
+    if out.no_op || out.summary_entry.is_some() || options.request.label.is_some() {
         return Ok(None);
     }
     let mut stamp = Stamp {
         ids,
         now: options.now,
     };
-    let body = musepi_runtime::navigation_marker(out.old_leaf.as_ref(), options.target.as_deref());
+    let body = musepi_runtime::navigation_marker(
+        out.old_leaf.as_ref(),
+        options.request.target_id.as_deref(),
+    );
     journal.append(body, &mut stamp).map(Some)
 }

@@ -24,7 +24,8 @@ use musepi_context_builder::{
     ContextAccount, ContextEstimate, LlmMessage, context_model, resolve_threshold_tokens,
 };
 use musepi_hooks::{
-    Hooks, NavigateError, NavigateOutcome, RemoteCompactor, SnapTarget, Summarizer, navigate,
+    Hooks, NavigateError, NavigateOutcome, RemoteCompactor, SnapTarget, Summarizer, TreeRequest,
+    navigate,
 };
 use musepi_session_model::{
     AgentMessage, AssistantMessage, Entry, EntryBody, EntryId, IdSource, Journal, ModelChange,
@@ -37,7 +38,7 @@ use crate::promote::{self, PromotionTarget};
 use crate::run::{self, Parts};
 use crate::settings::MaintenanceSettings;
 use crate::state::{Clock, MaintenanceError, MaintenanceState};
-use crate::tree::{self, TreeOutcome, TreeRequest};
+use crate::tree::{self, TreeOutcome};
 
 /// The maintenance runtime over one session.
 pub struct Maintenance {

@@ -3,7 +3,7 @@
 
 use musepi_hooks::events::{
     BeforeCompactEvent, BeforeTreeEvent, CompactEvent, CompactingEvent, MessageView,
-    PreparationView, TreeEvent, TreePreparation, names,
+    PreparationView, TreeEvent, TreePreparation, TreeRequest, names,
 };
 use musepi_session_model::{
     AgentMessage, AssistantMessage, Content, ContentBlock, JsonValue, StopReason, Text, ToolCall,
@@ -142,16 +142,14 @@ pub fn sample(event: &str) -> Value {
             kind: names::BEFORE_TREE,
             session_file: Some(SAMPLE_SESSION_FILE.to_owned()),
             preparation: TreePreparation {
-                target_id: Some("b2c3d4e5".to_owned()),
+                request: TreeRequest::to(Some("b2c3d4e5".to_owned()))
+                    .with_summary(true)
+                    .with_label(Some("before-the-edit".to_owned())),
                 old_leaf_id: Some("e5f6a7b8".to_owned()),
                 common_ancestor_id: Some("b2c3d4e5".to_owned()),
                 entries_to_summarize: ["c3d4e5f6", "d4e5f6a7", "e5f6a7b8"]
                     .map(str::to_owned)
                     .to_vec(),
-                user_wants_summary: true,
-                custom_instructions: None,
-                replace_instructions: false,
-                label: Some("before-the-edit".to_owned()),
             },
         }),
         names::TREE => serde_json::to_value(TreeEvent {
