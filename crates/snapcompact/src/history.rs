@@ -340,7 +340,7 @@ mod tests {
         use crate::png_archive::{
             archive_record, compose_archive_source, plan_archive, render_frames,
         };
-        use crate::serialize::{SerializeOptions, serialize_archive};
+        use crate::serialize::{Flavor, SerializeOptions, serialize};
         use crate::shape::{low_companion, resolve_shape};
 
         let messages: Vec<LlmMessage> = (0..60)
@@ -351,8 +351,12 @@ mod tests {
                 ))
             })
             .collect();
-        let serialized =
-            serialize_archive(&messages, &BTreeSet::new(), &SerializeOptions::default());
+        let serialized = serialize(
+            Flavor::Archive,
+            &messages,
+            &BTreeSet::new(),
+            &SerializeOptions::default(),
+        );
         let source = compose_archive_source(&crate::normalize(&serialized), None, None, true);
         let resolved = resolve_shape("anthropic-messages", "claude-sonnet-4-5", None).unwrap();
         let high = resolved.shape.with_frame_size(300);

@@ -39,9 +39,8 @@
 //!   ([`text_frames::TextPages`]) and the persisted
 //!   [`text_frames::SnapArchiveState`], with [`FileLists`] rendering
 //!   context-builder's file lists.
-//! - [`serialize`]: the transcript the PNG frames print
-//!   ([`serialize::serialize_archive`]) and its plain variant
-//!   ([`serialize::serialize_text`]), with scope markers, merged tool
+//! - [`serialize`]: the transcript the PNG frames print and its plain
+//!   variant ([`serialize::serialize`] with a [`serialize::Flavor`]), with scope markers, merged tool
 //!   results, useless pairs dropped and head/tail truncation
 //!   ([`serialize::truncate_for_archive`]); [`elide_data_urls`].
 //! - [`normalize()`]: reducing text to what the bundled fonts print;

@@ -34,7 +34,7 @@ use crate::png_archive::{
 };
 use crate::pricing::{MAX_FRAMES_DEFAULT, PRESERVE_KEY, archive_frame_cap};
 use crate::salience::is_salience_text;
-use crate::serialize::{SerializeOptions, serialize_archive};
+use crate::serialize::{Flavor, SerializeOptions, serialize};
 use crate::shape::{low_companion, resolve_shape};
 use crate::summary::{HISTORY_MARK, frames_short_summary, frames_summary};
 use crate::text_frames::{
@@ -308,7 +308,8 @@ fn png_compaction(
         .min(provider_cap)
         .max(1);
 
-    let serialized = normalize(&serialize_archive(
+    let serialized = normalize(&serialize(
+        Flavor::Archive,
         &input.input.messages,
         &input.input.useless,
         &settings.serialize,

@@ -86,30 +86,30 @@ pub fn useless_call_ids<'m>(
         .collect()
 }
 
-/// Serializes `messages` for the PNG-frame archive: dim tool
-/// output when asked, data URLs elided, existing ink toggles stripped.
+/// Which transcript [`serialize`] writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    /// For the PNG-frame archive: dim tool output when asked, data URLs
+    /// elided, existing ink toggles stripped.
+    Archive,
+    /// For the text-frame archive: like [`Flavor::Archive`] but without dim
+    /// toggles, data-URL elision or any cleaning of the raw text, and with
+    /// reasoning always included.
+    Text,
+}
+
+/// Serializes `messages` as the `flavor` of transcript.
 ///
 /// `useless` holds the call ids whose results were flagged useless
 /// ([`useless_call_ids`]); a flagged result that is an error is kept.
-pub fn serialize_archive(
+pub fn serialize(
+    flavor: Flavor,
     messages: &[LlmMessage],
     useless: &BTreeSet<String>,
     options: &SerializeOptions,
 ) -> String {
     let messages = resolve_replays(messages, None);
-    Serializer::new(Flavor::Archive, &messages, useless, options).run(&messages)
-}
-
-/// Serializes `messages` for the text-frame archive: like
-/// [`serialize_archive`] but without dim toggles, data-URL elision or any
-/// cleaning of the raw text, and with reasoning always included.
-pub fn serialize_text(
-    messages: &[LlmMessage],
-    useless: &BTreeSet<String>,
-    options: &SerializeOptions,
-) -> String {
-    let messages = resolve_replays(messages, None);
-    Serializer::new(Flavor::Text, &messages, useless, options).run(&messages)
+    Serializer::new(flavor, &messages, useless, options).run(&messages)
 }
 
 /// Head/tail truncation (`truncateForArchive`): a text longer
@@ -153,12 +153,6 @@ pub fn strip_ink_toggles(text: &str) -> Cow<'_, str> {
     } else {
         Cow::Borrowed(text)
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Flavor {
-    Archive,
-    Text,
 }
 
 /// The transcript under construction: `(prefix, content)` parts.
@@ -463,11 +457,16 @@ mod tests {
     }
 
     fn archive(messages: &[LlmMessage]) -> String {
-        serialize_archive(messages, &BTreeSet::new(), &no_dim())
+        serialize(Flavor::Archive, messages, &BTreeSet::new(), &no_dim())
     }
 
     fn text(messages: &[LlmMessage]) -> String {
-        serialize_text(messages, &BTreeSet::new(), &SerializeOptions::default())
+        serialize(
+            Flavor::Text,
+            messages,
+            &BTreeSet::new(),
+            &SerializeOptions::default(),
+        )
     }
 
     /// Asserts that the text port and the archive both print `messages` as `expected`.
@@ -505,7 +504,12 @@ mod tests {
             assistant(vec![call("c1", "bash", json!({"command": "ls"}))]),
             result("c1", "a\u{E}b\u{F}", false),
         ];
-        let out = serialize_archive(&messages, &BTreeSet::new(), &SerializeOptions::default());
+        let out = serialize(
+            Flavor::Archive,
+            &messages,
+            &BTreeSet::new(),
+            &SerializeOptions::default(),
+        );
         assert_eq!(
             out,
             "¶call:bash(command=\"ls\")\n<out>\n\u{E}ab\u{F}\n</out>"
@@ -524,8 +528,13 @@ mod tests {
         ];
         let useless: BTreeSet<String> = ["c1".to_owned(), "c2".to_owned()].into();
         for out in [
-            serialize_text(&messages, &useless, &SerializeOptions::default()),
-            serialize_archive(&messages, &useless, &no_dim()),
+            serialize(
+                Flavor::Text,
+                &messages,
+                &useless,
+                &SerializeOptions::default(),
+            ),
+            serialize(Flavor::Archive, &messages, &useless, &no_dim()),
         ] {
             assert!(!out.contains("\"true\""), "{out}");
             assert!(out.contains("error: boom"), "{out}");
@@ -630,11 +639,11 @@ mod tests {
             ..no_dim()
         };
         assert_eq!(
-            serialize_archive(&messages, &BTreeSet::new(), &options),
+            serialize(Flavor::Archive, &messages, &BTreeSet::new(), &options),
             "¶ai:hi"
         );
         assert_eq!(
-            serialize_text(&messages, &BTreeSet::new(), &options),
+            serialize(Flavor::Text, &messages, &BTreeSet::new(), &options),
             "¶think:secret plan\n\n¶ai:hi"
         );
     }
@@ -679,7 +688,7 @@ mod tests {
             tool_call_max_chars: Some(20),
             ..SerializeOptions::default()
         };
-        let cut = serialize_text(&messages, &BTreeSet::new(), &options);
+        let cut = serialize(Flavor::Text, &messages, &BTreeSet::new(), &options);
         assert_eq!(cut, "¶call:write(content=\"xxx […506ch elided…] xxxxxxx\")");
     }
 

@@ -20,7 +20,7 @@ use musepi_snapcompact::history::history_blocks;
 use musepi_snapcompact::normalize::NEWLINE_GLYPH;
 use musepi_snapcompact::png_archive::PngArchive;
 use musepi_snapcompact::pricing::{FRAME_DATA_BYTES_BUDGET, FRAME_DATA_BYTES_ESTIMATE};
-use musepi_snapcompact::serialize::{SerializeOptions, serialize_archive};
+use musepi_snapcompact::serialize::{Flavor, SerializeOptions, serialize};
 use musepi_snapcompact::text_frames::archive_max_chars_for_reserve;
 use musepi_snapcompact::{normalize, resolve_shape};
 use musepi_test_support::EntryBuilder as Builder;
@@ -374,7 +374,7 @@ proptest! {
         target.max_frames = Some(max_frames);
         let source = {
             let input = pass_input(&prep);
-            normalize(&serialize_archive(&input.messages, &input.useless, &SerializeOptions::default()))
+            normalize(&serialize(Flavor::Archive, &input.messages, &input.useless, &SerializeOptions::default()))
         };
         let out = compact_preparation(&prep, &target, &SnapSettings::default()).map_err(|e| TestCaseError::fail(e.to_string()))?;
         let edge = resolve_shape("", model, None).map_err(|e| TestCaseError::fail(e.to_string()))?.shape.geometry().capacity as usize;

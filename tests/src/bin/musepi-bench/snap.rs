@@ -13,7 +13,7 @@ use musepi_hooks::snapcompact::{SnapSettings, SnapTarget, compact_preparation};
 use musepi_session_model::json::utf16_ceil_byte_from_end;
 use musepi_session_model::{EntryBody, Journal, SequentialIds, Session};
 use musepi_snapcompact::png_archive::{PngArchive, plan_archive, render_frames, render_frames_on};
-use musepi_snapcompact::serialize::{SerializeOptions, serialize_archive, useless_call_ids};
+use musepi_snapcompact::serialize::{Flavor, SerializeOptions, serialize, useless_call_ids};
 use musepi_snapcompact::{Shape, normalize};
 use serde_json::{Value, json};
 
@@ -42,7 +42,8 @@ pub(crate) fn render(path: &Path) -> Result<Value, BoxError> {
     let newest: &[ContextMessage<'_>] = &context.messages[from..];
     let messages = convert_to_llm(newest, &ConvertOptions::for_summary());
     let useless = useless_call_ids(newest.iter().map(|m| m.message.as_ref()));
-    let text = normalize(&serialize_archive(
+    let text = normalize(&serialize(
+        Flavor::Archive,
         &messages,
         &useless,
         &SerializeOptions::default(),
