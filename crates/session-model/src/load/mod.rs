@@ -42,8 +42,8 @@ pub struct FileTail {
 /// refers to them by offset and copies them byte for byte on rewrites.
 ///
 /// A last line without its newline that the file outgrows within a moment
-/// was an append in progress, not a torn write: the file is read again
-/// (a few times at most) so the line is read whole.
+/// ([`TORN_WAIT`]) was an append in progress, not a torn write: the file is
+/// read again (a few times at most) so the line is read whole.
 pub fn load_file(path: &Path, ids: &mut dyn IdSource) -> Result<(Session, FileTail), SessionError> {
     let mut tries = 0;
     loop {
@@ -56,12 +56,11 @@ pub fn load_file(path: &Path, ids: &mut dyn IdSource) -> Result<(Session, FileTa
         session.origin = Some(crate::journal::lines::file_origin(path));
         tries += 1;
         // A v1 file's ids come from `ids`: reading it again would number it anew.
-        if tail.torn.is_none() || session.original_version() < 2 || tries == TORN_RETRIES {
-            return Ok((session, tail));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(2));
-        let grown = std::fs::metadata(path).is_ok_and(|m| m.len() > tail.len);
-        if !grown {
+        if tail.torn.is_none()
+            || session.original_version() < 2
+            || tries == TORN_RETRIES
+            || !outgrown_within(path, tail.len, TORN_WAIT)
+        {
             return Ok((session, tail));
         }
     }
@@ -69,6 +68,29 @@ pub fn load_file(path: &Path, ids: &mut dyn IdSource) -> Result<(Session, FileTa
 
 /// How many times [`load_file`] reads a file whose last line grows.
 const TORN_RETRIES: u32 = 20;
+
+/// How long [`load_file`] waits for a torn last line to grow before it
+/// calls it torn. A writer can be stopped between the pieces of one line
+/// (a write that crosses a page boundary is copied a page at a time, and a
+/// busy machine may not run the writer again for several milliseconds), so
+/// the wait is far longer than one write takes; a file that really is
+/// torn costs this once per read.
+const TORN_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Whether the file at `path` grows past `len` bytes within `wait`, looked
+/// at every 2 ms.
+fn outgrown_within(path: &Path, len: u64, wait: std::time::Duration) -> bool {
+    let start = std::time::Instant::now();
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        if std::fs::metadata(path).is_ok_and(|m| m.len() > len) {
+            return true;
+        }
+        if start.elapsed() >= wait {
+            return false;
+        }
+    }
+}
 
 /// Reads a session from bytes in memory (standard input, tests).
 ///
@@ -516,5 +538,49 @@ mod tests {
         assert_eq!(tail.torn.map(|(line, _)| line), Some(12));
         assert_eq!(session.len(), 6);
         assert_eq!(session.line_of(5), 11);
+    }
+
+    /// A line its writer was stopped in the middle of, for a while, is read
+    /// whole once the writer finishes it, not reported torn: the loader
+    /// waits for the file to outgrow the piece it read. A round in which
+    /// the busy machine held the writer back longer than the loader waits
+    /// cannot tell, and is run again.
+    #[test]
+    fn a_line_whose_writer_pauses_in_the_middle_is_read_whole() {
+        use std::io::Write;
+        use std::time::{Duration, Instant};
+        let dir = tempfile::tempdir().unwrap();
+        let head = concat!(
+            "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}\n",
+            "{\"type\":\"message\",\"id\":\"a\",\"parentId\":null,\"timestamp\":\"t\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n",
+        );
+        let line = "{\"type\":\"message\",\"id\":\"b\",\"parentId\":\"a\",\"timestamp\":\"t\",\"message\":{\"role\":\"user\",\"content\":\"again\"}}\n";
+        let (first, rest) = line.split_at(line.len() / 2);
+        // Longer than the 2 ms a single look would wait, well within TORN_WAIT.
+        let pause = Duration::from_millis(20);
+        for round in 0..20 {
+            let path = dir.path().join(format!("s{round}.jsonl"));
+            std::fs::write(&path, format!("{head}{first}")).unwrap();
+            let writer = {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    let started = Instant::now();
+                    std::thread::sleep(pause);
+                    let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+                    f.write_all(rest.as_bytes()).unwrap();
+                    started.elapsed()
+                })
+            };
+            let (session, tail) = load_file(&path, &mut SequentialIds::new()).unwrap();
+            let paused = writer.join().unwrap();
+            if paused >= TORN_WAIT / 2 {
+                continue;
+            }
+            assert_eq!(tail.torn, None, "round {round}: {:?}", session.problems());
+            assert_eq!(session.len(), 2, "round {round}");
+            assert!(tail.ends_with_newline);
+            return;
+        }
+        panic!("in 20 rounds the machine never let the writer finish its line in time");
     }
 }
