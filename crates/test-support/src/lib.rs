@@ -130,15 +130,19 @@ pub const SUMMARY_SECTIONS: [&str; 8] = [
 
 /// Asserts that every one of `parts` occurs in `text`, in this order
 /// (`what` names the text in the message).
+/// Each part is looked for after the end of the one before it, so a part
+/// that is missing, or found only before the one before it, fails.
 pub fn assert_in_order(what: &str, text: &str, parts: &[&str]) {
-    let positions: Vec<usize> = parts
-        .iter()
-        .map(|p| text.find(p).unwrap_or(usize::MAX))
-        .collect();
-    assert!(
-        positions.windows(2).all(|w| w[0] < w[1]),
-        "{what}: {positions:?}"
-    );
+    let mut from = 0;
+    for (i, part) in parts.iter().enumerate() {
+        match text[from..].find(part) {
+            Some(at) => from += at + part.len(),
+            None if text.contains(part) => {
+                panic!("{what}: part {i} {part:?} comes only before part {}", i - 1)
+            }
+            None => panic!("{what}: part {i} {part:?} is missing"),
+        }
+    }
 }
 
 /// Asserts that `text` equals the stored snapshot `name`: the one golden
@@ -153,4 +157,26 @@ macro_rules! golden {
         settings.set_omit_expression(true);
         settings.bind(|| $crate::insta::assert_snapshot!($name, $text));
     }};
+}
+
+#[cfg(test)]
+mod tests {
+    use super::assert_in_order;
+
+    #[test]
+    fn parts_in_order_pass() {
+        assert_in_order("t", "a b c", &["a", "b", "c"]);
+    }
+
+    #[test]
+    #[should_panic(expected = "part 2 \"d\" is missing")]
+    fn a_missing_last_part_fails() {
+        assert_in_order("t", "a b c", &["a", "b", "d"]);
+    }
+
+    #[test]
+    #[should_panic(expected = "part 1 \"a\" comes only before part 0")]
+    fn a_part_found_only_before_the_one_before_it_fails() {
+        assert_in_order("t", "a b", &["b", "a"]);
+    }
 }
