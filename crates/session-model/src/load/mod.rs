@@ -42,7 +42,7 @@ pub struct FileTail {
 /// refers to them by offset and copies them byte for byte on rewrites.
 ///
 /// A last line without its newline that the file outgrows within a moment
-/// ([`TORN_WAIT`]) was an append in progress, not a torn write: the file is
+/// (100 ms) was an append in progress, not a torn write: the file is
 /// read again (a few times at most) so the line is read whole.
 pub fn load_file(path: &Path, ids: &mut dyn IdSource) -> Result<(Session, FileTail), SessionError> {
     let mut tries = 0;
