@@ -63,13 +63,6 @@ impl Ctx {
 
     /// "Now": `--now`, or the system clock.
     pub fn now_ms(&self) -> EpochMillis {
-        self.now.unwrap_or_else(wall_clock_ms)
+        self.now.unwrap_or_else(musepi_runtime::system_clock)
     }
-}
-
-/// The system clock, in epoch milliseconds.
-pub(crate) fn wall_clock_ms() -> EpochMillis {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }

@@ -66,7 +66,7 @@ pub use maintenance::Maintenance;
 pub use musepi_hooks::TreeRequest;
 pub use promote::PromotionTarget;
 pub use settings::{DEFAULT_CONTEXT_WINDOW, MaintenanceSettings, MaintenanceStrategy};
-pub use state::{Clock, MaintenanceError, MaintenanceState};
+pub use state::{Clock, MaintenanceError, MaintenanceState, system_clock};
 pub use tree::{NAVIGATE_MARKER, TreeOutcome, marker as navigation_marker};
 
 /// The provider messages at the session's leaf, as an agent should send

@@ -43,8 +43,9 @@ pub enum MaintenanceError {
     Navigate(NavigateError),
 }
 
-/// The system clock, in epoch milliseconds.
-pub(crate) fn system_clock() -> i64 {
+/// The system clock, in epoch milliseconds: the runtime's default
+/// [`Clock`], and "now" for every program that has no other.
+pub fn system_clock() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))

@@ -25,7 +25,6 @@ use crate::commands::runtime::{
 };
 use crate::commands::strategy::{pick, uses_model};
 use crate::commands::writer::{mark_leaf, write_warnings};
-use crate::ctx::wall_clock_ms;
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::settings::Settings;
 use crate::view::terminal::TerminalGuard;
@@ -241,7 +240,7 @@ impl Pipelines {
     fn journal(&self) -> anyhow::Result<Journal> {
         let journal = Journal::open(&self.path, &mut SequentialIds::new())?;
         if !self.force {
-            match journal.check_not_live(wall_clock_ms()) {
+            match journal.check_not_live(musepi_runtime::system_clock()) {
                 Err(SessionError::Live {
                     sign: LiveSign::RecentWrite { .. },
                     ..

@@ -12,7 +12,7 @@ use musepi_session_model::{EntryId, IdSource, Journal, Replace, SessionError, St
 
 use super::files::same_file;
 use crate::cli::WriteArgs;
-use crate::ctx::{Ctx, Failure, wall_clock_ms};
+use crate::ctx::{Ctx, Failure};
 use crate::output::note;
 
 /// Where the result goes.
@@ -103,7 +103,7 @@ impl Target {
     /// before any slow work.
     pub fn refuse_live(&self, journal: &Journal) -> Result<(), Failure> {
         if self.in_place() && !self.force {
-            journal.check_not_live(wall_clock_ms())?;
+            journal.check_not_live(musepi_runtime::system_clock())?;
         }
         Ok(())
     }

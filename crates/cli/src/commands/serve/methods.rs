@@ -16,7 +16,7 @@ use musepi_session_model::{
 use serde_json::{Value, json};
 
 use super::views::entry_body;
-use crate::ctx::{Ctx, wall_clock_ms};
+use crate::ctx::Ctx;
 use crate::output::note;
 use crate::report::context::{Known, View, context_json};
 use crate::report::plan::{Planned, plan_json, planned_json};
@@ -144,7 +144,7 @@ impl Server {
     fn clock(&self) -> Arc<dyn Fn() -> i64 + Send + Sync> {
         match self.ctx.now {
             Some(fixed) => Arc::new(move || fixed),
-            None => Arc::new(wall_clock_ms),
+            None => Arc::new(musepi_runtime::system_clock),
         }
     }
 
