@@ -3,7 +3,8 @@
 //! Every event serializes to the JSON a hook process reads on stdin, and
 //! every result deserializes from the JSON it prints (docs/hooks.md).
 
-use musepi_session_model::AgentMessage;
+use musepi_context_builder::ContextMessage;
+use musepi_session_model::{AgentMessage, Session};
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
@@ -34,6 +35,20 @@ pub struct MessageView {
     pub role: String,
     /// The message as stored.
     pub message: AgentMessage,
+}
+
+impl MessageView {
+    /// The views of context messages of `session`, in their order.
+    pub fn all(session: &Session, messages: &[ContextMessage<'_>]) -> Vec<Self> {
+        messages
+            .iter()
+            .map(|m| Self {
+                entry_id: session.entries()[m.entry_index].id.to_string(),
+                role: m.message.role().to_owned(),
+                message: m.message.as_ref().clone(),
+            })
+            .collect()
+    }
 }
 
 /// The compaction a pipeline is about to make (`CompactionPreparation`).

@@ -210,15 +210,7 @@ fn before_event(
             tokens_before: crate::report::context::context_tokens(session, session.leaf_index())
                 as f64,
             is_split_turn: false,
-            messages_to_summarize: context
-                .messages
-                .iter()
-                .map(|m| MessageView {
-                    entry_id: id(m.entry_index),
-                    role: m.message.role().to_owned(),
-                    message: m.message.as_ref().clone(),
-                })
-                .collect(),
+            messages_to_summarize: MessageView::all(session, &context.messages),
             turn_prefix_messages: Vec::new(),
             kept_message_count: 0,
             previous_summary,

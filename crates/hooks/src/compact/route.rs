@@ -27,25 +27,14 @@ pub(super) enum Route {
     },
 }
 
-fn views(session: &Session, messages: &[ContextMessage<'_>]) -> Vec<MessageView> {
-    messages
-        .iter()
-        .map(|m| MessageView {
-            entry_id: session.entries()[m.entry_index].id.to_string(),
-            role: m.message.role().to_owned(),
-            message: m.message.as_ref().clone(),
-        })
-        .collect()
-}
-
 fn preparation_view(session: &Session, p: &Preparation<'_>) -> PreparationView {
     let lists = p.file_ops.lists();
     PreparationView {
         first_kept_entry_id: p.first_kept_entry_id.to_string(),
         tokens_before: p.tokens_before,
         is_split_turn: p.cut.is_split_turn,
-        messages_to_summarize: views(session, &p.messages_to_summarize),
-        turn_prefix_messages: views(session, &p.turn_prefix_messages),
+        messages_to_summarize: MessageView::all(session, &p.messages_to_summarize),
+        turn_prefix_messages: MessageView::all(session, &p.turn_prefix_messages),
         kept_message_count: p.recent_messages.len(),
         previous_summary: p.previous_summary.clone(),
         read_files: lists.read_files,
@@ -112,8 +101,8 @@ pub(super) async fn decide(
     };
     let mut preserve = None;
     if hooks.has(names::COMPACTING) {
-        let mut messages = views(session, &prep.messages_to_summarize);
-        messages.extend(views(session, &prep.turn_prefix_messages));
+        let mut messages = MessageView::all(session, &prep.messages_to_summarize);
+        messages.extend(MessageView::all(session, &prep.turn_prefix_messages));
         let event = CompactingEvent {
             kind: names::COMPACTING,
             session_id: session.header().id.clone(),
