@@ -16,13 +16,14 @@ use musepi_hooks::{
     ProcessHook, TreeRequest,
 };
 use musepi_session_model::{AgentMessage, ContentBlock, Journal, SequentialIds, StopReason};
+use musepi_test_support::last_line;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 mod common;
 use common::{
-    NOW, Reads, Scripted, Writer, assert_failed_unwritten, assistant, compact_file, last_line,
-    navigate_file, process_hook, script,
+    NOW, Reads, Scripted, Writer, assert_failed_unwritten, assistant, compact_file, navigate_file,
+    process_hook, script,
 };
 
 /// Records requests and answers with a fixed summary.

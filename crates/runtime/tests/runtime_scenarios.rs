@@ -250,8 +250,7 @@ impl Rig {
 
     /// The last line of the file, parsed.
     fn last_line(&self) -> serde_json::Value {
-        let text = std::fs::read_to_string(self.runtime.journal().path()).unwrap();
-        serde_json::from_str(text.lines().last().unwrap()).unwrap()
+        musepi_test_support::last_line(self.runtime.journal().path())
     }
 
     fn compactions_in_file(&self) -> usize {

@@ -103,6 +103,14 @@ pub fn hold_open(path: &Path, how: Hold) -> std::process::Child {
     child
 }
 
+/// The last line of the file at `path`, parsed: the entry a test's write
+/// appended last.
+pub fn last_line(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).expect("read the file");
+    let line = text.lines().last().expect("the file has a line");
+    serde_json::from_str(line).expect("the last line is JSON")
+}
+
 /// Sets the modification time of the file at `path` to `age` ago, leaving
 /// its bytes alone: the file looks as if nobody had written it since.
 pub fn written_ago(path: &Path, age: std::time::Duration) {

@@ -234,11 +234,7 @@ pub fn assert_stderr_has(o: &Output, part: &str) {
     assert!(err.contains(part), "stderr lacks {part:?}:\n{err}");
 }
 
-/// The last line of the file at `path`, parsed.
-pub fn last_line(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap();
-    serde_json::from_str(text.lines().last().unwrap()).unwrap()
-}
+pub use musepi_test_support::last_line;
 
 /// Runs `musepi` with `args` as an async process, with no API key in the
 /// environment and the temporary folder as its home.

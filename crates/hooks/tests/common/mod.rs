@@ -16,7 +16,6 @@ use musepi_session_model::{
     AgentMessage, AssistantMessage, Content, ContentBlock, EntryBody, Header, Journal, JsonValue,
     SequentialIds, Stamp, StopReason, Text, ToolCall, ToolResultMessage, Usage, UserMessage,
 };
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 /// The clock of every pipeline run (`prunedAt` and the new entries).
@@ -253,12 +252,6 @@ pub fn tool_result(id: &str, tool: &str, text: &str) -> AgentMessage {
         content: Content::text(text),
         ..Default::default()
     })
-}
-
-/// The last line of the file at `path`, parsed.
-pub fn last_line(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap();
-    serde_json::from_str(text.lines().last().unwrap()).unwrap()
 }
 
 /// Compacts the session file at `path`.
