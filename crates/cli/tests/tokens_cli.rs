@@ -153,17 +153,7 @@ fn example(dir: &Path) -> PathBuf {
 /// A real pi session next to the repository, copied, or `None` with a
 /// notice (they are never part of the repository).
 fn real(dir: &Path, name: &str) -> Option<PathBuf> {
-    use std::io::Write as _;
-    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures/pi")
-        .join(name);
-    if !from.is_file() {
-        let _ = writeln!(
-            std::io::stderr(),
-            "note: skipped the real pi session {name}: not next to the repository (../shared/fixtures/pi)"
-        );
-        return None;
-    }
+    let from = musepi_test_support::pi_fixture("the real-session token tests", name)?;
     let to = dir.join(name);
     std::fs::copy(&from, &to).unwrap();
     Some(to)
