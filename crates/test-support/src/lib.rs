@@ -34,13 +34,18 @@ pub use entries::EntryBuilder;
 #[doc(hidden)]
 pub use insta;
 
-/// `../shared/fixtures/pi/<name>` next to the repository, or `None` with a
-/// one-line notice naming `test` when it is absent: the real pi sessions are
-/// other people's conversations, never copied into the repository.
+/// Where the real pi sessions are looked for, from the repository's root.
+pub const REAL_SESSIONS: &str = "../shared/fixtures/pi";
+
+/// The real pi session `name` from the folder of real sessions next to the
+/// repository ([`REAL_SESSIONS`]), or `None` with a one-line notice naming
+/// `test` when it is absent: the real pi sessions are other people's
+/// conversations, never copied into the repository.
 pub fn pi_fixture(test: &str, name: &str) -> Option<PathBuf> {
     use std::io::Write as _;
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures/pi")
+        .join("../..")
+        .join(REAL_SESSIONS)
         .join(name);
     if path.is_file() {
         return Some(path);
@@ -48,7 +53,7 @@ pub fn pi_fixture(test: &str, name: &str) -> Option<PathBuf> {
     // Past the test harness's capture, so that it shows for a passing test.
     let _ = writeln!(
         std::io::stderr(),
-        "note: skipped {test}: the real pi session {name} is not next to the repository (../shared/fixtures/pi)"
+        "note: skipped {test}: the real pi session {name} is not next to the repository ({REAL_SESSIONS})"
     );
     None
 }
