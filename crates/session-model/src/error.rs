@@ -212,30 +212,51 @@ impl fmt::Display for LiveSign {
     }
 }
 
+/// The class of a condition, which decides how a command reports it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Class {
+    /// The operation failed.
+    Failed,
+    /// The file (or the entry) is not something musepi reads or writes as
+    /// it is.
+    BadInput,
+    /// Another process is using or changing the file; a retry may work.
+    Busy,
+}
+
 impl SessionError {
+    /// Each condition's stable code and class, one row per variant.
+    fn condition(&self) -> (&'static str, Class) {
+        use Class::{BadInput, Busy, Failed};
+        match self {
+            Self::EntryNotFound(_) => ("unknown-entry", BadInput),
+            Self::Io { source, .. } => match source.kind() {
+                io::ErrorKind::NotFound => ("not-found", BadInput),
+                io::ErrorKind::Interrupted | io::ErrorKind::OutOfMemory => ("io-error", Failed),
+                _ => ("io-error", BadInput),
+            },
+            Self::WriteFailed { .. } => ("write-failed", Failed),
+            Self::Empty { .. } => ("empty-file", BadInput),
+            Self::NotASession { .. } => ("not-a-session", BadInput),
+            Self::UnknownVersion { .. } => ("unknown-version", BadInput),
+            Self::NotRegular { .. } => ("not-a-regular-file", BadInput),
+            Self::LineTooLong { .. } => ("line-too-long", BadInput),
+            Self::TornTail { .. } => ("torn-tail", BadInput),
+            Self::ChangedOnDisk { .. } => ("changed-on-disk", Busy),
+            Self::Live { .. } => ("session-live", Busy),
+            Self::Blocked { .. } => ("problems-block-rewrite", BadInput),
+            Self::InvalidEntry { .. } => ("invalid-entry", BadInput),
+            Self::NotWritable { .. } => ("not-writable", BadInput),
+            Self::HardLinked { .. } => ("hard-linked", BadInput),
+            Self::OwnerChange { .. } => ("owner-change", BadInput),
+            Self::NoOrigin => ("no-origin", Failed),
+            Self::AlreadyExists { .. } => ("already-exists", BadInput),
+        }
+    }
+
     /// A stable kebab-case name for the condition, for `--json` errors.
     pub fn code(&self) -> &'static str {
-        match self {
-            Self::EntryNotFound(_) => "unknown-entry",
-            Self::Io { source, .. } if source.kind() == io::ErrorKind::NotFound => "not-found",
-            Self::Io { .. } => "io-error",
-            Self::WriteFailed { .. } => "write-failed",
-            Self::Empty { .. } => "empty-file",
-            Self::NotASession { .. } => "not-a-session",
-            Self::UnknownVersion { .. } => "unknown-version",
-            Self::NotRegular { .. } => "not-a-regular-file",
-            Self::LineTooLong { .. } => "line-too-long",
-            Self::TornTail { .. } => "torn-tail",
-            Self::ChangedOnDisk { .. } => "changed-on-disk",
-            Self::Live { .. } => "session-live",
-            Self::Blocked { .. } => "problems-block-rewrite",
-            Self::InvalidEntry { .. } => "invalid-entry",
-            Self::NotWritable { .. } => "not-writable",
-            Self::HardLinked { .. } => "hard-linked",
-            Self::OwnerChange { .. } => "owner-change",
-            Self::NoOrigin => "no-origin",
-            Self::AlreadyExists { .. } => "already-exists",
-        }
+        self.condition().0
     }
 
     /// A failed write of the file at `path`, for `map_err`.
@@ -261,27 +282,88 @@ impl SessionError {
     /// Whether the condition is "busy": another process is using or
     /// changing the file, nothing was written, and a later retry may work.
     pub fn is_busy(&self) -> bool {
-        matches!(self, Self::ChangedOnDisk { .. } | Self::Live { .. })
+        self.condition().1 == Class::Busy
     }
 
     /// Whether the condition is bad input: the file (or the entry) is not
     /// something musepi reads or writes as it is.
     pub fn is_bad_input(&self) -> bool {
-        matches!(
-            self,
-            Self::EntryNotFound(_)
-                | Self::Empty { .. }
-                | Self::NotASession { .. }
-                | Self::UnknownVersion { .. }
-                | Self::NotRegular { .. }
-                | Self::LineTooLong { .. }
-                | Self::TornTail { .. }
-                | Self::Blocked { .. }
-                | Self::InvalidEntry { .. }
-                | Self::NotWritable { .. }
-                | Self::HardLinked { .. }
-                | Self::OwnerChange { .. }
-                | Self::AlreadyExists { .. }
-        ) || matches!(self, Self::Io { source, .. } if !matches!(source.kind(), io::ErrorKind::Interrupted | io::ErrorKind::OutOfMemory))
+        self.condition().1 == Class::BadInput
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn io_error(kind: io::ErrorKind) -> SessionError {
+        SessionError::Io {
+            path: PathBuf::from("s.jsonl"),
+            source: io::Error::from(kind),
+        }
+    }
+
+    #[test]
+    fn each_condition_has_one_code_and_one_class() {
+        let path = PathBuf::from("s.jsonl");
+        let cases = [
+            (io_error(io::ErrorKind::NotFound), "not-found", false, true),
+            (
+                io_error(io::ErrorKind::PermissionDenied),
+                "io-error",
+                false,
+                true,
+            ),
+            (
+                io_error(io::ErrorKind::Interrupted),
+                "io-error",
+                false,
+                false,
+            ),
+            (
+                SessionError::WriteFailed {
+                    path: path.clone(),
+                    source: io::Error::from(io::ErrorKind::StorageFull),
+                },
+                "write-failed",
+                false,
+                false,
+            ),
+            (
+                SessionError::TornTail {
+                    path: path.clone(),
+                    line: 3,
+                },
+                "torn-tail",
+                false,
+                true,
+            ),
+            (
+                SessionError::ChangedOnDisk {
+                    path: path.clone(),
+                    what: "it grew".to_owned(),
+                },
+                "changed-on-disk",
+                true,
+                false,
+            ),
+            (
+                SessionError::Live {
+                    path,
+                    sign: LiveSign::Locked,
+                },
+                "session-live",
+                true,
+                false,
+            ),
+            (SessionError::NoOrigin, "no-origin", false, false),
+        ];
+        for (e, code, busy, bad_input) in cases {
+            assert_eq!(
+                (e.code(), e.is_busy(), e.is_bad_input()),
+                (code, busy, bad_input),
+                "{e}"
+            );
+        }
     }
 }

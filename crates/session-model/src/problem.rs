@@ -17,57 +17,71 @@ pub struct Problem {
 }
 
 /// What is wrong with a line.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProblemKind {
     /// Not valid JSON; the line is skipped (and kept verbatim on rewrites).
+    #[error("malformed JSON: {error}")]
     MalformedJson {
         /// The parser's message.
         error: String,
     },
     /// Valid JSON, but not an object; the line is skipped.
+    #[error("JSON value is not an object")]
     NotAnObject,
     /// The last line has no newline and does not parse: a write was cut
     /// short. Only an explicit repair removes it.
+    #[error("torn last line ({bytes} bytes without a newline): a write was cut short")]
     TornLine {
         /// Bytes in the torn fragment.
         bytes: u64,
     },
     /// A field the entry type needs is absent; a default was used.
+    #[error("missing field `{field}`")]
     MissingField {
         /// The field name as written in the file.
         field: &'static str,
     },
     /// The entry's fields have the wrong types; it is kept in the tree as
     /// an unreadable entry and ignored by context building.
+    #[error("unreadable entry: {error}")]
     InvalidEntry {
         /// What could not be read.
         error: String,
     },
     /// `parentId` names no entry: the entry starts an orphan chain.
+    #[error("parent `{parent_id}` does not exist")]
     DanglingParent {
         /// The missing parent id.
         parent_id: EntryId,
     },
     /// Another entry has the same id; the later one wins lookups.
+    #[error("duplicate id (first used on line {first_line})")]
     DuplicateId {
         /// Line of the earlier entry with this id.
         first_line: u64,
     },
     /// Following `parentId` from this entry comes back to it; the link that
     /// closes the cycle is treated as a root.
+    #[error("parent links form a cycle")]
     Cycle,
     /// A line before the header that is not the header.
+    #[error("line before the session header")]
     BeforeHeader,
     /// `parentId` is the entry's own id; it is read as a root.
+    #[error("`parentId` is the entry's own id (read as a root)")]
     SelfParent,
     /// A message role this crate does not know; the entry is kept as it is
     /// and left out of the context.
+    #[error(
+        "unknown message role `{role}`: the entry is kept as it is and left out of the context"
+    )]
     UnknownRole {
         /// The role as written.
         role: String,
     },
     /// A tool call whose `arguments` is not a JSON object (a string, for
     /// example); providers reject such a call.
+    #[error("tool call `{call_id}` has `arguments` that are a {found}, not an object")]
     ToolCallArguments {
         /// The call's id.
         call_id: String,
@@ -75,13 +89,16 @@ pub enum ProblemKind {
         found: &'static str,
     },
     /// A compaction whose `firstKeptEntryId` names no entry.
+    #[error("compaction's `firstKeptEntryId` `{id}` names no entry")]
     FirstKeptMissing {
         /// The id as written.
         id: EntryId,
     },
     /// A compaction whose `firstKeptEntryId` is its own id.
+    #[error("compaction's `firstKeptEntryId` is the compaction's own id")]
     FirstKeptSelf,
     /// A compaction whose `firstKeptEntryId` names an entry written after it.
+    #[error("compaction's `firstKeptEntryId` `{id}` names a later entry (line {line})")]
     FirstKeptLater {
         /// The id as written.
         id: EntryId,
@@ -91,12 +108,16 @@ pub enum ProblemKind {
     /// A compaction whose `firstKeptEntryId` names an entry that is not on
     /// the path from the root to the compaction, so its context keeps
     /// nothing but the summary.
+    #[error(
+        "compaction's `firstKeptEntryId` `{id}` is not on the path to the compaction, so its context would keep only the summary"
+    )]
     FirstKeptOffPath {
         /// The id as written.
         id: EntryId,
     },
     /// A v1 compaction whose `firstKeptEntryIndex` cannot be resolved to an
     /// earlier entry; migration would drop it.
+    #[error("v1 compaction's `firstKeptEntryIndex` {index} {reason}; migration would drop it")]
     FirstKeptIndex {
         /// The index as written.
         index: String,
@@ -104,11 +125,13 @@ pub enum ProblemKind {
         reason: &'static str,
     },
     /// A branch summary whose `fromId` names no entry (and is not `root`).
+    #[error("branch summary's `fromId` `{id}` names no entry")]
     DanglingFromId {
         /// The id as written.
         id: String,
     },
     /// A label whose `targetId` names no entry.
+    #[error("label's `targetId` `{id}` names no entry")]
     DanglingLabelTarget {
         /// The id as written.
         id: EntryId,
@@ -167,62 +190,6 @@ impl ProblemKind {
     /// migration would drop.
     pub fn blocks_rewrite(&self) -> bool {
         matches!(self, Self::TornLine { .. } | Self::FirstKeptIndex { .. })
-    }
-}
-
-impl fmt::Display for ProblemKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::MalformedJson { error } => write!(f, "malformed JSON: {error}"),
-            Self::NotAnObject => f.write_str("JSON value is not an object"),
-            Self::TornLine { bytes } => {
-                write!(
-                    f,
-                    "torn last line ({bytes} bytes without a newline): a write was cut short"
-                )
-            }
-            Self::MissingField { field } => write!(f, "missing field `{field}`"),
-            Self::InvalidEntry { error } => write!(f, "unreadable entry: {error}"),
-            Self::DanglingParent { parent_id } => write!(f, "parent `{parent_id}` does not exist"),
-            Self::DuplicateId { first_line } => {
-                write!(f, "duplicate id (first used on line {first_line})")
-            }
-            Self::Cycle => f.write_str("parent links form a cycle"),
-            Self::BeforeHeader => f.write_str("line before the session header"),
-            Self::SelfParent => f.write_str("`parentId` is the entry's own id (read as a root)"),
-            Self::UnknownRole { role } => write!(
-                f,
-                "unknown message role `{role}`: the entry is kept as it is and left out of the context"
-            ),
-            Self::ToolCallArguments { call_id, found } => write!(
-                f,
-                "tool call `{call_id}` has `arguments` that are a {found}, not an object"
-            ),
-            Self::FirstKeptMissing { id } => {
-                write!(f, "compaction's `firstKeptEntryId` `{id}` names no entry")
-            }
-            Self::FirstKeptSelf => {
-                f.write_str("compaction's `firstKeptEntryId` is the compaction's own id")
-            }
-            Self::FirstKeptLater { id, line } => write!(
-                f,
-                "compaction's `firstKeptEntryId` `{id}` names a later entry (line {line})"
-            ),
-            Self::FirstKeptOffPath { id } => write!(
-                f,
-                "compaction's `firstKeptEntryId` `{id}` is not on the path to the compaction, so its context would keep only the summary"
-            ),
-            Self::FirstKeptIndex { index, reason } => write!(
-                f,
-                "v1 compaction's `firstKeptEntryIndex` {index} {reason}; migration would drop it"
-            ),
-            Self::DanglingFromId { id } => {
-                write!(f, "branch summary's `fromId` `{id}` names no entry")
-            }
-            Self::DanglingLabelTarget { id } => {
-                write!(f, "label's `targetId` `{id}` names no entry")
-            }
-        }
     }
 }
 
