@@ -140,22 +140,25 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 mod tests {
     use super::*;
 
+    /// Epoch milliseconds and what JavaScript's `toISOString` gives for them.
+    const DATES: [(i64, &str); 5] = [
+        (0, "1970-01-01T00:00:00.000Z"),
+        (1_746_093_601_000, "2025-05-01T10:00:01.000Z"),
+        (951_782_400_123, "2000-02-29T00:00:00.123Z"),
+        (1_763_681_630_791, "2025-11-20T23:33:50.791Z"),
+        (-86_400_001, "1969-12-30T23:59:59.999Z"),
+    ];
+
     #[test]
     fn formats_like_to_iso_string() {
-        assert_eq!(format_iso(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(format_iso(1_746_093_601_000), "2025-05-01T10:00:01.000Z");
-        assert_eq!(format_iso(951_782_400_123), "2000-02-29T00:00:00.123Z");
+        for (ms, iso) in DATES {
+            assert_eq!(format_iso(ms), iso, "{ms}");
+        }
     }
 
     #[test]
     fn parses_what_it_formats() {
-        for ms in [
-            0,
-            1_746_093_601_000,
-            951_782_400_123,
-            1_763_681_630_791,
-            -86_400_001,
-        ] {
+        for (ms, _) in DATES {
             assert_eq!(parse_iso(&format_iso(ms)), Some(ms), "{ms}");
         }
     }

@@ -7,7 +7,7 @@ mod common;
 use std::fmt::Write as _;
 use std::sync::{Arc, Barrier};
 
-use common::{Clock, asst, header_line, user, write};
+use common::{Clock, asst, header_line, open, open_err, temp_file, user};
 use musepi_session_model::{
     EntryId, IdSource, Journal, ProblemKind, SequentialIds, SessionError, Stamp, load_file,
 };
@@ -32,11 +32,10 @@ fn session_text(entries: usize) -> String {
 
 #[test]
 fn a_torn_last_line_blocks_writes_until_repaired() {
-    let dir = tempfile::tempdir().unwrap();
     let mut text = session_text(3);
     text.push_str(r#"{"type":"message","id":"00000004","parentId":"000"#);
-    let path = write(dir.path(), "torn.jsonl", &text);
-    let mut j = Journal::open(&path, &mut SequentialIds::new()).unwrap();
+    let (_dir, path) = temp_file("torn.jsonl", &text);
+    let mut j = open(&path);
     assert_eq!(j.session().len(), 3, "every complete entry loads");
     let p = j.session().problems();
     assert_eq!(p.len(), 1);
@@ -80,8 +79,7 @@ impl IdSource for Tagged {
 
 #[test]
 fn concurrent_writers_never_interleave_or_lose_entries() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = write(dir.path(), "shared.jsonl", &session_text(1));
+    let (_dir, path) = temp_file("shared.jsonl", &session_text(1));
     let writers = 4;
     let per_writer = 25;
     let barrier = Arc::new(Barrier::new(writers));
@@ -140,7 +138,7 @@ fn concurrent_writers_never_interleave_or_lose_entries() {
 fn a_missing_file_is_a_clear_error_and_is_not_created() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("nope.jsonl");
-    let err = Journal::open(&path, &mut SequentialIds::new()).unwrap_err();
+    let err = open_err(&path);
     let SessionError::Io { source, .. } = &err else {
         panic!("{err:?}")
     };
@@ -155,16 +153,15 @@ fn a_garbage_file_is_refused_and_untouched() {
     let bytes: Vec<u8> = (0..4096u32).map(|i| (i * 7919 % 251) as u8).collect();
     let path = dir.path().join("garbage.jsonl");
     std::fs::write(&path, &bytes).unwrap();
-    let err = Journal::open(&path, &mut SequentialIds::new()).unwrap_err();
+    let err = open_err(&path);
     assert!(matches!(err, SessionError::NotASession { .. }), "{err:?}");
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
 }
 
 #[test]
 fn a_zero_byte_file_is_empty_and_stays_empty() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = write(dir.path(), "zero.jsonl", "");
-    let err = Journal::open(&path, &mut SequentialIds::new()).unwrap_err();
+    let (_dir, path) = temp_file("zero.jsonl", "");
+    let err = open_err(&path);
     assert!(matches!(err, SessionError::Empty { .. }), "{err:?}");
     assert!(err.to_string().contains("zero.jsonl"));
     assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
@@ -172,13 +169,8 @@ fn a_zero_byte_file_is_empty_and_stays_empty() {
 
 #[test]
 fn a_header_only_file_opens_and_takes_appends() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = write(
-        dir.path(),
-        "header.jsonl",
-        &format!("{}\n", header_line("h")),
-    );
-    let mut j = Journal::open(&path, &mut SequentialIds::new()).unwrap();
+    let (_dir, path) = temp_file("header.jsonl", &format!("{}\n", header_line("h")));
+    let mut j = open(&path);
     assert!(j.session().is_empty());
     assert_eq!(j.session().leaf_id(), None);
     let mut c = Clock::default();
@@ -191,15 +183,14 @@ fn a_header_only_file_opens_and_takes_appends() {
 
 #[test]
 fn a_fifty_megabyte_line_loads() {
-    let dir = tempfile::tempdir().unwrap();
     let big = "x".repeat(50 << 20);
     let text = format!(
         "{}\n{{\"type\":\"message\",\"id\":\"big00001\",\"parentId\":null,\"timestamp\":\"2025-01-01T00:00:01.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"{big}\",\"timestamp\":1}}}}\n",
         header_line("big")
     );
-    let path = write(dir.path(), "big.jsonl", &text);
+    let (_dir, path) = temp_file("big.jsonl", &text);
     drop(text);
-    let j = Journal::open(&path, &mut SequentialIds::new()).unwrap();
+    let j = open(&path);
     let s = j.session();
     assert_eq!(s.len(), 1);
     assert!(s.problems().is_empty());
@@ -208,10 +199,9 @@ fn a_fifty_megabyte_line_loads() {
 
 #[test]
 fn a_file_that_changed_on_disk_is_not_written() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = write(dir.path(), "changed.jsonl", &session_text(2));
-    let mut j = Journal::open(&path, &mut SequentialIds::new()).unwrap();
-    let mut other = Journal::open(&path, &mut SequentialIds::new()).unwrap();
+    let (_dir, path) = temp_file("changed.jsonl", &session_text(2));
+    let mut j = open(&path);
+    let mut other = open(&path);
     let mut c = Clock::default();
     other
         .append(user("from another writer"), &mut c.stamp())

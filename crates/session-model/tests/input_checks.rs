@@ -8,24 +8,12 @@ mod common;
 
 use std::path::Path;
 
-use common::{Clock, header_line, user, write};
+use common::{Clock, header_line, open, open_err, problems, temp_file, user};
 use musepi_session_model::{
-    AgentMessage, Compaction, EntryBody, EntryId, Journal, MAX_LINE_BYTES, MadeBy, ProblemKind,
+    AgentMessage, Compaction, EntryBody, EntryId, MAX_LINE_BYTES, MadeBy, ProblemKind,
     SequentialIds, SessionError, Text, load_file,
 };
 use musepi_test_support::message_line;
-
-fn open_err(path: &Path) -> SessionError {
-    match Journal::open(path, &mut SequentialIds::new()) {
-        Ok(j) => panic!(
-            "{} opened (v{}, {} entries)",
-            path.display(),
-            j.session().original_version(),
-            j.session().len()
-        ),
-        Err(e) => e,
-    }
-}
 
 #[test]
 fn fifos_devices_and_folders_are_refused_at_once() {
@@ -98,7 +86,6 @@ fn a_line_longer_than_the_cap_is_an_error_naming_the_line() {
 
 #[test]
 fn an_unrecognised_version_is_refused_and_nothing_is_migrated() {
-    let dir = tempfile::tempdir().unwrap();
     for (version, shown) in [
         (r#""3""#, r#""3""#),
         ("0", "0"),
@@ -113,7 +100,7 @@ fn an_unrecognised_version_is_refused_and_nothing_is_migrated() {
             "{{\"type\":\"session\",\"version\":{version},\"id\":\"v\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/\"}}\n{}\n",
             message_line("a1", None, "hi")
         );
-        let path = write(dir.path(), "v.jsonl", &text);
+        let (_dir, path) = temp_file("v.jsonl", &text);
         let err = open_err(&path);
         assert!(
             matches!(&err, SessionError::UnknownVersion { line: 1, found, .. } if found == shown),
@@ -128,8 +115,8 @@ fn an_unrecognised_version_is_refused_and_nothing_is_migrated() {
         "{{\"type\":\"session\",\"version\":3.0,\"id\":\"v\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/\"}}\n{}\n",
         message_line("a1", None, "hi")
     );
-    let path = write(dir.path(), "v3.jsonl", &text);
-    let j = Journal::open(&path, &mut SequentialIds::new()).unwrap();
+    let (_dir, path) = temp_file("v3.jsonl", &text);
+    let j = open(&path);
     assert_eq!(j.session().original_version(), 3);
     assert!(!j.migration_pending());
 }
@@ -164,7 +151,6 @@ fn a_byte_order_mark_or_invalid_utf8_header_is_named_as_line_1() {
 /// Every structural defect `session check` reports, each on its line.
 #[test]
 fn structural_defects_are_reported_with_their_lines() {
-    let dir = tempfile::tempdir().unwrap();
     let lines = [
         header_line("defects"),
         message_line("a1", None, "root"),
@@ -188,15 +174,10 @@ fn structural_defects_are_reported_with_their_lines() {
         r#"{"type":"label","id":"l1","parentId":"b1","timestamp":"2025-01-01T00:00:09.000Z","targetId":"ghost","label":"x"}"#.to_owned(),
         message_line("z9", Some("l1"), "late"),
     ];
-    let path = write(dir.path(), "defects.jsonl", &(lines.join("\n") + "\n"));
+    let (_dir, path) = temp_file("defects.jsonl", &(lines.join("\n") + "\n"));
     let (s, _) = load_file(&path, &mut SequentialIds::new()).unwrap();
-    let found: Vec<(u64, &str)> = s
-        .problems()
-        .iter()
-        .map(|p| (p.line, p.kind.name()))
-        .collect();
     assert_eq!(
-        found,
+        problems(&s),
         [
             (3, "self-parent"),
             (4, "unknown-role"),
@@ -222,7 +203,6 @@ fn structural_defects_are_reported_with_their_lines() {
 
 #[test]
 fn bad_v1_compaction_indexes_are_reported_and_block_rewrites() {
-    let dir = tempfile::tempdir().unwrap();
     let v1 = |index: &str| {
         format!(
             "{{\"type\":\"session\",\"id\":\"v1\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/\"}}\n\
@@ -237,8 +217,8 @@ fn bad_v1_compaction_indexes_are_reported_and_block_rewrites() {
         ("7", "names no earlier entry"),
     ] {
         let text = v1(index);
-        let path = write(dir.path(), "v1.jsonl", &text);
-        let mut j = Journal::open(&path, &mut SequentialIds::new()).unwrap();
+        let (_dir, path) = temp_file("v1.jsonl", &text);
+        let mut j = open(&path);
         let p = &j.session().problems()[0];
         assert_eq!((p.line, p.kind.name()), (3, "first-kept-index"), "{index}");
         assert!(p.kind.to_string().contains(reason), "{}", p.kind);
@@ -250,8 +230,8 @@ fn bad_v1_compaction_indexes_are_reported_and_block_rewrites() {
         );
         assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
     }
-    let good = write(dir.path(), "good.jsonl", &v1("1"));
-    let j = Journal::open(&good, &mut SequentialIds::new()).unwrap();
+    let (_dir, good) = temp_file("good.jsonl", &v1("1"));
+    let j = open(&good);
     assert!(j.session().problems().is_empty());
 }
 
@@ -259,7 +239,6 @@ fn bad_v1_compaction_indexes_are_reported_and_block_rewrites() {
 /// the next `session check` would flag is refused, and nothing is written.
 #[test]
 fn appends_that_would_fail_the_check_are_refused() {
-    let dir = tempfile::tempdir().unwrap();
     let text = format!(
         "{}\n{}\n{}\n{}\n",
         header_line("v"),
@@ -267,8 +246,8 @@ fn appends_that_would_fail_the_check_are_refused() {
         message_line("b2", Some("a1"), "branch one"),
         message_line("c3", Some("a1"), "branch two"),
     );
-    let path = write(dir.path(), "s.jsonl", &text);
-    let mut j = Journal::open(&path, &mut SequentialIds::new()).unwrap();
+    let (_dir, path) = temp_file("s.jsonl", &text);
+    let mut j = open(&path);
     let mut c = Clock::default();
     let unknown = EntryBody::Message(AgentMessage::Other {
         role: "robot".into(),
@@ -317,14 +296,13 @@ fn appends_that_would_fail_the_check_are_refused() {
 /// file in order, each entry under the one before.
 #[test]
 fn a_batch_with_one_refused_entry_appends_none_of_it() {
-    let dir = tempfile::tempdir().unwrap();
     let text = format!(
         "{}\n{}\n",
         header_line("v"),
         message_line("a1", None, "one")
     );
-    let path = write(dir.path(), "s.jsonl", &text);
-    let mut j = Journal::open(&path, &mut SequentialIds::new()).unwrap();
+    let (_dir, path) = temp_file("s.jsonl", &text);
+    let mut j = open(&path);
     let mut c = Clock::default();
     let label = |target: &str| EntryBody::Label {
         target_id: EntryId::new(target),

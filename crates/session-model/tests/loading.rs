@@ -4,12 +4,8 @@
 
 mod common;
 
-use common::{header_line, load_text, write};
-use musepi_session_model::{Journal, ProblemKind, SequentialIds, SessionError, load_file};
-
-fn open_err(path: &std::path::Path) -> SessionError {
-    Journal::open(path, &mut SequentialIds::new()).expect_err("refused")
-}
+use common::{header_line, load_text, open, open_err, problems, temp_file, write};
+use musepi_session_model::{SequentialIds, SessionError, load_file};
 
 const MSG: &str = r#"{"type":"message","id":"m1","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}"#;
 
@@ -59,17 +55,11 @@ fn malformed_lines_are_skipped_and_reported_with_their_line() {
     let text = format!("{}\ngarbage line\n{MSG}\n", header_line("abc"));
     let s = load_text(&text);
     assert_eq!(s.len(), 1);
-    assert_eq!(s.problems().len(), 1);
-    assert_eq!(s.problems()[0].line, 2);
-    assert!(matches!(
-        s.problems()[0].kind,
-        ProblemKind::MalformedJson { .. }
-    ));
+    assert_eq!(problems(&s), [(2, "malformed-json")]);
 }
 
 #[test]
 fn a_non_empty_file_without_a_header_is_refused_and_left_untouched() {
-    let dir = tempfile::tempdir().unwrap();
     for (name, text) in [
         ("garbage.jsonl", "this is not a session\nat all\n"),
         (
@@ -78,7 +68,7 @@ fn a_non_empty_file_without_a_header_is_refused_and_left_untouched() {
         ),
         ("msg.jsonl", &format!("{MSG}\n")),
     ] {
-        let path = write(dir.path(), name, text);
+        let (_dir, path) = temp_file(name, text);
         let err = open_err(&path);
         assert!(
             matches!(err, SessionError::NotASession { .. }),
@@ -97,8 +87,7 @@ fn a_non_empty_file_without_a_header_is_refused_and_left_untouched() {
 fn the_header_is_found_after_blank_and_malformed_lines() {
     let long_id = "x".repeat(8192);
     let text = format!("\n\n  \n{{broken\n{}\n{MSG}\n", header_line(&long_id));
-    let dir = tempfile::tempdir().unwrap();
-    let path = write(dir.path(), "late.jsonl", &text);
+    let (_dir, path) = temp_file("late.jsonl", &text);
     let (s, _) = load_file(&path, &mut SequentialIds::new()).unwrap();
     assert_eq!(s.header().id, long_id);
     assert_eq!(s.len(), 1);
@@ -116,9 +105,8 @@ fn a_header_larger_than_one_mebibyte_opens() {
     let header = format!(
         r#"{{"type":"session","version":3,"id":"big","timestamp":"2025-01-01T00:00:00.000Z","cwd":"{cwd}"}}"#
     );
-    let dir = tempfile::tempdir().unwrap();
-    let path = write(dir.path(), "big.jsonl", &format!("{header}\n{MSG}\n"));
-    let j = Journal::open(&path, &mut SequentialIds::new()).unwrap();
+    let (_dir, path) = temp_file("big.jsonl", &format!("{header}\n{MSG}\n"));
+    let j = open(&path);
     assert_eq!(j.session().header().cwd.as_deref(), Some(cwd.as_str()));
     assert_eq!(j.session().len(), 1);
 }
@@ -130,8 +118,7 @@ fn long_runs_of_blank_lines_load_as_nothing() {
     text.push_str(&"\n".repeat(8 << 20));
     text.push_str(MSG);
     text.push('\n');
-    let dir = tempfile::tempdir().unwrap();
-    let path = write(dir.path(), "padded.jsonl", &text);
+    let (_dir, path) = temp_file("padded.jsonl", &text);
     let (s, _) = load_file(&path, &mut SequentialIds::new()).unwrap();
     assert_eq!(s.len(), 1);
     assert!(s.problems().is_empty());

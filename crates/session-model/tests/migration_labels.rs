@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Clock, asst, body, conversation, header, load_text, user};
+use common::{Clock, asst, body, conversation, created, header, load_text, user};
 use musepi_session_model::{EntryBody, EntryId, Header, Journal, SequentialIds, Session, TreeEdit};
 use serde_json::json;
 
@@ -161,10 +161,7 @@ fn a_custom_entry_between_messages_chains_but_is_no_message() {
 
 #[test]
 fn the_first_flush_waits_for_an_assistant_and_writes_everything_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("deferred.jsonl");
-    let mut c = Clock::default();
-    let mut j = Journal::create(&path, header()).unwrap();
+    let (_dir, path, mut c, mut j) = created("deferred.jsonl");
     j.append(user("1"), &mut c.stamp()).unwrap();
     j.append(
         body(json!({"type": "thinking_level_change", "thinkingLevel": "high"})),

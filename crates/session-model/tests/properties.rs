@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Clock, asst, body, header, user};
+use common::{asst, body, created, user};
 use musepi_session_model::{
     Journal, ProblemKind, SequentialIds, SessionError, TreeEdit, load_bytes,
 };
@@ -49,10 +49,7 @@ proptest! {
 
     #[test]
     fn every_sequence_of_operations_round_trips(ops in proptest::collection::vec(op(), 1..40)) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("prop.jsonl");
-        let mut c = Clock::default();
-        let mut j = Journal::create(&path, header()).unwrap();
+        let (_dir, path, mut c, mut j) = created("prop.jsonl");
         // The first flush needs an assistant message.
         let mut last_append = Some(j.append(asst("start"), &mut c.stamp()).unwrap());
         for op in ops {
@@ -98,10 +95,7 @@ proptest! {
 }
 
 fn sample_file() -> String {
-    let dir = tempfile::tempdir().expect("sample");
-    let path = dir.path().join("sample.jsonl");
-    let mut c = Clock::default();
-    let mut j = Journal::create(&path, header()).expect("sample");
+    let (_dir, path, mut c, mut j) = created("sample.jsonl");
     j.append(user("héllo \"world\"\n"), &mut c.stamp())
         .expect("sample");
     j.append(asst("answer 😀"), &mut c.stamp()).expect("sample");

@@ -13,7 +13,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use common::{Clock, header_line, user, write};
+use common::{Clock, header_line, open, user, write};
 use musepi_session_model::{
     Entry, EntryBody, Journal, LiveSign, SequentialIds, SessionError, TreeEdit, WriteWarning,
     load_file,
@@ -63,21 +63,22 @@ fn append_raw(path: &Path, bytes: &str) {
     f.write_all(bytes.as_bytes()).unwrap();
 }
 
-fn open(path: &Path) -> Journal {
-    Journal::open(path, &mut SequentialIds::new()).unwrap()
+/// The text of the file at `path`.
+fn contents(path: &Path) -> String {
+    fs::read_to_string(path).unwrap()
 }
 
-/// A session of `n` messages in `dir`, opened.
-fn opened(dir: &Path, n: usize) -> (PathBuf, Journal) {
-    let path = session(dir, "s.jsonl", n);
+/// A session of `n` messages in a temporary folder of its own, opened.
+fn opened(n: usize) -> (tempfile::TempDir, PathBuf, Journal) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = session(dir.path(), "s.jsonl", n);
     let j = open(&path);
-    (path, j)
+    (dir, path, j)
 }
 
 #[test]
 fn lines_appended_before_a_rewrite_are_carried_over() {
-    let dir = tempfile::tempdir().unwrap();
-    let (path, mut j) = opened(dir.path(), 3);
+    let (_dir, path, mut j) = opened(3);
     // The agent appends two entries after musepi read the file.
     let appended = format!(
         "{}\n{}\n",
@@ -102,14 +103,13 @@ fn lines_appended_before_a_rewrite_are_carried_over() {
 
 #[test]
 fn an_invalid_or_incomplete_appended_line_stops_the_rewrite() {
-    let dir = tempfile::tempdir().unwrap();
     for (appended, what) in [
         ("not json at all\n", "is not valid JSON"),
         ("[1,2]\n", "is not a JSON object"),
         ("{\"type\":\"message\"}\n", "has no `id`"),
         ("{\"type\":\"message\",\"id\":\"half", "stays incomplete"),
     ] {
-        let (path, mut j) = opened(dir.path(), 2);
+        let (dir, path, mut j) = opened(2);
         append_raw(&path, appended);
         let before = fs::read(&path).unwrap();
         let change = changed(&j, 0, "rewritten");
@@ -126,8 +126,7 @@ fn an_invalid_or_incomplete_appended_line_stops_the_rewrite() {
 
 #[test]
 fn a_rewrite_that_adds_entries_refuses_lines_appended_meanwhile() {
-    let dir = tempfile::tempdir().unwrap();
-    let (path, mut j) = opened(dir.path(), 3);
+    let (_dir, path, mut j) = opened(3);
     j.stage_replacements(vec![changed(&j, 0, "pruned")])
         .unwrap();
     append_raw(&path, &(msg("x1", Some("m3"), "agent") + "\n"));
@@ -159,11 +158,7 @@ fn a_symlinked_session_is_rewritten_through_the_link() {
             .is_symlink()
     );
     assert_eq!(fs::read_link(&link).unwrap(), real);
-    assert!(
-        fs::read_to_string(&real)
-            .unwrap()
-            .contains("through the link")
-    );
+    assert!(contents(&real).contains("through the link"));
 }
 
 #[test]
@@ -184,7 +179,7 @@ fn a_hard_linked_session_is_not_rewritten_but_takes_appends() {
     let mut c = Clock::default();
     j.append(user("appended"), &mut c.stamp()).unwrap();
     assert_eq!(fs::read(&path).unwrap(), fs::read(&other).unwrap());
-    assert!(fs::read_to_string(&other).unwrap().contains("appended"));
+    assert!(contents(&other).contains("appended"));
 }
 
 #[test]
@@ -338,8 +333,7 @@ fn a_copy_gets_the_mode_of_its_source_and_never_replaces_by_default() {
 
 #[test]
 fn a_rewrite_says_when_another_process_keeps_the_replaced_file_open() {
-    let dir = tempfile::tempdir().unwrap();
-    let (path, mut j) = opened(dir.path(), 3);
+    let (_dir, path, mut j) = opened(3);
     j.replace_entries(vec![changed(&j, 0, "nobody holds it")])
         .unwrap();
     assert_eq!(
@@ -368,19 +362,14 @@ fn a_rewrite_says_when_another_process_keeps_the_replaced_file_open() {
         "{text}"
     );
     assert_eq!(j.take_warnings(), vec![], "taken once");
-    assert!(
-        fs::read_to_string(&path)
-            .unwrap()
-            .contains("held open elsewhere")
-    );
+    assert!(contents(&path).contains("held open elsewhere"));
 }
 
 /// A branch summary the journal cannot write (another process appended
 /// since it read the file) leaves the leaf where it was and adds nothing.
 #[test]
 fn a_refused_branch_summary_leaves_the_leaf_where_it_was() {
-    let dir = tempfile::tempdir().unwrap();
-    let (path, mut j) = opened(dir.path(), 3);
+    let (_dir, path, mut j) = opened(3);
     let leaf = j.session().leaf_id().cloned();
     append_raw(&path, &(msg("x1", Some("m3"), "agent") + "\n"));
     let before = fs::read(&path).unwrap();

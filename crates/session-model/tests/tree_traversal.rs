@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Clock, asst, body, conversation, header, ids, text_of, usage_json, user};
+use common::{Clock, asst, body, conversation, created, header, ids, text_of, usage_json, user};
 use musepi_session_model::{
     EntryBody, Header, Journal, SequentialIds, Session, Tree, TreeEdit, load_file,
 };
@@ -364,10 +364,7 @@ fn a_persisted_branch_with_an_assistant_is_written_at_once() {
 
 #[test]
 fn usage_survives_a_reopen() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("usage.jsonl");
-    let mut c = Clock::default();
-    let mut j = Journal::create(&path, header()).unwrap();
+    let (_dir, path, mut c, mut j) = created("usage.jsonl");
     let u = usage_json(10, 20, 30, 40);
     let id1 = j.append(user("u"), &mut c.stamp()).unwrap();
     j.append(asst("a"), &mut c.stamp()).unwrap();

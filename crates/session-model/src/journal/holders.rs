@@ -94,14 +94,15 @@ mod tests {
     use super::*;
     use musepi_test_support::{Hold, hold_open};
 
-    /// A file in `dir`, opened, with what it was when opened, held open by
-    /// one other process for each of `holds`, then removed (as a rewrite
-    /// replaces it).
+    /// A file in a temporary folder, opened, with what it was when opened,
+    /// held open by one other process for each of `holds`, then removed (as
+    /// a rewrite replaces it). The folder goes with it: only the open
+    /// descriptors keep the file.
     fn removed_while_held<const N: usize>(
-        dir: &Path,
         holds: [Hold; N],
     ) -> (File, fs::Metadata, [std::process::Child; N]) {
-        let path = dir.join("s.jsonl");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("s.jsonl");
         fs::write(&path, "{}\n").expect("written");
         let file = File::open(&path).expect("opened");
         let meta = file.metadata().expect("metadata");
@@ -118,9 +119,7 @@ mod tests {
 
     #[test]
     fn another_process_writing_the_replaced_file_is_seen_and_a_reader_is_not() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let (_file, meta, [writer, reader]) =
-            removed_while_held(dir.path(), [Hold::Appending, Hold::Reading]);
+        let (_file, meta, [writer, reader]) = removed_while_held([Hold::Appending, Hold::Reading]);
         assert!(open_for_writing_elsewhere(meta.dev(), meta.ino()));
         stop(writer);
         assert!(!open_for_writing_elsewhere(meta.dev(), meta.ino()));
@@ -129,8 +128,7 @@ mod tests {
 
     #[test]
     fn the_wait_lasts_until_the_other_process_closes_the_file() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let (file, meta, [writer]) = removed_while_held(dir.path(), [Hold::Appending]);
+        let (file, meta, [writer]) = removed_while_held([Hold::Appending]);
         let closing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = std::sync::Arc::clone(&closing);
         let closer = std::thread::spawn(move || {
@@ -153,9 +151,7 @@ mod tests {
 
     #[test]
     fn a_file_kept_open_past_the_wait_is_reported_and_a_closed_one_is_not() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let (file, _, [writer, reader]) =
-            removed_while_held(dir.path(), [Hold::Appending, Hold::Reading]);
+        let (file, _, [writer, reader]) = removed_while_held([Hold::Appending, Hold::Reading]);
         let wait = Duration::from_millis(100);
         let started = Instant::now();
         assert!(

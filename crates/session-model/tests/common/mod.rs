@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use musepi_session_model::{
-    Entry, EntryBody, EntryId, Header, SequentialIds, Session, Stamp, load_bytes,
+    Entry, EntryBody, EntryId, Header, Journal, SequentialIds, Session, SessionError, Stamp,
+    load_bytes,
 };
 use serde_json::{Value, json};
 
@@ -129,4 +130,48 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, text).expect("write fixture");
     p
+}
+
+/// `text` in a file `name` of a temporary folder of its own; the folder and
+/// the file go when the returned guard is dropped.
+pub fn temp_file(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = write(dir.path(), name, text);
+    (dir, path)
+}
+
+/// The journal of the session file at `path`, with sequential ids.
+pub fn open(path: &Path) -> Journal {
+    Journal::open(path, &mut SequentialIds::new()).expect("the session opens")
+}
+
+/// Why the session file at `path` does not open; a panic that names what
+/// was read when it does open.
+pub fn open_err(path: &Path) -> SessionError {
+    match Journal::open(path, &mut SequentialIds::new()) {
+        Ok(j) => panic!(
+            "{} opened (v{}, {} entries)",
+            path.display(),
+            j.session().original_version(),
+            j.session().len()
+        ),
+        Err(e) => e,
+    }
+}
+
+/// A new session file `name` (the [`header`] only) in a temporary folder of
+/// its own, with its path, a [`Clock`] and its journal.
+pub fn created(name: &str) -> (tempfile::TempDir, PathBuf, Clock, Journal) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join(name);
+    let journal = Journal::create(&path, header()).expect("the session is created");
+    (dir, path, Clock::default(), journal)
+}
+
+/// Each problem of `s` as its line and its kind's name, in file order.
+pub fn problems(s: &Session) -> Vec<(u64, &'static str)> {
+    s.problems()
+        .iter()
+        .map(|p| (p.line, p.kind.name()))
+        .collect()
 }
