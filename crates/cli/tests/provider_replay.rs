@@ -59,8 +59,8 @@ fn provider(kind: ProviderKind, name: &str, url: &str) -> Provider {
     config.model = Some("test-model".to_owned());
     config.api_key = Some(ApiKey::new("sk-test"));
     // Time enough for a loopback answer on the busiest machine.
-    config.timeout = Duration::from_mins(1);
-    config.retry = RetryPolicy {
+    config.timing.timeout = Duration::from_mins(1);
+    config.timing.retry = RetryPolicy {
         max_attempts: 1,
         ..RetryPolicy::default()
     };

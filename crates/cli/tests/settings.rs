@@ -439,8 +439,8 @@ fn a_named_entry_sets_everything_and_flags_override_it() {
     assert_eq!(config.api_key, Some(ApiKey::new("lk")));
     assert_eq!(config.max_tokens, Some(4096));
     assert_eq!(config.reasoning_for(Some("high")), None);
-    assert_eq!(config.timeout, Duration::from_secs(30));
-    assert_eq!(config.retry.max_attempts, 1);
+    assert_eq!(config.timing.timeout, Duration::from_secs(30));
+    assert_eq!(config.timing.retry.max_attempts, 1);
     assert_eq!(config.context_window, Some(32768));
     assert!(config.vision);
     assert_eq!(config.developer_role, DeveloperRole::System);
@@ -617,7 +617,7 @@ fn the_deadline_comes_from_the_flag_then_the_entry_then_the_default() {
     let config = |name: &str, flag: Option<Duration>| {
         let mut f = flags(Some(name), None, None);
         f.deadline = flag;
-        resolve_config(&f, &s, &env(&[])).unwrap()
+        resolve_config(&f, &s, &env(&[])).unwrap().timing
     };
     let default = resolved(
         &flags(
@@ -629,7 +629,7 @@ fn the_deadline_comes_from_the_flag_then_the_entry_then_the_default() {
         &[],
     );
     assert_eq!(
-        (default.deadline, default.timeout),
+        (default.timing.deadline, default.timing.timeout),
         (Duration::from_mins(2), Duration::from_mins(2))
     );
     let entry = config("slow", None);

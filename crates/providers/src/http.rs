@@ -67,6 +67,35 @@ impl RetryPolicy {
     }
 }
 
+/// How long one request may take and how it retries: what a provider's
+/// settings entry and `--deadline` decide, used as a whole by every request.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Timing {
+    /// Total time of one attempt (it is also bounded by what is left of the deadline).
+    pub timeout: Duration,
+    /// Total time of one request: every attempt and the waits between them.
+    pub deadline: Duration,
+    /// Connect timeout; `None` uses the shared client's.
+    pub connect_timeout: Option<Duration>,
+    /// Retries.
+    pub retry: RetryPolicy,
+}
+
+/// A [`DEFAULT_DEADLINE`](crate::DEFAULT_DEADLINE) per request, each attempt
+/// allowed all of it, the shared client's connect timeout and the default
+/// retry policy.
+impl Default for Timing {
+    fn default() -> Self {
+        Self {
+            timeout: crate::DEFAULT_TIMEOUT,
+            deadline: crate::DEFAULT_DEADLINE,
+            connect_timeout: None,
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
 /// A retry about to happen, for progress output.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetryNotice {
@@ -121,9 +150,7 @@ enum AttemptError {
 pub(crate) struct Http {
     pub(crate) client: reqwest::Client,
     pub(crate) provider: String,
-    pub(crate) timeout: Duration,
-    pub(crate) deadline: Duration,
-    pub(crate) retry: RetryPolicy,
+    pub(crate) timing: Timing,
     pub(crate) secret: Option<ApiKey>,
     pub(crate) observer: Option<RetryObserver>,
 }
@@ -144,7 +171,7 @@ impl Http {
         cancel: &CancellationToken,
     ) -> Result<Reply, SummarizeError> {
         let payload = body.to_string().into_bytes();
-        let deadline = tokio::time::Instant::now() + self.deadline;
+        let deadline = tokio::time::Instant::now() + self.timing.deadline;
         let attempts = AtomicU32::new(0);
         tokio::select! {
             biased;
@@ -159,7 +186,7 @@ impl Http {
     fn deadline_error(&self, attempts: u32) -> SummarizeError {
         SummarizeError::Deadline {
             provider: self.provider.clone(),
-            deadline_ms: u64::try_from(self.deadline.as_millis()).unwrap_or(u64::MAX),
+            deadline_ms: u64::try_from(self.timing.deadline.as_millis()).unwrap_or(u64::MAX),
             attempts,
         }
     }
@@ -172,13 +199,13 @@ impl Http {
         deadline: tokio::time::Instant,
         attempts: &AtomicU32,
     ) -> Result<Reply, SummarizeError> {
-        let max_attempts = self.retry.max_attempts.max(1);
+        let max_attempts = self.timing.retry.max_attempts.max(1);
         let mut attempt = 1;
         loop {
             let last = attempt >= max_attempts;
             attempts.store(attempt, Ordering::Relaxed);
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            let timeout = self.timeout.min(left);
+            let timeout = self.timing.timeout.min(left);
             let outcome = match self.once(url, headers, payload, timeout).await {
                 Err(AttemptError::Fatal(e)) => return Err(e),
                 Err(AttemptError::Transport(f)) => Err(f),
@@ -193,9 +220,9 @@ impl Http {
                     }
                     let reason = format!("HTTP {}", reply.status);
                     let (delay, from_retry_after) = match reply.retry_after {
-                        Some(wait) if wait > self.retry.max_retry_after => return Ok(reply),
+                        Some(wait) if wait > self.timing.retry.max_retry_after => return Ok(reply),
                         Some(wait) => (wait, true),
-                        None => (self.retry.backoff(attempt), false),
+                        None => (self.timing.retry.backoff(attempt), false),
                     };
                     if out_of_time(delay) {
                         return Ok(reply);
@@ -203,7 +230,7 @@ impl Http {
                     (delay, from_retry_after, reason)
                 }
                 Err(failure) => {
-                    let delay = self.retry.backoff(attempt);
+                    let delay = self.timing.retry.backoff(attempt);
                     if failure.timed_out && out_of_time(delay) {
                         return Err(self.deadline_error(attempt));
                     }

@@ -10,6 +10,8 @@
 //! [`shared_client`]) that follows redirects only within the origin, retry
 //! 429, 5xx, dropped connections and timeouts with backoff
 //! ([`RetryPolicy`]) until the request's deadline ([`DEFAULT_DEADLINE`]),
+//! (a provider's attempt timeout, deadline, connect timeout and retries
+//! are one [`Timing`]),
 //! read answers up to [`MAX_RESPONSE_BYTES`], and stop promptly when the
 //! cancellation token fires. A summary that stopped at the output limit is
 //! marked `truncated`; one far longer than the limit allows is an error.
@@ -66,7 +68,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use anthropic::{ANTHROPIC_DEFAULT_MAX_TOKENS, ANTHROPIC_VERSION, Anthropic};
 pub use client::{DEFAULT_CONNECT_TIMEOUT, build_client, install_crypto_provider, shared_client};
-pub use http::{MAX_RESPONSE_BYTES, RetryNotice, RetryObserver, RetryPolicy};
+pub use http::{MAX_RESPONSE_BYTES, RetryNotice, RetryObserver, RetryPolicy, Timing};
 pub use openai::OpenAiCompatible;
 pub use remote::{RemoteEndpoint, RemoteSummary};
 pub use resolve::{
@@ -217,14 +219,8 @@ pub struct ProviderConfig {
     pub max_tokens: Option<u32>,
     /// Reasoning effort that replaces the request's; `off` or `none` never sends any.
     pub reasoning: Option<String>,
-    /// Total time of one attempt (it is also bounded by what is left of the deadline).
-    pub timeout: Duration,
-    /// Total time of one request: every attempt and the waits between them.
-    pub deadline: Duration,
-    /// Connect timeout; `None` uses the shared client's.
-    pub connect_timeout: Option<Duration>,
-    /// Retries.
-    pub retry: RetryPolicy,
+    /// The attempt timeout, the deadline, the connect timeout and the retries.
+    pub timing: Timing,
     /// The role of developer messages (chat completions only).
     pub developer_role: DeveloperRole,
     /// The model's context window, when known (trims native compaction input).
@@ -245,10 +241,7 @@ impl ProviderConfig {
             api_key: None,
             max_tokens: None,
             reasoning: None,
-            timeout: DEFAULT_TIMEOUT,
-            deadline: DEFAULT_DEADLINE,
-            connect_timeout: None,
-            retry: RetryPolicy::default(),
+            timing: Timing::default(),
             developer_role: DeveloperRole::default(),
             context_window: None,
             vision: false,
@@ -296,9 +289,7 @@ impl ProviderConfig {
         Http {
             client,
             provider: self.name.clone(),
-            timeout: self.timeout,
-            deadline: self.deadline,
-            retry: self.retry.clone(),
+            timing: self.timing.clone(),
             secret: self.api_key.clone(),
             observer: None,
         }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::client::{build_client, shared_client};
-use super::{ApiKey, DeveloperRole, Provider, ProviderConfig, ProviderKind, RetryPolicy};
+use super::{ApiKey, DeveloperRole, Provider, ProviderConfig, ProviderKind, RetryPolicy, Timing};
 
 /// A named provider entry, as the `providers` map of a settings file
 /// holds it (camelCase keys; every key optional).
@@ -203,38 +203,41 @@ pub fn resolve_config(
         return Err(ProviderError::MissingModel { name });
     }
     let api_key = api_key(&name, kind, &entry, &base_url, env)?;
-    let defaults = RetryPolicy::default();
     let mut config = ProviderConfig::new(kind, base_url);
     config.name = name;
     config.model = model;
     config.api_key = api_key;
     config.max_tokens = entry.max_tokens.filter(|&n| n > 0);
     config.reasoning.clone_from(&entry.reasoning);
-    if let Some(deadline) = flags.deadline.or(entry
-        .deadline_ms
-        .filter(|&ms| ms > 0)
-        .map(Duration::from_millis))
-    {
-        config.deadline = deadline;
-        config.timeout = deadline;
-    }
-    if let Some(ms) = entry.timeout_ms.filter(|&ms| ms > 0) {
-        config.timeout = Duration::from_millis(ms);
-    }
-    config.connect_timeout = entry
-        .connect_timeout_ms
-        .filter(|&ms| ms > 0)
-        .map(Duration::from_millis);
-    config.retry = RetryPolicy {
-        max_attempts: entry
-            .max_retries
-            .map_or(defaults.max_attempts, |r| r.saturating_add(1)),
-        ..defaults
-    };
+    config.timing = timing(&entry, flags.deadline);
     config.developer_role = entry.developer_role.unwrap_or_default();
     config.context_window = entry.context_window;
     config.vision = entry.vision;
     Ok(config)
+}
+
+/// The timing of `entry`: `deadline` (the `--deadline` flag), else the
+/// entry's `deadlineMs`, bounds each request and by default each attempt;
+/// `timeoutMs` bounds each attempt; `maxRetries` retries follow the first
+/// attempt. Zero durations count as unset.
+fn timing(entry: &ProviderEntry, deadline: Option<Duration>) -> Timing {
+    let millis = |ms: Option<u64>| ms.filter(|&ms| ms > 0).map(Duration::from_millis);
+    let mut timing = Timing::default();
+    if let Some(deadline) = deadline.or(millis(entry.deadline_ms)) {
+        timing.deadline = deadline;
+        timing.timeout = deadline;
+    }
+    if let Some(timeout) = millis(entry.timeout_ms) {
+        timing.timeout = timeout;
+    }
+    timing.connect_timeout = millis(entry.connect_timeout_ms);
+    timing.retry = RetryPolicy {
+        max_attempts: entry
+            .max_retries
+            .map_or(timing.retry.max_attempts, |r| r.saturating_add(1)),
+        ..timing.retry
+    };
+    timing
 }
 
 /// Resolves the provider and builds it on the shared client (or on its own
@@ -245,7 +248,7 @@ pub fn resolve_provider(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Provider, ProviderError> {
     let config = resolve_config(flags, settings, env)?;
-    let client = match config.connect_timeout {
+    let client = match config.timing.connect_timeout {
         Some(timeout) => build_client(timeout),
         None => shared_client(),
     }

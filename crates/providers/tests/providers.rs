@@ -65,8 +65,8 @@ impl Flavour {
         config.api_key = Some(ApiKey::new(KEY));
         // Time enough for a loopback answer on the busiest machine; the
         // tests of timeouts and deadlines set their own.
-        config.timeout = Duration::from_mins(1);
-        config.retry = RetryPolicy {
+        config.timing.timeout = Duration::from_mins(1);
+        config.timing.retry = RetryPolicy {
             max_attempts: 3,
             base_delay: Duration::from_millis(10),
             max_delay: Duration::from_millis(40),
@@ -666,8 +666,8 @@ async fn a_dropped_connection_is_retried() {
 async fn a_timeout_is_retried_then_reported() {
     for flavour in ALL {
         let (error, server) = stalled_error(flavour, Duration::from_hours(1), |config| {
-            config.timeout = Duration::from_millis(500);
-            config.retry.max_attempts = 2;
+            config.timing.timeout = Duration::from_millis(500);
+            config.timing.retry.max_attempts = 2;
         })
         .await;
         match &error {
@@ -831,8 +831,8 @@ async fn cancellation_stops_a_request_in_flight() {
         let server =
             Server::start(vec![flavour.ok(SUMMARY).delayed(Duration::from_hours(24))]).await;
         let mut config = flavour.config(&server);
-        config.timeout = Duration::from_hours(1);
-        config.deadline = Duration::from_hours(1);
+        config.timing.timeout = Duration::from_hours(1);
+        config.timing.deadline = Duration::from_hours(1);
         let provider = Provider::new(config, client());
         let cancel = CancellationToken::new();
         let request = request();
@@ -860,8 +860,8 @@ async fn cancellation_stops_the_backoff_wait() {
     ])
     .await;
     let mut config = Flavour::Chat.config(&server);
-    config.retry.max_retry_after = Duration::from_hours(2);
-    config.deadline = Duration::from_hours(2);
+    config.timing.retry.max_retry_after = Duration::from_hours(2);
+    config.timing.deadline = Duration::from_hours(2);
     let cancel = CancellationToken::new();
     // Cancelled as the wait begins: the observer hears of it first.
     let fire = cancel.clone();
@@ -1155,8 +1155,8 @@ async fn a_summary_far_longer_than_its_output_limit_is_refused() {
 async fn a_stalled_provider_fails_by_the_deadline() {
     for flavour in ALL {
         let (err, _server) = stalled_error(flavour, Duration::from_mins(1), |config| {
-            config.deadline = Duration::from_millis(300);
-            config.timeout = Duration::from_secs(30);
+            config.timing.deadline = Duration::from_millis(300);
+            config.timing.timeout = Duration::from_secs(30);
         })
         .await;
         assert_eq!(
@@ -1185,9 +1185,9 @@ async fn the_deadline_covers_the_retries_and_their_waits() {
     let stalled = Flavour::Chat.ok(SUMMARY).delayed(Duration::from_hours(1));
     let server = Server::start(vec![stalled; 1000]).await;
     let mut config = Flavour::Chat.config(&server);
-    config.deadline = Duration::from_secs(2);
-    config.timeout = Duration::from_millis(200);
-    config.retry.max_attempts = 1000;
+    config.timing.deadline = Duration::from_secs(2);
+    config.timing.timeout = Duration::from_millis(200);
+    config.timing.retry.max_attempts = 1000;
     let err = summarize(&Provider::new(config, client()))
         .await
         .unwrap_err();
@@ -1215,10 +1215,10 @@ async fn the_deadline_covers_the_retries_and_their_waits() {
     // answer, with what is left of the 1.5 s for its own).
     let server = Server::start(vec![Flavour::Chat.error(500, "overloaded"); 1000]).await;
     let mut config = Flavour::Chat.config(&server);
-    config.deadline = Duration::from_millis(1500);
-    config.retry.max_attempts = 1000;
-    config.retry.base_delay = Duration::from_secs(1);
-    config.retry.max_delay = Duration::from_secs(1);
+    config.timing.deadline = Duration::from_millis(1500);
+    config.timing.retry.max_attempts = 1000;
+    config.timing.retry.base_delay = Duration::from_secs(1);
+    config.timing.retry.max_delay = Duration::from_secs(1);
     let err = summarize(&Provider::new(config, client()))
         .await
         .unwrap_err();
