@@ -11,17 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
+use musepi_test_support::{copy_written_ago, fixture};
 use serde_json::Value;
 use support::strings;
 
 const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
-
-/// The repository's fixtures.
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures")
-        .join(name)
-}
 
 /// A temporary HOME and a working directory under it, removed on drop.
 struct Home {
@@ -85,11 +79,11 @@ impl Drop for Home {
 
 /// Copies `fixture` to `dir/name`, last modified `age` seconds ago.
 fn place(dir: &Path, name: &str, fixture_name: &str, age: u64) -> PathBuf {
-    fs::create_dir_all(dir).unwrap();
-    let path = dir.join(name);
-    fs::copy(fixture(fixture_name), &path).unwrap();
-    musepi_test_support::written_ago(&path, Duration::from_secs(age));
-    path
+    copy_written_ago(
+        &fixture(fixture_name),
+        &dir.join(name),
+        Duration::from_secs(age),
+    )
 }
 
 fn stdout(out: &Output) -> String {

@@ -12,11 +12,11 @@ use std::process::{Command, Output, Stdio};
 use musepi_session_model::{SequentialIds, load_file};
 use musepi_test_support::{message_line, pi_fixture};
 use serde_json::Value;
-use support::{assert_stderr_has, write_file};
+use support::{assert_stderr_has, fixture, settled_copy, write_file};
 
 /// The conformance set in the repository (tests/fixtures/conformance).
 fn conformance_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/conformance")
+    fixture("conformance")
 }
 
 fn conformance(name: &str) -> PathBuf {
@@ -83,13 +83,6 @@ fn json(o: &Output) -> Value {
 
 fn p(path: &Path) -> &str {
     path.to_str().expect("utf-8 path")
-}
-
-fn copy_to(dir: &Path, from: &Path, name: &str) -> PathBuf {
-    let to = dir.join(name);
-    std::fs::copy(from, &to).expect("copy");
-    support::settle(&to);
-    to
 }
 
 const HEADER: &str = r#"{"type":"session","version":3,"id":"cli-test","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/"}"#;
@@ -351,7 +344,7 @@ fn migrate_matches_the_reference_bytes_and_twice_is_a_no_op() {
         ("rand-0002.jsonl", "rand-0002.migrated.jsonl"),
         ("rand-0008.jsonl", "rand-0008.migrated.jsonl"),
     ] {
-        let file = copy_to(dir.path(), &conformance(session), session);
+        let file = settled_copy(&conformance(session), dir.path(), session);
         let expected = std::fs::read(answer(migrated)).unwrap();
         let o = musepi(&[
             "session",
@@ -444,7 +437,7 @@ fn migrate_reads_standard_input_into_a_file() {
 #[test]
 fn read_only_commands_never_write() {
     let dir = tempfile::tempdir().unwrap();
-    let file = copy_to(dir.path(), &conformance("rand-0005.jsonl"), "v1.jsonl");
+    let file = settled_copy(&conformance("rand-0005.jsonl"), dir.path(), "v1.jsonl");
     let before = std::fs::read(&file).unwrap();
     let modified = std::fs::metadata(&file).unwrap().modified().unwrap();
     for cmd in ["stats", "tree", "check"] {
@@ -553,7 +546,7 @@ fn a_read_only_folder_fails_the_rewrite_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("ro");
     std::fs::create_dir(&folder).unwrap();
-    let file = copy_to(&folder, &conformance("rand-0002.jsonl"), "v2.jsonl");
+    let file = settled_copy(&conformance("rand-0002.jsonl"), &folder, "v2.jsonl");
     let before = std::fs::read(&file).unwrap();
     // The file itself may be written; only the folder may not.
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();

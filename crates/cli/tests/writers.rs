@@ -13,7 +13,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use musepi_session_model::{LIVE_WINDOW_MS, SequentialIds, load_bytes};
-use support::{assert_stderr_has, error_message, settle, write_file};
+use support::{assert_stderr_has, error_message, fixture, settle, settled_copy};
 
 const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
 const NOW: &str = "2026-02-01T00:00:00.000Z";
@@ -231,13 +231,7 @@ fn dry_runs_write_nothing() {
 #[test]
 fn an_unmigrated_v1_file_reads_with_ids_that_carry_between_commands() {
     let dir = tempfile::tempdir().unwrap();
-    let file = write_file(
-        dir.path(),
-        "v1.jsonl",
-        "{\"type\":\"session\",\"id\":\"v1\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/\"}\n\
-         {\"type\":\"message\",\"timestamp\":\"2025-01-01T00:00:01.000Z\",\"message\":{\"role\":\"user\",\"content\":\"first\",\"timestamp\":1}}\n\
-         {\"type\":\"message\",\"timestamp\":\"2025-01-01T00:00:02.000Z\",\"message\":{\"role\":\"user\",\"content\":\"second\",\"timestamp\":2}}\n",
-    );
+    let file = settled_copy(&fixture("v1.jsonl"), dir.path(), "v1.jsonl");
     let before = std::fs::read(&file).unwrap();
     let tree = musepi(&["session", "tree", p(&file), "--json"]);
     assert_eq!(code(&tree), 0, "{}", stderr(&tree));

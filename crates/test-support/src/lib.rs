@@ -14,8 +14,10 @@
 //! Beside them, [`pi_fixture`] finds the real pi sessions next to the
 //! repository for the tests that read them, and skips those tests with a
 //! notice where they are absent, [`hold_open`] keeps a file open for
-//! writing in another process, [`written_ago`] dates a file back, and
-//! [`example_as_v2`] writes the repository's example session as a v2 file.
+//! writing in another process, [`written_ago`] dates a file back
+//! ([`copy_written_ago`] a copy), [`fixture`] names a file of the
+//! repository's tests/fixtures, and [`example_as_v2`] writes the
+//! repository's example session as a v2 file.
 //!
 //! It must not know any crate above session-model, so every crate of the
 //! workspace can use it in its tests; it is never published.
@@ -114,6 +116,24 @@ pub fn last_line(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).expect("read the file");
     let line = text.lines().last().expect("the file has a line");
     serde_json::from_str(line).expect("the last line is JSON")
+}
+
+/// The repository's test fixture `name`: a path under `tests/fixtures`.
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(name)
+}
+
+/// Copies the file `from` to `to`, creating the folder it goes in, and
+/// dates the copy `age` back ([`written_ago`]); returns `to`.
+pub fn copy_written_ago(from: &Path, to: &Path, age: std::time::Duration) -> PathBuf {
+    if let Some(folder) = to.parent() {
+        std::fs::create_dir_all(folder).expect("create the copy's folder");
+    }
+    std::fs::copy(from, to).expect("copy the file");
+    written_ago(to, age);
+    to.to_path_buf()
 }
 
 /// Sets the modification time of the file at `path` to `age` ago, leaving

@@ -403,26 +403,14 @@ mod tests {
 
     use std::io::Write as _;
 
+    use musepi_test_support::{copy_written_ago, fixture};
+
     use super::*;
     use crate::cli::Globals;
 
-    fn fixture(name: &str) -> std::path::PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../tests/fixtures")
-            .join(name)
-    }
-
-    /// The file as nobody has written it for a minute.
-    fn settle(path: &Path) {
-        musepi_test_support::written_ago(path, Duration::from_mins(1));
-    }
-
-    /// The fixture `name` copied into `dir`, settled.
+    /// The fixture `name` copied into `dir`, as nobody has written it for a minute.
     fn settled_copy(dir: &Path, name: &str) -> std::path::PathBuf {
-        let path = dir.join(name);
-        std::fs::copy(fixture(name), &path).unwrap();
-        settle(&path);
-        path
+        copy_written_ago(&fixture(name), &dir.join(name), Duration::from_mins(1))
     }
 
     fn pipelines(path: &Path, force: bool) -> Pipelines {

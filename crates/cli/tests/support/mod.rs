@@ -74,14 +74,16 @@ pub fn p(path: &Path) -> &str {
     path.to_str().unwrap()
 }
 
-/// The example session copied into `dir` as `name`.
+/// The example session copied into `dir` as `name`, settled.
 pub fn example_session(dir: &Path, name: &str) -> PathBuf {
-    let src =
+    let example =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sessions/todo-refactor.jsonl");
-    let dst = dir.join(name);
-    std::fs::copy(src, &dst).unwrap();
-    settle(&dst);
-    dst
+    settled_copy(&example, dir, name)
+}
+
+/// The file `from` copied into `dir` as `name`, settled.
+pub fn settled_copy(from: &Path, dir: &Path, name: &str) -> PathBuf {
+    musepi_test_support::copy_written_ago(from, &dir.join(name), SETTLED)
 }
 
 /// Makes a session the test just wrote look idle to musepi's live-session
@@ -89,8 +91,11 @@ pub fn example_session(dir: &Path, name: &str) -> PathBuf {
 /// is set a minute into the past. The check itself is tested on files left
 /// as they are.
 pub fn settle(path: &Path) {
-    musepi_test_support::written_ago(path, Duration::from_mins(1));
+    musepi_test_support::written_ago(path, SETTLED);
 }
+
+/// How long ago a settled file was last written.
+const SETTLED: Duration = Duration::from_mins(1);
 
 /// An OpenAI-compatible model on 127.0.0.1 that answers every request
 /// alike and records the bodies it was sent.
@@ -234,7 +239,7 @@ pub fn assert_stderr_has(o: &Output, part: &str) {
     assert!(err.contains(part), "stderr lacks {part:?}:\n{err}");
 }
 
-pub use musepi_test_support::last_line;
+pub use musepi_test_support::{fixture, last_line};
 
 /// Runs `musepi` with `args` as an async process, with no API key in the
 /// environment and the temporary folder as its home.
