@@ -17,7 +17,7 @@ use musepi_context_builder::{
 use musepi_hooks::Summarizer;
 use musepi_providers::{ApiKey, Provider, ProviderConfig, ProviderKind, RetryPolicy, build_client};
 use musepi_session_model::{SequentialIds, Session, load_bytes};
-use musepi_test_support::session_of;
+use musepi_test_support::{session_of, text_block, tool_call};
 use serde_json::{Value, json};
 use support::{Reply, Server, code, stderr};
 use tokio_util::sync::CancellationToken;
@@ -71,30 +71,38 @@ fn provider(kind: ProviderKind, name: &str, url: &str) -> Provider {
 
 const ITEMS: &str = r#"[{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "one"}]}, {"type": "compaction", "encrypted_content": "ENC"}]"#;
 
+/// A user message entry, sent at `timestamp`.
+fn user(text: &str, timestamp: u64) -> Value {
+    json!({"type": "message", "message": {"role": "user", "content": text, "timestamp": timestamp}})
+}
+
+/// An assistant message entry of the `openai` model `m`.
+fn assistant(content: &[Value], stop_reason: &str, timestamp: u64) -> Value {
+    json!({"type": "message", "message": {
+        "role": "assistant", "content": content, "provider": "openai", "model": "m",
+        "stopReason": stop_reason, "timestamp": timestamp,
+    }})
+}
+
 /// `u1 a1 [u2 a2(call t1)] C r1(t1) a3 u4`: the kept assistant's call is
 /// answered after the compaction, whose replay was stored by `stored_by`.
 fn session(stored_by: &str) -> Session {
     let items: Value = serde_json::from_str(ITEMS).unwrap();
     session_of(&[
-        (
-            "u1",
-            None,
-            json!({"type": "message", "message": {"role": "user", "content": "one", "timestamp": 1}}),
-        ),
-        (
-            "a1",
-            Some("u1"),
-            json!({"type": "message", "message": {"role": "assistant", "content": [{"type": "text", "text": "A1"}], "provider": "openai", "model": "m", "stopReason": "stop", "timestamp": 2}}),
-        ),
-        (
-            "u2",
-            Some("a1"),
-            json!({"type": "message", "message": {"role": "user", "content": "two", "timestamp": 3}}),
-        ),
+        ("u1", None, user("one", 1)),
+        ("a1", Some("u1"), assistant(&[text_block("A1")], "stop", 2)),
+        ("u2", Some("a1"), user("two", 3)),
         (
             "a2",
             Some("u2"),
-            json!({"type": "message", "message": {"role": "assistant", "content": [{"type": "text", "text": "A2"}, {"type": "toolCall", "id": "t1", "name": "read", "arguments": {"path": "a.rs"}}], "provider": "openai", "model": "m", "stopReason": "toolUse", "timestamp": 4}}),
+            assistant(
+                &[
+                    text_block("A2"),
+                    tool_call("t1", "read", &json!({"path": "a.rs"})),
+                ],
+                "toolUse",
+                4,
+            ),
         ),
         (
             "c",
@@ -107,16 +115,8 @@ fn session(stored_by: &str) -> Session {
             Some("c"),
             json!({"type": "message", "message": {"role": "toolResult", "toolCallId": "t1", "toolName": "read", "content": [{"type": "text", "text": "fn main"}], "isError": false, "timestamp": 5}}),
         ),
-        (
-            "a3",
-            Some("r1"),
-            json!({"type": "message", "message": {"role": "assistant", "content": [{"type": "text", "text": "A3"}], "provider": "openai", "model": "m", "stopReason": "stop", "timestamp": 6}}),
-        ),
-        (
-            "u4",
-            Some("a3"),
-            json!({"type": "message", "message": {"role": "user", "content": "four", "timestamp": 7}}),
-        ),
+        ("a3", Some("r1"), assistant(&[text_block("A3")], "stop", 6)),
+        ("u4", Some("a3"), user("four", 7)),
     ])
 }
 
