@@ -45,6 +45,19 @@ fn screen(app: &App) -> String {
     text(terminal.backend().buffer())
 }
 
+/// Draws `app`, checks that the screen shows each of `parts`, and compares
+/// it with the snapshot `name`.
+fn assert_screen(name: &str, app: &App, parts: &[&str]) {
+    let s = screen(app);
+    for part in parts {
+        assert!(
+            s.contains(part),
+            "{name}: {part:?} is not on the screen:\n{s}"
+        );
+    }
+    insta::assert_snapshot!(name, s);
+}
+
 /// Moves the cursor up to the nearest compaction divider and opens it.
 fn open_divider(app: &mut App) {
     for _ in 0..app.rows().len() {
@@ -60,19 +73,21 @@ fn open_divider(app: &mut App) {
 #[test]
 fn divider_collapsed() {
     let app = app(&view_fixtures::compacted(), 80, 24);
-    let s = screen(&app);
-    assert!(s.contains("── 📷 compacted · ctrl+o ──"));
-    insta::assert_snapshot!("divider_collapsed", s);
+    assert_screen("divider_collapsed", &app, &["── 📷 compacted · ctrl+o ──"]);
 }
 
 #[test]
 fn divider_expanded() {
     let mut app = app(&view_fixtures::compacted(), 80, 24);
     open_divider(&mut app);
-    let s = screen(&app);
-    assert!(s.contains("Port the tokenizer to Rust with the same public API."));
-    assert!(s.contains("── end of compaction ──"));
-    insta::assert_snapshot!("divider_expanded", s);
+    assert_screen(
+        "divider_expanded",
+        &app,
+        &[
+            "Port the tokenizer to Rust with the same public API.",
+            "── end of compaction ──",
+        ],
+    );
     // ctrl+o again folds it back into one line.
     ctrl(&mut app, 'o');
     assert!(!screen(&app).contains("── end of compaction ──"));
@@ -95,9 +110,7 @@ fn snapcompact_archives_expanded_say_what_they_hold() {
     for (name, jsonl, header) in cases {
         let mut app = app(&jsonl, 80, 24);
         open_divider(&mut app);
-        let s = screen(&app);
-        assert!(s.contains(header), "{name}: {s}");
-        insta::assert_snapshot!(name, s);
+        assert_screen(name, &app, &[header]);
     }
 }
 
@@ -114,45 +127,63 @@ fn every_divider_opens_with_ctrl_o_away_from_one() {
 fn tree_pane() {
     let mut app = app(&view_fixtures::compacted(), 80, 24);
     press(&mut app, KeyCode::Char('t'));
-    let s = screen(&app);
-    assert!(s.contains("[python-read]"));
-    assert!(s.contains("◀ leaf"));
-    insta::assert_snapshot!("tree_pane", s);
+    assert_screen("tree_pane", &app, &["[python-read]", "◀ leaf"]);
 }
 
 #[test]
 fn tree_pane_beside_the_transcript() {
     let mut app = app(&view_fixtures::compacted(), 120, 30);
     press(&mut app, KeyCode::Tab);
-    insta::assert_snapshot!("tree_pane_wide", screen(&app));
+    assert_screen("tree_pane_wide", &app, &[]);
+}
+
+/// Keys pressed on a view.
+type Keys = fn(&mut App);
+
+/// Leaves the side branch: the tree pane, up to b2 (its end), Enter.
+fn leave_the_side_branch(app: &mut App) {
+    press(app, KeyCode::Char('t'));
+    while app.tree.rows[app.pane.cursor].target.as_deref() != Some("b2") {
+        press(app, KeyCode::Up);
+    }
+    press(app, KeyCode::Enter);
 }
 
 #[test]
-fn leaving_a_branch_asks_about_a_summary() {
-    let mut app = app(&view_fixtures::compacted(), 80, 24);
-    press(&mut app, KeyCode::Char('t'));
-    // Up to b2, the end of the side branch.
-    while app.tree.rows[app.pane.cursor].target.as_deref() != Some("b2") {
-        press(&mut app, KeyCode::Up);
+fn writing_actions_ask_for_confirmation_first() {
+    let cases: [(&str, Keys, &str); 2] = [
+        (
+            "confirm_summary",
+            leave_the_side_branch,
+            "summarize the branch you leave? [y/n/Esc]",
+        ),
+        (
+            "confirm_compact",
+            |app| {
+                enter_line(app, ':', "compact");
+            },
+            "compact at the leaf with snapcompact? [y/n]",
+        ),
+    ];
+    for (name, act, question) in cases {
+        let mut app = app(&view_fixtures::compacted(), 80, 24);
+        act(&mut app);
+        assert_screen(name, &app, &[question]);
     }
-    press(&mut app, KeyCode::Enter);
-    let s = screen(&app);
-    assert!(s.contains("summarize the branch you leave? [y/n/Esc]"));
-    insta::assert_snapshot!("confirm_summary", s);
 }
 
 #[test]
 fn search_highlights_and_reports() {
     let mut app = app(&view_fixtures::compacted(), 80, 24);
     enter_line(&mut app, '/', "benchmark");
-    insta::assert_snapshot!("search", screen(&app));
+    assert_screen("search", &app, &[]);
 }
 
 #[test]
 fn tiny_terminal() {
     let mut app = app(&view_fixtures::compacted(), 20, 5);
     open_divider(&mut app);
-    insta::assert_snapshot!("tiny_20x5", screen(&app));
+    assert_screen("tiny_20x5", &app, &[]);
 }
 
 #[test]
@@ -220,19 +251,10 @@ fn tree_pane_filtered_to_user_messages() {
     press(&mut app, KeyCode::Char('t'));
     press(&mut app, KeyCode::Char('f'));
     let s = screen(&app);
-    assert!(s.contains("tree · user messages · f: filter"), "{s}");
     assert!(!s.contains("e2 assistant"), "{s}");
-    insta::assert_snapshot!("tree_pane_user_messages", s);
-}
-
-#[test]
-fn colon_compact_asks_for_confirmation() {
-    let mut app = app(&view_fixtures::compacted(), 80, 24);
-    enter_line(&mut app, ':', "compact");
-    let s = screen(&app);
-    assert!(
-        s.contains("compact at the leaf with snapcompact? [y/n]"),
-        "{s}"
+    assert_screen(
+        "tree_pane_user_messages",
+        &app,
+        &["tree · user messages · f: filter"],
     );
-    insta::assert_snapshot!("confirm_compact", s);
 }
