@@ -71,6 +71,13 @@ impl Client {
         )
     }
 
+    /// A server summarizing with a new [`model`] (that never answers
+    /// with `hang`), and that model.
+    async fn with_model(dir: &Path, hang: bool) -> (Self, Server) {
+        let (url, model) = model(hang).await;
+        (Self::start(dir, &url), model)
+    }
+
     /// A server with the settings `settings` and no provider flags.
     fn without_provider(dir: &Path, settings: &str) -> Self {
         Self::with(dir, &[], settings)
@@ -166,6 +173,12 @@ impl Client {
         (events, r["result"].clone())
     }
 
+    /// Appends the user message `text`: the `result` of the call, with its events.
+    async fn say(&mut self, text: &str) -> (Vec<Value>, Value) {
+        self.ok("append", json!({"entry": text_message("user", text)}))
+            .await
+    }
+
     async fn finish(mut self) -> i32 {
         drop(self.stdin.take());
         let status = tokio::time::timeout(PATIENCE, self.child.wait())
@@ -213,8 +226,7 @@ async fn history(c: &mut Client) -> Vec<String> {
 #[tokio::test]
 async fn the_protocol_end_to_end() {
     let dir = tempfile::tempdir().unwrap();
-    let (url, model) = model(false).await;
-    let mut c = Client::start(dir.path(), &url);
+    let (mut c, model) = Client::with_model(dir.path(), false).await;
 
     // A malformed line gets an error response with a code, and the server goes on.
     c.send_line("this is not json").await;
@@ -244,11 +256,7 @@ async fn the_protocol_end_to_end() {
     assert_eq!(ids.len(), 6);
 
     // A normal turn below the threshold: nothing to do.
-    c.ok(
-        "append",
-        json!({"entry": text_message("user", "and the lexer?")}),
-    )
-    .await;
+    c.say("and the lexer?").await;
     let low = answer("the lexer is fine", 2000, 50);
     let (events, d) = c.ok("afterAssistant", json!({"message": low})).await;
     assert!(events.is_empty());
@@ -256,11 +264,7 @@ async fn the_protocol_end_to_end() {
 
     // Above the threshold: threshold maintenance, with its events, and the
     // agent is told to continue with the developer prompt.
-    c.ok(
-        "append",
-        json!({"entry": text_message("user", "now the emitter")}),
-    )
-    .await;
+    c.say("now the emitter").await;
     let high = answer("the emitter is done", 90000, 50);
     let (events, d) = c.ok("afterAssistant", json!({"message": high})).await;
     assert_eq!(events.len(), 2, "{events:?}");
@@ -347,11 +351,7 @@ async fn the_protocol_end_to_end() {
     assert_eq!(r["error"]["code"], json!("not_found"));
 
     // A manual compaction with instructions, while idle: no turn starts.
-    c.ok(
-        "append",
-        json!({"entry": text_message("user", &"one more long question ".repeat(30))}),
-    )
-    .await;
+    c.say(&"one more long question ".repeat(30)).await;
     let (events, d) = c
         .ok("compact", json!({"instructions": "keep the lexer"}))
         .await;
@@ -371,8 +371,7 @@ async fn the_protocol_end_to_end() {
 #[tokio::test]
 async fn abort_stops_a_running_compaction() {
     let dir = tempfile::tempdir().unwrap();
-    let (url, model) = model(true).await;
-    let mut c = Client::start(dir.path(), &url);
+    let (mut c, model) = Client::with_model(dir.path(), true).await;
     c.ok(
         "open",
         json!({"path": "s.jsonl", "create": true, "sessionId": "sess-2"}),
@@ -414,8 +413,7 @@ async fn abort_stops_a_running_compaction() {
 #[tokio::test]
 async fn bad_appends_are_refused_and_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let (url, _model) = model(false).await;
-    let mut c = Client::start(dir.path(), &url);
+    let (mut c, _model) = Client::with_model(dir.path(), false).await;
     c.ok("open", json!({"path": "s.jsonl", "create": true}))
         .await;
     for (params, needle) in [
@@ -637,11 +635,7 @@ async fn superseded_reads(c: &mut Client) {
         )
         .await;
     }
-    c.ok(
-        "append",
-        json!({"entry": text_message("user", "and now the lexer")}),
-    )
-    .await;
+    c.say("and now the lexer").await;
 }
 
 /// `musepi plan --json --show-prompts` of `s.jsonl` in `dir`, in a window
@@ -743,9 +737,7 @@ async fn the_call_whose_rewrite_another_process_outlasted_reports_it_once() {
     c.ok("open", json!({"path": "a.jsonl", "contextWindow": window}))
         .await;
     let mut held = musepi_test_support::hold_open(&a, musepi_test_support::Hold::Appending);
-    let (_, appended) = c
-        .ok("append", json!({"entry": text_message("user", "go on")}))
-        .await;
+    let (_, appended) = c.say("go on").await;
     held.kill().unwrap();
     held.wait().unwrap();
     assert_eq!(
@@ -780,9 +772,7 @@ async fn the_call_whose_rewrite_another_process_outlasted_reports_it_once() {
     );
     let (_, next) = c.ok("beforeRequest", json!({})).await;
     no_write_warning(&next);
-    let (_, again) = c
-        .ok("append", json!({"entry": text_message("user", "thanks")}))
-        .await;
+    let (_, again) = c.say("thanks").await;
     assert_eq!(again["notes"], json!([]), "{again}");
     assert_eq!(c.finish().await, 0);
 }
