@@ -378,6 +378,22 @@ mod tests {
         }
     }
 
+    /// One assistant message calling `tool` once per `(arguments, output,
+    /// is_error)`, with ids `c1`, `c2`, …, then each call's result in order.
+    fn calls_and_results(tool: &str, calls: &[(Value, &str, bool)]) -> Vec<LlmMessage> {
+        let ids: Vec<String> = (1..=calls.len()).map(|i| format!("c{i}")).collect();
+        let asked: Vec<(&str, &str, Value)> = ids
+            .iter()
+            .zip(calls)
+            .map(|(id, (args, _, _))| (id.as_str(), tool, args.clone()))
+            .collect();
+        let mut messages = vec![assistant(&asked)];
+        for (id, (_, output, is_error)) in ids.iter().zip(calls) {
+            messages.push(result(id, tool, output, *is_error));
+        }
+        messages
+    }
+
     fn build(messages: &[LlmMessage]) -> Vec<Block> {
         let useless = BTreeSet::new();
         let mut b = Builder::new(&LEVELS[0], &useless, 0, OutputCap::NONE, Outputs::default());
@@ -394,15 +410,14 @@ mod tests {
 
     #[test]
     fn results_lift_error_lines_and_the_last_line_into_the_ledger() {
-        let blocks = build(&[
-            assistant(&[("c1", "bash", json!({"command": "make"}))]),
-            result(
-                "c1",
-                "bash",
+        let blocks = build(&calls_and_results(
+            "bash",
+            &[(
+                json!({"command": "make"}),
                 "cc a.c\nerror: boom\nmake: *** [all] Error 2",
                 false,
-            ),
-        ]);
+            )],
+        ));
         let call = &blocks[0];
         let texts: Vec<(&str, &str)> = call
             .pieces
@@ -425,16 +440,22 @@ mod tests {
 
     #[test]
     fn a_last_line_seen_before_or_saying_nothing_is_not_promised() {
-        let blocks = build(&[
-            assistant(&[
-                ("c1", "bash", json!({"command": "cargo test -p a"})),
-                ("c2", "bash", json!({"command": "cargo test -p b"})),
-                ("c3", "bash", json!({"command": "true"})),
-            ]),
-            result("c1", "bash", "test result: ok. 60 passed", false),
-            result("c2", "bash", "test result: ok. 60 passed", false),
-            result("c3", "bash", "ok", false),
-        ]);
+        let blocks = build(&calls_and_results(
+            "bash",
+            &[
+                (
+                    json!({"command": "cargo test -p a"}),
+                    "test result: ok. 60 passed",
+                    false,
+                ),
+                (
+                    json!({"command": "cargo test -p b"}),
+                    "test result: ok. 60 passed",
+                    false,
+                ),
+                (json!({"command": "true"}), "ok", false),
+            ],
+        ));
         let last = |b: &Block| b.pieces.last().map(|p| (p.text.clone(), p.rank));
         let calls: Vec<&Block> = blocks.iter().filter(|b| b.scope == Scope::Call).collect();
         assert_eq!(
@@ -453,10 +474,10 @@ src/b.ts(3,4): error TS2307: Cannot find module './y.js'.
 src/c.ts(5,6): error TS2307: Cannot find module './z.js'.
 src/d.ts(7,8): error TS2339: Property 'open' does not exist on type 'Door'.
 Command exited with code 2";
-        let blocks = build(&[
-            assistant(&[("c1", "bash", json!({"command": "npm run check"}))]),
-            result("c1", "bash", output, false),
-        ]);
+        let blocks = build(&calls_and_results(
+            "bash",
+            &[(json!({"command": "npm run check"}), output, false)],
+        ));
         let ranks: Vec<(&str, Rank)> = blocks[0].pieces[1..]
             .iter()
             .map(|p| (p.text.as_str(), p.rank))
@@ -482,14 +503,13 @@ Command exited with code 2";
 
     #[test]
     fn reads_lift_nothing_unless_they_failed() {
-        let blocks = build(&[
-            assistant(&[
-                ("c1", "read", json!({"path": "a.rs"})),
-                ("c2", "read", json!({"path": "b.rs"})),
-            ]),
-            result("c1", "read", "fn error() {}\n}", false),
-            result("c2", "read", "ENOENT: no such file", true),
-        ]);
+        let blocks = build(&calls_and_results(
+            "read",
+            &[
+                (json!({"path": "a.rs"}), "fn error() {}\n}", false),
+                (json!({"path": "b.rs"}), "ENOENT: no such file", true),
+            ],
+        ));
         assert_eq!(blocks[0].pieces.len(), 1);
         assert_eq!(blocks[1].pieces.len(), 2);
         assert_eq!(blocks[1].pieces[1].text, "ENOENT: no such file");

@@ -114,8 +114,8 @@ pub struct Shortened {
 }
 
 impl Shortened {
-    /// Whether nothing at all was shortened or left out.
-    pub fn is_nothing(&self) -> bool {
+    /// The count of every kind, the earlier archive's last.
+    pub fn counts(&self) -> [Count; 5] {
         [
             self.user_messages,
             self.calls,
@@ -123,8 +123,13 @@ impl Shortened {
             self.outputs,
             self.earlier,
         ]
-        .iter()
-        .all(|c| c.shortened == 0 && c.omitted == 0)
+    }
+
+    /// Whether nothing at all was shortened or left out.
+    pub fn is_nothing(&self) -> bool {
+        self.counts()
+            .iter()
+            .all(|c| c.shortened == 0 && c.omitted == 0)
     }
 }
 

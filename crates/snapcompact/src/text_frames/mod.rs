@@ -209,10 +209,9 @@ pub struct SnapResult {
     pub frames: Vec<SnapFrame>,
     /// UTF-16 length of the archive text.
     pub archive_chars: usize,
-    /// Files read and not modified (for `details.readFiles`).
-    pub read_files: Vec<String>,
-    /// Files modified (for `details.modifiedFiles`).
-    pub modified_files: Vec<String>,
+    /// Files read and not modified, and files modified (for
+    /// `details.readFiles` and `details.modifiedFiles`).
+    pub files: musepi_context_builder::FileLists,
 }
 
 /// The earlier history of an input: a previous archive wins over a
@@ -296,8 +295,7 @@ pub fn snap_compact(input: &SnapInput<'_>) -> SnapResult {
             version: SNAP_ARCHIVE_VERSION,
         },
         archive_chars,
-        read_files: input.files.read_files().to_vec(),
-        modified_files: input.files.modified_files().to_vec(),
+        files: input.files.lists.clone(),
     }
 }
 
@@ -307,13 +305,7 @@ fn short_summary(shortened: &Shortened, source_chars: usize, kept_chars: usize) 
     if shortened.is_nothing() {
         return format!("archived {before} tokens verbatim");
     }
-    let kinds = [
-        shortened.user_messages,
-        shortened.calls,
-        shortened.replies,
-        shortened.outputs,
-        shortened.earlier,
-    ];
+    let kinds = shortened.counts();
     let total: usize = kinds.iter().map(|c| c.total).sum();
     let cut: usize = kinds.iter().map(|c| c.shortened + c.omitted).sum();
     format!(
@@ -336,25 +328,34 @@ pub(crate) fn reading_guide(
         render(&TEXT_GUIDE_COMPLETE, &[])
     } else {
         let s = shortened;
-        render(
-            &TEXT_GUIDE_SHORTENED,
-            &[
-                ("users", &n(s.user_messages.shortened)),
-                ("users_omitted", &n(s.user_messages.omitted)),
-                ("users_total", &n(s.user_messages.total)),
-                ("calls", &n(s.calls.shortened)),
-                ("calls_omitted", &n(s.calls.omitted)),
-                ("calls_total", &n(s.calls.total)),
-                ("replies", &n(s.replies.shortened)),
-                ("replies_omitted", &n(s.replies.omitted)),
-                ("replies_total", &n(s.replies.total)),
-                ("outputs", &n(s.outputs.shortened)),
-                ("outputs_omitted", &n(s.outputs.omitted)),
-                ("outputs_total", &n(s.outputs.total)),
-                ("left_out", &n(source_chars.saturating_sub(kept_chars))),
-                ("total", &n(source_chars)),
-            ],
-        )
+        // Each kind fills three placeholders: `KIND` (shortened),
+        // `KIND_omitted` and `KIND_total`.
+        let kinds = [
+            ("users", s.user_messages),
+            ("calls", s.calls),
+            ("replies", s.replies),
+            ("outputs", s.outputs),
+        ];
+        let mut values: Vec<(String, String)> = kinds
+            .iter()
+            .flat_map(|(kind, c)| {
+                [
+                    ((*kind).to_owned(), n(c.shortened)),
+                    (format!("{kind}_omitted"), n(c.omitted)),
+                    (format!("{kind}_total"), n(c.total)),
+                ]
+            })
+            .collect();
+        values.push((
+            "left_out".to_owned(),
+            n(source_chars.saturating_sub(kept_chars)),
+        ));
+        values.push(("total".to_owned(), n(source_chars)));
+        let values: Vec<(&str, &str)> = values
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        render(&TEXT_GUIDE_SHORTENED, &values)
     };
     let files_note = if all_files > 0 && listed < all_files {
         format!(

@@ -194,7 +194,7 @@ fn every_file_is_listed_when_the_list_fits() {
     }
     assert!(!out.summary.contains("files elided"));
     assert!(out.summary.ends_with("src/module_29.rs (Read)\n</files>"));
-    assert_eq!(out.read_files.len(), 30);
+    assert_eq!(out.files.read_files.len(), 30);
 }
 
 #[test]
