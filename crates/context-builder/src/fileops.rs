@@ -67,7 +67,11 @@ pub struct FileOps {
 }
 
 /// The persisted lists: read-only files and modified files.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+///
+/// Serialized, it is `{"readFiles": [...], "modifiedFiles": [...]}`, as
+/// compaction details and hook payloads spell them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct FileLists {
     /// Files read and never modified, sorted.
     pub read_files: Vec<String>,

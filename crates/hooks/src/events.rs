@@ -3,7 +3,7 @@
 //! Every event serializes to the JSON a hook process reads on stdin, and
 //! every result deserializes from the JSON it prints (docs/hooks.md).
 
-use musepi_context_builder::ContextMessage;
+use musepi_context_builder::{ContextMessage, FileLists};
 use musepi_session_model::{AgentMessage, Session};
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize, Serializer};
@@ -23,6 +23,18 @@ pub mod names {
     pub const TREE: &str = "session_tree";
     /// Every event, in pipeline order.
     pub const ALL: [&str; 5] = [BEFORE_COMPACT, COMPACTING, COMPACT, BEFORE_TREE, TREE];
+}
+
+/// The `sessionFile` of a payload: the file `session` was read from, if any.
+pub(crate) fn session_file(session: &Session) -> Option<String> {
+    session.origin().map(|p| p.display().to_string())
+}
+
+/// The entry `index` of `session` as its line in the file reads, for the
+/// payloads of the after-events; `None` when the line cannot be read back.
+pub(crate) fn entry_json(session: &Session, index: usize) -> Option<Value> {
+    let line = session.raw_line(index).ok()?;
+    serde_json::from_str(&line).ok()
 }
 
 /// One message shown to a hook: the entry it came from, its role, and the message.
@@ -69,10 +81,10 @@ pub struct PreparationView {
     pub kept_message_count: usize,
     /// The previous compaction's summary.
     pub previous_summary: Option<String>,
-    /// Read-only files of what is summarized.
-    pub read_files: Vec<String>,
-    /// Modified files of what is summarized.
-    pub modified_files: Vec<String>,
+    /// The files read (and not modified) and the files modified in what
+    /// is summarized: `readFiles` and `modifiedFiles`.
+    #[serde(flatten)]
+    pub files: FileLists,
 }
 
 /// `session_before_compact`.

@@ -10,11 +10,12 @@ use musepi_branch_summary::{
 };
 use musepi_context_builder::{ConvertOptions, convert_to_llm};
 use musepi_session_model::{EntryId, IdSource, Journal, SessionError, Stamp};
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::events::{BeforeTreeEvent, TreeEvent, TreePreparation, TreeRequest, names};
-use crate::runner::{HookWarning, Hooks};
+use crate::events::{
+    BeforeTreeEvent, TreeEvent, TreePreparation, TreeRequest, entry_json, names, session_file,
+};
+use crate::runner::{HookWarning, Hooks, warning_lines};
 use crate::summarizer::{SummarizeError, Summarizer, truncation_warning};
 
 /// How a branch summary is written.
@@ -176,7 +177,7 @@ pub async fn navigate(
     if options.hooks.has(names::BEFORE_TREE) {
         let event = BeforeTreeEvent {
             kind: names::BEFORE_TREE,
-            session_file: session.origin().map(|p| p.display().to_string()),
+            session_file: session_file(session),
             preparation: TreePreparation {
                 request: request.clone(),
                 old_leaf_id: old_leaf_id.as_ref().map(ToString::to_string),
@@ -187,7 +188,7 @@ pub async fn navigate(
             },
         };
         let d = options.hooks.before_tree(&event, cancel).await;
-        warnings.extend(d.warnings.iter().map(ToString::to_string));
+        warnings.extend(warning_lines(&d.warnings));
         if d.failed_closed || d.result.as_ref().is_some_and(|r| r.cancel) {
             return Err(NavigateError::CancelledByHook {
                 warnings: d.warnings,
@@ -264,30 +265,21 @@ pub async fn navigate(
     )?;
     let session = journal.session();
     let new_leaf = session.leaf_id().cloned();
-    let summary_json = summary_entry
-        .as_ref()
-        .and_then(|id| session.index_of(id.as_str()))
-        .and_then(|i| session.raw_line(i).ok())
-        .and_then(|l| serde_json::from_str::<Value>(&l).ok());
     let event = TreeEvent {
         kind: names::TREE,
-        session_file: session.origin().map(|p| p.display().to_string()),
+        session_file: session_file(session),
         new_leaf_id: new_leaf.as_ref().map(ToString::to_string),
         old_leaf_id: old_leaf_id.as_ref().map(ToString::to_string),
-        summary_entry: summary_json,
+        summary_entry: summary_entry
+            .as_ref()
+            .and_then(|id| session.index_of(id.as_str()))
+            .and_then(|i| entry_json(session, i)),
         from_extension: summary_entry
             .as_ref()
             .and(summary.as_ref())
             .map(|s| s.from_extension),
     };
-    warnings.extend(
-        options
-            .hooks
-            .tree(&event, cancel)
-            .await
-            .iter()
-            .map(ToString::to_string),
-    );
+    warnings.extend(warning_lines(&options.hooks.tree(&event, cancel).await));
     Ok(NavigateOutcome {
         old_leaf: old_leaf_id,
         new_leaf,

@@ -141,6 +141,11 @@ impl std::fmt::Display for HookWarning {
     }
 }
 
+/// The failures as the lines an operation's outcome lists among its warnings.
+pub(crate) fn warning_lines(warnings: &[HookWarning]) -> impl Iterator<Item = String> + '_ {
+    warnings.iter().map(ToString::to_string)
+}
+
 /// The combined answer of every handler, with the failures.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Dispatch<T> {

@@ -190,7 +190,6 @@ fn before_event(
     for m in &context.messages {
         ops.add_message(&m.message);
     }
-    let lists = ops.lists();
     let previous_summary =
         context
             .compaction_index
@@ -214,8 +213,7 @@ fn before_event(
             turn_prefix_messages: Vec::new(),
             kept_message_count: 0,
             previous_summary,
-            read_files: lists.read_files,
-            modified_files: lists.modified_files,
+            files: ops.lists(),
         },
         branch_entry_ids: session
             .leaf_index()

@@ -18,8 +18,8 @@ use musepi_session_model::{EntryId, IdSource, Journal, SessionError, Stamp};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::events::{CompactEvent, names};
-use crate::runner::{HookWarning, Hooks};
+use crate::events::{CompactEvent, entry_json, names, session_file};
+use crate::runner::{HookWarning, Hooks, warning_lines};
 use crate::snapcompact::{SnapSettings, SnapTarget};
 use crate::summarizer::{SummarizeError, Summarizer};
 
@@ -248,27 +248,17 @@ pub async fn compact(
     let tokens_after =
         musepi_snapcompact::context_tokens(session, session.leaf_index(), Tokenizer::Heuristic);
     let index = session.index_of(entry_id.as_str()).unwrap_or(0);
-    let entry_json = session
-        .raw_line(index)
-        .ok()
-        .and_then(|l| serde_json::from_str(&l).ok())
-        .unwrap_or(Value::Null);
     let event = CompactEvent {
         kind: names::COMPACT,
-        session_file: session.origin().map(|p| p.display().to_string()),
-        compaction_entry: entry_json,
+        session_file: session_file(session),
+        compaction_entry: entry_json(session, index).unwrap_or(Value::Null),
         from_extension: result.from_extension,
         reason: options.reason.name().to_owned(),
         will_retry: options.will_retry,
     };
-    warnings.extend(
-        options
-            .hooks
-            .compacted(&event, cancel)
-            .await
-            .iter()
-            .map(ToString::to_string),
-    );
+    warnings.extend(warning_lines(
+        &options.hooks.compacted(&event, cancel).await,
+    ));
     Ok(CompactOutcome {
         entry_id,
         result,

@@ -14,7 +14,9 @@ use tokio_util::sync::CancellationToken;
 use super::{CompactError, CompactOptions, RemoteCompactInput, RemoteCompactor, Strategy};
 use crate::events::{
     BeforeCompactEvent, CompactingEvent, MessageView, PreparationView, SuppliedCompaction, names,
+    session_file,
 };
+use crate::runner::warning_lines;
 use crate::snapcompact::compact_preparation;
 
 /// What the pipeline decided before any model call.
@@ -28,7 +30,6 @@ pub(super) enum Route {
 }
 
 fn preparation_view(session: &Session, p: &Preparation<'_>) -> PreparationView {
-    let lists = p.file_ops.lists();
     PreparationView {
         first_kept_entry_id: p.first_kept_entry_id.to_string(),
         tokens_before: p.tokens_before,
@@ -37,8 +38,7 @@ fn preparation_view(session: &Session, p: &Preparation<'_>) -> PreparationView {
         turn_prefix_messages: MessageView::all(session, &p.turn_prefix_messages),
         kept_message_count: p.recent_messages.len(),
         previous_summary: p.previous_summary.clone(),
-        read_files: lists.read_files,
-        modified_files: lists.modified_files,
+        files: p.file_ops.lists(),
     }
 }
 
@@ -72,7 +72,7 @@ pub(super) async fn decide(
     if hooks.has(names::BEFORE_COMPACT) {
         let event = BeforeCompactEvent {
             kind: names::BEFORE_COMPACT,
-            session_file: session.origin().map(|p| p.display().to_string()),
+            session_file: session_file(session),
             session_id: session.header().id.clone(),
             reason: options.reason.name().to_owned(),
             will_retry: options.will_retry,
@@ -85,7 +85,7 @@ pub(super) async fn decide(
                 .collect(),
         };
         let d = hooks.before_compact(&event, cancel).await;
-        warnings.extend(d.warnings.iter().map(ToString::to_string));
+        warnings.extend(warning_lines(&d.warnings));
         if d.failed_closed || d.result.as_ref().is_some_and(|r| r.cancel) {
             return Err(CompactError::CancelledByHook {
                 warnings: d.warnings,
@@ -109,7 +109,7 @@ pub(super) async fn decide(
             messages,
         };
         let d = hooks.compacting(&event, cancel).await;
-        warnings.extend(d.warnings.iter().map(ToString::to_string));
+        warnings.extend(warning_lines(&d.warnings));
         if d.failed_closed {
             return Err(CompactError::CancelledByHook {
                 warnings: d.warnings,

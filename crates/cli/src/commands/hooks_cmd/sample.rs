@@ -1,6 +1,7 @@
 //! Sample payloads of the five events, typed so they have exactly the shape
 //! the pipelines send (docs/hooks.md shows them).
 
+use musepi_context_builder::FileLists;
 use musepi_hooks::events::{
     BeforeCompactEvent, BeforeTreeEvent, CompactEvent, CompactingEvent, MessageView,
     PreparationView, TreeEvent, TreePreparation, TreeRequest, names,
@@ -108,8 +109,10 @@ pub fn sample(event: &str) -> Value {
                 turn_prefix_messages: Vec::new(),
                 kept_message_count: 2,
                 previous_summary: None,
-                read_files: vec!["src/parse.rs".to_owned()],
-                modified_files: Vec::new(),
+                files: FileLists {
+                    read_files: vec!["src/parse.rs".to_owned()],
+                    modified_files: Vec::new(),
+                },
             },
             branch_entry_ids: ["a1b2c3d4", "b2c3d4e5", "c3d4e5f6", "d4e5f6a7", "e5f6a7b8"]
                 .map(str::to_owned)
