@@ -132,20 +132,27 @@ pub enum MaintenanceEvent {
 impl MaintenanceEvent {
     /// The event name.
     pub fn name(&self) -> &'static str {
-        match self {
-            Self::CompactionStart { .. } => "compaction_start",
-            Self::CompactionEnd { .. } => "compaction_end",
-            Self::ContextPromotion { .. } => "context_promotion",
-            Self::TreeStart { .. } => "tree_start",
-            Self::TreeEnd { .. } => "tree_end",
-        }
+        self.parts().0
     }
 
     /// The event as protocol JSON: `{"type": name, …fields}`; absent
     /// optional fields are left out.
     pub fn to_json(&self) -> Value {
-        let mut v = match self {
-            Self::CompactionStart { reason } => json!({"reason": reason.name()}),
+        let (name, fields) = self.parts();
+        let mut out = serde_json::Map::new();
+        out.insert("type".into(), name.into());
+        if let Value::Object(fields) = fields {
+            out.extend(fields);
+        }
+        Value::Object(out)
+    }
+
+    /// The name and the fields of the event, from one table.
+    fn parts(&self) -> (&'static str, Value) {
+        match self {
+            Self::CompactionStart { reason } => {
+                ("compaction_start", json!({"reason": reason.name()}))
+            }
             Self::CompactionEnd {
                 reason,
                 result,
@@ -161,7 +168,7 @@ impl MaintenanceEvent {
                 if let Some(m) = error_message {
                     v["errorMessage"] = m.as_str().into();
                 }
-                v
+                ("compaction_end", v)
             }
             Self::ContextPromotion {
                 reason,
@@ -171,12 +178,15 @@ impl MaintenanceEvent {
                 let mut v = target.to_json();
                 v["reason"] = reason.name().into();
                 v["fromModel"] = json!(from_model);
-                v
+                ("context_promotion", v)
             }
             Self::TreeStart {
                 target_id,
                 summarize,
-            } => json!({"targetId": target_id, "summarize": summarize}),
+            } => (
+                "tree_start",
+                json!({"targetId": target_id, "summarize": summarize}),
+            ),
             Self::TreeEnd {
                 old_leaf_id,
                 new_leaf_id,
@@ -195,15 +205,9 @@ impl MaintenanceEvent {
                 if let Some(m) = error_message {
                     v["errorMessage"] = m.as_str().into();
                 }
-                v
+                ("tree_end", v)
             }
-        };
-        let mut out = serde_json::Map::new();
-        out.insert("type".into(), self.name().into());
-        if let Value::Object(fields) = v.take() {
-            out.extend(fields);
         }
-        Value::Object(out)
     }
 }
 
@@ -374,6 +378,10 @@ mod tests {
         assert_eq!(
             end.to_json().to_string(),
             r#"{"type":"compaction_end","reason":"threshold","aborted":false,"willRetry":false,"errorMessage":"Auto-compaction failed: boom"}"#
+        );
+        assert_eq!(
+            (start.name(), end.name()),
+            ("compaction_start", "compaction_end")
         );
     }
 
