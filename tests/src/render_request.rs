@@ -92,7 +92,7 @@ pub fn render_prune(session: &Session, config: &PruneConfig, plan: &PrunePlan) -
         config.min_prune_tokens,
         config.prune_useless,
         config.supersede_reads,
-        config.protected_tools.join(", ")
+        config.protected.tools.join(", ")
     );
     out.push('\n');
     if plan.is_empty() {

@@ -35,8 +35,8 @@ pub use prepare::{
     NothingToCompact, Preparation, adapted_keep_recent_tokens, prepare, summary_message,
 };
 pub use prune::{
-    PruneCandidate, PruneConfig, PruneKind, PrunePlan, SUPERSEDED_NOTICE, USELESS_NOTICE,
-    age_placeholder, apply_prune, plan_prune, plan_stale_results, supersede_key,
+    Protected, PruneCandidate, PruneConfig, PruneKind, PrunePlan, SUPERSEDED_NOTICE,
+    USELESS_NOTICE, age_placeholder, apply_prune, plan_prune, plan_stale_results, supersede_key,
 };
 pub use prune_first::{PruneFirst, prune_first, prune_first_measured};
 pub use request::{

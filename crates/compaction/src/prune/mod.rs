@@ -16,7 +16,7 @@ pub(crate) use scan::Reach;
 pub use scan::supersede_key;
 #[cfg(test)]
 pub(crate) use scan::walked_before_window;
-use scan::{ResultInfo, Scan, is_protected, scan};
+use scan::{ResultInfo, Scan, scan};
 
 /// Placeholder for a result that aged out.
 pub fn age_placeholder(tokens: u64) -> String {
@@ -41,10 +41,51 @@ pub struct PruneConfig {
     pub prune_useless: bool,
     /// Older reads of a file a newer read replaced are blanked.
     pub supersede_reads: bool,
-    /// Tools whose results are never pruned.
-    pub protected_tools: Vec<String>,
+    /// The results never pruned, whatever their age.
+    pub protected: Protected,
+}
+
+/// The tool results pruning never touches: those of protected tools, and
+/// reads of `skill://` paths or of protected paths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Protected {
+    /// Tools whose results are never pruned (by default `skill`).
+    pub tools: Vec<String>,
     /// Read paths whose results are never pruned (e.g. the active plan file).
-    pub protected_paths: Vec<String>,
+    pub paths: Vec<String>,
+}
+
+impl Default for Protected {
+    fn default() -> Self {
+        Self {
+            tools: vec!["skill".into()],
+            paths: Vec::new(),
+        }
+    }
+}
+
+impl Protected {
+    /// Whether the result of a `tool_name` call, reading `read_path` when
+    /// it is a read, is protected.
+    ///
+    /// ```
+    /// use musepi_compaction::Protected;
+    ///
+    /// let protected = Protected {
+    ///     paths: vec!["PLAN.md".into()],
+    ///     ..Protected::default()
+    /// };
+    /// assert!(protected.covers("skill", None));
+    /// assert!(protected.covers("read", Some("skill://notes")));
+    /// assert!(protected.covers("read", Some("PLAN.md")));
+    /// assert!(!protected.covers("read", Some("src/plan.md")));
+    /// assert!(!protected.covers("bash", None));
+    /// ```
+    pub fn covers(&self, tool_name: &str, read_path: Option<&str>) -> bool {
+        self.tools.iter().any(|t| t == tool_name)
+            || read_path
+                .is_some_and(|p| p.starts_with("skill://") || self.paths.iter().any(|q| q == p))
+    }
 }
 
 impl Default for PruneConfig {
@@ -55,8 +96,7 @@ impl Default for PruneConfig {
             min_prune_tokens: 50,
             prune_useless: true,
             supersede_reads: true,
-            protected_tools: vec!["skill".into()],
-            protected_paths: Vec::new(),
+            protected: Protected::default(),
         }
     }
 }
@@ -169,7 +209,7 @@ pub(crate) fn plan_prune_reaching(
     let mut accumulated = 0u64;
     for r in scan.results.iter().rev() {
         let tokens = r.tokens;
-        if r.pruned || r.pos < scan.boundary || is_protected(config, r.tool_name, r.read_path) {
+        if r.pruned || r.pos < scan.boundary || config.protected.covers(r.tool_name, r.read_path) {
             accumulated += tokens;
             continue;
         }
@@ -259,7 +299,7 @@ pub(crate) fn plan_stale_reaching(
             continue;
         };
         let cache_allows = idle || suffix[r.pos + 1] <= suffix_token_limit;
-        if r.pos < boundary || is_protected(config, r.tool_name, r.read_path) || !cache_allows {
+        if r.pos < boundary || config.protected.covers(r.tool_name, r.read_path) || !cache_allows {
             continue;
         }
         plan.offer(r, kind);

@@ -10,15 +10,6 @@ use serde_json::Value;
 
 use super::PruneConfig;
 
-/// Whether a tool result is protected: a protected tool, a read of a
-/// `skill://` path or of a protected path.
-pub(super) fn is_protected(config: &PruneConfig, tool_name: &str, read_path: Option<&str>) -> bool {
-    config.protected_tools.iter().any(|t| t == tool_name)
-        || read_path.is_some_and(|p| {
-            p.starts_with("skill://") || config.protected_paths.iter().any(|q| q == p)
-        })
-}
-
 /// The supersede key of a read (docs/design.md, "Pruning"): the bare path, or the path with
 /// its selector after `\0` (line ranges) or `\1` (`raw`/`conflicts`).
 pub fn supersede_key(path: &str) -> Option<String> {
@@ -168,7 +159,7 @@ fn superseded(results: &[ResultInfo<'_>], config: &PruneConfig) -> HashSet<usize
     let mut newer_any: HashSet<String> = HashSet::new();
     for r in results.iter().rev() {
         let Some(path) = r.read_path else { continue };
-        if is_protected(config, r.tool_name, Some(path)) {
+        if config.protected.covers(r.tool_name, Some(path)) {
             continue;
         }
         let Some(key) = supersede_key(path) else {

@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use crate::prune::{Reach, Stale, plan_prune_reaching, plan_stale_reaching, walked_before_window};
-use crate::{CompactionSettings, PruneConfig, PrunePlan, apply_prune, prepare};
+use crate::{CompactionSettings, Protected, PruneConfig, PrunePlan, apply_prune, prepare};
 use musepi_session_model::{
     AgentMessage, Compaction, EntryBody, EntryId, Session, Text, ToolResultMessage,
 };
@@ -141,7 +141,10 @@ fn configs() -> Vec<PruneConfig> {
         minimum_savings: 0,
         protect_tokens: 150,
         min_prune_tokens: 20,
-        protected_paths: vec!["PLAN.md".into()],
+        protected: Protected {
+            paths: vec!["PLAN.md".into()],
+            ..Protected::default()
+        },
         ..PruneConfig::default()
     };
     vec![
