@@ -36,14 +36,13 @@ fn keep(k: u64) -> CompactionSettings {
 }
 
 fn focus() -> RequestOptions {
-    RequestOptions {
-        custom_instructions: Some("Keep the exact wc-rs flag names.".into()),
-        additional_context: vec![
-            "Hook note: the user reviews every diff before committing.".into(),
-            "Memory: tests live in tests/ and run with cargo test.".into(),
-        ],
-        ..RequestOptions::default()
-    }
+    let mut options = RequestOptions::default();
+    options.custom_instructions = Some("Keep the exact wc-rs flag names.".into());
+    options.additional_context = vec![
+        "Hook note: the user reviews every diff before committing.".into(),
+        "Memory: tests live in tests/ and run with cargo test.".into(),
+    ];
+    options
 }
 
 fn prepared<'a>(

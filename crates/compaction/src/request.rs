@@ -11,7 +11,12 @@ use crate::prompts::{
 use crate::settings::CompactionSettings;
 
 /// What the caller adds to the requests.
+///
+/// Start from [`RequestOptions::default`] (nothing added) and set what the
+/// caller adds: fields are added as hooks learn to steer more of the
+/// requests.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RequestOptions {
     /// The user's focus (`/compact <text>`), appended as `Additional focus:`.
     pub custom_instructions: Option<String>,

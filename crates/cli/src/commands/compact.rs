@@ -211,10 +211,8 @@ fn dry_run(
             return Ok(if args.strict { Exit::Failed } else { Exit::Ok });
         }
     };
-    let options = RequestOptions {
-        custom_instructions: args.instructions.clone(),
-        ..RequestOptions::default()
-    };
+    let mut options = RequestOptions::default();
+    options.custom_instructions.clone_from(&args.instructions);
     let plan = SummaryPlan::new(&prep, budgets, &options);
     let short = plan.short_request(&plan.merge(Some("{history summary}"), None));
     let requests: Vec<serde_json::Value> = if uses_model(strategy) {

@@ -95,10 +95,10 @@ pub(super) async fn decide(
             return Ok(Route::Supplied(supplied_result(supplied, &prep)));
         }
     }
-    let mut request_options = RequestOptions {
-        custom_instructions: options.custom_instructions.clone(),
-        ..RequestOptions::default()
-    };
+    let mut request_options = RequestOptions::default();
+    request_options
+        .custom_instructions
+        .clone_from(&options.custom_instructions);
     let mut preserve = None;
     if hooks.has(names::COMPACTING) {
         let mut messages = MessageView::all(session, &prep.messages_to_summarize);
