@@ -153,6 +153,33 @@ pub enum ProviderError {
     Client(#[source] reqwest::Error),
 }
 
+impl ProviderError {
+    /// The stable kebab-case code of the condition: `no-model` when nothing
+    /// selects a provider, `bad-provider` when the selection cannot be
+    /// built (an unknown name, no kind, no URL, an invalid URL, no model),
+    /// `missing-api-key`, `invalid-api-key`, and `failed` for an HTTP
+    /// client that cannot be built.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::NoProviderSelected { .. } => "no-model",
+            Self::UnknownProvider { .. }
+            | Self::MissingKind { .. }
+            | Self::MissingBaseUrl { .. }
+            | Self::InvalidUrl { .. }
+            | Self::MissingModel { .. } => "bad-provider",
+            Self::MissingApiKey { .. } | Self::MissingKeyVariable { .. } => "missing-api-key",
+            Self::InvalidKey { .. } => "invalid-api-key",
+            Self::Client(_) => "failed",
+        }
+    }
+
+    /// Whether the condition is bad input: flags, settings or a key that
+    /// cannot work as they are. Otherwise the operation itself failed.
+    pub fn is_bad_input(&self) -> bool {
+        !matches!(self, Self::Client(_))
+    }
+}
+
 fn known_names(known: &[String]) -> String {
     if known.is_empty() {
         String::new()

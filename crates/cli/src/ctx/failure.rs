@@ -296,20 +296,14 @@ fn summarize(e: &SummarizeError) -> Condition {
     }
 }
 
+/// A provider error names its own code and whether it is bad input.
 fn provider(e: &ProviderError) -> Condition {
-    match e {
-        ProviderError::MissingApiKey { .. } | ProviderError::MissingKeyVariable { .. } => {
-            condition(Exit::BadInput, "missing-api-key")
-        }
-        ProviderError::InvalidKey { .. } => condition(Exit::BadInput, "invalid-api-key"),
-        ProviderError::NoProviderSelected { .. } => condition(Exit::BadInput, "no-model"),
-        ProviderError::UnknownProvider { .. }
-        | ProviderError::MissingKind { .. }
-        | ProviderError::MissingBaseUrl { .. }
-        | ProviderError::InvalidUrl { .. }
-        | ProviderError::MissingModel { .. } => condition(Exit::BadInput, "bad-provider"),
-        _ => condition(Exit::Failed, "failed"),
-    }
+    let exit = if e.is_bad_input() {
+        Exit::BadInput
+    } else {
+        Exit::Failed
+    };
+    condition(exit, e.code())
 }
 
 fn trust(e: &TrustError) -> Condition {
@@ -359,6 +353,68 @@ mod tests {
             code_of(CompactError::Session(torn()), Exit::Failed),
             (Exit::BadInput, "torn-tail", Some(7))
         );
+    }
+
+    #[test]
+    fn provider_errors_are_bad_input_with_their_own_codes() {
+        let name = || "p".to_owned();
+        let cases = [
+            (
+                ProviderError::NoProviderSelected { known: Vec::new() },
+                "no-model",
+            ),
+            (
+                ProviderError::UnknownProvider {
+                    name: name(),
+                    known: Vec::new(),
+                },
+                "bad-provider",
+            ),
+            (ProviderError::MissingKind { name: name() }, "bad-provider"),
+            (
+                ProviderError::MissingBaseUrl { name: name() },
+                "bad-provider",
+            ),
+            (
+                ProviderError::InvalidUrl {
+                    name: name(),
+                    url: "ftp://x".into(),
+                    reason: "not http(s)".into(),
+                },
+                "bad-provider",
+            ),
+            (ProviderError::MissingModel { name: name() }, "bad-provider"),
+            (
+                ProviderError::MissingApiKey {
+                    name: name(),
+                    variables: vec!["OPENAI_API_KEY".into()],
+                },
+                "missing-api-key",
+            ),
+            (
+                ProviderError::MissingKeyVariable {
+                    name: name(),
+                    variable: "MY_KEY".into(),
+                },
+                "missing-api-key",
+            ),
+            (
+                ProviderError::InvalidKey {
+                    variable: "MY_KEY".into(),
+                    what: "a line break",
+                    position: 3,
+                },
+                "invalid-api-key",
+            ),
+        ];
+        for (error, code) in cases {
+            let what = format!("{error:?}");
+            assert_eq!(
+                code_of(error, Exit::Failed),
+                (Exit::BadInput, code, None),
+                "{what}"
+            );
+        }
     }
 
     #[test]
