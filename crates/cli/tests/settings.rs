@@ -121,12 +121,11 @@ fn files_merge_user_then_project_then_explicit() {
         trusted_at: "2026-01-01T00:00:00.000Z".into(),
     };
     TrustStore::update(&store, &key_for(&project).unwrap(), Some(approval)).unwrap();
-    let sources = SettingsSources {
-        user: Some(user.clone()),
-        project: Some(project.clone()),
-        explicit: Some(explicit.clone()),
-        trust: Some(store),
-    };
+    let sources = SettingsSources::default()
+        .with_user(&user)
+        .with_project(&project)
+        .with_explicit(&explicit)
+        .with_trust(Some(store));
     let loaded = load_settings(&sources).unwrap();
     assert_eq!(loaded.warnings, []);
     assert_eq!(loaded.untrusted, None);
@@ -165,12 +164,12 @@ fn discovery_uses_the_working_directory_and_skips_missing_files() {
         ".musepi/settings.json",
         &json!({"compaction": {"enabled": false}}),
     );
-    let mut sources = SettingsSources::discover(dir.path(), None);
+    let sources = SettingsSources::discover(dir.path(), None);
     assert_eq!(
-        sources.project,
-        Some(dir.path().join(".musepi/settings.json"))
+        sources.project(),
+        Some(dir.path().join(".musepi/settings.json").as_path())
     );
-    sources.user = Some(dir.path().join("nowhere/settings.json"));
+    let sources = sources.with_user(dir.path().join("nowhere/settings.json"));
     let loaded = load_settings(&sources).unwrap();
     assert!(!loaded.settings.compaction.enabled);
     assert_eq!(loaded.files.len(), 1);
@@ -269,11 +268,11 @@ fn broken_files_warn_unless_explicit() {
     let broken = dir.path().join("broken.json");
     std::fs::write(&broken, "{ not json").unwrap();
     let array = write(dir.path(), "array.json", &json!([1, 2]));
-    let loaded = load_settings(&SettingsSources {
-        user: Some(broken.clone()),
-        project: Some(array.clone()),
-        ..SettingsSources::default()
-    })
+    let loaded = load_settings(
+        &SettingsSources::default()
+            .with_user(&broken)
+            .with_project(&array),
+    )
     .unwrap();
     assert_eq!(loaded.warnings.len(), 2);
     assert_eq!(loaded.warnings[0].key, "");
@@ -284,10 +283,7 @@ fn broken_files_warn_unless_explicit() {
     );
     assert_eq!(loaded.settings, Settings::default());
 
-    let explicit = |path: PathBuf| SettingsSources {
-        explicit: Some(path),
-        ..SettingsSources::default()
-    };
+    let explicit = |path: PathBuf| SettingsSources::default().with_explicit(path);
     let missing = load_settings(&explicit(dir.path().join("missing.json"))).unwrap_err();
     assert!(matches!(missing, SettingsError::Read { .. }));
     assert!(missing.to_string().starts_with("cannot read settings file"));
@@ -665,12 +661,10 @@ fn an_untrusted_project_file_keeps_only_its_harmless_settings() {
         }),
     );
     let store = dir.path().join("home/.musepi/trusted.json");
-    let sources = SettingsSources {
-        user: Some(user),
-        project: Some(project.clone()),
-        trust: Some(store.clone()),
-        ..SettingsSources::default()
-    };
+    let sources = SettingsSources::default()
+        .with_user(user)
+        .with_project(&project)
+        .with_trust(Some(store.clone()));
     let loaded = load_settings(&sources).unwrap();
     let s = &loaded.settings;
     assert_eq!(s.compaction.reserve_tokens, 2000);
@@ -714,11 +708,7 @@ fn an_untrusted_project_file_keeps_only_its_harmless_settings() {
         r#"{"hooks": {"session_tree": [{"command": ["./x"]}]}}"#,
     )
     .unwrap();
-    let loaded = load_settings(&SettingsSources {
-        trust: None,
-        ..sources.clone()
-    })
-    .unwrap();
+    let loaded = load_settings(&sources.clone().with_trust(None)).unwrap();
     assert!(loaded.settings.hooks.is_empty());
     assert!(loaded.untrusted.is_some());
 }
@@ -732,12 +722,10 @@ fn the_home_folders_own_file_is_not_a_project_file() {
         &json!({"hooks": {"session_tree": [{"command": ["./mine"]}]}}),
     );
     // Working in the home folder: the one file is the user's, and trusted.
-    let sources = SettingsSources {
-        user: Some(user.clone()),
-        project: Some(user.clone()),
-        trust: Some(dir.path().join(".musepi/trusted.json")),
-        ..SettingsSources::default()
-    };
+    let sources = SettingsSources::default()
+        .with_user(&user)
+        .with_project(&user)
+        .with_trust(Some(dir.path().join(".musepi/trusted.json")));
     let loaded = load_settings(&sources).unwrap();
     assert_eq!(loaded.untrusted, None);
     assert_eq!(loaded.settings.hooks["session_tree"].len(), 1);

@@ -93,10 +93,7 @@ fn test(args: &HooksTestArgs, ctx: &Ctx) -> CmdResult {
         )));
     };
     let sources = match &args.config {
-        Some(file) => SettingsSources {
-            explicit: Some(file.clone()),
-            ..SettingsSources::default()
-        },
+        Some(file) => SettingsSources::default().with_explicit(file.clone()),
         None => SettingsSources::discover(
             &std::env::current_dir().or_bad_input()?,
             ctx.globals.settings.clone(),

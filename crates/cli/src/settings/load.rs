@@ -7,18 +7,24 @@ use serde_json::{Map, Value};
 
 use super::{Settings, SettingsError, SettingsWarning, Untrusted};
 
-/// Where settings are read from, in increasing priority.
+/// Where settings are read from, in increasing priority: the user's file,
+/// the project's and the one named on the command line, and the trust
+/// store that says whether the project's file is trusted.
+///
+/// [`discover`](Self::discover) gives the standard files;
+/// [`default`](Self::default) gives none, to which the `with_` methods add
+/// each source: `SettingsSources::default().with_explicit(file)`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SettingsSources {
     /// `~/.musepi/settings.json`.
-    pub user: Option<PathBuf>,
+    user: Option<PathBuf>,
     /// `.musepi/settings.json` in the working directory.
-    pub project: Option<PathBuf>,
+    project: Option<PathBuf>,
     /// `--settings FILE`; it must exist and be valid JSON.
-    pub explicit: Option<PathBuf>,
+    explicit: Option<PathBuf>,
     /// The trust store that says whether `project` is trusted; without
     /// one, nothing is.
-    pub trust: Option<PathBuf>,
+    trust: Option<PathBuf>,
 }
 
 impl SettingsSources {
@@ -33,6 +39,59 @@ impl SettingsSources {
             explicit,
             trust: crate::trust::store_path(home.as_deref()),
         }
+    }
+
+    /// `path` as the user's file (`~/.musepi/settings.json`): always
+    /// trusted, skipped when missing.
+    #[must_use]
+    pub fn with_user(mut self, path: impl Into<PathBuf>) -> Self {
+        self.user = Some(path.into());
+        self
+    }
+
+    /// `path` as the project's file (`.musepi/settings.json`): skipped when
+    /// missing, its keys that need trust applied only when the trust store
+    /// approves its content.
+    #[must_use]
+    pub fn with_project(mut self, path: impl Into<PathBuf>) -> Self {
+        self.project = Some(path.into());
+        self
+    }
+
+    /// `path` as the file named on the command line (`--settings FILE`):
+    /// always trusted, and it must exist and be valid JSON.
+    #[must_use]
+    pub fn with_explicit(mut self, path: impl Into<PathBuf>) -> Self {
+        self.explicit = Some(path.into());
+        self
+    }
+
+    /// `path` as the trust store; `None` for none, so that nothing of the
+    /// project's file that needs trust applies.
+    #[must_use]
+    pub fn with_trust(mut self, path: Option<PathBuf>) -> Self {
+        self.trust = path;
+        self
+    }
+
+    /// The user's file, if any.
+    pub fn user(&self) -> Option<&Path> {
+        self.user.as_deref()
+    }
+
+    /// The project's file, if any.
+    pub fn project(&self) -> Option<&Path> {
+        self.project.as_deref()
+    }
+
+    /// The file named on the command line, if any.
+    pub fn explicit(&self) -> Option<&Path> {
+        self.explicit.as_deref()
+    }
+
+    /// The trust store, if any.
+    pub fn trust(&self) -> Option<&Path> {
+        self.trust.as_deref()
     }
 }
 
