@@ -71,7 +71,7 @@ pub(crate) async fn execute(
             journal: parts.journal,
             summarizer: parts.summarizer,
             system_prompt: parts.system_prompt,
-            reasoning: parts.settings.reasoning.clone(),
+            reasoning: parts.settings.compaction.reasoning.clone(),
             reason: plan.reason,
             now: parts.now,
         };
@@ -93,7 +93,7 @@ pub(crate) async fn execute(
     options.reason = plan.reason;
     options.will_retry = plan.will_retry;
     options.custom_instructions = instructions;
-    options.settings = parts.settings.compaction();
+    options.settings = parts.settings.compaction.clone();
     options.prune = Some(parts.settings.prune());
     options.strategy = strategy;
     options.summarizer = parts.summarizer;

@@ -1,9 +1,9 @@
 //! The settings the maintenance runtime reads (docs/design.md, "Settings").
 //!
 //! A plain struct with the design-era defaults, taken from the crates that
-//! own each value (compaction's budgets and thresholds, the archive's
-//! budgets, the branch summary's reserve), so every default is written
-//! once; the `musepi` binary maps its settings files into it, an embedding
+//! own each value (compaction's settings held as the pipeline reads them,
+//! the archive's budgets, the branch summary's reserve), so every default
+//! is written once; the `musepi` binary maps its settings files into it, an embedding
 //! agent fills it from its own.
 
 use musepi_compaction::{CompactionSettings, PruneConfig, TriggerContext};
@@ -64,23 +64,20 @@ impl MaintenanceStrategy {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct MaintenanceSettings {
-    /// `compaction.enabled`: automatic maintenance (manual always works).
-    pub enabled: bool,
+    /// What the compaction pipeline reads, as it reads it:
+    /// `compaction.enabled` (automatic maintenance; manual always works),
+    /// `compaction.reserveTokens`, `compaction.keepRecentTokens`,
+    /// `compaction.thresholdPercent` (≤ 0: unset),
+    /// `compaction.thresholdTokens` (≤ 0: unset; wins over the percent)
+    /// and the reasoning effort for summarizer calls.
+    pub compaction: CompactionSettings,
     /// `compaction.strategy`.
     pub strategy: MaintenanceStrategy,
-    /// `compaction.reserveTokens`.
-    pub reserve_tokens: u64,
-    /// `compaction.keepRecentTokens`.
-    pub keep_recent_tokens: u64,
     /// `compaction.autoContinue`: threshold maintenance after a turn asks the
     /// agent to continue with the auto-continue developer prompt.
     pub auto_continue: bool,
     /// `compaction.midTurnEnabled`.
     pub mid_turn_enabled: bool,
-    /// `compaction.thresholdPercent` (≤ 0: unset).
-    pub threshold_percent: f64,
-    /// `compaction.thresholdTokens` (≤ 0: unset; wins over the percent).
-    pub threshold_tokens: f64,
     /// `compaction.idleEnabled`.
     pub idle_enabled: bool,
     /// `compaction.idleThresholdTokens`.
@@ -105,10 +102,8 @@ pub struct MaintenanceSettings {
     pub branch_summary_reserve_tokens: u64,
     /// The current model's context window.
     pub context_window: u64,
-    /// Reasoning effort for summarizer calls.
-    pub reasoning: Option<String>,
     /// `snapcompact.*` serialization budgets (its reserve follows
-    /// `reserve_tokens`).
+    /// `compaction.reserve_tokens`).
     pub snapcompact: SnapSettings,
     /// `snapcompact.shape` when not `auto`: the archive's forced shape.
     pub snapcompact_shape: Option<String>,
@@ -116,18 +111,13 @@ pub struct MaintenanceSettings {
 
 impl Default for MaintenanceSettings {
     fn default() -> Self {
-        let compaction = CompactionSettings::default();
         let prune = PruneConfig::default();
         let trigger = TriggerContext::default();
         Self {
-            enabled: compaction.enabled,
+            compaction: CompactionSettings::default(),
             strategy: MaintenanceStrategy::default(),
-            reserve_tokens: compaction.reserve_tokens,
-            keep_recent_tokens: compaction.keep_recent_tokens,
             auto_continue: trigger.auto_continue,
             mid_turn_enabled: trigger.mid_turn_enabled,
-            threshold_percent: compaction.threshold_percent,
-            threshold_tokens: compaction.threshold_tokens,
             idle_enabled: trigger.idle_enabled,
             idle_threshold_tokens: trigger.idle_threshold_tokens,
             idle_timeout_seconds: trigger.idle_timeout_seconds,
@@ -138,7 +128,6 @@ impl Default for MaintenanceSettings {
             branch_summary_enabled: false,
             branch_summary_reserve_tokens: musepi_branch_summary::DEFAULT_RESERVE_TOKENS,
             context_window: DEFAULT_CONTEXT_WINDOW,
-            reasoning: compaction.reasoning,
             snapcompact: SnapSettings::default(),
             snapcompact_shape: None,
         }
@@ -146,28 +135,16 @@ impl Default for MaintenanceSettings {
 }
 
 impl MaintenanceSettings {
-    /// The compaction pipeline's settings.
-    pub fn compaction(&self) -> CompactionSettings {
-        let mut settings = CompactionSettings::default();
-        settings.enabled = self.enabled;
-        settings.reserve_tokens = self.reserve_tokens;
-        settings.keep_recent_tokens = self.keep_recent_tokens;
-        settings.threshold_percent = self.threshold_percent;
-        settings.threshold_tokens = self.threshold_tokens;
-        settings.reasoning.clone_from(&self.reasoning);
-        settings
-    }
-
     /// The threshold view (`strategy: off` never compacts automatically).
     pub fn thresholds(&self) -> ThresholdSettings {
-        self.compaction()
+        self.compaction
             .thresholds(self.strategy == MaintenanceStrategy::Off)
     }
 
     /// The snapcompact budgets, with the reserve of these settings.
     pub fn snap_settings(&self) -> SnapSettings {
         let mut snap = self.snapcompact.clone();
-        snap.reserve_tokens = self.reserve_tokens;
+        snap.reserve_tokens = self.compaction.reserve_tokens;
         snap
     }
 
@@ -202,7 +179,7 @@ mod tests {
     fn defaults_are_the_design_era_ones() {
         let s = MaintenanceSettings::default();
         assert_eq!(s.strategy, MaintenanceStrategy::Snapcompact);
-        assert!(s.enabled && s.auto_continue && s.mid_turn_enabled && !s.idle_enabled);
+        assert!(s.compaction.enabled && s.auto_continue && s.mid_turn_enabled && !s.idle_enabled);
         assert_eq!(
             (s.idle_threshold_tokens, s.idle_timeout_seconds),
             (200_000, 300)

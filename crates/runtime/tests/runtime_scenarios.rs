@@ -84,7 +84,7 @@ struct Rig {
 fn settings(strategy: MaintenanceStrategy) -> MaintenanceSettings {
     let mut settings = MaintenanceSettings::default();
     settings.strategy = strategy;
-    settings.keep_recent_tokens = 300;
+    settings.compaction.keep_recent_tokens = 300;
     settings.context_window = WINDOW;
     settings
 }

@@ -147,8 +147,8 @@ pub fn settings() -> MaintenanceSettings {
     let mut settings = MaintenanceSettings::default();
     settings.strategy = MaintenanceStrategy::ContextFull;
     settings.context_window = WINDOW;
-    settings.reserve_tokens = 2_000;
-    settings.keep_recent_tokens = 1_000;
+    settings.compaction.reserve_tokens = 2_000;
+    settings.compaction.keep_recent_tokens = 1_000;
     settings.idle_enabled = true;
     settings.idle_threshold_tokens = 1_000;
     settings

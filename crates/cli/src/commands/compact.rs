@@ -49,7 +49,7 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         );
     }
     let provider_flags = args.llm.flags();
-    let budgets = m.compaction();
+    let budgets = m.compaction.clone();
     let prune = (!args.no_prune).then(|| m.prune());
     if args.write.dry_run {
         return dry_run(&journal, &strategy, &budgets, prune.as_ref(), args, ctx);

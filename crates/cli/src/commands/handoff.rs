@@ -104,7 +104,9 @@ pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
                 history,
                 SUMMARIZATION_SYSTEM.text(),
                 args.instructions.as_deref(),
-                maintenance(&settings, &BudgetArgs::default()).reasoning,
+                maintenance(&settings, &BudgetArgs::default())
+                    .compaction
+                    .reasoning,
             );
             let response = llm
                 .summarize(&request, cancel.clone())

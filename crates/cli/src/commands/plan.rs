@@ -20,7 +20,7 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
     let leaf = resolve_leaf(&loaded.session, args.leaf.as_deref())?;
     let file_settings = crate::commands::runtime::settings(ctx)?;
     let m = crate::commands::runtime::maintenance(&file_settings, &args.budget);
-    let (settings, window, prune) = (m.compaction(), m.context_window, m.prune());
+    let (settings, window, prune) = (m.compaction.clone(), m.context_window, m.prune());
     // The session is pruned in place: the plan needs no copy of it (the
     // entries keep their ids, which is all the plan shows of them).
     let planned = Planned::new(

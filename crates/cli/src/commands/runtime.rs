@@ -53,10 +53,10 @@ pub fn load(sources: &SettingsSources, ctx: &Ctx) -> Result<Settings, Failure> {
 pub fn maintenance(settings: &Settings, budget: &BudgetArgs) -> MaintenanceSettings {
     let mut m = settings.maintenance(budget.context_window.unwrap_or(DEFAULT_CONTEXT_WINDOW));
     if let Some(k) = budget.keep_recent {
-        m.keep_recent_tokens = k;
+        m.compaction.keep_recent_tokens = k;
     }
     if let Some(r) = budget.reserve {
-        m.reserve_tokens = r;
+        m.compaction.reserve_tokens = r;
     }
     m
 }

@@ -348,7 +348,7 @@ impl Pipelines {
         };
         let mut options = CompactOptions::new(&hooks, self.ctx.now_ms());
         options.custom_instructions = instructions;
-        options.settings = self.maintenance.compaction();
+        options.settings = self.maintenance.compaction.clone();
         options.prune = Some(self.maintenance.prune());
         options.strategy = strategy;
         options.summarizer = llm.as_ref().map(|p| p as &dyn Summarizer);

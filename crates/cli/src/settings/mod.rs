@@ -100,16 +100,16 @@ impl Default for CompactionSettings {
     fn default() -> Self {
         let m = MaintenanceSettings::default();
         Self {
-            enabled: m.enabled,
+            enabled: m.compaction.enabled,
             strategy: m.strategy,
-            reserve_tokens: m.reserve_tokens as u32,
-            keep_recent_tokens: m.keep_recent_tokens as u32,
+            reserve_tokens: m.compaction.reserve_tokens as u32,
+            keep_recent_tokens: m.compaction.keep_recent_tokens as u32,
             auto_continue: m.auto_continue,
             mid_turn_enabled: m.mid_turn_enabled,
             remote_enabled: m.remote_enabled,
             remote_endpoint: None,
-            threshold_percent: m.threshold_percent,
-            threshold_tokens: m.threshold_tokens as i64,
+            threshold_percent: m.compaction.threshold_percent,
+            threshold_tokens: m.compaction.threshold_tokens as i64,
             idle_enabled: m.idle_enabled,
             idle_threshold_tokens: m.idle_threshold_tokens,
             idle_timeout_seconds: m.idle_timeout_seconds,

@@ -15,14 +15,14 @@ impl Settings {
     pub fn maintenance(&self, context_window: u64) -> MaintenanceSettings {
         let c = &self.compaction;
         let mut m = MaintenanceSettings::default();
-        m.enabled = c.enabled;
+        m.compaction.enabled = c.enabled;
         m.strategy = c.strategy;
-        m.reserve_tokens = u64::from(c.reserve_tokens);
-        m.keep_recent_tokens = u64::from(c.keep_recent_tokens);
+        m.compaction.reserve_tokens = u64::from(c.reserve_tokens);
+        m.compaction.keep_recent_tokens = u64::from(c.keep_recent_tokens);
         m.auto_continue = c.auto_continue;
         m.mid_turn_enabled = c.mid_turn_enabled;
-        m.threshold_percent = c.threshold_percent;
-        m.threshold_tokens = c.threshold_tokens as f64;
+        m.compaction.threshold_percent = c.threshold_percent;
+        m.compaction.threshold_tokens = c.threshold_tokens as f64;
         m.idle_enabled = c.idle_enabled;
         m.idle_threshold_tokens = c.idle_threshold_tokens;
         m.idle_timeout_seconds = c.idle_timeout_seconds;
@@ -34,7 +34,7 @@ impl Settings {
         m.branch_summary_enabled = self.branch_summary.enabled;
         m.context_window = context_window;
         m.snapcompact.serialize = self.snapcompact.serialize_options();
-        m.snapcompact.reserve_tokens = m.reserve_tokens;
+        m.snapcompact.reserve_tokens = m.compaction.reserve_tokens;
         m.snapcompact_shape =
             (self.snapcompact.shape != "auto").then(|| self.snapcompact.shape.clone());
         m

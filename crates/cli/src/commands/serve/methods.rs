@@ -463,7 +463,7 @@ impl Server {
         let now = (self.clock())();
         let runtime = self.runtime()?;
         let s = runtime.settings();
-        let mut compaction = s.compaction();
+        let mut compaction = s.compaction.clone();
         compaction.keep_recent_tokens = keep.unwrap_or(compaction.keep_recent_tokens);
         compaction.reserve_tokens = reserve.unwrap_or(compaction.reserve_tokens);
         let window = window.unwrap_or(s.context_window);
