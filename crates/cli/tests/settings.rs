@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use musepi_cli::settings::{
-    HookCommand, ProviderEntry, Settings, SettingsError, SettingsSources, SettingsWarning,
+    Cap, HookCommand, ProviderEntry, Settings, SettingsError, SettingsSources, SettingsWarning,
     SystemPromptImaging, Untrusted, load_settings, merge_layers,
 };
 use musepi_cli::trust::{TrustStore, Trusted, key_for, sha256_hex};
@@ -82,7 +82,7 @@ fn defaults_follow_the_design_era_table() {
             snap.tool_arg_max_chars,
             snap.tool_call_max_chars
         ),
-        (Some(2000), Some(500), Some(2000))
+        (Cap(Some(2000)), Cap(Some(500)), Cap(Some(2000)))
     );
     assert!((snap.truncate_head_ratio - 0.6).abs() < f64::EPSILON);
     assert!(s.providers.is_empty() && s.hooks.is_empty());
@@ -256,7 +256,7 @@ fn caps_accept_counts_null_and_infinity() {
             snap.tool_arg_max_chars,
             snap.tool_call_max_chars
         ),
-        (None, None, Some(100))
+        (Cap(None), Cap(None), Cap(Some(100)))
     );
     assert_eq!(snap.system_prompt, SystemPromptImaging::AgentsMd);
     assert_eq!(snap.shape, "8on22-bw");

@@ -174,14 +174,11 @@ pub struct SnapcompactSettings {
     /// Inline imaging of large tool results.
     pub tool_results: bool,
     /// Tool result cap in characters; `null` or `"Infinity"` for none.
-    #[serde(deserialize_with = "cap")]
-    pub tool_result_max_chars: Option<u32>,
+    pub tool_result_max_chars: Cap,
     /// Tool argument cap; `null` or `"Infinity"` for none.
-    #[serde(deserialize_with = "cap")]
-    pub tool_arg_max_chars: Option<u32>,
+    pub tool_arg_max_chars: Cap,
     /// Tool call cap; `null` or `"Infinity"` for none.
-    #[serde(deserialize_with = "cap")]
-    pub tool_call_max_chars: Option<u32>,
+    pub tool_call_max_chars: Cap,
     /// The share of a truncated text kept from its head.
     pub truncate_head_ratio: f64,
     /// Print tool output dimmed.
@@ -192,35 +189,53 @@ pub struct SnapcompactSettings {
 impl Default for SnapcompactSettings {
     fn default() -> Self {
         let serialize = SerializeOptions::default();
-        let cap = |c: Option<usize>| c.map(|v| v as u32);
         Self {
             shape: "auto".to_owned(),
             system_prompt: SystemPromptImaging::None,
             tool_results: false,
-            tool_result_max_chars: cap(serialize.tool_result_max_chars),
-            tool_arg_max_chars: cap(serialize.tool_arg_max_chars),
-            tool_call_max_chars: cap(serialize.tool_call_max_chars),
+            tool_result_max_chars: Cap::of(serialize.tool_result_max_chars),
+            tool_arg_max_chars: Cap::of(serialize.tool_arg_max_chars),
+            tool_call_max_chars: Cap::of(serialize.tool_call_max_chars),
             truncate_head_ratio: serialize.truncate_head_ratio,
             dim_tool_results: serialize.dim_tool_results,
         }
     }
 }
 
-/// A cap: a count, or `null` / `"Infinity"` for none.
-fn cap<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u32>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Raw {
-        Count(u32),
-        Word(String),
+/// A budget in characters: a count, or none (`null` or `"Infinity"` in a
+/// settings file).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Cap(pub Option<u32>);
+
+impl Cap {
+    /// The archive's budget `chars`.
+    fn of(chars: Option<usize>) -> Self {
+        Self(chars.map(|v| v as u32))
     }
-    match Option::<Raw>::deserialize(deserializer)? {
-        None => Ok(None),
-        Some(Raw::Count(n)) => Ok(Some(n)),
-        Some(Raw::Word(w)) if w == "Infinity" => Ok(None),
-        Some(Raw::Word(w)) => Err(serde::de::Error::custom(format!(
-            "expected a non-negative count, null or \"Infinity\", found {w:?}"
-        ))),
+
+    /// The budget as the archive takes it.
+    pub fn chars(self) -> Option<usize> {
+        self.0.map(|v| v as usize)
+    }
+}
+
+impl<'de> Deserialize<'de> for Cap {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Count(u32),
+            Word(String),
+        }
+        match Option::<Raw>::deserialize(deserializer)? {
+            None => Ok(Self(None)),
+            Some(Raw::Count(n)) => Ok(Self(Some(n))),
+            Some(Raw::Word(w)) if w == "Infinity" => Ok(Self(None)),
+            Some(Raw::Word(w)) => Err(serde::de::Error::custom(format!(
+                "expected a non-negative count, null or \"Infinity\", found {w:?}"
+            ))),
+        }
     }
 }
 

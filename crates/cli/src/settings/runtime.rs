@@ -44,11 +44,10 @@ impl Settings {
 impl SnapcompactSettings {
     /// The archive's serialization budgets.
     pub fn serialize_options(&self) -> SerializeOptions {
-        let cap = |c: Option<u32>| c.map(|v| v as usize);
         let mut options = SerializeOptions::default();
-        options.tool_result_max_chars = cap(self.tool_result_max_chars);
-        options.tool_arg_max_chars = cap(self.tool_arg_max_chars);
-        options.tool_call_max_chars = cap(self.tool_call_max_chars);
+        options.tool_result_max_chars = self.tool_result_max_chars.chars();
+        options.tool_arg_max_chars = self.tool_arg_max_chars.chars();
+        options.tool_call_max_chars = self.tool_call_max_chars.chars();
         options.truncate_head_ratio = self.truncate_head_ratio;
         options.dim_tool_results = self.dim_tool_results;
         options
