@@ -27,6 +27,13 @@ fn answer(name: &str) -> PathBuf {
     conformance_dir().join("answers").join(name)
 }
 
+/// A file of `lines`, each ended by a line break.
+fn lines(lines: &[&str]) -> String {
+    let mut text = lines.join("\n");
+    text.push('\n');
+    text
+}
+
 /// A v3 session of `n` user messages in one line, ids `00000001`…
 fn linear_session(dir: &Path, n: usize) -> PathBuf {
     let mut text = format!("{HEADER}\n");
@@ -223,12 +230,13 @@ fn empty_and_header_only_files() {
 #[test]
 fn check_lists_every_problem_and_exits_2() {
     let dir = tempfile::tempdir().unwrap();
-    let text = format!(
-        "{HEADER}\n{}\nnot json\n{}\n{}\n",
-        message_line("a1", None, "one"),
-        message_line("b2", Some("zz"), "dangling"),
-        message_line("a1", Some("a1"), "duplicate"),
-    );
+    let text = lines(&[
+        HEADER,
+        &message_line("a1", None, "one"),
+        "not json",
+        &message_line("b2", Some("zz"), "dangling"),
+        &message_line("a1", Some("a1"), "duplicate"),
+    ]);
     let file = write_file(dir.path(), "problems.jsonl", &text);
     let o = musepi(&["session", "check", p(&file), "--json"]);
     assert_eq!(code(&o), 2);
@@ -326,11 +334,11 @@ fn repair_fixes_a_copy_of_a_torn_file_and_never_the_file() {
     let repaired = std::fs::read_to_string(&out).unwrap();
     assert_eq!(
         repaired,
-        format!(
-            "{HEADER}\n{}\n{}\n",
-            message_line("a1", None, "one"),
-            message_line("b2", Some("a1"), "two")
-        )
+        lines(&[
+            HEADER,
+            &message_line("a1", None, "one"),
+            &message_line("b2", Some("a1"), "two"),
+        ])
     );
     assert_eq!(code(&musepi(&["session", "check", p(&out)])), 0);
 }
