@@ -91,12 +91,18 @@ pub struct NavigateOutcome {
     pub summary_entry: Option<EntryId>,
     /// The summary written, if any.
     pub summary: Option<Summary>,
-    /// Text to put back in the editor (the target user message).
-    pub editor_text: Option<String>,
     /// Navigating to where the leaf already is does nothing.
     pub no_op: bool,
     /// Hook failures and other things to tell the user.
     pub warnings: Vec<String>,
+}
+
+impl NavigateOutcome {
+    /// Text to put back in the editor (the target user or custom message):
+    /// the destination's.
+    pub fn editor_text(&self) -> Option<&str> {
+        self.destination.editor_text.as_deref()
+    }
 }
 
 /// Why a navigation did not happen.
@@ -283,7 +289,6 @@ pub async fn navigate(
     Ok(NavigateOutcome {
         old_leaf: old_leaf_id,
         new_leaf,
-        editor_text: dest.editor_text.clone(),
         destination: dest,
         abandoned,
         summary_entry,

@@ -136,7 +136,7 @@ async fn a_user_message_target_moves_the_leaf_to_its_parent_and_returns_its_text
     )
     .await
     .unwrap();
-    assert_eq!(out.editor_text.as_deref(), Some("start"));
+    assert_eq!(out.editor_text(), Some("start"));
     assert_eq!(j.session().leaf_id(), None);
     assert_eq!(out.abandoned.len(), 3);
     // Without a summary nothing is written: the leaf moves in memory.

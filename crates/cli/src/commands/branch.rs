@@ -112,7 +112,7 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
             "strategy": out.summary_entry.as_ref().map(|_| strategy_name(strategy)),
             "summary": out.summary.as_ref().map(|s| s.summary.clone()),
             "fromExtension": out.summary.as_ref().map(|s| s.from_extension),
-            "editorText": out.editor_text,
+            "editorText": out.editor_text(),
             "markerEntryId": marker.as_ref().map(ToString::to_string),
             "warnings": warnings,
         }))
@@ -162,7 +162,7 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
     if let Some(name) = written.filter(|_| !dest.in_place()) {
         rows.push(("written to".to_owned(), name));
     }
-    if let Some(text) = &out.editor_text {
+    if let Some(text) = out.editor_text() {
         rows.push(("editor text".to_owned(), crate::output::preview(text, 80)));
     }
     let mut text = aligned(&rows);

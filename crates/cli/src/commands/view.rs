@@ -312,7 +312,7 @@ impl Pipelines {
                 out.abandoned.len()
             ),
         };
-        if let Some(editor) = &out.editor_text {
+        if let Some(editor) = out.editor_text() {
             let _ = write!(
                 text,
                 " · the message to edit again: {}",

@@ -39,7 +39,7 @@ pub(crate) fn tree_json(t: &TreeOutcome) -> Value {
         "newLeafId": n.new_leaf.as_ref().map(EntryId::as_str),
         "summaryEntryId": n.summary_entry.as_ref().map(EntryId::as_str),
         "summary": n.summary.as_ref().map(|s| s.summary.as_str()),
-        "editorText": n.editor_text,
+        "editorText": n.editor_text(),
         "abandoned": ids(&n.abandoned),
         "markerEntryId": t.marker_entry_id.as_ref().map(EntryId::as_str),
         "context": t.context.iter().map(llm_json).collect::<Vec<_>>(),
