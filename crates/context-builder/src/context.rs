@@ -108,14 +108,14 @@ fn model_from_summary(session: &Session, leaf: usize) -> Option<ModelRef> {
     let entries = session.entries();
     let summary = session.path_summary(leaf);
     let at = |i: Option<u32>| i.map(|i| i as usize);
-    if let Some(i) = at(summary.model_assistant)
+    if let Some(i) = at(summary.model.assistant)
         && let Some(AgentMessage::Assistant(a)) = entries[i].message()
     {
         Some(ModelRef {
             provider: a.provider.clone().unwrap_or_default(),
             model_id: a.model.clone().unwrap_or_default(),
         })
-    } else if let Some(i) = at(summary.model_change)
+    } else if let Some(i) = at(summary.model.change)
         && let EntryBody::ModelChange(mc) = &entries[i].body
         && let Some((provider, model_id)) = mc.provider_and_model()
     {

@@ -69,7 +69,7 @@ pub use message::{
     CompactionSummaryMessage, CustomMessage, StopReason, ToolResultMessage, Usage, UserMessage,
 };
 pub use migrate::LineEdit;
-pub use pathinfo::PathSummary;
+pub use pathinfo::{PathModel, PathSummary};
 pub use problem::{Problem, ProblemKind};
 pub use session::{LineSource, Session, Stamp};
 pub use text::{JsonValue, RawJson, Text};

@@ -20,15 +20,44 @@ pub struct PathSummary {
     pub compaction: Option<u32>,
     /// The latest `thinking_level_change` on the path.
     pub thinking_level_change: Option<u32>,
+    /// The entries on the path that name the model.
+    pub model: PathModel,
+}
+
+/// The entries on a path that name the model: its latest main-model change
+/// and the assistant message after it that names the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PathModel {
     /// The latest `model_change` that names the main model (no role, or
     /// the role `default`) on the path.
-    pub model_change: Option<u32>,
+    pub change: Option<u32>,
     /// The latest assistant message that names the model: one after
-    /// [`PathSummary::model_change`], unless that change set an explicit
-    /// default (role `default`), which later assistants do not override.
-    pub model_assistant: Option<u32>,
+    /// [`PathModel::change`], unless that change set an explicit default
+    /// (role `default`), which later assistants do not override.
+    pub assistant: Option<u32>,
     /// Whether the latest model change set an explicit default.
     explicit_default: bool,
+}
+
+impl PathModel {
+    /// The record once entry `i`, with `body`, is on the path.
+    fn after(mut self, i: u32, body: &EntryBody) -> Self {
+        match body {
+            EntryBody::ModelChange(mc) => {
+                let role = mc.role.as_deref();
+                if matches!(role, None | Some("default")) && mc.provider_and_model().is_some() {
+                    self.change = Some(i);
+                    self.assistant = None;
+                    self.explicit_default = role.is_some();
+                }
+            }
+            EntryBody::Message(AgentMessage::Assistant(_)) if !self.explicit_default => {
+                self.assistant = Some(i);
+            }
+            _ => {}
+        }
+        self
+    }
 }
 
 impl PathSummary {
@@ -42,18 +71,7 @@ impl PathSummary {
         match &entry.body {
             EntryBody::Compaction(_) => s.compaction = Some(i),
             EntryBody::ThinkingLevelChange { .. } => s.thinking_level_change = Some(i),
-            EntryBody::ModelChange(mc) => {
-                let role = mc.role.as_deref();
-                if matches!(role, None | Some("default")) && mc.provider_and_model().is_some() {
-                    s.model_change = Some(i);
-                    s.model_assistant = None;
-                    s.explicit_default = role.is_some();
-                }
-            }
-            EntryBody::Message(AgentMessage::Assistant(_)) if !s.explicit_default => {
-                s.model_assistant = Some(i);
-            }
-            _ => {}
+            body => s.model = s.model.after(i, body),
         }
         s
     }
