@@ -63,6 +63,44 @@ impl MessageView {
     }
 }
 
+/// The messages a compaction summarizes, as hooks see them: the history
+/// before the cut and the prefix of a split turn.
+///
+/// A pipeline makes the views once: `session_before_compact` shows them in
+/// its preparation, and `session.compacting` then receives the same views
+/// in one list ([`SummarizedMessages::into_messages`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SummarizedMessages {
+    /// Messages to be summarized and dropped.
+    pub messages_to_summarize: Vec<MessageView>,
+    /// The prefix of a split turn.
+    pub turn_prefix_messages: Vec<MessageView>,
+}
+
+impl SummarizedMessages {
+    /// The views of the messages `summarize` and the split turn's
+    /// `prefix`, context messages of `session`.
+    pub fn of(
+        session: &Session,
+        summarize: &[ContextMessage<'_>],
+        prefix: &[ContextMessage<'_>],
+    ) -> Self {
+        Self {
+            messages_to_summarize: MessageView::all(session, summarize),
+            turn_prefix_messages: MessageView::all(session, prefix),
+        }
+    }
+
+    /// The messages to summarize, then the turn prefix: the `messages` of
+    /// `session.compacting`.
+    pub fn into_messages(self) -> Vec<MessageView> {
+        let mut messages = self.messages_to_summarize;
+        messages.extend(self.turn_prefix_messages);
+        messages
+    }
+}
+
 /// The compaction a pipeline is about to make (`CompactionPreparation`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -73,10 +111,9 @@ pub struct PreparationView {
     pub tokens_before: f64,
     /// Whether the cut splits a turn.
     pub is_split_turn: bool,
-    /// Messages to be summarized and dropped.
-    pub messages_to_summarize: Vec<MessageView>,
-    /// The prefix of a split turn.
-    pub turn_prefix_messages: Vec<MessageView>,
+    /// What is summarized: `messagesToSummarize` and `turnPrefixMessages`.
+    #[serde(flatten)]
+    pub summarized: SummarizedMessages,
     /// How many messages are kept verbatim.
     pub kept_message_count: usize,
     /// The previous compaction's summary.

@@ -11,7 +11,7 @@ use musepi_compaction::{CompactionSettings, PruneConfig};
 use musepi_context_builder::{RequestPurpose, SummaryRequest, SummaryResponse};
 use musepi_hooks::events::{
     BeforeCompactEvent, BeforeCompactResult, CompactEvent, CompactingEvent, CompactingResult,
-    SuppliedCompaction,
+    MessageView, SummarizedMessages, SuppliedCompaction,
 };
 use musepi_hooks::{
     CompactError, CompactOptions, Hook, HookError, HookFuture, HookWarning, Hooks, Strategy,
@@ -435,6 +435,68 @@ async fn a_fail_closed_hook_that_fails_cancels_and_is_told_as_it_happens() {
         ]
     );
     assert!(summarizer.seen.lock().unwrap().is_empty());
+}
+
+/// Records the summarized messages `session_before_compact` shows and the
+/// messages `session.compacting` receives; with `only_compacting` it
+/// handles only the latter.
+#[derive(Default)]
+struct Watch {
+    only_compacting: bool,
+    shown: Mutex<Vec<SummarizedMessages>>,
+    received: Mutex<Vec<Vec<MessageView>>>,
+}
+impl Hook for Watch {
+    fn name(&self) -> String {
+        "watch".into()
+    }
+    fn handles(&self, event: &str) -> bool {
+        !self.only_compacting || event == musepi_hooks::names::COMPACTING
+    }
+    fn before_compact<'a>(
+        &'a self,
+        e: &'a BeforeCompactEvent,
+        _: CancellationToken,
+    ) -> HookFuture<'a, Option<BeforeCompactResult>> {
+        self.shown
+            .lock()
+            .unwrap()
+            .push(e.preparation.summarized.clone());
+        Box::pin(std::future::ready(Ok(None)))
+    }
+    fn compacting<'a>(
+        &'a self,
+        e: &'a CompactingEvent,
+        _: CancellationToken,
+    ) -> HookFuture<'a, Option<CompactingResult>> {
+        self.received.lock().unwrap().push(e.messages.clone());
+        Box::pin(std::future::ready(Ok(None)))
+    }
+}
+
+#[tokio::test]
+async fn the_compacting_event_receives_the_messages_the_before_compact_event_showed() {
+    let (_dir, path, _, summarizer) = saved(None);
+    let both = Arc::new(Watch::default());
+    let mut hooks = Hooks::new();
+    hooks.register(both.clone());
+    run_default(&path, &summarizer, &hooks).await.unwrap();
+    let shown = both.shown.lock().unwrap().clone();
+    let received = both.received.lock().unwrap().clone();
+    assert_eq!(shown.len(), 1);
+    assert!(!shown[0].messages_to_summarize.is_empty());
+    assert_eq!(received, [shown[0].clone().into_messages()]);
+    // Without a before-compact hook the compacting event is the same.
+    let (_dir, path, _, summarizer) = saved(None);
+    let alone = Arc::new(Watch {
+        only_compacting: true,
+        ..Watch::default()
+    });
+    let mut hooks = Hooks::new();
+    hooks.register(alone.clone());
+    run_default(&path, &summarizer, &hooks).await.unwrap();
+    assert!(alone.shown.lock().unwrap().is_empty());
+    assert_eq!(*alone.received.lock().unwrap(), received);
 }
 
 /// Appends `turns` more read turns (`src/g{n}.rs`) after the leaf.

@@ -17,7 +17,9 @@ use musepi_compaction::{handoff_request, handoff_session};
 use musepi_context_builder::{
     ConvertOptions, FileOps, SessionContext, build_context, convert_to_llm,
 };
-use musepi_hooks::events::{BeforeCompactEvent, MessageView, PreparationView, names};
+use musepi_hooks::events::{
+    BeforeCompactEvent, MessageView, PreparationView, SummarizedMessages, names,
+};
 use musepi_hooks::{Hooks, Summarizer};
 use musepi_session_model::time::format_iso;
 use musepi_session_model::{
@@ -211,8 +213,10 @@ fn before_event(
             tokens_before: crate::report::context::context_tokens(session, session.leaf_index())
                 as f64,
             is_split_turn: false,
-            messages_to_summarize: MessageView::all(session, &context.messages),
-            turn_prefix_messages: Vec::new(),
+            summarized: SummarizedMessages {
+                messages_to_summarize: MessageView::all(session, &context.messages),
+                turn_prefix_messages: Vec::new(),
+            },
             kept_message_count: 0,
             previous_summary,
             files: ops.lists(),

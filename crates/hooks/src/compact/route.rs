@@ -13,8 +13,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::{CompactError, CompactOptions, RemoteCompactInput, RemoteCompactor, Strategy};
 use crate::events::{
-    BeforeCompactEvent, CompactingEvent, MessageView, PreparationView, SuppliedCompaction, names,
-    session_file,
+    BeforeCompactEvent, CompactingEvent, PreparationView, SummarizedMessages, SuppliedCompaction,
+    names, session_file,
 };
 use crate::runner::warning_lines;
 use crate::snapcompact::compact_preparation;
@@ -29,13 +29,16 @@ pub(super) enum Route {
     },
 }
 
+fn summarized(session: &Session, p: &Preparation<'_>) -> SummarizedMessages {
+    SummarizedMessages::of(session, &p.messages_to_summarize, &p.turn_prefix_messages)
+}
+
 fn preparation_view(session: &Session, p: &Preparation<'_>) -> PreparationView {
     PreparationView {
         first_kept_entry_id: p.first_kept_entry_id.to_string(),
         tokens_before: p.tokens_before,
         is_split_turn: p.cut.is_split_turn,
-        messages_to_summarize: MessageView::all(session, &p.messages_to_summarize),
-        turn_prefix_messages: MessageView::all(session, &p.turn_prefix_messages),
+        summarized: summarized(session, p),
         kept_message_count: p.recent_messages.len(),
         previous_summary: p.previous_summary.clone(),
         files: p.file_ops.lists(),
@@ -69,6 +72,9 @@ pub(super) async fn decide(
     let session = journal.session();
     let prep = step.prepare(session, session.leaf_index())?;
     let hooks = options.hooks;
+    // The message views are made once: the compacting event receives the
+    // ones the before-compact event showed.
+    let mut views = None;
     if hooks.has(names::BEFORE_COMPACT) {
         let event = BeforeCompactEvent {
             kind: names::BEFORE_COMPACT,
@@ -94,6 +100,7 @@ pub(super) async fn decide(
         if let Some(supplied) = d.result.and_then(|r| r.compaction) {
             return Ok(Route::Supplied(supplied_result(supplied, &prep)));
         }
+        views = Some(event.preparation.summarized);
     }
     let mut request_options = RequestOptions::default();
     request_options
@@ -101,12 +108,12 @@ pub(super) async fn decide(
         .clone_from(&options.custom_instructions);
     let mut preserve = None;
     if hooks.has(names::COMPACTING) {
-        let mut messages = MessageView::all(session, &prep.messages_to_summarize);
-        messages.extend(MessageView::all(session, &prep.turn_prefix_messages));
         let event = CompactingEvent {
             kind: names::COMPACTING,
             session_id: session.header().id.clone(),
-            messages,
+            messages: views
+                .unwrap_or_else(|| summarized(session, &prep))
+                .into_messages(),
         };
         let d = hooks.compacting(&event, cancel).await;
         warnings.extend(warning_lines(&d.warnings));

@@ -4,7 +4,7 @@
 use musepi_context_builder::FileLists;
 use musepi_hooks::events::{
     BeforeCompactEvent, BeforeTreeEvent, CompactEvent, CompactingEvent, MessageView,
-    PreparationView, TreeEvent, TreePreparation, TreeRequest, names,
+    PreparationView, SummarizedMessages, TreeEvent, TreePreparation, TreeRequest, names,
 };
 use musepi_session_model::{
     AgentMessage, AssistantMessage, Content, ContentBlock, JsonValue, StopReason, Text, ToolCall,
@@ -105,8 +105,10 @@ pub fn sample(event: &str) -> Value {
                 first_kept_entry_id: "d4e5f6a7".to_owned(),
                 tokens_before: 48_213.0,
                 is_split_turn: false,
-                messages_to_summarize: messages(),
-                turn_prefix_messages: Vec::new(),
+                summarized: SummarizedMessages {
+                    messages_to_summarize: messages(),
+                    turn_prefix_messages: Vec::new(),
+                },
                 kept_message_count: 2,
                 previous_summary: None,
                 files: FileLists {
