@@ -35,6 +35,16 @@ pub(crate) enum Scope {
     EarlierMarker,
 }
 
+impl Scope {
+    /// The part of the archive a block of this scope is in.
+    pub(crate) fn section(&self) -> Section {
+        match self {
+            Self::User | Self::Summary | Self::Call | Self::EarlierLedger => Section::Ledger,
+            Self::Think | Self::Ai | Self::Out(_) | Self::EarlierMarker => Section::Conversation,
+        }
+    }
+}
+
 /// How a piece ranks for the budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Rank {
@@ -111,7 +121,7 @@ pub(crate) struct CallRefs {
 /// A block: one message's share of the archive.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Block {
-    pub section: Section,
+    /// What it holds; it decides the block's section.
     pub scope: Scope,
     /// The user turn it belongs to (0 before the first user message).
     pub turn: u32,
@@ -130,9 +140,8 @@ pub(crate) struct Block {
 }
 
 impl Block {
-    pub(crate) fn new(section: Section, scope: Scope, turn: u32, id: Option<&str>) -> Self {
+    pub(crate) fn new(scope: Scope, turn: u32, id: Option<&str>) -> Self {
         Self {
-            section,
             scope,
             turn,
             id: id.map(str::to_owned),
@@ -142,6 +151,11 @@ impl Block {
             source_chars: 0,
             refs: None,
         }
+    }
+
+    /// The part of the archive it is in.
+    pub(crate) fn section(&self) -> Section {
+        self.scope.section()
     }
 }
 
@@ -246,7 +260,7 @@ pub(crate) fn user_block(text: &str, turn: u32, id: Option<&str>, limits: &Limit
 /// A previous LLM summary: its first `summary_chars` guaranteed, the rest
 /// optional and high.
 pub(crate) fn summary_block(text: &str, limits: &Limits) -> Block {
-    let mut block = Block::new(Section::Ledger, Scope::Summary, 0, None);
+    let mut block = Block::new(Scope::Summary, 0, None);
     block.source_chars = len16(text);
     let spans = split_lines(text, PIECE_MAX);
     let mut used = 0usize;
@@ -272,7 +286,7 @@ fn user_like(
     whole: usize,
     limits: &Limits,
 ) -> Block {
-    let mut block = Block::new(Section::Ledger, scope, turn, id);
+    let mut block = Block::new(scope, turn, id);
     block.source_chars = len16(text);
     let spans = split_prose(text, PIECE_MAX);
     if len16(text) <= whole {
@@ -335,7 +349,7 @@ fn user_like(
 /// archive then weighs it against the rest of the history and ranks its
 /// best piece higher: see `novelty`).
 pub(crate) fn prose_block(scope: Scope, text: &str, turn: u32, id: Option<&str>) -> Block {
-    let mut block = Block::new(Section::Conversation, scope, turn, id);
+    let mut block = Block::new(scope, turn, id);
     block.source_chars = len16(text);
     let spans = split_prose(text, PIECE_MAX);
     block.pieces = pieces_of(text, &spans, |_, piece| Rank::Optional {
@@ -356,7 +370,7 @@ pub(crate) fn output_block(
     skip: &[String],
     cap: OutputCap,
 ) -> Block {
-    let mut block = Block::new(Section::Conversation, Scope::Out(tool.to_owned()), turn, id);
+    let mut block = Block::new(Scope::Out(tool.to_owned()), turn, id);
     block.source_chars = len16(text);
     let spans = split_lines(text, usize::MAX);
     let n = spans.len();

@@ -8,9 +8,7 @@ use std::collections::{BTreeSet, HashMap};
 use musepi_context_builder::LlmMessage;
 use musepi_session_model::{ContentBlock, ToolCall};
 
-use super::blocks::{
-    Block, Limits, OutputCap, Piece, Rank, Scope, Section, prose_block, tier, user_block,
-};
+use super::blocks::{Block, Limits, OutputCap, Piece, Rank, Scope, prose_block, tier, user_block};
 use super::calls::Calls;
 use super::marker;
 use super::outputs::Outputs;
@@ -194,7 +192,7 @@ impl<'a> Builder<'a> {
                 .insert(call.id.clone(), (index, call.name.to_string()));
             return;
         }
-        let mut block = Block::new(Section::Ledger, Scope::Call, self.turn, id);
+        let mut block = Block::new(Scope::Call, self.turn, id);
         block.source_chars = source;
         block.shortened = line.shortened;
         self.last_call = Some((self.blocks.len(), line.refs.key.clone()));
@@ -213,7 +211,7 @@ impl<'a> Builder<'a> {
             *index
         } else {
             // Its call is not in this window: the output stands alone.
-            let mut block = Block::new(Section::Ledger, Scope::Call, self.turn, id);
+            let mut block = Block::new(Scope::Call, self.turn, id);
             block
                 .pieces
                 .push(Piece::new("", format!("{tool}(…)"), Rank::Must));

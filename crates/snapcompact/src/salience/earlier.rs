@@ -4,7 +4,7 @@
 //! summary folded in whole.
 
 use super::blocks::{
-    Block, CallRefs, Limits, OutputCap, Piece, Rank, Scope, Section, output_block, prose_block,
+    Block, CallRefs, Limits, OutputCap, Piece, Rank, Scope, output_block, prose_block,
     summary_block, tier, user_block,
 };
 use std::collections::HashMap;
@@ -102,7 +102,6 @@ fn archive_blocks(text: &str) -> (Vec<Block>, u32) {
             in_call = line.starts_with("¶call:")
                 || (in_call && turn.is_none() && !line.starts_with('¶') && !line.starts_with("[…"));
             blocks.push(Block::new(
-                Section::Ledger,
                 Scope::EarlierLedger,
                 turn.unwrap_or(max_turn),
                 None,
@@ -323,7 +322,7 @@ fn strip_repeat(text: &str) -> &str {
 
 /// A marker line of an earlier archive: kept if the budget is left over.
 fn marker_block(text: &str, turn: u32) -> Block {
-    let mut block = Block::new(Section::Conversation, Scope::EarlierMarker, turn, None);
+    let mut block = Block::new(Scope::EarlierMarker, turn, None);
     block.pieces.push(Piece::new(
         "",
         text,
@@ -400,7 +399,7 @@ fn transcript_blocks(text: &str, limits: &Limits) -> (Vec<Block>, u32) {
 fn call_blocks(content: &str, turn: u32, limits: &Limits, blocks: &mut Vec<Block>) {
     let mut lines = content.lines().peekable();
     while let Some(line) = lines.next() {
-        let mut call = Block::new(Section::Ledger, Scope::Call, turn, None);
+        let mut call = Block::new(Scope::Call, turn, None);
         let (shown, cut) = shorten_head(line, limits.path_chars.max(limits.command_chars));
         call.shortened = cut;
         call.source_chars = len16(line);
@@ -443,7 +442,7 @@ fn call_blocks(content: &str, turn: u32, limits: &Limits, blocks: &mut Vec<Block
 
 #[cfg(test)]
 mod tests {
-    use super::super::blocks::LEVELS;
+    use super::super::blocks::{LEVELS, Section};
     use super::*;
 
     #[test]
@@ -478,7 +477,7 @@ mod tests {
         assert_eq!(turn, 2);
         let ledger: Vec<String> = blocks
             .iter()
-            .filter(|b| b.section == Section::Ledger)
+            .filter(|b| b.section() == Section::Ledger)
             .map(|b| {
                 b.pieces.iter().fold(String::new(), |mut out, p| {
                     out.push_str(&p.sep);
@@ -498,7 +497,7 @@ mod tests {
         );
         let conversation: Vec<(&Scope, u32)> = blocks
             .iter()
-            .filter(|b| b.section == Section::Conversation)
+            .filter(|b| b.section() == Section::Conversation)
             .map(|b| (&b.scope, b.turn))
             .collect();
         assert_eq!(

@@ -7,7 +7,7 @@
 
 use std::collections::HashSet;
 
-use super::blocks::{Block, OutputCap, Piece, Rank, Scope, Section, output_block, tier};
+use super::blocks::{Block, OutputCap, Piece, Rank, Scope, output_block, tier};
 use super::calls::{READ_TOOLS, WRITE_TOOLS};
 use super::text::{is_error_line, score, shape, split_lines};
 
@@ -148,7 +148,7 @@ impl Outputs {
             self.blocks
                 .push(Some(output_block(tool, text, turn, id, &lifted, cap)));
         }
-        let mut stand_in = Block::new(Section::Conversation, Scope::Out(tool.to_owned()), turn, id);
+        let mut stand_in = Block::new(Scope::Out(tool.to_owned()), turn, id);
         if self.blocks[seq]
             .as_ref()
             .is_some_and(|b| b.pieces.iter().any(|p| !p.silent))

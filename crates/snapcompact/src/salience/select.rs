@@ -141,11 +141,11 @@ fn piece_cost(blocks: &[Block], kept: &Kept, b: usize, p: usize) -> usize {
     }
     if !open {
         let in_run = |i: usize| {
-            blocks[i].section == block.section
+            blocks[i].section() == block.section()
                 && !kept[i].iter().any(|&k| k)
                 && !blocks[i].pieces.iter().all(|p| p.silent)
         };
-        let same = |i: &usize| blocks[*i].section == block.section;
+        let same = |i: &usize| blocks[*i].section() == block.section();
         let left = (0..b).rev().find(same).is_some_and(in_run);
         let right = (b + 1..blocks.len()).find(same).is_some_and(in_run);
         let runs = usize::from(left) + usize::from(right);
@@ -210,7 +210,7 @@ pub(crate) fn render(blocks: &[Block], kept: &Kept) -> String {
     let mut conversation = Part::default();
     let mut has_conversation = false;
     for (block, kept) in blocks.iter().zip(kept) {
-        let part = match block.section {
+        let part = match block.section() {
             Section::Ledger => &mut ledger,
             Section::Conversation => {
                 has_conversation = true;
@@ -277,7 +277,7 @@ pub(crate) fn render(blocks: &[Block], kept: &Kept) -> String {
             Scope::EarlierLedger | Scope::EarlierMarker => None,
             _ => Some(&block.scope),
         };
-        if block.section == Section::Conversation {
+        if block.section() == Section::Conversation {
             part.last_turn = block.turn.max(part.last_turn);
         }
         part.lines.push(line);
@@ -443,14 +443,8 @@ mod tests {
     use super::super::blocks::{Piece, tier};
     use super::*;
 
-    fn block(
-        section: Section,
-        scope: Scope,
-        turn: u32,
-        id: &str,
-        pieces: &[(&str, &str, Rank)],
-    ) -> Block {
-        let mut b = Block::new(section, scope, turn, Some(id));
+    fn block(scope: Scope, turn: u32, id: &str, pieces: &[(&str, &str, Rank)]) -> Block {
+        let mut b = Block::new(scope, turn, Some(id));
         b.pieces = pieces
             .iter()
             .map(|(sep, text, rank)| Piece::new(*sep, *text, *rank))
@@ -467,22 +461,14 @@ mod tests {
 
     fn sample() -> Vec<Block> {
         vec![
+            block(Scope::User, 1, "u1", &[("", "Fix the bug.", Rank::Must)]),
             block(
-                Section::Ledger,
-                Scope::User,
-                1,
-                "u1",
-                &[("", "Fix the bug.", Rank::Must)],
-            ),
-            block(
-                Section::Ledger,
                 Scope::Call,
                 1,
                 "a1",
                 &[("", "bash(command=make)", Rank::Must)],
             ),
             block(
-                Section::Conversation,
                 Scope::Ai,
                 1,
                 "a1",
@@ -493,7 +479,6 @@ mod tests {
                 ],
             ),
             block(
-                Section::Conversation,
                 Scope::Out("bash".into()),
                 1,
                 "r1",
