@@ -9,7 +9,7 @@ use ratatui::layout::Rect;
 
 use super::lines::{FoldKey, Row, layout};
 use super::model::{Part, Transcript};
-use super::tree_pane::{TreeModel, TreePane, inner_height};
+use super::tree_pane::{TreeModel, TreePane, follow, inner_height};
 
 /// Terminal width from which the tree pane sits beside the transcript
 /// rather than over it.
@@ -304,13 +304,7 @@ impl App {
     /// Keeps the cursor on a row and in view.
     pub(crate) fn clamp(&mut self) {
         self.cursor = self.cursor.min(self.rows.len().saturating_sub(1));
-        let page = self.page();
-        if self.cursor < self.top {
-            self.top = self.cursor;
-        } else if self.cursor >= self.top + page {
-            self.top = self.cursor + 1 - page;
-        }
-        self.top = self.top.min(self.max_top());
+        self.top = follow(self.cursor, self.top, self.page()).min(self.max_top());
         let tree_page = self.tree_page();
         self.pane.cursor = self.pane.cursor.min(self.tree.rows.len().saturating_sub(1));
         self.pane.follow(tree_page);

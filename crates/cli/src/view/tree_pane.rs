@@ -241,12 +241,20 @@ impl TreePane {
 
     /// Scrolls so that the cursor is visible in `height` rows.
     pub fn follow(&mut self, height: usize) {
-        let height = height.max(1);
-        if self.cursor < self.top {
-            self.top = self.cursor;
-        } else if self.cursor >= self.top + height {
-            self.top = self.cursor + 1 - height;
-        }
+        self.top = follow(self.cursor, self.top, height);
+    }
+}
+
+/// The first row to show, scrolled from `top` as little as it takes, for
+/// the row `cursor` to be visible in `height` rows.
+pub fn follow(cursor: usize, top: usize, height: usize) -> usize {
+    let height = height.max(1);
+    if cursor < top {
+        cursor
+    } else if cursor >= top + height {
+        cursor + 1 - height
+    } else {
+        top
     }
 }
 
@@ -357,4 +365,25 @@ fn left_cut(prefix: &str, width: usize) -> String {
     let mut out = String::from("…");
     out.extend(&chars[chars.len() - (width - 1)..]);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::follow;
+
+    #[test]
+    fn follow_scrolls_as_little_as_it_takes_to_show_the_cursor() {
+        // (cursor, top, height, the new top)
+        let cases = [
+            ("in view", 5, 3, 4, 3),
+            ("above the view", 1, 3, 4, 1),
+            ("below the view", 9, 3, 4, 6),
+            ("on the last row shown", 6, 3, 4, 3),
+            ("just past it", 7, 3, 4, 4),
+            ("no height counts as one row", 7, 3, 0, 7),
+        ];
+        for (name, cursor, top, height, expected) in cases {
+            assert_eq!(follow(cursor, top, height), expected, "{name}");
+        }
+    }
 }
