@@ -125,7 +125,7 @@ fn files_merge_user_then_project_then_explicit() {
         .with_user(&user)
         .with_project(&project)
         .with_explicit(&explicit)
-        .with_trust(Some(store));
+        .with_trust(store);
     let loaded = load_settings(&sources).unwrap();
     assert_eq!(loaded.warnings, []);
     assert_eq!(loaded.untrusted, None);
@@ -664,7 +664,7 @@ fn an_untrusted_project_file_keeps_only_its_harmless_settings() {
     let sources = SettingsSources::default()
         .with_user(user)
         .with_project(&project)
-        .with_trust(Some(store.clone()));
+        .with_trust(&store);
     let loaded = load_settings(&sources).unwrap();
     let s = &loaded.settings;
     assert_eq!(s.compaction.reserve_tokens, 2000);
@@ -708,7 +708,7 @@ fn an_untrusted_project_file_keeps_only_its_harmless_settings() {
         r#"{"hooks": {"session_tree": [{"command": ["./x"]}]}}"#,
     )
     .unwrap();
-    let loaded = load_settings(&sources.clone().with_trust(None)).unwrap();
+    let loaded = load_settings(&sources.clone().without_trust()).unwrap();
     assert!(loaded.settings.hooks.is_empty());
     assert!(loaded.untrusted.is_some());
 }
@@ -725,7 +725,7 @@ fn the_home_folders_own_file_is_not_a_project_file() {
     let sources = SettingsSources::default()
         .with_user(&user)
         .with_project(&user)
-        .with_trust(Some(dir.path().join(".musepi/trusted.json")));
+        .with_trust(dir.path().join(".musepi/trusted.json"));
     let loaded = load_settings(&sources).unwrap();
     assert_eq!(loaded.untrusted, None);
     assert_eq!(loaded.settings.hooks["session_tree"].len(), 1);

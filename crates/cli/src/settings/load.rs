@@ -13,7 +13,7 @@ use super::{Settings, SettingsError, SettingsWarning, Untrusted};
 ///
 /// [`discover`](Self::discover) gives the standard files;
 /// [`default`](Self::default) gives none, to which the `with_` methods add
-/// each source: `SettingsSources::default().with_explicit(file)`.
+/// each source (`SettingsSources::default().with_explicit(file)`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SettingsSources {
     /// `~/.musepi/settings.json`.
@@ -66,11 +66,19 @@ impl SettingsSources {
         self
     }
 
-    /// `path` as the trust store; `None` for none, so that nothing of the
-    /// project's file that needs trust applies.
+    /// `path` as the trust store, which says whether the project's file is
+    /// trusted.
     #[must_use]
-    pub fn with_trust(mut self, path: Option<PathBuf>) -> Self {
-        self.trust = path;
+    pub fn with_trust(mut self, path: impl Into<PathBuf>) -> Self {
+        self.trust = Some(path.into());
+        self
+    }
+
+    /// No trust store: nothing of the project's file that needs trust
+    /// applies.
+    #[must_use]
+    pub fn without_trust(mut self) -> Self {
+        self.trust = None;
         self
     }
 
