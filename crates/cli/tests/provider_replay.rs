@@ -15,7 +15,9 @@ use musepi_context_builder::{
     COMPACTION_WRAPPER, LlmMessage, RequestPurpose, SummaryRequest, wrap,
 };
 use musepi_hooks::Summarizer;
-use musepi_providers::{ApiKey, Provider, ProviderConfig, ProviderKind, RetryPolicy, build_client};
+use musepi_providers::{
+    ApiKey, Provider, ProviderConfig, ProviderKind, RetryPolicy, Timing, build_client,
+};
 use musepi_session_model::{SequentialIds, Session, load_bytes};
 use musepi_test_support::{session_of, text_block, tool_call};
 use serde_json::{Value, json};
@@ -54,16 +56,18 @@ fn provider(kind: ProviderKind, name: &str, url: &str) -> Provider {
         ProviderKind::Anthropic => url.to_owned(),
         _ => format!("{url}/v1"),
     };
-    let mut config = ProviderConfig::new(kind, base);
-    name.clone_into(&mut config.name);
-    config.model = Some("test-model".to_owned());
-    config.api_key = Some(ApiKey::new("sk-test"));
     // Time enough for a loopback answer on the busiest machine.
-    config.timing.timeout = Duration::from_mins(1);
-    config.timing.retry = RetryPolicy {
+    let mut timing = Timing::default();
+    timing.timeout = Duration::from_mins(1);
+    timing.retry = RetryPolicy {
         max_attempts: 1,
         ..RetryPolicy::default()
     };
+    let config = ProviderConfig::new(kind, base)
+        .with_name(name)
+        .with_model("test-model")
+        .with_api_key(ApiKey::new("sk-test"))
+        .with_timing(timing);
     Provider::new(config, build_client(Duration::from_mins(1)).unwrap())
 }
 

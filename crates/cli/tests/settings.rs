@@ -345,11 +345,11 @@ fn a_kind_with_flags_uses_official_urls_and_environment_keys() {
         &s,
         &[("ANTHROPIC_API_KEY", "ak"), ("MUSEPI_API_KEY", "mk")],
     );
-    assert_eq!(config.kind, ProviderKind::Anthropic);
-    assert_eq!(config.name, "anthropic");
-    assert_eq!(config.base_url, "https://api.anthropic.com");
-    assert_eq!(config.model.as_deref(), Some("claude-x"));
-    assert_eq!(config.api_key, Some(ApiKey::new("ak")));
+    assert_eq!(config.kind(), ProviderKind::Anthropic);
+    assert_eq!(config.name(), "anthropic");
+    assert_eq!(config.base_url(), "https://api.anthropic.com");
+    assert_eq!(config.model(), Some("claude-x"));
+    assert_eq!(config.api_key(), Some(&ApiKey::new("ak")));
     assert!(!format!("{config:?}").contains("ak\""));
 
     let fallback = resolved(
@@ -357,8 +357,8 @@ fn a_kind_with_flags_uses_official_urls_and_environment_keys() {
         &s,
         &[("MUSEPI_API_KEY", "mk")],
     );
-    assert_eq!(fallback.base_url, "https://api.openai.com/v1");
-    assert_eq!(fallback.api_key, Some(ApiKey::new("mk")));
+    assert_eq!(fallback.base_url(), "https://api.openai.com/v1");
+    assert_eq!(fallback.api_key(), Some(&ApiKey::new("mk")));
 
     let error = refused(&flags(Some("anthropic"), None, Some("claude-x")), &s, &[]);
     assert_eq!(
@@ -375,7 +375,7 @@ fn a_kind_with_flags_uses_official_urls_and_environment_keys() {
         &s,
         &[],
     );
-    assert_eq!(local.api_key, None, "a local server needs no key");
+    assert_eq!(local.api_key(), None, "a local server needs no key");
 
     // A vendor's key never goes to another server; musepi's own key does.
     let elsewhere = |vars: &'static [(&'static str, &'static str)]| {
@@ -389,7 +389,8 @@ fn a_kind_with_flags_uses_official_urls_and_environment_keys() {
             &env(vars),
         )
         .unwrap()
-        .api_key
+        .api_key()
+        .cloned()
     };
     assert_eq!(elsewhere(&[("OPENAI_API_KEY", "vendor")]), None);
     assert_eq!(
@@ -428,18 +429,18 @@ fn a_named_entry_sets_everything_and_flags_override_it() {
         &s,
         &[("LOCAL_KEY", "lk")],
     );
-    assert_eq!(config.name, "local");
-    assert_eq!(config.kind, ProviderKind::OpenaiCompatible);
-    assert_eq!(config.base_url, "http://10.0.0.2:8000/v1");
-    assert_eq!(config.model.as_deref(), Some("llama"));
-    assert_eq!(config.api_key, Some(ApiKey::new("lk")));
-    assert_eq!(config.max_tokens, Some(4096));
+    assert_eq!(config.name(), "local");
+    assert_eq!(config.kind(), ProviderKind::OpenaiCompatible);
+    assert_eq!(config.base_url(), "http://10.0.0.2:8000/v1");
+    assert_eq!(config.model(), Some("llama"));
+    assert_eq!(config.api_key(), Some(&ApiKey::new("lk")));
+    assert_eq!(config.max_tokens(), Some(4096));
     assert_eq!(config.reasoning_for(Some("high")), None);
-    assert_eq!(config.timing.timeout, Duration::from_secs(30));
-    assert_eq!(config.timing.retry.max_attempts, 1);
-    assert_eq!(config.context_window, Some(32768));
-    assert!(config.vision);
-    assert_eq!(config.developer_role, DeveloperRole::System);
+    assert_eq!(config.timing().timeout, Duration::from_secs(30));
+    assert_eq!(config.timing().retry.max_attempts, 1);
+    assert_eq!(config.context_window(), Some(32768));
+    assert!(config.vision());
+    assert_eq!(config.developer_role(), DeveloperRole::System);
     assert_eq!(
         config.describe(),
         "local (openai-compatible llama at http://10.0.0.2:8000/v1)"
@@ -455,7 +456,7 @@ fn a_named_entry_sets_everything_and_flags_override_it() {
         &[("LOCAL_KEY", "lk")],
     );
     assert_eq!(
-        (overridden.base_url.as_str(), overridden.model.as_deref()),
+        (overridden.base_url(), overridden.model()),
         ("http://127.0.0.1:9/v1", Some("mistral"))
     );
 
@@ -485,7 +486,7 @@ fn without_provider_flag_the_only_entry_or_the_base_url_decides() {
     );
     let config = resolved(&flags(None, None, None), &single, &[]);
     assert_eq!(
-        (config.name.as_str(), config.kind),
+        (config.name(), config.kind()),
         ("only", ProviderKind::OpenaiResponses)
     );
 
@@ -494,7 +495,7 @@ fn without_provider_flag_the_only_entry_or_the_base_url_decides() {
         &Settings::default(),
         &[],
     );
-    assert_eq!(config.kind, ProviderKind::OpenaiCompatible);
+    assert_eq!(config.kind(), ProviderKind::OpenaiCompatible);
 
     let error = refused(&flags(None, None, None), &Settings::default(), &[]);
     assert_eq!(
@@ -514,9 +515,9 @@ fn without_provider_flag_the_only_entry_or_the_base_url_decides() {
 fn the_remote_endpoint_comes_from_compaction_settings() {
     let s = settings(json!({"compaction": {"remoteEndpoint": "http://127.0.0.1:7000/summarize"}}));
     let config = resolved(&flags(Some("remote-endpoint"), None, None), &s, &[]);
-    assert_eq!(config.base_url, "http://127.0.0.1:7000/summarize");
-    assert_eq!(config.model, None);
-    assert_eq!(config.api_key, None);
+    assert_eq!(config.base_url(), "http://127.0.0.1:7000/summarize");
+    assert_eq!(config.model(), None);
+    assert_eq!(config.api_key(), None);
     let error = refused(
         &flags(Some("remote-endpoint"), None, None),
         &Settings::default(),
@@ -613,7 +614,7 @@ fn the_deadline_comes_from_the_flag_then_the_entry_then_the_default() {
     let config = |name: &str, flag: Option<Duration>| {
         let mut f = flags(Some(name), None, None);
         f.deadline = flag;
-        resolve_config(&f, &s, &env(&[])).unwrap().timing
+        resolve_config(&f, &s, &env(&[])).unwrap().timing().clone()
     };
     let default = resolved(
         &flags(
@@ -625,7 +626,7 @@ fn the_deadline_comes_from_the_flag_then_the_entry_then_the_default() {
         &[],
     );
     assert_eq!(
-        (default.timing.deadline, default.timing.timeout),
+        (default.timing().deadline, default.timing().timeout),
         (Duration::from_mins(2), Duration::from_mins(2))
     );
     let entry = config("slow", None);

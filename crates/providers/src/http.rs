@@ -298,7 +298,7 @@ impl Http {
                 .and_then(|l| response.url().join(l).ok())
                 .map_or_else(
                     || "(no location)".to_owned(),
-                    |u| super::display_url(u.as_str()),
+                    |u| super::config::display_url(u.as_str()),
                 );
             return Err(AttemptError::Fatal(SummarizeError::Redirected {
                 provider: self.provider.clone(),

@@ -30,8 +30,8 @@
 //! use musepi_providers::{Provider, ProviderConfig, ProviderKind, shared_client};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let mut config = ProviderConfig::new(ProviderKind::OpenaiCompatible, "http://127.0.0.1:8080/v1");
-//! config.model = Some("smollm2".to_owned());
+//! let config = ProviderConfig::new(ProviderKind::OpenaiCompatible, "http://127.0.0.1:8080/v1")
+//!     .with_model("smollm2");
 //! let provider = Provider::new(config, shared_client()?);
 //! let request = SummaryRequest {
 //!     purpose: RequestPurpose::History,
@@ -47,6 +47,7 @@
 
 mod anthropic;
 mod client;
+mod config;
 mod http;
 mod openai;
 mod remote;
@@ -63,11 +64,12 @@ use musepi_hooks::{
 };
 use musepi_session_model::{ContentBlock, Usage};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use anthropic::{ANTHROPIC_DEFAULT_MAX_TOKENS, ANTHROPIC_VERSION, Anthropic};
 pub use client::{DEFAULT_CONNECT_TIMEOUT, build_client, install_crypto_provider, shared_client};
+pub use config::ProviderConfig;
 pub use http::{MAX_RESPONSE_BYTES, RetryNotice, RetryObserver, RetryPolicy, Timing};
 pub use openai::OpenAiCompatible;
 pub use remote::{RemoteEndpoint, RemoteSummary};
@@ -79,8 +81,6 @@ pub use responses::{
     CompactionItem, NativeCompaction, NativeCompactionRequest, OpenAiRemoteCompaction,
     OpenAiResponses,
 };
-
-use http::Http;
 
 /// The default deadline of one request: every attempt and every wait
 /// between attempts end by then.
@@ -197,116 +197,6 @@ impl DeveloperRole {
             Self::System => "system",
             Self::User => "user",
         }
-    }
-}
-
-/// Everything a provider needs, resolved from flags, settings and environment.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct ProviderConfig {
-    /// The name used in messages: the settings entry's name, or the kind.
-    pub name: String,
-    /// The protocol.
-    pub kind: ProviderKind,
-    /// The base URL (for `remote-endpoint`, the endpoint itself).
-    pub base_url: String,
-    /// The model id sent on the wire.
-    pub model: Option<String>,
-    /// The key, when one was found.
-    pub api_key: Option<ApiKey>,
-    /// The model's output limit: requests ask for at most this many tokens,
-    /// and a request without a limit asks for this.
-    pub max_tokens: Option<u32>,
-    /// Reasoning effort that replaces the request's; `off` or `none` never sends any.
-    pub reasoning: Option<String>,
-    /// The attempt timeout, the deadline, the connect timeout and the retries.
-    pub timing: Timing,
-    /// The role of developer messages (chat completions only).
-    pub developer_role: DeveloperRole,
-    /// The model's context window, when known (trims native compaction input).
-    pub context_window: Option<u32>,
-    /// Whether the model reads images.
-    pub vision: bool,
-}
-
-impl ProviderConfig {
-    /// A configuration with defaults: named after its kind, no model, no key,
-    /// a 120 s deadline per request and the default retry policy.
-    pub fn new(kind: ProviderKind, base_url: impl Into<String>) -> Self {
-        Self {
-            name: kind.as_str().to_owned(),
-            kind,
-            base_url: base_url.into(),
-            model: None,
-            api_key: None,
-            max_tokens: None,
-            reasoning: None,
-            timing: Timing::default(),
-            developer_role: DeveloperRole::default(),
-            context_window: None,
-            vision: false,
-        }
-    }
-
-    /// The output limit to send: the request's, clamped to the model's.
-    pub fn max_tokens_for(&self, requested: Option<u32>) -> Option<u32> {
-        match (requested, self.max_tokens) {
-            (Some(r), Some(cap)) => Some(r.min(cap)),
-            (r, cap) => r.or(cap),
-        }
-    }
-
-    /// The reasoning effort to send, if any.
-    pub fn reasoning_for(&self, requested: Option<&str>) -> Option<String> {
-        let effort = self.reasoning.as_deref().or(requested)?;
-        (!matches!(effort, "" | "off" | "none")).then(|| effort.to_owned())
-    }
-
-    /// `kind model at url`, without secrets.
-    pub fn describe(&self) -> String {
-        let model = self.model.as_deref().unwrap_or("(no model)");
-        let url = display_url(&self.base_url);
-        if self.name == self.kind.as_str() {
-            format!("{} {model} at {url}", self.kind)
-        } else {
-            format!("{} ({} {model} at {url})", self.name, self.kind)
-        }
-    }
-
-    /// `{base}{path}` without a doubled slash.
-    /// Puts the configured model, when there is one, in `body` as `model`.
-    fn insert_model(&self, body: &mut Map<String, Value>) {
-        if let Some(model) = &self.model {
-            body.insert("model".into(), model.as_str().into());
-        }
-    }
-
-    fn endpoint(&self, path: &str) -> String {
-        format!("{}{path}", self.base_url.trim_end_matches('/'))
-    }
-
-    fn http(&self, client: reqwest::Client) -> Http {
-        Http {
-            client,
-            provider: self.name.clone(),
-            timing: self.timing.clone(),
-            secret: self.api_key.clone(),
-            observer: None,
-        }
-    }
-}
-
-/// A URL without user info, query or fragment.
-fn display_url(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(mut parsed) => {
-            let _ = parsed.set_username("");
-            let _ = parsed.set_password(None);
-            parsed.set_query(None);
-            parsed.set_fragment(None);
-            parsed.to_string()
-        }
-        Err(_) => "(invalid URL)".to_owned(),
     }
 }
 

@@ -13,7 +13,7 @@ use musepi_hooks::{
 };
 use musepi_providers::{
     ApiKey, DeveloperRole, NativeCompactionRequest, OpenAiRemoteCompaction, Provider,
-    ProviderConfig, ProviderKind, RetryNotice, RetryPolicy, build_client,
+    ProviderConfig, ProviderKind, RetryNotice, RetryPolicy, Timing, build_client,
 };
 use musepi_session_model::{ContentBlock, JsonValue, Text, ToolCall, Usage};
 use musepi_test_support::http::{Reply, Seen, Server};
@@ -46,7 +46,13 @@ const ALL: [Flavour; 5] = [
 ];
 
 impl Flavour {
+    /// This flavour's provider on `server`, with a key.
     fn config(self, server: &Server) -> ProviderConfig {
+        self.keyless_config(server).with_api_key(ApiKey::new(KEY))
+    }
+
+    /// This flavour's provider on `server`, without a key.
+    fn keyless_config(self, server: &Server) -> ProviderConfig {
         let (kind, base) = match self {
             Self::Chat => (ProviderKind::OpenaiCompatible, format!("{}/v1", server.url)),
             Self::Anthropic => (ProviderKind::Anthropic, server.url.clone()),
@@ -60,20 +66,20 @@ impl Flavour {
                 format!("{}/v1/chat/completions", server.url),
             ),
         };
-        let mut config = ProviderConfig::new(kind, base);
-        config.model = Some("test-model".to_owned());
-        config.api_key = Some(ApiKey::new(KEY));
         // Time enough for a loopback answer on the busiest machine; the
         // tests of timeouts and deadlines set their own.
-        config.timing.timeout = Duration::from_mins(1);
-        config.timing.retry = RetryPolicy {
+        let mut timing = Timing::default();
+        timing.timeout = Duration::from_mins(1);
+        timing.retry = RetryPolicy {
             max_attempts: 3,
             base_delay: Duration::from_millis(10),
             max_delay: Duration::from_millis(40),
             max_retry_after: Duration::from_secs(5),
             jitter: false,
         };
-        config
+        ProviderConfig::new(kind, base)
+            .with_model("test-model")
+            .with_timing(timing)
     }
 
     /// Starts a server answering `replies` and returns the error this
@@ -191,16 +197,22 @@ async fn summarize(provider: &Provider) -> Result<String, SummarizeError> {
 async fn stalled_error(
     flavour: Flavour,
     delay: Duration,
-    configure: impl FnOnce(&mut ProviderConfig),
+    time: impl FnOnce(&mut Timing),
 ) -> (SummarizeError, Server) {
     let stalled = flavour.ok(SUMMARY).delayed(delay);
     let server = Server::start(vec![stalled.clone(), stalled.clone(), stalled]).await;
-    let mut config = flavour.config(&server);
-    configure(&mut config);
+    let config = retimed(flavour.config(&server), time);
     let error = summarize(&Provider::new(config, client()))
         .await
         .unwrap_err();
     (error, server)
+}
+
+/// `config` with its timing changed by `change`.
+fn retimed(config: ProviderConfig, change: impl FnOnce(&mut Timing)) -> ProviderConfig {
+    let mut timing = config.timing().clone();
+    change(&mut timing);
+    config.with_timing(timing)
 }
 
 fn header<'a>(seen: &'a Seen, name: &str) -> Option<&'a str> {
@@ -273,14 +285,13 @@ async fn limits_and_reasoning_follow_the_settings() {
         Flavour::Anthropic.ok(SUMMARY),
     ])
     .await;
-    let mut chat = Flavour::Chat.config(&server);
-    chat.max_tokens = Some(4096);
-    chat.reasoning = Some("off".to_owned());
-    chat.api_key = None;
+    let chat = Flavour::Chat
+        .keyless_config(&server)
+        .with_max_tokens(4096)
+        .with_reasoning("off");
     let provider = Provider::new(chat, client());
     summarize(&provider).await.unwrap();
-    let mut anthropic = Flavour::Anthropic.config(&server);
-    anthropic.reasoning = Some("off".to_owned());
+    let anthropic = Flavour::Anthropic.config(&server).with_reasoning("off");
     let provider = Provider::new(anthropic, client());
     let no_limit = SummaryRequest::single(RequestPurpose::Handoff, SYSTEM, PROMPT, None, None);
     provider
@@ -416,8 +427,9 @@ async fn histories_map_to_each_wire_format() {
     let request = rich_request();
     let image_url =
         json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}});
-    let mut user_dev = Flavour::Chat.config(&server);
-    user_dev.developer_role = DeveloperRole::User;
+    let user_dev = Flavour::Chat
+        .config(&server)
+        .with_developer_role(DeveloperRole::User);
     for provider in [
         Flavour::Chat.provider(&server),
         Provider::new(user_dev, client()),
@@ -665,9 +677,9 @@ async fn a_dropped_connection_is_retried() {
 #[tokio::test]
 async fn a_timeout_is_retried_then_reported() {
     for flavour in ALL {
-        let (error, server) = stalled_error(flavour, Duration::from_hours(1), |config| {
-            config.timing.timeout = Duration::from_millis(500);
-            config.timing.retry.max_attempts = 2;
+        let (error, server) = stalled_error(flavour, Duration::from_hours(1), |timing| {
+            timing.timeout = Duration::from_millis(500);
+            timing.retry.max_attempts = 2;
         })
         .await;
         match &error {
@@ -830,9 +842,10 @@ async fn cancellation_stops_a_request_in_flight() {
         // than the test waits: only the cancellation can end the call.
         let server =
             Server::start(vec![flavour.ok(SUMMARY).delayed(Duration::from_hours(24))]).await;
-        let mut config = flavour.config(&server);
-        config.timing.timeout = Duration::from_hours(1);
-        config.timing.deadline = Duration::from_hours(1);
+        let config = retimed(flavour.config(&server), |timing| {
+            timing.timeout = Duration::from_hours(1);
+            timing.deadline = Duration::from_hours(1);
+        });
         let provider = Provider::new(config, client());
         let cancel = CancellationToken::new();
         let request = request();
@@ -859,9 +872,10 @@ async fn cancellation_stops_the_backoff_wait() {
             .header("retry-after", "3600"),
     ])
     .await;
-    let mut config = Flavour::Chat.config(&server);
-    config.timing.retry.max_retry_after = Duration::from_hours(2);
-    config.timing.deadline = Duration::from_hours(2);
+    let config = retimed(Flavour::Chat.config(&server), |timing| {
+        timing.retry.max_retry_after = Duration::from_hours(2);
+        timing.deadline = Duration::from_hours(2);
+    });
     let cancel = CancellationToken::new();
     // Cancelled as the wait begins: the observer hears of it first.
     let fire = cancel.clone();
@@ -1019,8 +1033,7 @@ async fn native_compaction_failures_have_clear_messages() {
 #[tokio::test]
 async fn native_compaction_ignores_another_providers_history_and_trims_to_the_window() {
     let server = Server::start(vec![]).await;
-    let mut config = Flavour::Responses.config(&server);
-    config.context_window = Some(60);
+    let config = Flavour::Responses.config(&server).with_context_window(60);
     let provider = Provider::new(config, client());
     let previous = OpenAiRemoteCompaction {
         provider: "someone-else".into(),
@@ -1154,9 +1167,9 @@ async fn a_summary_far_longer_than_its_output_limit_is_refused() {
 #[tokio::test]
 async fn a_stalled_provider_fails_by_the_deadline() {
     for flavour in ALL {
-        let (err, _server) = stalled_error(flavour, Duration::from_mins(1), |config| {
-            config.timing.deadline = Duration::from_millis(300);
-            config.timing.timeout = Duration::from_secs(30);
+        let (err, _server) = stalled_error(flavour, Duration::from_mins(1), |timing| {
+            timing.deadline = Duration::from_millis(300);
+            timing.timeout = Duration::from_secs(30);
         })
         .await;
         assert_eq!(
@@ -1184,10 +1197,11 @@ async fn the_deadline_covers_the_retries_and_their_waits() {
     // the 2 s deadline: a few attempts, never the 1,000 the policy allows.
     let stalled = Flavour::Chat.ok(SUMMARY).delayed(Duration::from_hours(1));
     let server = Server::start(vec![stalled; 1000]).await;
-    let mut config = Flavour::Chat.config(&server);
-    config.timing.deadline = Duration::from_secs(2);
-    config.timing.timeout = Duration::from_millis(200);
-    config.timing.retry.max_attempts = 1000;
+    let config = retimed(Flavour::Chat.config(&server), |timing| {
+        timing.deadline = Duration::from_secs(2);
+        timing.timeout = Duration::from_millis(200);
+        timing.retry.max_attempts = 1000;
+    });
     let err = summarize(&Provider::new(config, client()))
         .await
         .unwrap_err();
@@ -1214,11 +1228,12 @@ async fn the_deadline_covers_the_retries_and_their_waits() {
     // first answer, or after the second (sent a second after the first
     // answer, with what is left of the 1.5 s for its own).
     let server = Server::start(vec![Flavour::Chat.error(500, "overloaded"); 1000]).await;
-    let mut config = Flavour::Chat.config(&server);
-    config.timing.deadline = Duration::from_millis(1500);
-    config.timing.retry.max_attempts = 1000;
-    config.timing.retry.base_delay = Duration::from_secs(1);
-    config.timing.retry.max_delay = Duration::from_secs(1);
+    let config = retimed(Flavour::Chat.config(&server), |timing| {
+        timing.deadline = Duration::from_millis(1500);
+        timing.retry.max_attempts = 1000;
+        timing.retry.base_delay = Duration::from_secs(1);
+        timing.retry.max_delay = Duration::from_secs(1);
+    });
     let err = summarize(&Provider::new(config, client()))
         .await
         .unwrap_err();

@@ -295,8 +295,8 @@ impl Agent {
         settings: MaintenanceSettings,
     ) -> Result<Self, AgentError> {
         let http = shared_client()?;
-        let mut config = ProviderConfig::new(ProviderKind::OpenaiCompatible, url);
-        config.model = Some(SUMMARIZER_MODEL.to_owned());
+        let config =
+            ProviderConfig::new(ProviderKind::OpenaiCompatible, url).with_model(SUMMARIZER_MODEL);
         let summarizer = Provider::new(config, http.clone());
         let events = Arc::new(Mutex::new(Vec::new()));
         let sink = events.clone();

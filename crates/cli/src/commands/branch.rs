@@ -84,7 +84,7 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
     options.summarizer = llm.as_ref().map(|p| p as &dyn Summarizer);
     options.context_window = llm
         .as_ref()
-        .and_then(|p| p.config().context_window)
+        .and_then(|p| p.config().context_window())
         .map(u64::from);
     options.reserve_tokens = reserve;
     let mut ids = crate::ids::for_session(ctx.deterministic_ids(), journal.session());

@@ -14,8 +14,8 @@ use crate::ctx::{Ctx, Failure, OrExit};
 use crate::output::note;
 use crate::settings::{LoadedSettings, Settings, SettingsSources, load_settings};
 use musepi_providers::{
-    Provider, ProviderError, ProviderFlags, RetryNotice, install_crypto_provider, process_env,
-    resolve_config, resolve_provider,
+    Provider, ProviderConfig, ProviderError, ProviderFlags, RetryNotice, install_crypto_provider,
+    process_env, resolve_config, resolve_provider,
 };
 
 /// Loads the settings files of the working directory, the home folder and
@@ -217,15 +217,15 @@ pub fn snap_target(
     let config = provider.map(Provider::config);
     let model_id = model
         .map(str::to_owned)
-        .or_else(|| config.and_then(|c| c.model.clone()))
+        .or_else(|| config.and_then(|c| c.model().map(str::to_owned)))
         .filter(|m| !m.is_empty());
-    let vision = config.is_some_and(|c| c.vision)
+    let vision = config.is_some_and(ProviderConfig::vision)
         || model_id.as_deref().is_some_and(|m| {
             let m = m.to_ascii_lowercase();
             VISION_FAMILIES.iter().any(|f| m.contains(f))
         });
     let api = config.map(|c| {
-        match c.kind {
+        match c.kind() {
             musepi_providers::ProviderKind::Anthropic => "anthropic-messages",
             musepi_providers::ProviderKind::OpenaiResponses => "openai-responses",
             _ => "openai-completions",
@@ -235,7 +235,7 @@ pub fn snap_target(
     let mut target = musepi_hooks::SnapTarget::default();
     target.api = api;
     target.model_id = model_id;
-    target.provider = config.map(|c| c.kind.as_str().to_owned());
+    target.provider = config.map(|c| c.kind().as_str().to_owned());
     target.vision = vision;
     target.forced_shape.clone_from(&settings.snapcompact_shape);
     target

@@ -290,7 +290,7 @@ impl Pipelines {
             options.summarizer = llm.as_ref().map(|p| p as &dyn Summarizer);
             options.context_window = llm
                 .as_ref()
-                .and_then(|p| p.config().context_window)
+                .and_then(|p| p.config().context_window())
                 .map(u64::from);
             options.reserve_tokens = u64::from(self.settings.branch_summary.reserve_tokens);
             options
