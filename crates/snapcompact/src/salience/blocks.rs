@@ -110,12 +110,21 @@ pub(crate) struct CallRefs {
     /// The line written out: every path whole, and a reference as the
     /// call it refers to.
     pub whole: String,
-    /// The paths the line shows whole.
-    pub shows: Vec<String>,
-    /// The paths it names by their tails (`…/name`).
-    pub tails: Vec<String>,
-    /// For a reference `=#N` to the call shown in full in turn N: N.
-    pub refers_to: Option<u32>,
+    /// Whether the line refers to an earlier call or shows the call itself.
+    pub names: CallNames,
+}
+
+/// What a call line names besides its tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum CallNames {
+    /// A reference `=#N` to the call shown in full in turn N.
+    Reference(u32),
+    /// The call itself: the paths it shows whole, and the paths it names
+    /// by their tails (`…/name`).
+    Paths {
+        shows: Vec<String>,
+        tails: Vec<String>,
+    },
 }
 
 /// A block: one message's share of the archive.

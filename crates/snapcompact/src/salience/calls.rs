@@ -14,7 +14,7 @@ use musepi_session_model::ToolCall;
 use musepi_session_model::json::{js_key_order, js_stringify};
 use serde_json::Value;
 
-use super::blocks::{CallRefs, Limits};
+use super::blocks::{CallNames, CallRefs, Limits};
 use super::text::shorten_head;
 use crate::util::{head_units, len16};
 
@@ -109,9 +109,7 @@ impl Calls {
                     tool: call.name.to_string(),
                     whole: key.clone(),
                     key,
-                    shows: Vec::new(),
-                    tails: Vec::new(),
-                    refers_to: Some(first),
+                    names: CallNames::Reference(first),
                 },
             };
         }
@@ -129,9 +127,7 @@ impl Calls {
                 tool: call.name.to_string(),
                 whole: key.clone(),
                 key,
-                shows,
-                tails,
-                refers_to: None,
+                names: CallNames::Paths { shows, tails },
             },
         }
     }

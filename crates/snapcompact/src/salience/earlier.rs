@@ -4,7 +4,7 @@
 //! summary folded in whole.
 
 use super::blocks::{
-    Block, CallRefs, Limits, OutputCap, Piece, Rank, Scope, output_block, prose_block,
+    Block, CallNames, CallRefs, Limits, OutputCap, Piece, Rank, Scope, output_block, prose_block,
     summary_block, tier, user_block,
 };
 use std::collections::HashMap;
@@ -219,9 +219,7 @@ impl Seen {
                 tool: tool.to_owned(),
                 key: key.clone(),
                 whole: format!("{prefix}{call}{}", &body[close + 1..]),
-                shows: Vec::new(),
-                tails: Vec::new(),
-                refers_to: Some(n),
+                names: CallNames::Reference(n),
             });
         }
         let mut whole = String::from(prefix);
@@ -254,9 +252,7 @@ impl Seen {
             tool: tool.to_owned(),
             key,
             whole,
-            shows,
-            tails,
-            refers_to: None,
+            names: CallNames::Paths { shows, tails },
         })
     }
 }

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use std::collections::{HashMap, HashSet};
 
-use super::blocks::{Block, CallRefs, Rank, Scope, Section};
+use super::blocks::{Block, CallNames, CallRefs, Rank, Scope, Section};
 use super::{CONVERSATION_HEADING, LEDGER_HEADING, marker, run_marker};
 use crate::util::len16;
 
@@ -322,8 +322,8 @@ impl Printed {
     /// path by its tail that was not printed whole. Remembers what the
     /// line prints.
     fn call(&mut self, refs: &CallRefs, turn: u32, line: &str) -> Option<String> {
-        let printed = match refs.refers_to {
-            Some(n) => match self.calls.get(&refs.key) {
+        let printed = match &refs.names {
+            &CallNames::Reference(n) => match self.calls.get(&refs.key) {
                 Some(&m) if m == n && self.turns.contains(&n) => None,
                 Some(&m)
                     if m != turn
@@ -334,19 +334,23 @@ impl Printed {
                 }
                 _ => Some(refs.whole.clone()),
             },
-            None if refs.tails.iter().all(|p| self.paths.contains(p)) => None,
-            None => Some(refs.whole.clone()),
+            CallNames::Paths { tails, .. } if tails.iter().all(|p| self.paths.contains(p)) => None,
+            CallNames::Paths { .. } => Some(refs.whole.clone()),
         };
         let written_out = printed.as_deref() == Some(refs.whole.as_str());
-        if refs.refers_to.is_none() || written_out {
-            if !self.calls.contains_key(&refs.key) {
-                self.calls.insert(refs.key.clone(), turn);
-                *self.tools.entry((turn, refs.tool.clone())).or_default() += 1;
-            }
-            self.paths.extend(refs.shows.iter().cloned());
+        let shown = match &refs.names {
+            CallNames::Reference(_) => None,
+            CallNames::Paths { shows, tails } => Some((shows, tails)),
+        };
+        if (shown.is_some() || written_out) && !self.calls.contains_key(&refs.key) {
+            self.calls.insert(refs.key.clone(), turn);
+            *self.tools.entry((turn, refs.tool.clone())).or_default() += 1;
         }
-        if written_out {
-            self.paths.extend(refs.tails.iter().cloned());
+        if let Some((shows, tails)) = shown {
+            self.paths.extend(shows.iter().cloned());
+            if written_out {
+                self.paths.extend(tails.iter().cloned());
+            }
         }
         printed
     }
