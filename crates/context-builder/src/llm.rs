@@ -190,23 +190,22 @@ pub enum RequestPurpose {
 impl RequestPurpose {
     /// A stable name for logs and JSON.
     pub fn name(self) -> &'static str {
-        match self {
-            Self::History => "history",
-            Self::TurnPrefix => "turnPrefix",
-            Self::ShortSummary => "shortSummary",
-            Self::BranchSummary => "branchSummary",
-            Self::Handoff => "handoff",
-        }
+        self.words().0
     }
 
     /// The prefix of the error message when the call fails (docs/design.md, "When to compact").
     pub fn failure_prefix(self) -> &'static str {
+        self.words().1
+    }
+
+    /// The name and the failure prefix of each purpose, in one table.
+    fn words(self) -> (&'static str, &'static str) {
         match self {
-            Self::History => "Summarization failed",
-            Self::TurnPrefix => "Turn prefix summarization failed",
-            Self::ShortSummary => "Short summary failed",
-            Self::BranchSummary => "Branch summarization failed",
-            Self::Handoff => "Handoff generation failed",
+            Self::History => ("history", "Summarization failed"),
+            Self::TurnPrefix => ("turnPrefix", "Turn prefix summarization failed"),
+            Self::ShortSummary => ("shortSummary", "Short summary failed"),
+            Self::BranchSummary => ("branchSummary", "Branch summarization failed"),
+            Self::Handoff => ("handoff", "Handoff generation failed"),
         }
     }
 }
