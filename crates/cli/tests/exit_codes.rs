@@ -13,8 +13,8 @@ use std::process::Output;
 
 use serde_json::{Value, json};
 use support::{
-    HOOK_IN_TIME_MS, Reply, Server, code, error_message, example_session, musepi_in, p, stderr,
-    stdout,
+    HOOK_IN_TIME_MS, Reply, Server, code, error_message, example_session, musepi_in, p, settle,
+    stderr, stdout,
 };
 
 struct Case {
@@ -177,25 +177,67 @@ fn files_that_are_not_sessions_name_the_line() {
     );
 }
 
-#[test]
-fn a_torn_tail_is_exit_2_with_its_line_for_every_writer() {
-    let case = Case::new();
+/// The example session with a torn last line appended (the file's mtime
+/// is now), with its number of whole lines.
+fn torn_session(case: &Case) -> (PathBuf, Vec<u8>, u64) {
     let file = case.session();
     let lines = std::fs::read_to_string(&file).unwrap().lines().count() as u64;
     let mut bytes = std::fs::read(&file).unwrap();
     bytes.extend_from_slice(br#"{"type":"mess"#);
     std::fs::write(&file, &bytes).unwrap();
-    for writer in [
-        vec!["prune", p(&file)],
-        vec!["compact", p(&file)],
-        vec!["branch", p(&file), "--to", "root"],
-        vec!["session", "migrate", p(&file)],
-    ] {
+    (file, bytes, lines)
+}
+
+/// Every command that writes the session in place.
+fn writers(file: &Path) -> [Vec<&str>; 4] {
+    [
+        vec!["prune", p(file)],
+        vec!["compact", p(file)],
+        vec!["branch", p(file), "--to", "root"],
+        vec!["session", "migrate", p(file)],
+    ]
+}
+
+#[test]
+fn a_torn_tail_is_exit_2_with_its_line_for_every_writer() {
+    let case = Case::new();
+    let (file, bytes, lines) = torn_session(&case);
+    settle(&file);
+    for writer in writers(&file) {
         let mut args = writer.clone();
         args.push("--json");
         let doc = error(&case.run(&args), 2, "torn-tail");
         assert_eq!(doc["error"]["line"], lines + 1, "{writer:?}");
         assert_eq!(std::fs::read(&file).unwrap(), bytes, "{writer:?} wrote");
+    }
+}
+
+/// A torn last line in a file written a moment ago is most likely an
+/// agent's append in progress: every writer answers busy (exit 3, retry)
+/// instead of asking for a repair, and `--force` (write over a live
+/// session) leaves the torn line as the reason.
+#[test]
+fn a_torn_tail_in_a_live_session_is_exit_3_unless_forced() {
+    let case = Case::new();
+    let (file, bytes, lines) = torn_session(&case);
+    for writer in writers(&file) {
+        let mut args = writer.clone();
+        args.push("--json");
+        let doc = error(&case.run(&args), 3, "session-live");
+        let message = doc["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("the session is live"),
+            "{writer:?}: {message}"
+        );
+        assert_eq!(std::fs::read(&file).unwrap(), bytes, "{writer:?} wrote");
+        args.push("--force");
+        let doc = error(&case.run(&args), 2, "torn-tail");
+        assert_eq!(doc["error"]["line"], lines + 1, "{writer:?} --force");
+        assert_eq!(
+            std::fs::read(&file).unwrap(),
+            bytes,
+            "{writer:?} --force wrote"
+        );
     }
 }
 

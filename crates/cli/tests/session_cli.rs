@@ -12,7 +12,7 @@ use std::process::{Command, Output, Stdio};
 use musepi_session_model::{SequentialIds, load_file};
 use musepi_test_support::{message_line, pi_fixture};
 use serde_json::Value;
-use support::{assert_stderr_has, fixture, settled_copy, write_file};
+use support::{assert_stderr_has, fixture, settle, settled_copy, write_file};
 
 /// The conformance set in the repository (tests/fixtures/conformance).
 fn conformance_dir() -> PathBuf {
@@ -296,6 +296,8 @@ fn repair_fixes_a_copy_of_a_torn_file_and_never_the_file() {
         message_line("b2", Some("a1"), "two"),
     );
     let file = write_file(dir.path(), "torn.jsonl", &text);
+    // Written a minute ago, so the torn line is not an append in progress.
+    settle(&file);
     // The journal refuses to migrate or append until the file is repaired.
     let o = musepi(&["session", "migrate", p(&file), "--in-place"]);
     assert_eq!(code(&o), 2);

@@ -85,8 +85,10 @@ impl Target {
 
     /// Opens the session for the command: v1 and v2 files are migrated in
     /// memory with the migration ids (random unless `--deterministic-ids`).
-    /// In place, a file that cannot be written is refused before any work;
-    /// otherwise every write stays in memory until [`Target::finish`].
+    /// In place, a file that cannot be written is refused before any work
+    /// (a torn last line in a live session as live, exit 3, unless
+    /// `--force`); otherwise every write stays in memory until
+    /// [`Target::finish`].
     pub fn open(&self, ctx: &Ctx) -> Result<Journal, Failure> {
         let mut ids = crate::ids::for_migration(ctx.deterministic_ids());
         let mut journal = Journal::open(&self.file, ids.as_mut())?;
@@ -94,7 +96,15 @@ impl Target {
         if !self.in_place() {
             journal.detach();
         }
-        journal.check_can_write()?;
+        if let Err(e) = journal.check_can_write() {
+            // A torn last line in a session another process is writing is
+            // most likely its append in progress: the session is busy
+            // (retry later), not a torn file to repair.
+            if matches!(e, SessionError::TornTail { .. }) {
+                self.refuse_live(&journal)?;
+            }
+            return Err(e.into());
+        }
         Ok(journal)
     }
 
