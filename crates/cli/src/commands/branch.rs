@@ -226,7 +226,7 @@ fn dry_run(
             "tokenBudget": budget,
             "messages": prep.items.iter().map(|m| id(m.message.entry_index)).collect::<Vec<_>>(),
             "totalTokens": prep.total_tokens,
-            "fileLists": {"readFiles": lists.read_files, "modifiedFiles": lists.modified_files},
+            "fileLists": lists,
             "request": request.as_ref().map(request_json),
         }))
         .or_failed()?;

@@ -202,7 +202,7 @@ pub(crate) fn document(
         "turnPrefixMessages": ids(session, &prep.turn_prefix_messages),
         "keptMessages": ids(session, &prep.recent_messages),
         "previousSummary": prep.previous_summary.is_some(),
-        "fileLists": {"readFiles": lists.read_files, "modifiedFiles": lists.modified_files},
+        "fileLists": lists,
         "threshold": planned.threshold_json(),
         "prune": prune_json(session, &planned.step.plan),
     });
