@@ -68,6 +68,9 @@ fn prepare(case: &Case, dir: &Path) -> PathBuf {
         name => {
             let to = dir.join(name);
             std::fs::copy(corpus().join(name), &to).unwrap();
+            // A file at rest, as the corpus has it: a copy made a moment
+            // ago would look live, and its torn tail an append in progress.
+            musepi_test_support::written_ago(&to, std::time::Duration::from_mins(1));
             to
         }
     }

@@ -214,30 +214,36 @@ fn a_torn_tail_is_exit_2_with_its_line_for_every_writer() {
 
 /// A torn last line in a file written a moment ago is most likely an
 /// agent's append in progress: every writer answers busy (exit 3, retry)
-/// instead of asking for a repair, and `--force` (write over a live
-/// session) leaves the torn line as the reason.
+/// instead of asking for a repair, in place, to another file or as a dry
+/// run, and `--force` leaves the torn line as the reason.
 #[test]
 fn a_torn_tail_in_a_live_session_is_exit_3_unless_forced() {
     let case = Case::new();
     let (file, bytes, lines) = torn_session(&case);
-    for writer in writers(&file) {
+    let out = case.path().join("out.jsonl");
+    for (writer, dest) in writers(&file).into_iter().flat_map(|w| {
+        [
+            (w.clone(), vec![]),
+            (w.clone(), vec!["-o", p(&out)]),
+            (w, vec!["--dry-run"]),
+        ]
+    }) {
         let mut args = writer.clone();
+        args.extend(dest);
         args.push("--json");
         let doc = error(&case.run(&args), 3, "session-live");
         let message = doc["error"]["message"].as_str().unwrap();
         assert!(
             message.contains("the session is live"),
-            "{writer:?}: {message}"
+            "{args:?}: {message}"
         );
-        assert_eq!(std::fs::read(&file).unwrap(), bytes, "{writer:?} wrote");
+        assert_eq!(std::fs::read(&file).unwrap(), bytes, "{args:?} wrote");
+        assert!(!out.exists(), "{args:?} wrote {}", out.display());
         args.push("--force");
         let doc = error(&case.run(&args), 2, "torn-tail");
-        assert_eq!(doc["error"]["line"], lines + 1, "{writer:?} --force");
-        assert_eq!(
-            std::fs::read(&file).unwrap(),
-            bytes,
-            "{writer:?} --force wrote"
-        );
+        assert_eq!(doc["error"]["line"], lines + 1, "{args:?}");
+        assert_eq!(std::fs::read(&file).unwrap(), bytes, "{args:?} wrote");
+        assert!(!out.exists(), "{args:?} wrote {}", out.display());
     }
 }
 

@@ -85,10 +85,11 @@ impl Target {
 
     /// Opens the session for the command: v1 and v2 files are migrated in
     /// memory with the migration ids (random unless `--deterministic-ids`).
-    /// In place, a file that cannot be written is refused before any work
-    /// (a torn last line in a live session as live, exit 3, unless
-    /// `--force`); otherwise every write stays in memory until
-    /// [`Target::finish`].
+    /// A file with a torn last line is refused before any work, as live
+    /// (exit 3) while it looks live and `--force` is not given, since the
+    /// line is then most likely an append in progress. In place, a file
+    /// that cannot be written is refused too; otherwise every write stays
+    /// in memory until [`Target::finish`].
     pub fn open(&self, ctx: &Ctx) -> Result<Journal, Failure> {
         let mut ids = crate::ids::for_migration(ctx.deterministic_ids());
         let mut journal = Journal::open(&self.file, ids.as_mut())?;
@@ -99,9 +100,10 @@ impl Target {
         if let Err(e) = journal.check_can_write() {
             // A torn last line in a session another process is writing is
             // most likely its append in progress: the session is busy
-            // (retry later), not a torn file to repair.
-            if matches!(e, SessionError::TornTail { .. }) {
-                self.refuse_live(&journal)?;
+            // (retry later), not a torn file to repair, wherever the
+            // result was to go.
+            if matches!(e, SessionError::TornTail { .. }) && !self.force {
+                journal.check_not_live(musepi_runtime::system_clock())?;
             }
             return Err(e.into());
         }
