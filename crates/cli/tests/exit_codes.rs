@@ -228,6 +228,9 @@ fn a_torn_tail_in_a_live_session_is_exit_3_unless_forced() {
             (w, vec!["--dry-run"]),
         ]
     }) {
+        // Written again just now, so each case sees it inside the live
+        // window however long the cases before it took.
+        std::fs::write(&file, &bytes).unwrap();
         let mut args = writer.clone();
         args.extend(dest);
         args.push("--json");
