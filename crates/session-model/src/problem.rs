@@ -17,7 +17,13 @@ pub struct Problem {
 }
 
 /// What is wrong with a line.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+///
+/// [`ProblemKind::name`] is each variant's name in kebab case, and
+/// [`strum::VariantNames`] lists them all.
+#[derive(
+    Debug, Clone, PartialEq, Eq, thiserror::Error, strum::IntoStaticStr, strum::VariantNames,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum ProblemKind {
     /// Not valid JSON; the line is skipped (and kept verbatim on rewrites).
     #[error("malformed JSON: {error}")]
@@ -139,29 +145,10 @@ pub enum ProblemKind {
 }
 
 impl ProblemKind {
-    /// A stable kebab-case name, used in `--json` output.
+    /// A stable name, used in `--json` output: the variant's name in
+    /// kebab case (`FirstKeptOffPath` is `first-kept-off-path`).
     pub fn name(&self) -> &'static str {
-        match self {
-            Self::MalformedJson { .. } => "malformed-json",
-            Self::NotAnObject => "not-an-object",
-            Self::TornLine { .. } => "torn-line",
-            Self::MissingField { .. } => "missing-field",
-            Self::InvalidEntry { .. } => "invalid-entry",
-            Self::DanglingParent { .. } => "dangling-parent",
-            Self::DuplicateId { .. } => "duplicate-id",
-            Self::Cycle => "cycle",
-            Self::BeforeHeader => "before-header",
-            Self::SelfParent => "self-parent",
-            Self::UnknownRole { .. } => "unknown-role",
-            Self::ToolCallArguments { .. } => "tool-call-arguments",
-            Self::FirstKeptMissing { .. } => "first-kept-missing",
-            Self::FirstKeptSelf => "first-kept-self",
-            Self::FirstKeptLater { .. } => "first-kept-later",
-            Self::FirstKeptOffPath { .. } => "first-kept-off-path",
-            Self::FirstKeptIndex { .. } => "first-kept-index",
-            Self::DanglingFromId { .. } => "dangling-from-id",
-            Self::DanglingLabelTarget { .. } => "dangling-label-target",
-        }
+        self.into()
     }
 
     /// Whether the problem is about what the entry names (its parent, a
@@ -200,5 +187,77 @@ impl fmt::Display for Problem {
             write!(f, "entry {id}: ")?;
         }
         write!(f, "{}", self.kind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use strum::VariantNames;
+
+    use super::*;
+
+    /// Every name, in declaration order: `--json` readers match on them, so
+    /// none may change.
+    const NAMES: [&str; 19] = [
+        "malformed-json",
+        "not-an-object",
+        "torn-line",
+        "missing-field",
+        "invalid-entry",
+        "dangling-parent",
+        "duplicate-id",
+        "cycle",
+        "before-header",
+        "self-parent",
+        "unknown-role",
+        "tool-call-arguments",
+        "first-kept-missing",
+        "first-kept-self",
+        "first-kept-later",
+        "first-kept-off-path",
+        "first-kept-index",
+        "dangling-from-id",
+        "dangling-label-target",
+    ];
+
+    #[test]
+    fn every_kind_keeps_its_stable_name() {
+        let id = || EntryId::from("e1");
+        let kinds = [
+            ProblemKind::MalformedJson {
+                error: "expected value".into(),
+            },
+            ProblemKind::NotAnObject,
+            ProblemKind::TornLine { bytes: 3 },
+            ProblemKind::MissingField { field: "id" },
+            ProblemKind::InvalidEntry {
+                error: "bad".into(),
+            },
+            ProblemKind::DanglingParent { parent_id: id() },
+            ProblemKind::DuplicateId { first_line: 2 },
+            ProblemKind::Cycle,
+            ProblemKind::BeforeHeader,
+            ProblemKind::SelfParent,
+            ProblemKind::UnknownRole {
+                role: "robot".into(),
+            },
+            ProblemKind::ToolCallArguments {
+                call_id: "c1".into(),
+                found: "string",
+            },
+            ProblemKind::FirstKeptMissing { id: id() },
+            ProblemKind::FirstKeptSelf,
+            ProblemKind::FirstKeptLater { id: id(), line: 4 },
+            ProblemKind::FirstKeptOffPath { id: id() },
+            ProblemKind::FirstKeptIndex {
+                index: "9".into(),
+                reason: "is past the end",
+            },
+            ProblemKind::DanglingFromId { id: "x".into() },
+            ProblemKind::DanglingLabelTarget { id: id() },
+        ];
+        assert_eq!(kinds.each_ref().map(ProblemKind::name), NAMES);
+        // The list above is every variant: a new one needs its name here.
+        assert_eq!(ProblemKind::VARIANTS, NAMES);
     }
 }
