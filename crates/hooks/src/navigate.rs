@@ -87,9 +87,10 @@ pub struct NavigateOutcome {
     pub destination: Destination,
     /// The abandoned entries, oldest first.
     pub abandoned: Vec<EntryId>,
-    /// The summary entry written, if any.
+    /// The summary entry written, if any (only ever with a `summary`).
     pub summary_entry: Option<EntryId>,
-    /// The summary written, if any.
+    /// The summary made, if any: written as `summary_entry`, except an
+    /// extension's empty summary, which is kept here and not written.
     pub summary: Option<Summary>,
     /// Navigating to where the leaf already is does nothing.
     pub no_op: bool,

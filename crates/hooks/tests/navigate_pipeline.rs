@@ -245,6 +245,46 @@ async fn a_hook_summary_is_used_only_when_the_user_wants_one() {
     );
 }
 
+/// Supplies an empty summary.
+struct EmptySupplier;
+impl Hook for EmptySupplier {
+    fn name(&self) -> String {
+        "empty".into()
+    }
+    fn before_tree<'a>(
+        &'a self,
+        _: &'a BeforeTreeEvent,
+        _: CancellationToken,
+    ) -> HookFuture<'a, Option<BeforeTreeResult>> {
+        Box::pin(async {
+            Ok(Some(BeforeTreeResult {
+                summary: Some(SuppliedSummary {
+                    summary: String::new(),
+                    details: None,
+                }),
+                ..Default::default()
+            }))
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_hook_summary_that_is_empty_is_kept_in_the_outcome_but_not_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, ids) = tree_file(dir.path());
+    let before = std::fs::read(&path).unwrap();
+    let mut hooks = Hooks::new();
+    hooks.register(Arc::new(EmptySupplier));
+    let out = go(&path, &options(&ids[1], true, None, &hooks))
+        .await
+        .unwrap();
+    let summary = out.summary.as_ref().unwrap();
+    assert!(summary.summary.is_empty() && summary.from_extension);
+    assert_eq!(out.summary_entry, None);
+    assert_eq!(out.new_leaf.as_ref().unwrap().as_str(), ids[1]);
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
 #[tokio::test]
 async fn the_digest_needs_no_model() {
     let dir = tempfile::tempdir().unwrap();
