@@ -4,7 +4,7 @@
 
 use std::ops::Range;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::data_url::{DataUrlMode, elide_data_urls};
@@ -131,8 +131,9 @@ pub fn plan_archive(
     })
 }
 
-/// One stored frame (`preserveData.snapcompact.frames[i]`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One stored frame (`preserveData.snapcompact.frames[i]`), written as it
+/// serializes and read back by [`ArchiveFrame::from_value`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ArchiveFrame {
     /// Base64 PNG, or an externalized `blob:sha256:…` reference.
@@ -146,26 +147,26 @@ pub struct ArchiveFrame {
     /// UTF-16 units printed.
     pub chars: u64,
     /// The font printed (`8x13`, …); absent on legacy frames.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub font: Option<String>,
     /// The ink (`bw`, `sent`); absent on legacy frames.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub variant: Option<String>,
     /// Copies of each row.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub line_repeat: Option<u32>,
     /// 2 for doc shapes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub columns: Option<u32>,
     /// Function words printed dim.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub stopword_dim: Option<bool>,
     /// Provider image detail (`original` for `OpenAI`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
     /// The shape variant name (this crate's addition: with it any reader can
     /// re-price or re-render the frame).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub shape: Option<String>,
 }
 
@@ -215,8 +216,10 @@ impl ArchiveFrame {
     }
 }
 
-/// The persisted PNG archive (`preserveData.snapcompact`).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// The persisted PNG archive (`preserveData.snapcompact`), written as it
+/// serializes and read back by [`PngArchive::from_value`], as leniently as pi
+/// reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PngArchive {
     /// The frames, oldest first.
@@ -226,13 +229,13 @@ pub struct PngArchive {
     /// Characters dropped over every compaction.
     pub truncated_chars: u64,
     /// The full kept normalized source, oldest first.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     /// The oldest verbatim region.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub text_head: Option<String>,
     /// The newest verbatim region.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub text_tail: Option<String>,
 }
 
