@@ -15,8 +15,8 @@ use musepi_snapcompact::base64_decode;
 use musepi_snapcompact::png_archive::PngArchive;
 use musepi_test_support::{SessionBuilder, text_block, tool_call};
 use musepi_tests::fixtures::load_fixture;
-use musepi_tests::sha256_hex;
 use musepi_tests::table::Table;
+use musepi_tests::{claude_reader, sha256_hex};
 use serde_json::{Value, json};
 
 /// Compares `text` with `tests/snapshots/<name>.snap`.
@@ -30,15 +30,6 @@ fn prep(session: &Session) -> Preparation<'_> {
     settings.keep_recent_tokens = 1;
     settings.adapt_keep_recent = false;
     prepare(session, session.leaf_index(), &settings).unwrap()
-}
-
-fn claude() -> SnapTarget {
-    let mut target = SnapTarget::default();
-    target.api = Some("anthropic-messages".into());
-    target.model_id = Some("claude-sonnet-4-5".into());
-    target.provider = Some("anthropic".into());
-    target.vision = true;
-    target
 }
 
 fn png_of(result: &CompactionResult) -> PngArchive {
@@ -144,7 +135,8 @@ fn a_vision_reader_of_a_short_fixture_gets_the_text_archive() {
         &SnapSettings::default(),
     )
     .unwrap();
-    let vision = compact_preparation(&prep(&session), &claude(), &SnapSettings::default()).unwrap();
+    let vision =
+        compact_preparation(&prep(&session), &claude_reader(), &SnapSettings::default()).unwrap();
     assert!(vision.preserve_data.is_none(), "{:?}", vision.preserve_data);
     assert_eq!(render(&vision), render(&text));
 }
@@ -199,7 +191,8 @@ fn long_session() -> Session {
 #[test]
 fn png_frames_of_a_long_session() {
     let session = long_session();
-    let result = compact_preparation(&prep(&session), &claude(), &SnapSettings::default()).unwrap();
+    let result =
+        compact_preparation(&prep(&session), &claude_reader(), &SnapSettings::default()).unwrap();
     let archive = png_of(&result);
     assert!(archive.frames.len() >= 2);
     check(

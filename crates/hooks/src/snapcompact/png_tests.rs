@@ -9,7 +9,7 @@ use musepi_session_model::{Compaction, ContentBlock, EntryBody, RawJson, Text};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use super::testkit::{BuilderExt as _, snapcompact_in};
+use super::testkit::{BuilderExt as _, claude, snapcompact_in, vision};
 use super::*;
 use musepi_context_builder::IMAGE_CHARS;
 use musepi_session_model::json::{
@@ -31,19 +31,6 @@ fn head_units(s: &str, units: usize) -> &str {
 
 fn tail_units(s: &str, units: usize) -> &str {
     &s[utf16_ceil_byte_from_end(s, units)..]
-}
-
-fn vision(model: &str, api: &str, provider: &str) -> SnapTarget {
-    let mut target = SnapTarget::default();
-    target.api = Some(api.into());
-    target.model_id = Some(model.into());
-    target.provider = Some(provider.into());
-    target.vision = true;
-    target
-}
-
-fn claude() -> SnapTarget {
-    vision("claude-sonnet-4-5", "anthropic-messages", "anthropic")
 }
 
 /// The compaction of `prep` for `target` with the default settings.

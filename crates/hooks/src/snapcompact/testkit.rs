@@ -1,10 +1,28 @@
 //! What the snapcompact adapter's tests add to the shared session builder:
-//! preparing a compaction and committing its result.
+//! preparing a compaction and committing its result; and the readers they
+//! compact for.
 
 use musepi_compaction::{CompactionResult, CompactionSettings, Preparation, prepare};
 use musepi_session_model::EntryId;
 use musepi_test_support::EntryBuilder;
 use serde_json::{Value, json};
+
+use super::SnapTarget;
+
+/// A reader of images: `model` of `provider`, over the wire API `api`.
+pub(super) fn vision(model: &str, api: &str, provider: &str) -> SnapTarget {
+    let mut target = SnapTarget::default();
+    target.api = Some(api.into());
+    target.model_id = Some(model.into());
+    target.provider = Some(provider.into());
+    target.vision = true;
+    target
+}
+
+/// Claude Sonnet 4.5 over the Anthropic Messages API, which gets PNG frames.
+pub(super) fn claude() -> SnapTarget {
+    vision("claude-sonnet-4-5", "anthropic-messages", "anthropic")
+}
 
 /// The `snapcompact` object of `holder` (a result's `details` or
 /// `preserveData`), read by `read`.

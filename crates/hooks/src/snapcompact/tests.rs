@@ -5,7 +5,7 @@ use musepi_compaction::CompactionResult;
 use musepi_session_model::{Content, CustomMessageEntry, EntryBody, EntryId, RawJson, Text};
 use serde_json::{Value, json};
 
-use super::testkit::{BuilderExt as _, snapcompact_in};
+use super::testkit::{BuilderExt as _, claude, snapcompact_in};
 use super::*;
 use musepi_snapcompact::text_frames::{SNAP_ARCHIVE_VERSION, SnapArchiveState};
 use musepi_test_support::EntryBuilder as Builder;
@@ -346,14 +346,7 @@ fn the_same_session_compacts_to_the_same_bytes_twice() {
         b.filler(&format!("t{i}w"), 200);
     }
     ending(&mut b);
-    let targets = [text_target(), {
-        let mut target = SnapTarget::default();
-        target.vision = true;
-        target.model_id = Some("claude-sonnet-4-5".into());
-        target.api = Some("anthropic-messages".into());
-        target.provider = Some("anthropic".into());
-        target
-    }];
+    let targets = [text_target(), claude()];
     for target in targets {
         let bytes = || {
             let out = compact_preparation(&b.prepare(1), &target, &SnapSettings::default())

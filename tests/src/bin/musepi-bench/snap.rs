@@ -130,17 +130,7 @@ pub(crate) fn compact_text(path: &Path) -> Result<Value, BoxError> {
 /// The PNG-frame compaction at the (working) leaf for a Claude reader: open,
 /// prepare, compact (serialize, plan, print every frame).
 pub(crate) fn compact_png(path: &Path) -> Result<Value, BoxError> {
-    compact_at_leaf(path, &claude(None))
-}
-
-fn claude(max_frames: Option<usize>) -> SnapTarget {
-    let mut target = SnapTarget::default();
-    target.api = Some("anthropic-messages".into());
-    target.model_id = Some("claude-sonnet-4-5".into());
-    target.provider = Some("anthropic".into());
-    target.vision = true;
-    target.max_frames = max_frames;
-    target
+    compact_at_leaf(path, &musepi_tests::claude_reader())
 }
 
 fn png_of(result: &CompactionResult) -> Option<PngArchive> {
