@@ -16,7 +16,7 @@ pub fn branch_digest(prep: &BranchPreparation<'_>) -> Summary {
     let read = ops.read.sorted();
     let written = ops.written.sorted();
     let edited = ops.edited.sorted();
-    let files = musepi_snapcompact::FileLists::from_ops(
+    let files = musepi_snapcompact::MarkedFiles::from_ops(
         read.iter().map(String::as_str),
         written.iter().map(String::as_str),
         edited.iter().map(String::as_str),

@@ -7,21 +7,23 @@
 
 use std::fmt::Write as _;
 
-use musepi_context_builder::{FILE_LIST_LIMIT, FileOps, PathSet, format_grouped_paths};
+use musepi_context_builder::{FILE_LIST_LIMIT, FileLists, FileOps, PathSet, format_grouped_paths};
 
 use crate::util::len16;
 
-/// Files read and modified by the archived history.
+/// Files read and modified by the archived history, each to be marked
+/// `Read`, `Write` or `RW`: context-builder's [`FileLists`] and the set of
+/// files read, which tells a modified file that was also read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FileLists {
+pub struct MarkedFiles {
     /// `computeFileLists`: files read and never modified, and files written
     /// or edited, both sorted, paths with a URL scheme left out.
-    pub lists: musepi_context_builder::FileLists,
+    pub lists: FileLists,
     /// Every file read, modified or not: a modified file in it is `RW`.
     pub read: PathSet,
 }
 
-impl FileLists {
+impl MarkedFiles {
     /// The lists of a preparation's (cumulative) file operations.
     pub fn from_file_ops(ops: &FileOps) -> Self {
         Self {
@@ -65,7 +67,7 @@ impl FileLists {
     }
 
     /// The flat FILES section of the text summary with at most
-    /// [`FILE_LIST_LIMIT`] files (see [`FileLists::section_within`]).
+    /// [`FILE_LIST_LIMIT`] files (see [`MarkedFiles::section_within`]).
     pub fn section(&self) -> String {
         self.section_with(FILE_LIST_LIMIT)
     }
@@ -144,7 +146,7 @@ mod tests {
 
     #[test]
     fn markers_follow_the_read_set_and_urls_are_left_out() {
-        let lists = FileLists::from_ops(
+        let lists = MarkedFiles::from_ops(
             ["src/a.ts", "src/b.ts", "https://example.com/doc"],
             ["src/b.ts"],
             ["src/c.ts"],
@@ -162,7 +164,7 @@ mod tests {
     #[test]
     fn more_than_twenty_files_are_counted() {
         let names: Vec<String> = (0..21).map(|i| format!("f{i:02}.rs")).collect();
-        let lists = FileLists::from_ops(names.iter().map(String::as_str), [], []);
+        let lists = MarkedFiles::from_ops(names.iter().map(String::as_str), [], []);
         let section = lists.section();
         assert_eq!(section.lines().count(), 1 + 20 + 1 + 1);
         assert!(section.contains("f19.rs (Read)\n[…1 files elided…]\n</files>"));
@@ -177,9 +179,9 @@ mod tests {
 
     #[test]
     fn no_files_give_an_empty_section() {
-        assert_eq!(FileLists::default().section(), "");
-        assert_eq!(FileLists::default().tree(), "");
-        assert!(FileLists::default().is_empty());
+        assert_eq!(MarkedFiles::default().section(), "");
+        assert_eq!(MarkedFiles::default().tree(), "");
+        assert!(MarkedFiles::default().is_empty());
     }
 
     #[test]
@@ -187,7 +189,7 @@ mod tests {
         let mut ops = FileOps::default();
         ops.read.insert("src/main.rs");
         ops.edited.insert("src/main.rs");
-        let lists = FileLists::from_file_ops(&ops);
+        let lists = MarkedFiles::from_file_ops(&ops);
         assert!(lists.read_files().is_empty());
         assert_eq!(lists.marked_lines(), ["src/main.rs (RW)"]);
     }

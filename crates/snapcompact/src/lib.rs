@@ -37,7 +37,7 @@
 //! - [`text_frames`]: the text archive's summary around it
 //!   ([`text_frames::snap_compact`]), its pages
 //!   ([`text_frames::TextPages`]) and the persisted
-//!   [`text_frames::SnapArchiveState`], with [`FileLists`] rendering
+//!   [`text_frames::SnapArchiveState`], with [`MarkedFiles`] rendering
 //!   context-builder's file lists.
 //! - [`serialize`]: the transcript the PNG frames print and its plain
 //!   variant ([`serialize::serialize`] with a [`serialize::Flavor`]), with scope markers, merged tool
@@ -57,11 +57,11 @@
 //!
 //! ```
 //! use musepi_context_builder::LlmMessage;
-//! use musepi_snapcompact::FileLists;
+//! use musepi_snapcompact::MarkedFiles;
 //! use musepi_snapcompact::text_frames::{SnapInput, snap_compact};
 //!
 //! let messages = [LlmMessage::user_text("Please port the parser to Rust.")];
-//! let files = FileLists::from_ops(["src/parser.ts"], [], ["src/parser.rs"]);
+//! let files = MarkedFiles::from_ops(["src/parser.ts"], [], ["src/parser.rs"]);
 //! let result = snap_compact(&SnapInput::new(&messages, &files));
 //! assert!(result.summary.starts_with("Resume the prior conversation"));
 //! assert!(result.summary.contains("src/parser.rs (Write)"));
@@ -97,7 +97,7 @@ mod util;
 pub use archives::{SessionArchives, context_tokens, is_legacy_crash_risk, measured_tokens};
 pub use data_url::{DataUrlMode, elide_data_urls};
 pub use error::SnapError;
-pub use files::FileLists;
+pub use files::MarkedFiles;
 pub use musepi_context_builder::{FILE_LIST_LIMIT, has_url_scheme};
 pub use normalize::{NEWLINE_GLYPH, Renderability, normalize, scan_renderability};
 pub use pass::{Pass, PassInput, SnapSettings, SnapTarget, compact};

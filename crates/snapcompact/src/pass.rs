@@ -26,7 +26,7 @@ use musepi_session_model::json::{js_delete, js_set};
 use serde_json::{Map, Value};
 
 use crate::error::SnapError;
-use crate::files::FileLists;
+use crate::files::MarkedFiles;
 use crate::history::archive_plain_source;
 use crate::normalize::normalize;
 use crate::png_archive::{
@@ -109,7 +109,7 @@ pub struct PassInput<'a> {
     /// Call ids whose results were flagged useless.
     pub useless: BTreeSet<String>,
     /// The files read and modified.
-    pub files: FileLists,
+    pub files: MarkedFiles,
     /// The context's tokens before the compaction.
     pub tokens_before: u64,
     /// The previous compaction's `preserveData`.
@@ -128,7 +128,7 @@ impl PassInput<'_> {
             messages,
             entry_ids,
             useless: BTreeSet::new(),
-            files: FileLists::default(),
+            files: MarkedFiles::default(),
             tokens_before: 0,
             previous_preserve: None,
             previous_details: None,

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use musepi_context_builder::NO_PRIOR_HISTORY;
 
-use crate::files::FileLists;
+use crate::files::MarkedFiles;
 use crate::png_archive::{PngArchive, PngLayout};
 use crate::prompts::{
     FRAMES_FILES, FRAMES_NOTE_DIGEST, FRAMES_NOTE_TRUNCATED, FRAMES_RULES_DOC, FRAMES_RULES_GRID,
@@ -29,7 +29,7 @@ pub(crate) const HISTORY_MARK: &str = "HISTORY\n===================\n\n";
 pub(crate) fn frames_summary(
     layout: &PngLayout,
     archive: &PngArchive,
-    files: &FileLists,
+    files: &MarkedFiles,
     digest: bool,
     history: &History,
 ) -> String {
@@ -171,7 +171,7 @@ mod tests {
     fn plain_summary(shapes: &[&str]) -> String {
         let l = layout(shapes, "x");
         let a = archive_record(&l, Vec::new(), 0);
-        frames_summary(&l, &a, &FileLists::default(), false, &no_history())
+        frames_summary(&l, &a, &MarkedFiles::default(), false, &no_history())
     }
 
     #[test]
@@ -179,7 +179,7 @@ mod tests {
         let l = layout(&[], "");
         let a = archive_record(&l, Vec::new(), 0);
         assert_eq!(
-            frames_summary(&l, &a, &FileLists::default(), false, &no_history()),
+            frames_summary(&l, &a, &MarkedFiles::default(), false, &no_history()),
             "No prior history."
         );
         assert_eq!(
@@ -192,7 +192,7 @@ mod tests {
     fn a_text_only_archive_gets_the_plain_text_rules_and_files() {
         let l = layout(&[], "¶user:hi");
         let a = archive_record(&l, Vec::new(), 12_345);
-        let files = FileLists::from_ops(["src/a.rs"], [], ["src/b.rs"]);
+        let files = MarkedFiles::from_ops(["src/a.rs"], [], ["src/b.rs"]);
         let s = frames_summary(&l, &a, &files, true, &no_history());
         assert!(s.starts_with("Resume the prior conversation."), "{s}");
         assert!(s.contains("Reading rules:\n- The archive is plain text, verbatim and exact.\n- The history opens with a condensed digest"));

@@ -18,7 +18,7 @@ use musepi_compaction::{CompactionResult, Preparation};
 use musepi_context_builder::{ContextMessage, ConvertOptions, convert_with_sources};
 use musepi_session_model::RawJson;
 use musepi_snapcompact::serialize::useless_call_ids;
-use musepi_snapcompact::{FileLists, PassInput, SnapError};
+use musepi_snapcompact::{MarkedFiles, PassInput, SnapError};
 pub use musepi_snapcompact::{SnapSettings, SnapTarget};
 
 /// Compacts `prep` into a snapcompact archive for `target`: the PNG-frame
@@ -69,7 +69,7 @@ fn pass_input<'p>(prep: &'p Preparation<'_>) -> PassInput<'p> {
     let messages = converted.into_iter().map(|c| c.message).collect();
     let mut input = PassInput::new(messages, entry_ids);
     input.useless = useless_call_ids(context.iter().map(|m| m.message.as_ref()));
-    input.files = FileLists::from_file_ops(&prep.file_ops);
+    input.files = MarkedFiles::from_file_ops(&prep.file_ops);
     input.tokens_before = prep.tokens_before as u64;
     input.previous_preserve = prep.previous_preserve_data.as_ref().map(RawJson::to_value);
     input.previous_details.clone_from(&prep.previous_details);

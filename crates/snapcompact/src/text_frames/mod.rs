@@ -6,11 +6,11 @@
 use std::collections::BTreeSet;
 use std::ops::Range;
 
-use musepi_context_builder::LlmMessage;
+use musepi_context_builder::{FileLists, LlmMessage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::files::FileLists;
+use crate::files::MarkedFiles;
 use crate::salience::{Earlier, History, HistoryInput, Shortened, build_history};
 use crate::serialize::SerializeOptions;
 use crate::util::{ceil_div4, head_units, js_round, len16, thousands};
@@ -163,7 +163,7 @@ pub struct SnapInput<'a> {
     /// The previous compaction's text archive, when there is one.
     pub previous_archive: Option<&'a SnapArchiveState>,
     /// Files read and modified.
-    pub files: &'a FileLists,
+    pub files: &'a MarkedFiles,
     /// Total archive budget in UTF-16 units (default 40,000; at least
     /// [`MIN_ARCHIVE_CHARS`]).
     pub archive_max_chars: usize,
@@ -181,7 +181,7 @@ static NO_IDS: BTreeSet<String> = BTreeSet::new();
 impl<'a> SnapInput<'a> {
     /// An input with no previous summary or archive, no entry ids, no
     /// useless results and the default budgets.
-    pub fn new(messages: &'a [LlmMessage], files: &'a FileLists) -> Self {
+    pub fn new(messages: &'a [LlmMessage], files: &'a MarkedFiles) -> Self {
         Self {
             messages,
             entry_ids: &[],
@@ -211,7 +211,7 @@ pub struct SnapResult {
     pub archive_chars: usize,
     /// Files read and not modified, and files modified (for
     /// `details.readFiles` and `details.modifiedFiles`).
-    pub files: musepi_context_builder::FileLists,
+    pub files: FileLists,
 }
 
 /// The earlier history of an input: a previous archive wins over a

@@ -7,7 +7,7 @@ use crate::salience::LEDGER_HEADING;
 use crate::testkit::{assistant, call, result};
 
 fn compact(messages: &[LlmMessage], budget: usize) -> SnapResult {
-    let files = FileLists::default();
+    let files = MarkedFiles::default();
     let mut input = SnapInput::new(messages, &files);
     input.archive_max_chars = budget;
     snap_compact(&input)
@@ -105,7 +105,7 @@ fn the_guide_counts_the_messages_and_calls_left_out_apart_from_the_shortened() {
             json!({"command": format!("make module{i}")}),
         )]));
     }
-    let files = FileLists::default();
+    let files = MarkedFiles::default();
     let mut input = SnapInput::new(&messages, &files);
     input.archive_max_chars = 12_000;
     let s = snap_compact(&input).summary;
@@ -159,7 +159,7 @@ fn the_guide_counts_what_was_shortened_and_markers_name_the_entries() {
         ));
         ids.push(format!("r{i:03}"));
     }
-    let files = FileLists::default();
+    let files = MarkedFiles::default();
     let mut input = SnapInput::new(&messages, &files);
     input.entry_ids = &ids;
     input.archive_max_chars = 12_000;
@@ -186,7 +186,7 @@ fn the_guide_counts_what_was_shortened_and_markers_name_the_entries() {
 #[test]
 fn every_file_is_listed_when_the_list_fits() {
     let names: Vec<String> = (0..30).map(|i| format!("src/module_{i:02}.rs")).collect();
-    let files = FileLists::from_ops(names.iter().map(String::as_str), [], []);
+    let files = MarkedFiles::from_ops(names.iter().map(String::as_str), [], []);
     let messages = [LlmMessage::user_text("read them all")];
     let out = snap_compact(&SnapInput::new(&messages, &files));
     for name in &names {
@@ -199,7 +199,7 @@ fn every_file_is_listed_when_the_list_fits() {
 
 #[test]
 fn previous_llm_summary_is_folded_in_at_the_head() {
-    let files = FileLists::default();
+    let files = MarkedFiles::default();
     let messages = [LlmMessage::user_text("recent work")];
     let mut input = SnapInput::new(&messages, &files);
     input.previous_summary = Some("Earlier we built the LSP module.");
@@ -223,7 +223,7 @@ fn recompaction_continues_the_ledger_and_stays_in_budget() {
     ];
     let first = compact(&first_messages, 24_000);
     assert!(len16(&first.archive.text) <= 24_000);
-    let files = FileLists::default();
+    let files = MarkedFiles::default();
     let second_messages = [LlmMessage::user_text("phase two")];
     let mut input = SnapInput::new(&second_messages, &files);
     input.archive_max_chars = 24_000;
@@ -244,7 +244,7 @@ fn recompaction_continues_the_ledger_and_stays_in_budget() {
 
 #[test]
 fn an_old_transcript_archive_continues_as_blocks() {
-    let files = FileLists::default();
+    let files = MarkedFiles::default();
     let messages = [LlmMessage::user_text("new")];
     let archive = SnapArchiveState {
         text: "¶user:ARCHIVED\n\n¶ai:an old answer".into(),
