@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 
 use musepi_context_builder::{ArchiveBlocks, Tokenizer, context_tokens};
-use musepi_session_model::{Entry, Session, SessionError};
+use musepi_session_model::{Replacement, Session, SessionError};
 
 use crate::prepare::{NothingToCompact, Preparation, adapted_keep_recent_tokens, prepare};
 use crate::prune::{PruneConfig, PrunePlan, apply_prune, plan_prune};
@@ -18,10 +18,10 @@ use crate::settings::CompactionSettings;
 pub struct PruneFirst {
     /// What pruning blanks ([`plan_prune`]; empty when pruning is off).
     pub plan: PrunePlan,
-    /// The entries it changes, `(position, new entry, new line)`: staged in
+    /// The entries it changes: staged in
     /// a journal ([`musepi_session_model::Journal::stage_replacements`]) or
     /// applied to a copy ([`PruneFirst::apply_to`]).
-    pub changes: Vec<(usize, Entry, String)>,
+    pub changes: Vec<Replacement>,
     /// The settings to prepare the pruned session with: `keepRecentTokens`
     /// adapted against the estimate of the messages before pruning (the
     /// provider's usage measured them unpruned), and the adaptation off.
@@ -63,7 +63,7 @@ pub fn prune_first_measured(
     let changes = if plan.is_empty() {
         Vec::new()
     } else {
-        apply_prune(session, &plan, now)?
+        apply_prune(session, &plan, now)
     };
     Ok(PruneFirst {
         plan,
@@ -94,8 +94,8 @@ impl PruneFirst {
     /// Applies the changes to `session`, a copy of the session they were
     /// decided on, in memory.
     pub fn apply_to(&self, session: &mut Session) {
-        for (i, entry, line) in &self.changes {
-            session.replace_entry(*i, entry.clone(), line.clone());
+        for change in &self.changes {
+            session.replace(change.clone());
         }
     }
 

@@ -71,7 +71,7 @@ pub use message::{
 pub use migrate::LineEdit;
 pub use pathinfo::{PathModel, PathSummary};
 pub use problem::{Problem, ProblemKind};
-pub use session::{LineSource, Session, Stamp};
+pub use session::{LineSource, Replacement, Session, Stamp};
 pub use text::{JsonValue, RawJson, Text};
 pub use tree::{Tree, TreeNode};
 

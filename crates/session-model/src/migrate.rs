@@ -1,4 +1,5 @@
-//! What migration changes in one line of a v1 or v2 file.
+//! What migration changes in one line of a v1 or v2 file, and what pruning
+//! changes in a tool result's line.
 //!
 //! Loading migrates in memory: the typed entry gets its new id, parent and
 //! first kept entry at once, but the line's migrated text (the line parsed,
@@ -7,18 +8,47 @@
 //! the edit ([`LineEdit`]) next to the line's place in the file, and the
 //! text is printed from the file's bytes when it is read: memory holds no
 //! second copy of the file, and loading does not parse every line twice.
+//! Pruning a tool result records its edit the same way
+//! ([`crate::Replacement::pruned`]): deciding what to prune reads no line,
+//! and a line is printed only when it is written.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::id::EntryId;
 use crate::json::{js_delete, js_set, js_stringify};
 
-/// What migration changes in one entry line; see [`crate::LineSource::Migrated`].
+/// What migration or pruning changes in one entry line; see
+/// [`crate::LineSource::Edited`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineEdit {
     pub(crate) v1: Option<V1Fields>,
     /// A v1 or v2 `hookMessage` role, renamed `custom`.
     pub(crate) hook_role: bool,
+    /// The tool result's content blanked by pruning.
+    pub(crate) pruned: Option<Pruned>,
+}
+
+/// What pruning writes into a tool result's message: its content becomes
+/// one text block, the placeholder, and `prunedAt` the time it was pruned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Pruned {
+    pub(crate) placeholder: Box<str>,
+    /// Epoch milliseconds.
+    pub(crate) at: i64,
+}
+
+impl Pruned {
+    /// Applies the change to the line's object.
+    pub(crate) fn apply(&self, map: &mut Map<String, Value>) {
+        if let Some(Value::Object(m)) = map.get_mut("message") {
+            js_set(
+                m,
+                "content",
+                json!([{"type": "text", "text": &*self.placeholder}]),
+            );
+            js_set(m, "prunedAt", json!(self.at));
+        }
+    }
 }
 
 /// The fields a v1 entry gets.
@@ -55,6 +85,9 @@ impl LineEdit {
             && let Some(Value::Object(m)) = map.get_mut("message")
         {
             js_set(m, "role", "custom".into());
+        }
+        if let Some(p) = &self.pruned {
+            p.apply(map);
         }
     }
 

@@ -6,11 +6,8 @@
 mod scan;
 
 use musepi_context_builder::{chars_to_tokens, estimate_tokens};
-use musepi_session_model::json::{js_set, js_stringify, utf16_len};
-use musepi_session_model::{
-    AgentMessage, Content, ContentBlock, Entry, EntryBody, Session, SessionError,
-};
-use serde_json::{Value, json};
+use musepi_session_model::json::utf16_len;
+use musepi_session_model::{Replacement, Session};
 
 pub(crate) use scan::Reach;
 pub use scan::supersede_key;
@@ -308,32 +305,14 @@ pub(crate) fn plan_stale_reaching(
 }
 
 /// The changed entries of a plan: each candidate's content becomes exactly
-/// one text block with its placeholder, and `prunedAt` is set to `now`.
-/// Returns `(entry position, new entry, new line text)` for
-/// [`musepi_session_model::Journal::replace_entries`].
-pub fn apply_prune(
-    session: &Session,
-    plan: &PrunePlan,
-    now: i64,
-) -> Result<Vec<(usize, Entry, String)>, SessionError> {
-    let mut out = Vec::with_capacity(plan.candidates.len());
-    for c in &plan.candidates {
-        let mut entry = session.entries()[c.entry_index].clone();
-        if let EntryBody::Message(AgentMessage::ToolResult(t)) = &mut entry.body {
-            t.content = Content::Blocks(vec![ContentBlock::text(c.placeholder.as_str())]);
-            t.pruned_at = Some(now as f64);
-        }
-        let raw = session.raw_line(c.entry_index)?;
-        let mut value: Value = serde_json::from_str(&raw).unwrap_or(Value::Null);
-        if let Some(Value::Object(m)) = value.get_mut("message") {
-            js_set(
-                m,
-                "content",
-                json!([{"type": "text", "text": c.placeholder}]),
-            );
-            js_set(m, "prunedAt", json!(now));
-        }
-        out.push((c.entry_index, entry, js_stringify(&value)));
-    }
-    Ok(out)
+/// one text block with its placeholder, and `prunedAt` is set to `now`
+/// ([`Replacement::pruned`]), for
+/// [`musepi_session_model::Journal::replace_entries`]. No line is read:
+/// each new line is printed from the file when it is written.
+pub fn apply_prune(session: &Session, plan: &PrunePlan, now: i64) -> Vec<Replacement> {
+    // A candidate is a tool result.
+    plan.candidates
+        .iter()
+        .filter_map(|c| Replacement::pruned(session, c.entry_index, &c.placeholder, now))
+        .collect()
 }

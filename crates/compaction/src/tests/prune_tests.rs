@@ -34,10 +34,13 @@ fn old_results_behind_the_protected_window_are_pruned() {
                 && c.kind == PruneKind::Age)
     );
     assert_eq!(plan.tokens_saved, 5 * (10_000 - 9));
-    let changes = apply_prune(&b.session, &plan, 1_800_000_000_000).unwrap();
+    let changes = apply_prune(&b.session, &plan, 1_800_000_000_000);
     assert_eq!(changes.len(), 5);
-    for (_, entry, line) in &changes {
-        let t = entry.message().unwrap().as_tool_result().unwrap();
+    let mut pruned = b.session.clone();
+    for change in &changes {
+        pruned.replace(change.clone());
+        let line = &pruned.raw_line(change.index()).unwrap();
+        let t = change.entry().message().unwrap().as_tool_result().unwrap();
         assert_eq!(t.pruned_at, Some(1_800_000_000_000.0));
         assert_eq!(t.content.joined_text(), "[Output truncated - 10000 tokens]");
         let v: serde_json::Value = serde_json::from_str(line).unwrap();

@@ -126,8 +126,8 @@ pub(super) fn apply(b: &mut Builder, op: &Op) {
                 ..PruneConfig::default()
             };
             let plan = plan_prune_reaching(&b.session, b.leaf(), &config, Reach::WholePath);
-            for (i, entry, line) in apply_prune(&b.session, &plan, 5).unwrap() {
-                b.session.replace_entry(i, entry, line);
+            for change in apply_prune(&b.session, &plan, 5) {
+                b.session.replace(change);
             }
         }
         Op::Move(_) => {}

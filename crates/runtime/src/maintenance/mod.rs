@@ -28,8 +28,8 @@ use musepi_hooks::{
     navigate,
 };
 use musepi_session_model::{
-    AgentMessage, AssistantMessage, Entry, EntryBody, EntryId, IdSource, Journal, ModelChange,
-    Session, Stamp, StopReason,
+    AgentMessage, AssistantMessage, EntryBody, EntryId, IdSource, Journal, ModelChange,
+    Replacement, Session, Stamp, StopReason,
 };
 
 use crate::decision::{AbortHandle, Decision, EventSink, MaintenanceEvent, Outcome, UsedStrategy};
@@ -283,7 +283,7 @@ impl Maintenance {
     /// caller reads over a copy instead.
     pub fn with_staged<R>(
         &mut self,
-        changes: Vec<(usize, Entry, String)>,
+        changes: Vec<Replacement>,
         read: impl FnOnce(&Session) -> R,
     ) -> Option<R> {
         if self.journal.has_staged() {

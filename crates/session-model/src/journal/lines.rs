@@ -101,7 +101,7 @@ impl<'a> OriginReader<'a> {
     ) -> Result<&'s [u8], SessionError> {
         match source {
             LineSource::Text(t) => Ok(t.as_bytes()),
-            LineSource::Migrated { offset, len, edit } => {
+            LineSource::Edited { offset, len, edit } => {
                 let mut line = Vec::new();
                 self.read_at(*offset, *len, &mut line)?;
                 let text = edit.print(&line).map_err(|e| SessionError::WriteFailed {

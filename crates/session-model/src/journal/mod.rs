@@ -34,7 +34,7 @@ use crate::entry::{Entry, EntryBody, Header};
 use crate::error::SessionError;
 use crate::id::{EntryId, IdSource};
 use crate::load::{FileTail, load_file};
-use crate::session::{LineSource, Session, Stamp};
+use crate::session::{LineSource, Replacement, Session, Stamp};
 
 pub use disk::{Replace, write_file};
 pub use lock::LIVE_WINDOW_MS;
@@ -250,11 +250,13 @@ impl Journal {
     /// operation thus leaves the file as it was.
     pub fn stage_replacements(
         &mut self,
-        changes: Vec<(usize, Entry, String)>,
+        changes: impl IntoIterator<Item = impl Into<Replacement>>,
     ) -> Result<(), SessionError> {
         self.check_writable()?;
-        for (i, entry, text) in changes {
-            let (old_entry, old_source) = self.session.replace_entry(i, entry, text);
+        for change in changes {
+            let change = change.into();
+            let i = change.index();
+            let (old_entry, old_source) = self.session.replace(change);
             if !self.staged.iter().any(|(j, _, _)| *j == i) {
                 self.staged.push((i, old_entry, old_source));
             }
@@ -288,10 +290,10 @@ impl Journal {
     }
 
     /// Replaces entries in place (pruning) and rewrites the file atomically.
-    /// Each replacement is the new typed entry and its new line text.
+    /// Each replacement is the new typed entry and its new line ([`Replacement`]).
     pub fn replace_entries(
         &mut self,
-        changes: Vec<(usize, Entry, String)>,
+        changes: impl IntoIterator<Item = impl Into<Replacement>>,
     ) -> Result<(), SessionError> {
         self.stage_replacements(changes)?;
         if let Err(e) = self.rewrite() {

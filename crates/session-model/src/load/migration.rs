@@ -77,6 +77,7 @@ impl Loader<'_> {
                 first_kept,
             }),
             hook_role: parsed.hook_message_role,
+            pruned: None,
         };
         self.migrated(offset, line, edit)
     }
@@ -94,7 +95,7 @@ impl Loader<'_> {
             let text = edit.print(line).map_err(|e| self.invalid_data(e))?;
             return Ok(LineSource::Text(text.into_boxed_str()));
         }
-        Ok(LineSource::Migrated {
+        Ok(LineSource::Edited {
             offset,
             len: line.len() as u64,
             edit: Box::new(edit),

@@ -375,6 +375,7 @@ impl<'p> Loader<'p> {
                 let edit = LineEdit {
                     v1: None,
                     hook_role: parsed.hook_message_role,
+                    pruned: None,
                 };
                 source = self.migrated(offset, line, edit)?;
             }

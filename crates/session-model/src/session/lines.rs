@@ -19,15 +19,15 @@ pub enum LineSource {
     /// Only in memory: a new entry, or a line that migration changed in a
     /// session that has no file to read it back from.
     Text(Box<str>),
-    /// In the file as it was before migration: the line's text is the
-    /// line at `offset` with `edit` applied, printed as `JSON.stringify`
-    /// prints it.
-    Migrated {
+    /// In the file, edited: the line's text is the line at `offset` with
+    /// `edit` applied (what migration or pruning changes in it), printed as
+    /// `JSON.stringify` prints it when it is read or written.
+    Edited {
         /// Byte offset of the line's first byte.
         offset: u64,
         /// Length without the newline.
         len: u64,
-        /// What migration changes in it.
+        /// What migration or pruning changes in it.
         edit: Box<crate::migrate::LineEdit>,
     },
 }
@@ -72,7 +72,7 @@ impl Session {
         match source {
             LineSource::Text(t) => Ok(t.to_string()),
             LineSource::File { offset, len } => self.read_span(*offset, *len),
-            LineSource::Migrated { offset, len, edit } => {
+            LineSource::Edited { offset, len, edit } => {
                 let line = self.read_span(*offset, *len)?;
                 edit.print(line.as_bytes()).map_err(|e| {
                     self.origin_error(std::io::Error::new(std::io::ErrorKind::InvalidData, e))
