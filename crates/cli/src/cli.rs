@@ -277,7 +277,9 @@ pub struct TreeArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Exit status: 0 when the file has no problem, 2 when it has any.
-With --repair, the repaired copy decides: 0 when it has no problem left, 2 otherwise.
+With --repair, the repaired copy decides: 0 when it has no problem left, 2 otherwise; but a torn
+last line in a session that looks live (locked, or written in the last 5 s) is most likely an append
+in progress, so nothing is written and the exit status is 3 (retry later) unless --force.
 The input file is never changed.")]
 pub struct CheckArgs {
     /// The session: FILE, or `--latest`.
@@ -291,7 +293,8 @@ pub struct CheckArgs {
     /// Where the repaired copy goes (it must not exist unless --force).
     #[arg(short = 'o', long = "out", value_name = "OUT", requires = "repair")]
     pub out: Option<PathBuf>,
-    /// Replace OUT when it exists.
+    /// Replace OUT when it exists; repair a torn last line even when the session looks live
+    /// (locked, or written in the last 5 s), when it is most likely an append in progress.
     #[arg(long, requires = "repair")]
     pub force: bool,
 }

@@ -10,7 +10,9 @@ mod support;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Output;
+use std::time::{Duration, Instant};
 
+use musepi_session_model::LIVE_WINDOW_MS;
 use serde_json::{Value, json};
 use support::{
     HOOK_IN_TIME_MS, Reply, Server, code, error_message, example_session, musepi_in, p, settle,
@@ -248,6 +250,68 @@ fn a_torn_tail_in_a_live_session_is_exit_3_unless_forced() {
         assert_eq!(std::fs::read(&file).unwrap(), bytes, "{args:?} wrote");
         assert!(!out.exists(), "{args:?} wrote {}", out.display());
     }
+}
+
+/// `session check --repair -o OUT` of a session whose last line is torn
+/// while it looks live would write a copy without the line the agent may
+/// still be writing: it answers busy (exit 3) as every writer does, by the
+/// lock another process holds or by a write a moment ago, and `--force`
+/// writes the copy without the torn line.
+#[test]
+fn repairing_a_torn_tail_in_a_live_session_is_exit_3_unless_forced() {
+    let case = Case::new();
+    let (file, bytes, lines) = torn_session(&case);
+    let out = case.path().join("repaired.jsonl");
+    let repair = [
+        "session",
+        "check",
+        p(&file),
+        "--repair",
+        "-o",
+        p(&out),
+        "--json",
+    ];
+
+    // Another process holds the lock of a file nobody wrote for a minute.
+    settle(&file);
+    let holder = std::fs::File::open(&file).unwrap();
+    holder.lock().unwrap();
+    let doc = error(&case.run(&repair), 3, "session-live");
+    assert!(error_message(&doc).contains("holds its lock"), "{doc}");
+    assert!(!out.exists(), "wrote {}", out.display());
+    drop(holder);
+
+    // Written a moment ago. A run that a busy machine let end only after
+    // the live window (a second less: file times come from a coarse
+    // clock) may rightly have repaired it, so it runs again on a fresh
+    // write.
+    let window = Duration::from_millis(LIVE_WINDOW_MS.unsigned_abs() - 1000);
+    let mut rounds = 0;
+    let o = loop {
+        let _ = std::fs::remove_file(&out);
+        let started = Instant::now();
+        std::fs::write(&file, &bytes).unwrap();
+        let o = case.run(&repair);
+        rounds += 1;
+        if code(&o) == 3 || started.elapsed() < window || rounds == 20 {
+            break o;
+        }
+    };
+    let doc = error(&o, 3, "session-live");
+    assert!(error_message(&doc).contains("s ago"), "{doc}");
+    assert_eq!(std::fs::read(&file).unwrap(), bytes);
+    assert!(!out.exists(), "wrote {}", out.display());
+
+    // --force repairs it anyway, leaving the torn line out.
+    let mut forced = repair.to_vec();
+    forced.push("--force");
+    let o = case.run(&forced);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["repair"]["dropped"][0]["line"], lines + 1, "{doc}");
+    let whole = bytes.len() - br#"{"type":"mess"#.len();
+    assert_eq!(std::fs::read(&out).unwrap(), &bytes[..whole]);
+    assert_eq!(std::fs::read(&file).unwrap(), bytes);
 }
 
 #[test]

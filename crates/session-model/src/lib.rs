@@ -60,8 +60,8 @@ pub use error::{LiveSign, SessionError};
 pub use fsutil::MAX_LINE_BYTES;
 pub use id::{EntryId, IdSource, SequentialIds};
 pub use journal::{
-    Journal, LIVE_WINDOW_MS, Replace, WriteWarning, write_file, write_new, write_session,
-    write_session_file, write_session_to,
+    Journal, LIVE_WINDOW_MS, Replace, WriteWarning, check_not_live, write_file, write_new,
+    write_session, write_session_file, write_session_to,
 };
 pub use load::{FileTail, load_bytes, load_file, read_header_of};
 pub use message::{

@@ -8,7 +8,9 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use musepi_hooks::{NavigateOptions, NavigateOutcome};
-use musepi_session_model::{EntryId, IdSource, Journal, Replace, SessionError, Stamp};
+use musepi_session_model::{
+    EntryId, IdSource, Journal, Replace, SessionError, Stamp, check_not_live,
+};
 
 use super::files::same_file;
 use crate::cli::WriteArgs;
@@ -98,12 +100,8 @@ impl Target {
             journal.detach();
         }
         if let Err(e) = journal.check_can_write() {
-            // A torn last line in a session another process is writing is
-            // most likely its append in progress: the session is busy
-            // (retry later), not a torn file to repair, wherever the
-            // result was to go.
-            if matches!(e, SessionError::TornTail { .. }) && !self.force {
-                journal.check_not_live(musepi_runtime::system_clock())?;
+            if matches!(e, SessionError::TornTail { .. }) {
+                refuse_torn_while_live(&self.file, self.force)?;
             }
             return Err(e.into());
         }
@@ -158,6 +156,19 @@ impl Target {
             crate::output::print_text(text).map_err(Failure::failed)
         }
     }
+}
+
+/// Refuses a session whose last line is torn while it looks live (another
+/// process holds its lock, or wrote it within the live window), unless
+/// `force`: the line is then most likely an append in progress, so the
+/// session is busy (exit 3, retry later), not a torn file to repair,
+/// wherever the result was to go. Every command that writes from a session
+/// with a torn last line asks this first.
+pub(crate) fn refuse_torn_while_live(file: &Path, force: bool) -> Result<(), Failure> {
+    if force {
+        return Ok(());
+    }
+    check_not_live(file, musepi_runtime::system_clock()).map_err(Failure::from)
 }
 
 /// What the command's writes in place had to tell the user (a replaced

@@ -339,13 +339,7 @@ impl Journal {
     /// `now_ms` (epoch milliseconds): its lock is held, or it was modified
     /// within [`LIVE_WINDOW_MS`].
     pub fn check_not_live(&self, now_ms: i64) -> Result<(), SessionError> {
-        match lock::live_sign(&self.target, now_ms, LIVE_WINDOW_MS)? {
-            Some(sign) => Err(SessionError::Live {
-                path: self.path.clone(),
-                sign,
-            }),
-            None => Ok(()),
-        }
+        refuse_live(&self.target, &self.path, now_ms)
     }
 
     fn check_writable(&self) -> Result<(), SessionError> {
@@ -399,6 +393,25 @@ impl TreeEdit for Journal {
             self.session.restore_state(before);
         }
         result
+    }
+}
+
+/// Refuses the session file at `path` when another process looks to be
+/// using it at `now_ms` (epoch milliseconds), as
+/// [`Journal::check_not_live`] does, for a caller that read the file
+/// without a journal (a repaired copy is made from it).
+pub fn check_not_live(path: &Path, now_ms: i64) -> Result<(), SessionError> {
+    refuse_live(path, path, now_ms)
+}
+
+/// [`SessionError::Live`], naming `path`, when the file `target` looks live.
+fn refuse_live(target: &Path, path: &Path, now_ms: i64) -> Result<(), SessionError> {
+    match lock::live_sign(target, now_ms, LIVE_WINDOW_MS)? {
+        Some(sign) => Err(SessionError::Live {
+            path: path.to_owned(),
+            sign,
+        }),
+        None => Ok(()),
     }
 }
 

@@ -30,9 +30,11 @@ pub(super) fn run(args: &CheckArgs, ctx: &Ctx) -> CmdResult {
     };
     let problems = loaded.session.problems();
     let repaired = match (&args.repair, &args.out) {
-        (true, Some(out)) => Some(repair::run(&loaded, out, args.force).inspect_err(|_| {
-            // The problems are still worth seeing when the copy fails.
-            if !ctx.json() {
+        (true, Some(out)) => Some(repair::run(&loaded, out, args.force).inspect_err(|f| {
+            // The problems are still worth seeing when the copy fails, but
+            // not when the session is live: its torn line is then an
+            // append in progress.
+            if !ctx.json() && f.exit != Exit::Busy {
                 let _ = print_text(&render_problems(&name, problems, &loaded, ctx));
             }
         })?),

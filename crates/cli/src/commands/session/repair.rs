@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use musepi_session_model::{Problem, ProblemKind, Replace, SequentialIds, load_file, write_file};
 
 use crate::commands::files::{Input, Loaded, mode_of, same_file};
+use crate::commands::writer::refuse_torn_while_live;
 use crate::ctx::{Failure, OrExit};
 
 /// A line dropped or changed, and why.
@@ -34,7 +35,8 @@ pub(super) struct Repair {
 }
 
 /// Writes the repaired copy of `loaded` to `out`, which must not exist
-/// unless `force`; it gets the input file's mode.
+/// unless `force`; it gets the input file's mode. A file whose last line
+/// is torn is refused as live (exit 3) while it looks live, unless `force`.
 pub(super) fn run(loaded: &Loaded, out: &Path, force: bool) -> Result<Repair, Failure> {
     if out.as_os_str() == "-" {
         return Err(Failure::usage(anyhow::anyhow!(
@@ -54,6 +56,13 @@ pub(super) fn run(loaded: &Loaded, out: &Path, force: bool) -> Result<Repair, Fa
             "{}: the file exists; pass --force to replace it",
             out.display()
         )));
+    }
+    // A copy without the torn last line of a session being written would
+    // drop the line the agent may still be finishing.
+    if let (Input::File(path), Some(tail)) = (&loaded.input, &loaded.tail)
+        && tail.torn.is_some()
+    {
+        refuse_torn_while_live(path, force)?;
     }
     let drop = dropped_lines(loaded.session.problems());
     let mut kept = 0u64;
