@@ -143,22 +143,18 @@ async fn a_user_message_target_moves_the_leaf_to_its_parent_and_returns_its_text
     assert_eq!(std::fs::read(&path).unwrap(), before);
 }
 
-struct Veto;
-impl Hook for Veto {
+/// Answers every `session_before_tree` with the same result.
+struct Answers(BeforeTreeResult);
+impl Hook for Answers {
     fn name(&self) -> String {
-        "veto".into()
+        "answers".into()
     }
     fn before_tree<'a>(
         &'a self,
         _: &'a BeforeTreeEvent,
         _: CancellationToken,
     ) -> HookFuture<'a, Option<BeforeTreeResult>> {
-        Box::pin(async {
-            Ok(Some(BeforeTreeResult {
-                cancel: true,
-                ..Default::default()
-            }))
-        })
+        Box::pin(async { Ok(Some(self.0.clone())) })
     }
 }
 
@@ -204,7 +200,10 @@ async fn a_hook_veto_or_a_failed_summary_changes_nothing() {
     let before = std::fs::read(&path).unwrap();
     let echo = echoing(false);
     let mut hooks = Hooks::new();
-    hooks.register(Arc::new(Veto));
+    hooks.register(Arc::new(Answers(BeforeTreeResult {
+        cancel: true,
+        ..Default::default()
+    })));
     assert!(matches!(
         go(&path, &options(&ids[1], true, Some(&echo), &hooks)).await,
         Err(NavigateError::CancelledByHook { .. })
@@ -245,36 +244,19 @@ async fn a_hook_summary_is_used_only_when_the_user_wants_one() {
     );
 }
 
-/// Supplies an empty summary.
-struct EmptySupplier;
-impl Hook for EmptySupplier {
-    fn name(&self) -> String {
-        "empty".into()
-    }
-    fn before_tree<'a>(
-        &'a self,
-        _: &'a BeforeTreeEvent,
-        _: CancellationToken,
-    ) -> HookFuture<'a, Option<BeforeTreeResult>> {
-        Box::pin(async {
-            Ok(Some(BeforeTreeResult {
-                summary: Some(SuppliedSummary {
-                    summary: String::new(),
-                    details: None,
-                }),
-                ..Default::default()
-            }))
-        })
-    }
-}
-
 #[tokio::test]
 async fn a_hook_summary_that_is_empty_is_kept_in_the_outcome_but_not_written() {
     let dir = tempfile::tempdir().unwrap();
     let (path, ids) = tree_file(dir.path());
     let before = std::fs::read(&path).unwrap();
     let mut hooks = Hooks::new();
-    hooks.register(Arc::new(EmptySupplier));
+    hooks.register(Arc::new(Answers(BeforeTreeResult {
+        summary: Some(SuppliedSummary {
+            summary: String::new(),
+            details: None,
+        }),
+        ..Default::default()
+    })));
     let out = go(&path, &options(&ids[1], true, None, &hooks))
         .await
         .unwrap();
