@@ -475,3 +475,52 @@ fn nothing_to_compact_is_exit_1_only_with_strict() {
         );
     }
 }
+
+/// Every command that writes `-o OUT`: the five that write from the
+/// session, and `handoff`, which writes a new one.
+fn out_writers(file: &Path) -> [Vec<&str>; 6] {
+    [
+        vec!["prune", p(file), "--min-saving", "0"],
+        vec!["compact", p(file)],
+        vec!["branch", p(file), "--to", "root"],
+        vec!["session", "migrate", p(file)],
+        vec!["session", "check", p(file), "--repair"],
+        vec!["handoff", p(file)],
+    ]
+}
+
+#[test]
+fn an_existing_out_is_file_exists_for_every_writer_and_replaced_only_with_force() {
+    let case = Case::new();
+    let file = case.session();
+    let before = std::fs::read(&file).unwrap();
+    let out = case.file("out.jsonl", "precious\n");
+    let expected = format!(
+        "{}: the file already exists; pass --force to replace it",
+        p(&out)
+    );
+    for writer in out_writers(&file) {
+        let mut args = writer.clone();
+        args.extend(["-o", p(&out), "--json"]);
+        let doc = error(&case.run(&args), 2, "file-exists");
+        assert_eq!(error_message(&doc), expected, "{writer:?}");
+        // Without --json, the same message on stderr.
+        let o = case.run(&args[..args.len() - 1]);
+        assert_eq!(code(&o), 2, "{writer:?}");
+        assert_eq!(stderr(&o).trim_end(), format!("musepi: error: {expected}"));
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "precious\n");
+        assert_eq!(std::fs::read(&file).unwrap(), before, "{writer:?}");
+    }
+    // --force replaces OUT (handoff needs a model, which handoff_cli tests).
+    for writer in &out_writers(&file)[..5] {
+        std::fs::write(&out, "precious\n").unwrap();
+        let mut args = writer.clone();
+        args.extend(["-o", p(&out), "--force", "--json"]);
+        let o = case.run(&args);
+        // `session check` exits 2 when the copy has problems; this one has none.
+        assert_eq!(code(&o), 0, "{writer:?}: {}", stderr(&o));
+        let copy = std::fs::read_to_string(&out).unwrap();
+        assert!(copy.starts_with(r#"{"type":"session""#), "{writer:?}");
+        assert_eq!(std::fs::read(&file).unwrap(), before, "{writer:?}");
+    }
+}

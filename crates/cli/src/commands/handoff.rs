@@ -23,8 +23,7 @@ use musepi_hooks::events::{
 use musepi_hooks::{Hooks, Summarizer};
 use musepi_session_model::time::format_iso;
 use musepi_session_model::{
-    CURRENT_VERSION, EntryBody, Header, IdSource, Journal, Replace, Session, Stamp,
-    write_session_file,
+    CURRENT_VERSION, EntryBody, Header, IdSource, Journal, Session, Stamp, write_session_file,
 };
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -33,7 +32,7 @@ use crate::cli::BudgetArgs;
 use crate::cli::HandoffArgs;
 use crate::commands::files::mode_of;
 use crate::commands::runtime::{Progress, maintenance, provider, runtime, settings};
-use crate::commands::writer::print_warnings;
+use crate::commands::writer::{print_warnings, replace_out};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::ids::RandomIds;
 use crate::output::{Color, aligned, print_json, print_text};
@@ -49,16 +48,7 @@ pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
             "a handoff writes a new session file: give -o a path"
         )));
     }
-    if !args.force && (args.out.exists() || args.out.is_symlink()) {
-        return Err(Failure::new(
-            Exit::BadInput,
-            "file-exists",
-            anyhow::anyhow!(
-                "{}: the file already exists; pass --force to replace it",
-                args.out.display()
-            ),
-        ));
-    }
+    let replace = replace_out(&args.out, args.force)?;
     let file = args.file.path()?;
     let journal = Journal::open(
         &file,
@@ -140,11 +130,6 @@ pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
         ));
     }
     let (header, new) = new_session(session, &parent, &document, ctx);
-    let replace = if args.force {
-        Replace::Existing
-    } else {
-        Replace::Never
-    };
     write_session_file(&args.out, &new, mode_of(&file), replace)?;
     report(args, &header, &document, from_extension, &warnings, ctx)
 }

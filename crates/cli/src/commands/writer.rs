@@ -58,14 +58,8 @@ impl Target {
                 "-o - writes the session to standard output, so it cannot be combined with --json"
             )));
         }
-        if let Dest::File(o) = &dest
-            && !force
-            && (o.exists() || o.is_symlink())
-        {
-            return Err(Failure::bad_input(anyhow::anyhow!(
-                "{}: the file exists; pass --force to replace it",
-                o.display()
-            )));
+        if let Dest::File(o) = &dest {
+            replace_out(o, force)?;
         }
         Ok(Self {
             file: file.to_owned(),
@@ -128,12 +122,7 @@ impl Target {
         match &self.dest {
             Dest::InPlace => Ok(Some(self.file.display().to_string())),
             Dest::File(out) => {
-                let replace = if self.force {
-                    Replace::Existing
-                } else {
-                    Replace::Never
-                };
-                journal.write_copy(out, replace)?;
+                journal.write_copy(out, replace_out(out, self.force)?)?;
                 Ok(Some(out.display().to_string()))
             }
             Dest::Stdout => {
@@ -156,6 +145,21 @@ impl Target {
             crate::output::print_text(text).map_err(Failure::failed)
         }
     }
+}
+
+/// How a command writes the new file `-o OUT`: refused when OUT exists
+/// (or is a symbolic link), exit 2 with `file-exists`, unless `force`,
+/// which replaces it. Every command that writes to `-o OUT` asks this
+/// before any work and writes with the answer, so a file created
+/// meanwhile is refused the same way ([`Failure::file_exists`]).
+pub(crate) fn replace_out(out: &Path, force: bool) -> Result<Replace, Failure> {
+    if force {
+        return Ok(Replace::Existing);
+    }
+    if out.exists() || out.is_symlink() {
+        return Err(Failure::file_exists(out));
+    }
+    Ok(Replace::Never)
 }
 
 /// Refuses a session whose last line is torn while it looks live (another

@@ -79,6 +79,21 @@ impl Failure {
         Self::new(Exit::BadInput, "usage", error)
     }
 
+    /// The output file `-o OUT` exists and `--force`, which replaces it,
+    /// was not given (exit 2, `file-exists`). Every command that writes to
+    /// `-o OUT` refuses it with this one message, and so does a write that
+    /// finds the file created meanwhile.
+    pub fn file_exists(path: &std::path::Path) -> Self {
+        Self::new(
+            Exit::BadInput,
+            "file-exists",
+            anyhow::anyhow!(
+                "{}: the file already exists; pass --force to replace it",
+                path.display()
+            ),
+        )
+    }
+
     /// An entry id the session does not have (exit 2, `unknown-entry`).
     pub fn unknown_entry(id: &str) -> Self {
         Self::new(
@@ -228,7 +243,10 @@ fn session(e: &SessionError, fallback: Exit) -> Condition {
 /// as [`SessionError::WriteFailed`]).
 impl From<SessionError> for Failure {
     fn from(e: SessionError) -> Self {
-        Self::bad_input(e)
+        match e {
+            SessionError::AlreadyExists { path } => Self::file_exists(&path),
+            e => Self::bad_input(e),
+        }
     }
 }
 
@@ -478,6 +496,22 @@ mod tests {
             let what = format!("{error:?}");
             assert_eq!(code_of(error, Exit::Failed), expected, "{what}");
         }
+    }
+
+    #[test]
+    fn an_existing_output_is_one_message_whether_refused_before_or_at_the_write() {
+        let path = PathBuf::from("out.jsonl");
+        let before = Failure::file_exists(&path);
+        let at_write = Failure::from(SessionError::AlreadyExists { path });
+        assert_eq!(before.to_json(), at_write.to_json());
+        assert_eq!(
+            (at_write.exit, at_write.code),
+            (Exit::BadInput, "file-exists")
+        );
+        assert_eq!(
+            at_write.to_json()["error"]["message"],
+            "out.jsonl: the file already exists; pass --force to replace it"
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@ use std::io::Write as _;
 use std::path::Path;
 
 use musepi_session_model::{
-    CURRENT_VERSION, ProblemKind, Replace, Session, SessionError, write_file, write_session_file,
+    CURRENT_VERSION, ProblemKind, Session, SessionError, write_file, write_session_file,
     write_session_to,
 };
 use serde_json::json;
@@ -12,7 +12,7 @@ use serde_json::json;
 use super::problem_json;
 use crate::cli::MigrateArgs;
 use crate::commands::files::{Input, load_with, mode_of, note_problems};
-use crate::commands::writer::{Dest, Target, print_warnings, write_warnings};
+use crate::commands::writer::{Dest, Target, print_warnings, replace_out, write_warnings};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{note, print_json};
 
@@ -62,9 +62,12 @@ fn from_file(path: &Path, args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
         (Dest::File(out), false) => {
             let mut src = std::fs::File::open(path)
                 .map_err(|e| Failure::bad_input(anyhow::Error::new(e).context(name.clone())))?;
-            write_file(out, mode_of(path), replace(args.write.force), |w| {
-                std::io::copy(&mut src, w).map(|_| ())
-            })?;
+            write_file(
+                out,
+                mode_of(path),
+                replace_out(out, args.write.force)?,
+                |w| std::io::copy(&mut src, w).map(|_| ()),
+            )?;
             Some(out.display().to_string())
         }
         (Dest::Stdout, false) => {
@@ -85,14 +88,6 @@ fn from_file(path: &Path, args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
         &target,
         ctx,
     )
-}
-
-fn replace(force: bool) -> Replace {
-    if force {
-        Replace::Existing
-    } else {
-        Replace::Never
-    }
 }
 
 fn from_stdin(args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
@@ -123,10 +118,17 @@ fn from_stdin(args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
                 .write_all(bytes)
                 .map_err(Failure::failed)?,
             (Dest::File(out), true) => {
-                write_session_file(out, &loaded.session, None, replace(args.write.force))?;
+                write_session_file(
+                    out,
+                    &loaded.session,
+                    None,
+                    replace_out(out, args.write.force)?,
+                )?;
             }
             (Dest::File(out), false) => {
-                write_file(out, None, replace(args.write.force), |w| w.write_all(bytes))?;
+                write_file(out, None, replace_out(out, args.write.force)?, |w| {
+                    w.write_all(bytes)
+                })?;
             }
             (Dest::InPlace, _) => {
                 return Err(Failure::bad_input(anyhow::anyhow!(

@@ -10,10 +10,10 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use musepi_session_model::{Problem, ProblemKind, Replace, SequentialIds, load_file, write_file};
+use musepi_session_model::{Problem, ProblemKind, SequentialIds, load_file, write_file};
 
 use crate::commands::files::{Input, Loaded, mode_of, same_file};
-use crate::commands::writer::refuse_torn_while_live;
+use crate::commands::writer::{refuse_torn_while_live, replace_out};
 use crate::ctx::{Failure, OrExit};
 
 /// A line dropped or changed, and why.
@@ -51,12 +51,7 @@ pub(super) fn run(loaded: &Loaded, out: &Path, force: bool) -> Result<Repair, Fa
             out.display()
         )));
     }
-    if !force && (out.exists() || out.is_symlink()) {
-        return Err(Failure::bad_input(anyhow::anyhow!(
-            "{}: the file exists; pass --force to replace it",
-            out.display()
-        )));
-    }
+    let replace = replace_out(out, force)?;
     // A copy without the torn last line of a session being written would
     // drop the line the agent may still be finishing.
     if let (Input::File(path), Some(tail)) = (&loaded.input, &loaded.tail)
@@ -83,11 +78,6 @@ pub(super) fn run(loaded: &Loaded, out: &Path, force: bool) -> Result<Repair, Fa
     let mode = match &loaded.input {
         Input::File(path) => mode_of(path),
         Input::Stdin => None,
-    };
-    let replace = if force {
-        Replace::Existing
-    } else {
-        Replace::Never
     };
     write_file(out, mode, replace, |w| {
         let mut buf = Vec::new();
