@@ -524,3 +524,44 @@ fn an_existing_out_is_file_exists_for_every_writer_and_replaced_only_with_force(
         assert_eq!(std::fs::read(&file).unwrap(), before, "{writer:?}");
     }
 }
+
+#[test]
+fn a_dry_run_with_nothing_to_compact_answers_json_with_json() {
+    let case = Case::new();
+    let file = case.session();
+    let compacted = case.path().join("compacted.jsonl");
+    let o = case.run(&["compact", p(&file), "-o", p(&compacted), "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    support::settle(&compacted);
+    let before = std::fs::read(&compacted).unwrap();
+    for (strict, exit) in [(false, 0), (true, 1)] {
+        let mut args = vec!["compact", p(&compacted), "--dry-run", "--json"];
+        if strict {
+            args.push("--strict");
+        }
+        let o = case.run(&args);
+        assert_eq!(code(&o), exit, "{args:?}: {}", stderr(&o));
+        let doc: Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{e}: not one JSON document: {}", stdout(&o)));
+        assert_eq!(doc["dryRun"], true, "{doc}");
+        assert_eq!(doc["nothingToCompact"], true, "{doc}");
+        assert_eq!(doc["reason"], "Already compacted", "{doc}");
+        assert_eq!(doc["strategy"], "snapcompact", "{doc}");
+        assert!(doc["tokensBefore"].as_u64().unwrap() > 0, "{doc}");
+        assert_eq!(doc["prune"]["results"], json!([]), "{doc}");
+        assert_eq!(doc["requests"], json!([]), "{doc}");
+        assert_eq!(
+            std::fs::read(&compacted).unwrap(),
+            before,
+            "a dry run writes nothing"
+        );
+    }
+    // Without --json, the line for people.
+    let o = case.run(&["compact", p(&compacted), "--dry-run"]);
+    assert_eq!(stdout(&o), "nothing to compact: Already compacted\n");
+    // With something to compact, the same document says so.
+    let o = case.run(&["compact", p(&file), "--dry-run", "--json"]);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["nothingToCompact"], false, "{doc}");
+    assert!(doc["firstKeptEntryId"].is_string(), "{doc}");
+}

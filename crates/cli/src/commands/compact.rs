@@ -207,7 +207,22 @@ fn dry_run(
     let prep = match step.prepare(&pruned, leaf) {
         Ok(p) => p,
         Err(reason) => {
-            print_text(&format!("nothing to compact: {reason}\n")).or_failed()?;
+            // The dry-run document, saying there is nothing to do as `plan`
+            // and the compaction say it.
+            if ctx.json() {
+                print_json(&json!({
+                    "dryRun": true,
+                    "nothingToCompact": true,
+                    "reason": reason.to_string(),
+                    "strategy": strategy.name(),
+                    "tokensBefore": step.tokens_before,
+                    "prune": prune_json(session, &step.plan),
+                    "requests": [],
+                }))
+                .or_failed()?;
+            } else {
+                print_text(&format!("nothing to compact: {reason}\n")).or_failed()?;
+            }
             return Ok(if args.strict { Exit::Failed } else { Exit::Ok });
         }
     };
@@ -226,6 +241,7 @@ fn dry_run(
     if ctx.json() {
         print_json(&json!({
             "dryRun": true,
+            "nothingToCompact": false,
             "strategy": strategy.name(),
             "firstKeptEntryId": prep.first_kept_entry_id.as_str(),
             "tokensBefore": prep.tokens_before,
