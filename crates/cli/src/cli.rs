@@ -151,12 +151,21 @@ pub struct RenderArgs {
     /// The compaction entry to render (default: the latest on the path to the leaf).
     #[arg(long, value_name = "ID")]
     pub entry: Option<String>,
-    /// Print the archive's text anew with this shape (e.g. 8on22-bw) instead of writing the stored frames.
-    #[arg(long, value_name = "NAME")]
+    /// Print the archive's text anew with this shape (e.g. 8on22-bw; auto: the model's) instead of writing the stored frames.
+    #[arg(long, value_name = "NAME", value_parser = shape_names())]
     pub shape: Option<String>,
     /// Print the archive's text anew in the shape measured for this model.
     #[arg(long, value_name = "ID")]
     pub model: Option<String>,
+}
+
+/// The values `--shape` takes: `auto` and every shape, so clap refuses any
+/// other as bad usage and `--help` lists them.
+fn shape_names() -> clap::builder::PossibleValuesParser {
+    std::iter::once("auto")
+        .chain(musepi_snapcompact::shape::SHAPES.iter().map(|s| s.name))
+        .collect::<Vec<_>>()
+        .into()
 }
 
 /// `musepi context FILE`.

@@ -154,6 +154,30 @@ fn bad_usage_is_exit_2_with_code_usage() {
     ] {
         error(&case.run(&args), 2, "usage");
     }
+    // An unknown shape is bad usage, like an unknown strategy, and the
+    // message lists the valid ones, as --help does.
+    let o = case.run(&[
+        "snapcompact",
+        "render",
+        p(&file),
+        "--out",
+        "frames",
+        "--shape",
+        "nope",
+        "--json",
+    ]);
+    let doc = error(&o, 2, "usage");
+    let message = error_message(&doc);
+    assert!(
+        message.starts_with("invalid value 'nope' for '--shape <NAME>'; [possible values: auto, "),
+        "{message}"
+    );
+    let help = stdout(&case.run(&["snapcompact", "render", "--help"]));
+    for name in ["auto", "8on22-bw", "11on16-bw", "doc-8on16-sent-dim"] {
+        assert!(message.contains(name), "{message}");
+        assert!(help.contains(name), "{help}");
+    }
+    assert!(!case.path().join("frames").exists());
     // Without --json the error is on stderr only.
     let o = case.run(&["compact", p(&file), "--strategy", "nope"]);
     assert_eq!(code(&o), 2);

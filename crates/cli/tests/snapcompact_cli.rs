@@ -242,7 +242,7 @@ fn bad_entries_shapes_and_sessions_without_an_archive_exit_2() {
         (vec!["--entry", "nope"], "unknown entry id `nope`"),
         (
             vec!["--shape", "9x9-bw"],
-            "unknown snapcompact shape `9x9-bw`",
+            "invalid value '9x9-bw' for '--shape <NAME>'",
         ),
     ] {
         let mut all = vec!["snapcompact", "render", p(&file), "--out", p(&out)];
@@ -278,7 +278,7 @@ fn an_unknown_shape_lists_the_valid_ones_before_the_file_is_read() {
     assert_eq!(code(&o), 2);
     let err = text(&o.stderr);
     assert!(
-        err.contains("--shape: unknown snapcompact shape `nonsense`: expected auto or one of "),
+        err.contains("invalid value 'nonsense' for '--shape <NAME>'\n  [possible values: auto, "),
         "{err}"
     );
     for name in ["8on22-bw", "11on16-bw", "doc-8on16-sent-dim"] {

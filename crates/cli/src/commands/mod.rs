@@ -59,9 +59,7 @@ where
         Err(e) => {
             let _ = e.print();
             if wants_json(&args) {
-                let text = e.to_string();
-                let failure =
-                    Failure::usage(anyhow::anyhow!("{}", first_line(&text).unwrap_or(&text)));
+                let failure = Failure::usage(anyhow::anyhow!("{}", clap_message(&e.to_string())));
                 let _ = print_json(&failure.to_json());
             }
             return Exit::BadInput.into();
@@ -89,12 +87,20 @@ fn wants_json(args: &[OsString]) -> bool {
         .any(|a| a == "--json")
 }
 
-/// A clap error's message without its `error: ` prefix and usage lines.
-fn first_line(text: &str) -> Option<&str> {
-    text.lines()
+/// A clap error's message on one line, without its `error: ` prefix and
+/// what follows it for a terminal (the usage lines, the pointer to
+/// `--help`), but with the valid values and the tip clap gives.
+fn clap_message(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
         .map(str::trim)
-        .find(|l| !l.is_empty())
-        .map(|l| l.strip_prefix("error: ").unwrap_or(l))
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty())
+        .collect();
+    let message = lines.join("; ");
+    message
+        .strip_prefix("error: ")
+        .map_or_else(|| message.clone(), str::to_owned)
 }
 
 fn dispatch(command: Command, ctx: &Ctx) -> CmdResult {

@@ -47,13 +47,13 @@ struct Written {
 }
 
 fn render(args: &RenderArgs, ctx: &Ctx) -> CmdResult {
-    // The flags first: a bad --shape is an error before the file is read.
+    // The flags first: clap refused an unknown --shape, and the shape is
+    // resolved before the file is read.
     let shape = match (&args.shape, &args.model) {
         (None, None) => None,
         (shape, model) => Some(
             resolve_shape("", model.as_deref().unwrap_or_default(), shape.as_deref())
-                .map_err(|e| anyhow!("--shape: {e}"))
-                .or_bad_input()?
+                .map_err(|e| Failure::usage(anyhow!("--shape: {e}")))?
                 .shape,
         ),
     };
