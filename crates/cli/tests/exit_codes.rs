@@ -589,3 +589,57 @@ fn a_dry_run_with_nothing_to_compact_answers_json_with_json() {
     assert_eq!(doc["nothingToCompact"], false, "{doc}");
     assert!(doc["firstKeptEntryId"].is_string(), "{doc}");
 }
+
+#[test]
+fn dash_reads_standard_input_for_readers_and_is_bad_usage_for_commands_that_need_the_file() {
+    let case = Case::new();
+    let file = case.session();
+    let compacted = case.path().join("compacted.jsonl");
+    let o = case.run(&["compact", p(&file), "-o", p(&compacted)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let bytes = std::fs::read(&compacted).unwrap();
+    let stdin_run = |args: &[&str]| musepi_in(case.path(), case.path(), args, Some(&bytes));
+    // The commands that need the session's file itself.
+    for args in [
+        vec!["prune", "-"],
+        vec!["compact", "-"],
+        vec!["branch", "-", "--to", "root"],
+        vec!["handoff", "-", "-o", "new.jsonl"],
+        vec!["view", "-"],
+    ] {
+        let mut json = args.clone();
+        json.push("--json");
+        let doc = error(&stdin_run(&json), 2, "usage");
+        let message = error_message(&doc);
+        assert!(
+            message.starts_with(&format!(
+                "musepi {} needs a session file path, not `-` (standard input): it ",
+                args[0]
+            )),
+            "{message}"
+        );
+        assert!(!case.path().join("-").exists(), "{args:?}");
+        assert!(!case.path().join("new.jsonl").exists(), "{args:?}");
+    }
+    // The commands that read a session, whatever they write elsewhere.
+    let frames = case.path().join("frames");
+    for args in [
+        vec!["session", "stats", "-"],
+        vec!["session", "tree", "-"],
+        vec!["session", "check", "-"],
+        vec!["session", "migrate", "-", "-o", "-"],
+        vec!["context", "-"],
+        vec!["context", "-", "--chart"],
+        vec!["plan", "-"],
+        vec!["snapcompact", "render", "-", "--out", p(&frames)],
+    ] {
+        let o = stdin_run(&args);
+        assert_eq!(code(&o), 0, "{args:?}: {}", stderr(&o));
+        assert!(!o.stdout.is_empty(), "{args:?}");
+    }
+    assert!(frames.join("archive.json").exists());
+    let repaired = case.path().join("repaired.jsonl");
+    let o = stdin_run(&["session", "check", "-", "--repair", "-o", p(&repaired)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(std::fs::read(&repaired).unwrap(), bytes);
+}

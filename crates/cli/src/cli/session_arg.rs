@@ -10,7 +10,7 @@ use clap::Args;
 /// working directory (resolved in `commands::pi_dir`).
 #[derive(Debug, Clone, Default, Args)]
 pub struct SessionArg {
-    /// The session file (`-` reads standard input for the commands that only read).
+    /// The session file; `-` reads standard input, except for the commands that need the file itself (prune, compact, branch, handoff, view).
     #[arg(value_name = "FILE", required_unless_present = "latest")]
     pub file: Option<PathBuf>,
     /// Instead of FILE, the session pi wrote last for the working directory.

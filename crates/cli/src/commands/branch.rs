@@ -13,6 +13,7 @@ use musepi_session_model::Journal;
 use serde_json::json;
 
 use crate::cli::BranchArgs;
+use crate::commands::pi_dir::CHANGES_THE_FILE;
 use crate::commands::runtime::{Progress, default_branch_strategy, provider, runtime, settings};
 use crate::commands::writer::{Target, mark_leaf, print_warnings, write_warnings};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
@@ -22,7 +23,7 @@ use crate::report::plan::request_json;
 /// Runs the command.
 pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
     let settings = settings(ctx)?;
-    let file = args.file.path()?;
+    let file = args.file.file_path("branch", CHANGES_THE_FILE)?;
     let dest = Target::new(&file, &args.write, ctx)?;
     let mut journal = dest.open(ctx)?;
     let target = (args.to != "root").then(|| args.to.clone());

@@ -6,6 +6,7 @@ use musepi_compaction::{RequestOptions, SummaryPlan, prune_first};
 use musepi_hooks::{CompactError, CompactOptions, Summarizer, compact};
 use musepi_session_model::{EntryBody, Journal};
 
+use crate::commands::pi_dir::CHANGES_THE_FILE;
 use crate::commands::strategy::{pick, uses_model};
 use crate::commands::writer::{Target, print_warnings, write_warnings};
 use serde_json::json;
@@ -28,7 +29,7 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         args.llm.model.as_deref(),
     )?;
     let name = strategy.name();
-    let file = args.file.path()?;
+    let file = args.file.file_path("compact", CHANGES_THE_FILE)?;
     let target = Target::new(&file, &args.write, ctx)?;
     let mut journal = target.open(ctx)?;
     target.refuse_live(&journal)?;

@@ -49,7 +49,10 @@ pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
         )));
     }
     let replace = replace_out(&args.out, args.force)?;
-    let file = args.file.path()?;
+    let file = args.file.file_path(
+        "handoff",
+        "names the session file as the new session's parentSession",
+    )?;
     let journal = Journal::open(
         &file,
         crate::ids::for_migration(ctx.deterministic_ids()).as_mut(),

@@ -270,6 +270,11 @@ pub fn cwd() -> Result<PathBuf, Failure> {
     })
 }
 
+/// Why `prune`, `compact` and `branch` need FILE to be a path
+/// ([`SessionArg::file_path`](crate::cli::SessionArg::file_path)).
+pub const CHANGES_THE_FILE: &str =
+    "changes the session file in place, or writes a copy of it with -o OUT";
+
 impl crate::cli::SessionArg {
     /// FILE, or with `--latest` the newest session of pi's folder for the
     /// working directory.
@@ -279,6 +284,18 @@ impl crate::cli::SessionArg {
         }
         let folder = resolve(self.session_dir.as_deref(), &cwd()?, &Env::process())?;
         latest(&folder)
+    }
+
+    /// FILE (or `--latest`) for a command that works on the session's file
+    /// itself, which standard input is not: `-` is bad usage, the message
+    /// saying that `musepi {command}` needs a path because it `{why}`.
+    pub fn file_path(&self, command: &str, why: &str) -> Result<PathBuf, Failure> {
+        if self.file.as_deref().is_some_and(|f| f.as_os_str() == "-") {
+            return Err(Failure::usage(anyhow::anyhow!(
+                "musepi {command} needs a session file path, not `-` (standard input): it {why} (a file named - is ./-)"
+            )));
+        }
+        self.path()
     }
 }
 

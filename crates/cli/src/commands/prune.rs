@@ -13,6 +13,7 @@ use musepi_compaction::{apply_prune, plan_prune};
 use serde_json::json;
 
 use crate::cli::PruneArgs;
+use crate::commands::pi_dir::CHANGES_THE_FILE;
 use crate::commands::plan::prune_text;
 use crate::commands::writer::{Target, print_warnings, write_warnings};
 use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
@@ -21,7 +22,7 @@ use crate::report::plan::prune_json;
 
 /// Runs the command.
 pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
-    let file = args.file.path()?;
+    let file = args.file.file_path("prune", CHANGES_THE_FILE)?;
     let target = Target::new(&file, &args.write, ctx)?;
     let mut journal = target.open(ctx)?;
     let now = ctx.now_ms();

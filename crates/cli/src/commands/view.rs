@@ -34,6 +34,10 @@ use musepi_providers::{ProviderFlags, process_env, resolve_config};
 
 /// Runs the command.
 pub fn run(args: &ViewArgs, ctx: &Ctx) -> CmdResult {
+    let file = args.file.file_path(
+        "view",
+        "reads its keys from the terminal and changes the session file in place",
+    )?;
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         return Err(Failure::usage(anyhow!(
             "musepi view needs a terminal: run it in an interactive shell (for text, use `musepi context --transcript` or `musepi session tree`)"
@@ -41,7 +45,6 @@ pub fn run(args: &ViewArgs, ctx: &Ctx) -> CmdResult {
     }
     let settings = settings(ctx)?;
     let m = maintenance(&settings, &args.budget);
-    let file = args.file.path()?;
     let session = load(&file).or_bad_input()?;
     let flags = args.llm.flags();
     // Check the flag now, so a typo is an error before the screen changes.
