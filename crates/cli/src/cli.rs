@@ -44,7 +44,7 @@ pub struct Globals {
     /// file; v1 entries are numbered that way during migration.
     #[arg(long, global = true, help_heading = GLOBAL)]
     pub deterministic_ids: bool,
-    /// A settings file read after ~/.musepi/settings.json and .musepi/settings.json.
+    /// A settings file read after ~/.musepi/settings.json and .musepi/settings.json (every command refuses one it cannot read or parse).
     #[arg(long, global = true, help_heading = GLOBAL, value_name = "FILE")]
     pub settings: Option<PathBuf>,
     /// Print nothing on stderr but errors.

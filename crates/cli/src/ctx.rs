@@ -11,8 +11,10 @@ pub use failure::{CmdResult, Condition, Exit, Failure, OrExit, classify};
 
 use crate::cli::Globals;
 use crate::output::Style;
+use crate::settings::{LoadedSettings, SettingsSources, load_settings};
 
-/// What every command gets: the global flags, read and checked.
+/// What every command gets: the global flags, read and checked, and the
+/// settings files, read once for every command.
 #[derive(Debug, Clone)]
 pub struct Ctx {
     /// The flags as given.
@@ -21,6 +23,9 @@ pub struct Ctx {
     pub now: Option<EpochMillis>,
     /// How to colour standard output.
     pub style: Style,
+    /// The settings files as [`Ctx::load_settings`] read them (the
+    /// defaults until then).
+    pub settings: LoadedSettings,
 }
 
 impl Ctx {
@@ -38,7 +43,19 @@ impl Ctx {
             globals,
             now,
             style: Style::stdout(),
+            settings: LoadedSettings::default(),
         })
+    }
+
+    /// Reads the settings files of the home folder, the working directory
+    /// and `--settings FILE` (docs/cli.md). Every command does, before it
+    /// starts, so a `--settings FILE` that cannot be read or parsed is
+    /// `bad-settings` whatever the command; the project file's keys that
+    /// need trust are dropped unless it is trusted, and nothing is run.
+    pub fn load_settings(mut self) -> Result<Self, Failure> {
+        let sources = SettingsSources::discover_here(self.globals.settings.clone());
+        self.settings = load_settings(&sources).map_err(Failure::bad_input)?;
+        Ok(self)
     }
 
     /// `--json`.

@@ -643,3 +643,79 @@ fn dash_reads_standard_input_for_readers_and_is_bad_usage_for_commands_that_need
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(std::fs::read(&repaired).unwrap(), bytes);
 }
+
+/// One command of every family, each able to succeed on `file` in the
+/// case's folder (`compacted` holds a snapcompact archive).
+fn every_command<'a>(file: &'a Path, compacted: &'a Path) -> Vec<Vec<&'a str>> {
+    vec![
+        vec!["session", "stats", p(file)],
+        vec!["session", "tree", p(file)],
+        vec!["session", "check", p(file)],
+        vec!["session", "migrate", p(file), "--dry-run"],
+        vec!["context", p(file)],
+        vec!["context", p(file), "--chart"],
+        vec!["plan", p(file)],
+        vec!["prune", p(file), "--dry-run"],
+        vec!["compact", p(file), "--dry-run"],
+        vec!["branch", p(file), "--to", "root", "--dry-run"],
+        vec!["snapcompact", "render", p(compacted), "--out", "frames"],
+        vec!["ls", "--session-dir", "no-such-folder"],
+        vec!["trust", "--list"],
+        vec!["hooks", "test", "session_tree"],
+    ]
+}
+
+#[test]
+fn a_settings_file_that_cannot_be_read_or_parsed_is_bad_settings_for_every_command() {
+    let case = Case::new();
+    let file = case.session();
+    let compacted = case.path().join("compacted.jsonl");
+    let o = case.run(&["compact", p(&file), "-o", p(&compacted)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    support::settle(&compacted);
+    let before = std::fs::read(&file).unwrap();
+    let broken = case.file("broken.json", "{ not json");
+    let missing = case.path().join("missing.json");
+    let valid = case.file(
+        "valid.json",
+        r#"{"compaction": {"keepRecentTokens": 4000}}"#,
+    );
+    let mut commands = every_command(&file, &compacted);
+    // These do not get far enough to read a file without their settings.
+    commands.push(vec!["handoff", p(&file), "-o", "new.jsonl"]);
+    commands.push(vec!["view", p(&file)]);
+    commands.push(vec!["serve"]);
+    for command in &commands {
+        for (settings, names) in [(&broken, "not valid JSON"), (&missing, "cannot read")] {
+            let mut args = command.clone();
+            args.extend(["--settings", p(settings), "--json"]);
+            let doc = error(&case.run(&args), 2, "bad-settings");
+            let message = error_message(&doc);
+            assert!(
+                message.contains(p(settings)) && message.contains(names),
+                "{command:?}: {message}"
+            );
+        }
+    }
+    assert!(!case.path().join("frames").exists());
+    assert!(!case.path().join("new.jsonl").exists());
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+    // A valid file works everywhere, and applies where settings matter.
+    for command in every_command(&file, &compacted) {
+        let mut args = command.clone();
+        args.extend(["--settings", p(&valid)]);
+        let o = case.run(&args);
+        assert_eq!(code(&o), 0, "{command:?}: {}", stderr(&o));
+    }
+    let plan = |extra: &[&str]| {
+        let mut args = vec!["plan", p(&file), "--json"];
+        args.extend_from_slice(extra);
+        let doc: Value = serde_json::from_slice(&case.run(&args).stdout).unwrap();
+        doc["keepRecentTokens"].clone()
+    };
+    assert_eq!(
+        plan(&["--settings", p(&valid)]),
+        plan(&["--keep-recent", "4000"])
+    );
+    assert_ne!(plan(&[]), plan(&["--keep-recent", "4000"]));
+}

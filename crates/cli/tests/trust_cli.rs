@@ -270,3 +270,29 @@ fn trust_refuses_what_it_cannot_read_and_writes_nothing() {
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(doc["error"]["code"], "unreadable-file");
 }
+
+#[test]
+fn every_command_reads_an_untrusted_project_file_and_still_runs_and_sends_nothing() {
+    let repo = Repo::new();
+    let o = repo.compact(&[]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    for args in [
+        vec!["session", "stats", "s.jsonl"],
+        vec!["session", "tree", "s.jsonl"],
+        vec!["session", "check", "s.jsonl"],
+        vec!["context", "s.jsonl"],
+        vec!["context", "s.jsonl", "--chart"],
+        vec!["plan", "s.jsonl"],
+        vec!["prune", "s.jsonl", "--dry-run"],
+        vec!["compact", "s.jsonl", "--dry-run"],
+        vec!["branch", "s.jsonl", "--to", "root", "--dry-run"],
+        vec!["snapcompact", "render", "out.jsonl", "--out", "frames"],
+        vec!["hooks", "test", "session_before_compact"],
+        vec!["trust", "--list"],
+    ] {
+        let o = repo.run(&args);
+        assert_eq!(code(&o), 0, "{args:?}: {}", stderr(&o));
+    }
+    assert!(!repo.marker().exists(), "the hook ran");
+    assert!(repo.server.seen().is_empty());
+}

@@ -22,7 +22,7 @@ use crate::report::plan::request_json;
 
 /// Runs the command.
 pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
-    let settings = settings(ctx)?;
+    let settings = settings(ctx);
     let file = args.file.file_path("branch", CHANGES_THE_FILE)?;
     let dest = Target::new(&file, &args.write, ctx)?;
     let mut journal = dest.open(ctx)?;

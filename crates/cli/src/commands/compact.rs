@@ -20,7 +20,7 @@ use crate::report::plan::{prune_json, request_json};
 
 /// Runs the command.
 pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
-    let settings = settings(ctx)?;
+    let settings = settings(ctx);
     let m = maintenance(&settings, &args.budget);
     let strategy = pick(
         args.strategy.as_deref(),

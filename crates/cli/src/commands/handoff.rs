@@ -42,7 +42,7 @@ pub const HANDOFF_REASON: &str = "handoff";
 
 /// Runs the command.
 pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
-    let settings = settings(ctx)?;
+    let settings = settings(ctx);
     if args.out.as_os_str() == "-" {
         return Err(Failure::usage(anyhow::anyhow!(
             "a handoff writes a new session file: give -o a path"

@@ -92,14 +92,13 @@ fn test(args: &HooksTestArgs, ctx: &Ctx) -> CmdResult {
             names::ALL.join(", ")
         )));
     };
-    let sources = match &args.config {
-        Some(file) => SettingsSources::default().with_explicit(file.clone()),
-        None => SettingsSources::discover(
-            &std::env::current_dir().or_bad_input()?,
-            ctx.globals.settings.clone(),
-        ),
+    let settings = match &args.config {
+        Some(file) => crate::commands::runtime::load(
+            &SettingsSources::default().with_explicit(file.clone()),
+            ctx,
+        )?,
+        None => crate::commands::runtime::settings(ctx),
     };
-    let settings = crate::commands::runtime::load(&sources, ctx)?;
     let mode = if ctx.quiet() {
         StderrMode::Capture
     } else {

@@ -66,7 +66,9 @@ where
         }
     };
     let json = cli.globals.json;
-    let result = Ctx::new(cli.globals).and_then(|ctx| dispatch(cli.command, &ctx));
+    let result = Ctx::new(cli.globals)
+        .and_then(Ctx::load_settings)
+        .and_then(|ctx| dispatch(cli.command, &ctx));
     match result {
         Ok(exit) => exit.into(),
         Err(failure) => {

@@ -18,7 +18,7 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
     let input = Input::from_arg(&args.file.path()?);
     let loaded = load_or_fail(&input, ctx)?;
     let leaf = resolve_leaf(&loaded.session, args.leaf.as_deref())?;
-    let file_settings = crate::commands::runtime::settings(ctx)?;
+    let file_settings = crate::commands::runtime::settings(ctx);
     let m = crate::commands::runtime::maintenance(&file_settings, &args.budget);
     let (settings, window, prune) = (m.compaction.clone(), m.context_window, m.prune());
     // The session is pruned in place: the plan needs no copy of it (the

@@ -27,7 +27,7 @@ pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
     let mut journal = target.open(ctx)?;
     let now = ctx.now_ms();
     let mut config = crate::commands::runtime::maintenance(
-        &crate::commands::runtime::settings(ctx)?,
+        &crate::commands::runtime::settings(ctx),
         &crate::cli::BudgetArgs::default(),
     )
     .prune();

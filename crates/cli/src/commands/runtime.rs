@@ -18,32 +18,36 @@ use musepi_providers::{
     process_env, resolve_config, resolve_provider,
 };
 
-/// Loads the settings files of the working directory, the home folder and
-/// `--settings`.
-pub fn settings(ctx: &Ctx) -> Result<Settings, Failure> {
-    let cwd = std::env::current_dir().or_bad_input()?;
-    load(
-        &SettingsSources::discover(&cwd, ctx.globals.settings.clone()),
-        ctx,
-    )
+/// The settings of the working directory, the home folder and
+/// `--settings`, which every command read before it started
+/// ([`Ctx::load_settings`]), for a command that uses them: what was wrong
+/// with them is said on stderr, and so is the note that an untrusted
+/// project file's hooks and providers were ignored. A command calls it
+/// once.
+pub fn settings(ctx: &Ctx) -> Settings {
+    with_notes(ctx.settings.clone(), ctx)
 }
 
-/// Loads settings files; warnings go to stderr, and so does the note that
-/// an untrusted project file's hooks and providers were ignored.
+/// Loads settings files other than the standard ones (`hooks test
+/// --config FILE`), with the notes of [`settings`].
 pub fn load(sources: &SettingsSources, ctx: &Ctx) -> Result<Settings, Failure> {
+    Ok(with_notes(load_settings(sources).or_bad_input()?, ctx))
+}
+
+fn with_notes(loaded: LoadedSettings, ctx: &Ctx) -> Settings {
     let LoadedSettings {
         settings,
         warnings,
         untrusted,
         ..
-    } = load_settings(sources).or_bad_input()?;
+    } = loaded;
     for w in &warnings {
         note(ctx.quiet(), &format!("musepi: warning: {w}"));
     }
     if let Some(u) = &untrusted {
         note(ctx.quiet(), &format!("musepi: warning: {u}"));
     }
-    Ok(settings)
+    settings
 }
 
 /// What the runtime and the pipelines read: the settings files, then the

@@ -205,7 +205,7 @@ fn abortable(method: &str) -> bool {
 
 /// Runs the command.
 pub fn run(args: &ServeArgs, ctx: &Ctx) -> CmdResult {
-    let settings = settings(ctx)?;
+    let settings = settings(ctx);
     install_crypto_provider();
     let flags = args.llm.flags();
     let provider = match resolve_provider(&flags, &settings.provider_settings(), &process_env) {

@@ -43,7 +43,7 @@ pub fn run(args: &ViewArgs, ctx: &Ctx) -> CmdResult {
             "musepi view needs a terminal: run it in an interactive shell (for text, use `musepi context --transcript` or `musepi session tree`)"
         )));
     }
-    let settings = settings(ctx)?;
+    let settings = settings(ctx);
     let m = maintenance(&settings, &args.budget);
     let session = load(&file).or_bad_input()?;
     let flags = args.llm.flags();

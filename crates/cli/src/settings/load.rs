@@ -41,6 +41,19 @@ impl SettingsSources {
         }
     }
 
+    /// The standard files for the working directory and `$HOME`, plus
+    /// `explicit`; without a working directory (it was removed) there is
+    /// no project file.
+    pub fn discover_here(explicit: Option<PathBuf>) -> Self {
+        match std::env::current_dir() {
+            Ok(cwd) => Self::discover(&cwd, explicit),
+            Err(_) => Self {
+                project: None,
+                ..Self::discover(Path::new("."), explicit)
+            },
+        }
+    }
+
     /// `path` as the user's file (`~/.musepi/settings.json`): always
     /// trusted, skipped when missing.
     #[must_use]
