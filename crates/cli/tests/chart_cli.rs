@@ -268,3 +268,48 @@ fn out_must_be_an_svg_file_and_never_the_session() {
     assert_eq!(std::fs::read(&file).unwrap(), before);
     assert!(!dir.path().join("chart.png").exists());
 }
+
+#[test]
+fn json_positions_count_from_0_where_the_table_counts_from_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = session(dir.path());
+    let doc: Value = serde_json::from_str(&ok(&musepi(
+        dir.path(),
+        &["context", file.to_str().unwrap(), "--chart", "--json"],
+        "120",
+    )))
+    .unwrap();
+    let points = doc["points"].as_array().unwrap();
+    let path_length = doc["pathLength"].as_u64().unwrap();
+    assert_eq!(points[0]["position"], 0, "the first entry of the path");
+    assert_eq!(
+        points.last().unwrap()["position"],
+        path_length - 1,
+        "the leaf"
+    );
+    let text = ok(&musepi(
+        dir.path(),
+        &["context", file.to_str().unwrap(), "--chart"],
+        "120",
+    ));
+    // The table: `#  entry  at  before → after …`, one row per compaction.
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("#  entry"))
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let compactions = doc["compactions"].as_array().unwrap();
+    assert_eq!(rows.len(), compactions.len(), "{text}");
+    for (row, c) in rows.iter().zip(compactions) {
+        assert_eq!(row[1], c["entryId"], "{text}");
+        let at: u64 = row[2].parse().unwrap();
+        assert_eq!(at, c["position"].as_u64().unwrap() + 1, "{text}");
+    }
+    // The axis ends at the path's length, the leaf's number from 1.
+    assert!(
+        text.lines()
+            .any(|l| l.trim_end().ends_with(&path_length.to_string())),
+        "{text}"
+    );
+}
