@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use musepi_session_model::LIVE_WINDOW_MS;
 use serde_json::{Value, json};
 use support::{
-    HOOK_IN_TIME_MS, Reply, Server, code, error_message, example_session, musepi_in, p, settle,
-    stderr, stdout,
+    HOOK_IN_TIME_MS, Reply, Server, code, error_message, example_session, musepi_in, p,
+    repair_json, settle, stderr, stdout,
 };
 
 struct Case {
@@ -286,15 +286,7 @@ fn repairing_a_torn_tail_in_a_live_session_is_exit_3_unless_forced() {
     let case = Case::new();
     let (file, bytes, lines) = torn_session(&case);
     let out = case.path().join("repaired.jsonl");
-    let repair = [
-        "session",
-        "check",
-        p(&file),
-        "--repair",
-        "-o",
-        p(&out),
-        "--json",
-    ];
+    let repair = repair_json(&file, &out);
 
     // Another process holds the lock of a file nobody wrote for a minute.
     settle(&file);

@@ -12,7 +12,7 @@ use std::process::{Command, Output, Stdio};
 use musepi_session_model::{SequentialIds, load_file};
 use musepi_test_support::{message_line, pi_fixture};
 use serde_json::Value;
-use support::{assert_stderr_has, fixture, settle, settled_copy, write_file};
+use support::{assert_stderr_has, fixture, repair_json, settle, settled_copy, write_file};
 
 /// The conformance set in the repository (tests/fixtures/conformance).
 fn conformance_dir() -> PathBuf {
@@ -308,15 +308,7 @@ fn repair_fixes_a_copy_of_a_torn_file_and_never_the_file() {
     assert!(stderr(&o).contains("never writes in place"));
 
     let out = dir.path().join("repaired.jsonl");
-    let o = musepi(&[
-        "session",
-        "check",
-        p(&file),
-        "--repair",
-        "-o",
-        p(&out),
-        "--json",
-    ]);
+    let o = musepi(&repair_json(&file, &out));
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let v = json(&o);
     let dropped: Vec<u64> = v["repair"]["dropped"]

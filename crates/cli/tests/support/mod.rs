@@ -74,6 +74,20 @@ pub fn p(path: &Path) -> &str {
     path.to_str().unwrap()
 }
 
+/// `session check FILE --repair -o OUT --json`: the repair of `file`
+/// written to `out`, answered as JSON.
+pub fn repair_json<'a>(file: &'a Path, out: &'a Path) -> [&'a str; 7] {
+    [
+        "session",
+        "check",
+        p(file),
+        "--repair",
+        "-o",
+        p(out),
+        "--json",
+    ]
+}
+
 /// The example session copied into `dir` as `name`, settled.
 pub fn example_session(dir: &Path, name: &str) -> PathBuf {
     let example =
