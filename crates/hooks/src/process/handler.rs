@@ -13,6 +13,21 @@ use crate::events::{
 };
 use crate::runner::{BeforeAnswer, Hook, HookError, HookFuture};
 
+/// The event methods that run the process with the event's session file:
+/// a before-event is `decide`d (exit 2 cancels), a notification is
+/// `notify`d (only the exit status counts).
+macro_rules! run_with_session_file {
+    ($($method:ident($event:ty) -> $answer:ty => $run:ident;)*) => {$(
+        fn $method<'a>(
+            &'a self,
+            event: &'a $event,
+            cancel: CancellationToken,
+        ) -> HookFuture<'a, $answer> {
+            Box::pin(self.$run(event, event.session_file.as_deref(), cancel))
+        }
+    )*};
+}
+
 impl Hook for ProcessHook {
     fn name(&self) -> String {
         self.name.clone()
@@ -26,12 +41,11 @@ impl Hook for ProcessHook {
         event == self.event
     }
 
-    fn before_compact<'a>(
-        &'a self,
-        event: &'a BeforeCompactEvent,
-        cancel: CancellationToken,
-    ) -> HookFuture<'a, Option<BeforeCompactResult>> {
-        Box::pin(self.decide(event, event.session_file.as_deref(), cancel))
+    run_with_session_file! {
+        before_compact(BeforeCompactEvent) -> Option<BeforeCompactResult> => decide;
+        compacted(CompactEvent) -> () => notify;
+        before_tree(BeforeTreeEvent) -> Option<BeforeTreeResult> => decide;
+        tree(TreeEvent) -> () => notify;
     }
 
     fn compacting<'a>(
@@ -51,26 +65,6 @@ impl Hook for ProcessHook {
                 }),
             }
         })
-    }
-
-    fn compacted<'a>(
-        &'a self,
-        event: &'a CompactEvent,
-        cancel: CancellationToken,
-    ) -> HookFuture<'a, ()> {
-        Box::pin(self.notify(event, event.session_file.as_deref(), cancel))
-    }
-
-    fn before_tree<'a>(
-        &'a self,
-        event: &'a BeforeTreeEvent,
-        cancel: CancellationToken,
-    ) -> HookFuture<'a, Option<BeforeTreeResult>> {
-        Box::pin(self.decide(event, event.session_file.as_deref(), cancel))
-    }
-
-    fn tree<'a>(&'a self, event: &'a TreeEvent, cancel: CancellationToken) -> HookFuture<'a, ()> {
-        Box::pin(self.notify(event, event.session_file.as_deref(), cancel))
     }
 }
 
