@@ -96,6 +96,11 @@ mod tests {
         json!({"type": "message", "message": {"role": "assistant", "content": blocks, "provider": "openai", "model": "m", "stopReason": "stop", "timestamp": 2}})
     }
 
+    /// An assistant message that says `text`.
+    fn said(text: &str) -> Value {
+        asst(&json!([{"type": "text", "text": text}]))
+    }
+
     fn call(id: &str) -> Value {
         asst(&json!([{"type": "toolCall", "id": id, "name": "read", "arguments": {}}]))
     }
@@ -112,28 +117,21 @@ mod tests {
         json!({"openaiRemoteCompaction": {"provider": provider, "replacementHistory": history, "compactionItem": {"type": "compaction", "encrypted_content": "x"}}})
     }
 
+    /// The replay openai stored with an empty replacement history.
+    fn empty_openai_replay() -> Value {
+        remote(&json!("openai"), &json!([]))
+    }
+
     /// u1 a1 [u2 a2 kept] C u3 a3.
     fn compacted(preserve: &Value) -> Session {
         session(&[
             ("u1", None, user("one")),
-            (
-                "a1",
-                Some("u1"),
-                asst(&json!([{"type": "text", "text": "A1"}])),
-            ),
+            ("a1", Some("u1"), said("A1")),
             ("u2", Some("a1"), user("two")),
-            (
-                "a2",
-                Some("u2"),
-                asst(&json!([{"type": "text", "text": "A2"}])),
-            ),
+            ("a2", Some("u2"), said("A2")),
             ("c", Some("a2"), compaction("u2", preserve)),
             ("u3", Some("c"), user("three")),
-            (
-                "a3",
-                Some("u3"),
-                asst(&json!([{"type": "text", "text": "A3"}])),
-            ),
+            ("a3", Some("u3"), said("A3")),
         ])
     }
 
@@ -208,7 +206,7 @@ mod tests {
 
     #[test]
     fn without_the_session_or_refinements_nothing_changes() {
-        let s = compacted(&remote(&json!("openai"), &json!([])));
+        let s = compacted(&empty_openai_replay());
         let ctx = build_context(&s);
         let plain = convert_to_llm(&ctx.messages, &ConvertOptions::default());
         assert_eq!(
@@ -272,11 +270,7 @@ mod tests {
         // emitted, and nothing after it is held.
         let s = session(&[
             ("u1", None, user("one")),
-            (
-                "c",
-                Some("u1"),
-                compaction("gone", &remote(&json!("openai"), &json!([]))),
-            ),
+            ("c", Some("u1"), compaction("gone", &empty_openai_replay())),
             ("u3", Some("c"), user("three")),
         ]);
         let out = replaying(&s);
@@ -288,11 +282,7 @@ mod tests {
         // An older compaction's replay is gone with its summary.
         let s = session(&[
             ("u1", None, user("one")),
-            (
-                "c1",
-                Some("u1"),
-                compaction("u1", &remote(&json!("openai"), &json!([]))),
-            ),
+            ("c1", Some("u1"), compaction("u1", &empty_openai_replay())),
             ("u2", Some("c1"), user("two")),
             ("c2", Some("u2"), compaction("u2", &json!({}))),
             ("u3", Some("c2"), user("three")),
@@ -308,17 +298,9 @@ mod tests {
         let s = session(&[
             ("u1", None, user("one")),
             ("a1", Some("u1"), call("t1")),
-            (
-                "c",
-                Some("a1"),
-                compaction("u1", &remote(&json!("openai"), &json!([]))),
-            ),
+            ("c", Some("a1"), compaction("u1", &empty_openai_replay())),
             ("r1", Some("c"), result("t1")),
-            (
-                "a2",
-                Some("r1"),
-                asst(&json!([{"type": "text", "text": "A2"}])),
-            ),
+            ("a2", Some("r1"), said("A2")),
         ]);
         let out = replaying(&s);
         assert_eq!(out.len(), 3);

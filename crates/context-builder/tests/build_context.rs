@@ -21,6 +21,10 @@ fn compaction(summary: &str, keep: &str) -> Value {
     json!({"type": "compaction", "summary": summary, "firstKeptEntryId": keep, "tokensBefore": 100})
 }
 
+fn branch_summary(summary: &str, from: &str) -> Value {
+    json!({"type": "branch_summary", "fromId": from, "summary": summary})
+}
+
 /// `entries` in one line: ids `1`, `2`, … each under the one before.
 fn chain(entries: Vec<Value>) -> Session {
     let ids: Vec<String> = (1..=entries.len()).map(|i| i.to_string()).collect();
@@ -162,7 +166,7 @@ fn cases_10_to_14_branches_summaries_unknown_leaves_and_orphans() {
         (
             "4",
             Some("2"),
-            json!({"type": "branch_summary", "fromId": "3", "summary": "Summary of abandoned work"}),
+            branch_summary("Summary of abandoned work", "3"),
         ),
         ("5", Some("4"), user("new direction")),
     ]);
@@ -185,11 +189,7 @@ fn cases_10_to_14_branches_summaries_unknown_leaves_and_orphans() {
         ("7", Some("6"), asst("r3")),
         ("8", Some("3"), user("wrong path")),
         ("9", Some("8"), asst("wrong response")),
-        (
-            "10",
-            Some("3"),
-            json!({"type": "branch_summary", "fromId": "3", "summary": "Tried wrong approach"}),
-        ),
+        ("10", Some("3"), branch_summary("Tried wrong approach", "3")),
         ("11", Some("10"), user("better approach")),
     ]);
     assert_eq!(
@@ -295,11 +295,7 @@ fn build_tree(steps: &[(usize, u8)]) -> Session {
                 entries.push((id, parent, compaction("S", &keep)));
             }
             0 | 1 | 4 => entries.push((id, parent, user("u"))),
-            _ => entries.push((
-                id,
-                parent,
-                json!({"type": "branch_summary", "fromId": "x", "summary": "B"}),
-            )),
+            _ => entries.push((id, parent, branch_summary("B", "x"))),
         }
     }
     let refs: Vec<(&str, Option<&str>, Value)> = entries
