@@ -101,6 +101,12 @@ impl EntryBuilder {
         )))
     }
 
+    /// An assistant message: `text`, then the one call `id` of `tool` with
+    /// `arguments`, without usage.
+    pub fn call(&mut self, text: &str, id: &str, tool: &str, arguments: Value) -> EntryId {
+        self.assistant(text, &[(id, tool, arguments)], None)
+    }
+
     /// A successful tool result.
     pub fn result(&mut self, call_id: &str, tool: &str, text: &str) -> EntryId {
         self.result_with(call_id, tool, text, false, None)

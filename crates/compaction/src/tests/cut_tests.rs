@@ -108,7 +108,7 @@ fn push(b: &mut Builder, kind: Kind, n: usize, call: usize) {
         }
         Kind::AssistantCalling => {
             let id = format!("c{call}");
-            b.assistant(&text, &[(&id, "bash", json!({"command": "ls"}))], None);
+            b.call(&text, &id, "bash", json!({"command": "ls"}));
             return;
         }
         Kind::ToolResult => {
@@ -235,7 +235,7 @@ fn a_window_inside_a_turn_splits_it_at_its_beginning() {
     let mut b = Builder::new();
     b.user(&"u".repeat(4_000));
     b.user("the turn");
-    b.assistant(&"a".repeat(4_000), &[("c1", "bash", json!({}))], None);
+    b.call(&"a".repeat(4_000), "c1", "bash", json!({}));
     b.result("c1", "bash", &"r".repeat(400));
     b.assistant(&"a".repeat(400), &[], None);
     let entries = b.session.entries();

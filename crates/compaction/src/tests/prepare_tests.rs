@@ -27,17 +27,14 @@ fn appendix_c_worked_example() {
     let mut b = Builder::new();
     let x = |n: usize| "x".repeat(n);
     b.user(&x(400));
-    b.assistant(
-        &x(200),
-        &[("c1", "read", json!({"path": "src/a.ts"}))],
-        None,
-    );
+    b.call(&x(200), "c1", "read", json!({"path": "src/a.ts"}));
     b.result("c1", "read", &x(40_000));
     b.user(&x(800));
-    b.assistant(
+    b.call(
         &x(400),
-        &[("c2", "edit", json!({"path": "src/a.ts", "x": x(2_974)}))],
-        None,
+        "c2",
+        "edit",
+        json!({"path": "src/a.ts", "x": x(2_974)}),
     );
     b.result("c2", "edit", &x(200));
     b.push(musepi_session_model::EntryBody::ModelChange(
@@ -48,11 +45,7 @@ fn appendix_c_worked_example() {
         },
     ));
     let turn_start = b.user(&x(400));
-    b.assistant(
-        &x(1_200),
-        &[("c3", "bash", json!({"command": "npm test"}))],
-        None,
-    );
+    b.call(&x(1_200), "c3", "bash", json!({"command": "npm test"}));
     b.result("c3", "bash", &x(60_000));
     let last = b.assistant(&x(2_000), &[], Some((45_000.0, 500.0)));
     let s = CompactionSettings::default();
@@ -102,13 +95,13 @@ fn worked_example_a_split_turn() {
     let mut b = Builder::new();
     let big = "y".repeat(4_000); // 1,000 tokens each
     b.user(&big);
-    b.assistant(&big, &[("a", "read", json!({"path": "a"}))], None);
+    b.call(&big, "a", "read", json!({"path": "a"}));
     b.result("a", "read", &big);
     let u3 = b.user(&big);
-    let a4 = b.assistant(&big, &[("b", "read", json!({"path": "b"}))], None);
+    let a4 = b.call(&big, "b", "read", json!({"path": "b"}));
     b.result("b", "read", &big);
     b.result("b2", "read", &big);
-    b.assistant(&big, &[("c", "read", json!({"path": "c"}))], None);
+    b.call(&big, "c", "read", json!({"path": "c"}));
     b.result("c", "read", &big);
     let p = prepare(&b.session, b.leaf(), &settings(5_000)).unwrap();
     assert_eq!(p.first_kept_entry_id, a4);
@@ -126,9 +119,9 @@ fn worked_example_b_one_huge_turn() {
     let mut b = Builder::new();
     let big = "z".repeat(4_000);
     b.user(&big);
-    b.assistant(&big, &[("a", "read", json!({"path": "a"}))], None);
+    b.call(&big, "a", "read", json!({"path": "a"}));
     b.result("a", "read", &big);
-    let kept = b.assistant(&big, &[("b", "read", json!({"path": "b"}))], None);
+    let kept = b.call(&big, "b", "read", json!({"path": "b"}));
     b.result("b", "read", &big);
     let p = prepare(&b.session, b.leaf(), &settings(1_500)).unwrap();
     assert_eq!(p.first_kept_entry_id, kept);

@@ -130,7 +130,7 @@ proptest! {
     #[test]
     fn pruning_never_touches_protected_results_or_the_protected_window(steps in steps()) {
         let mut b = build(&steps);
-        b.assistant("skill", &[("sk", "skill", json!({}))], None);
+        b.call("skill", "sk", "skill", json!({}));
         b.result("sk", "skill", &"s".repeat(50_000));
         let config = PruneConfig { minimum_savings: 0, ..PruneConfig::default() };
         let plan = plan_prune(&b.session, b.leaf(), &config);

@@ -3,6 +3,12 @@ use serde_json::json;
 use crate::{PruneConfig, PruneKind, USELESS_NOTICE, apply_prune, plan_prune, plan_stale_results};
 use musepi_test_support::EntryBuilder as Builder;
 
+/// A read of `path` (call `id`, which the call says too) and its `output`.
+fn read(b: &mut Builder, id: &str, path: &str, output: &str) {
+    b.call(id, id, "read", json!({ "path": path }));
+    b.result(id, "read", output);
+}
+
 /// A case musepi adds to pi's tests.
 #[test]
 fn old_results_behind_the_protected_window_are_pruned() {
@@ -10,19 +16,11 @@ fn old_results_behind_the_protected_window_are_pruned() {
     let result = "r".repeat(40_000); // 10,000 tokens
     for i in 0..5 {
         b.user("go");
-        b.assistant(
-            "run",
-            &[(&format!("old{i}"), "bash", json!({"command": "x"}))],
-            None,
-        );
+        b.call("run", &format!("old{i}"), "bash", json!({"command": "x"}));
         b.result(&format!("old{i}"), "bash", &result);
     }
     for i in 0..5 {
-        b.assistant(
-            "run",
-            &[(&format!("new{i}"), "bash", json!({"command": "y"}))],
-            None,
-        );
+        b.call("run", &format!("new{i}"), "bash", json!({"command": "y"}));
         b.result(&format!("new{i}"), "bash", &"n".repeat(36_000)); // 9,000 tokens: 45,000 protected
     }
     let plan = plan_prune(&b.session, b.leaf(), &PruneConfig::default());
@@ -56,9 +54,9 @@ fn old_results_behind_the_protected_window_are_pruned() {
 #[test]
 fn small_savings_change_nothing() {
     let mut b = Builder::new();
-    b.assistant("run", &[("a", "bash", json!({}))], None);
+    b.call("run", "a", "bash", json!({}));
     b.result("a", "bash", &"r".repeat(16_000)); // 4,000 tokens
-    b.assistant("run", &[("b", "bash", json!({}))], None);
+    b.call("run", "b", "bash", json!({}));
     b.result("b", "bash", &"n".repeat(164_000)); // 41,000 protected
     let plan = plan_prune(&b.session, b.leaf(), &PruneConfig::default());
     assert!(plan.is_empty());
@@ -67,19 +65,14 @@ fn small_savings_change_nothing() {
 #[test]
 fn tiny_results_skill_results_and_the_window_are_never_age_pruned() {
     let mut b = Builder::new();
-    b.assistant("s", &[("s", "skill", json!({}))], None);
+    b.call("s", "s", "skill", json!({}));
     b.result("s", "skill", &"s".repeat(200_000));
-    b.assistant("t", &[("t", "bash", json!({}))], None);
+    b.call("t", "t", "bash", json!({}));
     b.result("t", "bash", &"t".repeat(160)); // 40 tokens
-    b.assistant(
-        "r",
-        &[("r", "read", json!({"path": "skill://guide"}))],
-        None,
-    );
-    b.result("r", "read", &"g".repeat(200_000));
-    b.assistant("old", &[("o", "bash", json!({}))], None);
+    read(&mut b, "r", "skill://guide", &"g".repeat(200_000));
+    b.call("old", "o", "bash", json!({}));
     b.result("o", "bash", &"o".repeat(100_000));
-    b.assistant("new", &[("n", "bash", json!({}))], None);
+    b.call("new", "n", "bash", json!({}));
     b.result("n", "bash", &"n".repeat(164_000));
     let plan = plan_prune(
         &b.session,
@@ -109,9 +102,9 @@ fn tiny_results_skill_results_and_the_window_are_never_age_pruned() {
 #[test]
 fn useless_results_are_elided_even_inside_the_window() {
     let mut b = Builder::new();
-    b.assistant("grep", &[("g", "grep", json!({"q": "x"}))], None);
+    b.call("grep", "g", "grep", json!({"q": "x"}));
     b.result_with("g", "grep", &"no matches ".repeat(10), false, Some(true));
-    b.assistant("grep", &[("e", "grep", json!({"q": "y"}))], None);
+    b.call("grep", "e", "grep", json!({"q": "y"}));
     b.result_with("e", "grep", &"error ".repeat(10), true, Some(true));
     let config = PruneConfig {
         minimum_savings: 0,
@@ -126,18 +119,10 @@ fn useless_results_are_elided_even_inside_the_window() {
 #[test]
 fn older_reads_of_a_file_are_superseded() {
     let mut b = Builder::new();
-    b.assistant("r1", &[("r1", "read", json!({"path": "src/a.ts"}))], None);
-    b.result("r1", "read", &"v1 ".repeat(100));
-    b.assistant(
-        "r2",
-        &[("r2", "read", json!({"path": "src/a.ts:10-20"}))],
-        None,
-    );
-    b.result("r2", "read", &"part ".repeat(100));
-    b.assistant("r3", &[("r3", "read", json!({"path": "src/a.ts"}))], None);
-    b.result("r3", "read", &"v2 ".repeat(100));
-    b.assistant("r4", &[("r4", "read", json!({"path": "src/b.ts"}))], None);
-    b.result("r4", "read", &"b ".repeat(100));
+    read(&mut b, "r1", "src/a.ts", &"v1 ".repeat(100));
+    read(&mut b, "r2", "src/a.ts:10-20", &"part ".repeat(100));
+    read(&mut b, "r3", "src/a.ts", &"v2 ".repeat(100));
+    read(&mut b, "r4", "src/b.ts", &"b ".repeat(100));
     let plan = plan_stale_results(&b.session, b.leaf(), &PruneConfig::default(), 8_000, false);
     let ids: Vec<&str> = plan
         .candidates
@@ -163,10 +148,8 @@ fn older_reads_of_a_file_are_superseded() {
 #[test]
 fn the_stale_pass_waits_for_a_small_suffix_unless_idle() {
     let mut b = Builder::new();
-    b.assistant("r1", &[("r1", "read", json!({"path": "a"}))], None);
-    b.result("r1", "read", &"v1 ".repeat(100));
-    b.assistant("r2", &[("r2", "read", json!({"path": "a"}))], None);
-    b.result("r2", "read", &"x".repeat(40_000)); // 10,000 tokens after r1
+    read(&mut b, "r1", "a", &"v1 ".repeat(100));
+    read(&mut b, "r2", "a", &"x".repeat(40_000)); // 10,000 tokens after r1
     assert!(
         plan_stale_results(&b.session, b.leaf(), &PruneConfig::default(), 8_000, false).is_empty()
     );

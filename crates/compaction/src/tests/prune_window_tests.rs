@@ -276,19 +276,11 @@ proptest! {
 fn a_result_whose_call_precedes_the_boundary_keeps_its_read_path() {
     let mut b = Builder::new();
     b.user("start");
-    b.assistant(
-        "reading",
-        &[("old", "read", json!({"path": "src/a.rs"}))],
-        None,
-    );
+    b.call("reading", "old", "read", json!({"path": "src/a.rs"}));
     let kept = b.user("an interjection between the call and its result");
     b.result("old", "read", &"x".repeat(800));
     b.compaction("so far", &kept, 10.0);
-    b.assistant(
-        "again",
-        &[("new", "read", json!({"path": "src/a.rs"}))],
-        None,
-    );
+    b.call("again", "new", "read", json!({"path": "src/a.rs"}));
     b.result("new", "read", &"y".repeat(800));
     let plan = window_plan_as_whole_path(&b.session, b.leaf());
     let old = b.session.index_of("00000004").unwrap();
@@ -326,11 +318,7 @@ fn far_window(call_at: Option<usize>) -> (Builder, usize) {
     let mut b = Builder::new();
     for i in 0..200 {
         if Some(i) == call_at {
-            b.assistant(
-                "reading",
-                &[("old", "read", json!({"path": "src/a.rs"}))],
-                None,
-            );
+            b.call("reading", "old", "read", json!({"path": "src/a.rs"}));
         } else {
             b.user("a long history");
         }
@@ -361,11 +349,7 @@ fn a_result_whose_call_precedes_the_window_reads_back_to_the_oldest_call_only() 
     let (mut b, leaf) = far_window(None);
     let fork = b.session.entries()[98].id.to_string();
     b.session.set_leaf(&fork).unwrap();
-    b.assistant(
-        "elsewhere",
-        &[("old", "read", json!({"path": "src/b.rs"}))],
-        None,
-    );
+    b.call("elsewhere", "old", "read", json!({"path": "src/b.rs"}));
     let leaf_id = b.session.entries()[leaf].id.to_string();
     b.session.set_leaf(&leaf_id).unwrap();
     assert_eq!(walked_before_window(&b.session, leaf), 200 - 99);

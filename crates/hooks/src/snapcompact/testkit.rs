@@ -95,7 +95,7 @@ impl BuilderExt for EntryBuilder {
         output: &str,
     ) {
         self.user(request);
-        self.assistant(reply, &[(id, tool, arguments)], None);
+        self.call(reply, id, tool, arguments);
         self.result(id, tool, output);
     }
 }

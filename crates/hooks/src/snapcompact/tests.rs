@@ -263,11 +263,7 @@ fn the_native_preparation_archives_the_answer_and_its_files() {
 fn useless_pairs_are_left_out_and_custom_messages_are_archived() {
     let mut b = Builder::new();
     b.user("check the tree");
-    b.assistant(
-        "Checking.",
-        &[("u1", "bash", json!({"command": "true"}))],
-        None,
-    );
+    b.call("Checking.", "u1", "bash", json!({"command": "true"}));
     b.result_with("u1", "bash", "nothing", false, Some(true));
     b.push(EntryBody::CustomMessage(CustomMessageEntry {
         custom_type: "note".into(),
