@@ -9,9 +9,10 @@ mod support;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use support::{Reply, Server, assert_stderr_has, code, last_line, musepi_in, p, stderr, strings};
-
-const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
+use support::{
+    Reply, Server, assert_has, assert_stderr_has, code, last_line, musepi_async as musepi, stderr,
+    strings,
+};
 
 /// A model on 127.0.0.1 answering every request with the same summary.
 async fn server() -> Server {
@@ -24,8 +25,10 @@ async fn server() -> Server {
     .await
 }
 
-/// start (user) → ok (assistant) → plan B (user) → reading (assistant with a read).
-fn tree(dir: &Path) -> PathBuf {
+/// start (user) → ok (assistant) → plan B (user) → reading (assistant with a read),
+/// as `t.jsonl` in a temporary folder that lives as long as the value.
+fn tree() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
     let lines = [
         json!({"type":"session","version":3,"id":"t1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}),
         json!({"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"Port the parser.","timestamp":1}}),
@@ -33,7 +36,7 @@ fn tree(dir: &Path) -> PathBuf {
         json!({"type":"message","id":"c3","parentId":"b2","timestamp":"2026-01-01T00:00:03.000Z","message":{"role":"user","content":"Try plan B: a hand-written lexer.","timestamp":3}}),
         json!({"type":"message","id":"d4","parentId":"c3","timestamp":"2026-01-01T00:00:04.000Z","message":{"role":"assistant","content":[{"type":"text","text":"Reading the lexer."},{"type":"toolCall","id":"r1","name":"read","arguments":{"path":"src/lexer.rs"}}],"provider":"p","model":"m","stopReason":"toolUse","timestamp":4}}),
     ];
-    let path = dir.join("t.jsonl");
+    let path = dir.path().join("t.jsonl");
     let text = lines.iter().fold(String::new(), |mut acc, l| {
         acc.push_str(&l.to_string());
         acc.push('\n');
@@ -41,16 +44,7 @@ fn tree(dir: &Path) -> PathBuf {
     });
     std::fs::write(&path, text).unwrap();
     support::settle(&path);
-    path
-}
-
-async fn musepi(args: &[&str]) -> Output {
-    tokio::process::Command::new(MUSEPI)
-        .args(args)
-        .env("HOME", std::env::temp_dir())
-        .output()
-        .await
-        .unwrap()
+    (dir, path)
 }
 
 /// `musepi branch FILE ARGS…`.
@@ -60,18 +54,28 @@ async fn branch(file: &Path, args: &[&str]) -> Output {
     musepi(&all).await
 }
 
+/// What `run` answered, asserting that it left `file` byte for byte as it was.
+async fn writing_nothing(file: &Path, run: impl Future<Output = Output>) -> Output {
+    let before = std::fs::read(file).unwrap();
+    let out = run.await;
+    assert_eq!(std::fs::read(file).unwrap(), before, "{}", stderr(&out));
+    out
+}
+
+/// `musepi branch FILE --to b2 --summarize ARGS…`: back to the assistant's
+/// question, summarizing plan B on the way.
+async fn summarize_to_b2(file: &Path, args: &[&str]) -> Output {
+    branch(file, &[&["--to", "b2", "--summarize"], args].concat()).await
+}
+
 #[tokio::test]
 async fn a_summary_is_requested_stored_under_the_target_and_seen_in_the_context() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = tree(dir.path());
+    let (_dir, file) = tree();
     let server = server().await;
     let base = format!("{}/v1", server.url);
-    let out = branch(
+    let out = summarize_to_b2(
         &file,
         &[
-            "--to",
-            "b2",
-            "--summarize",
             "--provider",
             "openai-compatible",
             "--base-url",
@@ -99,11 +103,9 @@ async fn a_summary_is_requested_stored_under_the_target_and_seen_in_the_context(
     assert_eq!(entry["fromId"], "b2");
     assert_eq!(entry["fromExtension"], false);
     let summary = entry["summary"].as_str().unwrap();
-    assert!(
-        summary.contains(
-            "## Goal\n- Try plan B for the parser\n\n<files>\n# src/\nlexer.rs (Read)\n</files>"
-        ),
-        "{summary}"
+    assert_has(
+        summary,
+        "## Goal\n- Try plan B for the parser\n\n<files>\n# src/\nlexer.rs (Read)\n</files>",
     );
     assert_eq!(entry["details"]["readFiles"], json!(["src/lexer.rs"]));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -118,8 +120,7 @@ async fn a_summary_is_requested_stored_under_the_target_and_seen_in_the_context(
 
 #[tokio::test]
 async fn navigation_without_a_summary_records_the_new_leaf() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = tree(dir.path());
+    let (_dir, file) = tree();
     let out = branch(&file, &["--to", "b2", "--json"]).await;
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let entry = last_line(&file);
@@ -137,14 +138,9 @@ async fn navigation_without_a_summary_records_the_new_leaf() {
 
 #[tokio::test]
 async fn the_digest_needs_no_model_and_dry_run_writes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = tree(dir.path());
-    let before = std::fs::read(&file).unwrap();
-    let dry = branch(
-        &file,
-        &["--to", "root", "--summarize", "--dry-run", "--json"],
-    )
-    .await;
+    let (_dir, file) = tree();
+    let args = ["--to", "root", "--summarize", "--dry-run", "--json"];
+    let dry = writing_nothing(&file, branch(&file, &args)).await;
     assert!(dry.status.success());
     let plan: Value = serde_json::from_slice(&dry.stdout).unwrap();
     assert_eq!(plan["entries"], json!(["a1", "b2", "c3", "d4"]));
@@ -156,12 +152,7 @@ async fn the_digest_needs_no_model_and_dry_run_writes_nothing() {
             .unwrap()
             .contains("Port the parser.")
     );
-    assert_eq!(std::fs::read(&file).unwrap(), before);
-    let out = branch(
-        &file,
-        &["--to", "b2", "--summarize", "--strategy", "snapcompact"],
-    )
-    .await;
+    let out = summarize_to_b2(&file, &["--strategy", "snapcompact"]).await;
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let entry = last_line(&file);
     assert_eq!(entry["type"], "branch_summary");
@@ -177,10 +168,8 @@ async fn the_digest_needs_no_model_and_dry_run_writes_nothing() {
 
 #[tokio::test]
 async fn summarize_without_a_provider_writes_the_digest() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = tree(dir.path());
-    let args = ["branch", p(&file), "--to", "b2", "--summarize", "--json"];
-    let out = musepi_in(dir.path(), dir.path(), &args, None);
+    let (_dir, file) = tree();
+    let out = summarize_to_b2(&file, &["--json"]).await;
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_stderr_has(&out, "snapcompact digest");
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -199,23 +188,10 @@ async fn summarize_without_a_provider_writes_the_digest() {
 
 #[tokio::test]
 async fn summarize_with_an_unusable_provider_is_an_error_and_writes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = tree(dir.path());
-    let before = std::fs::read(&file).unwrap();
-    let args = [
-        "branch",
-        p(&file),
-        "--to",
-        "b2",
-        "--summarize",
-        "--provider",
-        "openai-responses",
-        "--model",
-        "gpt-4.1-mini",
-    ];
+    let (_dir, file) = tree();
     // No API key reaches it: the environment's are removed.
-    let out = musepi_in(dir.path(), dir.path(), &args, None);
+    let provider = ["--provider", "openai-responses", "--model", "gpt-4.1-mini"];
+    let out = writing_nothing(&file, summarize_to_b2(&file, &provider)).await;
     assert_eq!(out.status.code(), Some(2));
     assert_stderr_has(&out, "no API key");
-    assert_eq!(std::fs::read(&file).unwrap(), before);
 }

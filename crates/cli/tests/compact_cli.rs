@@ -11,7 +11,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{MUSEPI, Reply, Server, assert_stderr_has, last_line};
+use support::{MUSEPI, Reply, Server, assert_has, assert_stderr_has, last_line};
 
 fn chat(text: &str) -> Reply {
     support::chat(text, "stop")
@@ -125,11 +125,8 @@ async fn an_openai_compatible_summary_is_written_and_the_requests_are_exact() {
     let entry = last_line(&file);
     assert_eq!(entry["type"], "compaction");
     let summary = entry["summary"].as_str().unwrap();
-    assert!(
-        summary.contains("**Turn Context (split turn):**"),
-        "{summary}"
-    );
-    assert!(summary.contains("<files>\n# src/"), "{summary}");
+    assert_has(summary, "**Turn Context (split turn):**");
+    assert_has(summary, "<files>\n# src/");
     assert_eq!(entry["shortSummary"], "I moved the store to a log.");
     assert_eq!(entry["fromExtension"], false);
     assert_eq!(entry["usage"]["totalTokens"], 360);

@@ -14,8 +14,9 @@ use std::process::Output;
 
 use serde_json::{Value, json};
 use support::{
-    Model, Reply, assert_stderr_has, chat_text, code, hook_settings as settings, json_file,
-    json_lines, json_out, musepi_with_env, p, recording_hook, script, stderr, strings, write_file,
+    Model, Reply, assert_has, assert_stderr_has, chat_text, code, hook_settings as settings,
+    json_file, json_lines, json_out, musepi_with_env, p, recording_hook, script, stderr, strings,
+    write_file,
 };
 
 const DOCUMENT: &str = "## Goal\nFix the parser.\n\n## Progress\n### Done\n- [x] Read src/parse.rs\n\n## Next Steps\n1. Edit src/lib.rs";
@@ -141,8 +142,8 @@ fn a_handoff_writes_a_new_session_that_starts_from_the_document() {
         serde_json::to_string_pretty(&requests[0]).unwrap()
     );
     let last = messages.last().unwrap()["content"].to_string();
-    assert!(last.contains("## Goal"), "{last}");
-    assert!(last.contains("Additional focus: the parser only"), "{last}");
+    assert_has(&last, "## Goal");
+    assert_has(&last, "Additional focus: the parser only");
 
     // The new session is what `context` sees: the document alone.
     let o = musepi(dir.path(), &["context", p(&new), "--json"]);
@@ -165,7 +166,7 @@ fn text_output_names_the_new_file_and_shows_the_document() {
         )),
         "{text}"
     );
-    assert!(text.contains("  ## Goal\n  Fix the parser.\n"), "{text}");
+    assert_has(&text, "  ## Goal\n  Fix the parser.\n");
 }
 
 #[test]

@@ -17,8 +17,8 @@
 mod support;
 
 use support::{
-    HOOK_IN_TIME_MS, Model, assert_stderr_has, chat, code, hook_settings as settings, json_file,
-    json_out, last_line, p, recording_hook, script, stderr, stdout, write_file,
+    HOOK_IN_TIME_MS, Model, assert_has, assert_stderr_has, chat, code, hook_settings as settings,
+    json_file, json_out, last_line, p, recording_hook, script, stderr, stdout, write_file,
 };
 
 use std::path::{Path, PathBuf};
@@ -149,6 +149,19 @@ fn compact(dir: &Path, file: &Path, settings: &Path, extra: &[&str]) -> Output {
     }
     args.extend(extra);
     musepi(dir, &args, &[])
+}
+
+/// `musepi hooks test EVENT --config CONFIG ARGS…` in `dir`, with `env` set.
+fn hooks_test(
+    dir: &Path,
+    event: &str,
+    config: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Output {
+    let mut all = vec!["hooks", "test", event, "--config", p(config)];
+    all.extend(args);
+    musepi(dir, &all, env)
 }
 
 /// Whether process `pid` is gone (or a zombie nobody reaped yet) within
@@ -383,7 +396,7 @@ fn the_after_compact_event_sees_the_saved_entry() {
     assert_eq!(event["compactionEntry"], last_line(&file));
     assert_eq!(event["fromExtension"], false);
     let env = std::fs::read_to_string(&env_seen).unwrap();
-    assert!(env.contains("MUSEPI_EVENT=session_compact\n"), "{env}");
+    assert_has(&env, "MUSEPI_EVENT=session_compact\n");
     assert!(
         env.contains(&format!("MUSEPI_SESSION_FILE={}", p(&file))),
         "{env}"
@@ -421,11 +434,8 @@ fn api_keys_reach_a_hook_only_when_named() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let env = std::fs::read_to_string(&dump).unwrap();
     assert!(!env.contains("secret"), "{env}");
-    assert!(env.contains("TICKET_TOKEN=named-and-passed\n"), "{env}");
-    assert!(
-        env.contains("MUSEPI_EVENT=session_before_compact\n"),
-        "{env}"
-    );
+    assert_has(&env, "TICKET_TOKEN=named-and-passed\n");
+    assert_has(&env, "MUSEPI_EVENT=session_before_compact\n");
 }
 
 #[test]
@@ -523,18 +533,8 @@ fn hooks_test_runs_each_hook_with_the_sample_and_reports_what_came_back() {
         {"command": [p(&good)]}, {"command": [p(&quiet)]}, {"command": [p(&bad)], "onFailure": "cancel"}
     ]}});
     let config = write_file(dir.path(), "hooks.json", hook_config.to_string());
-    let hooks_test = |extra: &[&str]| {
-        let mut args = vec![
-            "hooks",
-            "test",
-            "session.compacting",
-            "--config",
-            p(&config),
-        ];
-        args.extend(extra);
-        musepi(dir.path(), &args, &[])
-    };
-    let o = hooks_test(&["--json"]);
+    let run = |args: &[&str]| hooks_test(dir.path(), "session.compacting", &config, args, &[]);
+    let o = run(&["--json"]);
     assert_eq!(code(&o), 1, "a failed hook makes exit 1: {}", stderr(&o));
     let doc = json_out(&o);
     assert_eq!(doc["event"], "session.compacting");
@@ -560,14 +560,14 @@ fn hooks_test_runs_each_hook_with_the_sample_and_reports_what_came_back() {
     let read: Value = json_file(&seen);
     assert_eq!(read, doc["payload"]);
     // Text output names each hook and its verdict.
-    let text = stdout(&hooks_test(&[]));
+    let text = stdout(&run(&[]));
     assert!(
         text.starts_with("session.compacting: 3 hooks run with the sample payload\n"),
         "{text}"
     );
-    assert!(text.contains("ok, answered"), "{text}");
-    assert!(text.contains("ok, no answer"), "{text}");
-    assert!(text.contains("failed"), "{text}");
+    assert_has(&text, "ok, answered");
+    assert_has(&text, "ok, no answer");
+    assert_has(&text, "failed");
 }
 
 #[test]
@@ -586,28 +586,13 @@ fn hooks_test_exit_codes() {
         &[],
     );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let o = musepi(
-        dir.path(),
-        &[
-            "hooks",
-            "test",
-            "session_before_tree",
-            "--config",
-            p(&s),
-            "--json",
-        ],
-        &[],
-    );
+    let o = hooks_test(dir.path(), "session_before_tree", &s, &["--json"], &[]);
     assert_eq!(code(&o), 1);
     let doc = json_out(&o);
     assert_eq!(doc["hooks"][0]["outcome"], "cancel");
     assert_eq!(doc["hooks"][0]["reason"], "not today");
     assert_eq!(doc["hooks"][0]["exitCode"], 2);
-    let o = musepi(
-        dir.path(),
-        &["hooks", "test", "session_compact", "--config", p(&s)],
-        &[],
-    );
+    let o = hooks_test(dir.path(), "session_compact", &s, &[], &[]);
     assert_eq!(code(&o), 0);
     assert!(
         stdout(&o).starts_with("no hooks configured for session_compact"),
@@ -672,11 +657,7 @@ fn the_docs_show_the_payload_of_every_event_as_hooks_test_sends_it() {
         ]
     );
     for (event, shown) in &blocks {
-        let o = musepi(
-            dir.path(),
-            &["hooks", "test", event, "--config", p(&empty), "--json"],
-            &[],
-        );
+        let o = hooks_test(dir.path(), event, &empty, &["--json"], &[]);
         assert_eq!(code(&o), 0);
         assert_eq!(
             numbers_as_f64(&json_out(&o)["payload"]),
@@ -739,18 +720,7 @@ fn the_shell_example_holds_compaction_while_the_marker_exists() {
     assert_stderr_has(&o, "work in progress (.musepi/wip exists)");
     assert_eq!(std::fs::read(&file).unwrap(), before);
     // Through `hooks test` too: the sample is a manual compaction.
-    let o = musepi(
-        dir.path(),
-        &[
-            "hooks",
-            "test",
-            "session_before_compact",
-            "--config",
-            p(&s),
-            "--json",
-        ],
-        &[],
-    );
+    let o = hooks_test(dir.path(), "session_before_compact", &s, &["--json"], &[]);
     assert_eq!(json_out(&o)["hooks"][0]["outcome"], "cancel");
     // An overflow compaction is never held.
     let mut run = Command::new(repo().join("examples/hooks/hold-compaction.sh"))
@@ -809,23 +779,18 @@ fn the_python_example_adds_git_status_to_the_summary_request() {
     let prompt = last_user_text(&model.requests()[0]);
     let block = &prompt[prompt.find("<additional-context>\n").unwrap()..];
     let block = &block[..block.find("</additional-context>").unwrap()];
-    assert!(block.contains("- git branch: fix/eol\n"), "{block}");
-    assert!(block.contains("- last commit: "), "{block}");
-    assert!(block.contains(" first commit\n"), "{block}");
-    assert!(block.contains("- uncommitted (M): README.md\n"), "{block}");
+    assert_has(block, "- git branch: fix/eol\n");
+    assert_has(block, "- last commit: ");
+    assert_has(block, " first commit\n");
+    assert_has(block, "- uncommitted (M): README.md\n");
     // Outside a repository it answers nothing.
     let plain = tempfile::tempdir().unwrap();
     let s = example_settings(plain.path());
-    let o = musepi(
+    let o = hooks_test(
         plain.path(),
-        &[
-            "hooks",
-            "test",
-            "session.compacting",
-            "--config",
-            p(&s),
-            "--json",
-        ],
+        "session.compacting",
+        &s,
+        &["--json"],
         &[("GIT_CEILING_DIRECTORIES", p(plain.path().parent().unwrap()))],
     );
     assert_eq!(code(&o), 0, "{}", stderr(&o));

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use musepi_test_support::{copy_written_ago, fixture};
 use serde_json::Value;
-use support::strings;
+use support::{assert_has, strings};
 
 const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
 
@@ -278,10 +278,7 @@ fn no_session_is_an_empty_list_for_ls_and_an_error_for_latest() {
     assert_eq!(latest.status.code(), Some(2), "{latest:?}");
     assert_eq!(json(&latest)["error"]["code"], "no-session");
     let stderr = String::from_utf8_lossy(&latest.stderr);
-    assert!(
-        stderr.contains(&h.pi_folder().display().to_string()),
-        "{stderr}"
-    );
+    assert_has(&stderr, &h.pi_folder().display().to_string());
 
     let homeless = h.musepi(&["ls"]).env_remove("HOME").output().unwrap();
     assert_eq!(homeless.status.code(), Some(2), "{homeless:?}");

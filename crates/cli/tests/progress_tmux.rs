@@ -14,7 +14,7 @@ mod tmux;
 use std::path::Path;
 
 use serde_json::json;
-use support::{Gate, Reply, Server, code, stderr};
+use support::{Gate, Reply, Server, assert_has, code, stderr};
 use tmux::Tmux;
 
 const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
@@ -84,7 +84,7 @@ fn a_long_compaction_says_which_request_of_how_many_on_a_terminal_only() {
         line.contains("· request 1 of ") || line.contains("· requests 1, 2 of "),
         "{line}"
     );
-    assert!(line.contains(" tokens sent, 0 received · hist"), "{line}");
+    assert_has(&line, " tokens sent, 0 received · hist");
     assert!(line.trim_end().ends_with('s'), "the elapsed time: {line}");
     assert!(line.chars().count() <= 80, "{line}");
     // The last of the requests announced (the short summary), after the
@@ -115,7 +115,7 @@ fn a_long_compaction_says_which_request_of_how_many_on_a_terminal_only() {
     assert!(!line.contains(" 0 received"), "{line}");
     // Not "done" alone: the spinner says "3 of 3 requests done" a moment.
     let screen = tmux.wait_for("the result", |s| s.contains("exit="));
-    assert!(screen.contains("exit=0"), "{screen}");
+    assert_has(&screen, "exit=0");
     assert!(
         !screen.contains("compacting ·"),
         "the spinner is cleared:\n{screen}"

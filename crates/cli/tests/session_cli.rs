@@ -12,7 +12,9 @@ use std::process::{Command, Output, Stdio};
 use musepi_session_model::{SequentialIds, load_file};
 use musepi_test_support::{message_line, pi_fixture};
 use serde_json::Value;
-use support::{assert_stderr_has, fixture, repair_json, settle, settled_copy, write_file};
+use support::{
+    assert_has, assert_stderr_has, fixture, repair_json, settle, settled_copy, write_file,
+};
 
 /// The conformance set in the repository (tests/fixtures/conformance).
 fn conformance_dir() -> PathBuf {
@@ -502,12 +504,12 @@ fn the_tree_marks_the_leaf_and_collapses_long_runs() {
     assert_eq!(code(&o), 0);
     let text = stdout(&o);
     assert!(text.lines().count() < 20, "{text}");
-    assert!(text.contains("⋮ 1014 more entries"), "{text}");
+    assert_has(&text, "⋮ 1014 more entries");
     let leaf = text
         .lines()
         .find(|l| l.contains("◀ leaf"))
         .expect("leaf line");
-    assert!(leaf.contains("000003fa"), "{leaf}");
+    assert_has(leaf, "000003fa");
     assert!(!text.contains('\x1b'), "no colour when not a terminal");
 
     let full = stdout(&musepi(&["session", "tree", p(&file), "--full"]));
@@ -564,7 +566,7 @@ fn a_read_only_folder_fails_the_rewrite_cleanly() {
     assert_eq!(code(&o), 1, "{}", String::from_utf8_lossy(&o.stderr));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("v2.jsonl") || err.contains("ro"), "{err}");
-    assert!(err.contains("original file is intact"), "{err}");
+    assert_has(&err, "original file is intact");
     assert_eq!(std::fs::read(&file).unwrap(), before);
     let names: Vec<_> = std::fs::read_dir(&folder)
         .unwrap()

@@ -13,6 +13,7 @@ mod support;
 mod tmux;
 mod view_fixtures;
 
+use support::assert_has;
 use tmux::Tmux;
 
 #[test]
@@ -39,7 +40,7 @@ fn view_in_tmux() {
     let screen = tmux.wait_for("the transcript", |s| {
         s.contains("The 1 MB benchmark runs in 2.2 ms.")
     });
-    assert!(screen.contains(divider), "{screen}");
+    assert_has(&screen, divider);
     assert!(!screen.contains("── end of compaction ──"), "{screen}");
 
     // Search puts the cursor on the divider; ctrl+o expands it.
@@ -49,9 +50,9 @@ fn view_in_tmux() {
     let screen = tmux.wait_for("the expanded divider", |s| {
         s.contains("── end of compaction ──")
     });
-    assert!(
-        screen.contains("Port the tokenizer to Rust with the same public API."),
-        "{screen}"
+    assert_has(
+        &screen,
+        "Port the tokenizer to Rust with the same public API.",
     );
     tmux.keys(&["C-o"]);
     tmux.wait_for("the divider folded again", |s| {
@@ -75,10 +76,10 @@ fn view_in_tmux() {
     let screen = tmux.wait_for("the question", |s| {
         s.contains("summarize the branch you leave? [y/n/Esc]")
     });
-    assert!(screen.contains("snapcompact digest"), "{screen}");
+    assert_has(&screen, "snapcompact digest");
     tmux.keys(&["y"]);
     let screen = tmux.wait_for("the navigation", |s| s.contains("at b2: branch summary"));
-    assert!(screen.contains("branch summary · from b2"), "{screen}");
+    assert_has(&screen, "branch summary · from b2");
     let entry = support::last_line(&file);
     assert_eq!(entry["type"], "branch_summary", "{entry}");
     assert_eq!(entry["parentId"], "b2");
@@ -111,7 +112,7 @@ fn view_in_tmux() {
     let screen = tmux.wait_for("the compaction", |s| {
         s.contains("compacted with snapcompact")
     });
-    assert!(screen.contains(divider), "{screen}");
+    assert_has(&screen, divider);
     let entry = support::last_line(&file);
     assert_eq!(entry["type"], "compaction", "{entry}");
     assert!(entry["details"]["snapcompact"].is_object(), "{entry}");
@@ -119,7 +120,7 @@ fn view_in_tmux() {
     // q leaves the view; the shell finds the terminal as it was.
     tmux.keys(&["q"]);
     let screen = tmux.wait_for("the shell", |s| s.contains("exit="));
-    assert!(screen.contains("exit=0"), "{screen}");
+    assert_has(&screen, "exit=0");
     assert!(
         screen.contains("icanon echo"),
         "terminal left in raw mode:\n{screen}"

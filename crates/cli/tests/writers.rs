@@ -13,7 +13,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use musepi_session_model::{LIVE_WINDOW_MS, SequentialIds, load_bytes};
-use support::{assert_stderr_has, error_message, fixture, settle, settled_copy};
+use support::{assert_has, assert_stderr_has, error_message, fixture, settle, settled_copy};
 
 const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
 const NOW: &str = "2026-02-01T00:00:00.000Z";
@@ -423,7 +423,7 @@ fn serve_refuses_non_regular_files_and_invalid_entries() {
     assert_eq!(replies[0]["ok"], false);
     assert_eq!(replies[0]["error"]["code"], "bad_session");
     let message = error_message(&replies[0]);
-    assert!(message.contains("not a regular file"), "{message}");
+    assert_has(message, "not a regular file");
     assert_eq!(replies[1]["ok"], true, "{:?}", replies[1]);
     for r in &replies[2..] {
         assert_eq!(r["ok"], false, "{r:?}");

@@ -245,6 +245,12 @@ pub fn error_message(doc: &Value) -> &str {
         .unwrap_or_else(|| panic!("no error message in {doc}"))
 }
 
+/// Asserts that `text` holds `part`, showing all of it when it does not.
+#[track_caller]
+pub fn assert_has(text: &str, part: &str) {
+    assert!(text.contains(part), "lacks {part:?}:\n{text}");
+}
+
 /// Asserts that the command's standard error holds `part`, showing all of
 /// it when it does not.
 #[track_caller]
