@@ -42,6 +42,17 @@ impl Case {
         example_session(self.path(), "s.jsonl")
     }
 
+    /// The example session, and its copy compacted by `musepi compact`
+    /// into `compacted.jsonl` (holding a snapcompact archive), settled.
+    fn session_and_compacted(&self) -> (PathBuf, PathBuf) {
+        let file = self.session();
+        let compacted = self.path().join("compacted.jsonl");
+        let o = self.run(&["compact", p(&file), "-o", p(&compacted)]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        support::settle(&compacted);
+        (file, compacted)
+    }
+
     fn file(&self, name: &str, text: &str) -> PathBuf {
         let path = self.path().join(name);
         std::fs::write(&path, text).unwrap();
@@ -544,11 +555,7 @@ fn an_existing_out_is_file_exists_for_every_writer_and_replaced_only_with_force(
 #[test]
 fn a_dry_run_with_nothing_to_compact_answers_json_with_json() {
     let case = Case::new();
-    let file = case.session();
-    let compacted = case.path().join("compacted.jsonl");
-    let o = case.run(&["compact", p(&file), "-o", p(&compacted), "--json"]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
-    support::settle(&compacted);
+    let (file, compacted) = case.session_and_compacted();
     let before = std::fs::read(&compacted).unwrap();
     for (strict, exit) in [(false, 0), (true, 1)] {
         let mut args = vec!["compact", p(&compacted), "--dry-run", "--json"];
@@ -585,10 +592,7 @@ fn a_dry_run_with_nothing_to_compact_answers_json_with_json() {
 #[test]
 fn dash_reads_standard_input_for_readers_and_is_bad_usage_for_commands_that_need_the_file() {
     let case = Case::new();
-    let file = case.session();
-    let compacted = case.path().join("compacted.jsonl");
-    let o = case.run(&["compact", p(&file), "-o", p(&compacted)]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let (_, compacted) = case.session_and_compacted();
     let bytes = std::fs::read(&compacted).unwrap();
     let stdin_run = |args: &[&str]| musepi_in(case.path(), case.path(), args, Some(&bytes));
     // The commands that need the session's file itself.
@@ -660,11 +664,7 @@ fn every_command<'a>(file: &'a Path, compacted: &'a Path) -> Vec<Vec<&'a str>> {
 #[test]
 fn a_settings_file_that_cannot_be_read_or_parsed_is_bad_settings_for_every_command() {
     let case = Case::new();
-    let file = case.session();
-    let compacted = case.path().join("compacted.jsonl");
-    let o = case.run(&["compact", p(&file), "-o", p(&compacted)]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
-    support::settle(&compacted);
+    let (file, compacted) = case.session_and_compacted();
     let before = std::fs::read(&file).unwrap();
     let broken = case.file("broken.json", "{ not json");
     let missing = case.path().join("missing.json");

@@ -293,7 +293,11 @@ fn broken_files_warn_unless_explicit() {
 
 // ---------------------------------------------------------------- providers
 
-fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+/// Environment variables, `(name, value)`.
+type Vars = &'static [(&'static str, &'static str)];
+
+/// An environment holding just `pairs`.
+fn env(pairs: Vars) -> impl Fn(&str) -> Option<String> {
     move |name| {
         pairs
             .iter()
@@ -313,21 +317,13 @@ fn flags(provider: Option<&str>, base_url: Option<&str>, model: Option<&str>) ->
 
 /// The configuration `flags` resolve to with the settings `s` and the
 /// environment `vars`.
-fn resolved(
-    flags: &ProviderFlags,
-    s: &Settings,
-    vars: &'static [(&'static str, &'static str)],
-) -> ProviderConfig {
+fn resolved(flags: &ProviderFlags, s: &Settings, vars: Vars) -> ProviderConfig {
     resolve_config(flags, s, &env(vars)).unwrap()
 }
 
 /// Why `flags` do not resolve with the settings `s` and the environment
 /// `vars`.
-fn refused(
-    flags: &ProviderFlags,
-    s: &Settings,
-    vars: &'static [(&'static str, &'static str)],
-) -> ProviderError {
+fn refused(flags: &ProviderFlags, s: &Settings, vars: Vars) -> ProviderError {
     resolve_config(flags, s, &env(vars)).unwrap_err()
 }
 
@@ -378,7 +374,7 @@ fn a_kind_with_flags_uses_official_urls_and_environment_keys() {
     assert_eq!(local.api_key(), None, "a local server needs no key");
 
     // A vendor's key never goes to another server; musepi's own key does.
-    let elsewhere = |vars: &'static [(&'static str, &'static str)]| {
+    let elsewhere = |vars: Vars| {
         resolve_config(
             &flags(
                 Some("openai-compatible"),
