@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use support::{
-    Reply, Server, assert_has, assert_stderr_has, code, last_line, musepi_async as musepi, stderr,
+    Reply, Server, assert_has, assert_stderr_has, code, last_line, musepi_async_in, p, stderr,
     strings,
 };
 
@@ -47,11 +47,17 @@ fn tree() -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
-/// `musepi branch FILE ARGS…`.
+/// `musepi branch FILE ARGS…`, run in the file's folder.
 async fn branch(file: &Path, args: &[&str]) -> Output {
-    let mut all = vec!["branch", file.to_str().unwrap()];
+    let mut all = vec!["branch", p(file)];
     all.extend(args);
-    musepi(&all).await
+    musepi_async_in(file.parent().unwrap(), &all).await
+}
+
+/// What `musepi context FILE --json` prints, run in the file's folder.
+async fn context(file: &Path) -> Value {
+    let out = musepi_async_in(file.parent().unwrap(), &["context", p(file), "--json"]).await;
+    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// What `run` answered, asserting that it left `file` byte for byte as it was.
@@ -110,8 +116,7 @@ async fn a_summary_is_requested_stored_under_the_target_and_seen_in_the_context(
     assert_eq!(entry["details"]["readFiles"], json!(["src/lexer.rs"]));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["abandoned"], json!(["c3", "d4"]));
-    let ctx = musepi(&["context", file.to_str().unwrap(), "--json"]).await;
-    let ctx: Value = serde_json::from_slice(&ctx.stdout).unwrap();
+    let ctx = context(&file).await;
     assert_eq!(
         strings(&ctx["messages"], "role"),
         ["user", "assistant", "branchSummary"]
@@ -127,12 +132,7 @@ async fn navigation_without_a_summary_records_the_new_leaf() {
     assert_eq!(entry["type"], "custom");
     assert_eq!(entry["parentId"], "b2");
     assert_eq!(entry["customType"], "musepi.navigate");
-    let ctx: Value = serde_json::from_slice(
-        &musepi(&["context", file.to_str().unwrap(), "--json"])
-            .await
-            .stdout,
-    )
-    .unwrap();
+    let ctx = context(&file).await;
     assert_eq!(ctx["messages"].as_array().unwrap().len(), 2);
 }
 

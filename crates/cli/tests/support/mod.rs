@@ -264,13 +264,31 @@ pub use musepi_test_support::{fixture, last_line};
 /// Runs `musepi` with `args` as an async process, with no API key in the
 /// environment and the temporary folder as its home.
 pub async fn musepi_async(args: &[&str]) -> Output {
-    tokio::process::Command::new(MUSEPI)
+    async_musepi(args, &std::env::temp_dir())
+        .output()
+        .await
+        .unwrap()
+}
+
+/// [`musepi_async`] in `dir`, which is its home as well: no settings file
+/// from outside the test's folder reaches it.
+pub async fn musepi_async_in(dir: &Path, args: &[&str]) -> Output {
+    async_musepi(args, dir)
+        .current_dir(dir)
+        .output()
+        .await
+        .unwrap()
+}
+
+/// The async `musepi` process with `args`, `home` as its home and no API
+/// key in its environment.
+fn async_musepi(args: &[&str], home: &Path) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(MUSEPI);
+    command
         .args(args)
         .env_remove("OPENAI_API_KEY")
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("MUSEPI_API_KEY")
-        .env("HOME", std::env::temp_dir())
-        .output()
-        .await
-        .unwrap()
+        .env("HOME", home);
+    command
 }
