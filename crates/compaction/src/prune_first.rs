@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 
 use musepi_context_builder::{ArchiveBlocks, Tokenizer, context_tokens};
-use musepi_session_model::{Replacement, Session, SessionError};
+use musepi_session_model::{Replacement, Session};
 
 use crate::prepare::{NothingToCompact, Preparation, adapted_keep_recent_tokens, prepare};
 use crate::prune::{PruneConfig, PrunePlan, apply_prune, plan_prune};
@@ -42,7 +42,7 @@ pub fn prune_first(
     prune: Option<&PruneConfig>,
     archive: Option<&dyn ArchiveBlocks>,
     now: i64,
-) -> Result<PruneFirst, SessionError> {
+) -> PruneFirst {
     let tokens_before = context_tokens(session, leaf, archive, Tokenizer::Heuristic);
     prune_first_measured(session, leaf, settings, prune, tokens_before, now)
 }
@@ -58,14 +58,14 @@ pub fn prune_first_measured(
     prune: Option<&PruneConfig>,
     tokens_before: u64,
     now: i64,
-) -> Result<PruneFirst, SessionError> {
+) -> PruneFirst {
     let plan = prune.map_or_else(PrunePlan::default, |c| plan_prune(session, leaf, c));
     let changes = if plan.is_empty() {
         Vec::new()
     } else {
         apply_prune(session, &plan, now)
     };
-    Ok(PruneFirst {
+    PruneFirst {
         plan,
         changes,
         settings: CompactionSettings {
@@ -74,7 +74,7 @@ pub fn prune_first_measured(
             ..settings.clone()
         },
         tokens_before,
-    })
+    }
 }
 
 impl PruneFirst {

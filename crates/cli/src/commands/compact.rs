@@ -202,8 +202,7 @@ fn dry_run(
     let session = journal.session();
     let leaf = session.leaf_index();
     let archives = musepi_snapcompact::SessionArchives::new(session);
-    let step =
-        prune_first(session, leaf, budgets, prune, Some(&archives), ctx.now_ms()).or_bad_input()?;
+    let step = prune_first(session, leaf, budgets, prune, Some(&archives), ctx.now_ms());
     let pruned = step.pruned(std::borrow::Cow::Borrowed(session));
     let prep = match step.prepare(&pruned, leaf) {
         Ok(p) => p,

@@ -30,8 +30,7 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
         &prune,
         window,
         ctx.now_ms(),
-    )
-    .or_bad_input()?;
+    );
     let session = planned.pruned.as_ref();
     let prep = match planned.step.prepare(session, leaf) {
         Ok(p) => p,

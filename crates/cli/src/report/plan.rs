@@ -10,7 +10,7 @@ use musepi_compaction::{
 use musepi_context_builder::{
     ContextEstimate, ContextMessage, SummaryRequest, resolve_threshold_tokens,
 };
-use musepi_session_model::{Session, SessionError};
+use musepi_session_model::Session;
 use serde_json::{Value, json};
 
 pub(crate) fn ids(session: &Session, messages: &[ContextMessage<'_>]) -> Vec<String> {
@@ -74,20 +74,14 @@ impl<'s> Planned<'s> {
         prune: &PruneConfig,
         window: u64,
         now: i64,
-    ) -> Result<Self, SessionError> {
+    ) -> Self {
         let (step, measured) = {
             let archives = musepi_snapcompact::SessionArchives::new(&session);
-            let step = prune_first(&session, leaf, settings, Some(prune), Some(&archives), now)?;
+            let step = prune_first(&session, leaf, settings, Some(prune), Some(&archives), now);
             (step, musepi_snapcompact::measured_tokens(&session, leaf))
         };
         let pruned = step.pruned(session);
-        Ok(Self::decided(
-            Cow::Owned(step),
-            pruned,
-            measured,
-            settings,
-            window,
-        ))
+        Self::decided(Cow::Owned(step), pruned, measured, settings, window)
     }
 
     /// The plan of `step`, decided already, over `pruned` (the session as
@@ -141,9 +135,9 @@ pub(crate) fn plan_json(
     window: u64,
     show_prompts: bool,
     now: i64,
-) -> Result<Value, SessionError> {
-    let planned = Planned::new(Cow::Borrowed(session), leaf, settings, prune, window, now)?;
-    Ok(planned_json(&planned, leaf, settings, show_prompts))
+) -> Value {
+    let planned = Planned::new(Cow::Borrowed(session), leaf, settings, prune, window, now);
+    planned_json(&planned, leaf, settings, show_prompts)
 }
 
 /// The `--json` document of a plan decided already.

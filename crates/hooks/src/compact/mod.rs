@@ -213,7 +213,7 @@ pub async fn compact(
         options.prune.as_ref(),
         Some(&musepi_snapcompact::SessionArchives::new(session)),
         options.now,
-    )?;
+    );
     if !step.changes.is_empty() {
         journal.stage_replacements(step.changes.clone())?;
     }

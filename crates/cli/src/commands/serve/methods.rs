@@ -468,7 +468,6 @@ impl Server {
         compaction.reserve_tokens = reserve.unwrap_or(compaction.reserve_tokens);
         let window = window.unwrap_or(s.context_window);
         let prune = s.prune();
-        let bad = |e: SessionError| RpcError::new("bad_session", e.to_string());
         if leaf == runtime.journal().session().leaf_index() {
             // At the runtime's leaf: the sizes from its account, and the
             // pruned results staged in its journal for the preparation,
@@ -477,8 +476,7 @@ impl Server {
             let measured = runtime.leaf_measured();
             let session = runtime.journal().session();
             let step =
-                prune_first_measured(session, leaf, &compaction, Some(&prune), tokens_before, now)
-                    .map_err(bad)?;
+                prune_first_measured(session, leaf, &compaction, Some(&prune), tokens_before, now);
             let answer = |step: &PruneFirst, pruned: Cow<'_, Session>| {
                 let planned =
                     Planned::decided(Cow::Borrowed(step), pruned, measured, &compaction, window);
@@ -499,7 +497,7 @@ impl Server {
             return Ok(answer(&step, step.pruned(Cow::Borrowed(session))));
         }
         let session = runtime.journal().session();
-        plan_json(
+        Ok(plan_json(
             session,
             leaf,
             &compaction,
@@ -507,7 +505,6 @@ impl Server {
             window,
             show_prompts,
             now,
-        )
-        .map_err(bad)
+        ))
     }
 }
