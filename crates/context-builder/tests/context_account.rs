@@ -17,7 +17,8 @@ use musepi_context_builder::{
     measured_tokens,
 };
 use musepi_session_model::{
-    ContentBlock, Entry, EntryBody, Header, Journal, SequentialIds, Stamp, TreeEdit, load_bytes,
+    ContentBlock, Entry, EntryBody, Header, Journal, Replacement, SequentialIds, Stamp, TreeEdit,
+    load_bytes,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -302,7 +303,7 @@ proptest! {
                         entry.body = body(&fields(&Kind::Result(0, true, false), &[]));
                     }
                     let line = entry.to_json().to_string();
-                    let _ = journal.stage_replacements(vec![(i, entry, line)]);
+                    let _ = journal.stage_replacements(vec![Replacement::new(i, entry, line)]);
                     false
                 }
                 Op::Discard => {

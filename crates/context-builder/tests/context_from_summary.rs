@@ -9,7 +9,7 @@
 use musepi_context_builder::{build_context_at, build_context_over_path};
 use musepi_session_model::{
     AgentMessage, AssistantMessage, Compaction, Content, Entry, EntryBody, EntryId, ModelChange,
-    SequentialIds, Session, Stamp, Text, UserMessage, load_bytes,
+    Replacement, SequentialIds, Session, Stamp, Text, UserMessage, load_bytes,
 };
 use proptest::prelude::*;
 use serde_json::json;
@@ -213,7 +213,7 @@ proptest! {
                     let i = *at as usize % s.len();
                     let old = &s.entries()[i];
                     let entry = Entry { id: old.id.clone(), parent_id: old.parent_id.clone(), timestamp: old.timestamp.clone(), body: body(kind) };
-                    s.replace_entry(i, entry, "{}".to_owned());
+                    s.replace(Replacement::new(i, entry, "{}".to_owned()));
                 }
             }
             assert_every_leaf(&s)?;

@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 
 use common::{Clock, header_line, open, user, write};
 use musepi_session_model::{
-    Entry, EntryBody, Journal, LiveSign, SequentialIds, SessionError, TreeEdit, WriteWarning,
+    EntryBody, Journal, LiveSign, Replacement, SequentialIds, SessionError, TreeEdit, WriteWarning,
     load_file,
 };
 
@@ -42,7 +42,7 @@ fn session(dir: &Path, name: &str, n: usize) -> PathBuf {
 }
 
 /// A replacement for entry `i` that changes its text, as pruning does.
-fn changed(j: &Journal, i: usize, text: &str) -> (usize, Entry, String) {
+fn changed(j: &Journal, i: usize, text: &str) -> Replacement {
     let e = &j.session().entries()[i];
     let line = msg(
         e.id.as_str(),
@@ -55,7 +55,7 @@ fn changed(j: &Journal, i: usize, text: &str) -> (usize, Entry, String) {
     if let EntryBody::Message(musepi_session_model::AgentMessage::User(u)) = &mut entry.body {
         u.content = musepi_session_model::Content::Text(text.into());
     }
-    (i, entry, line)
+    Replacement::new(i, entry, line)
 }
 
 fn append_raw(path: &Path, bytes: &str) {

@@ -250,11 +250,10 @@ impl Journal {
     /// operation thus leaves the file as it was.
     pub fn stage_replacements(
         &mut self,
-        changes: impl IntoIterator<Item = impl Into<Replacement>>,
+        changes: impl IntoIterator<Item = Replacement>,
     ) -> Result<(), SessionError> {
         self.check_writable()?;
         for change in changes {
-            let change = change.into();
             let i = change.index();
             let (old_entry, old_source) = self.session.replace(change);
             if !self.staged.iter().any(|(j, _, _)| *j == i) {
@@ -293,7 +292,7 @@ impl Journal {
     /// Each replacement is the new typed entry and its new line ([`Replacement`]).
     pub fn replace_entries(
         &mut self,
-        changes: impl IntoIterator<Item = impl Into<Replacement>>,
+        changes: impl IntoIterator<Item = Replacement>,
     ) -> Result<(), SessionError> {
         self.stage_replacements(changes)?;
         if let Err(e) = self.rewrite() {

@@ -75,7 +75,7 @@ mod tests {
     use std::path::Path;
 
     use crate::id::SequentialIds;
-    use crate::session::{Session, Stamp};
+    use crate::session::{Replacement, Session, Stamp};
 
     const FILE: &str = concat!(
         r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T10:00:00.000Z","cwd":"/w"}"#,
@@ -122,10 +122,10 @@ mod tests {
         let calls_c = s.entries()[4].clone();
         let result = s.entries()[2].clone();
         // Replaced by an entry without calls, then put back.
-        let old = s.replace_entry(1, result, String::new());
+        let old = s.replace(Replacement::new(1, result, String::new()));
         assert_eq!(calling(&s, "a"), [3]);
         assert!(calling(&s, "b").is_empty());
-        s.replace_entry(1, old.0, String::new());
+        s.replace(Replacement::new(1, old.0, String::new()));
         assert_eq!(calling(&s, "a"), [1, 3]);
         assert_eq!(calling(&s, "b"), [1]);
         // An append is indexed, and forgotten when it is undone.

@@ -92,12 +92,6 @@ impl Replacement {
     }
 }
 
-impl From<(usize, Entry, String)> for Replacement {
-    fn from((index, entry, line): (usize, Entry, String)) -> Self {
-        Self::new(index, entry, line)
-    }
-}
-
 /// What the caller supplies to make new entries: ids and the time.
 pub struct Stamp<'a> {
     /// Where new ids come from.
@@ -316,14 +310,6 @@ impl Session {
             EntryBody::SessionInfo { name: Some(n) } if !n.is_empty() => Some(n.as_str()),
             _ => None,
         })
-    }
-
-    /// Replaces entry `i` in memory by `entry`, which `line` writes, and
-    /// returns what it replaced; no file is touched. The replacement keeps
-    /// the entry's id and parent (pruning changes a message's content only).
-    /// [`crate::Journal::stage_replacements`] does this for a journal.
-    pub fn replace_entry(&mut self, i: usize, entry: Entry, line: String) -> (Entry, LineSource) {
-        self.put_entry(i, entry, LineSource::Text(line.into_boxed_str()))
     }
 
     /// Makes `change` in memory and returns what it replaced; no file is
