@@ -37,14 +37,18 @@ pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
     let session = journal.session();
     let plan = plan_prune(session, session.leaf_index(), &config);
     let changes = apply_prune(session, &plan, now);
-    // Staging refuses a file that cannot be written (a torn tail), even
-    // when there is nothing to prune.
-    journal.stage_replacements(changes.clone()).or_failed()?;
-    journal.discard_staged();
-    if !args.write.dry_run && !changes.is_empty() {
+    let write = !args.write.dry_run && !changes.is_empty();
+    // Staging refuses a file that cannot be written (a torn tail) and a
+    // change the checks refuse, before anything is written, even for a dry
+    // run or when there is nothing to prune; the changes staged are the
+    // ones the rewrite writes.
+    journal.stage_replacements(changes).or_failed()?;
+    if write {
         target.refuse_live(&journal)?;
-        journal.replace_entries(changes)?;
+        journal.rewrite()?;
         print_warnings(&write_warnings(&mut journal), ctx);
+    } else {
+        journal.discard_staged();
     }
     // In place a file with nothing to prune is left alone; a copy is
     // always written.
