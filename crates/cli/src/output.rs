@@ -2,6 +2,7 @@
 //! never with `NO_COLOR`, aligned columns, short previews, JSON documents,
 //! error chains), and whole files written atomically.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::io::{self, IsTerminal, Write};
 
@@ -92,6 +93,32 @@ pub fn aligned(rows: &[(String, String)]) -> String {
         }
     }
     out
+}
+
+/// `text` as it may reach a terminal on one line: each control character
+/// (an escape sequence's ESC, a carriage return, a newline, a tab, any
+/// other C0 or C1 control) is written as JSON writes it (`\n`, `\r`,
+/// `\t`, `\u001b`), so what a session holds cannot move the cursor,
+/// recolour or clear the screen; every other character is kept. Names read
+/// from a session (labels, entry types, ids, file names) go through it in
+/// human output; JSON output carries them exactly.
+pub fn escape_controls(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// One line of at most `max` characters: whitespace runs become one space,
@@ -289,6 +316,18 @@ pub(crate) mod tests {
             ("long key".to_owned(), "2".to_owned()),
         ];
         assert_eq!(aligned(&rows), "a         1\nlong key  2\n");
+    }
+
+    #[test]
+    fn control_characters_are_escaped_and_the_rest_kept() {
+        assert_eq!(
+            escape_controls("a\x1b[31mb\r\n\tc\u{7}\u{9b}2J"),
+            "a\\u001b[31mb\\r\\n\\tc\\u0007\\u009b2J"
+        );
+        assert!(matches!(
+            escape_controls("plain, 日本語 🦀 \\n"),
+            Cow::Borrowed("plain, 日本語 🦀 \\n")
+        ));
     }
 
     #[test]

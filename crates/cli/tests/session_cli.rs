@@ -124,6 +124,57 @@ fn stats_reports_what_the_session_model_reads() {
     assert_eq!(by_type, s.len() as u64);
 }
 
+/// A session whose names carry terminal controls: a label with an escape
+/// sequence and a line break, a session name that sets the window title,
+/// an entry type that clears the screen.
+fn session_with_controls(dir: &Path) -> PathBuf {
+    let text = lines(&[
+        HEADER,
+        &message_line("00000001", None, "hello"),
+        r#"{"type":"label","id":"00000002","parentId":"00000001","timestamp":"2025-01-01T00:00:02.000Z","targetId":"00000001","label":"red\u001b[31m\r\nlabel"}"#,
+        r#"{"type":"session_info","id":"00000003","parentId":"00000002","timestamp":"2025-01-01T00:00:03.000Z","name":"title\u001b]0;owned\u0007\tname"}"#,
+        r#"{"type":"odd\u001b[2J","id":"00000004","parentId":"00000003","timestamp":"2025-01-01T00:00:04.000Z"}"#,
+    ]);
+    write_file(dir, "controls.jsonl", text)
+}
+
+#[test]
+fn stats_escapes_control_characters_and_json_keeps_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = session_with_controls(dir.path());
+    let o = musepi(&["session", "stats", p(&file)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        !text.contains(['\x1b', '\r', '\x07', '\t']),
+        "controls reach the terminal: {text:?}"
+    );
+    for shown in [
+        r"red\u001b[31m\r\nlabel",
+        r"title\u001b]0;owned\u0007\tname",
+        r"odd\u001b[2J",
+    ] {
+        assert!(text.contains(shown), "{shown} in {text}");
+    }
+    // Every row stays one line, aligned on the widest key.
+    let row = |key: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(key))
+            .unwrap_or_else(|| panic!("{key} in {text}"))
+            .to_owned()
+    };
+    let column = |line: &str, value: &str| line.find(value).unwrap();
+    assert_eq!(
+        column(&row("session name"), "title"),
+        column(&row("00000001"), "red")
+    );
+
+    let v = json(&musepi(&["session", "stats", p(&file), "--json"]));
+    assert_eq!(v["labels"][0]["label"], "red\x1b[31m\r\nlabel");
+    assert_eq!(v["sessionName"], "title\x1b]0;owned\x07\tname");
+    assert_eq!(v["byType"]["odd\x1b[2J"], 1);
+}
+
 #[test]
 fn global_flags_are_accepted_anywhere() {
     let file = conformance("rand-0004.jsonl");

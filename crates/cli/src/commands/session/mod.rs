@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::cli::SessionCommand;
 use crate::ctx::{CmdResult, Ctx};
+use crate::output::escape_controls;
 
 /// Runs one `session` subcommand.
 pub fn run(cmd: SessionCommand, ctx: &Ctx) -> CmdResult {
@@ -37,12 +38,13 @@ pub(crate) fn problem_json(p: &Problem) -> Value {
     v
 }
 
-/// `FILE:LINE: [entry ID: ]message`.
+/// `FILE:LINE: [entry ID: ]message`, for people: what it quotes from the
+/// file (an id, a role, a type) is printed through [`escape_controls`].
 pub(crate) fn problem_line(file: &str, p: &Problem) -> String {
     let mut s = format!("{file}:{}: ", p.line);
     if let Some(id) = &p.entry_id {
         let _ = write!(s, "entry {id}: ");
     }
     s.push_str(&p.kind.to_string());
-    s
+    escape_controls(&s).into_owned()
 }

@@ -10,7 +10,7 @@ use super::{problem_json, problem_line};
 use crate::cli::StatsArgs;
 use crate::commands::files::{Input, keep_until_exit, load_or_fail};
 use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
-use crate::output::{Color, aligned, print_json, print_text};
+use crate::output::{Color, aligned, escape_controls, print_json, print_text};
 
 /// What `stats` reports.
 struct Stats<'a> {
@@ -58,6 +58,8 @@ impl<'a> Stats<'a> {
         })
     }
 
+    /// The human view: every name read from the session or the command
+    /// line is printed through [`escape_controls`].
     fn render(&self, file: &str, ctx: &Ctx) -> String {
         let s = self.session;
         let st = ctx.style;
@@ -71,27 +73,29 @@ impl<'a> Stats<'a> {
         } else {
             s.original_version().to_string()
         };
-        rows.push(("file".into(), file.to_owned()));
+        rows.push(("file".into(), escape_controls(file).into_owned()));
         rows.push(("version".into(), version));
         rows.push(("entries".into(), s.len().to_string()));
         for (t, n) in &self.by_type {
-            rows.push((format!("  {t}"), n.to_string()));
+            rows.push((format!("  {}", escape_controls(t)), n.to_string()));
         }
         if !self.by_role.is_empty() {
             rows.push(("roles".into(), String::new()));
             for (r, n) in &self.by_role {
-                rows.push((format!("  {r}"), n.to_string()));
+                rows.push((format!("  {}", escape_controls(r)), n.to_string()));
             }
         }
         rows.push((
             "leaf".into(),
-            s.leaf_id()
-                .map_or_else(|| "none".into(), |l| st.paint(Color::Cyan, l.as_str())),
+            s.leaf_id().map_or_else(
+                || "none".into(),
+                |l| st.paint(Color::Cyan, &escape_controls(l.as_str())),
+            ),
         ));
         rows.push(("path length".into(), self.path_length.to_string()));
         rows.push((
             "session name".into(),
-            s.session_name().unwrap_or("none").to_owned(),
+            escape_controls(s.session_name().unwrap_or("none")).into_owned(),
         ));
         if s.labels().is_empty() {
             rows.push(("labels".into(), "none".into()));
@@ -99,8 +103,11 @@ impl<'a> Stats<'a> {
             rows.push(("labels".into(), s.labels().len().to_string()));
             for (target, label) in s.labels() {
                 rows.push((
-                    format!("  {}", st.paint(Color::Cyan, target.as_str())),
-                    st.paint(Color::Yellow, label),
+                    format!(
+                        "  {}",
+                        st.paint(Color::Cyan, &escape_controls(target.as_str()))
+                    ),
+                    st.paint(Color::Yellow, &escape_controls(label)),
                 ));
             }
         }
