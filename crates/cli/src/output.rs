@@ -76,23 +76,41 @@ impl Style {
     }
 }
 
-/// Two columns, the first padded to its widest cell.
+/// Two columns, the first padded to its widest cell, as it shows: the
+/// colour codes of a painted cell take no room.
 pub fn aligned(rows: &[(String, String)]) -> String {
-    let width = rows
-        .iter()
-        .map(|(k, _)| k.chars().count())
-        .max()
-        .unwrap_or(0);
+    let width = rows.iter().map(|(k, _)| shown_len(k)).max().unwrap_or(0);
     let mut out = String::new();
     for (k, v) in rows {
         if v.is_empty() {
             let _ = writeln!(out, "{k}");
         } else {
-            let pad = width - k.chars().count();
+            let pad = width - shown_len(k);
             let _ = writeln!(out, "{k}{:pad$}  {v}", "");
         }
     }
     out
+}
+
+/// The characters of `text` a terminal shows: those outside the colour
+/// codes [`Style::paint`] adds (text from a session has none left, see
+/// [`escape_controls`]).
+pub fn shown_len(text: &str) -> usize {
+    let mut n = 0;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            // `ESC [ … m`
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            n += 1;
+        }
+    }
+    n
 }
 
 /// `text` as it may reach a terminal on one line: each control character
@@ -328,6 +346,23 @@ pub(crate) mod tests {
             escape_controls("plain, 日本語 🦀 \\n"),
             Cow::Borrowed("plain, 日本語 🦀 \\n")
         ));
+    }
+
+    #[test]
+    fn painted_keys_align_as_they_show() {
+        let st = Style { color: true };
+        let rows = vec![
+            ("labels".to_owned(), "1".to_owned()),
+            (
+                format!("  {}", st.paint(Color::Cyan, "00000001")),
+                "x".to_owned(),
+            ),
+        ];
+        assert_eq!(
+            aligned(&rows),
+            "labels      1\n  \x1b[36m00000001\x1b[0m  x\n"
+        );
+        assert_eq!(shown_len(&st.paint(Color::Green, "◀ leaf")), 6);
     }
 
     #[test]
