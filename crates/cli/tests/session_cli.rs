@@ -579,6 +579,55 @@ fn the_tree_marks_the_leaf_and_collapses_long_runs() {
     assert!(text.contains("├─ ") && text.contains("└─ "), "{text}");
 }
 
+/// The character column where the type starts on each entry line: after
+/// the drawing, the marker, the id and the padding.
+fn type_columns(text: &str) -> Vec<usize> {
+    text.lines()
+        .filter(|l| !l.contains('⋮'))
+        .map(|l| {
+            let chars: Vec<char> = l.chars().collect();
+            let marker = chars
+                .iter()
+                .position(|c| *c == '●' || *c == '○')
+                .expect("a marker on every entry line");
+            let after_id = marker + 2 + 8;
+            after_id + chars[after_id..].iter().take_while(|c| **c == ' ').count()
+        })
+        .collect()
+}
+
+#[test]
+fn the_tree_lines_up_its_columns_under_branches() {
+    let o = musepi(&["session", "tree", p(&fixture("tree.jsonl"))]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("      ├─ ○ d0000001"),
+        "three levels deep: {text}"
+    );
+    let columns = type_columns(&text);
+    assert!(
+        columns.iter().all(|c| *c == columns[0]),
+        "types start at columns {columns:?}:\n{text}"
+    );
+    insta::assert_snapshot!("tree_fixture", text);
+    let docs =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/cli.md")).unwrap();
+    assert!(
+        docs.contains(&format!(
+            "$ musepi session tree tests/fixtures/tree.jsonl\n{text}```"
+        )),
+        "docs/cli.md shows this tree as the command prints it:\n{text}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = session_with_controls(dir.path());
+    let text = stdout(&musepi(&["session", "tree", p(&file)]));
+    assert!(!text.contains(['\x1b', '\r', '\x07', '\t']), "{text:?}");
+    assert!(text.contains(r"[red\u001b[31m\r\nlabel]"), "{text}");
+    assert!(text.contains(r"odd\u001b[2J"), "{text}");
+}
+
 #[test]
 fn no_color_is_respected_even_for_errors() {
     let o = Command::new(env!("CARGO_BIN_EXE_musepi"))

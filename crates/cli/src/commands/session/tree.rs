@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::cli::TreeArgs;
 use crate::commands::files::{Input, load_or_fail};
 use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
-use crate::output::{Color, Style, print_json, print_text};
+use crate::output::{Color, Style, escape_controls, print_json, print_text};
 use crate::report::entries::{kind_of, preview_of};
 
 /// Entries shown at each end of a collapsed run.
@@ -79,18 +79,74 @@ struct Run {
     rest: String,
 }
 
+/// One line of the tree: its drawing, then an entry or a collapsed run.
+struct Row {
+    prefix: String,
+    item: Item,
+}
+
+enum Item {
+    Entry(usize),
+    Hidden(usize),
+}
+
+/// The tree's lines: the drawing, the marker and the id, padded to the
+/// widest of them, so that the type, the preview and the marks after them
+/// line up across every row however deep the branches go.
 fn render(s: &Session, tree: &Tree, collapse: bool, st: Style) -> String {
     if s.is_empty() {
         return "(no entries)\n".to_owned();
     }
     let path = on_leaf_path(s);
-    let width = s
-        .entries()
-        .iter()
-        .map(|e| kind_of(e).len())
-        .max()
-        .unwrap_or(0);
+    let rows = rows(s, tree, collapse);
+    let head = |prefix: &str, i: usize| {
+        prefix.chars().count() + 2 + escape_controls(s.entries()[i].id.as_str()).chars().count()
+    };
+    let widths = Widths {
+        head: rows
+            .iter()
+            .filter_map(|r| match r.item {
+                Item::Entry(i) => Some(head(&r.prefix, i)),
+                Item::Hidden(_) => None,
+            })
+            .max()
+            .unwrap_or(0),
+        kind: s
+            .entries()
+            .iter()
+            .map(|e| escape_controls(kind_of(e)).chars().count())
+            .max()
+            .unwrap_or(0),
+    };
     let mut out = String::new();
+    for row in &rows {
+        out.push_str(&row.prefix);
+        match row.item {
+            Item::Entry(i) => {
+                let pad = widths.head - head(&row.prefix, i);
+                out.push_str(&line(s, i, pad, widths.kind, &path, st));
+            }
+            Item::Hidden(n) => {
+                out.push_str(&st.paint(Color::Dim, &format!("⋮ {n} more entries")));
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The widths the columns are padded to.
+struct Widths {
+    /// The drawing, the marker and the id.
+    head: usize,
+    /// The type or role.
+    kind: usize,
+}
+
+/// The rows in print order: runs followed to their end, long ones
+/// collapsed, children after their parent's run, the last one drawn `└─`.
+fn rows(s: &Session, tree: &Tree, collapse: bool) -> Vec<Row> {
+    let mut rows = Vec::new();
     let mut stack: Vec<Run> = tree
         .roots()
         .iter()
@@ -119,25 +175,20 @@ fn render(s: &Session, tree: &Tree, collapse: bool, st: Style) -> String {
         let mut k = 0;
         while k < nodes.len() {
             let prefix = if k == 0 { &run.first } else { &run.rest };
+            let row = |item| Row {
+                prefix: prefix.clone(),
+                item,
+            };
             if keep[k] {
-                out.push_str(prefix);
-                out.push_str(&line(s, nodes[k], width, &path, st));
-                out.push('\n');
+                rows.push(row(Item::Entry(nodes[k])));
                 k += 1;
                 continue;
             }
             let hidden = keep[k..].iter().take_while(|kept| !**kept).count();
             if hidden < MIN_HIDDEN {
-                for &i in &nodes[k..k + hidden] {
-                    out.push_str(prefix);
-                    out.push_str(&line(s, i, width, &path, st));
-                    out.push('\n');
-                }
+                rows.extend(nodes[k..k + hidden].iter().map(|&i| row(Item::Entry(i))));
             } else {
-                let text = format!("⋮ {hidden} more entries");
-                out.push_str(prefix);
-                out.push_str(&st.paint(Color::Dim, &text));
-                out.push('\n');
+                rows.push(row(Item::Hidden(hidden)));
             }
             k += hidden;
         }
@@ -151,7 +202,7 @@ fn render(s: &Session, tree: &Tree, collapse: bool, st: Style) -> String {
             });
         }
     }
-    out
+    rows
 }
 
 /// Entries a collapsed run still shows.
@@ -165,19 +216,27 @@ fn is_landmark(s: &Session, i: usize) -> bool {
         )
 }
 
-fn line(s: &Session, i: usize, width: usize, path: &BTreeSet<usize>, st: Style) -> String {
+fn line(
+    s: &Session,
+    i: usize,
+    pad: usize,
+    kind_width: usize,
+    path: &BTreeSet<usize>,
+    st: Style,
+) -> String {
     let e = &s.entries()[i];
     let marker = if path.contains(&i) { "●" } else { "○" };
     let mut text = format!(
-        "{} {} {:<width$}  {}",
+        "{} {}{:pad$} {:<kind_width$}  {}",
         marker,
-        st.paint(Color::Cyan, e.id.as_str()),
-        kind_of(e),
-        preview_of(e)
+        st.paint(Color::Cyan, &escape_controls(e.id.as_str())),
+        "",
+        escape_controls(kind_of(e)),
+        escape_controls(&preview_of(e))
     );
     if let Some(label) = s.label(e.id.as_str()) {
         text.push_str("  ");
-        text.push_str(&st.paint(Color::Yellow, &format!("[{label}]")));
+        text.push_str(&st.paint(Color::Yellow, &format!("[{}]", escape_controls(label))));
     }
     if s.leaf_index() == Some(i) {
         text.push_str("  ");
