@@ -581,7 +581,10 @@ fn a_dry_run_with_nothing_to_compact_answers_json_with_json() {
     }
     // Without --json, the line for people.
     let o = case.run(&["compact", p(&compacted), "--dry-run"]);
-    assert_eq!(stdout(&o), "nothing to compact: Already compacted\n");
+    assert_eq!(
+        stdout(&o),
+        "nothing to compact: the leaf is a compaction already\n"
+    );
     // With something to compact, the same document says so.
     let o = case.run(&["compact", p(&file), "--dry-run", "--json"]);
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();

@@ -441,3 +441,59 @@ fn serve_refuses_non_regular_files_and_invalid_entries() {
     );
     assert_eq!(std::fs::read(&file).unwrap(), before);
 }
+
+/// With nothing to do, `plan` and `compact` say so in one sentence, and
+/// `compact` and `branch` name no output they did not write: in place
+/// `output` is null and the file is untouched; a copy is written and named.
+#[test]
+fn nothing_to_do_is_said_once_and_names_only_what_was_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small.jsonl");
+    std::fs::write(
+        &small,
+        format!(
+            "{}\n{}\n",
+            r#"{"type":"session","version":3,"id":"small","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/"}"#,
+            musepi_test_support::message_line("00000001", None, "hello")
+        ),
+    )
+    .unwrap();
+    settle(&small);
+    let before = std::fs::read(&small).unwrap();
+    let said = "nothing to compact: the session is too small (everything fits the kept window)\n";
+    for args in [vec!["plan", p(&small)], vec!["compact", p(&small)]] {
+        let o = musepi(&args);
+        assert_eq!(code(&o), 0, "{args:?}: {}", stderr(&o));
+        assert_eq!(String::from_utf8_lossy(&o.stdout), said, "{args:?}");
+    }
+    let o = musepi(&["compact", p(&small), "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["compacted"], false, "{doc}");
+    assert_eq!(doc["nothingToCompact"], true, "{doc}");
+    assert_eq!(doc["output"], serde_json::Value::Null, "{doc}");
+    assert_eq!(std::fs::read(&small).unwrap(), before);
+
+    let tree = settled_copy(&fixture("tree.jsonl"), dir.path(), "tree.jsonl");
+    let before = std::fs::read(&tree).unwrap();
+    let o = musepi(&["branch", p(&tree), "--to", "a0000027", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["noOp"], true, "{doc}");
+    assert_eq!(doc["output"], serde_json::Value::Null, "{doc}");
+    assert_eq!(std::fs::read(&tree).unwrap(), before);
+
+    let out = dir.path().join("copy.jsonl");
+    let o = musepi(&[
+        "branch",
+        p(&tree),
+        "--to",
+        "a0000027",
+        "-o",
+        p(&out),
+        "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["output"], p(&out), "{doc}");
+    assert_eq!(std::fs::read(&out).unwrap(), before);
+}

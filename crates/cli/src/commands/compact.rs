@@ -16,7 +16,7 @@ use crate::commands::requests::Counted;
 use crate::commands::runtime::{Progress, maintenance, provider, runtime, settings};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{Color, aligned, note, preview, print_json, print_text};
-use crate::report::plan::{prune_json, request_json};
+use crate::report::plan::{nothing_text, prune_json, request_json};
 
 /// Runs the command.
 pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
@@ -85,19 +85,22 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         Ok(out) => out,
         Err(CompactError::Nothing(reason)) => {
             // A copy is the result even when nothing changed, unless --strict
-            // makes "nothing to do" a failure.
-            let output = if args.strict {
+            // makes "nothing to do" a failure; in place nothing is written.
+            let output = if args.strict || target.in_place() {
                 None
             } else {
                 target.finish(&journal)?
             };
             if ctx.json() {
-                print_json(
-                    &json!({"compacted": false, "reason": reason.to_string(), "output": output}),
-                )
+                print_json(&json!({
+                    "compacted": false,
+                    "nothingToCompact": true,
+                    "reason": reason.to_string(),
+                    "output": output,
+                }))
                 .or_failed()?;
             } else {
-                target.report(&format!("nothing to compact: {reason}\n"), ctx)?;
+                target.report(&format!("{}\n", nothing_text(&reason)), ctx)?;
             }
             return Ok(if args.strict { Exit::Failed } else { Exit::Ok });
         }
@@ -221,7 +224,7 @@ fn dry_run(
                 }))
                 .or_failed()?;
             } else {
-                print_text(&format!("nothing to compact: {reason}\n")).or_failed()?;
+                print_text(&format!("{}\n", nothing_text(&reason))).or_failed()?;
             }
             return Ok(if args.strict { Exit::Failed } else { Exit::Ok });
         }

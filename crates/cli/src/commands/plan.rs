@@ -11,7 +11,7 @@ use crate::commands::context::resolve_leaf;
 use crate::commands::files::{Input, keep_until_exit, load_or_fail};
 use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
 use crate::output::{Color, aligned, print_json, print_text};
-use crate::report::plan::{Planned, document, estimated_after, nothing_json, tokens};
+use crate::report::plan::{Planned, document, estimated_after, nothing_json, nothing_text, tokens};
 
 /// Runs the command.
 pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
@@ -38,7 +38,7 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
             if ctx.json() {
                 print_json(&nothing_json(session, &planned, &reason)).or_failed()?;
             } else {
-                print_text(&format!("nothing to compact: {reason}\n")).or_failed()?;
+                print_text(&format!("{}\n", nothing_text(&reason))).or_failed()?;
             }
             keep_until_exit(planned);
             return Ok(if args.strict { Exit::Failed } else { Exit::Ok });

@@ -362,7 +362,7 @@ impl Pipelines {
         let out = match rt.block_on(compact(&mut journal, &options, ids.as_mut(), cancel)) {
             Ok(out) => out,
             Err(CompactError::Nothing(reason)) => {
-                return Ok(format!("nothing to compact: {reason}"));
+                return Ok(crate::report::plan::nothing_text(&reason));
             }
             Err(e) => return Err(e.into()),
         };

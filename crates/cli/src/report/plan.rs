@@ -160,6 +160,19 @@ pub(crate) fn estimated_after(prep: &Preparation<'_>, settings: &CompactionSetti
     tokens(&prep.recent_messages) + u64::from(history_max_tokens(settings))
 }
 
+/// `nothing to compact` and why, for people: one sentence whatever the
+/// reason (the JSON documents carry the reason as pi words it).
+pub(crate) fn nothing_text(reason: &NothingToCompact) -> String {
+    let why = match reason {
+        NothingToCompact::TooSmall => "the session is too small (everything fits the kept window)",
+        NothingToCompact::AlreadyCompacted => "the leaf is a compaction already",
+        NothingToCompact::NoFirstKeptId => {
+            "the first kept entry has no id (the session may need `musepi session migrate`)"
+        }
+    };
+    format!("nothing to compact: {why}")
+}
+
 pub(crate) fn nothing_json(
     session: &Session,
     planned: &Planned,
