@@ -313,3 +313,36 @@ fn json_positions_count_from_0_where_the_table_counts_from_1() {
         "{text}"
     );
 }
+
+/// README.md shows the chart of the example session after the README's
+/// first command compacts it, as `musepi context --chart` prints it on an
+/// 80-column terminal; only the compaction's id, new on every run, is the
+/// README's own.
+#[test]
+fn the_readme_chart_is_what_the_command_prints() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let command = "$ musepi context target/todo-refactor.compacted.jsonl --chart\n";
+    let start = readme
+        .find(command)
+        .expect("README shows the chart command")
+        + command.len();
+    let shown = &readme[start..start + readme[start..].find("```").unwrap()];
+    let dir = tempfile::tempdir().unwrap();
+    let example = root.join("examples/sessions/todo-refactor.jsonl");
+    let compacted = dir.path().join("todo-refactor.compacted.jsonl");
+    let (example, compacted) = (example.to_str().unwrap(), compacted.to_str().unwrap());
+    ok(&musepi(
+        dir.path(),
+        &["compact", example, "-o", compacted],
+        "80",
+    ));
+    let chart = ok(&musepi(
+        dir.path(),
+        &["context", compacted, "--chart"],
+        "80",
+    ));
+    // `context tokens along the path to ID (…)`: the leaf is the compaction.
+    let id = |text: &str| text.split_whitespace().nth(6).unwrap().to_owned();
+    assert_eq!(chart.replace(&id(&chart), &id(shown)), shown);
+}
