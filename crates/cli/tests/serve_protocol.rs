@@ -776,3 +776,38 @@ async fn the_call_whose_rewrite_another_process_outlasted_reports_it_once() {
     assert_eq!(again["notes"], json!([]), "{again}");
     assert_eq!(c.finish().await, 0);
 }
+
+/// A hook that answers `session_before_tree` with an empty summary: the
+/// answer says `"summary": ""` with no summary entry, none is written, and
+/// the leaf moves to the target, kept the file's last line by the marker
+/// (docs/protocol.md, `navigate`).
+#[tokio::test]
+async fn an_empty_summary_from_a_hook_is_answered_and_written_nowhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let hook = support::script(
+        dir.path(),
+        "empty.sh",
+        r#"cat > /dev/null
+echo '{"summary": {"summary": ""}}'"#,
+    );
+    let settings = json!({"hooks": {"session_before_tree": [
+        {"command": [hook.to_str().unwrap()], "timeoutMs": support::HOOK_IN_TIME_MS}
+    ]}});
+    let mut c = Client::without_provider(dir.path(), &settings.to_string());
+    c.ok("open", json!({"path": "s.jsonl", "create": true}))
+        .await;
+    let ids = history(&mut c).await;
+    let (_, nav) = c
+        .ok("navigate", json!({"targetId": ids[1], "summarize": true}))
+        .await;
+    assert_eq!(nav["summary"], json!(""), "{nav}");
+    assert_eq!(nav["summaryEntryId"], Value::Null, "{nav}");
+    let marker = nav["markerEntryId"].as_str().unwrap();
+    assert_eq!(nav["newLeafId"], json!(marker), "{nav}");
+    let file = json_lines(&dir.path().join("s.jsonl"));
+    assert!(!file.iter().any(|l| l["type"] == json!("branch_summary")));
+    let last = file.last().unwrap();
+    assert_eq!(last["id"], json!(marker));
+    assert_eq!(last["parentId"], json!(ids[1]));
+    assert_eq!(c.finish().await, 0);
+}
