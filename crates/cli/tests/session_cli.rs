@@ -130,7 +130,7 @@ fn stats_reports_what_the_session_model_reads() {
 fn session_with_controls(dir: &Path) -> PathBuf {
     let text = lines(&[
         HEADER,
-        &message_line("00000001", None, "hello"),
+        &message_line("00000001", None, "hello \u{1b}[5mblink"),
         r#"{"type":"label","id":"00000002","parentId":"00000001","timestamp":"2025-01-01T00:00:02.000Z","targetId":"00000001","label":"red\u001b[31m\r\nlabel"}"#,
         r#"{"type":"session_info","id":"00000003","parentId":"00000002","timestamp":"2025-01-01T00:00:03.000Z","name":"title\u001b]0;owned\u0007\tname"}"#,
         r#"{"type":"odd\u001b[2J","id":"00000004","parentId":"00000003","timestamp":"2025-01-01T00:00:04.000Z"}"#,
@@ -173,6 +173,33 @@ fn stats_escapes_control_characters_and_json_keeps_them() {
     assert_eq!(v["labels"][0]["label"], "red\x1b[31m\r\nlabel");
     assert_eq!(v["sessionName"], "title\x1b]0;owned\x07\tname");
     assert_eq!(v["byType"]["odd\x1b[2J"], 1);
+}
+
+#[test]
+fn context_ls_and_branch_escape_control_characters() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = session_with_controls(dir.path());
+    for (args, shown) in [
+        (vec!["context", p(&file)], r"hello \u001b[5mblink"),
+        // The session's name, its tab made a space as every preview does.
+        (
+            vec!["ls", "--session-dir", p(dir.path())],
+            r"title\u001b]0;owned\u0007 name",
+        ),
+    ] {
+        let o = musepi(&args);
+        assert_eq!(code(&o), 0, "{args:?}: {}", stderr(&o));
+        let text = stdout(&o);
+        assert!(!text.contains(['\x1b', '\x07']), "{args:?}: {text:?}");
+        assert!(text.contains(shown), "{args:?}: {text}");
+    }
+    // Going back to the message puts its text back in the editor.
+    let out = dir.path().join("back.jsonl");
+    let o = musepi(&["branch", p(&file), "--to", "00000001", "-o", p(&out)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(!text.contains('\x1b'), "{text:?}");
+    assert!(text.contains(r"hello \u001b[5mblink"), "{text}");
 }
 
 #[test]

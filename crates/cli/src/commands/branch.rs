@@ -17,7 +17,7 @@ use crate::commands::pi_dir::CHANGES_THE_FILE;
 use crate::commands::runtime::{Progress, default_branch_strategy, provider, runtime, settings};
 use crate::commands::writer::{Target, mark_leaf, print_warnings, write_warnings};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
-use crate::output::{Color, aligned, note, print_json, print_text};
+use crate::output::{Color, aligned, escape_controls, note, print_json, print_text};
 use crate::report::plan::request_json;
 
 /// Runs the command.
@@ -170,7 +170,10 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
         rows.push(("written to".to_owned(), name));
     }
     if let Some(text) = out.editor_text() {
-        rows.push(("editor text".to_owned(), crate::output::preview(text, 80)));
+        rows.push((
+            "editor text".to_owned(),
+            escape_controls(&crate::output::preview(text, 80)).into_owned(),
+        ));
     }
     let mut text = aligned(&rows);
     if let Some(s) = &out.summary {

@@ -8,7 +8,7 @@ use musepi_session_model::Session;
 use crate::cli::ContextArgs;
 use crate::commands::files::{Input, load_or_fail};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
-use crate::output::{Color, print_json, print_text};
+use crate::output::{Color, escape_controls, print_json, print_text};
 use crate::report::context::{Output, View, document, rows};
 
 /// Resolves `--leaf ID|null`: `Ok(None)` is the explicit null leaf.
@@ -69,7 +69,12 @@ pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
     }
     let mut out = String::new();
     let st = ctx.style;
-    let role_width = rows.iter().map(|r| r.role.len()).max().unwrap_or(4).max(4);
+    let role_width = rows
+        .iter()
+        .map(|r| escape_controls(&r.role).chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(4);
     let token_width = rows
         .iter()
         .map(|r| r.tokens.to_string().len())
@@ -96,10 +101,10 @@ pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
         let _ = writeln!(
             out,
             "{:<role_width$}  {}  {:>token_width$}  {}{}",
-            r.role,
-            st.paint(Color::Cyan, &format!("{:<8}", r.entry_id)),
+            escape_controls(&r.role),
+            st.paint(Color::Cyan, &format!("{:<8}", escape_controls(&r.entry_id))),
             r.tokens,
-            r.preview.as_deref().unwrap_or_default(),
+            escape_controls(r.preview.as_deref().unwrap_or_default()),
             st.paint(Color::Dim, &marks)
         );
     }

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::cli::LsArgs;
 use crate::commands::pi_dir::{Env, Listed, cwd, resolve, sessions};
 use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
-use crate::output::{Color, note, preview, print_json, print_text};
+use crate::output::{Color, escape_controls, note, preview, print_json, print_text};
 use crate::report::context::context_tokens;
 
 /// Characters of the first user message shown.
@@ -165,7 +165,7 @@ fn render(rows: &[Row], dir: &Path, ctx: &Ctx) -> String {
                         human_size(l.size),
                         r.entries.to_string(),
                         r.tokens.to_string(),
-                        format!("{file}{what}"),
+                        escape_controls(&format!("{file}{what}")).into_owned(),
                     ]
                 }
                 Err(_) => [
