@@ -100,13 +100,8 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
     let mut warnings = out.warnings.clone();
     warnings.extend(write_warnings(&mut journal));
     print_warnings(&warnings, ctx);
-    // Where the leaf already is, nothing changes: in place nothing is
-    // written (and none is named); a copy is written all the same.
-    let written = if out.no_op && dest.in_place() {
-        None
-    } else {
-        dest.finish(&journal)?
-    };
+    // Where the leaf already is, nothing changes.
+    let written = dest.finish_changed(&journal, !out.no_op)?;
     if ctx.json() {
         print_json(&json!({
             "output": written,

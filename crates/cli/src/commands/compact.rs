@@ -85,11 +85,11 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         Ok(out) => out,
         Err(CompactError::Nothing(reason)) => {
             // A copy is the result even when nothing changed, unless --strict
-            // makes "nothing to do" a failure; in place nothing is written.
-            let output = if args.strict || target.in_place() {
+            // makes "nothing to do" a failure.
+            let output = if args.strict {
                 None
             } else {
-                target.finish(&journal)?
+                target.finish_changed(&journal, false)?
             };
             if ctx.json() {
                 print_json(&json!({

@@ -50,17 +50,11 @@ pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
     } else {
         journal.discard_staged();
     }
-    // In place a file with nothing to prune is left alone; a copy is
-    // always written.
-    let output = if target.in_place() && plan.is_empty() {
-        None
-    } else {
-        target.finish(&journal)?
-    };
+    let output = target.finish_changed(&journal, !plan.is_empty())?;
     let session = journal.session();
     if ctx.json() {
         let mut doc = prune_json(session, &plan);
-        doc["written"] = json!(output.is_some() && (!plan.is_empty() || !target.in_place()));
+        doc["written"] = json!(output.is_some());
         doc["output"] = json!(output);
         print_json(&doc).or_failed()?;
         return Ok(Exit::Ok);

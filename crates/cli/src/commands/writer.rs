@@ -135,6 +135,21 @@ impl Target {
         }
     }
 
+    /// Writes the result as [`Target::finish`] does, except that in place a
+    /// session nothing `changed` is left alone and not named: a command
+    /// with nothing to do writes nothing there, while a copy is written (and
+    /// named) all the same.
+    pub fn finish_changed(
+        &self,
+        journal: &Journal,
+        changed: bool,
+    ) -> Result<Option<String>, Failure> {
+        if !changed && self.in_place() {
+            return Ok(None);
+        }
+        self.finish(journal)
+    }
+
     /// Prints the command's report: on standard output, or on standard
     /// error (unless `-q`) when standard output carries the session.
     pub fn report(&self, text: &str, ctx: &Ctx) -> Result<(), Failure> {
