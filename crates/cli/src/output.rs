@@ -139,6 +139,20 @@ pub fn escape_controls(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// The lines of a multi-line text from a session or a model (a summary, a
+/// handoff document, a prompt) as they may reach a terminal: a line break
+/// (`\n`, or `\r\n`) stays a line break, and every other control
+/// character, a lone `\r`, a tab and DEL included, is escaped on its line
+/// as [`escape_controls`] escapes it.
+pub fn escaped_lines(text: &str) -> impl Iterator<Item = Cow<'_, str>> {
+    text.lines().map(escape_controls)
+}
+
+/// A multi-line text with [`escaped_lines`]' rule, its lines joined again.
+pub fn escaped_text(text: &str) -> String {
+    escaped_lines(text).collect::<Vec<_>>().join("\n")
+}
+
 /// One line of at most `max` characters: whitespace runs become one space,
 /// and a cut text ends with `…`.
 pub fn preview(text: &str, max: usize) -> String {
@@ -346,6 +360,22 @@ pub(crate) mod tests {
             escape_controls("plain, 日本語 🦀 \\n"),
             Cow::Borrowed("plain, 日本語 🦀 \\n")
         ));
+    }
+
+    #[test]
+    fn multi_line_text_keeps_its_line_breaks_and_escapes_the_rest() {
+        let lines: Vec<_> =
+            escaped_lines("one\r\ntwo\x1b[2J\rthree\n\tfour\u{7f}\u{85}\n\nlast").collect();
+        assert_eq!(
+            lines,
+            [
+                "one",
+                "two\\u001b[2J\\rthree",
+                "\\tfour\\u007f\\u0085",
+                "",
+                "last"
+            ]
+        );
     }
 
     #[test]

@@ -169,6 +169,23 @@ fn text_output_names_the_new_file_and_shows_the_document() {
     assert_has(&text, "  ## Goal\n  Fix the parser.\n");
 }
 
+/// The document comes from a model: its line breaks are kept, its other
+/// control characters escaped, in the text output only.
+#[test]
+fn text_output_escapes_the_documents_control_characters() {
+    let dir = tempfile::tempdir().unwrap();
+    session(dir.path());
+    let model = model(200, "## Goal\nFix \x1b[2Jthe parser.\r\nNext:\tgo\x07");
+    let o = handoff(dir.path(), &model, &[]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(!text.contains(['\x1b', '\r', '\x07', '\t']), "{text:?}");
+    assert_has(
+        &text,
+        "  ## Goal\n  Fix \\u001b[2Jthe parser.\n  Next:\\tgo\\u0007\n",
+    );
+}
+
 #[test]
 fn an_existing_new_file_is_replaced_only_with_force() {
     let dir = tempfile::tempdir().unwrap();

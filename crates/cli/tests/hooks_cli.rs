@@ -592,6 +592,27 @@ fn hooks_test_exit_codes() {
     assert_eq!(doc["hooks"][0]["outcome"], "cancel");
     assert_eq!(doc["hooks"][0]["reason"], "not today");
     assert_eq!(doc["hooks"][0]["exitCode"], 2);
+    // The human report escapes what the hook wrote.
+    let o = hooks_test(dir.path(), "session_before_tree", &s, &[], &[]);
+    assert_eq!(code(&o), 1);
+    assert!(
+        stdout(&o).contains("   reason: not today\n"),
+        "{}",
+        stdout(&o)
+    );
+    let sly = script(dir.path(), "sly.sh", "printf 'no\\033[2J\\rpe' >&2\nexit 2");
+    let sly_settings = settings(
+        dir.path(),
+        &json!({"session_before_tree": [{"command": [p(&sly)]}]}),
+    );
+    let o = hooks_test(dir.path(), "session_before_tree", &sly_settings, &[], &[]);
+    assert_eq!(code(&o), 1);
+    assert!(!stdout(&o).contains(['\x1b', '\r']), "{:?}", stdout(&o));
+    assert!(
+        stdout(&o).contains(r"   reason: no\u001b[2J\rpe"),
+        "{}",
+        stdout(&o)
+    );
     let o = hooks_test(dir.path(), "session_compact", &s, &[], &[]);
     assert_eq!(code(&o), 0);
     assert!(

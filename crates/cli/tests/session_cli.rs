@@ -202,6 +202,85 @@ fn context_ls_and_branch_escape_control_characters() {
     assert!(text.contains(r"hello \u001b[5mblink"), "{text}");
 }
 
+/// The footer of `context` names the model, the thinking level and the
+/// leaf, all read from the session.
+#[test]
+fn the_context_footer_escapes_the_model_thinking_level_and_leaf() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = lines(&[
+        HEADER,
+        &message_line("00000001", None, "hello"),
+        r#"{"type":"model_change","id":"00000002","parentId":"00000001","timestamp":"2025-01-01T00:00:02.000Z","provider":"p\u001b[31m","modelId":"m\r"}"#,
+        r#"{"type":"thinking_level_change","id":"0000\u001b[2J","parentId":"00000002","timestamp":"2025-01-01T00:00:03.000Z","thinkingLevel":"high\u0007"}"#,
+    ]);
+    let file = write_file(dir.path(), "footer.jsonl", text);
+    let o = musepi(&["context", p(&file)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(!text.contains(['\x1b', '\r', '\x07']), "{text:?}");
+    assert!(
+        text.contains(r"model p\u001b[31m/m\r, thinking high\u0007, leaf 0000\u001b[2J"),
+        "{text}"
+    );
+    let v = json(&musepi(&["context", p(&file), "--json"]));
+    assert_eq!(v["leafId"], "0000\x1b[2J");
+    assert_eq!(v["thinkingLevel"], "high\x07");
+}
+
+/// `plan --show-prompts` prints the prompts, which quote the session: line
+/// breaks kept, other control characters escaped; `--json` exact.
+#[test]
+fn plan_prompts_escape_what_they_quote() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = format!("{HEADER}\n");
+    for i in 1..=12 {
+        let id = format!("{i:08x}");
+        let parent = (i > 1).then(|| format!("{:08x}", i - 1));
+        let said = format!("step {i} \x1b[31mred\r\n\ttwo {}", "x".repeat(400));
+        text.push_str(&message_line(&id, parent.as_deref(), &said));
+        text.push('\n');
+    }
+    let file = write_file(dir.path(), "long.jsonl", text);
+    let args = ["plan", p(&file), "--keep-recent", "200", "--show-prompts"];
+    let o = musepi(&args);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(!text.contains(['\x1b', '\r', '\t']), "{text:?}");
+    assert!(text.contains("step 1 \\u001b[31mred\n\\ttwo x"), "{text}");
+    let o = musepi(&[&args[..], &["--json"]].concat());
+    let prompt = json(&o)["requests"][0]["prompt"].to_string();
+    assert!(
+        prompt.contains(r"step 1 \u001b[31mred\r\n\ttwo x"),
+        "{prompt}"
+    );
+}
+
+/// `session check --repair` names the file it read and the copy it wrote,
+/// and why it dropped lines: escaped, as its problem lines are.
+#[test]
+fn check_and_repair_escape_the_names_they_print() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "{}not json\n",
+        lines(&[HEADER, &message_line("00000001", None, "hi")])
+    );
+    let file = write_file(dir.path(), "in\x1b[31m.jsonl", text);
+    let out = dir.path().join("out\x1b]0;t\x07.jsonl");
+    let o = musepi(&["session", "check", p(&file), "--repair", "-o", p(&out)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(!text.contains(['\x1b', '\x07']), "{text:?}");
+    assert!(text.contains(r"in\u001b[31m.jsonl: 1 problem(s)"), "{text}");
+    assert!(text.contains("dropped line 3: malformed JSON"), "{text}");
+    assert!(text.contains(r"wrote "), "{text}");
+    assert!(
+        text.contains(r"out\u001b]0;t\u0007.jsonl: ok, no problems"),
+        "{text}"
+    );
+    let v = json(&musepi(&["session", "check", p(&file), "--json"]));
+    assert_eq!(v["file"], p(&file));
+}
+
 #[test]
 fn global_flags_are_accepted_anywhere() {
     let file = conformance("rand-0004.jsonl");

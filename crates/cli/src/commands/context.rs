@@ -113,9 +113,11 @@ pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
     } else {
         "messages"
     };
+    // The model, the thinking level and the leaf are read from the session
+    // too.
     let model = context.model.as_ref().map_or_else(
         || "none".to_owned(),
-        |m| format!("{}/{}", m.provider, m.model_id),
+        |m| escape_controls(&format!("{}/{}", m.provider, m.model_id)).into_owned(),
     );
     let _ = writeln!(
         out,
@@ -126,8 +128,8 @@ pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
                 "{} {what}, {total} tokens in context ({}), model {model}, thinking {}, leaf {}",
                 rows.len(),
                 tokenizer.name(),
-                context.thinking_level,
-                leaf_id.as_deref().unwrap_or("null")
+                escape_controls(&context.thinking_level),
+                escape_controls(leaf_id.as_deref().unwrap_or("null"))
             )
         )
     );

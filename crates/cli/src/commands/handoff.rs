@@ -35,7 +35,7 @@ use crate::commands::runtime::{Progress, maintenance, provider, runtime, setting
 use crate::commands::writer::{print_warnings, replace_out};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::ids::RandomIds;
-use crate::output::{Color, aligned, print_json, print_text};
+use crate::output::{Color, aligned, escape_controls, escaped_lines, print_json, print_text};
 
 /// The `reason` hooks see for a handoff.
 pub const HANDOFF_REASON: &str = "handoff";
@@ -266,11 +266,17 @@ fn report(
         return Ok(Exit::Ok);
     }
     let rows = vec![
-        ("new session".to_owned(), args.out.display().to_string()),
-        ("session id".to_owned(), header.id.clone()),
+        (
+            "new session".to_owned(),
+            escape_controls(&args.out.display().to_string()).into_owned(),
+        ),
+        (
+            "session id".to_owned(),
+            escape_controls(&header.id).into_owned(),
+        ),
         (
             "parent".to_owned(),
-            header.parent_session.clone().unwrap_or_default(),
+            escape_controls(header.parent_session.as_deref().unwrap_or_default()).into_owned(),
         ),
         (
             "document".to_owned(),
@@ -283,7 +289,9 @@ fn report(
     ];
     let mut text = aligned(&rows);
     let _ = writeln!(text, "{}", ctx.style.paint(Color::Dim, "handoff:"));
-    let lines: Vec<&str> = document.lines().take(10).collect();
+    // The document is the model's or a hook's: its line breaks are kept,
+    // its other control characters escaped.
+    let lines: Vec<_> = escaped_lines(document).take(10).collect();
     for l in &lines {
         let _ = writeln!(text, "  {l}");
     }

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::{HooksCommand, HooksTestArgs};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
-use crate::output::{Color, print_json, print_text};
+use crate::output::{Color, escaped_lines, print_json, print_text};
 use crate::settings::SettingsSources;
 
 mod sample;
@@ -195,11 +195,15 @@ fn render(event: &str, reports: &[Report], ctx: &Ctx) -> String {
                 }
             }
             Ok(Reply::Cancel { reason }) if !reason.is_empty() => {
-                let _ = writeln!(out, "   reason: {reason}");
+                for l in escaped_lines(&format!("reason: {reason}")) {
+                    let _ = writeln!(out, "   {l}");
+                }
             }
             Ok(_) => {}
             Err(_) => {
-                let _ = writeln!(out, "   {}", r.warning().unwrap_or_default());
+                for l in escaped_lines(&r.warning().unwrap_or_default()) {
+                    let _ = writeln!(out, "   {l}");
+                }
                 if !r.hook.fail_closed() {
                     let _ = writeln!(
                         out,

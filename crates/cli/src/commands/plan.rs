@@ -10,7 +10,7 @@ use crate::cli::PlanArgs;
 use crate::commands::context::resolve_leaf;
 use crate::commands::files::{Input, keep_until_exit, load_or_fail};
 use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
-use crate::output::{Color, aligned, print_json, print_text};
+use crate::output::{Color, aligned, escape_controls, escaped_text, print_json, print_text};
 use crate::report::plan::{Planned, document, estimated_after, nothing_json, nothing_text, tokens};
 
 /// Runs the command.
@@ -94,13 +94,16 @@ fn render(
     let mut rows = vec![
         (
             "first kept entry".to_owned(),
-            prep.first_kept_entry_id.to_string(),
+            escape_controls(prep.first_kept_entry_id.as_str()).into_owned(),
         ),
         (
             "split turn".to_owned(),
             match prep.turn_start_entry() {
                 Some(ts) if prep.cut.is_split_turn => {
-                    format!("yes, the turn starts at {}", session.entries()[ts].id)
+                    format!(
+                        "yes, the turn starts at {}",
+                        escape_controls(session.entries()[ts].id.as_str())
+                    )
                 }
                 _ => "no".to_owned(),
             },
@@ -169,6 +172,8 @@ fn render(
     rows.push(("requests".to_owned(), requests.join(", ")));
     let mut out = aligned(&rows);
     if show_prompts {
+        // A prompt quotes the session: its line breaks are kept, its other
+        // control characters escaped (`--json` carries it exactly).
         let short = plan.short_request(&plan.merge(Some("{history summary}"), None));
         for r in plan.requests().chain(std::iter::once(&short)) {
             let _ = write!(
@@ -184,8 +189,11 @@ fn render(
                         r.reasoning.as_deref().unwrap_or("none")
                     )
                 ),
-                st.paint(Color::Dim, &format!("system: {}", r.system_prompt)),
-                r.prompt_text()
+                st.paint(
+                    Color::Dim,
+                    &escaped_text(&format!("system: {}", r.system_prompt))
+                ),
+                escaped_text(&r.prompt_text())
             );
         }
     }

@@ -9,7 +9,7 @@ use super::{problem_json, problem_line};
 use crate::cli::CheckArgs;
 use crate::commands::files::{Input, Loaded, load};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
-use crate::output::{Color, note, print_json, print_text};
+use crate::output::{Color, escape_controls, note, print_json, print_text};
 
 /// Checks the file; with `--repair`, writes a repaired copy to `-o OUT`.
 /// The input is never written.
@@ -75,7 +75,7 @@ fn unusable(name: &str, e: &SessionError, ctx: &Ctx) -> CmdResult {
         }))
         .or_failed()?;
     } else {
-        print_text(&format!("{e}\n")).or_failed()?;
+        print_text(&format!("{}\n", escape_controls(&e.to_string()))).or_failed()?;
     }
     Ok(Exit::BadInput)
 }
@@ -89,6 +89,7 @@ fn render_problems(name: &str, problems: &[Problem], loaded: &Loaded, ctx: &Ctx)
         out.push('\n');
     }
     let entries = loaded.session.len();
+    let name = escape_controls(name);
     if problems.is_empty() {
         let _ = writeln!(
             out,
@@ -115,14 +116,26 @@ fn repair_json(r: &Repair) -> Value {
     })
 }
 
+/// The repair's report, for people: the names and the reasons, which may
+/// quote the file, are printed through [`escape_controls`].
 fn render_repair(r: &Repair, ctx: &Ctx) -> String {
-    let out_name = r.out.display().to_string();
+    let out_name = escape_controls(&r.out.display().to_string()).into_owned();
     let mut text = String::new();
     for d in &r.dropped {
-        let _ = writeln!(text, "dropped line {}: {}", d.line, d.reason);
+        let _ = writeln!(
+            text,
+            "dropped line {}: {}",
+            d.line,
+            escape_controls(&d.reason)
+        );
     }
     for d in &r.changed {
-        let _ = writeln!(text, "changed line {}: {}", d.line, d.reason);
+        let _ = writeln!(
+            text,
+            "changed line {}: {}",
+            d.line,
+            escape_controls(&d.reason)
+        );
     }
     let _ = writeln!(
         text,
