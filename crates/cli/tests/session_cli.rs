@@ -734,6 +734,22 @@ fn the_tree_lines_up_its_columns_under_branches() {
     assert!(text.contains(r"odd\u001b[2J"), "{text}");
 }
 
+/// docs/cli.md quotes the last line `musepi context` prints for the example
+/// session.
+#[test]
+fn the_docs_context_footer_is_what_the_command_prints() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let docs = std::fs::read_to_string(root.join("docs/cli.md")).unwrap();
+    let example = root.join("examples/sessions/todo-refactor.jsonl");
+    let o = musepi(&["context", p(&example)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    let footer = text.lines().last().unwrap();
+    let shown =
+        format!("`musepi context examples/sessions/todo-refactor.jsonl` ends with `{footer}`.");
+    assert!(docs.contains(&shown), "docs/cli.md shows: {shown}");
+}
+
 #[test]
 fn no_color_is_respected_even_for_errors() {
     let o = Command::new(env!("CARGO_BIN_EXE_musepi"))
