@@ -11,8 +11,8 @@ use crate::text::Text;
 
 /// The edits of the tree that a [`Session`] makes in memory and a
 /// [`Journal`](crate::Journal) makes durably: each is written once here, on what the two
-/// do each in their own way (move the leaf, append an entry, and make an
-/// edit whole or not at all).
+/// do each in their own way (move the leaf, append an entry, and both
+/// together, whole or not at all).
 pub trait TreeEdit {
     /// The session edited.
     fn session(&self) -> &Session;
@@ -29,11 +29,17 @@ pub trait TreeEdit {
         stamp: &mut Stamp<'_>,
     ) -> Result<EntryId, SessionError>;
 
-    /// Runs `edit`; when it fails, the tree is left as it was before.
-    fn whole_or_nothing<T>(
+    /// Moves the leaf to `parent` (or clears it for `None`) and appends an
+    /// entry under it, as [`TreeEdit::move_leaf`] and
+    /// [`TreeEdit::append_entry`] do: both, or on error neither (a journal
+    /// checks that the file may be written and snapshots the tree once for
+    /// the two).
+    fn append_under(
         &mut self,
-        edit: impl FnOnce(&mut Self) -> Result<T, SessionError>,
-    ) -> Result<T, SessionError>;
+        parent: Option<&str>,
+        body: EntryBody,
+        stamp: &mut Stamp<'_>,
+    ) -> Result<EntryId, SessionError>;
 
     /// Appends a label entry; an empty or absent label clears the target's
     /// label.
@@ -67,10 +73,7 @@ pub trait TreeEdit {
             made_by: MadeBy::extension(from_extension),
             usage,
         });
-        self.whole_or_nothing(|tree| {
-            tree.move_leaf(from)?;
-            tree.append_entry(body, stamp)
-        })
+        self.append_under(from, body, stamp)
     }
 }
 
@@ -95,12 +98,14 @@ impl TreeEdit for Session {
         Ok(self.append(body, stamp))
     }
 
-    fn whole_or_nothing<T>(
+    fn append_under(
         &mut self,
-        edit: impl FnOnce(&mut Self) -> Result<T, SessionError>,
-    ) -> Result<T, SessionError> {
+        parent: Option<&str>,
+        body: EntryBody,
+        stamp: &mut Stamp<'_>,
+    ) -> Result<EntryId, SessionError> {
         let before = self.clone_state();
-        let result = edit(self);
+        let result = self.move_leaf(parent).map(|()| self.append(body, stamp));
         if result.is_err() {
             self.restore_state(before);
         }

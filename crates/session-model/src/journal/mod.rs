@@ -225,22 +225,28 @@ impl Journal {
         }
         self.check_writable()?;
         let before = self.session.clone_state();
+        let result = self.append_checked(bodies, stamp);
+        if result.is_err() {
+            self.session.restore_state(before);
+        }
+        result
+    }
+
+    /// Appends `bodies` under the leaf, checks each, and makes them durable
+    /// in one write, for a caller that has already checked that the file
+    /// may be written and taken the snapshot it restores on error.
+    fn append_checked(
+        &mut self,
+        bodies: Vec<EntryBody>,
+        stamp: &mut Stamp<'_>,
+    ) -> Result<Vec<EntryId>, SessionError> {
         let mut ids = Vec::with_capacity(bodies.len());
-        let mut result = Ok(());
         for body in bodies {
             ids.push(self.session.append(body, stamp));
-            result = crate::validate::check_new(&self.session, self.session.len() - 1);
-            if result.is_err() {
-                break;
-            }
+            crate::validate::check_new(&self.session, self.session.len() - 1)?;
         }
-        match result.and_then(|()| self.persist_new()) {
-            Ok(()) => Ok(ids),
-            Err(e) => {
-                self.session.restore_state(before);
-                Err(e)
-            }
-        }
+        self.persist_new()?;
+        Ok(ids)
     }
 
     /// Replaces entries in memory only, so what follows (a compaction) sees
@@ -381,17 +387,25 @@ impl TreeEdit for Journal {
         self.append(body, stamp)
     }
 
-    fn whole_or_nothing<T>(
+    fn append_under(
         &mut self,
-        edit: impl FnOnce(&mut Self) -> Result<T, SessionError>,
-    ) -> Result<T, SessionError> {
+        parent: Option<&str>,
+        body: EntryBody,
+        stamp: &mut Stamp<'_>,
+    ) -> Result<EntryId, SessionError> {
+        // One check and one snapshot for the move and the append: the
+        // append's own write still refuses a file another process changed
+        // since it was read (`persist_new`).
         self.check_writable()?;
         let before = self.session.clone_state();
-        let result = edit(self);
+        let result = self
+            .session
+            .move_leaf(parent)
+            .and_then(|()| self.append_checked(vec![body], stamp));
         if result.is_err() {
             self.session.restore_state(before);
         }
-        result
+        result.map(|mut ids| ids.remove(0))
     }
 }
 
