@@ -37,29 +37,47 @@ pub(crate) fn entry_json(session: &Session, index: usize) -> Option<Value> {
     serde_json::from_str(&line).ok()
 }
 
-/// One message shown to a hook: the entry it came from, its role, and the message.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// One message shown to a hook: the entry it came from and the message.
+/// Its JSON also names the message's role (`entryId`, `role`, `message`),
+/// read from the message itself.
+#[derive(Debug, Clone, PartialEq)]
 pub struct MessageView {
     /// The entry the message came from.
     pub entry_id: String,
-    /// Its role.
-    pub role: String,
     /// The message as stored.
     pub message: AgentMessage,
 }
 
 impl MessageView {
+    /// The view of `message`, from the entry `entry_id`.
+    pub fn new(entry_id: impl Into<String>, message: AgentMessage) -> Self {
+        Self {
+            entry_id: entry_id.into(),
+            message,
+        }
+    }
+
     /// The views of context messages of `session`, in their order.
     pub fn all(session: &Session, messages: &[ContextMessage<'_>]) -> Vec<Self> {
         messages
             .iter()
-            .map(|m| Self {
-                entry_id: session.entries()[m.entry_index].id.to_string(),
-                role: m.message.role().to_owned(),
-                message: m.message.as_ref().clone(),
+            .map(|m| {
+                Self::new(
+                    session.entries()[m.entry_index].id.to_string(),
+                    m.message.as_ref().clone(),
+                )
             })
             .collect()
+    }
+}
+
+impl Serialize for MessageView {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut out = serializer.serialize_struct("MessageView", 3)?;
+        out.serialize_field("entryId", &self.entry_id)?;
+        out.serialize_field("role", self.message.role())?;
+        out.serialize_field("message", &self.message)?;
+        out.end()
     }
 }
 
@@ -389,4 +407,28 @@ pub struct TreeEvent {
     pub summary_entry: Option<Value>,
     /// Whether an extension supplied it (only when a summary was written).
     pub from_extension: Option<bool>,
+}
+
+#[cfg(test)]
+mod tests {
+    use musepi_session_model::{Content, ToolResultMessage};
+
+    use super::*;
+
+    #[test]
+    fn a_message_view_names_its_entry_and_the_role_its_message_has() {
+        let message = AgentMessage::ToolResult(ToolResultMessage {
+            tool_call_id: "call-1".to_owned(),
+            tool_name: "read".to_owned(),
+            content: Content::text("fn main() {}"),
+            ..ToolResultMessage::default()
+        });
+        let view = MessageView::new("e1", message.clone());
+        let json = serde_json::to_string(&view).unwrap_or_else(|e| panic!("{e}"));
+        let message_json = serde_json::to_string(&message).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            json,
+            format!(r#"{{"entryId":"e1","role":"toolResult","message":{message_json}}}"#)
+        );
+    }
 }

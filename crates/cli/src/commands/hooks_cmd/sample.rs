@@ -17,14 +17,6 @@ pub const SAMPLE_SESSION_FILE: &str = "/home/user/project/.pi/sessions/2025-05-0
 const SESSION_ID: &str = "0f3c2a9e-5b7d-4e1a-9c8f-2d6b1a7e4c30";
 const T0: f64 = 1_746_093_600_000.0;
 
-fn view(entry_id: &str, message: AgentMessage) -> MessageView {
-    MessageView {
-        entry_id: entry_id.to_owned(),
-        role: message.role().to_owned(),
-        message,
-    }
-}
-
 fn tool_call(id: &str, name: &str, arguments: Value) -> ContentBlock {
     ContentBlock::ToolCall(ToolCall {
         id: id.to_owned(),
@@ -58,7 +50,7 @@ fn result(id: &str, name: &str, text: &str, at: f64) -> AgentMessage {
 /// The conversation the samples summarize.
 fn messages() -> Vec<MessageView> {
     vec![
-        view(
+        MessageView::new(
             "a1b2c3d4",
             AgentMessage::User(UserMessage {
                 content: Content::Text(Text::new(
@@ -68,7 +60,7 @@ fn messages() -> Vec<MessageView> {
                 attribution: None,
             }),
         ),
-        view(
+        MessageView::new(
             "b2c3d4e5",
             assistant(
                 vec![
@@ -79,7 +71,7 @@ fn messages() -> Vec<MessageView> {
                 T0 + 4_000.0,
             ),
         ),
-        view(
+        MessageView::new(
             "c3d4e5f6",
             result(
                 "call_1",
