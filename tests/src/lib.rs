@@ -269,10 +269,8 @@ pub fn user_images(m: &musepi_session_model::AgentMessage) -> u64 {
 /// Claude Sonnet 4.5 over the Anthropic Messages API, which reads images,
 /// so it gets PNG frames.
 pub fn claude_reader() -> musepi_hooks::snapcompact::SnapTarget {
-    let mut target = musepi_hooks::snapcompact::SnapTarget::default();
-    target.api = Some("anthropic-messages".into());
-    target.model_id = Some("claude-sonnet-4-5".into());
-    target.provider = Some("anthropic".into());
-    target.vision = true;
-    target
+    musepi_hooks::snapcompact::SnapTarget::model("claude-sonnet-4-5")
+        .with_api("anthropic-messages")
+        .with_provider("anthropic")
+        .with_vision(true)
 }

@@ -95,12 +95,10 @@ fn compacted(dir: &Path, name: &str, turns: usize, target: &SnapTarget) -> (Path
 }
 
 fn claude() -> SnapTarget {
-    let mut target = SnapTarget::default();
-    target.api = Some("anthropic-messages".into());
-    target.model_id = Some("claude-sonnet-4-5".into());
-    target.provider = Some("anthropic".into());
-    target.vision = true;
-    target
+    SnapTarget::model("claude-sonnet-4-5")
+        .with_api("anthropic-messages")
+        .with_provider("anthropic")
+        .with_vision(true)
 }
 
 fn read_json(path: &Path) -> Value {

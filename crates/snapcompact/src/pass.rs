@@ -48,6 +48,21 @@ use crate::util::len16;
 const REMOTE_KEY: &str = "openaiRemoteCompaction";
 
 /// Who will read the archive.
+///
+/// [`SnapTarget::default`] is a reader nobody named (it gets the text
+/// archive); [`SnapTarget::model`] names one, and the `with_` setters say
+/// the rest:
+///
+/// ```
+/// use musepi_snapcompact::SnapTarget;
+///
+/// let claude = SnapTarget::model("claude-sonnet-4-5")
+///     .with_api("anthropic-messages")
+///     .with_provider("anthropic")
+///     .with_vision(true);
+/// assert!(claude.wants_frames());
+/// assert!(!SnapTarget::model("gpt-4o-mini").wants_frames());
+/// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct SnapTarget {
@@ -71,6 +86,50 @@ pub struct SnapTarget {
 }
 
 impl SnapTarget {
+    /// The model `model_id`, as a reader that does not take images until
+    /// [`SnapTarget::with_vision`] says it does.
+    pub fn model(model_id: impl Into<String>) -> Self {
+        Self {
+            model_id: Some(model_id.into()),
+            ..Self::default()
+        }
+    }
+
+    /// The wire API that carries the request (`anthropic-messages`, …).
+    #[must_use]
+    pub fn with_api(mut self, api: impl Into<String>) -> Self {
+        self.api = Some(api.into());
+        self
+    }
+
+    /// The provider (`anthropic`, `openai`, …), whose image budget caps the frames.
+    #[must_use]
+    pub fn with_provider(mut self, provider: impl Into<String>) -> Self {
+        self.provider = Some(provider.into());
+        self
+    }
+
+    /// Whether the model reads images.
+    #[must_use]
+    pub fn with_vision(mut self, vision: bool) -> Self {
+        self.vision = vision;
+        self
+    }
+
+    /// A shape the `snapcompact.shape` setting forces.
+    #[must_use]
+    pub fn with_forced_shape(mut self, shape: impl Into<String>) -> Self {
+        self.forced_shape = Some(shape.into());
+        self
+    }
+
+    /// At most `max_frames` frames (never more than 80).
+    #[must_use]
+    pub fn with_max_frames(mut self, max_frames: usize) -> Self {
+        self.max_frames = Some(max_frames);
+        self
+    }
+
     /// Whether this reader gets PNG frames: it takes images and is named.
     pub fn wants_frames(&self) -> bool {
         self.vision && self.model_id.is_some()

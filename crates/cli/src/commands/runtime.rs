@@ -236,12 +236,18 @@ pub fn snap_target(
         }
         .to_owned()
     });
-    let mut target = musepi_hooks::SnapTarget::default();
-    target.api = api;
-    target.model_id = model_id;
-    target.provider = config.map(|c| c.kind().as_str().to_owned());
-    target.vision = vision;
-    target.forced_shape.clone_from(&settings.snapcompact_shape);
+    let mut target = model_id
+        .map_or_else(musepi_hooks::SnapTarget::default, musepi_hooks::SnapTarget::model)
+        .with_vision(vision);
+    if let Some(api) = api {
+        target = target.with_api(api);
+    }
+    if let Some(config) = config {
+        target = target.with_provider(config.kind().as_str());
+    }
+    if let Some(shape) = &settings.snapcompact_shape {
+        target = target.with_forced_shape(shape.clone());
+    }
     target
 }
 

@@ -11,12 +11,10 @@ use super::SnapTarget;
 
 /// A reader of images: `model` of `provider`, over the wire API `api`.
 pub(super) fn vision(model: &str, api: &str, provider: &str) -> SnapTarget {
-    let mut target = SnapTarget::default();
-    target.api = Some(api.into());
-    target.model_id = Some(model.into());
-    target.provider = Some(provider.into());
-    target.vision = true;
-    target
+    SnapTarget::model(model)
+        .with_api(api)
+        .with_provider(provider)
+        .with_vision(true)
 }
 
 /// Claude Sonnet 4.5 over the Anthropic Messages API, which gets PNG frames.

@@ -287,15 +287,16 @@ impl Server {
                 ));
             };
             // The archive's reader: PNG frames when the model reads images.
-            runtime = runtime.with_reader({
-                let mut target = SnapTarget::default();
-                target.vision = model
+            let mut reader = SnapTarget::default().with_vision(
+                model
                     .get("vision")
                     .and_then(Value::as_bool)
-                    .unwrap_or(false);
-                target.api = model.get("api").and_then(Value::as_str).map(str::to_owned);
-                target
-            });
+                    .unwrap_or(false),
+            );
+            if let Some(api) = model.get("api").and_then(Value::as_str) {
+                reader = reader.with_api(api);
+            }
+            runtime = runtime.with_reader(reader);
             runtime.set_model(provider, model_id, None);
         }
         runtime.set_promotion_targets(targets);
