@@ -237,7 +237,10 @@ pub fn snap_target(
         .to_owned()
     });
     let mut target = model_id
-        .map_or_else(musepi_hooks::SnapTarget::default, musepi_hooks::SnapTarget::model)
+        .map_or_else(
+            musepi_hooks::SnapTarget::default,
+            musepi_hooks::SnapTarget::model,
+        )
         .with_vision(vision);
     if let Some(api) = api {
         target = target.with_api(api);
