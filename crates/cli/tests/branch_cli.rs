@@ -123,6 +123,65 @@ async fn a_summary_is_requested_stored_under_the_target_and_seen_in_the_context(
     );
 }
 
+/// The human report escapes what it prints from the session and the model:
+/// the ids (`from`, `to`), the summary (its line breaks kept), the dry
+/// run's request.
+#[tokio::test]
+async fn the_report_escapes_ids_and_the_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = [
+        json!({"type":"session","version":3,"id":"t1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}),
+        json!({"type":"message","id":"a\u{1b}[1m","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"Port the parser.","timestamp":1}}),
+        json!({"type":"message","id":"b\u{1b}[2J","parentId":"a\u{1b}[1m","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"Which plan?"}],"provider":"p","model":"m","stopReason":"stop","timestamp":2}}),
+        json!({"type":"message","id":"c\u{1b}[3J","parentId":"b\u{1b}[2J","timestamp":"2026-01-01T00:00:03.000Z","message":{"role":"user","content":"Try plan B \u{1b}]0;t\u{7} now.","timestamp":3}}),
+    ];
+    let file = dir.path().join("t.jsonl");
+    let text: String = lines.iter().map(|l| l.to_string() + "\n").collect();
+    std::fs::write(&file, text).unwrap();
+    support::settle(&file);
+    let server = Server::answering(|_| {
+        Reply::json(
+            200,
+            &json!({"choices": [{"message": {"role": "assistant", "content": "## Goal\r\n- plan \u{1b}[2JB\n- next\u{7}"}, "finish_reason": "stop"}]}),
+        )
+    })
+    .await;
+    let base = format!("{}/v1", server.url);
+    let llm = [
+        "--provider",
+        "openai-compatible",
+        "--base-url",
+        &base,
+        "--model",
+        "m",
+    ];
+    let dry = branch(
+        &file,
+        &[&["--to", "b\u{1b}[2J", "--dry-run"], &llm[..]].concat(),
+    )
+    .await;
+    let out = branch(
+        &file,
+        &[&["--to", "b\u{1b}[2J", "--summarize"], &llm[..]].concat(),
+    )
+    .await;
+    for o in [&dry, &out] {
+        assert_eq!(code(o), 0, "{}", stderr(o));
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(!text.contains(['\x1b', '\r', '\x07']), "{text:?}");
+        let row = |key: &str, value: &str| {
+            text.lines()
+                .any(|l| l.starts_with(key) && l.ends_with(&format!("  {value}")))
+        };
+        assert!(row("from ", "c\\u001b[3J"), "{text}");
+        assert!(row("to ", "b\\u001b[2J"), "{text}");
+    }
+    let dry = String::from_utf8_lossy(&dry.stdout);
+    assert_has(&dry, "[User]: Try plan B \\u001b]0;t\\u0007 now.");
+    let out = String::from_utf8_lossy(&out.stdout);
+    assert_has(&out, "\n  ## Goal\n  - plan \\u001b[2JB\n  - next\\u0007\n");
+}
+
 #[tokio::test]
 async fn navigation_without_a_summary_records_the_new_leaf() {
     let (_dir, file) = tree();

@@ -314,6 +314,30 @@ fn json_positions_count_from_0_where_the_table_counts_from_1() {
     );
 }
 
+/// The chart's title names the leaf by its id, escaped as every id read
+/// from a session is.
+#[test]
+fn the_chart_escapes_the_leaf_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = [
+        json!({"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}),
+        json!({"type":"message","id":"a1","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"hello","timestamp":1}}),
+        json!({"type":"message","id":"z\u{1b}[2J","parentId":"a1","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"user","content":"again","timestamp":2}}),
+    ];
+    let text: String = lines.iter().map(|l| l.to_string() + "\n").collect();
+    std::fs::write(dir.path().join("esc.jsonl"), text).unwrap();
+    let chart = ok(&musepi(
+        dir.path(),
+        &["context", "esc.jsonl", "--chart"],
+        "80",
+    ));
+    assert!(!chart.contains('\x1b'), "{chart:?}");
+    assert!(
+        chart.starts_with("context tokens along the path to z\\u001b[2J (2 entries)"),
+        "{chart}"
+    );
+}
+
 /// README.md shows the chart of the example session after the README's
 /// first command compacts it, as `musepi context --chart` prints it on an
 /// 80-column terminal; only the compaction's id, new on every run, is the

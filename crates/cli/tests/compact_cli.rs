@@ -135,6 +135,58 @@ async fn an_openai_compatible_summary_is_written_and_the_requests_are_exact() {
     assert_eq!(doc["entryId"], entry["id"]);
 }
 
+/// The human report escapes the model's summary (its line breaks kept) and
+/// its short summary; a dry run escapes the prompts and the first kept id.
+#[tokio::test]
+async fn the_report_escapes_the_summary_and_the_dry_run_its_prompts() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = session(dir.path());
+    let server = Server::answering(|_| chat("## Goal\r\n- a \u{1b}[2J b\n- c\u{7}")).await;
+    let mut entry = openai(IN_TIME_MS);
+    entry["baseUrl"] = json!(format!("{}/v1", server.url));
+    let settings = settings(dir.path(), &entry);
+    let out = musepi(&llm_compact(&file, &settings)).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains(['\x1b', '\r', '\x07']), "{text:?}");
+    assert_has(
+        &text,
+        "summary:\n  ## Goal\n  - a \\u001b[2J b\n  - c\\u0007\n",
+    );
+    assert_has(
+        &text,
+        "short summary  ## Goal - a \\u001b[2J b - c\\u0007\n",
+    );
+
+    // A session that quotes controls, and whose ids carry them.
+    let mut lines = vec![
+        json!({"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}),
+    ];
+    for i in 1..=12 {
+        let parent = (i > 1).then(|| format!("{:07x}\u{1b}", i - 1));
+        lines.push(json!({"type":"message","id":format!("{i:07x}\u{1b}"),"parentId":parent,"timestamp":"2025-01-01T00:00:01.000Z",
+            "message":{"role":"user","content":format!("step {i} \u{1b}[31mred {}", "x".repeat(400)),"timestamp":i}}));
+    }
+    let quoting = dir.path().join("q.jsonl");
+    let text: String = lines.iter().map(|l| l.to_string() + "\n").collect();
+    std::fs::write(&quoting, text).unwrap();
+    let dry = [
+        "compact",
+        quoting.to_str().unwrap(),
+        "--strategy",
+        "llm",
+        "--keep-recent",
+        "200",
+        "--dry-run",
+    ];
+    let out = musepi(&dry).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains('\x1b'), "{text:?}");
+    assert_has(&text, "would keep from 000000b\\u001b (");
+    assert_has(&text, "[User]: step 1 \\u001b[31mred x");
+}
+
 #[tokio::test]
 async fn a_429_with_retry_after_and_a_500_are_retried() {
     let replies = vec![

@@ -255,6 +255,42 @@ fn plan_prompts_escape_what_they_quote() {
     );
 }
 
+/// `prune` lists each result it blanks by its entry's id, escaped.
+#[test]
+fn prune_escapes_the_ids_it_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    let read = |call: &str| {
+        format!(
+            r#"{{"role":"assistant","content":[{{"type":"toolCall","id":"{call}","name":"read","arguments":{{"path":"src/a.rs"}}}}],"provider":"p","model":"m","stopReason":"toolUse","timestamp":2}}"#
+        )
+    };
+    let result = |call: &str| {
+        format!(
+            r#"{{"role":"toolResult","toolCallId":"{call}","toolName":"read","content":[{{"type":"text","text":"{}"}}],"isError":false,"timestamp":3}}"#,
+            "fn a() {}\\n".repeat(200)
+        )
+    };
+    let entry = |id: &str, parent: &str, message: &str| {
+        format!(
+            r#"{{"type":"message","id":"{id}","parentId":"{parent}","timestamp":"2025-01-01T00:00:02.000Z","message":{message}}}"#
+        )
+    };
+    let text = lines(&[
+        HEADER,
+        &message_line("00000001", None, "read it"),
+        &entry("00000002", "00000001", &read("c1")),
+        &entry(r"r\u001b[2J", "00000002", &result("c1")),
+        &entry("00000004", r"r\u001b[2J", &read("c2")),
+        &entry("00000005", "00000004", &result("c2")),
+    ]);
+    let file = write_file(dir.path(), "reads.jsonl", text);
+    let o = musepi(&["prune", p(&file), "--dry-run", "--min-saving", "0"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(!text.contains('\x1b'), "{text:?}");
+    assert!(text.starts_with(r"superseded  r\u001b[2J  "), "{text}");
+}
+
 /// `session check --repair` names the file it read and the copy it wrote,
 /// and why it dropped lines: escaped, as its problem lines are.
 #[test]

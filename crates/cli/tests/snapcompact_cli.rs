@@ -227,6 +227,33 @@ fn a_text_archive_is_written_as_pages() {
     assert!(text(&o.stdout).contains("text, "));
 }
 
+/// The report names the compaction by its id, escaped as every id read
+/// from a session is.
+#[test]
+fn the_report_escapes_the_entry_id() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (file, id) = compacted(dir.path(), "text.jsonl", 60, &SnapTarget::default());
+    // The compaction is the last entry: nothing else names it.
+    let original = std::fs::read_to_string(&file).expect("read");
+    let renamed = original.replace(
+        &format!("\"id\":\"{id}\""),
+        &format!("\"id\":\"{id}\\u001b[2J\""),
+    );
+    assert_ne!(renamed, original);
+    std::fs::write(&file, renamed).expect("write");
+    let out = dir.path().join("pages");
+    let o = musepi(&["snapcompact", "render", p(&file), "--out", p(&out)]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    let shown = text(&o.stdout);
+    assert!(!shown.contains('\x1b'), "{shown:?}");
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.starts_with("entry ") && l.ends_with(&format!("  {id}\\u001b[2J"))),
+        "{shown}"
+    );
+}
+
 #[test]
 fn bad_entries_shapes_and_sessions_without_an_archive_exit_2() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -17,7 +17,9 @@ use crate::commands::pi_dir::CHANGES_THE_FILE;
 use crate::commands::runtime::{Progress, default_branch_strategy, provider, runtime, settings};
 use crate::commands::writer::{Target, mark_leaf, print_warnings, write_warnings};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
-use crate::output::{Color, aligned, escape_controls, note, print_json, print_text};
+use crate::output::{
+    Color, aligned, escape_controls, escaped_lines, escaped_text, note, print_json, print_text,
+};
 use crate::report::plan::request_json;
 
 /// Runs the command.
@@ -128,13 +130,13 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
     let mut rows = vec![
         (
             "from".to_owned(),
-            out.old_leaf
-                .as_ref()
-                .map_or("null".into(), ToString::to_string),
+            out.old_leaf.as_ref().map_or("null".into(), |id| {
+                escape_controls(id.as_str()).into_owned()
+            }),
         ),
         (
             "to".to_owned(),
-            target.clone().unwrap_or_else(|| "root".into()),
+            escape_controls(target.as_deref().unwrap_or("root")).into_owned(),
         ),
         (
             "abandoned".to_owned(),
@@ -142,14 +144,16 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
         ),
         (
             "new leaf".to_owned(),
-            journal
-                .session()
-                .leaf_id()
-                .map_or("null".into(), ToString::to_string),
+            journal.session().leaf_id().map_or("null".into(), |id| {
+                escape_controls(id.as_str()).into_owned()
+            }),
         ),
     ];
     if let Some(id) = &out.summary_entry {
-        rows.push(("summary entry".to_owned(), id.to_string()));
+        rows.push((
+            "summary entry".to_owned(),
+            escape_controls(id.as_str()).into_owned(),
+        ));
         rows.push((
             "summarized by".to_owned(),
             match (strategy, &llm) {
@@ -162,7 +166,7 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
         ));
     }
     if let Some(name) = written.filter(|_| !dest.in_place()) {
-        rows.push(("written to".to_owned(), name));
+        rows.push(("written to".to_owned(), escape_controls(&name).into_owned()));
     }
     if let Some(text) = out.editor_text() {
         rows.push((
@@ -173,7 +177,9 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
     let mut text = aligned(&rows);
     if let Some(s) = &out.summary {
         let _ = writeln!(text, "{}", ctx.style.paint(Color::Dim, "summary:"));
-        for l in s.summary.lines().take(10) {
+        // The summary quotes the branch: line breaks kept, other control
+        // characters escaped.
+        for l in escaped_lines(&s.summary).take(10) {
             let _ = writeln!(text, "  {l}");
         }
     }
@@ -237,12 +243,14 @@ fn dry_run(
         .or_failed()?;
         return Ok(Exit::Ok);
     }
+    // Ids come from the session, printed escaped.
+    let shown = |text: String| escape_controls(&text).into_owned();
     let rows = vec![
-        ("from".to_owned(), old.map_or("null".into(), id)),
-        ("to".to_owned(), target.unwrap_or("root").to_owned()),
+        ("from".to_owned(), shown(old.map_or("null".into(), id))),
+        ("to".to_owned(), shown(target.unwrap_or("root").to_owned())),
         (
             "common ancestor".to_owned(),
-            collected.common_ancestor.map_or("none".into(), id),
+            shown(collected.common_ancestor.map_or("none".into(), id)),
         ),
         (
             "abandoned".to_owned(),
@@ -265,7 +273,7 @@ fn dry_run(
                 text,
                 "\n── branch summary request (max {} tokens) ──\n{}\n",
                 r.max_tokens.unwrap_or(0),
-                r.prompt_text()
+                escaped_text(&r.prompt_text())
             );
         }
         None => text.push_str("nothing to summarize\n"),

@@ -15,7 +15,10 @@ use crate::cli::CompactArgs;
 use crate::commands::requests::Counted;
 use crate::commands::runtime::{Progress, maintenance, provider, runtime, settings};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
-use crate::output::{Color, aligned, note, preview, print_json, print_text};
+use crate::output::{
+    Color, aligned, escape_controls, escaped_lines, escaped_text, note, preview, print_json,
+    print_text,
+};
 use crate::report::plan::{nothing_text, prune_json, request_json};
 
 /// Runs the command.
@@ -137,7 +140,7 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
     }
     let st = ctx.style;
     let mut rows = vec![
-        ("file".to_owned(), written),
+        ("file".to_owned(), escape_controls(&written).into_owned()),
         (
             "strategy".to_owned(),
             match &llm {
@@ -153,7 +156,8 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
             "entry".to_owned(),
             format!(
                 "{} (keeps from {})",
-                out.entry_id, out.result.first_kept_entry_id
+                escape_controls(out.entry_id.as_str()),
+                escape_controls(out.result.first_kept_entry_id.as_str())
             ),
         ),
     ];
@@ -168,10 +172,15 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         ));
     }
     if let Some(short) = &out.result.short_summary {
-        rows.push(("short summary".to_owned(), preview(short, 100)));
+        rows.push((
+            "short summary".to_owned(),
+            escape_controls(&preview(short, 100)).into_owned(),
+        ));
     }
     let mut text = aligned(&rows);
-    let lines: Vec<&str> = out.result.summary.lines().take(8).collect();
+    // The summary is the model's or the archive's, quoting the session: its
+    // line breaks are kept, its other control characters escaped.
+    let lines: Vec<_> = escaped_lines(&out.result.summary).take(8).collect();
     let _ = writeln!(text, "{}", st.paint(Color::Dim, "summary:"));
     for l in &lines {
         let _ = writeln!(text, "  {l}");
@@ -257,7 +266,7 @@ fn dry_run(
     let mut out = format!(
         "dry run: {} would keep from {} ({} messages summarized, {} in the turn prefix); nothing written\n",
         strategy.name(),
-        prep.first_kept_entry_id,
+        escape_controls(prep.first_kept_entry_id.as_str()),
         prep.messages_to_summarize.len(),
         prep.turn_prefix_messages.len()
     );
@@ -267,8 +276,8 @@ fn dry_run(
             "\n── {} request (max {} tokens) ──\nsystem: {}\n\n{}\n",
             r["purpose"].as_str().unwrap_or_default(),
             r["maxTokens"],
-            r["systemPrompt"].as_str().unwrap_or_default(),
-            r["prompt"].as_str().unwrap_or_default()
+            escaped_text(r["systemPrompt"].as_str().unwrap_or_default()),
+            escaped_text(r["prompt"].as_str().unwrap_or_default())
         );
     }
     print_text(&out).or_failed()?;

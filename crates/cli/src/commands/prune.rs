@@ -17,7 +17,7 @@ use crate::commands::pi_dir::CHANGES_THE_FILE;
 use crate::commands::plan::prune_text;
 use crate::commands::writer::{Target, print_warnings, write_warnings};
 use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
-use crate::output::{Color, print_json};
+use crate::output::{Color, escape_controls, print_json};
 use crate::report::plan::prune_json;
 
 /// Runs the command.
@@ -66,7 +66,10 @@ pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
             out,
             "{:<10}  {}  {:>7} → {:<5}  {}",
             c.kind.name(),
-            st.paint(Color::Cyan, session.entries()[c.entry_index].id.as_str()),
+            st.paint(
+                Color::Cyan,
+                &escape_controls(session.entries()[c.entry_index].id.as_str())
+            ),
             c.tokens,
             c.tokens - c.saved,
             c.placeholder
@@ -79,7 +82,7 @@ pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
     };
     let _ = writeln!(out, "{}", prune_text(&plan, verb));
     if let Some(name) = output.filter(|_| !target.in_place()) {
-        let _ = writeln!(out, "written to {name}");
+        let _ = writeln!(out, "written to {}", escape_controls(&name));
     }
     target.report(&out, ctx)?;
     Ok(Exit::Ok)

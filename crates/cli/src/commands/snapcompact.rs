@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use crate::cli::{RenderArgs, SnapcompactCommand};
 use crate::commands::files::{Input, load_or_fail};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
-use crate::output::{aligned, print_json, print_text};
+use crate::output::{aligned, escape_controls, print_json, print_text};
 
 /// Runs a `musepi snapcompact` command.
 pub fn run(command: &SnapcompactCommand, ctx: &Ctx) -> CmdResult {
@@ -316,18 +316,21 @@ fn report(args: &RenderArgs, written: &Written, ctx: &Ctx) -> CmdResult {
     let mut rows = vec![
         (
             "entry".to_owned(),
-            doc["entryId"].as_str().unwrap_or_default().to_owned(),
+            escape_controls(doc["entryId"].as_str().unwrap_or_default()).into_owned(),
         ),
         ("archive".to_owned(), what),
     ];
     if let Some(shape) = doc["shape"].as_str() {
-        rows.push(("printed as".to_owned(), shape.to_owned()));
+        rows.push(("printed as".to_owned(), escape_controls(shape).into_owned()));
     }
     rows.push((
         "dropped chars".to_owned(),
         doc["truncatedChars"].to_string(),
     ));
-    rows.push(("folder".to_owned(), args.out.display().to_string()));
+    rows.push((
+        "folder".to_owned(),
+        escape_controls(&args.out.display().to_string()).into_owned(),
+    ));
     rows.push(("files".to_owned(), written.files.join(" ")));
     print_text(&aligned(&rows)).or_failed()?;
     Ok(Exit::Ok)

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::{Drop, Series};
-use crate::output::{Color, Style};
+use crate::output::{Color, Style, escape_controls};
 use crate::view::text::{str_width, thousands, truncate};
 
 /// Rows of bars.
@@ -58,7 +58,8 @@ pub fn render(series: &Series, width: usize, height: usize, style: Style) -> Str
     let width = width.max(24);
     let height = height.max(2);
     let mut out = String::new();
-    let leaf = series.leaf_id.as_deref().unwrap_or("null");
+    // Ids come from the session: escaped, as every id a command prints.
+    let leaf = escape_controls(series.leaf_id.as_deref().unwrap_or("null"));
     let title = format!(
         "context tokens along the path to {leaf} ({} entries)",
         series.path_len
@@ -176,7 +177,7 @@ fn table(series: &Series, width: usize) -> String {
         .map(|d| {
             [
                 d.number.to_string(),
-                d.entry_id.clone(),
+                escape_controls(&d.entry_id).into_owned(),
                 (d.position + 1).to_string(),
                 format!("{} → {}", thousands(d.before), thousands(d.after)),
                 format!("{} ({}%)", thousands(d.removed()), d.removed_percent()),
