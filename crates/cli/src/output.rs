@@ -248,23 +248,31 @@ pub fn print_text(text: &str) -> io::Result<()> {
 /// `musepi: error: …` then one `caused by: …` line per source.
 pub fn print_error(error: &anyhow::Error) {
     let style = Style::stderr();
-    let mut text = format!("musepi: {} {error}\n", style.paint(Color::Red, "error:"));
+    // A message may quote the session (an id, a hook's words): its control
+    // characters are escaped, its line breaks kept.
+    let mut text = format!(
+        "musepi: {} {}\n",
+        style.paint(Color::Red, "error:"),
+        escaped_text(&error.to_string())
+    );
     let mut previous = error.to_string();
     for cause in error.chain().skip(1) {
         let message = cause.to_string();
         // Errors that already print their source (`path: reason`) are not repeated.
         if !previous.ends_with(&message) {
-            let _ = writeln!(text, "  caused by: {message}");
+            let _ = writeln!(text, "  caused by: {}", escaped_text(&message));
         }
         previous = message;
     }
     let _ = io::stderr().write_all(text.as_bytes());
 }
 
-/// Prints a note on stderr unless quiet.
+/// Prints a note on stderr unless quiet, with [`escaped_lines`]' rule: a
+/// warning may quote the session or a hook.
 pub fn note(quiet: bool, text: &str) {
     if !quiet {
-        let _ = writeln!(io::stderr(), "{text}");
+        let end = if text.ends_with('\n') { "\n" } else { "" };
+        let _ = writeln!(io::stderr(), "{}{end}", escaped_text(text));
     }
 }
 

@@ -291,6 +291,27 @@ fn prune_escapes_the_ids_it_lists() {
     assert!(text.starts_with(r"superseded  r\u001b[2J  "), "{text}");
 }
 
+/// Errors and warnings on stderr escape what they quote from the session.
+#[test]
+fn errors_escape_the_ids_they_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = lines(&[
+        HEADER,
+        &message_line("00000001", None, "hello"),
+        r#"{"type":"compaction","id":"k\u001b[2J","parentId":"00000001","timestamp":"2025-01-01T00:00:02.000Z","summary":"s","firstKeptEntryId":"00000001","tokensBefore":10}"#,
+    ]);
+    let file = write_file(dir.path(), "llm.jsonl", text);
+    let out = dir.path().join("frames");
+    let o = musepi(&["snapcompact", "render", p(&file), "--out", p(&out)]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(!err.contains('\x1b'), "{err:?}");
+    assert!(
+        err.contains(r"compaction k\u001b[2J holds no snapcompact archive"),
+        "{err}"
+    );
+}
+
 /// `session check --repair` names the file it read and the copy it wrote,
 /// and why it dropped lines: escaped, as its problem lines are.
 #[test]
