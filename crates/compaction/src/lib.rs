@@ -40,8 +40,8 @@ pub use prune::{
 };
 pub use prune_first::{PruneFirst, prune_first, prune_first_measured};
 pub use request::{
-    RequestOptions, assemble_prompt, history_max_tokens, history_request, previous_summary,
-    short_summary_max_tokens, short_summary_request, turn_prefix_max_tokens, turn_prefix_request,
+    RequestOptions, assemble_prompt, history_max_tokens, history_request, short_summary_max_tokens,
+    short_summary_request, turn_prefix_max_tokens, turn_prefix_request,
 };
 pub use settings::CompactionSettings;
 pub use trigger::{

@@ -55,19 +55,15 @@ impl SummaryPlan {
         settings: &CompactionSettings,
         options: &RequestOptions,
     ) -> Self {
-        let history_fallback = options
-            .previous_summary_override
+        let history_fallback = prep
+            .previous_summary
             .clone()
-            .or_else(|| prep.previous_summary.clone())
             .unwrap_or_else(|| NO_PRIOR_HISTORY.to_owned());
         Self {
             history: history_request(prep, settings, options),
             history_units: crate::window::HistoryUnits::new(
                 &prep.messages_to_summarize,
-                options
-                    .previous_summary_override
-                    .clone()
-                    .or_else(|| prep.previous_summary.clone()),
+                prep.previous_summary.clone(),
                 settings,
                 options,
             ),

@@ -24,9 +24,6 @@ pub struct RequestOptions {
     pub prompt_override: Option<String>,
     /// Lines a hook adds as `<additional-context>` bullets.
     pub additional_context: Vec<String>,
-    /// Replaces the previous summary in `<previous-summary>` (for example
-    /// with a snapcompact archive folded in).
-    pub previous_summary_override: Option<String>,
 }
 
 /// Output limit of the history summary: `floor(0.8 × reserve)`, within the model's cap.
@@ -84,17 +81,6 @@ pub fn assemble_prompt(
     out
 }
 
-/// The previous summary the history request folds into, if any.
-pub fn previous_summary<'p>(
-    prep: &'p Preparation<'_>,
-    options: &'p RequestOptions,
-) -> Option<&'p str> {
-    options
-        .previous_summary_override
-        .as_deref()
-        .or(prep.previous_summary.as_deref())
-}
-
 /// The history summary request, when there are messages to summarize.
 pub fn history_request(
     prep: &Preparation<'_>,
@@ -106,7 +92,7 @@ pub fn history_request(
     }
     Some(history_summary(
         &serialize_for_summary(&prep.messages_to_summarize),
-        previous_summary(prep, options),
+        prep.previous_summary.as_deref(),
         options,
         history_max_tokens(settings),
         settings.reasoning.clone(),

@@ -359,3 +359,63 @@ fn the_same_session_compacts_to_the_same_bytes_twice() {
         assert_eq!(first, bytes());
     }
 }
+
+/// An LLM summary that follows an archive folds the archive's text into
+/// its update prompt with nothing added: the entry's summary already holds
+/// the ledger and the conversation kept by salience, for a text reader and
+/// for a reader of frames alike (no archive is unpacked into the prompt).
+#[test]
+fn an_llm_summary_after_an_archive_finds_the_archive_text_in_the_previous_summary() {
+    for target in [text_target(), claude()] {
+        let mut b = Builder::new();
+        for i in 0..90 {
+            b.filler(&format!("a{i}w"), 200);
+        }
+        b.one_call(
+            "Where does the deploy key live?",
+            "Looking.",
+            ("k1", "bash", json!({"command": "grep -r deploy_key ."})),
+            "infra/vault.tf: deploy_key = vault/prod/deploy",
+        );
+        ending(&mut b);
+        let archived = compact_preparation(&b.prepare(1), &target, &SnapSettings::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let frames = archived
+            .preserve_data
+            .as_ref()
+            .and_then(|p| p.get("snapcompact"))
+            .and_then(|a| a.get("frames"))
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        assert_eq!(frames > 0, target.wants_frames(), "{frames} frames");
+        b.commit(archived);
+        for i in 0..10 {
+            b.filler(&format!("b{i}w"), 120);
+        }
+        ending(&mut b);
+        let prep = b.prepare(1);
+        let plan = musepi_compaction::SummaryPlan::new(
+            &prep,
+            &musepi_compaction::CompactionSettings::default(),
+            &musepi_compaction::RequestOptions::default(),
+        );
+        let prompt = plan
+            .history
+            .as_ref()
+            .map(musepi_context_builder::SummaryRequest::prompt_text)
+            .unwrap_or_default();
+        let previous = prompt
+            .split_once("<previous-summary>\n")
+            .and_then(|(_, rest)| rest.split_once("\n</previous-summary>"))
+            .map_or_else(|| panic!("no previous summary in {prompt}"), |(p, _)| p);
+        assert_eq!(Some(previous), prep.previous_summary.as_deref());
+        assert_contains(
+            previous,
+            &[
+                "=== LEDGER ===",
+                "¶user:Where does the deploy key live?",
+                "vault/prod/deploy",
+            ],
+        );
+    }
+}
