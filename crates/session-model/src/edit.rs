@@ -11,8 +11,8 @@ use crate::text::Text;
 
 /// The edits of the tree that a [`Session`] makes in memory and a
 /// [`Journal`](crate::Journal) makes durably: each is written once here, on what the two
-/// do each in their own way (move the leaf, append an entry, and both
-/// together, whole or not at all).
+/// do each in their own way (move the leaf, and append an entry whole or
+/// not at all).
 pub trait TreeEdit {
     /// The session edited.
     fn session(&self) -> &Session;
@@ -25,18 +25,6 @@ pub trait TreeEdit {
     /// makes it durable first, and on error changes nothing).
     fn append_entry(
         &mut self,
-        body: EntryBody,
-        stamp: &mut Stamp<'_>,
-    ) -> Result<EntryId, SessionError>;
-
-    /// Moves the leaf to `parent` (or clears it for `None`) and appends an
-    /// entry under it, as [`TreeEdit::move_leaf`] and
-    /// [`TreeEdit::append_entry`] do: both, or on error neither (a journal
-    /// checks that the file may be written and snapshots the tree once for
-    /// the two).
-    fn append_under(
-        &mut self,
-        parent: Option<&str>,
         body: EntryBody,
         stamp: &mut Stamp<'_>,
     ) -> Result<EntryId, SessionError>;
@@ -73,7 +61,18 @@ pub trait TreeEdit {
             made_by: MadeBy::extension(from_extension),
             usage,
         });
-        self.append_under(from, body, stamp)
+        // An append that fails changes nothing, so only the leaf moves
+        // back; a journal's append checks the file and snapshots the
+        // session, once for the whole edit.
+        let old_leaf = self.session().leaf_id().cloned();
+        self.move_leaf(from)?;
+        let appended = self.append_entry(body, stamp);
+        if appended.is_err() {
+            // The old leaf is an entry of the session: moving back to it
+            // cannot fail.
+            self.move_leaf(old_leaf.as_ref().map(EntryId::as_str)).ok();
+        }
+        appended
     }
 }
 
@@ -96,19 +95,5 @@ impl TreeEdit for Session {
         stamp: &mut Stamp<'_>,
     ) -> Result<EntryId, SessionError> {
         Ok(self.append(body, stamp))
-    }
-
-    fn append_under(
-        &mut self,
-        parent: Option<&str>,
-        body: EntryBody,
-        stamp: &mut Stamp<'_>,
-    ) -> Result<EntryId, SessionError> {
-        let before = self.clone_state();
-        let result = self.move_leaf(parent).map(|()| self.append(body, stamp));
-        if result.is_err() {
-            self.restore_state(before);
-        }
-        result
     }
 }

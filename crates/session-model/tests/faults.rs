@@ -9,7 +9,8 @@ use std::sync::{Arc, Barrier};
 
 use common::{Clock, asst, header_line, open, open_err, temp_file, user};
 use musepi_session_model::{
-    EntryId, IdSource, Journal, ProblemKind, SequentialIds, SessionError, Stamp, load_file,
+    EntryId, IdSource, Journal, ProblemKind, SequentialIds, SessionError, Stamp, TreeEdit,
+    load_file,
 };
 
 fn session_text(entries: usize) -> String {
@@ -30,11 +31,44 @@ fn session_text(entries: usize) -> String {
     text
 }
 
-#[test]
-fn a_torn_last_line_blocks_writes_until_repaired() {
+/// `torn.jsonl`: three entries and a torn fourth line; and its text.
+fn torn_session() -> (tempfile::TempDir, std::path::PathBuf, String) {
     let mut text = session_text(3);
     text.push_str(r#"{"type":"message","id":"00000004","parentId":"000"#);
-    let (_dir, path) = temp_file("torn.jsonl", &text);
+    let (dir, path) = temp_file("torn.jsonl", &text);
+    (dir, path, text)
+}
+
+/// A branch summary on a file the journal may not write: the leaf that
+/// moved for it moves back, nothing is added or written, and the target is
+/// looked up first (an unknown one is reported as such, the file's problem
+/// by the append that follows a valid one).
+#[test]
+fn a_branch_summary_on_a_torn_file_leaves_the_leaf_and_the_file_as_they_were() {
+    let (_dir, path, text) = torn_session();
+    let mut j = open(&path);
+    let leaf = j.session().leaf_id().cloned();
+    let mut c = Clock::default();
+    let err = j
+        .branch_with_summary(Some("00000001"), "left", None, false, None, &mut c.stamp())
+        .unwrap_err();
+    assert!(
+        matches!(err, SessionError::TornTail { line: 5, .. }),
+        "{err:?}"
+    );
+    assert_eq!(j.session().leaf_id().cloned(), leaf);
+    assert_eq!(j.session().len(), 3);
+    let err = j
+        .branch_with_summary(Some("nowhere"), "left", None, false, None, &mut c.stamp())
+        .unwrap_err();
+    assert!(matches!(err, SessionError::EntryNotFound(_)), "{err:?}");
+    assert_eq!(j.session().leaf_id().cloned(), leaf);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+}
+
+#[test]
+fn a_torn_last_line_blocks_writes_until_repaired() {
+    let (_dir, path, text) = torn_session();
     let mut j = open(&path);
     assert_eq!(j.session().len(), 3, "every complete entry loads");
     let p = j.session().problems();

@@ -225,28 +225,22 @@ impl Journal {
         }
         self.check_writable()?;
         let before = self.session.clone_state();
-        let result = self.append_checked(bodies, stamp);
-        if result.is_err() {
-            self.session.restore_state(before);
-        }
-        result
-    }
-
-    /// Appends `bodies` under the leaf, checks each, and makes them durable
-    /// in one write, for a caller that has already checked that the file
-    /// may be written and taken the snapshot it restores on error.
-    fn append_checked(
-        &mut self,
-        bodies: Vec<EntryBody>,
-        stamp: &mut Stamp<'_>,
-    ) -> Result<Vec<EntryId>, SessionError> {
         let mut ids = Vec::with_capacity(bodies.len());
+        let mut result = Ok(());
         for body in bodies {
             ids.push(self.session.append(body, stamp));
-            crate::validate::check_new(&self.session, self.session.len() - 1)?;
+            result = crate::validate::check_new(&self.session, self.session.len() - 1);
+            if result.is_err() {
+                break;
+            }
         }
-        self.persist_new()?;
-        Ok(ids)
+        match result.and_then(|()| self.persist_new()) {
+            Ok(()) => Ok(ids),
+            Err(e) => {
+                self.session.restore_state(before);
+                Err(e)
+            }
+        }
     }
 
     /// Replaces entries in memory only, so what follows (a compaction) sees
@@ -385,27 +379,6 @@ impl TreeEdit for Journal {
         stamp: &mut Stamp<'_>,
     ) -> Result<EntryId, SessionError> {
         self.append(body, stamp)
-    }
-
-    fn append_under(
-        &mut self,
-        parent: Option<&str>,
-        body: EntryBody,
-        stamp: &mut Stamp<'_>,
-    ) -> Result<EntryId, SessionError> {
-        // One check and one snapshot for the move and the append: the
-        // append's own write still refuses a file another process changed
-        // since it was read (`persist_new`).
-        self.check_writable()?;
-        let before = self.session.clone_state();
-        let result = self
-            .session
-            .move_leaf(parent)
-            .and_then(|()| self.append_checked(vec![body], stamp));
-        if result.is_err() {
-            self.session.restore_state(before);
-        }
-        result.map(|mut ids| ids.remove(0))
     }
 }
 
