@@ -269,8 +269,9 @@ pub fn user_images(m: &musepi_session_model::AgentMessage) -> u64 {
 /// Claude Sonnet 4.5 over the Anthropic Messages API, which reads images,
 /// so it gets PNG frames.
 pub fn claude_reader() -> musepi_hooks::snapcompact::SnapTarget {
-    musepi_hooks::snapcompact::SnapTarget::model("claude-sonnet-4-5")
-        .with_api("anthropic-messages")
-        .with_provider("anthropic")
-        .with_vision(true)
+    musepi_hooks::snapcompact::SnapTarget::images(
+        "claude-sonnet-4-5",
+        "anthropic-messages",
+        "anthropic",
+    )
 }

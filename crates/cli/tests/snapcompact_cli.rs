@@ -95,10 +95,7 @@ fn compacted(dir: &Path, name: &str, turns: usize, target: &SnapTarget) -> (Path
 }
 
 fn claude() -> SnapTarget {
-    SnapTarget::model("claude-sonnet-4-5")
-        .with_api("anthropic-messages")
-        .with_provider("anthropic")
-        .with_vision(true)
+    SnapTarget::images("claude-sonnet-4-5", "anthropic-messages", "anthropic")
 }
 
 fn read_json(path: &Path) -> Value {

@@ -32,7 +32,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     settings.keep_recent_tokens = keep;
     settings.adapt_keep_recent = false;
     let prep = prepare(&session, session.leaf_index(), &settings)?;
-    let target = SnapTarget::model(model.clone()).with_vision(model != "text");
+    let mut target = SnapTarget::model(model.clone());
+    target.vision = model != "text";
     let result = compact_preparation(&prep, &target, &SnapSettings::default())?;
     let out = PathBuf::from(out);
     std::fs::create_dir_all(&out)?;

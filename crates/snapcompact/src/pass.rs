@@ -50,16 +50,15 @@ const REMOTE_KEY: &str = "openaiRemoteCompaction";
 /// Who will read the archive.
 ///
 /// [`SnapTarget::default`] is a reader nobody named (it gets the text
-/// archive); [`SnapTarget::model`] names one, and the `with_` setters say
-/// the rest:
+/// archive); [`SnapTarget::model`] names a model that reads text,
+/// [`SnapTarget::images`] one that reads images; the public fields say the
+/// rest (a shape, a frame cap):
 ///
 /// ```
 /// use musepi_snapcompact::SnapTarget;
 ///
-/// let claude = SnapTarget::model("claude-sonnet-4-5")
-///     .with_api("anthropic-messages")
-///     .with_provider("anthropic")
-///     .with_vision(true);
+/// let mut claude = SnapTarget::images("claude-sonnet-4-5", "anthropic-messages", "anthropic");
+/// claude.max_frames = Some(3);
 /// assert!(claude.wants_frames());
 /// assert!(!SnapTarget::model("gpt-4o-mini").wants_frames());
 /// ```
@@ -86,8 +85,7 @@ pub struct SnapTarget {
 }
 
 impl SnapTarget {
-    /// The model `model_id`, as a reader that does not take images until
-    /// [`SnapTarget::with_vision`] says it does.
+    /// The model `model_id`, as a reader of text.
     pub fn model(model_id: impl Into<String>) -> Self {
         Self {
             model_id: Some(model_id.into()),
@@ -95,39 +93,15 @@ impl SnapTarget {
         }
     }
 
-    /// The wire API that carries the request (`anthropic-messages`, …).
-    #[must_use]
-    pub fn with_api(mut self, api: impl Into<String>) -> Self {
-        self.api = Some(api.into());
-        self
-    }
-
-    /// The provider (`anthropic`, `openai`, …), whose image budget caps the frames.
-    #[must_use]
-    pub fn with_provider(mut self, provider: impl Into<String>) -> Self {
-        self.provider = Some(provider.into());
-        self
-    }
-
-    /// Whether the model reads images.
-    #[must_use]
-    pub fn with_vision(mut self, vision: bool) -> Self {
-        self.vision = vision;
-        self
-    }
-
-    /// A shape the `snapcompact.shape` setting forces.
-    #[must_use]
-    pub fn with_forced_shape(mut self, shape: impl Into<String>) -> Self {
-        self.forced_shape = Some(shape.into());
-        self
-    }
-
-    /// At most `max_frames` frames (never more than 80).
-    #[must_use]
-    pub fn with_max_frames(mut self, max_frames: usize) -> Self {
-        self.max_frames = Some(max_frames);
-        self
+    /// The model `model_id` of `provider`, over the wire API `api`, as a
+    /// reader of images (PNG frames).
+    pub fn images(model_id: &str, api: &str, provider: &str) -> Self {
+        Self {
+            api: Some(api.to_owned()),
+            provider: Some(provider.to_owned()),
+            vision: true,
+            ..Self::model(model_id)
+        }
     }
 
     /// Whether this reader gets PNG frames: it takes images and is named.

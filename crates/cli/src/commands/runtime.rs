@@ -236,21 +236,14 @@ pub fn snap_target(
         }
         .to_owned()
     });
-    let mut target = model_id
-        .map_or_else(
-            musepi_hooks::SnapTarget::default,
-            musepi_hooks::SnapTarget::model,
-        )
-        .with_vision(vision);
-    if let Some(api) = api {
-        target = target.with_api(api);
-    }
-    if let Some(config) = config {
-        target = target.with_provider(config.kind().as_str());
-    }
-    if let Some(shape) = &settings.snapcompact_shape {
-        target = target.with_forced_shape(shape.clone());
-    }
+    let mut target = model_id.map_or_else(
+        musepi_hooks::SnapTarget::default,
+        musepi_hooks::SnapTarget::model,
+    );
+    target.api = api;
+    target.provider = config.map(|c| c.kind().as_str().to_owned());
+    target.vision = vision;
+    target.forced_shape.clone_from(&settings.snapcompact_shape);
     target
 }
 

@@ -11,10 +11,7 @@ use super::SnapTarget;
 
 /// A reader of images: `model` of `provider`, over the wire API `api`.
 pub(super) fn vision(model: &str, api: &str, provider: &str) -> SnapTarget {
-    SnapTarget::model(model)
-        .with_api(api)
-        .with_provider(provider)
-        .with_vision(true)
+    SnapTarget::images(model, api, provider)
 }
 
 /// Claude Sonnet 4.5 over the Anthropic Messages API, which gets PNG frames.

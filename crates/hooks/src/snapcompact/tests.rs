@@ -326,7 +326,8 @@ fn a_first_kept_entry_without_an_id_is_refused() {
 
 #[test]
 fn a_vision_reader_without_a_model_gets_text() {
-    let target = SnapTarget::default().with_vision(true);
+    let mut target = SnapTarget::default();
+    target.vision = true;
     assert!(!target.wants_frames());
     let b = deploy_session();
     let out = compact_preparation(&b.prepare(1), &target, &SnapSettings::default())

@@ -287,15 +287,12 @@ impl Server {
                 ));
             };
             // The archive's reader: PNG frames when the model reads images.
-            let mut reader = SnapTarget::default().with_vision(
-                model
-                    .get("vision")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false),
-            );
-            if let Some(api) = model.get("api").and_then(Value::as_str) {
-                reader = reader.with_api(api);
-            }
+            let mut reader = SnapTarget::default();
+            reader.vision = model
+                .get("vision")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            reader.api = model.get("api").and_then(Value::as_str).map(str::to_owned);
             runtime = runtime.with_reader(reader);
             runtime.set_model(provider, model_id, None);
         }
