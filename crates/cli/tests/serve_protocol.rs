@@ -84,9 +84,38 @@ impl Client {
     }
 
     fn with(dir: &Path, flags: &[&str], settings: &str) -> Self {
+        Self::spawn(dir, flags, settings, None)
+    }
+
+    /// A server that may write files of at most `max_file_bytes` (a
+    /// multiple of 512), a write past it failing with `EFBIG`; its stderr
+    /// is piped, for [`Client::finish_with_stderr`].
+    fn with_file_limit(dir: &Path, settings: &str, max_file_bytes: u64) -> Self {
+        Self::spawn(dir, &[], settings, Some(max_file_bytes))
+    }
+
+    fn spawn(dir: &Path, flags: &[&str], settings: &str, max_file_bytes: Option<u64>) -> Self {
         let settings_file = dir.join("settings.json");
         std::fs::write(&settings_file, settings).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_musepi"))
+        let musepi = env!("CARGO_BIN_EXE_musepi");
+        let mut command = match max_file_bytes {
+            None => Command::new(musepi),
+            Some(bytes) => {
+                assert_eq!(bytes % 512, 0, "dash counts the limit in 512-byte blocks");
+                // SIGXFSZ ignored, so a write past the limit fails instead
+                // of killing the server.
+                let mut sh = Command::new("sh");
+                sh.args([
+                    "-c",
+                    r#"trap '' XFSZ; ulimit -f "$1"; shift; exec "$@""#,
+                    "sh",
+                ])
+                .arg((bytes / 512).to_string())
+                .arg(musepi);
+                sh
+            }
+        };
+        let mut child = command
             .args([
                 "serve",
                 "--deterministic-ids",
@@ -100,7 +129,11 @@ impl Client {
             .env("HOME", dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(if max_file_bytes.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::inherit()
+            })
             .kill_on_drop(true)
             .spawn()
             .unwrap();
@@ -186,6 +219,20 @@ impl Client {
             .unwrap()
             .unwrap();
         status.code().unwrap_or(-1)
+    }
+
+    /// The exit code and what the server printed on stderr, for a server
+    /// started with its stderr piped.
+    async fn finish_with_stderr(mut self) -> (i32, String) {
+        drop(self.stdin.take());
+        let out = tokio::time::timeout(PATIENCE, self.child.wait_with_output())
+            .await
+            .unwrap()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8(out.stderr).unwrap(),
+        )
     }
 }
 
@@ -775,6 +822,78 @@ async fn the_call_whose_rewrite_another_process_outlasted_reports_it_once() {
     let (_, again) = c.say("thanks").await;
     assert_eq!(again["notes"], json!([]), "{again}");
     assert_eq!(c.finish().await, 0);
+}
+
+/// The size of `a.jsonl` (the example session, as a v2 file) once a
+/// navigation to its second entry left the summary a hook supplied, with
+/// `label` on it when there is one; and the server's answer and stderr.
+async fn navigate_with_summary(
+    dir: &Path,
+    label: Option<&str>,
+    max_file_bytes: Option<u64>,
+) -> (u64, Value, String) {
+    let hook = support::script(
+        dir,
+        "summary.sh",
+        r#"cat > /dev/null
+echo '{"summary": {"summary": "The branch tried a second parser."}}'"#,
+    );
+    let settings = json!({"hooks": {"session_before_tree": [
+        {"command": [hook.to_str().unwrap()], "timeoutMs": support::HOOK_IN_TIME_MS}
+    ]}})
+    .to_string();
+    let a = musepi_test_support::example_as_v2(dir, "a.jsonl");
+    let target = json_lines(&a)[1]["id"].clone();
+    let mut c = match max_file_bytes {
+        Some(bytes) => Client::with_file_limit(dir, &settings, bytes),
+        None => Client::without_provider(dir, &settings),
+    };
+    c.ok("open", json!({"path": "a.jsonl"})).await;
+    let mut held = musepi_test_support::hold_open(&a, musepi_test_support::Hold::Appending);
+    let (_, answer) = c
+        .call(
+            "navigate",
+            json!({"targetId": target, "summarize": true, "label": label}),
+        )
+        .await;
+    held.kill().unwrap();
+    held.wait().unwrap();
+    let stderr = if max_file_bytes.is_some() {
+        c.finish_with_stderr().await.1
+    } else {
+        assert_eq!(c.finish().await, 0);
+        String::new()
+    };
+    (std::fs::metadata(&a).unwrap().len(), answer, stderr)
+}
+
+/// A call that fails after a write another process outlasted has no
+/// `notes` to carry the warning, so the server says it on stderr: the
+/// branch summary is written (the rewrite that writes the v2 file's
+/// migration, whose old file a process still holds), then the label on
+/// it cannot be appended (the file may not grow past its size by a whole
+/// label line), and the error answer is followed by the warning.
+#[tokio::test]
+async fn a_failed_call_says_on_stderr_what_its_write_before_the_failure_had_to_tell() {
+    let dry = tempfile::tempdir().unwrap();
+    let (summarized, answer, _) = navigate_with_summary(dry.path(), None, None).await;
+    assert_eq!(
+        answer["result"]["notes"],
+        json!([still_open("a.jsonl")]),
+        "{answer}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let label = "x".repeat(600);
+    let limit = summarized.div_ceil(512) * 512;
+    let (size, answer, stderr) = navigate_with_summary(dir.path(), Some(&label), Some(limit)).await;
+    assert_eq!(answer["ok"], json!(false), "{answer}");
+    assert_eq!(size, summarized, "the summary stays, the label is cut back");
+    let warning = format!(
+        "musepi: warning: {}\n",
+        still_open("a.jsonl").as_str().unwrap()
+    );
+    assert!(stderr.contains(&warning), "{stderr}");
 }
 
 /// A hook that answers `session_before_tree` with an empty summary: the
