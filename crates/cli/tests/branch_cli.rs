@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use support::{
-    Reply, Server, assert_has, assert_stderr_has, code, last_line, musepi_async_in, p, stderr,
-    strings,
+    Reply, Server, assert_escaped, assert_has, assert_stderr_has, code, last_line, musepi_async_in,
+    openai_compatible, p, stderr, strings,
 };
 
 /// A model on 127.0.0.1 answering every request with the same summary.
@@ -28,6 +28,11 @@ async fn server() -> Server {
 /// start (user) → ok (assistant) → plan B (user) → reading (assistant with a read),
 /// as `t.jsonl` in a temporary folder that lives as long as the value.
 fn tree() -> (tempfile::TempDir, PathBuf) {
+    tree_with(|text| text)
+}
+
+/// [`tree`], its JSON lines' text changed by `edit` before it is written.
+fn tree_with(edit: impl FnOnce(String) -> String) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let lines = [
         json!({"type":"session","version":3,"id":"t1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}),
@@ -42,7 +47,7 @@ fn tree() -> (tempfile::TempDir, PathBuf) {
         acc.push('\n');
         acc
     });
-    std::fs::write(&path, text).unwrap();
+    std::fs::write(&path, edit(text)).unwrap();
     support::settle(&path);
     (dir, path)
 }
@@ -79,22 +84,13 @@ async fn a_summary_is_requested_stored_under_the_target_and_seen_in_the_context(
     let (_dir, file) = tree();
     let server = server().await;
     let base = format!("{}/v1", server.url);
-    let out = summarize_to_b2(
-        &file,
-        &[
-            "--provider",
-            "openai-compatible",
-            "--base-url",
-            &base,
-            "--model",
-            "m",
-            "--now",
-            "2026-02-01T00:00:00.000Z",
-            "--deterministic-ids",
-            "--json",
-        ],
-    )
-    .await;
+    let flags = [
+        "--now",
+        "2026-02-01T00:00:00.000Z",
+        "--deterministic-ids",
+        "--json",
+    ];
+    let out = summarize_to_b2(&file, &[&openai_compatible(&base)[..], &flags].concat()).await;
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let requests = server.bodies();
     assert_eq!(requests.len(), 1);
@@ -128,17 +124,12 @@ async fn a_summary_is_requested_stored_under_the_target_and_seen_in_the_context(
 /// run's request.
 #[tokio::test]
 async fn the_report_escapes_ids_and_the_summary() {
-    let dir = tempfile::tempdir().unwrap();
-    let lines = [
-        json!({"type":"session","version":3,"id":"t1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}),
-        json!({"type":"message","id":"a\u{1b}[1m","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"Port the parser.","timestamp":1}}),
-        json!({"type":"message","id":"b\u{1b}[2J","parentId":"a\u{1b}[1m","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"Which plan?"}],"provider":"p","model":"m","stopReason":"stop","timestamp":2}}),
-        json!({"type":"message","id":"c\u{1b}[3J","parentId":"b\u{1b}[2J","timestamp":"2026-01-01T00:00:03.000Z","message":{"role":"user","content":"Try plan B \u{1b}]0;t\u{7} now.","timestamp":3}}),
-    ];
-    let file = dir.path().join("t.jsonl");
-    let text: String = lines.iter().map(|l| l.to_string() + "\n").collect();
-    std::fs::write(&file, text).unwrap();
-    support::settle(&file);
+    // The tree's ids and its user's plan carry escape sequences.
+    let (_dir, file) = tree_with(|text| {
+        text.replace(r#""b2""#, r#""b\u001b[2J""#)
+            .replace(r#""d4""#, r#""d\u001b[3J""#)
+            .replace("Try plan B:", r"Try plan B \u001b]0;t\u0007 now:")
+    });
     let server = Server::answering(|_| {
         Reply::json(
             200,
@@ -147,14 +138,7 @@ async fn the_report_escapes_ids_and_the_summary() {
     })
     .await;
     let base = format!("{}/v1", server.url);
-    let llm = [
-        "--provider",
-        "openai-compatible",
-        "--base-url",
-        &base,
-        "--model",
-        "m",
-    ];
+    let llm = openai_compatible(&base);
     let dry = branch(
         &file,
         &[&["--to", "b\u{1b}[2J", "--dry-run"], &llm[..]].concat(),
@@ -168,16 +152,19 @@ async fn the_report_escapes_ids_and_the_summary() {
     for o in [&dry, &out] {
         assert_eq!(code(o), 0, "{}", stderr(o));
         let text = String::from_utf8_lossy(&o.stdout);
-        assert!(!text.contains(['\x1b', '\r', '\x07']), "{text:?}");
+        assert_escaped(&text, &[]);
         let row = |key: &str, value: &str| {
             text.lines()
                 .any(|l| l.starts_with(key) && l.ends_with(&format!("  {value}")))
         };
-        assert!(row("from ", "c\\u001b[3J"), "{text}");
+        assert!(row("from ", "d\\u001b[3J"), "{text}");
         assert!(row("to ", "b\\u001b[2J"), "{text}");
     }
     let dry = String::from_utf8_lossy(&dry.stdout);
-    assert_has(&dry, "[User]: Try plan B \\u001b]0;t\\u0007 now.");
+    assert_has(
+        &dry,
+        "[User]: Try plan B \\u001b]0;t\\u0007 now: a hand-written lexer.",
+    );
     let out = String::from_utf8_lossy(&out.stdout);
     assert_has(&out, "\n  ## Goal\n  - plan \\u001b[2JB\n  - next\\u0007\n");
 }

@@ -5,10 +5,13 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
+use support::assert_escaped;
 
 const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
 
@@ -331,7 +334,7 @@ fn the_chart_escapes_the_leaf_id() {
         &["context", "esc.jsonl", "--chart"],
         "80",
     ));
-    assert!(!chart.contains('\x1b'), "{chart:?}");
+    assert_escaped(&chart, &[]);
     assert!(
         chart.starts_with("context tokens along the path to z\\u001b[2J (2 entries)"),
         "{chart}"

@@ -17,8 +17,9 @@
 mod support;
 
 use support::{
-    HOOK_IN_TIME_MS, Model, assert_has, assert_stderr_has, chat, code, hook_settings as settings,
-    json_file, json_out, last_line, p, recording_hook, script, stderr, stdout, write_file,
+    HOOK_IN_TIME_MS, Model, assert_escaped, assert_has, assert_stderr_has, chat, code,
+    hook_settings as settings, json_file, json_out, last_line, p, recording_hook, script, stderr,
+    stdout, write_file,
 };
 
 use std::path::{Path, PathBuf};
@@ -607,12 +608,7 @@ fn hooks_test_exit_codes() {
     );
     let o = hooks_test(dir.path(), "session_before_tree", &sly_settings, &[], &[]);
     assert_eq!(code(&o), 1);
-    assert!(!stdout(&o).contains(['\x1b', '\r']), "{:?}", stdout(&o));
-    assert!(
-        stdout(&o).contains(r"   reason: no\u001b[2J\rpe"),
-        "{}",
-        stdout(&o)
-    );
+    assert_escaped(&stdout(&o), &[r"   reason: no\u001b[2J\rpe"]);
     let o = hooks_test(dir.path(), "session_compact", &s, &[], &[]);
     assert_eq!(code(&o), 0);
     assert!(

@@ -14,7 +14,7 @@ mod tmux;
 use std::path::Path;
 
 use serde_json::json;
-use support::{Gate, Reply, Server, assert_has, code, stderr};
+use support::{Gate, Reply, Server, assert_has, code, openai_compatible, stderr};
 use tmux::Tmux;
 
 const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
@@ -40,22 +40,13 @@ fn session(dir: &Path) -> std::path::PathBuf {
 }
 
 fn compact_args(base: &str) -> Vec<String> {
-    [
-        "compact",
-        "s.jsonl",
-        "--strategy",
-        "llm",
-        "--provider",
-        "openai-compatible",
-        "--base-url",
-        base,
-        "--model",
-        "m",
-        "--now",
-        "2026-02-01T00:00:00.000Z",
-    ]
-    .map(str::to_owned)
-    .to_vec()
+    let compact = ["compact", "s.jsonl", "--strategy", "llm"];
+    let now = ["--now", "2026-02-01T00:00:00.000Z"];
+    [&compact[..], &openai_compatible(base), &now]
+        .concat()
+        .into_iter()
+        .map(str::to_owned)
+        .collect()
 }
 
 #[test]

@@ -13,7 +13,8 @@ use musepi_session_model::{SequentialIds, load_file};
 use musepi_test_support::{message_line, pi_fixture};
 use serde_json::Value;
 use support::{
-    assert_has, assert_stderr_has, fixture, repair_json, settle, settled_copy, write_file,
+    assert_escaped, assert_has, assert_stderr_has, fixture, repair_json, settle, settled_copy,
+    write_file,
 };
 
 /// The conformance set in the repository (tests/fixtures/conformance).
@@ -145,17 +146,14 @@ fn stats_escapes_control_characters_and_json_keeps_them() {
     let o = musepi(&["session", "stats", p(&file)]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let text = stdout(&o);
-    assert!(
-        !text.contains(['\x1b', '\r', '\x07', '\t']),
-        "controls reach the terminal: {text:?}"
+    assert_escaped(
+        &text,
+        &[
+            r"red\u001b[31m\r\nlabel",
+            r"title\u001b]0;owned\u0007\tname",
+            r"odd\u001b[2J",
+        ],
     );
-    for shown in [
-        r"red\u001b[31m\r\nlabel",
-        r"title\u001b]0;owned\u0007\tname",
-        r"odd\u001b[2J",
-    ] {
-        assert!(text.contains(shown), "{shown} in {text}");
-    }
     // Every row stays one line, aligned on the widest key.
     let row = |key: &str| {
         text.lines()
@@ -190,16 +188,14 @@ fn context_ls_and_branch_escape_control_characters() {
         let o = musepi(&args);
         assert_eq!(code(&o), 0, "{args:?}: {}", stderr(&o));
         let text = stdout(&o);
-        assert!(!text.contains(['\x1b', '\x07']), "{args:?}: {text:?}");
-        assert!(text.contains(shown), "{args:?}: {text}");
+        assert_escaped(&text, &[shown]);
     }
     // Going back to the message puts its text back in the editor.
     let out = dir.path().join("back.jsonl");
     let o = musepi(&["branch", p(&file), "--to", "00000001", "-o", p(&out)]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let text = stdout(&o);
-    assert!(!text.contains('\x1b'), "{text:?}");
-    assert!(text.contains(r"hello \u001b[5mblink"), "{text}");
+    assert_escaped(&text, &[r"hello \u001b[5mblink"]);
 }
 
 /// The footer of `context` names the model, the thinking level and the
@@ -217,10 +213,9 @@ fn the_context_footer_escapes_the_model_thinking_level_and_leaf() {
     let o = musepi(&["context", p(&file)]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let text = stdout(&o);
-    assert!(!text.contains(['\x1b', '\r', '\x07']), "{text:?}");
-    assert!(
-        text.contains(r"model p\u001b[31m/m\r, thinking high\u0007, leaf 0000\u001b[2J"),
-        "{text}"
+    assert_escaped(
+        &text,
+        &[r"model p\u001b[31m/m\r, thinking high\u0007, leaf 0000\u001b[2J"],
     );
     let v = json(&musepi(&["context", p(&file), "--json"]));
     assert_eq!(v["leafId"], "0000\x1b[2J");
@@ -245,8 +240,7 @@ fn plan_prompts_escape_what_they_quote() {
     let o = musepi(&args);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let text = stdout(&o);
-    assert!(!text.contains(['\x1b', '\r', '\t']), "{text:?}");
-    assert!(text.contains("step 1 \\u001b[31mred\n\\ttwo x"), "{text}");
+    assert_escaped(&text, &["step 1 \\u001b[31mred\n\\ttwo x"]);
     let o = musepi(&[&args[..], &["--json"]].concat());
     let prompt = json(&o)["requests"][0]["prompt"].to_string();
     assert!(
@@ -287,7 +281,7 @@ fn prune_escapes_the_ids_it_lists() {
     let o = musepi(&["prune", p(&file), "--dry-run", "--min-saving", "0"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let text = stdout(&o);
-    assert!(!text.contains('\x1b'), "{text:?}");
+    assert_escaped(&text, &[]);
     assert!(text.starts_with(r"superseded  r\u001b[2J  "), "{text}");
 }
 
@@ -305,10 +299,9 @@ fn errors_escape_the_ids_they_name() {
     let o = musepi(&["snapcompact", "render", p(&file), "--out", p(&out)]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     let err = stderr(&o);
-    assert!(!err.contains('\x1b'), "{err:?}");
-    assert!(
-        err.contains(r"compaction k\u001b[2J holds no snapcompact archive"),
-        "{err}"
+    assert_escaped(
+        &err,
+        &[r"compaction k\u001b[2J holds no snapcompact archive"],
     );
 }
 
@@ -326,10 +319,14 @@ fn check_and_repair_escape_the_names_they_print() {
     let o = musepi(&["session", "check", p(&file), "--repair", "-o", p(&out)]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let text = stdout(&o);
-    assert!(!text.contains(['\x1b', '\x07']), "{text:?}");
-    assert!(text.contains(r"in\u001b[31m.jsonl: 1 problem(s)"), "{text}");
-    assert!(text.contains("dropped line 3: malformed JSON"), "{text}");
-    assert!(text.contains(r"wrote "), "{text}");
+    assert_escaped(
+        &text,
+        &[
+            r"in\u001b[31m.jsonl: 1 problem(s)",
+            "dropped line 3: malformed JSON",
+            r"wrote ",
+        ],
+    );
     assert!(
         text.contains(r"out\u001b]0;t\u0007.jsonl: ok, no problems"),
         "{text}"
@@ -786,9 +783,7 @@ fn the_tree_lines_up_its_columns_under_branches() {
     let dir = tempfile::tempdir().unwrap();
     let file = session_with_controls(dir.path());
     let text = stdout(&musepi(&["session", "tree", p(&file)]));
-    assert!(!text.contains(['\x1b', '\r', '\x07', '\t']), "{text:?}");
-    assert!(text.contains(r"[red\u001b[31m\r\nlabel]"), "{text}");
-    assert!(text.contains(r"odd\u001b[2J"), "{text}");
+    assert_escaped(&text, &[r"[red\u001b[31m\r\nlabel]", r"odd\u001b[2J"]);
 }
 
 /// docs/cli.md quotes the last line `musepi context` prints for the example

@@ -2,6 +2,8 @@
 //! PNG archive, a text archive and a re-rendered archive, its JSON report,
 //! and its exit codes (0 ok, 2 bad input).
 
+mod support;
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -10,6 +12,7 @@ use musepi_compaction::{CompactionSettings, prepare};
 use musepi_hooks::snapcompact::{SnapSettings, SnapTarget, compact_preparation};
 use musepi_session_model::{Journal, SequentialIds, Stamp};
 use serde_json::{Value, json};
+use support::assert_escaped;
 
 fn musepi(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_musepi"))
@@ -242,7 +245,7 @@ fn the_report_escapes_the_entry_id() {
     let o = musepi(&["snapcompact", "render", p(&file), "--out", p(&out)]);
     assert_eq!(code(&o), 0, "{}", text(&o.stderr));
     let shown = text(&o.stdout);
-    assert!(!shown.contains('\x1b'), "{shown:?}");
+    assert_escaped(&shown, &[]);
     assert!(
         shown
             .lines()

@@ -251,6 +251,34 @@ pub fn assert_has(text: &str, part: &str) {
     assert!(text.contains(part), "lacks {part:?}:\n{text}");
 }
 
+/// The flags that send a command's requests to the loopback server at
+/// `base` (its URL and `/v1`), as the OpenAI-compatible model `m`.
+pub fn openai_compatible(base: &str) -> [&str; 6] {
+    [
+        "--provider",
+        "openai-compatible",
+        "--base-url",
+        base,
+        "--model",
+        "m",
+    ]
+}
+
+/// Asserts that `text`, output for people, holds no control character a
+/// terminal would act on (musepi escapes every one but the line break, as
+/// JSON writes them) and that it shows each of `parts`.
+#[track_caller]
+pub fn assert_escaped(text: &str, parts: &[&str]) {
+    let raw = text.chars().find(|&c| c.is_control() && c != '\n');
+    assert!(
+        raw.is_none(),
+        "a raw {raw:?} reaches the terminal: {text:?}"
+    );
+    for part in parts {
+        assert_has(text, part);
+    }
+}
+
 /// Asserts that the command's standard error holds `part`, showing all of
 /// it when it does not.
 #[track_caller]

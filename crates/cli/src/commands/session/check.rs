@@ -121,21 +121,15 @@ fn repair_json(r: &Repair) -> Value {
 fn render_repair(r: &Repair, ctx: &Ctx) -> String {
     let out_name = escape_controls(&r.out.display().to_string()).into_owned();
     let mut text = String::new();
-    for d in &r.dropped {
-        let _ = writeln!(
-            text,
-            "dropped line {}: {}",
-            d.line,
-            escape_controls(&d.reason)
-        );
-    }
-    for d in &r.changed {
-        let _ = writeln!(
-            text,
-            "changed line {}: {}",
-            d.line,
-            escape_controls(&d.reason)
-        );
+    for (what, lines) in [("dropped", &r.dropped), ("changed", &r.changed)] {
+        for d in lines {
+            let _ = writeln!(
+                text,
+                "{what} line {}: {}",
+                d.line,
+                escape_controls(&d.reason)
+            );
+        }
     }
     let _ = writeln!(
         text,
