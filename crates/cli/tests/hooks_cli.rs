@@ -596,11 +596,7 @@ fn hooks_test_exit_codes() {
     // The human report escapes what the hook wrote.
     let o = hooks_test(dir.path(), "session_before_tree", &s, &[], &[]);
     assert_eq!(code(&o), 1);
-    assert!(
-        stdout(&o).contains("   reason: not today\n"),
-        "{}",
-        stdout(&o)
-    );
+    assert_has(&stdout(&o), "   reason: not today\n");
     let sly = script(dir.path(), "sly.sh", "printf 'no\\033[2J\\rpe' >&2\nexit 2");
     let sly_settings = settings(
         dir.path(),
@@ -611,10 +607,10 @@ fn hooks_test_exit_codes() {
     assert_escaped(&stdout(&o), &[r"   reason: no\u001b[2J\rpe"]);
     let o = hooks_test(dir.path(), "session_compact", &s, &[], &[]);
     assert_eq!(code(&o), 0);
+    let text = stdout(&o);
     assert!(
-        stdout(&o).starts_with("no hooks configured for session_compact"),
-        "{}",
-        stdout(&o)
+        text.starts_with("no hooks configured for session_compact"),
+        "{text}"
     );
     let o = musepi(dir.path(), &["hooks", "test", "session.compact"], &[]);
     assert_eq!(code(&o), 2);

@@ -17,6 +17,17 @@ use support::{
     write_file,
 };
 
+/// Runs `musepi ARGS`, which must succeed, and returns its output for
+/// people, checked to show each of `parts` and no raw control character.
+#[track_caller]
+fn shown(args: &[&str], parts: &[&str]) -> String {
+    let o = musepi(args);
+    assert_eq!(code(&o), 0, "{args:?}: {}", stderr(&o));
+    let text = stdout(&o);
+    assert_escaped(&text, parts);
+    text
+}
+
 /// The conformance set in the repository (tests/fixtures/conformance).
 fn conformance_dir() -> PathBuf {
     fixture("conformance")
@@ -143,11 +154,8 @@ fn session_with_controls(dir: &Path) -> PathBuf {
 fn stats_escapes_control_characters_and_json_keeps_them() {
     let dir = tempfile::tempdir().unwrap();
     let file = session_with_controls(dir.path());
-    let o = musepi(&["session", "stats", p(&file)]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let text = stdout(&o);
-    assert_escaped(
-        &text,
+    let text = shown(
+        &["session", "stats", p(&file)],
         &[
             r"red\u001b[31m\r\nlabel",
             r"title\u001b]0;owned\u0007\tname",
@@ -177,7 +185,7 @@ fn stats_escapes_control_characters_and_json_keeps_them() {
 fn context_ls_and_branch_escape_control_characters() {
     let dir = tempfile::tempdir().unwrap();
     let file = session_with_controls(dir.path());
-    for (args, shown) in [
+    for (args, part) in [
         (vec!["context", p(&file)], r"hello \u001b[5mblink"),
         // The session's name, its tab made a space as every preview does.
         (
@@ -185,17 +193,14 @@ fn context_ls_and_branch_escape_control_characters() {
             r"title\u001b]0;owned\u0007 name",
         ),
     ] {
-        let o = musepi(&args);
-        assert_eq!(code(&o), 0, "{args:?}: {}", stderr(&o));
-        let text = stdout(&o);
-        assert_escaped(&text, &[shown]);
+        shown(&args, &[part]);
     }
     // Going back to the message puts its text back in the editor.
     let out = dir.path().join("back.jsonl");
-    let o = musepi(&["branch", p(&file), "--to", "00000001", "-o", p(&out)]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let text = stdout(&o);
-    assert_escaped(&text, &[r"hello \u001b[5mblink"]);
+    shown(
+        &["branch", p(&file), "--to", "00000001", "-o", p(&out)],
+        &[r"hello \u001b[5mblink"],
+    );
 }
 
 /// The footer of `context` names the model, the thinking level and the
@@ -210,11 +215,8 @@ fn the_context_footer_escapes_the_model_thinking_level_and_leaf() {
         r#"{"type":"thinking_level_change","id":"0000\u001b[2J","parentId":"00000002","timestamp":"2025-01-01T00:00:03.000Z","thinkingLevel":"high\u0007"}"#,
     ]);
     let file = write_file(dir.path(), "footer.jsonl", text);
-    let o = musepi(&["context", p(&file)]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let text = stdout(&o);
-    assert_escaped(
-        &text,
+    shown(
+        &["context", p(&file)],
         &[r"model p\u001b[31m/m\r, thinking high\u0007, leaf 0000\u001b[2J"],
     );
     let v = json(&musepi(&["context", p(&file), "--json"]));
@@ -237,10 +239,7 @@ fn plan_prompts_escape_what_they_quote() {
     }
     let file = write_file(dir.path(), "long.jsonl", text);
     let args = ["plan", p(&file), "--keep-recent", "200", "--show-prompts"];
-    let o = musepi(&args);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let text = stdout(&o);
-    assert_escaped(&text, &["step 1 \\u001b[31mred\n\\ttwo x"]);
+    shown(&args, &["step 1 \\u001b[31mred\n\\ttwo x"]);
     let o = musepi(&[&args[..], &["--json"]].concat());
     let prompt = json(&o)["requests"][0]["prompt"].to_string();
     assert!(
@@ -278,10 +277,7 @@ fn prune_escapes_the_ids_it_lists() {
         &entry("00000005", "00000004", &result("c2")),
     ]);
     let file = write_file(dir.path(), "reads.jsonl", text);
-    let o = musepi(&["prune", p(&file), "--dry-run", "--min-saving", "0"]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let text = stdout(&o);
-    assert_escaped(&text, &[]);
+    let text = shown(&["prune", p(&file), "--dry-run", "--min-saving", "0"], &[]);
     assert!(text.starts_with(r"superseded  r\u001b[2J  "), "{text}");
 }
 
@@ -316,11 +312,8 @@ fn check_and_repair_escape_the_names_they_print() {
     );
     let file = write_file(dir.path(), "in\x1b[31m.jsonl", text);
     let out = dir.path().join("out\x1b]0;t\x07.jsonl");
-    let o = musepi(&["session", "check", p(&file), "--repair", "-o", p(&out)]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let text = stdout(&o);
-    assert_escaped(
-        &text,
+    let text = shown(
+        &["session", "check", p(&file), "--repair", "-o", p(&out)],
         &[
             r"in\u001b[31m.jsonl: 1 problem(s)",
             "dropped line 3: malformed JSON",

@@ -12,7 +12,7 @@ use musepi_compaction::{CompactionSettings, prepare};
 use musepi_hooks::snapcompact::{SnapSettings, SnapTarget, compact_preparation};
 use musepi_session_model::{Journal, SequentialIds, Stamp};
 use serde_json::{Value, json};
-use support::assert_escaped;
+use support::{assert_escaped, assert_has};
 
 fn musepi(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_musepi"))
@@ -156,10 +156,8 @@ fn a_png_archive_is_written_as_frames_edges_and_metadata() {
     let tail = std::fs::read_to_string(out.join("text-tail.txt")).expect("tail");
     assert!(tail.ends_with("¶user:Carry on."), "{tail}");
     let report = text(&o.stdout);
-    assert!(
-        report.contains("png, ") && report.contains("frame-001.png"),
-        "{report}"
-    );
+    assert_has(&report, "png, ");
+    assert_has(&report, "frame-001.png");
 }
 
 #[test]
