@@ -101,7 +101,9 @@ impl Client {
         let mut command = match max_file_bytes {
             None => Command::new(musepi),
             Some(bytes) => {
-                assert_eq!(bytes % 512, 0, "dash counts the limit in 512-byte blocks");
+                // POSIX sh counts `ulimit -f` in 512-byte blocks (dash does, and
+                // bash does when run as sh).
+                assert_eq!(bytes % 512, 0, "sh counts the limit in 512-byte blocks");
                 // SIGXFSZ ignored, so a write past the limit fails instead
                 // of killing the server.
                 let mut sh = Command::new("sh");
