@@ -59,6 +59,15 @@ fn model(status: u16, text: &str) -> Model {
     })
 }
 
+/// `musepi handoff` of [`session`], in a temporary folder of its own, by a
+/// model that answers `status` with `text`.
+fn hand_off_to(status: u16, text: &str) -> (tempfile::TempDir, Output) {
+    let dir = tempfile::tempdir().unwrap();
+    session(dir.path());
+    let o = handoff(dir.path(), &model(status, text), &[]);
+    (dir, o)
+}
+
 /// `musepi handoff OLD -o NEW --provider openai-compatible --base-url URL --model m …`.
 fn handoff(dir: &Path, model: &Model, extra: &[&str]) -> Output {
     let old = dir.join("old.jsonl");
@@ -153,10 +162,7 @@ fn a_handoff_writes_a_new_session_that_starts_from_the_document() {
 
 #[test]
 fn text_output_names_the_new_file_and_shows_the_document() {
-    let dir = tempfile::tempdir().unwrap();
-    session(dir.path());
-    let model = model(200, DOCUMENT);
-    let o = handoff(dir.path(), &model, &[]);
+    let (dir, o) = hand_off_to(200, DOCUMENT);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
@@ -173,10 +179,7 @@ fn text_output_names_the_new_file_and_shows_the_document() {
 /// control characters escaped, in the text output only.
 #[test]
 fn text_output_escapes_the_documents_control_characters() {
-    let dir = tempfile::tempdir().unwrap();
-    session(dir.path());
-    let model = model(200, "## Goal\nFix \x1b[2Jthe parser.\r\nNext:\tgo\x07");
-    let o = handoff(dir.path(), &model, &[]);
+    let (_dir, o) = hand_off_to(200, "## Goal\nFix \x1b[2Jthe parser.\r\nNext:\tgo\x07");
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
     assert_escaped(
@@ -211,10 +214,7 @@ fn an_existing_new_file_is_replaced_only_with_force() {
 
 #[test]
 fn a_provider_failure_writes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    session(dir.path());
-    let model = model(400, "context too long for this model");
-    let o = handoff(dir.path(), &model, &[]);
+    let (dir, o) = hand_off_to(400, "context too long for this model");
     assert_eq!(code(&o), 1, "{}", stderr(&o));
     assert_stderr_has(&o, "Handoff generation failed: ");
     assert!(!dir.path().join("new.jsonl").exists());
