@@ -4,6 +4,8 @@
 //! it reaches stderr. The summarizer is a server on 127.0.0.1 that holds
 //! each answer until the test has seen what the spinner says meanwhile.
 //!
+//! A report on standard error keeps its colours on a terminal too.
+//!
 //! tmux is required: without it the test fails and says how to install it.
 
 #![allow(clippy::unwrap_used)]
@@ -128,4 +130,22 @@ fn a_long_compaction_says_which_request_of_how_many_on_a_terminal_only() {
     let stderr = stderr(&out);
     assert!(!stderr.contains("request"), "{stderr}");
     assert!(!stderr.contains("tokens sent"), "{stderr}");
+}
+
+/// With `-o -` the session goes to standard output and the report to
+/// standard error, printed as it is built: on a terminal its painted ids
+/// keep their colours instead of showing the colour codes escaped.
+#[test]
+fn a_report_on_stderr_keeps_its_colours() {
+    let dir = tempfile::tempdir().unwrap();
+    session(dir.path());
+    let command = format!(
+        "{MUSEPI} prune s.jsonl -o - --min-saving 0 2>report.txt; echo \"exit=$? done\"; sleep 600"
+    );
+    let tmux = Tmux::start("report", dir.path(), &command);
+    let screen = tmux.wait_for("the result", |s| s.contains("exit="));
+    assert_has(&screen, "exit=0");
+    let report = std::fs::read_to_string(dir.path().join("report.txt")).unwrap();
+    assert_has(&report, "superseded  ");
+    assert!(!report.contains("\\u001b"), "{report}");
 }

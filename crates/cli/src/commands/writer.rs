@@ -151,10 +151,14 @@ impl Target {
     }
 
     /// Prints the command's report: on standard output, or on standard
-    /// error (unless `-q`) when standard output carries the session.
+    /// error (unless `-q`) when standard output carries the session. The
+    /// report is printed as it is, its colours too: what it quotes from the
+    /// session is escaped already where the report is built.
     pub fn report(&self, text: &str, ctx: &Ctx) -> Result<(), Failure> {
         if self.dest == Dest::Stdout && !self.dry_run {
-            note(ctx.quiet(), text.trim_end());
+            if !ctx.quiet() {
+                let _ = writeln!(std::io::stderr(), "{}", text.trim_end());
+            }
             Ok(())
         } else {
             crate::output::print_text(text).map_err(Failure::failed)
