@@ -113,15 +113,56 @@ pub fn shown_len(text: &str) -> usize {
     n
 }
 
-/// `text` as it may reach a terminal on one line: each control character
-/// (an escape sequence's ESC, a carriage return, a newline, a tab, any
-/// other C0 or C1 control) is written as JSON writes it (`\n`, `\r`,
-/// `\t`, `\u001b`), so what a session holds cannot move the cursor,
-/// recolour or clear the screen; every other character is kept. Names read
-/// from a session (labels, entry types, ids, file names) go through it in
-/// human output; JSON output carries them exactly.
+/// Whether a terminal must not be given `c` as it is: a control character
+/// (C0, DEL, C1), a bidirectional control that can reorder what a line
+/// shows ("Trojan Source": U+061C, U+200E, U+200F, U+202A–U+202E,
+/// U+2066–U+2069), or an invisible format character that can hide text in
+/// plain sight: the zero-width space U+200B, the word joiner and invisible
+/// operators U+2060–U+2064, the deprecated format characters
+/// U+206A–U+206F, the byte order mark U+FEFF, the interlinear annotation
+/// characters U+FFF9–U+FFFB and the tag characters U+E0001 and
+/// U+E0020–U+E007F (which can carry a whole line of ASCII no terminal
+/// shows; the three subdivision flag emoji, the only legitimate use, show
+/// their tags escaped after 🏴, deliberately).
+///
+/// The zero-width non-joiner and joiner (U+200C, U+200D) are kept: Persian
+/// and Indic scripts need them to render correctly, and emoji sequences
+/// such as 👨‍👩‍👧 are joined by U+200D. Variation selectors and the soft
+/// hyphen are kept too: they change how a visible character looks, never
+/// what a line says.
+///
+/// The one classification of both the command line's escaping
+/// ([`escape_controls`]) and the terminal UI's stand-ins.
+pub fn is_unsafe_char(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061c}'
+                | '\u{200b}'
+                | '\u{200e}'
+                | '\u{200f}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2060}'..='\u{2064}'
+                | '\u{2066}'..='\u{206f}'
+                | '\u{feff}'
+                | '\u{fff9}'..='\u{fffb}'
+                | '\u{e0001}'
+                | '\u{e0020}'..='\u{e007f}'
+        )
+}
+
+/// `text` as it may reach a terminal on one line: each character
+/// [`is_unsafe_char`] names (an escape sequence's ESC, a carriage return, a
+/// newline, a tab, any other C0 or C1 control, a bidirectional control, an
+/// invisible format character) is written as JSON writes it (`\n`, `\r`,
+/// `\t`, `\u001b`, `\u202e`; a character beyond U+FFFF as its UTF-16 pair,
+/// `\udb40\udc41`), so what a session holds cannot move the cursor,
+/// recolour or clear the screen, reorder a line or hide in it; every other
+/// character is kept. Names read from a session (labels, entry types, ids,
+/// file names) go through it in human output; JSON output carries them
+/// exactly.
 pub fn escape_controls(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(char::is_control) {
+    if !text.chars().any(is_unsafe_char) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);
@@ -130,8 +171,10 @@ pub fn escape_controls(text: &str) -> Cow<'_, str> {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            c if is_unsafe_char(c) => {
+                for unit in c.encode_utf16(&mut [0; 2]) {
+                    let _ = write!(out, "\\u{unit:04x}");
+                }
             }
             c => out.push(c),
         }
@@ -141,9 +184,10 @@ pub fn escape_controls(text: &str) -> Cow<'_, str> {
 
 /// The lines of a multi-line text from a session or a model (a summary, a
 /// handoff document, a prompt) as they may reach a terminal: a line break
-/// (`\n`, or `\r\n`) stays a line break, and every other control
-/// character, a lone `\r`, a tab and DEL included, is escaped on its line
-/// as [`escape_controls`] escapes it.
+/// (`\n`, or `\r\n`) stays a line break, and every other character
+/// [`is_unsafe_char`] names, a lone `\r`, a tab, DEL and a bidirectional
+/// control included, is escaped on its line as [`escape_controls`]
+/// escapes it.
 pub fn escaped_lines(text: &str) -> impl Iterator<Item = Cow<'_, str>> {
     text.lines().map(escape_controls)
 }
@@ -368,6 +412,50 @@ pub(crate) mod tests {
             escape_controls("plain, 日本語 🦀 \\n"),
             Cow::Borrowed("plain, 日本語 🦀 \\n")
         ));
+    }
+
+    #[test]
+    fn bidirectional_and_invisible_format_characters_are_escaped() {
+        // "Trojan Source": an override and isolates reorder what a line shows.
+        assert_eq!(
+            escape_controls("if x \u{202e}} \u{2066}// admin\u{2069} {\u{202c}"),
+            "if x \\u202e} \\u2066// admin\\u2069 {\\u202c"
+        );
+        for (c, shown) in [
+            ('\u{061c}', "\\u061c"),
+            ('\u{200b}', "\\u200b"),
+            ('\u{200e}', "\\u200e"),
+            ('\u{200f}', "\\u200f"),
+            ('\u{202a}', "\\u202a"),
+            ('\u{202b}', "\\u202b"),
+            ('\u{202d}', "\\u202d"),
+            ('\u{2060}', "\\u2060"),
+            ('\u{2064}', "\\u2064"),
+            ('\u{2067}', "\\u2067"),
+            ('\u{2068}', "\\u2068"),
+            ('\u{206f}', "\\u206f"),
+            ('\u{feff}', "\\ufeff"),
+            ('\u{fffb}', "\\ufffb"),
+            ('\u{e0001}', "\\udb40\\udc01"),
+            ('\u{e0041}', "\\udb40\\udc41"),
+            ('\u{e007f}', "\\udb40\\udc7f"),
+        ] {
+            assert!(is_unsafe_char(c), "{c:?}");
+            assert_eq!(escape_controls(&format!("a{c}b")), format!("a{shown}b"));
+        }
+        let lines: Vec<_> = escaped_lines("one\u{202e}\ntwo\u{200f}").collect();
+        assert_eq!(lines, ["one\\u202e", "two\\u200f"]);
+    }
+
+    #[test]
+    fn joiners_and_emoji_are_kept_as_they_are() {
+        // A family (U+200D joins it), a flag, a keycap and a heart with
+        // their variation selectors, Persian with a non-joiner, a soft
+        // hyphen, right-to-left text without any control.
+        let text = "👨\u{200d}👩\u{200d}👧 🇫🇷 1\u{fe0f}\u{20e3} ❤\u{fe0f} \
+                    می\u{200c}خواهم co\u{ad}operate שלום";
+        assert!(!text.chars().any(is_unsafe_char));
+        assert!(matches!(escape_controls(text), Cow::Borrowed(t) if t == text));
     }
 
     #[test]

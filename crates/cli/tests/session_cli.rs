@@ -203,6 +203,40 @@ fn context_ls_and_branch_escape_control_characters() {
     );
 }
 
+/// Text whose bidirectional controls would reorder the line a terminal
+/// shows ("Trojan Source") and whose zero-width space and tag characters
+/// would hide in it is shown with them escaped; an emoji joined by U+200D
+/// is left whole; JSON carries every character exactly.
+#[test]
+fn bidirectional_and_invisible_characters_are_escaped_for_people() {
+    let dir = tempfile::tempdir().unwrap();
+    let family = "👨\u{200d}👩\u{200d}👧";
+    let text = lines(&[
+        HEADER,
+        &message_line("00000001", None, &format!("run \u{202e}txt.exe{family}")),
+        r#"{"type":"label","id":"00000002","parentId":"00000001","timestamp":"2025-01-01T00:00:02.000Z","targetId":"00000001","label":"ok\u2066 // admin\u2069\u200b"}"#,
+        r#"{"type":"session_info","id":"00000003","parentId":"00000002","timestamp":"2025-01-01T00:00:03.000Z","name":"name\udb40\udc41\u200f"}"#,
+    ]);
+    let file = write_file(dir.path(), "bidi.jsonl", text);
+    let label = r"ok\u2066 // admin\u2069\u200b";
+    let name = r"name\udb40\udc41\u200f";
+    shown(&["session", "stats", p(&file)], &[label, name]);
+    let tree = shown(
+        &["session", "tree", p(&file)],
+        &[&format!(r"run \u202etxt.exe{family}"), label],
+    );
+    assert!(!tree.contains('\u{202e}'), "{tree}");
+    shown(&["context", p(&file)], &[r"run \u202etxt.exe"]);
+    shown(&["ls", "--session-dir", p(dir.path())], &[name]);
+
+    let v = json(&musepi(&["session", "stats", p(&file), "--json"]));
+    assert_eq!(
+        v["labels"][0]["label"],
+        "ok\u{2066} // admin\u{2069}\u{200b}"
+    );
+    assert_eq!(v["sessionName"], "name\u{e0041}\u{200f}");
+}
+
 /// The footer of `context` names the model, the thinking level and the
 /// leaf, all read from the session.
 #[test]

@@ -3,12 +3,15 @@
 
 use ratatui::text::Span;
 
+use crate::output::is_unsafe_char;
+
 /// Columns a tab becomes.
 const TAB: &str = "    ";
 
-/// Replaces what a terminal would interpret (escape sequences, carriage
-/// returns, other control characters) with visible stand-ins; tabs become
-/// spaces. Newlines are kept.
+/// Replaces what a terminal would interpret or hide (escape sequences,
+/// other control characters, bidirectional controls, invisible format
+/// characters: what [`is_unsafe_char`] names) with the visible stand-in
+/// `�`; tabs become spaces, carriage returns are dropped, newlines kept.
 pub fn sanitize(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -16,7 +19,7 @@ pub fn sanitize(text: &str) -> String {
             '\n' => out.push('\n'),
             '\t' => out.push_str(TAB),
             '\r' => {}
-            c if c.is_control() => out.push('�'),
+            c if is_unsafe_char(c) => out.push('�'),
             c => out.push(c),
         }
     }
@@ -176,6 +179,16 @@ mod tests {
     #[test]
     fn control_characters_are_made_visible() {
         assert_eq!(sanitize("a\x1b[31mb\r\n\tc"), "a�[31mb\n    c");
+    }
+
+    #[test]
+    fn bidirectional_and_invisible_characters_are_made_visible() {
+        assert_eq!(
+            sanitize("a\u{202e}b\u{2066}c\u{2069}\u{200b}d\u{feff}\u{e0041}"),
+            "a�b�c��d��"
+        );
+        let family = "👨\u{200d}👩\u{200d}👧 می\u{200c}خواهم";
+        assert_eq!(sanitize(family), family);
     }
 
     #[test]

@@ -264,12 +264,15 @@ pub fn openai_compatible(base: &str) -> [&str; 6] {
     ]
 }
 
-/// Asserts that `text`, output for people, holds no control character a
-/// terminal would act on (musepi escapes every one but the line break, as
-/// JSON writes them) and that it shows each of `parts`.
+/// Asserts that `text`, output for people, holds no character a terminal
+/// would act on or hide (musepi escapes every control character but the
+/// line break, every bidirectional control and invisible format character,
+/// as JSON writes them) and that it shows each of `parts`.
 #[track_caller]
 pub fn assert_escaped(text: &str, parts: &[&str]) {
-    let raw = text.chars().find(|&c| c.is_control() && c != '\n');
+    let raw = text
+        .chars()
+        .find(|&c| musepi_cli::output::is_unsafe_char(c) && c != '\n');
     assert!(
         raw.is_none(),
         "a raw {raw:?} reaches the terminal: {text:?}"
