@@ -617,6 +617,48 @@ fn hooks_test_exit_codes() {
     assert_stderr_has(&o, "unknown hook event `session.compact`");
 }
 
+/// The report for people escapes what came from the settings file (a
+/// hook's name, here a command that cannot start) and what a hook
+/// answered beyond what JSON escapes (C1 controls, bidirectional
+/// controls); `--json` carries both exactly.
+#[test]
+fn hooks_test_escapes_hook_names_and_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let answers = script(
+        dir.path(),
+        "answers.sh",
+        "cat > /dev/null\nprintf '{\"context\": [\"a\\342\\200\\256b\\302\\205c\"]}'",
+    );
+    let missing = "no-such-hook\u{1b}]0;owned\u{7}\u{202e}";
+    let config = write_file(
+        dir.path(),
+        "hooks.json",
+        json!({"hooks": {"session.compacting": [
+            {"command": [p(&answers)]}, {"command": [missing]}
+        ]}})
+        .to_string(),
+    );
+    let o = hooks_test(dir.path(), "session.compacting", &config, &[], &[]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let text = stdout(&o);
+    assert_escaped(
+        &text,
+        &[
+            r"2. no-such-hook\u001b]0;owned\u0007\u202e  no exit status",
+            r#""a\u202eb\u0085c""#,
+        ],
+    );
+    let doc = json_out(&hooks_test(
+        dir.path(),
+        "session.compacting",
+        &config,
+        &["--json"],
+        &[],
+    ));
+    assert_eq!(doc["hooks"][0]["answer"]["context"][0], "a\u{202e}b\u{85}c");
+    assert_eq!(doc["hooks"][1]["hook"], missing);
+}
+
 // ---------------------------------------------------------------- docs/hooks.md
 
 fn repo() -> PathBuf {

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::{HooksCommand, HooksTestArgs};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
-use crate::output::{Color, escaped_lines, print_json, print_text};
+use crate::output::{Color, escape_controls, escaped_lines, print_json, print_text};
 use crate::settings::SettingsSources;
 
 mod sample;
@@ -184,13 +184,16 @@ fn render(event: &str, reports: &[Report], ctx: &Ctx) -> String {
             out,
             "\n{}. {}  {status}  {} ms  {verdict}",
             i + 1,
-            r.hook.name(),
+            escape_controls(&r.hook.name()),
             r.duration_ms
         );
         match &r.outcome {
+            // What the settings file and the hook wrote is escaped: JSON
+            // escapes the C0 controls of an answer, not DEL, C1 or a
+            // bidirectional control.
             Ok(Reply::Answer(a)) => {
                 let text = serde_json::to_string_pretty(a).unwrap_or_default();
-                for l in text.lines() {
+                for l in escaped_lines(&text) {
                     let _ = writeln!(out, "   {l}");
                 }
             }
