@@ -23,6 +23,10 @@ pub struct Ctx {
     pub now: Option<EpochMillis>,
     /// How to colour standard output.
     pub style: Style,
+    /// How to colour standard error, decided on its own: a report printed
+    /// there follows whether standard error is a terminal, not standard
+    /// output.
+    pub err_style: Style,
     /// The settings files as [`Ctx::load_settings`] read them (the
     /// defaults until then).
     pub settings: LoadedSettings,
@@ -43,6 +47,7 @@ impl Ctx {
             globals,
             now,
             style: Style::stdout(),
+            err_style: Style::stderr(),
             settings: LoadedSettings::default(),
         })
     }

@@ -4,7 +4,8 @@
 //! it reaches stderr. The summarizer is a server on 127.0.0.1 that holds
 //! each answer until the test has seen what the spinner says meanwhile.
 //!
-//! A report on standard error keeps its colours on a terminal too.
+//! A report on standard error is coloured as standard error is: on a
+//! terminal, and not in a file, wherever standard output goes.
 //!
 //! tmux is required: without it the test fails and says how to install it.
 
@@ -133,19 +134,39 @@ fn a_long_compaction_says_which_request_of_how_many_on_a_terminal_only() {
 }
 
 /// With `-o -` the session goes to standard output and the report to
-/// standard error, printed as it is built: on a terminal its painted ids
-/// keep their colours instead of showing the colour codes escaped.
+/// standard error, printed as it is built and coloured as standard error
+/// is: on a terminal its painted ids keep their colours instead of showing
+/// the colour codes escaped, even with standard output in a file; in a
+/// file it has none, even with standard output on a terminal.
 #[test]
 fn a_report_on_stderr_keeps_its_colours() {
     let dir = tempfile::tempdir().unwrap();
     session(dir.path());
     let command = format!(
-        "{MUSEPI} prune s.jsonl -o - --min-saving 0 2>report.txt; echo \"exit=$? done\"; sleep 600"
+        "{MUSEPI} prune s.jsonl -o - --min-saving 0 >out.jsonl; echo \"exit=$? done\"; sleep 600"
     );
     let tmux = Tmux::start("report", dir.path(), &command);
     let screen = tmux.wait_for("the result", |s| s.contains("exit="));
     assert_has(&screen, "exit=0");
+    assert_has(&screen, "superseded  ");
+    assert!(!screen.contains("\\u001b"), "{screen}");
+    // The ids are cyan.
+    assert_has(&tmux.screen_with_colours(), "\x1b[36m");
+    let out = std::fs::read_to_string(dir.path().join("out.jsonl")).unwrap();
+    assert!(!out.contains('\x1b'), "the session is not painted: {out}");
+}
+
+#[test]
+fn a_report_in_a_file_has_no_colours_while_the_session_goes_to_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    session(dir.path());
+    let command = format!(
+        "{MUSEPI} prune s.jsonl -o - --min-saving 0 2>report.txt; echo \"exit=$? done\"; sleep 600"
+    );
+    let tmux = Tmux::start("report-file", dir.path(), &command);
+    let screen = tmux.wait_for("the result", |s| s.contains("exit="));
+    assert_has(&screen, "exit=0");
     let report = std::fs::read_to_string(dir.path().join("report.txt")).unwrap();
     assert_has(&report, "superseded  ");
-    assert!(!report.contains("\\u001b"), "{report}");
+    assert!(!report.contains('\x1b'), "{report:?}");
 }

@@ -176,7 +176,7 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
     }
     let mut text = aligned(&rows);
     if let Some(s) = &out.summary {
-        let _ = writeln!(text, "{}", ctx.style.paint(Color::Dim, "summary:"));
+        let _ = writeln!(text, "{}", dest.style(ctx).paint(Color::Dim, "summary:"));
         // The summary quotes the branch: line breaks kept, other control
         // characters escaped.
         for l in escaped_lines(&s.summary).take(10) {

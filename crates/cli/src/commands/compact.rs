@@ -138,7 +138,7 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         print_json(&doc).or_failed()?;
         return Ok(Exit::Ok);
     }
-    let st = ctx.style;
+    let st = target.style(ctx);
     let mut rows = vec![
         ("file".to_owned(), escape_controls(&written).into_owned()),
         (

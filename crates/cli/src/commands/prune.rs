@@ -59,7 +59,7 @@ pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
         print_json(&doc).or_failed()?;
         return Ok(Exit::Ok);
     }
-    let st = ctx.style;
+    let st = target.style(ctx);
     let mut out = String::new();
     for c in &plan.candidates {
         let _ = writeln!(

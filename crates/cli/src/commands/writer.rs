@@ -15,7 +15,7 @@ use musepi_session_model::{
 use super::files::same_file;
 use crate::cli::WriteArgs;
 use crate::ctx::{Ctx, Failure};
-use crate::output::note;
+use crate::output::{Style, note};
 
 /// Where the result goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,12 +150,30 @@ impl Target {
         self.finish(journal)
     }
 
+    /// Whether the report goes to standard error: standard output carries
+    /// the session.
+    fn reports_on_stderr(&self) -> bool {
+        self.dest == Dest::Stdout && !self.dry_run
+    }
+
+    /// How to colour the command's report: as the stream
+    /// [`Target::report`] prints it on, standard error's colour choice when
+    /// standard output carries the session.
+    pub fn style(&self, ctx: &Ctx) -> Style {
+        if self.reports_on_stderr() {
+            ctx.err_style
+        } else {
+            ctx.style
+        }
+    }
+
     /// Prints the command's report: on standard output, or on standard
     /// error (unless `-q`) when standard output carries the session. The
-    /// report is printed as it is, its colours too: what it quotes from the
-    /// session is escaped already where the report is built.
+    /// report is printed as it is, its colours too (painted with
+    /// [`Target::style`]): what it quotes from the session is escaped
+    /// already where the report is built.
     pub fn report(&self, text: &str, ctx: &Ctx) -> Result<(), Failure> {
-        if self.dest == Dest::Stdout && !self.dry_run {
+        if self.reports_on_stderr() {
             if !ctx.quiet() {
                 let _ = writeln!(std::io::stderr(), "{}", text.trim_end());
             }

@@ -97,6 +97,13 @@ impl Tmux {
             .into_owned()
     }
 
+    /// The screen with its colours, as the escape sequences that set them
+    /// (`capture-pane -e`).
+    pub(crate) fn screen_with_colours(&self) -> String {
+        String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-e", "-t", "view"]).stdout)
+            .into_owned()
+    }
+
     /// Waits until the screen satisfies `ok`; fails with the screen.
     pub(crate) fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
         let start = Instant::now();
