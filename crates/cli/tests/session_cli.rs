@@ -813,6 +813,38 @@ fn the_tree_lines_up_its_columns_under_branches() {
     assert_escaped(&text, &[r"[red\u001b[31m\r\nlabel]", r"odd\u001b[2J"]);
 }
 
+/// The type column is as wide as the widest type shown: an entry a
+/// collapsed run hides (here a `thinking_level_change`, wider than `user`)
+/// takes no room, and shows its width again with `--full`.
+#[test]
+fn the_tree_pads_types_to_the_rows_it_shows() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = format!("{HEADER}\n");
+    for i in 1..=9_usize {
+        let id = format!("{i:08x}");
+        let parent = (i > 1).then(|| format!("{:08x}", i - 1));
+        let line = if i == 5 {
+            format!(
+                r#"{{"type":"thinking_level_change","id":"{id}","parentId":"{}","timestamp":"2025-01-01T00:00:05.000Z","thinkingLevel":"high"}}"#,
+                parent.as_deref().unwrap_or_default()
+            )
+        } else {
+            message_line(&id, parent.as_deref(), &format!("step {i}"))
+        };
+        text.push_str(&line);
+        text.push('\n');
+    }
+    let file = write_file(dir.path(), "hidden.jsonl", text);
+    let collapsed = shown(&["session", "tree", p(&file)], &["⋮ 5 more entries"]);
+    assert!(!collapsed.contains("thinking_level_change"), "{collapsed}");
+    assert_has(&collapsed, "● 00000001 user  step 1\n");
+    let full = shown(
+        &["session", "tree", p(&file), "--full"],
+        &["thinking_level_change"],
+    );
+    assert_has(&full, &format!("● 00000001 {:<21}  step 1\n", "user"));
+}
+
 /// docs/cli.md quotes the last line `musepi context` prints for the example
 /// session.
 #[test]

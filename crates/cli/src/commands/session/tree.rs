@@ -1,6 +1,7 @@
 //! `musepi session tree FILE`: the tree, indented at branch points only,
 //! with long linear runs collapsed.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use musepi_session_model::{EntryBody, Session, Tree};
@@ -92,47 +93,75 @@ enum Item {
 
 /// The tree's lines: the drawing, the marker and the id, padded to the
 /// widest of them, so that the type, the preview and the marks after them
-/// line up across every row however deep the branches go.
+/// line up across every row however deep the branches go; the type padded
+/// to the widest type shown (an entry a collapsed run hides takes no room).
 fn render(s: &Session, tree: &Tree, collapse: bool, st: Style) -> String {
     if s.is_empty() {
         return "(no entries)\n".to_owned();
     }
     let path = on_leaf_path(s);
-    let rows = rows(s, tree, collapse);
-    let head = |prefix: &str, i: usize| {
-        prefix.chars().count() + 2 + escape_controls(s.entries()[i].id.as_str()).chars().count()
+    // Each entry's id and type escaped once, then measured and printed.
+    let cells: Vec<(String, Cell<'_>)> = rows(s, tree, collapse)
+        .into_iter()
+        .map(|Row { prefix, item }| {
+            let cell = match item {
+                Item::Entry(i) => Cell::Entry(Shown::new(s, i, &prefix)),
+                Item::Hidden(n) => Cell::Hidden(n),
+            };
+            (prefix, cell)
+        })
+        .collect();
+    let entries = || {
+        cells.iter().filter_map(|(_, c)| match c {
+            Cell::Entry(e) => Some(e),
+            Cell::Hidden(_) => None,
+        })
     };
     let widths = Widths {
-        head: rows
-            .iter()
-            .filter_map(|r| match r.item {
-                Item::Entry(i) => Some(head(&r.prefix, i)),
-                Item::Hidden(_) => None,
-            })
-            .max()
-            .unwrap_or(0),
-        kind: s
-            .entries()
-            .iter()
-            .map(|e| escape_controls(kind_of(e)).chars().count())
-            .max()
-            .unwrap_or(0),
+        head: entries().map(|e| e.head).max().unwrap_or(0),
+        kind: entries().map(|e| e.kind.chars().count()).max().unwrap_or(0),
     };
     let mut out = String::new();
-    for row in &rows {
-        out.push_str(&row.prefix);
-        match row.item {
-            Item::Entry(i) => {
-                let pad = widths.head - head(&row.prefix, i);
-                out.push_str(&line(s, i, pad, widths.kind, &path, st));
-            }
-            Item::Hidden(n) => {
+    for (prefix, cell) in &cells {
+        out.push_str(prefix);
+        match cell {
+            Cell::Entry(e) => out.push_str(&line(s, e, &widths, &path, st)),
+            Cell::Hidden(n) => {
                 out.push_str(&st.paint(Color::Dim, &format!("⋮ {n} more entries")));
             }
         }
         out.push('\n');
     }
     out
+}
+
+/// A row's item as it shows.
+enum Cell<'a> {
+    Entry(Shown<'a>),
+    Hidden(usize),
+}
+
+/// An entry's row as it shows: its id and type escaped, and the columns
+/// its drawing, marker and id take.
+struct Shown<'a> {
+    index: usize,
+    id: Cow<'a, str>,
+    kind: Cow<'a, str>,
+    head: usize,
+}
+
+impl<'a> Shown<'a> {
+    fn new(s: &'a Session, index: usize, prefix: &str) -> Self {
+        let e = &s.entries()[index];
+        let id = escape_controls(e.id.as_str());
+        let head = prefix.chars().count() + 2 + id.chars().count();
+        Self {
+            index,
+            id,
+            kind: escape_controls(kind_of(e)),
+            head,
+        }
+    }
 }
 
 /// The widths the columns are padded to.
@@ -218,20 +247,21 @@ fn is_landmark(s: &Session, i: usize) -> bool {
 
 fn line(
     s: &Session,
-    i: usize,
-    pad: usize,
-    kind_width: usize,
+    shown: &Shown<'_>,
+    widths: &Widths,
     path: &BTreeSet<usize>,
     st: Style,
 ) -> String {
+    let i = shown.index;
     let e = &s.entries()[i];
     let marker = if path.contains(&i) { "●" } else { "○" };
+    let (pad, kind_width) = (widths.head - shown.head, widths.kind);
     let mut text = format!(
         "{} {}{:pad$} {:<kind_width$}  {}",
         marker,
-        st.paint(Color::Cyan, &escape_controls(e.id.as_str())),
+        st.paint(Color::Cyan, &shown.id),
         "",
-        escape_controls(kind_of(e)),
+        shown.kind,
         escape_controls(&preview_of(e))
     );
     if let Some(label) = s.label(e.id.as_str()) {
