@@ -197,6 +197,20 @@ pub fn escaped_text(text: &str) -> String {
     escaped_lines(text).collect::<Vec<_>>().join("\n")
 }
 
+/// Appends the first `max` lines of a multi-line text (a summary, a
+/// handoff document) to a report, each indented two spaces and escaped as
+/// [`escaped_lines`] escapes it, then a dim `…` line when the text has
+/// more: a cut preview always says it was cut.
+pub fn push_lines_preview(out: &mut String, text: &str, max: usize, st: Style) {
+    let mut lines = escaped_lines(text);
+    for l in lines.by_ref().take(max) {
+        let _ = writeln!(out, "  {l}");
+    }
+    if lines.next().is_some() {
+        let _ = writeln!(out, "  {}", st.paint(Color::Dim, "…"));
+    }
+}
+
 /// One line of at most `max` characters: whitespace runs become one space,
 /// and a cut text ends with `…`.
 pub fn preview(text: &str, max: usize) -> String {
@@ -472,6 +486,24 @@ pub(crate) mod tests {
                 "last"
             ]
         );
+    }
+
+    #[test]
+    fn a_cut_lines_preview_ends_with_an_ellipsis_line() {
+        let preview = |text: &str, max: usize| {
+            let mut out = String::new();
+            push_lines_preview(&mut out, text, max, Style::plain());
+            out
+        };
+        assert_eq!(preview("a\nb\x1b\nc", 2), "  a\n  b\\u001b\n  …\n");
+        assert_eq!(preview("a\nb\n", 2), "  a\n  b\n");
+        assert_eq!(preview("", 2), "");
+        let painted = {
+            let mut out = String::new();
+            push_lines_preview(&mut out, "a\nb", 1, Style { color: true });
+            out
+        };
+        assert_eq!(painted, "  a\n  \x1b[2m…\x1b[0m\n");
     }
 
     #[test]

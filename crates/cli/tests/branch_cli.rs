@@ -169,6 +169,33 @@ async fn the_report_escapes_ids_and_the_summary() {
     assert_has(&out, "\n  ## Goal\n  - plan \\u001b[2JB\n  - next\\u0007\n");
 }
 
+/// The report shows the summary's first ten lines and, when it cut, says
+/// so with a `…` line, as `compact` does.
+#[tokio::test]
+async fn a_long_summary_is_cut_with_an_ellipsis() {
+    let (_dir, file) = tree();
+    let summary: Vec<String> = (1..=12).map(|i| format!("- point {i}")).collect();
+    let content = format!("## Goal\n{}", summary.join("\n"));
+    let server = Server::answering(move |_| {
+        Reply::json(
+            200,
+            &json!({"choices": [{"message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]}),
+        )
+    })
+    .await;
+    let base = format!("{}/v1", server.url);
+    let out = summarize_to_b2(&file, &openai_compatible(&base)).await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let shown = text.split_once("summary:\n").unwrap().1;
+    // The stored summary starts with pi's four lines of preamble.
+    assert_eq!(shown.lines().count(), 11, "{text}");
+    assert!(
+        shown.ends_with("\n  ## Goal\n  - point 1\n  - point 2\n  - point 3\n  - point 4\n  - point 5\n  - point 6\n  …\n"),
+        "ten lines, then the cut:\n{text}"
+    );
+}
+
 #[tokio::test]
 async fn navigation_without_a_summary_records_the_new_leaf() {
     let (_dir, file) = tree();

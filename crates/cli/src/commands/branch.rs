@@ -18,9 +18,12 @@ use crate::commands::runtime::{Progress, default_branch_strategy, provider, runt
 use crate::commands::writer::{Target, mark_leaf, print_warnings, write_warnings};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{
-    Color, aligned, escape_controls, escaped_lines, escaped_text, note, print_json, print_text,
+    Color, aligned, escape_controls, escaped_text, note, print_json, print_text, push_lines_preview,
 };
 use crate::report::plan::request_json;
+
+/// Lines of the summary the report shows.
+const SUMMARY_LINES: usize = 10;
 
 /// Runs the command.
 pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
@@ -176,12 +179,11 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
     }
     let mut text = aligned(&rows);
     if let Some(s) = &out.summary {
-        let _ = writeln!(text, "{}", dest.style(ctx).paint(Color::Dim, "summary:"));
+        let st = dest.style(ctx);
+        let _ = writeln!(text, "{}", st.paint(Color::Dim, "summary:"));
         // The summary quotes the branch: line breaks kept, other control
         // characters escaped.
-        for l in escaped_lines(&s.summary).take(10) {
-            let _ = writeln!(text, "  {l}");
-        }
+        push_lines_preview(&mut text, &s.summary, SUMMARY_LINES, st);
     }
     dest.report(&text, ctx)?;
     Ok(Exit::Ok)

@@ -16,10 +16,13 @@ use crate::commands::requests::Counted;
 use crate::commands::runtime::{Progress, maintenance, provider, runtime, settings};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{
-    Color, aligned, escape_controls, escaped_lines, escaped_text, note, preview, print_json,
-    print_text,
+    Color, aligned, escape_controls, escaped_text, note, preview, print_json, print_text,
+    push_lines_preview,
 };
 use crate::report::plan::{nothing_text, prune_json, request_json};
+
+/// Lines of the summary the report shows.
+const SUMMARY_LINES: usize = 8;
 
 /// Runs the command.
 pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
@@ -180,14 +183,8 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
     let mut text = aligned(&rows);
     // The summary is the model's or the archive's, quoting the session: its
     // line breaks are kept, its other control characters escaped.
-    let lines: Vec<_> = escaped_lines(&out.result.summary).take(8).collect();
     let _ = writeln!(text, "{}", st.paint(Color::Dim, "summary:"));
-    for l in &lines {
-        let _ = writeln!(text, "  {l}");
-    }
-    if out.result.summary.lines().count() > lines.len() {
-        let _ = writeln!(text, "  {}", st.paint(Color::Dim, "…"));
-    }
+    push_lines_preview(&mut text, &out.result.summary, SUMMARY_LINES, st);
     target.report(&text, ctx)?;
     if matches!(
         session.leaf_entry().map(|e| &e.body),

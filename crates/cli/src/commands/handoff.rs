@@ -35,10 +35,13 @@ use crate::commands::runtime::{Progress, maintenance, provider, runtime, setting
 use crate::commands::writer::{print_warnings, replace_out};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::ids::RandomIds;
-use crate::output::{Color, aligned, escape_controls, escaped_lines, print_json, print_text};
+use crate::output::{Color, aligned, escape_controls, print_json, print_text, push_lines_preview};
 
 /// The `reason` hooks see for a handoff.
 pub const HANDOFF_REASON: &str = "handoff";
+
+/// Lines of the document the report shows.
+const DOCUMENT_LINES: usize = 10;
 
 /// Runs the command.
 pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
@@ -291,13 +294,7 @@ fn report(
     let _ = writeln!(text, "{}", ctx.style.paint(Color::Dim, "handoff:"));
     // The document is the model's or a hook's: its line breaks are kept,
     // its other control characters escaped.
-    let lines: Vec<_> = escaped_lines(document).take(10).collect();
-    for l in &lines {
-        let _ = writeln!(text, "  {l}");
-    }
-    if document.lines().count() > lines.len() {
-        let _ = writeln!(text, "  {}", ctx.style.paint(Color::Dim, "…"));
-    }
+    push_lines_preview(&mut text, document, DOCUMENT_LINES, ctx.style);
     print_text(&text).or_failed()?;
     Ok(Exit::Ok)
 }
