@@ -48,6 +48,15 @@ fn lines(lines: &[&str]) -> String {
     text
 }
 
+/// A v3 session file in a fresh folder: the header, then `entries`, one a
+/// line.
+fn session(entries: &[&str]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let text = lines(&[&[HEADER], entries].concat());
+    let file = write_file(dir.path(), "session.jsonl", text);
+    (dir, file)
+}
+
 /// A v3 session of `n` user messages in one line, ids `00000001`…
 fn linear_session(dir: &Path, n: usize) -> PathBuf {
     let mut text = format!("{HEADER}\n");
@@ -139,21 +148,18 @@ fn stats_reports_what_the_session_model_reads() {
 /// A session whose names carry terminal controls: a label with an escape
 /// sequence and a line break, a session name that sets the window title,
 /// an entry type that clears the screen.
-fn session_with_controls(dir: &Path) -> PathBuf {
-    let text = lines(&[
-        HEADER,
+fn session_with_controls() -> (tempfile::TempDir, PathBuf) {
+    session(&[
         &message_line("00000001", None, "hello \u{1b}[5mblink"),
         r#"{"type":"label","id":"00000002","parentId":"00000001","timestamp":"2025-01-01T00:00:02.000Z","targetId":"00000001","label":"red\u001b[31m\r\nlabel"}"#,
         r#"{"type":"session_info","id":"00000003","parentId":"00000002","timestamp":"2025-01-01T00:00:03.000Z","name":"title\u001b]0;owned\u0007\tname"}"#,
         r#"{"type":"odd\u001b[2J","id":"00000004","parentId":"00000003","timestamp":"2025-01-01T00:00:04.000Z"}"#,
-    ]);
-    write_file(dir, "controls.jsonl", text)
+    ])
 }
 
 #[test]
 fn stats_escapes_control_characters_and_json_keeps_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = session_with_controls(dir.path());
+    let (_dir, file) = session_with_controls();
     let text = shown(
         &["session", "stats", p(&file)],
         &[
@@ -183,8 +189,7 @@ fn stats_escapes_control_characters_and_json_keeps_them() {
 
 #[test]
 fn context_ls_and_branch_escape_control_characters() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = session_with_controls(dir.path());
+    let (dir, file) = session_with_controls();
     for (args, part) in [
         (vec!["context", p(&file)], r"hello \u001b[5mblink"),
         // The session's name, its tab made a space as every preview does.
@@ -241,14 +246,11 @@ fn bidirectional_and_invisible_characters_are_escaped_for_people() {
 /// leaf, all read from the session.
 #[test]
 fn the_context_footer_escapes_the_model_thinking_level_and_leaf() {
-    let dir = tempfile::tempdir().unwrap();
-    let text = lines(&[
-        HEADER,
+    let (_dir, file) = session(&[
         &message_line("00000001", None, "hello"),
         r#"{"type":"model_change","id":"00000002","parentId":"00000001","timestamp":"2025-01-01T00:00:02.000Z","provider":"p\u001b[31m","modelId":"m\r"}"#,
         r#"{"type":"thinking_level_change","id":"0000\u001b[2J","parentId":"00000002","timestamp":"2025-01-01T00:00:03.000Z","thinkingLevel":"high\u0007"}"#,
     ]);
-    let file = write_file(dir.path(), "footer.jsonl", text);
     shown(
         &["context", p(&file)],
         &[r"model p\u001b[31m/m\r, thinking high\u0007, leaf 0000\u001b[2J"],
@@ -285,7 +287,6 @@ fn plan_prompts_escape_what_they_quote() {
 /// `prune` lists each result it blanks by its entry's id, escaped.
 #[test]
 fn prune_escapes_the_ids_it_lists() {
-    let dir = tempfile::tempdir().unwrap();
     let read = |call: &str| {
         format!(
             r#"{{"role":"assistant","content":[{{"type":"toolCall","id":"{call}","name":"read","arguments":{{"path":"src/a.rs"}}}}],"provider":"p","model":"m","stopReason":"toolUse","timestamp":2}}"#
@@ -302,15 +303,13 @@ fn prune_escapes_the_ids_it_lists() {
             r#"{{"type":"message","id":"{id}","parentId":"{parent}","timestamp":"2025-01-01T00:00:02.000Z","message":{message}}}"#
         )
     };
-    let text = lines(&[
-        HEADER,
+    let (_dir, file) = session(&[
         &message_line("00000001", None, "read it"),
         &entry("00000002", "00000001", &read("c1")),
         &entry(r"r\u001b[2J", "00000002", &result("c1")),
         &entry("00000004", r"r\u001b[2J", &read("c2")),
         &entry("00000005", "00000004", &result("c2")),
     ]);
-    let file = write_file(dir.path(), "reads.jsonl", text);
     let text = shown(&["prune", p(&file), "--dry-run", "--min-saving", "0"], &[]);
     assert!(text.starts_with(r"superseded  r\u001b[2J  "), "{text}");
 }
@@ -318,13 +317,10 @@ fn prune_escapes_the_ids_it_lists() {
 /// Errors and warnings on stderr escape what they quote from the session.
 #[test]
 fn errors_escape_the_ids_they_name() {
-    let dir = tempfile::tempdir().unwrap();
-    let text = lines(&[
-        HEADER,
+    let (dir, file) = session(&[
         &message_line("00000001", None, "hello"),
         r#"{"type":"compaction","id":"k\u001b[2J","parentId":"00000001","timestamp":"2025-01-01T00:00:02.000Z","summary":"s","firstKeptEntryId":"00000001","tokensBefore":10}"#,
     ]);
-    let file = write_file(dir.path(), "llm.jsonl", text);
     let out = dir.path().join("frames");
     let o = musepi(&["snapcompact", "render", p(&file), "--out", p(&out)]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
@@ -807,8 +803,7 @@ fn the_tree_lines_up_its_columns_under_branches() {
         "docs/cli.md shows this tree as the command prints it:\n{text}"
     );
 
-    let dir = tempfile::tempdir().unwrap();
-    let file = session_with_controls(dir.path());
+    let (_dir, file) = session_with_controls();
     let text = stdout(&musepi(&["session", "tree", p(&file)]));
     assert_escaped(&text, &[r"[red\u001b[31m\r\nlabel]", r"odd\u001b[2J"]);
 }
