@@ -13,34 +13,64 @@ use musepi_cli::settings::{
 use musepi_cli::trust::{TrustStore, Trusted, key_for, sha256_hex};
 use musepi_hooks::Summarizer;
 use musepi_providers::{
-    ApiKey, DeveloperRole, Provider, ProviderConfig, ProviderError, ProviderFlags, ProviderKind,
+    ApiKey, DeveloperRole, ProviderConfig, ProviderError, ProviderFlags, ProviderKind,
 };
 use musepi_runtime::MaintenanceStrategy;
 use serde_json::{Value, json};
-
-/// Resolves the provider configuration from a settings file's providers.
-fn resolve_config(
-    flags: &ProviderFlags,
-    settings: &Settings,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<ProviderConfig, ProviderError> {
-    musepi_providers::resolve_config(flags, &settings.provider_settings(), env)
-}
-
-/// Resolves and builds the provider from a settings file's providers.
-fn resolve_provider(
-    flags: &ProviderFlags,
-    settings: &Settings,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Provider, ProviderError> {
-    musepi_providers::resolve_provider(flags, &settings.provider_settings(), env)
-}
 
 fn write(dir: &Path, relative: &str, value: &Value) -> PathBuf {
     let path = dir.join(relative);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, value.to_string()).unwrap();
     path
+}
+
+/// A user's settings file and a project's, and the sources that read them.
+struct Layout {
+    /// `home/.musepi/settings.json`.
+    user: PathBuf,
+    /// `project/.musepi/settings.json`.
+    project: PathBuf,
+    /// The trust store in the home folder, `home/.musepi/trusted.json`:
+    /// none until [`Layout::trust`] writes it.
+    store: PathBuf,
+    /// The user's file, the project's and the trust store.
+    sources: SettingsSources,
+}
+
+/// Writes `user` as the user's settings file and `project` as the
+/// project's, below `dir`.
+fn user_and_project(dir: &Path, user: &Value, project: &Value) -> Layout {
+    let user = write(dir, "home/.musepi/settings.json", user);
+    let project = write(dir, "project/.musepi/settings.json", project);
+    let store = dir.join("home/.musepi/trusted.json");
+    let sources = SettingsSources::default()
+        .with_user(&user)
+        .with_project(&project)
+        .with_trust(&store);
+    Layout {
+        user,
+        project,
+        store,
+        sources,
+    }
+}
+
+impl Layout {
+    /// Records in the trust store that the project's file is trusted while
+    /// it holds `content`.
+    fn trust(&self, content: &[u8]) {
+        let approval = Trusted {
+            sha256: sha256_hex(content),
+            trusted_at: "2026-01-01T00:00:00.000Z".into(),
+        };
+        TrustStore::update(
+            &self.store,
+            &key_for(&self.project).unwrap(),
+            Some(approval),
+        )
+        .unwrap();
+    }
 }
 
 fn warning(file: &Path, key: &str, message: &str) -> SettingsWarning {
@@ -91,18 +121,13 @@ fn defaults_follow_the_design_era_table() {
 #[test]
 fn files_merge_user_then_project_then_explicit() {
     let dir = tempfile::tempdir().unwrap();
-    let user = write(
+    let files = user_and_project(
         dir.path(),
-        "home/.musepi/settings.json",
         &json!({
             "compaction": {"reserveTokens": 1000, "keepRecentTokens": 5000, "remoteEndpoint": "http://a"},
             "providers": {"work": {"kind": "anthropic", "model": "m1", "maxTokens": 64000}},
             "hooks": {"session_before_compact": [{"command": ["a"]}]},
         }),
-    );
-    let project = write(
-        dir.path(),
-        "project/.musepi/settings.json",
         &json!({
             "compaction": {"reserveTokens": 2000},
             "providers": {"work": {"model": "m2"}},
@@ -115,21 +140,11 @@ fn files_merge_user_then_project_then_explicit() {
         &json!({"compaction": {"strategy": "context-full", "remoteEndpoint": null}, "branchSummary": {"enabled": true}}),
     );
     // The project file is trusted with this content.
-    let store = dir.path().join("home/.musepi/trusted.json");
-    let approval = Trusted {
-        sha256: sha256_hex(&std::fs::read(&project).unwrap()),
-        trusted_at: "2026-01-01T00:00:00.000Z".into(),
-    };
-    TrustStore::update(&store, &key_for(&project).unwrap(), Some(approval)).unwrap();
-    let sources = SettingsSources::default()
-        .with_user(&user)
-        .with_project(&project)
-        .with_explicit(&explicit)
-        .with_trust(store);
-    let loaded = load_settings(&sources).unwrap();
+    files.trust(&std::fs::read(&files.project).unwrap());
+    let loaded = load_settings(&files.sources.with_explicit(&explicit)).unwrap();
     assert_eq!(loaded.warnings, []);
     assert_eq!(loaded.untrusted, None);
-    assert_eq!(loaded.files, [user, project, explicit]);
+    assert_eq!(loaded.files, [files.user, files.project, explicit]);
     let s = loaded.settings;
     assert_eq!(s.compaction.reserve_tokens, 2000);
     assert_eq!(s.compaction.keep_recent_tokens, 5000);
@@ -318,13 +333,13 @@ fn flags(provider: Option<&str>, base_url: Option<&str>, model: Option<&str>) ->
 /// The configuration `flags` resolve to with the settings `s` and the
 /// environment `vars`.
 fn resolved(flags: &ProviderFlags, s: &Settings, vars: Vars) -> ProviderConfig {
-    resolve_config(flags, s, &env(vars)).unwrap()
+    musepi_providers::resolve_config(flags, &s.provider_settings(), &env(vars)).unwrap()
 }
 
 /// Why `flags` do not resolve with the settings `s` and the environment
 /// `vars`.
 fn refused(flags: &ProviderFlags, s: &Settings, vars: Vars) -> ProviderError {
-    resolve_config(flags, s, &env(vars)).unwrap_err()
+    musepi_providers::resolve_config(flags, &s.provider_settings(), &env(vars)).unwrap_err()
 }
 
 fn settings(value: Value) -> Settings {
@@ -375,16 +390,15 @@ fn a_kind_with_flags_uses_official_urls_and_environment_keys() {
 
     // A vendor's key never goes to another server; musepi's own key does.
     let elsewhere = |vars: Vars| {
-        resolve_config(
+        resolved(
             &flags(
                 Some("openai-compatible"),
                 Some("http://127.0.0.1:8080/v1"),
                 Some("qwen"),
             ),
             &s,
-            &env(vars),
+            vars,
         )
-        .unwrap()
         .api_key()
         .cloned()
     };
@@ -527,9 +541,9 @@ fn resolution_builds_a_ready_provider_without_touching_the_network() {
     let s = settings(
         json!({"providers": {"own": {"kind": "anthropic", "model": "claude", "connectTimeoutMs": 500}}}),
     );
-    let provider = resolve_provider(
+    let provider = musepi_providers::resolve_provider(
         &flags(Some("own"), None, None),
-        &s,
+        &s.provider_settings(),
         &env(&[("ANTHROPIC_API_KEY", "secret-key-value")]),
     )
     .unwrap();
@@ -538,13 +552,13 @@ fn resolution_builds_a_ready_provider_without_touching_the_network() {
         "own (anthropic claude at https://api.anthropic.com/)"
     );
     assert!(!format!("{provider:?}").contains("secret-key-value"));
-    let shared = resolve_provider(
+    let shared = musepi_providers::resolve_provider(
         &flags(
             Some("openai-compatible"),
             Some("http://user:pw@127.0.0.1:1/v1?key=x"),
             Some("m"),
         ),
-        &s,
+        &s.provider_settings(),
         &env(&[]),
     )
     .unwrap();
@@ -568,7 +582,12 @@ fn a_key_a_header_cannot_carry_is_refused_naming_its_variable() {
     ];
     for (variable, key, what, position) in cases {
         let lookup = |name: &str| (name == variable).then(|| key.to_owned());
-        let error = resolve_config(&flags(Some("own"), None, None), &s, &lookup).unwrap_err();
+        let error = musepi_providers::resolve_config(
+            &flags(Some("own"), None, None),
+            &s.provider_settings(),
+            &lookup,
+        )
+        .unwrap_err();
         assert_eq!(
             error.to_string(),
             format!(
@@ -610,7 +629,7 @@ fn the_deadline_comes_from_the_flag_then_the_entry_then_the_default() {
     let config = |name: &str, flag: Option<Duration>| {
         let mut f = flags(Some(name), None, None);
         f.deadline = flag;
-        resolve_config(&f, &s, &env(&[])).unwrap().timing().clone()
+        resolved(&f, &s, &[]).timing().clone()
     };
     let default = resolved(
         &flags(
@@ -642,14 +661,9 @@ fn the_deadline_comes_from_the_flag_then_the_entry_then_the_default() {
 #[test]
 fn an_untrusted_project_file_keeps_only_its_harmless_settings() {
     let dir = tempfile::tempdir().unwrap();
-    let user = write(
+    let files = user_and_project(
         dir.path(),
-        "home/.musepi/settings.json",
         &json!({"providers": {"mine": {"kind": "anthropic", "model": "m"}}}),
-    );
-    let project = write(
-        dir.path(),
-        "repo/.musepi/settings.json",
         &json!({
             "compaction": {"reserveTokens": 2000, "remoteEndpoint": "https://x.example/s", "strategy": "context-full"},
             "branchSummary": {"enabled": true},
@@ -657,12 +671,7 @@ fn an_untrusted_project_file_keeps_only_its_harmless_settings() {
             "hooks": {"session_tree": [{"command": ["./x"]}]},
         }),
     );
-    let store = dir.path().join("home/.musepi/trusted.json");
-    let sources = SettingsSources::default()
-        .with_user(user)
-        .with_project(&project)
-        .with_trust(&store);
-    let loaded = load_settings(&sources).unwrap();
+    let loaded = load_settings(&files.sources).unwrap();
     let s = &loaded.settings;
     assert_eq!(s.compaction.reserve_tokens, 2000);
     assert_eq!(s.compaction.strategy, MaintenanceStrategy::ContextFull);
@@ -673,7 +682,7 @@ fn an_untrusted_project_file_keeps_only_its_harmless_settings() {
     assert_eq!(
         loaded.untrusted,
         Some(Untrusted {
-            file: project.clone(),
+            file: files.project.clone(),
             changed: false,
             ignored: vec![
                 "compaction.remoteEndpoint".into(),
@@ -684,28 +693,24 @@ fn an_untrusted_project_file_keeps_only_its_harmless_settings() {
     );
 
     // Trusted with other content: still ignored, and said so.
-    let approval = Trusted {
-        sha256: sha256_hex(b"{}"),
-        trusted_at: "2026-01-01T00:00:00.000Z".into(),
-    };
-    TrustStore::update(&store, &key_for(&project).unwrap(), Some(approval)).unwrap();
-    let loaded = load_settings(&sources).unwrap();
+    files.trust(b"{}");
+    let loaded = load_settings(&files.sources).unwrap();
     assert!(loaded.untrusted.as_ref().is_some_and(|u| u.changed));
     assert!(loaded.settings.hooks.is_empty());
 
     // A project file with nothing that needs trust says nothing.
-    std::fs::write(&project, r#"{"compaction": {"reserveTokens": 3000}}"#).unwrap();
-    let loaded = load_settings(&sources).unwrap();
+    std::fs::write(&files.project, r#"{"compaction": {"reserveTokens": 3000}}"#).unwrap();
+    let loaded = load_settings(&files.sources).unwrap();
     assert_eq!(loaded.untrusted, None);
     assert_eq!(loaded.settings.compaction.reserve_tokens, 3000);
 
     // Without a trust store nothing is trusted.
     std::fs::write(
-        &project,
+        &files.project,
         r#"{"hooks": {"session_tree": [{"command": ["./x"]}]}}"#,
     )
     .unwrap();
-    let loaded = load_settings(&sources.clone().without_trust()).unwrap();
+    let loaded = load_settings(&files.sources.clone().without_trust()).unwrap();
     assert!(loaded.settings.hooks.is_empty());
     assert!(loaded.untrusted.is_some());
 }
