@@ -192,26 +192,31 @@ fn cases_10_to_14_branches_summaries_unknown_leaves_and_orphans() {
         ("10", Some("3"), branch_summary("Tried wrong approach", "3")),
         ("11", Some("10"), user("better approach")),
     ]);
-    assert_eq!(
-        texts(&s, Some("7")),
-        [
-            "summary:Compacted history",
-            "user:q2",
-            "assistant:r2",
-            "user:q3",
-            "assistant:r3"
-        ]
-    );
-    assert_eq!(
-        texts(&s, Some("11")),
-        [
-            "user:start",
-            "assistant:r1",
-            "user:q2",
-            "branch:Tried wrong approach",
-            "user:better approach"
-        ]
-    );
+    // The compacted path and the path that took the branch summary.
+    for (leaf, expected) in [
+        (
+            "7",
+            [
+                "summary:Compacted history",
+                "user:q2",
+                "assistant:r2",
+                "user:q3",
+                "assistant:r3",
+            ],
+        ),
+        (
+            "11",
+            [
+                "user:start",
+                "assistant:r1",
+                "user:q2",
+                "branch:Tried wrong approach",
+                "user:better approach",
+            ],
+        ),
+    ] {
+        assert_eq!(texts(&s, Some(leaf)), expected, "leaf {leaf}");
+    }
     // An unknown leaf id falls back to the last entry (the file's leaf).
     let s = chain(vec![user("u"), asst("a")]);
     assert!(s.index_of("nonexistent").is_none());
