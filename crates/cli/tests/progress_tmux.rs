@@ -42,6 +42,20 @@ fn session(dir: &Path) -> std::path::PathBuf {
     support::example_session(dir, "s.jsonl")
 }
 
+/// Runs `prune -o -` on the example session in `dir` in a tmux pane named
+/// `name`, the shell redirecting as `redirect` says, and returns the pane
+/// with its screen once prune exited 0.
+fn prune_to_stdout(dir: &Path, name: &str, redirect: &str) -> (Tmux, String) {
+    session(dir);
+    let command = format!(
+        "{MUSEPI} prune s.jsonl -o - --min-saving 0 {redirect}; echo \"exit=$? done\"; sleep 600"
+    );
+    let tmux = Tmux::start(name, dir, &command);
+    let screen = tmux.wait_for("the result", |s| s.contains("exit="));
+    assert_has(&screen, "exit=0");
+    (tmux, screen)
+}
+
 fn compact_args(base: &str) -> Vec<String> {
     let compact = ["compact", "s.jsonl", "--strategy", "llm"];
     let now = ["--now", "2026-02-01T00:00:00.000Z"];
@@ -141,13 +155,7 @@ fn a_long_compaction_says_which_request_of_how_many_on_a_terminal_only() {
 #[test]
 fn a_report_on_stderr_keeps_its_colours() {
     let dir = tempfile::tempdir().unwrap();
-    session(dir.path());
-    let command = format!(
-        "{MUSEPI} prune s.jsonl -o - --min-saving 0 >out.jsonl; echo \"exit=$? done\"; sleep 600"
-    );
-    let tmux = Tmux::start("report", dir.path(), &command);
-    let screen = tmux.wait_for("the result", |s| s.contains("exit="));
-    assert_has(&screen, "exit=0");
+    let (tmux, screen) = prune_to_stdout(dir.path(), "report", ">out.jsonl");
     assert_has(&screen, "superseded  ");
     assert!(!screen.contains("\\u001b"), "{screen}");
     // The ids are cyan.
@@ -159,13 +167,7 @@ fn a_report_on_stderr_keeps_its_colours() {
 #[test]
 fn a_report_in_a_file_has_no_colours_while_the_session_goes_to_a_terminal() {
     let dir = tempfile::tempdir().unwrap();
-    session(dir.path());
-    let command = format!(
-        "{MUSEPI} prune s.jsonl -o - --min-saving 0 2>report.txt; echo \"exit=$? done\"; sleep 600"
-    );
-    let tmux = Tmux::start("report-file", dir.path(), &command);
-    let screen = tmux.wait_for("the result", |s| s.contains("exit="));
-    assert_has(&screen, "exit=0");
+    let _pane = prune_to_stdout(dir.path(), "report-file", "2>report.txt");
     let report = std::fs::read_to_string(dir.path().join("report.txt")).unwrap();
     assert_has(&report, "superseded  ");
     assert!(!report.contains('\x1b'), "{report:?}");
