@@ -25,6 +25,12 @@ fn write(dir: &Path, relative: &str, value: &Value) -> PathBuf {
     path
 }
 
+/// Writes `value` as the settings file of `folder`, a home or a project
+/// folder: `folder/.musepi/settings.json`.
+fn settings_file(folder: &Path, value: &Value) -> PathBuf {
+    write(folder, ".musepi/settings.json", value)
+}
+
 /// A user's settings file and a project's, and the sources that read them.
 struct Layout {
     /// `home/.musepi/settings.json`.
@@ -41,8 +47,8 @@ struct Layout {
 /// Writes `user` as the user's settings file and `project` as the
 /// project's, below `dir`.
 fn user_and_project(dir: &Path, user: &Value, project: &Value) -> Layout {
-    let user = write(dir, "home/.musepi/settings.json", user);
-    let project = write(dir, "project/.musepi/settings.json", project);
+    let user = settings_file(&dir.join("home"), user);
+    let project = settings_file(&dir.join("project"), project);
     let store = dir.join("home/.musepi/trusted.json");
     let sources = SettingsSources::default()
         .with_user(&user)
@@ -174,11 +180,7 @@ fn files_merge_user_then_project_then_explicit() {
 #[test]
 fn discovery_uses_the_working_directory_and_skips_missing_files() {
     let dir = tempfile::tempdir().unwrap();
-    write(
-        dir.path(),
-        ".musepi/settings.json",
-        &json!({"compaction": {"enabled": false}}),
-    );
+    settings_file(dir.path(), &json!({"compaction": {"enabled": false}}));
     let sources = SettingsSources::discover(dir.path(), None);
     assert_eq!(
         sources.project(),
@@ -718,9 +720,8 @@ fn an_untrusted_project_file_keeps_only_its_harmless_settings() {
 #[test]
 fn the_home_folders_own_file_is_not_a_project_file() {
     let dir = tempfile::tempdir().unwrap();
-    let user = write(
+    let user = settings_file(
         dir.path(),
-        ".musepi/settings.json",
         &json!({"hooks": {"session_tree": [{"command": ["./mine"]}]}}),
     );
     // Working in the home folder: the one file is the user's, and trusted.
