@@ -7,6 +7,7 @@ use musepi_context_builder::{
     build_context_at, build_transcript, llm_message_tokens, provider_messages,
 };
 use musepi_session_model::{AgentMessage, ContentBlock, Session};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::output::Preview;
@@ -129,7 +130,7 @@ pub(crate) fn document(
             "trailingTokens": estimate.trailing_tokens,
             "lastUsageIndex": estimate.last_usage_index,
         },
-        "messages": rows.iter().map(Row::to_json).collect::<Vec<_>>(),
+        "messages": rows,
     })
 }
 
@@ -158,38 +159,32 @@ pub(crate) fn context_json(
     document(session, &context, leaf, &rows, tokenizer, known)
 }
 
-/// One output line.
+/// One output line; in `--json`, one of `messages`, without what is
+/// absent or false.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct Row {
     pub entry_id: String,
     pub role: String,
     pub tokens: u64,
     /// The one line the text output shows of the message; `None` in the
     /// rows built for [`Output::Json`].
+    #[serde(skip)]
     pub preview: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<Value>,
+    #[serde(skip_serializing_if = "is_false")]
     pub superseded: bool,
+    #[serde(skip_serializing_if = "is_false")]
     pub compacted_away: bool,
     /// The remote replay payload a provider message carries, counted.
+    #[serde(rename = "providerPayload", skip_serializing_if = "Option::is_none")]
     pub payload: Option<Value>,
 }
 
-impl Row {
-    fn to_json(&self) -> Value {
-        let mut v = json!({"entryId": self.entry_id, "role": self.role, "tokens": self.tokens});
-        if let Some(m) = &self.message {
-            v["message"] = m.clone();
-        }
-        if self.superseded {
-            v["superseded"] = true.into();
-        }
-        if self.compacted_away {
-            v["compactedAway"] = true.into();
-        }
-        if let Some(p) = &self.payload {
-            v["providerPayload"] = p.clone();
-        }
-        v
-    }
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde passes the field by reference
+fn is_false(b: &bool) -> bool {
+    !b
 }
 
 /// The message as JSON: the stored one (unknown fields and all) for
@@ -440,7 +435,7 @@ mod tests {
                     let shown = t.preview.as_deref().unwrap_or_default();
                     assert!(!shown.is_empty(), "{view:?} {}", t.entry_id);
                     // Everything else the rows hold is the same.
-                    assert_eq!(j.to_json(), t.to_json(), "{view:?} {}", j.entry_id);
+                    assert_eq!(json!(j), json!(t), "{view:?} {}", j.entry_id);
                 }
             }
         }
