@@ -6,6 +6,8 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::io::{self, IsTerminal, Write};
 
+use unicode_width::UnicodeWidthStr;
+
 /// Colours the binary uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Color {
@@ -77,40 +79,63 @@ impl Style {
 }
 
 /// Two columns, the first padded to its widest cell, as it shows: the
-/// colour codes of a painted cell take no room.
+/// colour codes of a painted cell take no room, a wide character takes
+/// two columns and a combining mark none (see [`display_width`]).
 pub fn aligned(rows: &[(String, String)]) -> String {
-    let width = rows.iter().map(|(k, _)| shown_len(k)).max().unwrap_or(0);
+    let width = rows
+        .iter()
+        .map(|(k, _)| display_width(k))
+        .max()
+        .unwrap_or(0);
     let mut out = String::new();
     for (k, v) in rows {
         if v.is_empty() {
             let _ = writeln!(out, "{k}");
         } else {
-            let pad = width - shown_len(k);
-            let _ = writeln!(out, "{k}{:pad$}  {v}", "");
+            let _ = writeln!(out, "{}  {v}", pad_end(k, width));
         }
     }
     out
 }
 
-/// The characters of `text` a terminal shows: those outside the colour
-/// codes [`Style::paint`] adds (text from a session has none left, see
-/// [`escape_controls`]).
-pub fn shown_len(text: &str) -> usize {
+/// The terminal columns `text` takes as it shows, the one measure of every
+/// aligned column the binary prints and of the terminal UI: a wide
+/// character (CJK, most emoji) takes two, a combining mark or a joiner
+/// none, an emoji sequence joined by U+200D two, and the colour codes
+/// [`Style::paint`] adds (`ESC [ … m`) none. Text from a session has no
+/// other escape left (see [`escape_controls`]).
+///
+/// Columns are never padded with `format!("{:<w$}")`, which counts
+/// characters: [`pad_end`] and [`pad_start`] pad to this measure.
+pub fn display_width(text: &str) -> usize {
     let mut n = 0;
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\x1b' {
-            // `ESC [ … m`
-            for c in chars.by_ref() {
-                if c == 'm' {
-                    break;
-                }
-            }
-        } else {
-            n += 1;
-        }
+    let mut rest = text;
+    while let Some(at) = rest.find('\x1b') {
+        n += UnicodeWidthStr::width(&rest[..at]);
+        // `ESC [ … m`: up to its `m`, or to the end when it has none.
+        rest = rest[at..].find('m').map_or("", |m| &rest[at + m + 1..]);
     }
-    n
+    n + UnicodeWidthStr::width(rest)
+}
+
+/// The terminal columns one character takes, as [`display_width`]
+/// measures it alone: 2 for a wide one, 0 for a combining mark.
+pub fn char_width(c: char) -> usize {
+    UnicodeWidthStr::width(c.encode_utf8(&mut [0; 4]) as &str)
+}
+
+/// `text`, then the spaces that make it `width` columns wide as it shows
+/// (none when it is that wide already): a cell aligned to the left.
+pub fn pad_end(text: &str, width: usize) -> String {
+    let pad = width.saturating_sub(display_width(text));
+    format!("{text}{:pad$}", "")
+}
+
+/// The spaces that make `text` `width` columns wide as it shows, then
+/// `text`: a cell aligned to the right.
+pub fn pad_start(text: &str, width: usize) -> String {
+    let pad = width.saturating_sub(display_width(text));
+    format!("{:pad$}{text}", "")
 }
 
 /// Whether a terminal must not be given `c` as it is: a control character
@@ -409,11 +434,43 @@ pub(crate) mod tests {
 
     #[test]
     fn columns_align_on_the_widest_key() {
-        let rows = vec![
-            ("a".to_owned(), "1".to_owned()),
-            ("long key".to_owned(), "2".to_owned()),
+        // (the keys, the table): a wide character takes two columns, a
+        // combining mark none.
+        let cases: [(&[&str], &str); 3] = [
+            (&["a", "long key"], "a         1\nlong key  2\n"),
+            (&["日本語", "abc"], "日本語  1\nabc     2\n"),
+            (&["ce\u{301}", "abc"], "ce\u{301}   1\nabc  2\n"),
         ];
-        assert_eq!(aligned(&rows), "a         1\nlong key  2\n");
+        for (keys, table) in cases {
+            let rows: Vec<(String, String)> = keys
+                .iter()
+                .zip(["1", "2"])
+                .map(|(k, v)| ((*k).to_owned(), v.to_owned()))
+                .collect();
+            assert_eq!(aligned(&rows), table, "{keys:?}");
+        }
+    }
+
+    #[test]
+    fn display_width_counts_the_columns_a_terminal_shows() {
+        for (text, width) in [
+            ("", 0),
+            ("abc", 3),
+            ("日本語", 6),
+            ("ｗｉｄｅ", 8),
+            ("e\u{301}", 1),
+            ("🦀", 2),
+            ("👨\u{200d}👩\u{200d}👧", 2),
+            ("\x1b[36m日本\x1b[0m x", 6),
+            ("a\x1b[1", 1),
+        ] {
+            assert_eq!(display_width(text), width, "{text:?}");
+        }
+        assert_eq!(char_width('語'), 2);
+        assert_eq!(char_width('\u{301}'), 0);
+        assert_eq!(pad_end("日本", 6), "日本  ");
+        assert_eq!(pad_start("e\u{301}", 3), "  e\u{301}");
+        assert_eq!(pad_end("日本語", 2), "日本語");
     }
 
     #[test]
@@ -520,7 +577,7 @@ pub(crate) mod tests {
             aligned(&rows),
             "labels      1\n  \x1b[36m00000001\x1b[0m  x\n"
         );
-        assert_eq!(shown_len(&st.paint(Color::Green, "◀ leaf")), 6);
+        assert_eq!(display_width(&st.paint(Color::Green, "◀ leaf")), 6);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use musepi_session_model::Session;
 use crate::cli::ContextArgs;
 use crate::commands::files::{Input, load_or_fail};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
-use crate::output::{Color, escape_controls, print_json, print_text};
+use crate::output::{Color, display_width, escape_controls, pad_end, print_json, print_text};
 use crate::report::context::{Output, View, document, rows};
 
 /// Resolves `--leaf ID|null`: `Ok(None)` is the explicit null leaf.
@@ -69,19 +69,31 @@ pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
     }
     let mut out = String::new();
     let st = ctx.style;
-    let role_width = rows
+    // Each row's role and id escaped once, then measured and printed.
+    let names: Vec<_> = rows
         .iter()
-        .map(|r| escape_controls(&r.role).chars().count())
+        .map(|r| (escape_controls(&r.role), escape_controls(&r.entry_id)))
+        .collect();
+    let role_width = names
+        .iter()
+        .map(|(role, _)| display_width(role))
         .max()
         .unwrap_or(4)
         .max(4);
+    // Ids are 8 hex digits in pi's sessions; a longer one widens the column.
+    let id_width = names
+        .iter()
+        .map(|(_, id)| display_width(id))
+        .max()
+        .unwrap_or(8)
+        .max(8);
     let token_width = rows
         .iter()
         .map(|r| r.tokens.to_string().len())
         .max()
         .unwrap_or(1)
         .max(6);
-    for r in &rows {
+    for (r, (role, id)) in rows.iter().zip(&names) {
         let mut marks = String::new();
         if r.superseded {
             marks.push_str(" (superseded)");
@@ -100,9 +112,9 @@ pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
         }
         let _ = writeln!(
             out,
-            "{:<role_width$}  {}  {:>token_width$}  {}{}",
-            escape_controls(&r.role),
-            st.paint(Color::Cyan, &format!("{:<8}", escape_controls(&r.entry_id))),
+            "{}  {}  {:>token_width$}  {}{}",
+            pad_end(role, role_width),
+            st.paint(Color::Cyan, &pad_end(id, id_width)),
             r.tokens,
             escape_controls(r.preview.as_deref().unwrap_or_default()),
             st.paint(Color::Dim, &marks)

@@ -11,7 +11,10 @@ use serde_json::{Value, json};
 use crate::cli::LsArgs;
 use crate::commands::pi_dir::{Env, Listed, cwd, resolve, sessions};
 use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
-use crate::output::{Color, escape_controls, note, preview, print_json, print_text};
+use crate::output::{
+    Color, display_width, escape_controls, note, pad_end, pad_start, preview, print_json,
+    print_text,
+};
 use crate::report::context::context_tokens;
 
 /// Characters of the first user message shown.
@@ -181,8 +184,8 @@ fn render(rows: &[Row], dir: &Path, ctx: &Ctx) -> String {
     let width = |i: usize| {
         cells
             .iter()
-            .map(|c| c[i].chars().count())
-            .chain(std::iter::once(header[i].len()))
+            .map(|c| display_width(&c[i]))
+            .chain(std::iter::once(display_width(header[i])))
             .max()
             .unwrap_or(0)
     };
@@ -191,10 +194,10 @@ fn render(rows: &[Row], dir: &Path, ctx: &Ctx) -> String {
         // Dates and names to the left, numbers to the right.
         format!(
             "{}  {}  {}  {}  {}\n",
-            paint(0, format!("{:<w$}", c[0], w = widths[0])),
-            paint(1, format!("{:>w$}", c[1], w = widths[1])),
-            paint(2, format!("{:>w$}", c[2], w = widths[2])),
-            paint(3, format!("{:>w$}", c[3], w = widths[3])),
+            paint(0, pad_end(c[0], widths[0])),
+            paint(1, pad_start(c[1], widths[1])),
+            paint(2, pad_start(c[2], widths[2])),
+            paint(3, pad_start(c[3], widths[3])),
             paint(4, c[4].to_owned()),
         )
     };

@@ -17,7 +17,7 @@ use crate::commands::pi_dir::CHANGES_THE_FILE;
 use crate::commands::plan::prune_text;
 use crate::commands::writer::{Target, print_warnings, write_warnings};
 use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
-use crate::output::{Color, escape_controls, print_json};
+use crate::output::{Color, display_width, escape_controls, pad_end, print_json};
 use crate::report::plan::prune_json;
 
 /// Runs the command.
@@ -61,15 +61,19 @@ pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
     }
     let st = target.style(ctx);
     let mut out = String::new();
-    for c in &plan.candidates {
+    // Each result's id escaped once, then measured and printed.
+    let ids: Vec<_> = plan
+        .candidates
+        .iter()
+        .map(|c| escape_controls(session.entries()[c.entry_index].id.as_str()))
+        .collect();
+    let id_width = ids.iter().map(|id| display_width(id)).max().unwrap_or(0);
+    for (c, id) in plan.candidates.iter().zip(&ids) {
         let _ = writeln!(
             out,
             "{:<10}  {}  {:>7} → {:<5}  {}",
             c.kind.name(),
-            st.paint(
-                Color::Cyan,
-                &escape_controls(session.entries()[c.entry_index].id.as_str())
-            ),
+            st.paint(Color::Cyan, &pad_end(id, id_width)),
             c.tokens,
             c.tokens - c.saved,
             c.placeholder

@@ -8,7 +8,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::model::{Block, BlockKind, Divider, Part, Tone, Transcript};
-use super::text::{str_width, tokens, truncate, wrap};
+use super::text::{tokens, truncate, wrap};
+use crate::output::display_width;
 
 /// The slim divider a compaction shows in the transcript (docs/design.md, "What the model sees").
 pub const DIVIDER: &str = "── 📷 compacted · ctrl+o ──";
@@ -101,7 +102,7 @@ fn block_rows(
             rows.push(Row::new(Vec::new(), b, None));
         }
         let text = truncate(title, width);
-        let id_room = width.saturating_sub(str_width(&text) + 2);
+        let id_room = width.saturating_sub(display_width(&text) + 2);
         let mut spans = vec![Span::styled(text, dim(title_style(block.kind)))];
         if id_room > 0 {
             spans.push(Span::styled(
@@ -200,7 +201,7 @@ fn divider_rows(d: &Divider, open: bool, width: usize, b: usize, p: usize, rows:
         facts.push(a.brief());
     }
     let head = truncate(DIVIDER, width);
-    let room = width.saturating_sub(str_width(&head) + 1);
+    let room = width.saturating_sub(display_width(&head) + 1);
     let mut spans = vec![Span::styled(head, style.add_modifier(Modifier::BOLD))];
     if room > 1 {
         spans.push(Span::styled(

@@ -12,8 +12,9 @@ use ratatui::widgets::{Clear, Paragraph, Widget};
 use super::app::{App, GUTTER, Mode, areas};
 use super::keys::SPINNER;
 use super::lines::Row;
-use super::text::{find_all, str_width, thousands, truncate};
+use super::text::{find_all, thousands, truncate};
 use super::tree_pane;
+use crate::output::{char_width, display_width};
 
 /// The question asked before leaving a branch.
 pub const CONFIRM: &str = "summarize the branch you leave? [y/n/Esc]";
@@ -69,7 +70,7 @@ fn header(app: &App, area: Rect, buf: &mut Buffer) {
         .rev()
         .map(|n| parts[..n].join(" · "))
         .chain([short])
-        .find(|t| str_width(t) <= width)
+        .find(|t| display_width(t) <= width)
         .unwrap_or_else(|| truncate(&parts[..2].join(" · "), width));
     let style = Style::default()
         .fg(Color::Black)
@@ -192,7 +193,7 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) -> Option<Position> {
             let shown = format!("{lead}{text}");
             // Long input scrolls: its end stays visible.
             let visible = tail(&shown, width.saturating_sub(1));
-            let x = str_width(&visible) as u16;
+            let x = display_width(&visible) as u16;
             (Line::raw(visible), Some(Position::new(area.x + x, area.y)))
         }
         Mode::Confirm { target } => {
@@ -244,13 +245,13 @@ fn normal_status(app: &App, width: usize) -> Line<'static> {
     } else {
         String::new()
     };
-    let needed = str_width(&text) + 2 + str_width(&position);
+    let needed = display_width(&text) + 2 + display_width(&position);
     if position.is_empty() || needed > width {
         return Line::styled(truncate(&text, width), style);
     }
     Line::from(vec![
         Span::styled(text.clone(), style),
-        Span::raw(" ".repeat(width - str_width(&text) - str_width(&position))),
+        Span::raw(" ".repeat(width - display_width(&text) - display_width(&position))),
         Span::styled(position, Style::default().fg(Color::DarkGray)),
     ])
 }
@@ -260,7 +261,7 @@ fn tail(s: &str, width: usize) -> String {
     let mut used = 0;
     let mut start = s.len();
     for (i, c) in s.char_indices().rev() {
-        let w = super::text::char_width(c);
+        let w = char_width(c);
         if used + w > width {
             break;
         }
@@ -311,10 +312,13 @@ pub fn help(app: &App) -> &'static [&'static str] {
 fn footer(app: &App, area: Rect, buf: &mut Buffer) {
     let width = usize::from(area.width);
     let variants = help(app);
-    let text = variants.iter().find(|v| str_width(v) <= width).map_or_else(
-        || truncate(variants[variants.len() - 1], width),
-        |v| (*v).to_owned(),
-    );
+    let text = variants
+        .iter()
+        .find(|v| display_width(v) <= width)
+        .map_or_else(
+            || truncate(variants[variants.len() - 1], width),
+            |v| (*v).to_owned(),
+        );
     put(
         Line::styled(text, Style::default().fg(Color::DarkGray)),
         area,

@@ -1,9 +1,8 @@
-//! Text helpers of the view: terminal-safe characters, display widths,
-//! wrapping, previews and numbers.
+//! Text helpers of the view: terminal-safe characters, wrapping and
+//! cutting to a number of columns (measured by [`display_width`], as
+//! every aligned column the command line prints), previews and numbers.
 
-use ratatui::text::Span;
-
-use crate::output::is_unsafe_char;
+use crate::output::{char_width, display_width, is_unsafe_char};
 
 /// Columns a tab becomes.
 const TAB: &str = "    ";
@@ -26,17 +25,6 @@ pub fn sanitize(text: &str) -> String {
     out
 }
 
-/// Terminal columns of one character (0 for combining marks).
-pub fn char_width(c: char) -> usize {
-    let mut buf = [0u8; 4];
-    Span::raw(&*c.encode_utf8(&mut buf)).width()
-}
-
-/// Terminal columns of a string.
-pub fn str_width(s: &str) -> usize {
-    Span::raw(s).width()
-}
-
 /// Wraps `text` into lines of at most `width` columns: at spaces where it
 /// can, inside words where it must. Every input line gives at least one
 /// output line; a character wider than `width` gets a line of its own.
@@ -50,7 +38,7 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
 }
 
 fn wrap_line(line: &str, width: usize, out: &mut Vec<String>) {
-    if str_width(line) <= width {
+    if display_width(line) <= width {
         out.push(line.to_owned());
         return;
     }
@@ -71,7 +59,7 @@ fn wrap_line(line: &str, width: usize, out: &mut Vec<String>) {
                 }
                 _ => out.push(std::mem::take(&mut current)),
             }
-            current_width = str_width(&current);
+            current_width = display_width(&current);
             last_space = None;
             if c == ' ' {
                 continue;
@@ -92,7 +80,7 @@ fn wrap_line(line: &str, width: usize, out: &mut Vec<String>) {
 
 /// Cuts `s` to at most `width` columns, ending with `…` when cut.
 pub fn truncate(s: &str, width: usize) -> String {
-    if str_width(s) <= width {
+    if display_width(s) <= width {
         return s.to_owned();
     }
     let mut out = String::new();

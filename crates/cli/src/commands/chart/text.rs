@@ -6,8 +6,8 @@
 use std::fmt::Write as _;
 
 use super::{Drop, Series};
-use crate::output::{Color, Style, escape_controls};
-use crate::view::text::{str_width, thousands, truncate};
+use crate::output::{Color, Style, display_width, escape_controls, pad_end, pad_start};
+use crate::view::text::{thousands, truncate};
 
 /// Rows of bars.
 pub const HEIGHT: usize = 10;
@@ -82,7 +82,7 @@ pub fn render(series: &Series, width: usize, height: usize, style: Style) -> Str
         return out;
     }
     let top = nice_top(series.peak());
-    let label_w = str_width(&thousands(top));
+    let label_w = display_width(&thousands(top));
     let columns = width
         .saturating_sub(label_w + 2)
         .min(series.path_len)
@@ -192,7 +192,7 @@ fn table(series: &Series, width: usize) -> String {
     let mut shown: Vec<usize> = (0..head.len()).collect();
     loop {
         let lines = aligned_lines(&head, &rows, &shown, right);
-        let fits = lines.iter().all(|l| str_width(l) <= width);
+        let fits = lines.iter().all(|l| display_width(l) <= width);
         if fits || shown.len() <= 4 {
             let mut out = String::new();
             for l in lines {
@@ -212,26 +212,23 @@ fn aligned_lines(
     shown: &[usize],
     right: [bool; 7],
 ) -> Vec<String> {
-    let mut widths = head.map(str_width);
+    let mut widths = head.map(display_width);
     for r in rows {
         for (w, cell) in widths.iter_mut().zip(r) {
-            *w = (*w).max(str_width(cell));
+            *w = (*w).max(display_width(cell));
         }
     }
     let line = |cells: Vec<&str>| {
         let mut l = String::new();
         for (n, (&i, cell)) in shown.iter().zip(&cells).enumerate() {
-            let pad = " ".repeat(widths[i] - str_width(cell));
             if n > 0 {
                 l.push_str("  ");
             }
-            if right[i] {
-                l.push_str(&pad);
-                l.push_str(cell);
+            l.push_str(&if right[i] {
+                pad_start(cell, widths[i])
             } else {
-                l.push_str(cell);
-                l.push_str(&pad);
-            }
+                pad_end(cell, widths[i])
+            });
         }
         l.trim_end().to_owned()
     };

@@ -10,7 +10,9 @@ use serde_json::{Value, json};
 use crate::cli::TreeArgs;
 use crate::commands::files::{Input, load_or_fail};
 use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
-use crate::output::{Color, Style, escape_controls, print_json, print_text};
+use crate::output::{
+    Color, Style, display_width, escape_controls, pad_end, print_json, print_text,
+};
 use crate::report::entries::{kind_of, preview_of};
 
 /// Entries shown at each end of a collapsed run.
@@ -119,7 +121,7 @@ fn render(s: &Session, tree: &Tree, collapse: bool, st: Style) -> String {
     };
     let widths = Widths {
         head: entries().map(|e| e.head).max().unwrap_or(0),
-        kind: entries().map(|e| e.kind.chars().count()).max().unwrap_or(0),
+        kind: entries().map(|e| display_width(&e.kind)).max().unwrap_or(0),
     };
     let mut out = String::new();
     for (prefix, cell) in &cells {
@@ -154,7 +156,8 @@ impl<'a> Shown<'a> {
     fn new(s: &'a Session, index: usize, prefix: &str) -> Self {
         let e = &s.entries()[index];
         let id = escape_controls(e.id.as_str());
-        let head = prefix.chars().count() + 2 + id.chars().count();
+        // The marker and its space take two columns.
+        let head = display_width(prefix) + 2 + display_width(&id);
         Self {
             index,
             id,
@@ -255,13 +258,13 @@ fn line(
     let i = shown.index;
     let e = &s.entries()[i];
     let marker = if path.contains(&i) { "●" } else { "○" };
-    let (pad, kind_width) = (widths.head - shown.head, widths.kind);
+    let pad = widths.head - shown.head;
     let mut text = format!(
-        "{} {}{:pad$} {:<kind_width$}  {}",
+        "{} {}{:pad$} {}  {}",
         marker,
         st.paint(Color::Cyan, &shown.id),
         "",
-        shown.kind,
+        pad_end(&shown.kind, widths.kind),
         escape_controls(&preview_of(e))
     );
     if let Some(label) = s.label(e.id.as_str()) {
