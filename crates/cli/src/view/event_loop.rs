@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::app::{App, Done, Effect, Input, Job};
 use super::keys::update;
 use super::render::draw;
+use crate::output::is_unsafe_char;
 
 /// How often the screen is refreshed while nothing happens.
 const TICK: Duration = Duration::from_millis(100);
@@ -99,10 +100,13 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// Pasted text goes into a prompt as typed characters (line breaks dropped).
+/// Pasted text goes into a prompt as typed characters, without what
+/// [`is_unsafe_char`] names: line breaks, tabs and other control
+/// characters, bidirectional controls and invisible format characters are
+/// dropped, so a paste can neither reorder the prompt line nor hide in it.
 fn paste(app: &mut App, text: &str) -> Option<Effect> {
     let mut effect = None;
-    for c in text.chars().filter(|c| !c.is_control()) {
+    for c in text.chars().filter(|&c| !is_unsafe_char(c)) {
         let key = KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
         if matches!(
             app.mode,
@@ -112,4 +116,64 @@ fn paste(app: &mut App, text: &str) -> Option<Effect> {
         }
     }
     effect
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use musepi_session_model::{SequentialIds, load_bytes};
+
+    use super::*;
+    use crate::view::app::{Mode, Strategies};
+
+    /// A view of a session holding only its header, in `mode`.
+    fn app(mode: Mode) -> App {
+        let header = r#"{"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}"#;
+        let session = load_bytes(
+            Path::new("s.jsonl"),
+            header.as_bytes(),
+            &mut SequentialIds::new(),
+        )
+        .unwrap();
+        let strategies = Strategies {
+            compact: "snapcompact".to_owned(),
+            compact_with_instructions: "snapcompact".to_owned(),
+            branch: "the snapcompact digest (no model)".to_owned(),
+        };
+        let mut app = App::new(
+            "s.jsonl".to_owned(),
+            crate::view::snapshot(&session),
+            strategies,
+            (80, 24),
+        );
+        app.mode = mode;
+        app
+    }
+
+    #[test]
+    fn a_paste_types_only_safe_characters_into_a_prompt() {
+        // (what is pasted, what the prompt then holds)
+        let cases = [
+            ("plain, 日本語 e\u{301}", "plain, 日本語 e\u{301}"),
+            ("one\r\ntwo\tthree\x1b[2J", "onetwothree[2J"),
+            ("abc \u{202e}fed\u{202c} \u{2066}x\u{2069}", "abc fed x"),
+            ("a\u{200b}b\u{feff}c\u{e0041}d\u{7}", "abcd"),
+            (
+                "👨\u{200d}👩\u{200d}👧 می\u{200c}خواهم",
+                "👨\u{200d}👩\u{200d}👧 می\u{200c}خواهم",
+            ),
+        ];
+        for (pasted, typed) in cases {
+            for mode in [Mode::Search(String::new()), Mode::Command(String::new())] {
+                let mut app = app(mode.clone());
+                let _ = paste(&mut app, pasted);
+                let prompt = match &app.mode {
+                    Mode::Search(t) | Mode::Command(t) => t.clone(),
+                    other => panic!("{pasted:?} left the prompt for {other:?}"),
+                };
+                assert_eq!(prompt, typed, "{pasted:?} into {mode:?}");
+            }
+        }
+    }
 }
