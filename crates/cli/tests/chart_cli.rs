@@ -82,6 +82,36 @@ fn ok(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).unwrap()
 }
 
+/// What a real XML parser (Python's) reads in the SVG file at `svg`, one
+/// line each: the vertices of the line, the dashed lines (one per
+/// compaction), the texts joined by `|`, the title.
+fn parsed_svg(svg: &Path) -> String {
+    let check = Command::new("python3")
+        .arg("-c")
+        .arg(
+            r#"
+import sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+root = ET.parse(sys.argv[1]).getroot()
+assert root.tag == ns + "svg", root.tag
+line = root.find(ns + "polyline")
+print(0 if line is None else len(line.get("points").split()))
+print(sum(1 for l in root.iter(ns + "line") if l.get("stroke-dasharray") == "4 3"))
+print("|".join(t.text for t in root.iter(ns + "text")))
+print(root.find(ns + "title").text)
+"#,
+        )
+        .arg(svg)
+        .output()
+        .expect("python3 parses the SVG");
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    String::from_utf8(check.stdout).unwrap()
+}
+
 #[test]
 fn the_terminal_chart_is_aligned_deterministic_and_fits_the_width() {
     let dir = tempfile::tempdir().unwrap();
@@ -183,29 +213,7 @@ fn the_svg_file_is_well_formed_and_shows_every_compaction() {
     );
     let svg = dir.path().join("chart.svg");
     // A real XML parser reads it; the structure is what the chart draws.
-    let check = Command::new("python3")
-        .arg("-c")
-        .arg(
-            r#"
-import sys, xml.etree.ElementTree as ET
-ns = "{http://www.w3.org/2000/svg}"
-root = ET.parse(sys.argv[1]).getroot()
-assert root.tag == ns + "svg", root.tag
-line = root.find(ns + "polyline")
-print(len(line.get("points").split()))
-print(sum(1 for l in root.iter(ns + "line") if l.get("stroke-dasharray") == "4 3"))
-print("|".join(t.text for t in root.iter(ns + "text")))
-"#,
-        )
-        .arg(&svg)
-        .output()
-        .expect("python3 parses the SVG");
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stderr)
-    );
-    let report = String::from_utf8(check.stdout).unwrap();
+    let report = parsed_svg(&svg);
     let mut lines = report.lines();
     assert_eq!(lines.next(), Some("50"), "one vertex per point");
     assert_eq!(lines.next(), Some("2"), "one dashed line per compaction");
@@ -317,15 +325,15 @@ fn json_positions_count_from_0_where_the_table_counts_from_1() {
     );
 }
 
-/// The chart's title names the leaf by its id, escaped as every id read
-/// from a session is.
+/// The chart's title, in the terminal and in the SVG file, names the leaf
+/// by its id, escaped as every id read from a session is.
 #[test]
 fn the_chart_escapes_the_leaf_id() {
     let dir = tempfile::tempdir().unwrap();
     let lines = [
         json!({"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}),
         json!({"type":"message","id":"a1","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"hello","timestamp":1}}),
-        json!({"type":"message","id":"z\u{1b}[2J","parentId":"a1","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"user","content":"again","timestamp":2}}),
+        json!({"type":"message","id":"z\u{1b}[2J\u{202e}\u{7}","parentId":"a1","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"user","content":"again","timestamp":2}}),
     ];
     let text: String = lines.iter().map(|l| l.to_string() + "\n").collect();
     std::fs::write(dir.path().join("esc.jsonl"), text).unwrap();
@@ -336,8 +344,23 @@ fn the_chart_escapes_the_leaf_id() {
     ));
     assert_escaped(&chart, &[]);
     assert!(
-        chart.starts_with("context tokens along the path to z\\u001b[2J (2 entries)"),
+        chart.starts_with("context tokens along the path to z\\u001b[2J\\u202e\\u0007 (2 entries)"),
         "{chart}"
+    );
+    // In the SVG file too, which stays XML an XML parser reads: XML allows
+    // no C0 control, and a bidirectional control would reorder the title.
+    ok(&musepi(
+        dir.path(),
+        &["context", "esc.jsonl", "--chart", "--out", "esc.svg"],
+        "80",
+    ));
+    let svg = std::fs::read_to_string(dir.path().join("esc.svg")).unwrap();
+    assert_escaped(&svg, &[]);
+    let report = parsed_svg(&dir.path().join("esc.svg"));
+    assert_eq!(
+        report.lines().last(),
+        Some("context tokens along the path to z\\u001b[2J\\u202e\\u0007 of esc.jsonl"),
+        "{report}"
     );
 }
 

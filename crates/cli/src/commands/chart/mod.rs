@@ -19,8 +19,7 @@ use serde_json::{Value, json};
 
 use crate::commands::files::same_file;
 use crate::ctx::{Ctx, Exit, Failure, OrExit};
-use crate::output::write_atomically;
-use crate::output::{print_json, print_text};
+use crate::output::{escape_controls, print_json, print_text, write_atomically};
 use crate::report::context::context_tokens;
 
 /// The most points measured along a path.
@@ -253,7 +252,7 @@ pub fn run(
     } else if let Some(out) = out {
         print_text(&format!(
             "wrote {} ({} points, {} compaction(s), peak {} tokens)\n",
-            out.display(),
+            escape_controls(&out.display().to_string()),
             series.points.len(),
             series.compactions.len(),
             crate::view::text::thousands(series.peak())

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use super::Series;
 use super::text::nice_top;
+use crate::output::escape_controls;
 use crate::view::text::thousands;
 
 /// The canvas.
@@ -72,16 +73,26 @@ impl Plot {
     }
 }
 
-/// `&`, `<`, `>` and `"` as XML entities.
+/// Text from a session or the command line (the leaf's id, the file's
+/// name) as SVG text: each character
+/// [`is_unsafe_char`](crate::output::is_unsafe_char) names is written
+/// visibly as [`escape_controls`] writes it (`\n`, `\u0007`, `\u202e`), so
+/// the document stays XML 1.0 (which allows no C0 control but tab, line
+/// feed and carriage return, not even as a character reference) and a
+/// bidirectional control cannot reorder what a viewer shows; U+FFFE and
+/// U+FFFF, which XML does not allow either, are written the same way;
+/// then `&`, `<`, `>` and `"` become XML entities.
 fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
+    for c in escape_controls(text).chars() {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
-            c if c.is_control() => out.push(' '),
+            '\u{fffe}' | '\u{ffff}' => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
             c => out.push(c),
         }
     }
@@ -216,10 +227,55 @@ pub fn render(series: &Series, file: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::output::is_unsafe_char;
 
     #[test]
     fn text_is_escaped() {
         assert_eq!(escape(r#"a&b<c>"d"#), "a&amp;b&lt;c&gt;&quot;d");
-        assert_eq!(escape("x\ny"), "x y");
+        for (text, shown) in [
+            ("x\ny\tz", "x\\ny\\tz"),
+            (
+                "bell\u{7} esc\x1b[2J del\u{7f}",
+                "bell\\u0007 esc\\u001b[2J del\\u007f",
+            ),
+            ("if \u{202e}<b>\u{202c}", "if \\u202e&lt;b&gt;\\u202c"),
+            ("not\u{fffe}xml\u{ffff}", "not\\ufffexml\\uffff"),
+            (
+                "日本語 e\u{301} 👨\u{200d}👩",
+                "日本語 e\u{301} 👨\u{200d}👩",
+            ),
+        ] {
+            assert_eq!(escape(text), shown, "{text:?}");
+        }
+    }
+
+    /// Whether `c` is a character an XML 1.0 document may hold at all.
+    fn is_xml_char(c: char) -> bool {
+        matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{d7ff}' | '\u{e000}'..='\u{fffd}' | '\u{10000}'..)
+    }
+
+    #[test]
+    fn a_leaf_and_a_file_with_controls_give_valid_xml_shown_as_written() {
+        let series = Series {
+            leaf_id: Some("leaf\u{202e}\u{7}".to_owned()),
+            path_len: 2,
+            points: Vec::new(),
+            compactions: Vec::new(),
+            window: 1000,
+        };
+        let svg = render(&series, "s\u{202e}\u{7}<1>.jsonl");
+        for c in svg.chars() {
+            assert!(
+                is_xml_char(c) && !is_unsafe_char(c) || c == '\n',
+                "{c:?} in {svg}"
+            );
+        }
+        assert!(svg.contains(
+            "<title>context tokens along the path to leaf\\u202e\\u0007 of s\\u202e\\u0007&lt;1&gt;.jsonl</title>"
+        ), "{svg}");
+        assert!(
+            svg.contains(r##"fill="#555555">s\u202e\u0007&lt;1&gt;.jsonl: 0 at the leaf"##),
+            "{svg}"
+        );
     }
 }
