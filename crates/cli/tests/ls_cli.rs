@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use musepi_test_support::{copy_written_ago, fixture};
 use serde_json::Value;
-use support::{assert_has, strings};
+use support::{assert_escaped, assert_has, strings};
 
 const MUSEPI: &str = env!("CARGO_BIN_EXE_musepi");
 
@@ -282,4 +282,29 @@ fn no_session_is_an_empty_list_for_ls_and_an_error_for_latest() {
 
     let homeless = h.musepi(&["ls"]).env_remove("HOME").output().unwrap();
     assert_eq!(homeless.status.code(), Some(2), "{homeless:?}");
+}
+
+/// A file that is not a session musepi reads, and the folder, are named
+/// escaped in the list for people: their names are the file system's.
+#[test]
+fn ls_escapes_the_unreadable_file_and_the_folder_it_names() {
+    let h = Home::new("escaped");
+    let odd = h.root.join("odd\u{202e}\u{7}");
+    place(&odd, "a.jsonl", "tree.jsonl", 20);
+    let unreadable = odd.join("b\u{202e}\u{1b}[2J.jsonl");
+    fs::write(
+        &unreadable,
+        "{\"type\":\"session\",\"version\":99,\"id\":\"x\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}\n",
+    )
+    .unwrap();
+    let out = h.run(&["ls", "--session-dir", odd.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let shown = h.root.join("odd\\u202e\\u0007");
+    assert_escaped(
+        &stdout(&out),
+        &[
+            "b\\u202e\\u001b[2J.jsonl  (unreadable)",
+            &format!("2 sessions in {},", shown.display()),
+        ],
+    );
 }

@@ -84,7 +84,7 @@ pub fn run(args: &LsArgs, ctx: &Ctx) -> CmdResult {
     if rows.is_empty() {
         print_text(&format!(
             "no pi session in {} ({})\n",
-            folder.dir.display(),
+            escape_controls(&folder.dir.display().to_string()),
             folder.source
         ))
         .or_failed()?;
@@ -176,7 +176,7 @@ fn render(rows: &[Row], dir: &Path, ctx: &Ctx) -> String {
                     human_size(l.size),
                     "?".to_owned(),
                     "?".to_owned(),
-                    format!("{file}  (unreadable)"),
+                    format!("{}  (unreadable)", escape_controls(&file)),
                 ],
             }
         })
@@ -213,7 +213,7 @@ fn render(rows: &[Row], dir: &Path, ctx: &Ctx) -> String {
             "{} session{} in {}, newest first (tokens: the context at the leaf, as `musepi context` counts it)\n",
             rows.len(),
             if rows.len() == 1 { "" } else { "s" },
-            dir.display()
+            escape_controls(&dir.display().to_string())
         ),
     ));
     out
