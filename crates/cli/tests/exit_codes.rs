@@ -553,6 +553,35 @@ fn an_existing_out_is_file_exists_for_every_writer_and_replaced_only_with_force(
 }
 
 #[test]
+fn a_folder_as_out_is_not_a_regular_file_for_every_writer_even_with_force() {
+    let case = Case::new();
+    let file = case.session();
+    let before = std::fs::read(&file).unwrap();
+    let folder = case.path().join("out.jsonl");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::write(folder.join("keep"), "precious\n").unwrap();
+    // Not "the file already exists; pass --force": --force cannot replace a folder.
+    let expected = format!(
+        "{}: is a folder, not a regular file; a session is a regular file",
+        p(&folder)
+    );
+    for writer in out_writers(&file) {
+        for force in [&[][..], &["--force"][..]] {
+            let mut args = writer.clone();
+            args.extend(["-o", p(&folder), "--json"]);
+            args.extend(force);
+            let doc = error(&case.run(&args), 2, "not-a-regular-file");
+            assert_eq!(error_message(&doc), expected, "{args:?}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(folder.join("keep")).unwrap(),
+            "precious\n"
+        );
+        assert_eq!(std::fs::read(&file).unwrap(), before, "{writer:?}");
+    }
+}
+
+#[test]
 fn a_dry_run_with_nothing_to_compact_answers_json_with_json() {
     let case = Case::new();
     let (file, compacted) = case.session_and_compacted();

@@ -36,6 +36,20 @@ pub(crate) fn kind_of(meta: &Metadata) -> Option<&'static str> {
     }
 }
 
+/// Refuses a path that exists and is not a regular file (a folder, a FIFO,
+/// a device, a socket; a symbolic link is followed), as
+/// [`SessionError::NotRegular`]: nothing may be written there, with or
+/// without `--force`. A path that does not exist passes.
+pub fn refuse_special_file(path: &Path) -> Result<(), SessionError> {
+    match std::fs::metadata(path).ok().as_ref().and_then(kind_of) {
+        Some(kind) => Err(SessionError::NotRegular {
+            path: path.to_owned(),
+            kind,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Opens `path` for reading, refusing anything but a regular file.
 ///
 /// The file is opened without blocking (a FIFO with no writer would

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use musepi_hooks::{NavigateOptions, NavigateOutcome};
 use musepi_session_model::{
-    EntryId, IdSource, Journal, Replace, SessionError, Stamp, check_not_live,
+    EntryId, IdSource, Journal, Replace, SessionError, Stamp, check_not_live, refuse_special_file,
 };
 
 use super::files::same_file;
@@ -184,12 +184,17 @@ impl Target {
     }
 }
 
-/// How a command writes the new file `-o OUT`: refused when OUT exists
+/// How a command writes the new file `-o OUT`: refused when OUT is a
+/// folder or another file that is not regular (exit 2,
+/// `not-a-regular-file`, even with `force`), and when OUT exists
 /// (or is a symbolic link), exit 2 with `file-exists`, unless `force`,
 /// which replaces it. Every command that writes to `-o OUT` asks this
 /// before any work and writes with the answer, so a file created
 /// meanwhile is refused the same way ([`Failure::file_exists`]).
 pub(crate) fn replace_out(out: &Path, force: bool) -> Result<Replace, Failure> {
+    // A folder or a FIFO at OUT cannot be replaced, `--force` or not: say
+    // what it is rather than "pass --force".
+    refuse_special_file(out)?;
     if force {
         return Ok(Replace::Existing);
     }

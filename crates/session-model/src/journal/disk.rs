@@ -269,15 +269,17 @@ pub(crate) fn write_file_with<T>(
 ) -> Result<T, SessionError> {
     let target = resolve(path);
     let existing = fs::metadata(&target).ok();
-    if (existing.is_some() || target.is_symlink()) && replace == Replace::Never {
-        return Err(SessionError::AlreadyExists {
-            path: path.to_owned(),
-        });
-    }
+    // A folder (or a FIFO, a device) is refused first: `--force` could not
+    // replace it, so "pass --force" would be the wrong advice.
     if let Some(kind) = existing.as_ref().and_then(crate::fsutil::kind_of) {
         return Err(SessionError::NotRegular {
             path: path.to_owned(),
             kind,
+        });
+    }
+    if (existing.is_some() || target.is_symlink()) && replace == Replace::Never {
+        return Err(SessionError::AlreadyExists {
+            path: path.to_owned(),
         });
     }
     let mode = mode.or_else(|| existing.as_ref().map(MetadataExt::mode));
