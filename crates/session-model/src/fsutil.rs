@@ -117,17 +117,17 @@ pub(crate) fn not_text(line: &[u8]) -> Option<String> {
                 .into(),
         );
     }
-    match std::str::from_utf8(line) {
-        Ok(_) => None,
-        Err(e) => {
-            let at = e.valid_up_to();
-            Some(format!(
-                "the line is not valid UTF-8 (byte {:#04x} at column {})",
-                line[at],
-                at + 1
-            ))
-        }
-    }
+    not_utf8(line)
+}
+
+/// Where a line stops being UTF-8: the first bad byte and its column.
+pub(crate) fn not_utf8(line: &[u8]) -> Option<String> {
+    let at = std::str::from_utf8(line).err()?.valid_up_to();
+    Some(format!(
+        "the line is not valid UTF-8 (byte {:#04x} at column {})",
+        line[at],
+        at + 1
+    ))
 }
 
 pub(crate) fn trim_newline(buf: &mut Vec<u8>) {

@@ -156,7 +156,7 @@ pub(crate) struct ParsedEntry {
 pub(crate) fn read_entry(line: &[u8]) -> LineRead {
     match serde_json::from_slice::<WireEntry>(line) {
         Ok(w) => LineRead::Entry(Box::new(from_wire(w))),
-        Err(e) if e.is_syntax() || e.is_eof() => LineRead::Malformed(e.to_string()),
+        Err(e) if e.is_syntax() || e.is_eof() => LineRead::Malformed(malformed(line, &e)),
         Err(typed_error) => fallback(line, &typed_error),
     }
 }
@@ -166,7 +166,7 @@ pub(crate) fn read_entry(line: &[u8]) -> LineRead {
 fn fallback(line: &[u8], typed_error: &serde_json::Error) -> LineRead {
     let value: Value = match serde_json::from_slice(line) {
         Ok(v) => v,
-        Err(e) => return LineRead::Malformed(e.to_string()),
+        Err(e) => return LineRead::Malformed(malformed(line, &e)),
     };
     let Value::Object(map) = value else {
         return LineRead::NotAnObject;
@@ -192,6 +192,24 @@ fn fallback(line: &[u8], typed_error: &serde_json::Error) -> LineRead {
         first_kept_entry_index: None,
         hook_message_role: false,
     }))
+}
+
+/// Why a line is not JSON, said about the line of the file: bytes that
+/// are not UTF-8 are named with their column, as a header's are (the
+/// parser calls them "invalid unicode code point"), and the parser's
+/// position is a column alone, since the whole line is its "line 1".
+fn malformed(line: &[u8], e: &serde_json::Error) -> String {
+    if let Some(reason) = crate::fsutil::not_utf8(line) {
+        return reason;
+    }
+    match e.line() {
+        0 => e.to_string(),
+        _ => format!(
+            "{} at column {}",
+            strip_position(&e.to_string()),
+            e.column()
+        ),
+    }
 }
 
 fn strip_position(msg: &str) -> String {
@@ -423,7 +441,7 @@ struct WireHeader {
 pub(crate) fn read_header(line: &[u8]) -> HeaderRead {
     let w: WireHeader = match serde_json::from_slice(line) {
         Ok(w) => w,
-        Err(e) if e.is_syntax() || e.is_eof() => return HeaderRead::Malformed(e.to_string()),
+        Err(e) if e.is_syntax() || e.is_eof() => return HeaderRead::Malformed(malformed(line, &e)),
         Err(_) => return HeaderRead::NotAHeader,
     };
     let (Some(Value::String(ty)), Some(Value::String(id))) = (&w.ty, &w.id) else {
