@@ -281,6 +281,18 @@ fn bad_entries_shapes_and_sessions_without_an_archive_exit_2() {
     assert!(text(&o.stderr).contains("no compaction on the path to the leaf"));
     let o = musepi(&["snapcompact", "render", p(&plain)]);
     assert_eq!(code(&o), 2, "--out is required");
+    // --out naming a file, not a folder: bad usage, and the file is kept.
+    let o = musepi(&["snapcompact", "render", p(&file), "--out", p(&plain)]);
+    assert_eq!(code(&o), 2, "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains(&format!("--out {}: is a file, not a folder", p(&plain))),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&plain).expect("read"),
+        session_lines(1)
+    );
 }
 
 #[test]

@@ -57,6 +57,12 @@ fn render(args: &RenderArgs, ctx: &Ctx) -> CmdResult {
                 .shape,
         ),
     };
+    if args.out.exists() && !args.out.is_dir() {
+        return Err(Failure::usage(anyhow!(
+            "--out {}: is a file, not a folder; the archive is written as files into a folder",
+            args.out.display()
+        )));
+    }
     let input = Input::from_arg(&args.file.path()?);
     let loaded = load_or_fail(&input, ctx)?;
     let session = &loaded.session;
