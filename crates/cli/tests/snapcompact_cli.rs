@@ -203,12 +203,23 @@ fn a_text_archive_is_written_as_pages() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (file, _) = compacted(dir.path(), "text.jsonl", 60, &SnapTarget::default());
     let out = dir.path().join("pages");
+    // An earlier PNG render left its frames and edges there: none stays.
+    std::fs::create_dir_all(&out).expect("mkdir");
+    for stale in ["frame-001.png", "text-head.txt", "text-tail.txt"] {
+        std::fs::write(out.join(stale), b"stale").expect("stale file");
+    }
     let o = musepi(&["snapcompact", "render", p(&file), "--out", p(&out)]);
     assert_eq!(code(&o), 0, "{}", text(&o.stderr));
     let meta = read_json(&out.join("archive.json"));
     assert_eq!(meta["archive"], "text");
     let pages = meta["pages"].as_array().expect("pages");
     assert!(!pages.is_empty());
+    let mut expected: Vec<String> = (1..=pages.len())
+        .map(|i| format!("page-{i:03}.txt"))
+        .chain(["archive.json".to_owned(), "archive.txt".to_owned()])
+        .collect();
+    expected.sort();
+    assert_eq!(names(&out), expected);
     let page = std::fs::read_to_string(out.join("page-001.txt")).expect("page");
     assert_eq!(
         Some(page.encode_utf16().count() as u64),

@@ -187,13 +187,21 @@ fn stored_archive(c: &Compaction) -> Option<Stored> {
     })
 }
 
-/// Removes the numbered files of an earlier render, so the folder shows
-/// one archive; nothing else in it is touched.
+/// The files a render writes beside its numbered frames or pages; which
+/// of them it writes depends on the archive (a text archive has no edges).
+const RENDER_FILES: [&str; 3] = ["text-head.txt", "text-tail.txt", "archive.txt"];
+
+/// Removes the files of an earlier render (its numbered frames and pages,
+/// its edges and its text), so the folder shows one archive; nothing else
+/// in it is touched.
 fn clear_previous(dir: &Path) -> anyhow::Result<()> {
     for entry in fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
         let entry = entry?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        if is_numbered(&name, "frame-", ".png") || is_numbered(&name, "page-", ".txt") {
+        if is_numbered(&name, "frame-", ".png")
+            || is_numbered(&name, "page-", ".txt")
+            || RENDER_FILES.contains(&name.as_str())
+        {
             fs::remove_file(entry.path())
                 .with_context(|| format!("cannot remove {}", entry.path().display()))?;
         }
