@@ -134,9 +134,11 @@ fn check_one(
     if exp_prep.is_null() {
         let reason = match result {
             Err(NothingToCompact::AlreadyCompacted) => "leaf-is-compaction",
-            Err(NothingToCompact::NoFirstKeptId | NothingToCompact::TooSmall) => {
-                "first-kept-entry-has-no-id"
-            }
+            Err(
+                NothingToCompact::NoFirstKeptId
+                | NothingToCompact::TooSmall
+                | NothingToCompact::ToolResultsFillWindow { .. },
+            ) => "first-kept-entry-has-no-id",
             Ok(_) => "prepared",
         };
         assert_eq!(expected["preparationNullReason"], json!(reason), "{name}");
@@ -152,7 +154,11 @@ fn check_one(
         Ok(p) => p,
         // The reference prepares an empty compaction; we report there is
         // nothing to compact (docs/design.md, "Cut points and regions").
-        Err(NothingToCompact::TooSmall) if reference_empty => return,
+        Err(NothingToCompact::TooSmall | NothingToCompact::ToolResultsFillWindow { .. })
+            if reference_empty =>
+        {
+            return;
+        }
         Err(e) => panic!("{name}: the reference prepares, we say {e}"),
     };
     let path = p.branch();

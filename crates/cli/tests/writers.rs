@@ -473,6 +473,27 @@ fn nothing_to_do_is_said_once_and_names_only_what_was_written() {
     assert_eq!(doc["output"], serde_json::Value::Null, "{doc}");
     assert_eq!(std::fs::read(&small).unwrap(), before);
 
+    // A kept window smaller than the tool result at the end: the cut
+    // cannot fall after the call, so everything is kept, as pi does; the
+    // sentence says so and what to pass instead of "too small".
+    let mut b = musepi_test_support::SessionBuilder::new();
+    b.user("read it");
+    let call = musepi_test_support::tool_call("c1", "read", &serde_json::json!({"path": "a.rs"}));
+    b.assistant(&[call], None);
+    b.tool_result("c1", "read", &"x".repeat(4000));
+    let tail = dir.path().join("tail.jsonl");
+    std::fs::write(&tail, b.jsonl()).unwrap();
+    settle(&tail);
+    let said = "nothing to compact: the last 1000 tokens are tool results, which fill the kept window of 100 alone, and a cut never separates a tool result from its call, so everything is kept; a --keep-recent over 1000 cuts before them\n";
+    for command in ["plan", "compact"] {
+        let o = musepi(&[command, p(&tail), "--keep-recent", "100"]);
+        assert_eq!(code(&o), 0, "{command}: {}", stderr(&o));
+        assert_eq!(String::from_utf8_lossy(&o.stdout), said, "{command}");
+    }
+    let o = musepi(&["plan", p(&tail), "--keep-recent", "1001", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["nothingToCompact"], false, "{doc}");
+
     let tree = settled_copy(&fixture("tree.jsonl"), dir.path(), "tree.jsonl");
     let before = std::fs::read(&tree).unwrap();
     let o = musepi(&["branch", p(&tree), "--to", "a0000027", "--json"]);

@@ -9,11 +9,11 @@ use musepi_context_builder::{
     entry_time, estimate_context_tokens, estimate_tokens,
 };
 use musepi_session_model::{
-    AgentMessage, BranchSummaryMessage, Compaction, CompactionSummaryMessage, EntryBody, EntryId,
-    RawJson, Session, SummaryEntry,
+    AgentMessage, BranchSummaryMessage, Compaction, CompactionSummaryMessage, Entry, EntryBody,
+    EntryId, RawJson, Session, SummaryEntry,
 };
 
-use crate::cut::{CutPoint, find_cut_point};
+use crate::cut::{CutPoint, find_cut_point, is_valid_cut_point};
 use crate::settings::CompactionSettings;
 
 /// Why there is nothing to compact.
@@ -25,6 +25,17 @@ pub enum NothingToCompact {
     /// Everything fits in the kept window (or the path is empty).
     #[error("Nothing to compact (session too small)")]
     TooSmall,
+    /// The tool results after the last cut point alone fill the kept
+    /// window: a cut never separates a result from its call, so the cut
+    /// falls back to the first cut point and everything is kept, as pi
+    /// does. Said as pi says [`NothingToCompact::TooSmall`].
+    #[error("Nothing to compact (session too small)")]
+    ToolResultsFillWindow {
+        /// The tokens of the messages after the last cut point.
+        tail_tokens: u64,
+        /// The kept window the cut used (after adaptation).
+        keep_recent_tokens: u64,
+    },
     /// The first kept entry has no id (an unmigrated v1 file).
     #[error("First kept entry has no ID - session may need migration")]
     NoFirstKeptId,
@@ -293,6 +304,30 @@ fn read_path(session: &Session, leaf: usize) -> PathRead<'_> {
     }
 }
 
+/// Why a path with nothing before its cut has nothing to compact: the
+/// messages after its last cut point (tool results) reach the kept window
+/// `keep` alone, or everything fits.
+fn too_small(entries: &[Entry], path: &[usize], keep: u64) -> NothingToCompact {
+    let Some(last_cut) = path.iter().rposition(|&i| is_valid_cut_point(&entries[i])) else {
+        return NothingToCompact::TooSmall;
+    };
+    let tail_tokens: u64 = path[last_cut + 1..]
+        .iter()
+        .filter_map(|&i| match &entries[i].body {
+            EntryBody::Message(m) => Some(estimate_tokens(m)),
+            _ => None,
+        })
+        .sum();
+    if tail_tokens > 0 && tail_tokens >= keep {
+        NothingToCompact::ToolResultsFillWindow {
+            tail_tokens,
+            keep_recent_tokens: keep,
+        }
+    } else {
+        NothingToCompact::TooSmall
+    }
+}
+
 /// Prepares a compaction of the path at `leaf`.
 ///
 /// It reads the path from the previous compaction's first kept entry on,
@@ -363,7 +398,7 @@ pub fn prepare<'a>(
         _ => Vec::new(),
     };
     if messages_to_summarize.is_empty() && turn_prefix_messages.is_empty() {
-        return Err(NothingToCompact::TooSmall);
+        return Err(too_small(entries, &path[local(start)..], keep));
     }
     let recent_messages = regions(cut.first_kept_index, end);
 

@@ -164,10 +164,19 @@ pub(crate) fn estimated_after(prep: &Preparation<'_>, settings: &CompactionSetti
 /// reason (the JSON documents carry the reason as pi words it).
 pub(crate) fn nothing_text(reason: &NothingToCompact) -> String {
     let why = match reason {
-        NothingToCompact::TooSmall => "the session is too small (everything fits the kept window)",
-        NothingToCompact::AlreadyCompacted => "the leaf is a compaction already",
+        NothingToCompact::TooSmall => {
+            "the session is too small (everything fits the kept window)".to_owned()
+        }
+        NothingToCompact::ToolResultsFillWindow {
+            tail_tokens,
+            keep_recent_tokens,
+        } => format!(
+            "the last {tail_tokens} tokens are tool results, which fill the kept window of {keep_recent_tokens} alone, and a cut never separates a tool result from its call, so everything is kept; a --keep-recent over {tail_tokens} cuts before them"
+        ),
+        NothingToCompact::AlreadyCompacted => "the leaf is a compaction already".to_owned(),
         NothingToCompact::NoFirstKeptId => {
             "the first kept entry has no id (the session may need `musepi session migrate`)"
+                .to_owned()
         }
     };
     format!("nothing to compact: {why}")

@@ -8,13 +8,13 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use super::prune_window_tests::{Op, apply, check_after_each, op};
-use crate::cut::find_cut_point;
+use crate::cut::{find_cut_point, is_valid_cut_point};
 use crate::prepare::{keep_recent_over, messages_in};
 use crate::{
     CompactionSettings, NothingToCompact, Preparation, adapted_keep_recent_tokens, prepare,
     summary_message,
 };
-use musepi_context_builder::{FileOps, estimate_context_tokens};
+use musepi_context_builder::{FileOps, estimate_context_tokens, estimate_tokens};
 use musepi_session_model::{
     AgentMessage, BranchSummary, Compaction, CustomMessageEntry, EntryBody, MadeBy, Session,
     SummaryEntry, Text,
@@ -84,7 +84,27 @@ fn check_from_root(
         _ => Vec::new(),
     };
     if messages_to_summarize.is_empty() && turn_prefix_messages.is_empty() {
-        return refused(NothingToCompact::TooSmall);
+        // The tool results after the last cut point fill the window alone,
+        // or everything fits.
+        let last_cut = (start..end)
+            .rev()
+            .find(|&p| is_valid_cut_point(&entries[path[p]]));
+        let tail_tokens: u64 = last_cut.map_or(0, |c| {
+            (c + 1..end)
+                .filter_map(|p| match &entries[path[p]].body {
+                    EntryBody::Message(m) => Some(estimate_tokens(m)),
+                    _ => None,
+                })
+                .sum()
+        });
+        return refused(if tail_tokens > 0 && tail_tokens >= keep {
+            NothingToCompact::ToolResultsFillWindow {
+                tail_tokens,
+                keep_recent_tokens: keep,
+            }
+        } else {
+            NothingToCompact::TooSmall
+        });
     }
     let mut file_ops = FileOps::default();
     if let Some(d) =
