@@ -255,10 +255,14 @@ fn an_unmigrated_v1_file_reads_with_ids_that_carry_between_commands() {
 #[test]
 fn readers_say_when_the_file_has_problems() {
     let dir = tempfile::tempdir().unwrap();
-    let file = example(dir.path(), "s.jsonl");
+    // A folder name with a space and an accent: the command to paste is
+    // quoted for the shell.
+    let folder = dir.path().join("my sessions é");
+    std::fs::create_dir(&folder).unwrap();
+    let file = example(&folder, "s.jsonl");
     let mut text = std::fs::read_to_string(&file).unwrap();
     text.push_str("this line is not JSON\n");
-    std::fs::write(&file, text).unwrap();
+    std::fs::write(&file, &text).unwrap();
     for args in [
         vec!["context", p(&file)],
         vec!["plan", p(&file)],
@@ -268,11 +272,24 @@ fn readers_say_when_the_file_has_problems() {
         assert_eq!(code(&o), 0, "{args:?}: {}", stderr(&o));
         let err = stderr(&o);
         let line = format!(
-            "has 1 problem; `musepi session check {}` lists them",
+            "has 1 problem; `musepi session check '{}'` lists them",
             p(&file)
         );
         assert_eq!(err.matches(&line).count(), 1, "{args:?}: {err}");
     }
+    // From standard input the command reads `-`, not `<stdin>`, which a
+    // shell would take for a redirection.
+    let o = support::musepi_in(
+        dir.path(),
+        dir.path(),
+        &["context", "-"],
+        Some(text.as_bytes()),
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_stderr_has(
+        &o,
+        "<stdin> has 1 problem; `musepi session check -` on the same input lists them",
+    );
     let o = musepi(&["-q", "context", p(&file)]);
     assert!(o.stderr.is_empty(), "{}", stderr(&o));
 }

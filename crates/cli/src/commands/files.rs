@@ -39,6 +39,31 @@ impl Input {
             Self::Stdin => "<stdin>".to_owned(),
         }
     }
+
+    /// The input as a command to paste names it: `-` for standard input,
+    /// a path quoted for the shell when it holds anything but letters,
+    /// digits and `_-./,:@%+=` (a space, a non-ASCII letter, a quote).
+    pub fn shell_arg(&self) -> String {
+        let path = match self {
+            Self::File(p) => p.display().to_string(),
+            Self::Stdin => return "-".to_owned(),
+        };
+        let plain = |c: char| c.is_ascii_alphanumeric() || "_-./,:@%+=".contains(c);
+        if !path.is_empty() && path.chars().all(plain) {
+            path
+        } else {
+            format!("'{}'", path.replace('\'', "'\\''"))
+        }
+    }
+
+    /// Where a pasted command reads the same session: a file as it is,
+    /// standard input only when it is given the same input again.
+    fn again(&self) -> &'static str {
+        match self {
+            Self::File(_) => "",
+            Self::Stdin => " on the same input",
+        }
+    }
 }
 
 /// A session read for a command.
@@ -103,13 +128,15 @@ pub fn keep_until_exit<T>(value: T) {
 /// says on stderr when the file has problems or is an unmigrated v1 file.
 pub fn load_or_fail(input: &Input, ctx: &Ctx) -> Result<Loaded, Failure> {
     let loaded = load(input, ctx)?;
-    note_problems(&input.name(), &loaded.session, ctx);
+    note_problems(input, &loaded.session, ctx);
     if loaded.session.original_version() < 2 {
         note(
             ctx.quiet(),
             &format!(
-                "musepi: {name} is a v1 session: until it is migrated its entries are numbered 00000001, 00000002, … in file order; `musepi session migrate {name}` gives them lasting ids",
-                name = input.name()
+                "musepi: {name} is a v1 session: until it is migrated its entries are numbered 00000001, 00000002, … in file order; `musepi session migrate {arg}`{again} gives them lasting ids",
+                name = input.name(),
+                arg = input.shell_arg(),
+                again = input.again(),
             ),
         );
     }
@@ -118,14 +145,17 @@ pub fn load_or_fail(input: &Input, ctx: &Ctx) -> Result<Loaded, Failure> {
 
 /// One line on stderr when the session has problems: how many, and the
 /// command that lists them.
-pub fn note_problems(name: &str, session: &Session, ctx: &Ctx) {
+pub fn note_problems(input: &Input, session: &Session, ctx: &Ctx) {
     let n = session.problems().len();
     if n > 0 {
         note(
             ctx.quiet(),
             &format!(
-                "musepi: {name} has {n} problem{}; `musepi session check {name}` lists them",
-                if n == 1 { "" } else { "s" }
+                "musepi: {name} has {n} problem{s}; `musepi session check {arg}`{again} lists them",
+                name = input.name(),
+                s = if n == 1 { "" } else { "s" },
+                arg = input.shell_arg(),
+                again = input.again(),
             ),
         );
     }

@@ -89,7 +89,11 @@ impl Target {
     pub fn open(&self, ctx: &Ctx) -> Result<Journal, Failure> {
         let mut ids = crate::ids::for_migration(ctx.deterministic_ids());
         let mut journal = Journal::open(&self.file, ids.as_mut())?;
-        super::files::note_problems(&self.file.display().to_string(), journal.session(), ctx);
+        super::files::note_problems(
+            &super::files::Input::File(self.file.clone()),
+            journal.session(),
+            ctx,
+        );
         if !self.in_place() {
             journal.detach();
         }

@@ -104,7 +104,7 @@ fn from_stdin(args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
     let target = Target::new(Path::new("-"), &args.write, ctx)?;
     let mut ids = crate::ids::for_migration(ctx.deterministic_ids());
     let loaded = load_with(&Input::Stdin, ids.as_mut())?;
-    note_problems("<stdin>", &loaded.session, ctx);
+    note_problems(&Input::Stdin, &loaded.session, ctx);
     refuse_unwritable(&loaded.session, "<stdin>")?;
     let changed = loaded.session.was_migrated();
     if !args.write.dry_run {
