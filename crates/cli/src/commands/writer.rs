@@ -54,7 +54,7 @@ impl Target {
             Some(o) => Dest::File(o.to_owned()),
         };
         if dest == Dest::Stdout && ctx.json() {
-            return Err(Failure::bad_input(anyhow::anyhow!(
+            return Err(Failure::usage(anyhow::anyhow!(
                 "-o - writes the session to standard output, so it cannot be combined with --json"
             )));
         }
