@@ -744,4 +744,14 @@ fn a_settings_file_that_cannot_be_read_or_parsed_is_bad_settings_for_every_comma
         plan(&["--keep-recent", "4000"])
     );
     assert_ne!(plan(&[]), plan(&["--keep-recent", "4000"]));
+    // The same file saved with a byte-order mark, as some editors do, is
+    // read the same.
+    let bom = case.path().join("bom.json");
+    let mut bytes = b"\xEF\xBB\xBF".to_vec();
+    bytes.extend(std::fs::read(&valid).unwrap());
+    std::fs::write(&bom, bytes).unwrap();
+    assert_eq!(
+        plan(&["--settings", p(&bom)]),
+        plan(&["--keep-recent", "4000"])
+    );
 }

@@ -195,13 +195,18 @@ fn read_file(
             path: path.to_owned(),
             source,
         })
-        .and_then(|bytes| match serde_json::from_slice::<Value>(&bytes) {
-            Ok(value) => Ok((bytes, value)),
-            Err(source) => Err(SettingsError::Json {
-                path: path.to_owned(),
-                source,
-            }),
-        });
+        // A byte-order mark, as some editors save JSON, is not part of the
+        // document (RFC 8259 lets a parser skip it); the bytes, hashed by
+        // `musepi trust`, stay as they are.
+        .and_then(
+            |bytes| match serde_json::from_slice::<Value>(without_bom(&bytes)) {
+                Ok(value) => Ok((bytes, value)),
+                Err(source) => Err(SettingsError::Json {
+                    path: path.to_owned(),
+                    source,
+                }),
+            },
+        );
     match parsed {
         Ok(file) => Ok(Some(file)),
         Err(e) if required => Err(e),
@@ -214,6 +219,11 @@ fn read_file(
             Ok(None)
         }
     }
+}
+
+/// `bytes` without a leading UTF-8 byte-order mark.
+fn without_bom(bytes: &[u8]) -> &[u8] {
+    bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
 }
 
 /// Merges parsed settings documents, lowest priority first.
