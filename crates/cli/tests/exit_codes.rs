@@ -181,6 +181,12 @@ fn bad_usage_is_exit_2_with_code_usage() {
     ]);
     let doc = error(&o, 2, "usage");
     let message = error_message(&doc);
+    // What clap lists after a colon continues the sentence.
+    let missing = error(&case.run(&["plan", "--json"]), 2, "usage");
+    assert_eq!(
+        error_message(&missing),
+        "the following required arguments were not provided: <FILE>"
+    );
     assert!(
         message.starts_with("invalid value 'nope' for '--shape <NAME>'; [possible values: auto, "),
         "{message}"

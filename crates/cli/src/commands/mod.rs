@@ -99,7 +99,19 @@ fn clap_message(text: &str) -> String {
         .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
         .filter(|l| !l.is_empty())
         .collect();
-    let message = lines.join("; ");
+    // A line ending in a colon introduces the next ("not provided:" and
+    // the missing argument): they read as one clause.
+    let mut message = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        if i > 0 {
+            message.push_str(if lines[i - 1].ends_with(':') {
+                " "
+            } else {
+                "; "
+            });
+        }
+        message.push_str(line);
+    }
     message
         .strip_prefix("error: ")
         .map_or_else(|| message.clone(), str::to_owned)
