@@ -674,6 +674,19 @@ fn dash_reads_standard_input_for_readers_and_is_bad_usage_for_commands_that_need
         assert!(!o.stdout.is_empty(), "{args:?}");
     }
     assert!(frames.join("archive.json").exists());
+    // Standard input redirected from a folder (`- < folder`) is refused as
+    // a folder named on the line is.
+    let o = std::process::Command::new(support::MUSEPI)
+        .args(["session", "stats", "-", "--json"])
+        .env("HOME", case.path())
+        .stdin(std::fs::File::open(case.path()).unwrap())
+        .output()
+        .unwrap();
+    let doc = error(&o, 2, "not-a-regular-file");
+    assert_eq!(
+        error_message(&doc),
+        "<stdin>: is a folder, not a regular file; a session is a regular file"
+    );
     let repaired = case.path().join("repaired.jsonl");
     let o = stdin_run(&["session", "check", "-", "--repair", "-o", p(&repaired)]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));

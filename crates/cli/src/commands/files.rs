@@ -101,9 +101,17 @@ pub fn load_with(input: &Input, ids: &mut dyn IdSource) -> Result<Loaded, Sessio
             })
         }
         Input::Stdin => {
-            let bytes = read_stdin().map_err(|source| SessionError::Io {
-                path: PathBuf::from("<stdin>"),
-                source,
+            let bytes = read_stdin().map_err(|source| {
+                let path = PathBuf::from("<stdin>");
+                // `musepi … - < folder`: refused as a folder named on the line is.
+                if source.kind() == io::ErrorKind::IsADirectory {
+                    SessionError::NotRegular {
+                        path,
+                        kind: "folder",
+                    }
+                } else {
+                    SessionError::Io { path, source }
+                }
             })?;
             let session = load_bytes(Path::new("<stdin>"), &bytes, ids)?;
             Ok(Loaded {
