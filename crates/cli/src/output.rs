@@ -82,11 +82,7 @@ impl Style {
 /// colour codes of a painted cell take no room, a wide character takes
 /// two columns and a combining mark none (see [`display_width`]).
 pub fn aligned(rows: &[(String, String)]) -> String {
-    let width = rows
-        .iter()
-        .map(|(k, _)| display_width(k))
-        .max()
-        .unwrap_or(0);
+    let width = column_width(rows.iter().map(|(k, _)| k), 0);
     let mut out = String::new();
     for (k, v) in rows {
         if v.is_empty() {
@@ -116,6 +112,16 @@ pub fn display_width(text: &str) -> usize {
         rest = rest[at..].find('m').map_or("", |m| &rest[at + m + 1..]);
     }
     n + UnicodeWidthStr::width(rest)
+}
+
+/// The width of a column: its widest cell as [`display_width`] measures
+/// it, and at least `min` (a header's width, or the width a column keeps
+/// when its cells are short or there are none).
+pub fn column_width<S: AsRef<str>>(cells: impl IntoIterator<Item = S>, min: usize) -> usize {
+    cells
+        .into_iter()
+        .map(|c| display_width(c.as_ref()))
+        .fold(min, usize::max)
 }
 
 /// The terminal columns one character takes, as [`display_width`]
@@ -471,6 +477,13 @@ pub(crate) mod tests {
         assert_eq!(pad_end("日本", 6), "日本  ");
         assert_eq!(pad_start("e\u{301}", 3), "  e\u{301}");
         assert_eq!(pad_end("日本語", 2), "日本語");
+    }
+
+    #[test]
+    fn a_column_is_as_wide_as_its_widest_cell_and_at_least_its_minimum() {
+        assert_eq!(column_width(["ab", "日本語", "\x1b[36mabcd\x1b[0m"], 0), 6);
+        assert_eq!(column_width(["ab"], 4), 4);
+        assert_eq!(column_width(Vec::<String>::new(), 8), 8);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use musepi_session_model::Session;
 use crate::cli::ContextArgs;
 use crate::commands::files::{Input, load_or_fail};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
-use crate::output::{Color, display_width, escape_controls, pad_end, print_json, print_text};
+use crate::output::{Color, column_width, escape_controls, pad_end, print_json, print_text};
 use crate::report::context::{Output, View, document, rows};
 
 /// Resolves `--leaf ID|null`: `Ok(None)` is the explicit null leaf.
@@ -74,25 +74,10 @@ pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
         .iter()
         .map(|r| (escape_controls(&r.role), escape_controls(&r.entry_id)))
         .collect();
-    let role_width = names
-        .iter()
-        .map(|(role, _)| display_width(role))
-        .max()
-        .unwrap_or(4)
-        .max(4);
+    let role_width = column_width(names.iter().map(|(role, _)| role), 4);
     // Ids are 8 hex digits in pi's sessions; a longer one widens the column.
-    let id_width = names
-        .iter()
-        .map(|(_, id)| display_width(id))
-        .max()
-        .unwrap_or(8)
-        .max(8);
-    let token_width = rows
-        .iter()
-        .map(|r| r.tokens.to_string().len())
-        .max()
-        .unwrap_or(1)
-        .max(6);
+    let id_width = column_width(names.iter().map(|(_, id)| id), 8);
+    let token_width = column_width(rows.iter().map(|r| r.tokens.to_string()), 6);
     for (r, (role, id)) in rows.iter().zip(&names) {
         let mut marks = String::new();
         if r.superseded {

@@ -12,8 +12,8 @@ use crate::cli::LsArgs;
 use crate::commands::pi_dir::{Env, Listed, cwd, resolve, sessions};
 use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
 use crate::output::{
-    Color, display_width, escape_controls, note, pad_end, pad_start, preview, print_json,
-    print_text,
+    Color, column_width, display_width, escape_controls, note, pad_end, pad_start, preview,
+    print_json, print_text,
 };
 use crate::report::context::context_tokens;
 
@@ -181,14 +181,7 @@ fn render(rows: &[Row], dir: &Path, ctx: &Ctx) -> String {
             }
         })
         .collect();
-    let width = |i: usize| {
-        cells
-            .iter()
-            .map(|c| display_width(&c[i]))
-            .chain(std::iter::once(display_width(header[i])))
-            .max()
-            .unwrap_or(0)
-    };
+    let width = |i: usize| column_width(cells.iter().map(|c| &c[i]), display_width(header[i]));
     let widths: Vec<usize> = (0..4).map(width).collect();
     let line = |c: [&str; 5], paint: &dyn Fn(usize, String) -> String| {
         // Dates and names to the left, numbers to the right.

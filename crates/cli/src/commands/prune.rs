@@ -17,7 +17,7 @@ use crate::commands::pi_dir::CHANGES_THE_FILE;
 use crate::commands::plan::prune_text;
 use crate::commands::writer::{Target, print_warnings, write_warnings};
 use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
-use crate::output::{Color, display_width, escape_controls, pad_end, print_json};
+use crate::output::{Color, column_width, escape_controls, pad_end, print_json};
 use crate::report::plan::prune_json;
 
 /// Runs the command.
@@ -67,7 +67,7 @@ pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
         .iter()
         .map(|c| escape_controls(session.entries()[c.entry_index].id.as_str()))
         .collect();
-    let id_width = ids.iter().map(|id| display_width(id)).max().unwrap_or(0);
+    let id_width = column_width(&ids, 0);
     for (c, id) in plan.candidates.iter().zip(&ids) {
         let _ = writeln!(
             out,

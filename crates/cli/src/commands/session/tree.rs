@@ -11,7 +11,7 @@ use crate::cli::TreeArgs;
 use crate::commands::files::{Input, load_or_fail};
 use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
 use crate::output::{
-    Color, Style, display_width, escape_controls, pad_end, print_json, print_text,
+    Color, Style, column_width, display_width, escape_controls, pad_end, print_json, print_text,
 };
 use crate::report::entries::{kind_of, preview_of};
 
@@ -121,7 +121,7 @@ fn render(s: &Session, tree: &Tree, collapse: bool, st: Style) -> String {
     };
     let widths = Widths {
         head: entries().map(|e| e.head).max().unwrap_or(0),
-        kind: entries().map(|e| display_width(&e.kind)).max().unwrap_or(0),
+        kind: column_width(entries().map(|e| &e.kind), 0),
     };
     let mut out = String::new();
     for (prefix, cell) in &cells {
