@@ -162,6 +162,7 @@ fn bad_usage_is_exit_2_with_code_usage() {
         ],
         vec!["hooks", "test", "no_such_event", "--json"],
         vec!["--now", "yesterday", "context", p(&file), "--json"],
+        vec!["plan", p(&file), "--context-window", "0", "--json"],
         vec!["prune", p(&file), "-o", "-", "--json"],
         vec!["session", "migrate", p(&file), "-o", "-", "--json"],
     ] {
