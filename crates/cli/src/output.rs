@@ -347,8 +347,9 @@ pub fn print_error(error: &anyhow::Error) {
     let mut previous = error.to_string();
     for cause in error.chain().skip(1) {
         let message = cause.to_string();
-        // Errors that already print their source (`path: reason`) are not repeated.
-        if !previous.ends_with(&message) {
+        // Errors that already print their source (`path: reason`, or the reason
+        // inside, as a failed write does) are not repeated.
+        if !previous.contains(&message) {
             let _ = writeln!(text, "  caused by: {}", escaped_text(&message));
         }
         previous = message;

@@ -479,8 +479,10 @@ fn failed_operations_are_exit_1_and_write_nothing() {
     let settings = case.hook_settings(&cancel);
     let o = case.run(&["compact", p(&file), "--settings", p(&settings), "--json"]);
     error(&o, 1, "cancelled");
-    // A write that fails.
-    let o = case.run(&["compact", p(&file), "-o", "no/such/dir/out.jsonl", "--json"]);
+    // A write that fails, in a folder that exists (a missing folder is
+    // bad usage, refused before any work): a name too long for the system.
+    let out = case.path().join(format!("{}.jsonl", "n".repeat(300)));
+    let o = case.run(&["compact", p(&file), "-o", p(&out), "--json"]);
     error(&o, 1, "write-failed");
     assert_eq!(std::fs::read(&file).unwrap(), before);
 }
@@ -587,6 +589,40 @@ fn a_folder_as_out_is_not_a_regular_file_for_every_writer_even_with_force() {
             "precious\n"
         );
         assert_eq!(std::fs::read(&file).unwrap(), before, "{writer:?}");
+    }
+}
+
+#[test]
+fn an_out_in_a_missing_folder_is_usage_naming_the_folder_for_every_writer() {
+    let case = Case::new();
+    let file = case.session();
+    let before = std::fs::read(&file).unwrap();
+    let not_a_folder = case.file("plain", "precious\n");
+    for (folder, problem) in [
+        (case.path().join("nodir"), "does not exist"),
+        (not_a_folder, "is not a folder"),
+    ] {
+        let out = folder.join("x.jsonl");
+        let expected = format!(
+            "-o {}: the folder {} {problem}; nothing was written",
+            p(&out),
+            p(&folder)
+        );
+        for writer in out_writers(&file) {
+            for force in [&[][..], &["--force"][..]] {
+                let mut args = writer.clone();
+                args.extend(["-o", p(&out)]);
+                args.extend(force);
+                // Said once, not with the system's reason after it.
+                let o = case.run(&args);
+                assert_eq!(code(&o), 2, "{args:?}");
+                assert_eq!(stderr(&o).trim_end(), format!("musepi: error: {expected}"));
+                args.push("--json");
+                let doc = error(&case.run(&args), 2, "usage");
+                assert_eq!(error_message(&doc), expected, "{args:?}");
+            }
+            assert_eq!(std::fs::read(&file).unwrap(), before, "{writer:?}");
+        }
     }
 }
 

@@ -188,7 +188,8 @@ impl Target {
     }
 }
 
-/// How a command writes the new file `-o OUT`: refused when OUT is a
+/// How a command writes the new file `-o OUT`: refused when the folder
+/// of OUT does not exist (exit 2, `usage`), when OUT is a
 /// folder or another file that is not regular (exit 2,
 /// `not-a-regular-file`, even with `force`), and when OUT exists
 /// (or is a symbolic link), exit 2 with `file-exists`, unless `force`,
@@ -196,6 +197,7 @@ impl Target {
 /// before any work and writes with the answer, so a file created
 /// meanwhile is refused the same way ([`Failure::file_exists`]).
 pub(crate) fn replace_out(out: &Path, force: bool) -> Result<Replace, Failure> {
+    refuse_missing_folder(out)?;
     // A folder or a FIFO at OUT cannot be replaced, `--force` or not: say
     // what it is rather than "pass --force".
     refuse_special_file(out)?;
@@ -206,6 +208,28 @@ pub(crate) fn replace_out(out: &Path, force: bool) -> Result<Replace, Failure> {
         return Err(Failure::file_exists(out));
     }
     Ok(Replace::Never)
+}
+
+/// Refuses `-o OUT` whose folder does not exist (or is not a folder), as
+/// bad usage (exit 2, `usage`) naming that folder: the write would fail
+/// only after all the work, with the system's bare "No such file or
+/// directory".
+fn refuse_missing_folder(out: &Path) -> Result<(), Failure> {
+    let Some(folder) = out.parent().filter(|f| !f.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    let problem = match std::fs::metadata(folder) {
+        Ok(meta) if meta.is_dir() => return Ok(()),
+        Ok(_) => "is not a folder",
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "does not exist",
+        // Another reason (no permission to look) is the write's to report.
+        Err(_) => return Ok(()),
+    };
+    Err(Failure::usage(anyhow::anyhow!(
+        "-o {}: the folder {} {problem}; nothing was written",
+        out.display(),
+        folder.display()
+    )))
 }
 
 /// Refuses a session whose last line is torn while it looks live (another

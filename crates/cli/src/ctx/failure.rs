@@ -119,7 +119,7 @@ impl Failure {
         let mut message = self.error.to_string();
         for cause in self.error.chain().skip(1) {
             let text = cause.to_string();
-            if !message.ends_with(&text) {
+            if !message.contains(&text) {
                 message.push_str(": ");
                 message.push_str(&text);
             }
@@ -554,5 +554,16 @@ mod tests {
             f.to_json(),
             serde_json::json!({"error": {"code": "usage", "message": "--strategy x: expected llm"}})
         );
+    }
+
+    #[test]
+    fn a_cause_the_message_already_holds_is_not_repeated() {
+        let error = SessionError::WriteFailed {
+            path: "d/x.jsonl".into(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        };
+        let doc = Failure::from(error).to_json();
+        let message = doc["error"]["message"].as_str().unwrap();
+        assert_eq!(message.matches("not found").count(), 1, "{message}");
     }
 }
