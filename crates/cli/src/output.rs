@@ -333,6 +333,16 @@ pub fn print_text(text: &str) -> io::Result<()> {
     }
 }
 
+/// `n` and its noun, singular or plural as `n` asks: `counted(1, "entry",
+/// "entries")` is "1 entry", `counted(3, "entry", "entries")` "3 entries".
+/// Every count a person reads is worded with it, never "entry(s)".
+pub fn counted<N>(n: N, one: &str, many: &str) -> String
+where
+    N: Copy + std::fmt::Display + PartialEq + From<u8>,
+{
+    format!("{n} {}", if n == N::from(1) { one } else { many })
+}
+
 /// Prints an error and its source chain on stderr:
 /// `musepi: error: …` then one `caused by: …` line per source.
 pub fn print_error(error: &anyhow::Error) {

@@ -208,7 +208,7 @@ fn the_svg_file_is_well_formed_and_shows_every_compaction() {
         "80",
     ));
     assert!(
-        out.starts_with("wrote chart.svg (50 points, 2 compaction(s), peak "),
+        out.starts_with("wrote chart.svg (50 points, 2 compactions, peak "),
         "{out}"
     );
     let svg = dir.path().join("chart.svg");

@@ -331,6 +331,46 @@ fn errors_escape_the_ids_they_name() {
     );
 }
 
+#[test]
+fn check_counts_in_words_singular_and_plural() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = write_file(
+        dir.path(),
+        "one.jsonl",
+        format!(
+            "{}not json\n",
+            lines(&[HEADER, &message_line("00000001", None, "hi")])
+        ),
+    );
+    let o = musepi(&["session", "check", p(&one)]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stdout(&o).ends_with(": 1 problem (1 entry)\n"),
+        "{}",
+        stdout(&o)
+    );
+    let two = write_file(
+        dir.path(),
+        "two.jsonl",
+        format!(
+            "{}not json\nnor this\n",
+            lines(&[
+                HEADER,
+                &message_line("00000001", None, "hi"),
+                &message_line("00000002", Some("00000001"), "ho"),
+                &message_line("00000003", Some("00000002"), "hu"),
+            ])
+        ),
+    );
+    let o = musepi(&["session", "check", p(&two)]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stdout(&o).ends_with(": 2 problems (3 entries)\n"),
+        "{}",
+        stdout(&o)
+    );
+}
+
 /// `session check --repair` names the file it read and the copy it wrote,
 /// and why it dropped lines: escaped, as its problem lines are.
 #[test]
@@ -345,7 +385,7 @@ fn check_and_repair_escape_the_names_they_print() {
     let text = shown(
         &["session", "check", p(&file), "--repair", "-o", p(&out)],
         &[
-            r"in\u001b[31m.jsonl: 1 problem(s)",
+            r"in\u001b[31m.jsonl: 1 problem (1 entry)",
             "dropped line 3: malformed JSON",
             r"wrote ",
         ],

@@ -79,7 +79,10 @@ pub fn run(args: &ViewArgs, ctx: &Ctx) -> CmdResult {
     let problems = session.problems().len();
     if problems > 0 {
         app.say(
-            format!("{problems} line(s) of the file could not be read: see `musepi session check`"),
+            format!(
+                "{} of the file could not be read: see `musepi session check`",
+                crate::output::counted(problems, "line", "lines")
+            ),
             true,
         );
     } else if let Some(note) = branch_note {
@@ -387,13 +390,13 @@ fn write_warnings_to(text: &mut String, journal: &mut Journal) {
     }
 }
 
-/// ` · N hook warning(s): …` after a status line, when there are any.
+/// ` · N hook warnings: …` after a status line, when there are any.
 fn hook_warnings(text: &mut String, warnings: &[String]) {
     if !warnings.is_empty() {
         let _ = write!(
             text,
-            " · {} hook warning(s): {}",
-            warnings.len(),
+            " · {}: {}",
+            crate::output::counted(warnings.len(), "hook warning", "hook warnings"),
             warnings.join("; ")
         );
     }

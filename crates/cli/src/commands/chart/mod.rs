@@ -251,10 +251,10 @@ pub fn run(
         print_json(&doc).or_failed()?;
     } else if let Some(out) = out {
         print_text(&format!(
-            "wrote {} ({} points, {} compaction(s), peak {} tokens)\n",
+            "wrote {} ({}, {}, peak {} tokens)\n",
             escape_controls(&out.display().to_string()),
-            series.points.len(),
-            series.compactions.len(),
+            crate::output::counted(series.points.len(), "point", "points"),
+            crate::output::counted(series.compactions.len(), "compaction", "compactions"),
             crate::view::text::thousands(series.peak())
         ))
         .or_failed()?;

@@ -122,18 +122,18 @@ pub fn render(series: &Series, file: &str) -> String {
     );
     let _ = writeln!(
         s,
-        r#"<text x="{left}" y="24" font-size="15" font-weight="bold">context tokens along the path to {} ({} entries)</text>"#,
+        r#"<text x="{left}" y="24" font-size="15" font-weight="bold">context tokens along the path to {} ({})</text>"#,
         escape(leaf),
-        series.path_len
+        crate::output::counted(series.path_len, "entry", "entries")
     );
     let _ = writeln!(
         s,
-        r##"<text x="{left}" y="44" fill="#555555">{}: {} at the leaf, peak {}, window {}, {} compaction(s)</text>"##,
+        r##"<text x="{left}" y="44" fill="#555555">{}: {} at the leaf, peak {}, window {}, {}</text>"##,
         escape(file),
         thousands(series.at_leaf()),
         thousands(series.peak()),
         thousands(series.window),
-        series.compactions.len()
+        crate::output::counted(series.compactions.len(), "compaction", "compactions")
     );
     // Grid and y labels: 0, half, top.
     for tokens in [0, top / 2, top] {

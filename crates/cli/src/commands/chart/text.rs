@@ -61,15 +61,15 @@ pub fn render(series: &Series, width: usize, height: usize, style: Style) -> Str
     // Ids come from the session: escaped, as every id a command prints.
     let leaf = escape_controls(series.leaf_id.as_deref().unwrap_or("null"));
     let title = format!(
-        "context tokens along the path to {leaf} ({} entries)",
-        series.path_len
+        "context tokens along the path to {leaf} ({})",
+        crate::output::counted(series.path_len, "entry", "entries")
     );
     let figures = format!(
-        "{} at the leaf · peak {} · window {} · {} compaction(s)",
+        "{} at the leaf · peak {} · window {} · {}",
         thousands(series.at_leaf()),
         thousands(series.peak()),
         thousands(series.window),
-        series.compactions.len()
+        crate::output::counted(series.compactions.len(), "compaction", "compactions")
     );
     let _ = writeln!(
         out,

@@ -9,7 +9,7 @@ use super::{problem_json, problem_line};
 use crate::cli::CheckArgs;
 use crate::commands::files::{Input, Loaded, load};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
-use crate::output::{Color, escape_controls, note, print_json, print_text};
+use crate::output::{Color, counted, escape_controls, note, print_json, print_text};
 
 /// Checks the file; with `--repair`, writes a repaired copy to `-o OUT`.
 /// The input is never written.
@@ -88,19 +88,22 @@ fn render_problems(name: &str, problems: &[Problem], loaded: &Loaded, ctx: &Ctx)
         out.push_str(&st.paint(Color::Dim, &format!(" [{}]", p.kind.name())));
         out.push('\n');
     }
-    let entries = loaded.session.len();
+    let entries = counted(loaded.session.len(), "entry", "entries");
     let name = escape_controls(name);
     if problems.is_empty() {
         let _ = writeln!(
             out,
-            "{name}: {} ({entries} entries)",
+            "{name}: {} ({entries})",
             st.paint(Color::Green, "ok, no problems")
         );
     } else {
         let _ = writeln!(
             out,
-            "{name}: {} ({entries} entries)",
-            st.paint(Color::Yellow, &format!("{} problem(s)", problems.len()))
+            "{name}: {} ({entries})",
+            st.paint(
+                Color::Yellow,
+                &counted(problems.len(), "problem", "problems")
+            )
         );
     }
     out
@@ -133,8 +136,8 @@ fn render_repair(r: &Repair, ctx: &Ctx) -> String {
     }
     let _ = writeln!(
         text,
-        "wrote {out_name}: {} line(s) kept byte for byte, {} dropped",
-        r.kept,
+        "wrote {out_name}: {} kept byte for byte, {} dropped",
+        counted(r.kept, "line", "lines"),
         r.dropped.len()
     );
     if r.remaining.is_empty() {
@@ -151,8 +154,12 @@ fn render_repair(r: &Repair, ctx: &Ctx) -> String {
         note(
             ctx.quiet(),
             &format!(
-                "{out_name}: {} problem(s) remain that repair does not change (they lose no data)",
-                r.remaining.len()
+                "{out_name}: {} that repair does not change (they lose no data)",
+                if r.remaining.len() == 1 {
+                    "1 problem remains".to_owned()
+                } else {
+                    format!("{} problems remain", r.remaining.len())
+                }
             ),
         );
     }
