@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use musepi_session_model::LIVE_WINDOW_MS;
 use serde_json::{Value, json};
 use support::{
-    HOOK_IN_TIME_MS, Reply, Server, code, error_message, example_session, musepi_in, p,
+    HOOK_IN_TIME_MS, Reply, Server, assert_has, code, error_message, example_session, musepi_in, p,
     repair_json, settle, stderr, stdout,
 };
 
@@ -183,11 +183,23 @@ fn bad_usage_is_exit_2_with_code_usage() {
     let doc = error(&o, 2, "usage");
     let message = error_message(&doc);
     // What clap lists after a colon continues the sentence.
-    let missing = error(&case.run(&["plan", "--json"]), 2, "usage");
-    assert_eq!(
-        error_message(&missing),
-        "the following required arguments were not provided: <FILE>"
-    );
+    // Without FILE, the error names --latest too, for every command that takes either.
+    for command in [&["plan"][..], &["session", "check"][..], &["view"][..]] {
+        let mut args = command.to_vec();
+        args.push("--json");
+        let missing = error(&case.run(&args), 2, "usage");
+        assert_eq!(
+            error_message(&missing),
+            "the following required arguments were not provided: <FILE|--latest>",
+            "{command:?}"
+        );
+        let o = case.run(command);
+        assert_eq!(code(&o), 2, "{command:?}");
+        assert_has(
+            &stderr(&o),
+            "required arguments were not provided:\n  <FILE|--latest>",
+        );
+    }
     assert!(
         message.starts_with("invalid value 'nope' for '--shape <NAME>'; [possible values: auto, "),
         "{message}"

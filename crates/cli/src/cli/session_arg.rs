@@ -4,14 +4,17 @@
 
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{ArgGroup, Args};
 
 /// The session a command works on: FILE, or the newest pi session of the
 /// working directory (resolved in `commands::pi_dir`).
+/// One of FILE and `--latest` is required: a group, so that the error
+/// without either names both.
 #[derive(Debug, Clone, Default, Args)]
+#[command(group(ArgGroup::new("session").args(["file", "latest"]).required(true)))]
 pub struct SessionArg {
     /// The session file; `-` reads standard input, except for the commands that need the file itself (prune, compact, branch, handoff, view).
-    #[arg(value_name = "FILE", required_unless_present = "latest")]
+    #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
     /// Instead of FILE, the session pi wrote last for the working directory.
     #[arg(
