@@ -103,7 +103,7 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub llm: ProviderArgs,
     /// The agent model's context window, for the thresholds (default 200000; `open` may set it per session).
-    #[arg(long, value_name = "N", value_parser = window_size())]
+    #[arg(long, value_name = "N", value_parser = window_size)]
     pub context_window: Option<u64>,
 }
 
@@ -159,14 +159,19 @@ pub struct RenderArgs {
     pub model: Option<String>,
 }
 
-/// The values `--shape` takes: `auto` and every shape, so clap refuses any
-/// other as bad usage and `--help` lists them.
 /// A context window of at least one token: a window of 0 would make
-/// every threshold and budget negative.
-fn window_size() -> clap::builder::RangedU64ValueParser<u64> {
-    clap::value_parser!(u64).range(1..)
+/// every threshold and budget negative. A parser of its own, so that 0 is
+/// refused as "must be at least 1", not as clap's range with its maximum.
+fn window_size(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(0) => Err("the context window must be at least 1 token".to_owned()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("`{text}` is not a whole number of tokens")),
+    }
 }
 
+/// The values `--shape` takes: `auto` and every shape, so clap refuses any
+/// other as bad usage and `--help` lists them.
 fn shape_names() -> clap::builder::PossibleValuesParser {
     std::iter::once("auto")
         .chain(musepi_snapcompact::shape::SHAPES.iter().map(|s| s.name))
@@ -203,7 +208,7 @@ pub struct ContextArgs {
     #[arg(long, value_name = "FILE.svg", requires = "chart")]
     pub out: Option<PathBuf>,
     /// The context window the chart reads the figures against (default 200000).
-    #[arg(long, value_name = "N", value_parser = window_size(), requires = "chart")]
+    #[arg(long, value_name = "N", value_parser = window_size, requires = "chart")]
     pub context_window: Option<u64>,
 }
 
@@ -217,7 +222,7 @@ pub struct BudgetArgs {
     #[arg(long, value_name = "N")]
     pub reserve: Option<u64>,
     /// The model's context window, for the threshold (default: settings or 200000).
-    #[arg(long, value_name = "N", value_parser = window_size())]
+    #[arg(long, value_name = "N", value_parser = window_size)]
     pub context_window: Option<u64>,
 }
 
@@ -432,7 +437,7 @@ pub struct BranchArgs {
     #[command(flatten)]
     pub llm: ProviderArgs,
     /// The summarizing model's context window (budget = window − branchSummary.reserveTokens).
-    #[arg(long, value_name = "N", value_parser = window_size())]
+    #[arg(long, value_name = "N", value_parser = window_size)]
     pub context_window: Option<u64>,
     /// Where the result goes.
     #[command(flatten)]

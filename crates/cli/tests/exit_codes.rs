@@ -183,6 +183,24 @@ fn bad_usage_is_exit_2_with_code_usage() {
     let doc = error(&o, 2, "usage");
     let message = error_message(&doc);
     // What clap lists after a colon continues the sentence.
+    // A window of 0 tokens is refused in words, not as a range up to u64::MAX.
+    for command in [
+        vec!["plan", p(&file)],
+        vec!["compact", p(&file)],
+        vec!["branch", p(&file), "--to", "root"],
+        vec!["view", p(&file)],
+        vec!["serve"],
+        vec!["context", p(&file), "--chart"],
+    ] {
+        let mut args = command.clone();
+        args.extend(["--context-window", "0", "--json"]);
+        let doc = error(&case.run(&args), 2, "usage");
+        assert_eq!(
+            error_message(&doc),
+            "invalid value '0' for '--context-window <N>': the context window must be at least 1 token",
+            "{command:?}"
+        );
+    }
     // Without FILE, the error names --latest too, for every command that takes either.
     for command in [&["plan"][..], &["session", "check"][..], &["view"][..]] {
         let mut args = command.to_vec();
