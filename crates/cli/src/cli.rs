@@ -268,7 +268,7 @@ pub enum SessionCommand {
     Stats(StatsArgs),
     /// The tree, indented, with ids, types or roles, previews and labels; the leaf marked.
     Tree(TreeArgs),
-    /// Every problem of the file, one per line; exit 2 if there is any.
+    /// Every problem of the file, one per line; exit 2 if there is any (with --repair, any left in the repaired copy).
     Check(CheckArgs),
     /// Rewrite a v1 or v2 file as v3, as the reference does; a v3 file is left alone.
     Migrate(MigrateArgs),

@@ -332,6 +332,24 @@ fn errors_escape_the_ids_they_name() {
 }
 
 #[test]
+fn check_help_says_repair_exits_by_the_problems_left_in_the_copy() {
+    for args in [
+        &["session", "check", "--help"][..],
+        &["session", "--help"][..],
+    ] {
+        let help = stdout(&musepi(args));
+        let line = help
+            .lines()
+            .find(|l| l.contains("exit 2 if there is any"))
+            .unwrap_or_else(|| panic!("{args:?}: {help}"));
+        assert!(
+            line.contains("with --repair, any left in the repaired copy"),
+            "{args:?}: {line}"
+        );
+    }
+}
+
+#[test]
 fn check_counts_in_words_singular_and_plural() {
     let dir = tempfile::tempdir().unwrap();
     let one = write_file(
