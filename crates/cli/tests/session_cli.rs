@@ -352,41 +352,23 @@ fn check_help_says_repair_exits_by_the_problems_left_in_the_copy() {
 #[test]
 fn check_counts_in_words_singular_and_plural() {
     let dir = tempfile::tempdir().unwrap();
-    let one = write_file(
-        dir.path(),
-        "one.jsonl",
-        format!(
-            "{}not json\n",
-            lines(&[HEADER, &message_line("00000001", None, "hi")])
-        ),
-    );
-    let o = musepi(&["session", "check", p(&one)]);
-    assert_eq!(code(&o), 2);
-    assert!(
-        stdout(&o).ends_with(": 1 problem (1 entry)\n"),
-        "{}",
-        stdout(&o)
-    );
-    let two = write_file(
-        dir.path(),
-        "two.jsonl",
-        format!(
-            "{}not json\nnor this\n",
-            lines(&[
-                HEADER,
-                &message_line("00000001", None, "hi"),
-                &message_line("00000002", Some("00000001"), "ho"),
-                &message_line("00000003", Some("00000002"), "hu"),
-            ])
-        ),
-    );
-    let o = musepi(&["session", "check", p(&two)]);
-    assert_eq!(code(&o), 2);
-    assert!(
-        stdout(&o).ends_with(": 2 problems (3 entries)\n"),
-        "{}",
-        stdout(&o)
-    );
+    for (messages, bad, counted) in [
+        (1, "not json\n", "1 problem (1 entry)"),
+        (3, "not json\nnor this\n", "2 problems (3 entries)"),
+    ] {
+        let ids: Vec<String> = (1..=messages).map(|i| format!("{i:08}")).collect();
+        let mut text = vec![HEADER.to_owned()];
+        for (i, id) in ids.iter().enumerate() {
+            let parent = i.checked_sub(1).map(|j| ids[j].as_str());
+            text.push(message_line(id, parent, "hi"));
+        }
+        let text: Vec<&str> = text.iter().map(String::as_str).collect();
+        let file = write_file(dir.path(), &format!("{messages}.jsonl"), lines(&text) + bad);
+        let o = musepi(&["session", "check", p(&file)]);
+        assert_eq!(code(&o), 2);
+        let out = stdout(&o);
+        assert!(out.ends_with(&format!(": {counted}\n")), "{out}");
+    }
 }
 
 /// `session check --repair` names the file it read and the copy it wrote,
