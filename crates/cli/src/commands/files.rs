@@ -11,7 +11,7 @@ use musepi_session_model::{
 };
 
 use crate::ctx::{Ctx, Failure};
-use crate::output::note;
+use crate::output::{counted, note};
 
 /// Where a session is read from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -159,9 +159,9 @@ pub fn note_problems(input: &Input, session: &Session, ctx: &Ctx) {
         note(
             ctx.quiet(),
             &format!(
-                "musepi: {name} has {n} problem{s}; `musepi session check {arg}`{again} lists them",
+                "musepi: {name} has {problems}; `musepi session check {arg}`{again} lists them",
                 name = input.name(),
-                s = if n == 1 { "" } else { "s" },
+                problems = counted(n, "problem", "problems"),
                 arg = input.shell_arg(),
                 again = input.again(),
             ),

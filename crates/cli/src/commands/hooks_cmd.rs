@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::{HooksCommand, HooksTestArgs};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
-use crate::output::{Color, escape_controls, escaped_lines, print_json, print_text};
+use crate::output::{Color, counted, escape_controls, escaped_lines, print_json, print_text};
 use crate::settings::SettingsSources;
 
 mod sample;
@@ -166,9 +166,8 @@ fn render(event: &str, reports: &[Report], ctx: &Ctx) -> String {
         );
     }
     let mut out = format!(
-        "{event}: {} hook{} run with the sample payload\n",
-        reports.len(),
-        if reports.len() == 1 { "" } else { "s" }
+        "{event}: {} run with the sample payload\n",
+        counted(reports.len(), "hook", "hooks")
     );
     for (i, r) in reports.iter().enumerate() {
         let status = r

@@ -12,8 +12,8 @@ use crate::cli::LsArgs;
 use crate::commands::pi_dir::{Env, Listed, cwd, resolve, sessions};
 use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
 use crate::output::{
-    Color, column_width, display_width, escape_controls, note, pad_end, pad_start, preview,
-    print_json, print_text,
+    Color, column_width, counted, display_width, escape_controls, note, pad_end, pad_start,
+    preview, print_json, print_text,
 };
 use crate::report::context::context_tokens;
 
@@ -203,9 +203,8 @@ fn render(rows: &[Row], dir: &Path, ctx: &Ctx) -> String {
     out.push_str(&st.paint(
         Color::Dim,
         &format!(
-            "{} session{} in {}, newest first (tokens: the context at the leaf, as `musepi context` counts it)\n",
-            rows.len(),
-            if rows.len() == 1 { "" } else { "s" },
+            "{} in {}, newest first (tokens: the context at the leaf, as `musepi context` counts it)\n",
+            counted(rows.len(), "session", "sessions"),
             escape_controls(&dir.display().to_string())
         ),
     ));

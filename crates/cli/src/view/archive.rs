@@ -8,6 +8,7 @@ use musepi_snapcompact::pricing::PRESERVE_KEY;
 use musepi_snapcompact::text_frames::{SnapArchiveState, TextPages};
 
 use super::text::thousands;
+use crate::output::counted;
 
 /// A stored archive, reduced to what the view lists.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,8 +114,8 @@ impl ArchiveInfo {
             } => {
                 let n = frames.len();
                 out.push(format!(
-                    "archive: {n} PNG frame{} ({}) · {} chars · {} dropped",
-                    plural(n),
+                    "archive: {} ({}) · {} chars · {} dropped",
+                    counted(n, "PNG frame", "PNG frames"),
                     shape_counts(frames),
                     thousands(*total_chars),
                     thousands(*truncated_chars)
@@ -147,8 +148,8 @@ impl ArchiveInfo {
                     return out;
                 }
                 out.push(format!(
-                    "archive: {n} text page{} · {} chars · {} not shown",
-                    plural(n),
+                    "archive: {} · {} chars · {} not shown",
+                    counted(n, "text page", "text pages"),
                     thousands(*total_chars),
                     thousands(*truncated_chars)
                 ));
@@ -167,19 +168,11 @@ impl ArchiveInfo {
     /// A few words for a collapsed divider: `3 text pages`, `4 PNG frames`.
     pub fn brief(&self) -> String {
         match self {
-            Self::Frames { frames, .. } => {
-                format!("{} PNG frame{}", frames.len(), plural(frames.len()))
-            }
+            Self::Frames { frames, .. } => counted(frames.len(), "PNG frame", "PNG frames"),
             Self::Pages { pages, .. } if pages.is_empty() => "empty text archive".to_owned(),
-            Self::Pages { pages, .. } => {
-                format!("{} text page{}", pages.len(), plural(pages.len()))
-            }
+            Self::Pages { pages, .. } => counted(pages.len(), "text page", "text pages"),
         }
     }
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }
 
 fn edges_line((head, tail): (u64, u64)) -> String {

@@ -14,6 +14,7 @@ use musepi_session_model::{
 
 use super::archive::{ArchiveInfo, stored_archive};
 use super::text::{line_count, one_line};
+use crate::output::counted;
 
 /// The display transcript at a session's leaf.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -216,9 +217,9 @@ fn message_parts(message: &AgentMessage) -> (BlockKind, Option<String>, Vec<Part
             let mark = if t.is_error { "✗" } else { "✓" };
             let lines = line_count(&text);
             let mut summary = format!(
-                "{mark} {} · {lines} line{}",
+                "{mark} {} · {}",
                 t.tool_name,
-                if lines == 1 { "" } else { "s" }
+                counted(lines, "line", "lines")
             );
             if t.pruned_at.is_some() {
                 summary.push_str(" · pruned");
@@ -244,10 +245,7 @@ fn message_parts(message: &AgentMessage) -> (BlockKind, Option<String>, Vec<Part
             let output = b.output.as_str();
             let lines = line_count(output);
             parts.push(Part::fold(
-                format!(
-                    "{exit} · {lines} line{} of output",
-                    if lines == 1 { "" } else { "s" }
-                ),
+                format!("{exit} · {} of output", counted(lines, "line", "lines")),
                 output.to_owned(),
                 Tone::Dim,
             ));
@@ -292,10 +290,7 @@ fn content_parts(content: &Content) -> Vec<Part> {
             ContentBlock::Thinking { thinking, .. } => {
                 let lines = line_count(thinking.as_str());
                 Part::fold(
-                    format!(
-                        "thinking · {lines} line{}",
-                        if lines == 1 { "" } else { "s" }
-                    ),
+                    format!("thinking · {}", counted(lines, "line", "lines")),
                     thinking.as_str().to_owned(),
                     Tone::Dim,
                 )
