@@ -130,9 +130,37 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         })
 }
 
-/// The name a file is recorded under: its absolute path with links resolved.
+/// The name a file is recorded under: the path where musepi found it,
+/// made absolute. Links above the file's folder (the project folder and
+/// the folders holding it) are resolved, so `..` and another name for the
+/// same folder approve the same file; the folder and the file themselves
+/// are not: a `.musepi` folder or a `settings.json` that is a symbolic
+/// link to an approved file elsewhere is another file to trust, since its
+/// hooks would run in another repository.
 pub fn key_for(file: &Path) -> io::Result<PathBuf> {
-    fs::canonicalize(file)
+    let abs = std::path::absolute(file)?;
+    let (Some(name), Some(folder)) = (abs.file_name(), abs.parent()) else {
+        return fs::canonicalize(file);
+    };
+    let (Some(folder_name), Some(above)) = (folder.file_name(), folder.parent()) else {
+        return Ok(fs::canonicalize(folder)?.join(name));
+    };
+    Ok(fs::canonicalize(above)?.join(folder_name).join(name))
+}
+
+/// The first symbolic link on the way to `key` (see [`key_for`]): the
+/// settings file's folder or the file itself, with where it leads (every
+/// link resolved), when either is one.
+pub fn link_of(key: &Path) -> Option<(PathBuf, PathBuf)> {
+    let folder = key.parent()?;
+    [folder, key]
+        .into_iter()
+        .find(|p| fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()))
+        .map(|link| {
+            let target =
+                fs::canonicalize(link).unwrap_or_else(|_| fs::read_link(link).unwrap_or_default());
+            (link.to_owned(), target)
+        })
 }
 
 impl TrustStore {

@@ -296,3 +296,111 @@ fn every_command_reads_an_untrusted_project_file_and_still_runs_and_sends_nothin
     assert!(!repo.marker().exists(), "the hook ran");
     assert!(repo.server.seen().is_empty());
 }
+
+/// Two repositories side by side: `good`, whose settings file (a hook
+/// `./tools/hook.sh`, relative to the repository) the user trusted, and
+/// `evil`, whose `.musepi` reaches good's file through a symbolic link, as
+/// the folder (`Folder`) or as the file alone (`File`), with a hook of its
+/// own at the same relative path.
+#[derive(Debug, Clone, Copy)]
+enum Linked {
+    Folder,
+    File,
+}
+
+fn linked_repositories(how: Linked) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    for name in ["good", "evil"] {
+        let repo = dir.path().join(name);
+        std::fs::create_dir_all(repo.join("tools")).unwrap();
+        example_session(&repo, "s.jsonl");
+        let hook = write_file(
+            &repo,
+            "tools/hook.sh",
+            format!(
+                "#!/bin/sh\ncat >/dev/null\ntouch '{}'\n",
+                dir.path().join(format!("{name}-ran")).display()
+            ),
+        );
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let settings = json!({"hooks": {"session_before_compact": [{"command": ["./tools/hook.sh"], "timeoutMs": HOOK_IN_TIME_MS}]}});
+    std::fs::create_dir_all(dir.path().join("good/.musepi")).unwrap();
+    write_file(
+        dir.path(),
+        "good/.musepi/settings.json",
+        serde_json::to_string_pretty(&settings).unwrap(),
+    );
+    let evil = dir.path().join("evil");
+    match how {
+        Linked::Folder => std::os::unix::fs::symlink("../good/.musepi", evil.join(".musepi")),
+        Linked::File => {
+            std::fs::create_dir_all(evil.join(".musepi")).unwrap();
+            std::os::unix::fs::symlink(
+                "../../good/.musepi/settings.json",
+                evil.join(".musepi/settings.json"),
+            )
+        }
+    }
+    .unwrap();
+    (dir, home, evil)
+}
+
+#[test]
+fn a_settings_file_reached_through_a_link_does_not_inherit_its_targets_approval() {
+    for how in [Linked::Folder, Linked::File] {
+        let (dir, home, evil) = linked_repositories(how);
+        let good = dir.path().join("good");
+        let run = |cwd: &Path, args: &[&str]| musepi_with_env(cwd, &home, args, None, &[]);
+        let o = run(&good, &["trust"]);
+        assert_eq!(code(&o), 0, "{how:?}: {}", stderr(&o));
+        // The approved repository runs its hook: the test can see a hook run.
+        let o = run(&good, &["compact", "s.jsonl", "-o", "out.jsonl"]);
+        assert_eq!(code(&o), 0, "{how:?}: {}", stderr(&o));
+        assert!(dir.path().join("good-ran").exists(), "{how:?}");
+
+        let o = run(&evil, &["compact", "s.jsonl", "-o", "out.jsonl"]);
+        assert_eq!(code(&o), 0, "{how:?}: {}", stderr(&o));
+        assert!(
+            !dir.path().join("evil-ran").exists(),
+            "{how:?}: the linked file borrowed good's approval"
+        );
+        let lines = warning_lines(&o);
+        assert_eq!(lines.len(), 1, "{how:?}: {}", stderr(&o));
+        assert!(lines[0].contains("is not trusted"), "{how:?}: {lines:?}");
+
+        // `musepi trust` shows the link and where it leads.
+        let o = run(&evil, &["trust", "--dry-run", "--json"]);
+        assert_eq!(code(&o), 0, "{how:?}: {}", stderr(&o));
+        let shown: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(shown["status"], "untrusted", "{how:?}");
+        let link = match how {
+            Linked::Folder => evil.join(".musepi"),
+            Linked::File => evil.join(".musepi/settings.json"),
+        };
+        let target = std::fs::canonicalize(&link).unwrap();
+        assert_eq!(
+            shown["link"]["path"],
+            p(&std::fs::canonicalize(&evil)
+                .unwrap()
+                .join(link.strip_prefix(&evil).unwrap())),
+            "{how:?}"
+        );
+        assert_eq!(shown["link"]["target"], p(&target), "{how:?}");
+        let o = run(&evil, &["trust", "--dry-run"]);
+        assert!(
+            stdout(&o).contains("an approval is for this path only"),
+            "{how:?}: {}",
+            stdout(&o)
+        );
+
+        // Approving the path itself is the user's choice, and then it runs.
+        let o = run(&evil, &["trust"]);
+        assert_eq!(code(&o), 0, "{how:?}: {}", stderr(&o));
+        let o = run(&evil, &["compact", "s.jsonl", "-o", "out.jsonl", "--force"]);
+        assert_eq!(code(&o), 0, "{how:?}: {}", stderr(&o));
+        assert!(dir.path().join("evil-ran").exists(), "{how:?}");
+    }
+}

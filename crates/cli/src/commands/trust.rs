@@ -12,7 +12,8 @@ use crate::cli::TrustArgs;
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{Color, aligned, print_json, print_text};
 use crate::trust::{
-    TrustError, TrustStore, Trusted, Verdict, home, key_for, read_regular, sha256_hex, store_path,
+    TrustError, TrustStore, Trusted, Verdict, home, key_for, link_of, read_regular, sha256_hex,
+    store_path,
 };
 
 /// Runs the command.
@@ -56,9 +57,14 @@ pub fn run(args: &TrustArgs, ctx: &Ctx) -> CmdResult {
         (Verdict::Trusted, changed)
     };
     let enables = enables(&value);
+    let link = link_of(&key);
     if ctx.json() {
         print_json(&json!({
             "file": key.display().to_string(),
+            "link": link.as_ref().map(|(path, target)| json!({
+                "path": path.display().to_string(),
+                "target": target.display().to_string(),
+            })),
             "sha256": sha256,
             "before": before.name(),
             "status": after.name(),
@@ -72,8 +78,18 @@ pub fn run(args: &TrustArgs, ctx: &Ctx) -> CmdResult {
     let mut rows = vec![
         ("file".to_owned(), key.display().to_string()),
         ("sha256".to_owned(), sha256),
-        ("was".to_owned(), describe(before).to_owned()),
     ];
+    if let Some((path, target)) = &link {
+        rows.push((
+            "link".to_owned(),
+            format!(
+                "{} → {} (an approval is for this path only, not for the file it leads to)",
+                path.display(),
+                target.display()
+            ),
+        ));
+    }
+    rows.extend([("was".to_owned(), describe(before).to_owned())]);
     if enables.is_empty() {
         rows.push((
             "enables".to_owned(),
