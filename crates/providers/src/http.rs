@@ -340,8 +340,9 @@ impl Http {
             }
             bytes.extend_from_slice(&chunk);
         }
-        Ok(String::from_utf8(bytes)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+        let text = String::from_utf8(bytes)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        Ok(self.redact(&text))
     }
 
     fn failure(&self, error: &reqwest::Error) -> Failure {
@@ -362,17 +363,47 @@ impl Http {
         }
     }
 
-    /// Removes the API key from text that may be shown.
+    /// Removes the API key from text that may be shown or stored: the key
+    /// as it is, and as a JSON string writes it.
     pub(crate) fn redact(&self, text: &str) -> String {
         match &self.secret {
-            Some(key) if key.expose().len() >= 4 => text.replace(key.expose(), "[redacted]"),
+            Some(key) if key.expose().len() >= 4 => {
+                let mut out = text.replace(key.expose(), "[redacted]");
+                let quoted = serde_json::to_string(key.expose()).unwrap_or_default();
+                let escaped = quoted.trim_matches('"');
+                if escaped != key.expose() {
+                    out = out.replace(escaped, "[redacted]");
+                }
+                out
+            }
             _ => text.to_owned(),
         }
     }
 
-    /// Parses a 2xx body as JSON.
+    /// Parses a 2xx body as JSON, with the API key removed from every
+    /// string in it (however the answer escaped it): a provider that echoes
+    /// the key never gets it into a summary, a session or the terminal.
     pub(crate) fn json(&self, reply: &Reply) -> Result<Value, SummarizeError> {
-        serde_json::from_str(&reply.body).map_err(|e| self.malformed(reply, &e.to_string()))
+        let mut value: Value =
+            serde_json::from_str(&reply.body).map_err(|e| self.malformed(reply, &e.to_string()))?;
+        if self.secret.is_some() {
+            self.redact_value(&mut value);
+        }
+        Ok(value)
+    }
+
+    fn redact_value(&self, value: &mut Value) {
+        match value {
+            Value::String(s) => {
+                let redacted = self.redact(s);
+                if redacted != *s {
+                    *s = redacted;
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| self.redact_value(v)),
+            Value::Object(map) => map.values_mut().for_each(|v| self.redact_value(v)),
+            _ => {}
+        }
     }
 
     /// A malformed-response error quoting the start of the body.

@@ -662,6 +662,32 @@ async fn the_key_never_appears_in_errors() {
 }
 
 #[tokio::test]
+async fn a_summary_that_echoes_the_key_is_kept_without_it() {
+    for flavour in ALL {
+        let echo = format!("## Goal\nThe key was {KEY}, as sent.");
+        let server = Server::start(vec![flavour.ok(&echo)]).await;
+        let text = summarize(&flavour.provider(&server)).await.unwrap();
+        assert_eq!(
+            text, "## Goal\nThe key was [redacted], as sent.",
+            "{flavour:?}"
+        );
+    }
+    // However the answer escapes it: the key spelled with JSON escapes.
+    let escaped = KEY.chars().fold(String::new(), |mut s, c| {
+        use std::fmt::Write as _;
+        write!(s, "\\u{:04x}", c as u32).unwrap();
+        s
+    });
+    let answer = json!({"choices": [{"index": 0, "message": {"role": "assistant",
+        "content": format!("## Goal\nkey {KEY} here")}, "finish_reason": "stop"}]});
+    let body = answer.to_string().replace(KEY, &escaped);
+    assert!(!body.contains(KEY));
+    let server = Server::start(vec![Reply::raw(200, &body)]).await;
+    let text = summarize(&Flavour::Chat.provider(&server)).await.unwrap();
+    assert_eq!(text, "## Goal\nkey [redacted] here");
+}
+
+#[tokio::test]
 async fn a_dropped_connection_is_retried() {
     for flavour in ALL {
         let server = Server::start(vec![flavour.ok(SUMMARY).cut(), flavour.ok(SUMMARY)]).await;
