@@ -142,7 +142,7 @@ fn every_bad_input_gets_its_exit_code_and_message_and_nothing_is_written() {
     );
 }
 
-/// Every corpus file has a row, and every row a file.
+/// Every corpus file has a row (a file may have several), and every row a file.
 #[test]
 fn the_table_and_the_folder_agree() {
     let mut files: Vec<String> = std::fs::read_dir(corpus())
@@ -157,5 +157,6 @@ fn the_table_and_the_folder_agree() {
         .filter(|f| !f.starts_with('@'))
         .collect();
     rows.sort();
+    rows.dedup();
     assert_eq!(files, rows);
 }

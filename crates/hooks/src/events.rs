@@ -34,7 +34,7 @@ pub(crate) fn session_file(session: &Session) -> Option<String> {
 /// payloads of the after-events; `None` when the line cannot be read back.
 pub(crate) fn entry_json(session: &Session, index: usize) -> Option<Value> {
     let line = session.raw_line(index).ok()?;
-    serde_json::from_str(&line).ok()
+    musepi_session_model::json::parse_js(line.as_bytes()).ok()
 }
 
 /// One message shown to a hook: the entry it came from and the message.

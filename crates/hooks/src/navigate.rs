@@ -174,6 +174,13 @@ pub async fn navigate(
         ),
         None => None,
     };
+    // A branch summary over a path cut by an unreadable line would leave
+    // out what is above it: refuse, naming the line.
+    if request.summarize
+        && let Some(leaf) = old_leaf
+    {
+        session.check_path_readable(leaf, journal.path())?;
+    }
     let collected = collect_entries(session, old_leaf, target)?;
     let abandoned: Vec<EntryId> = collected.ids(session).into_iter().cloned().collect();
     let mut warnings = Vec::new();

@@ -137,6 +137,21 @@ pub enum SessionError {
         /// The problem.
         problem: String,
     },
+    /// A line on the path to the leaf cannot be read, so the entries before
+    /// it would be missing from what a compaction, a pruning or a branch
+    /// summary works on.
+    #[error(
+        "{}:{line}: {problem}; this line is on the path to the leaf, so what comes before it would be left out of what the model sees. Nothing was written: fix the line (`musepi session check` lists it) and run again",
+        path.display()
+    )]
+    UnreadableOnPath {
+        /// The file.
+        path: PathBuf,
+        /// The line that cannot be read.
+        line: u64,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// A new entry that would not pass `session check`; it is not written.
     #[error("the new {kind} entry is invalid: {problem}; nothing was written")]
     InvalidEntry {
@@ -245,6 +260,7 @@ impl SessionError {
             Self::ChangedOnDisk { .. } => ("changed-on-disk", Busy),
             Self::Live { .. } => ("session-live", Busy),
             Self::Blocked { .. } => ("problems-block-rewrite", BadInput),
+            Self::UnreadableOnPath { .. } => ("unreadable-line", BadInput),
             Self::InvalidEntry { .. } => ("invalid-entry", BadInput),
             Self::NotWritable { .. } => ("not-writable", BadInput),
             Self::HardLinked { .. } => ("hard-linked", BadInput),
@@ -274,7 +290,8 @@ impl SessionError {
             | Self::UnknownVersion { line, .. }
             | Self::LineTooLong { line, .. }
             | Self::TornTail { line, .. }
-            | Self::Blocked { line, .. } => Some(*line).filter(|&l| l > 0),
+            | Self::Blocked { line, .. }
+            | Self::UnreadableOnPath { line, .. } => Some(*line).filter(|&l| l > 0),
             _ => None,
         }
     }

@@ -102,9 +102,9 @@ pub(crate) fn print_edited(
     line: &[u8],
     edit: impl FnOnce(&mut Map<String, Value>),
 ) -> Result<String, serde_json::Error> {
-    let mut value: Value = serde_json::from_slice(line)?;
+    let (mut value, lone) = crate::json::Edited::parse(line)?;
     if let Value::Object(map) = &mut value {
         edit(map);
     }
-    Ok(js_stringify(&value))
+    Ok(lone.restore(js_stringify(&value)))
 }

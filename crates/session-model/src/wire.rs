@@ -153,10 +153,19 @@ pub(crate) struct ParsedEntry {
 }
 
 /// Reads one line.
+/// A string holding a lone UTF-16 surrogate escape (`"\ud83d"`), which
+/// JavaScript reads and writes, is read with U+FFFD in its place
+/// ([`crate::json::readable`]): same length, and the line stays as written.
 pub(crate) fn read_entry(line: &[u8]) -> LineRead {
     match serde_json::from_slice::<WireEntry>(line) {
         Ok(w) => LineRead::Entry(Box::new(from_wire(w))),
-        Err(e) if e.is_syntax() || e.is_eof() => LineRead::Malformed(malformed(line, &e)),
+        Err(e) if e.is_syntax() || e.is_eof() => match crate::json::readable(line) {
+            std::borrow::Cow::Owned(fixed) => match read_entry(&fixed) {
+                LineRead::Malformed(_) => LineRead::Malformed(malformed(line, &e)),
+                read => read,
+            },
+            std::borrow::Cow::Borrowed(_) => LineRead::Malformed(malformed(line, &e)),
+        },
         Err(typed_error) => fallback(line, &typed_error),
     }
 }
@@ -439,7 +448,7 @@ struct WireHeader {
 }
 
 pub(crate) fn read_header(line: &[u8]) -> HeaderRead {
-    let w: WireHeader = match serde_json::from_slice(line) {
+    let w: WireHeader = match serde_json::from_slice(&crate::json::readable(line)) {
         Ok(w) => w,
         Err(e) if e.is_syntax() || e.is_eof() => return HeaderRead::Malformed(malformed(line, &e)),
         Err(_) => return HeaderRead::NotAHeader,

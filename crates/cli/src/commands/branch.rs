@@ -48,6 +48,17 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
             return Err(Failure::unknown_entry(id));
         }
     }
+    // The summary covers the path being left: one cut by a line that cannot
+    // be read would leave out what is above it.
+    if args.summarize
+        && let Some(from) = args
+            .from
+            .as_deref()
+            .and_then(|id| session.index_of(id))
+            .or_else(|| session.leaf_index())
+    {
+        session.check_path_readable(from, &file)?;
+    }
     let flags = args.llm.flags();
     let strategy = match args.strategy.as_deref() {
         Some("llm") => BranchStrategy::Llm,

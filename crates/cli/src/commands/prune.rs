@@ -25,6 +25,7 @@ pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
     let file = args.file.file_path("prune", CHANGES_THE_FILE)?;
     let target = Target::new(&file, &args.write, ctx)?;
     let mut journal = target.open(ctx)?;
+    target.refuse_unreadable(&journal)?;
     let now = ctx.now_ms();
     let mut config = crate::commands::runtime::maintenance(
         &crate::commands::runtime::settings(ctx),

@@ -106,6 +106,17 @@ impl Target {
         Ok(journal)
     }
 
+    /// Refuses (exit 2, naming the line) when the path to the leaf runs
+    /// through a line that cannot be read, dry runs included: what the
+    /// command works on would silently lack everything before that line.
+    pub fn refuse_unreadable(&self, journal: &Journal) -> Result<(), Failure> {
+        let session = journal.session();
+        if let Some(leaf) = session.leaf_index() {
+            session.check_path_readable(leaf, &self.file)?;
+        }
+        Ok(())
+    }
+
     /// Refuses to change a live session in place (exit 3), unless
     /// `--force`. Commands call it as soon as they know they will write,
     /// before any slow work.

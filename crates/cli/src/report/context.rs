@@ -192,7 +192,7 @@ fn is_false(b: &bool) -> bool {
 fn message_json(session: &Session, entry_index: usize, message: &AgentMessage) -> Value {
     if session.entries()[entry_index].message().is_some()
         && let Ok(line) = session.raw_line(entry_index)
-        && let Ok(Value::Object(mut m)) = serde_json::from_str::<Value>(&line)
+        && let Ok(Value::Object(mut m)) = musepi_session_model::json::parse_js(line.as_bytes())
         && let Some(msg) = m.remove("message")
     {
         return msg;

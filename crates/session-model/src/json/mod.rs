@@ -10,6 +10,11 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
+mod surrogates;
+
+pub(crate) use surrogates::Edited;
+pub use surrogates::{parse_js, readable};
+
 /// Number of UTF-16 code units in `s`, counted from its UTF-8 bytes.
 ///
 /// Every byte that is not a continuation byte starts one code point; a
