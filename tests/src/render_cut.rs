@@ -26,13 +26,14 @@ pub enum Rows {
     Around(usize),
 }
 
-/// Regions, in the order they are listed.
+/// Regions, in the order they are listed. A compaction entry inside the
+/// range is in none of them (`no-region`).
 const REGIONS: [&str; 5] = [
     "before-boundary",
-    "previously-kept",
     "summarize",
     "prefix",
     "kept",
+    "no-region",
 ];
 
 /// `prepare` at `leaf` with `settings`, rendered: the settings line, the
@@ -81,10 +82,19 @@ fn render_nothing(
     }
     let entries = session.entries();
     let path = session.path_indices(leaf);
+    // The range a preparation would cover: from the previous compaction's
+    // first kept entry when it is on the path, else just after it.
     let start = path
         .iter()
         .rposition(|&i| matches!(entries[i].body, EntryBody::Compaction(_)))
-        .map_or(0, |p| p + 1);
+        .map_or(0, |p| {
+            let kept = match &entries[path[p]].body {
+                EntryBody::Compaction(c) => c.first_kept_entry_id.as_ref(),
+                _ => None,
+            };
+            kept.and_then(|id| path[..p].iter().position(|&i| entries[i].id == *id))
+                .unwrap_or(p + 1)
+        });
     let cut = find_cut_point(
         entries,
         &path,
@@ -130,6 +140,9 @@ fn entry_set(messages: &[ContextMessage<'_>]) -> HashSet<usize> {
 
 /// The region of path position `pos`: from the preparation's message
 /// lists for entries that give a message, from the positions otherwise.
+/// The range starts at the previous compaction's first kept entry when it
+/// is on the path, so what that compaction kept is summarized or kept
+/// again, and the compaction entry itself is in no region.
 fn region(
     prep: &Preparation<'_>,
     r: &Regions,
@@ -138,11 +151,6 @@ fn region(
     pos: usize,
 ) -> &'static str {
     let i = path[pos];
-    let prev = prep.previous_compaction;
-    let previously_kept = prep
-        .previously_kept_start
-        .zip(prev)
-        .is_some_and(|(k, p)| pos >= k && pos < p);
     if r.prefix.contains(&i) {
         return "prefix";
     }
@@ -150,30 +158,25 @@ fn region(
         return "kept";
     }
     if r.summarize.contains(&i) {
-        return if pos < prep.boundary_start {
-            "previously-kept"
-        } else {
-            "summarize"
-        };
+        return "summarize";
     }
-    let gives_message = !matches!(session.entries()[i].body, EntryBody::Compaction(_))
-        && summary_message(session, i).is_some();
-    let positional = if previously_kept {
-        "previously-kept"
-    } else if pos < prep.boundary_start {
-        "before-boundary"
-    } else if pos < history_end(prep) {
+    if pos < prep.boundary_start {
+        return "before-boundary";
+    }
+    if matches!(session.entries()[i].body, EntryBody::Compaction(_)) {
+        return "no-region";
+    }
+    if summary_message(session, i).is_some() {
+        // A message the preparation lost: should never happen.
+        return "MISSING";
+    }
+    if pos < history_end(prep) {
         "summarize"
     } else if pos < prep.cut.first_kept_index {
         "prefix"
     } else {
         "kept"
-    };
-    if gives_message && (pos >= prep.boundary_start || previously_kept) {
-        // A message the preparation lost: should never happen.
-        return "MISSING";
     }
-    positional
 }
 
 fn history_end(prep: &Preparation<'_>) -> usize {

@@ -2,10 +2,17 @@
 //! regions, `tokensBefore`, the previous summary, file operations and the
 //! serialized summarizer input, at `keepRecentTokens` 2000, 8000 and 20000.
 //!
+//! The reference is pi 0.73.1 (decision 25): a repeated compaction's range
+//! starts at the previous compaction's first kept entry, so every message
+//! since it lands in exactly one region (decision 5 is the reference's own
+//! rule, and no answer needs an adjustment for it); the cut may fall inside
+//! what the previous compaction kept; compaction entries are in no region;
+//! `tokensBefore` is the estimate of the whole context at the leaf.
+//!
 //! Adjustments for our deliberate differences (see the conformance README):
-//! decision 5 (previously kept messages are summarized again), decision 6
-//! (the split-turn flag), decision 21 (user images count), and tool results
-//! cut before a surrogate pair instead of inside it.
+//! decision 6 (the split-turn flag), decision 21 (user images count), and
+//! tool results cut before a surrogate pair instead of inside it
+//! (decision 2).
 
 #![allow(clippy::unwrap_used)]
 
@@ -102,18 +109,14 @@ fn preparation_matches_the_reference_at_every_keep_recent_budget() {
             settings.keep_recent_tokens = k;
             settings.adapt_keep_recent = false;
             let result = prepare(session, session.leaf_index(), &settings);
-            let surrogates: Vec<String> = record.record["adjust"]["surrogateTruncation"]
-                .as_array()
-                .map(|a| a.iter().map(|s| s.as_str().unwrap().to_owned()).collect())
-                .unwrap_or_default();
             check_one(
                 session,
                 &record.record,
+                &answer["context"]["estimateContextTokens"]["tokens"],
                 expected,
                 k,
                 &name,
                 result,
-                &surrogates,
             );
             checked += 1;
         }
@@ -124,12 +127,16 @@ fn preparation_matches_the_reference_at_every_keep_recent_budget() {
 fn check_one(
     session: &Session,
     record: &Value,
+    answer_context_tokens: &Value,
     expected: &Value,
     k: u64,
     name: &str,
     result: Result<Preparation<'_>, NothingToCompact>,
-    surrogates: &[String],
 ) {
+    let surrogates: Vec<String> = record["adjust"]["surrogateTruncation"]
+        .as_array()
+        .map(|a| a.iter().map(|s| s.as_str().unwrap().to_owned()).collect())
+        .unwrap_or_default();
     let exp_prep = &expected["preparation"];
     if exp_prep.is_null() {
         let reason = match result {
@@ -148,8 +155,7 @@ fn check_one(
         .as_array()
         .and_then(|a| a.iter().find(|m| m["keepRecentTokens"].as_u64() == Some(k)));
     let reference_empty = exp_prep["messagesToSummarize"]["count"] == json!(0)
-        && exp_prep["turnPrefixMessages"]["count"] == json!(0)
-        && find_adjust(record, "decision5", k).is_none();
+        && exp_prep["turnPrefixMessages"]["count"] == json!(0);
     let p = match result {
         Ok(p) => p,
         // The reference prepares an empty compaction; we report there is
@@ -212,20 +218,21 @@ fn check_one(
         );
     }
 
-    // tokensBefore, raised for user images after the anchoring usage.
-    let from = p.previous_compaction.unwrap_or(0);
-    let range: Vec<AgentMessage> = path[from..]
+    // tokensBefore: the estimate of the whole context at the leaf, raised
+    // for user images after the anchoring usage (decision 21).
+    let context = musepi_context_builder::build_context_at(session, Some(p.leaf));
+    let messages: Vec<&AgentMessage> = context.agent_messages().collect();
+    let anchor =
+        musepi_context_builder::estimate_context_tokens(messages.iter().copied()).last_usage_index;
+    let image_extra: u64 = messages[anchor.map_or(0, |a| a + 1)..]
         .iter()
-        .filter_map(|&i| {
-            musepi_compaction::summary_message(session, i).map(std::borrow::Cow::into_owned)
-        })
-        .collect();
-    let anchor = musepi_context_builder::estimate_context_tokens(range.iter()).last_usage_index;
-    let image_extra: u64 = range[anchor.map_or(0, |a| a + 1)..]
-        .iter()
-        .map(user_images)
+        .map(|m| user_images(m))
         .sum::<u64>()
         * 1200;
+    assert_eq!(
+        &exp_prep["tokensBefore"], answer_context_tokens,
+        "{name}: tokensBefore is the context's estimate"
+    );
     assert_eq!(
         exp_prep["tokensBefore"].as_f64().unwrap() + image_extra as f64,
         p.tokens_before,
@@ -237,27 +244,11 @@ fn check_one(
         None => assert!(prev.is_null(), "{name}"),
     }
 
-    // Regions.
-    let previously_kept: Vec<String> = find_adjust(record, "decision5", k)
-        .map(|a| {
-            a["previouslyKept"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|v| v.as_str().unwrap().to_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    let n_prev = previously_kept.len();
-    let ours_prev: Vec<String> = p.messages_to_summarize
-        [..n_prev.min(p.messages_to_summarize.len())]
-        .iter()
-        .map(|m| session.entries()[m.entry_index].id.to_string())
-        .collect();
-    assert_eq!(ours_prev, previously_kept, "{name}: previously kept");
-    let mut expected_summarize = items(session, &p.messages_to_summarize[..n_prev]);
-    expected_summarize.extend(adjusted_items(session, &exp_prep["messagesToSummarize"]));
+    // Regions: the reference's, from its boundary on (decision 25), with the
+    // prefix of a cut on metadata summarized as history (decision 6) and user
+    // images counted (decision 21).
     let metadata_case = d6.as_deref() == Some("metadataBeforeTurnStart");
+    let mut expected_summarize = adjusted_items(session, &exp_prep["messagesToSummarize"]);
     let mut expected_prefix = adjusted_items(session, &exp_prep["turnPrefixMessages"]);
     if metadata_case {
         expected_summarize.append(&mut expected_prefix);
@@ -272,8 +263,16 @@ fn check_one(
         Value::Array(items(session, &p.turn_prefix_messages)),
         "{name}"
     );
+    assert!(
+        p.messages_to_summarize
+            .iter()
+            .chain(&p.turn_prefix_messages)
+            .all(|m| !matches!(m.message.as_ref(), AgentMessage::CompactionSummary(_))),
+        "{name}: a compaction entry is in no region"
+    );
 
-    // Serialized summarizer input.
+    // Serialized summarizer input, with a tool result cut before a surrogate
+    // pair rather than inside it (decision 2).
     let key = |part: &str| format!("compaction[K={k}].serialized.{part}");
     let reference_text = |part: &str| {
         let t = exp_prep["serialized"][part]["text"]
@@ -286,16 +285,12 @@ fn check_one(
             t
         }
     };
-    let prev_text = masked(&serialize_for_summary(&p.messages_to_summarize[..n_prev]));
     let ref_summarize = reference_text("messagesToSummarize");
     let ref_prefix = reference_text("turnPrefixMessages");
     let (want_summarize, want_prefix) = if metadata_case {
-        (
-            join(&[&prev_text, &ref_summarize, &ref_prefix]),
-            String::new(),
-        )
+        (join(&[&ref_summarize, &ref_prefix]), String::new())
     } else {
-        (join(&[&prev_text, &ref_summarize]), ref_prefix)
+        (ref_summarize, ref_prefix)
     };
     assert_eq!(
         want_summarize,
@@ -308,36 +303,21 @@ fn check_one(
         "{name}: prefix text"
     );
 
-    // File operations: the reference's plus those of the previously kept messages.
-    let mut want_ops = FileOps::default();
-    for (field, set) in [
-        ("read", &mut want_ops.read),
-        ("edited", &mut want_ops.edited),
-        ("written", &mut want_ops.written),
-    ] {
-        for v in exp_prep["fileOps"][field].as_array().unwrap() {
-            set.insert(v.as_str().unwrap());
-        }
-    }
-    for m in &p.messages_to_summarize[..n_prev] {
-        want_ops.add_message(&m.message);
-    }
+    // File operations and lists.
     assert_eq!(
-        file_ops_json(&want_ops),
+        exp_prep["fileOps"],
         file_ops_json(&p.file_ops),
         "{name}: fileOps"
     );
-    if n_prev == 0 {
-        let lists = p.file_ops.lists();
-        assert_eq!(
-            exp_prep["fileLists"],
-            json!({"readFiles": lists.read_files, "modifiedFiles": lists.modified_files}),
-            "{name}"
-        );
-        assert_eq!(
-            exp_prep["formattedFileOperations"],
-            json!(format_legacy(&lists)),
-            "{name}"
-        );
-    }
+    let lists = p.file_ops.lists();
+    assert_eq!(
+        exp_prep["fileLists"],
+        json!({"readFiles": lists.read_files, "modifiedFiles": lists.modified_files}),
+        "{name}"
+    );
+    assert_eq!(
+        exp_prep["formattedFileOperations"],
+        json!(format_legacy(&lists)),
+        "{name}"
+    );
 }

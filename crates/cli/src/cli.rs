@@ -232,12 +232,16 @@ pub struct PlanArgs {
     /// The session: FILE, or `--latest`.
     #[command(flatten)]
     pub file: SessionArg,
-    /// Plan at this entry instead of the file's leaf.
+    /// Plan at this entry instead of the file's leaf (`null`: the empty path), as `compact --leaf`
+    /// compacts there.
     #[arg(long, value_name = "ID")]
     pub leaf: Option<String>,
     /// Budgets.
     #[command(flatten)]
     pub budget: BudgetArgs,
+    /// Plan without pruning stale tool output first, as `compact --no-prune` runs.
+    #[arg(long)]
+    pub no_prune: bool,
     /// Also print the exact summary requests that would be sent.
     #[arg(long)]
     pub show_prompts: bool,
@@ -384,10 +388,14 @@ pub struct CompactArgs {
     /// The provider and model.
     #[command(flatten)]
     pub llm: ProviderArgs,
+    /// Compact at this entry instead of the file's leaf: the compaction entry goes under it and
+    /// becomes the leaf, as `plan --leaf` plans there (`null`: the empty path, nothing to compact).
+    #[arg(long, value_name = "ID")]
+    pub leaf: Option<String>,
     /// Budgets.
     #[command(flatten)]
     pub budget: BudgetArgs,
-    /// Do not prune stale tool output first.
+    /// Do not prune stale tool output first (`plan --no-prune` plans the same).
     #[arg(long)]
     pub no_prune: bool,
     /// Where the result goes.

@@ -214,7 +214,6 @@ fn plan_predicts_compact(home: &Path, file: &Path, extra: &[&str]) -> (Value, Va
             .map(|s| (*s).to_owned())
             .collect()
     };
-    let prune = run(plain(&["prune", p(file), "--dry-run"]));
     let out = home.join(format!("compacted-{name}"));
     // The same session may be compacted again with other flags: replace.
     let compact = run(with(&["compact", p(file), "-o", p(&out), "--force"]));
@@ -228,16 +227,44 @@ fn plan_predicts_compact(home: &Path, file: &Path, extra: &[&str]) -> (Value, Va
         "{name}: tokens before"
     );
     assert_eq!(
+        compact["contextTokensBefore"], plan["contextTokensBefore"],
+        "{name}: the context's tokens before"
+    );
+    // tokensBefore is pi's estimate of the context at the leaf (the last
+    // usage plus the estimate of what follows it), not the context's tokens.
+    let (session, _) =
+        musepi_session_model::load_file(file, &mut musepi_session_model::SequentialIds::new())
+            .unwrap();
+    let leaf = match plan["leafId"].as_str() {
+        Some(id) => session.index_of(id),
+        None => None,
+    };
+    let reference = musepi_context_builder::estimate_context_at(&session, leaf);
+    assert_eq!(
+        plan["tokensBefore"].as_f64().unwrap(),
+        reference.tokens,
+        "{name}: pi's estimate"
+    );
+    assert_eq!(
         pruned(&compact["prune"]),
         pruned(&plan["prune"]),
         "{name}: what compact pruned"
     );
-    assert_eq!(
-        pruned(&prune),
-        pruned(&plan["prune"]),
-        "{name}: what prune would prune"
-    );
-    assert_eq!(prune["tokensSaved"], plan["prune"]["tokensSaved"], "{name}");
+    if extra.contains(&"--no-prune") {
+        assert!(
+            pruned(&plan["prune"]).is_empty(),
+            "{name}: --no-prune prunes nothing"
+        );
+    } else if !extra.contains(&"--leaf") {
+        // `prune` works at the file's leaf, with the default pruning.
+        let prune = run(plain(&["prune", p(file), "--dry-run"]));
+        assert_eq!(
+            pruned(&prune),
+            pruned(&plan["prune"]),
+            "{name}: what prune would prune"
+        );
+        assert_eq!(prune["tokensSaved"], plan["prune"]["tokensSaved"], "{name}");
+    }
     // The kept messages are the context after the compaction, behind its summary.
     let after = run(plain(&["context", p(&out)]));
     let kept: Vec<String> = after["messages"].as_array().unwrap()[1..]
@@ -260,6 +287,10 @@ fn plan_predicts_compact(home: &Path, file: &Path, extra: &[&str]) -> (Value, Va
     )
     .unwrap();
     assert_eq!(last["type"], "compaction");
+    assert_eq!(
+        last["parentId"], plan["leafId"],
+        "{name}: the entry goes under the leaf planned"
+    );
     assert_eq!(
         last["tokensBefore"], plan["tokensBefore"],
         "{name}: the entry"
@@ -284,6 +315,20 @@ fn plan_predicts_compact_on_generated_and_example_sessions() {
         plan["keepRecentTokens"].as_u64().unwrap() < 20_000,
         "the kept window adapted: {}",
         plan["keepRecentTokens"]
+    );
+    // Every flag that changes the compaction means the same to both.
+    let (plan, _, _) = plan_predicts_compact(home, &large, &["--no-prune"]);
+    assert_eq!(plan["prune"]["tokensSaved"], 0, "{}", plan["prune"]);
+    let branch = plan["keptMessages"][0].as_str().unwrap().to_owned();
+    let (plan, compact, out) =
+        plan_predicts_compact(home, &large, &["--leaf", &branch, "--keep-recent", "2000"]);
+    assert_eq!(plan["leafId"], branch.as_str());
+    assert_eq!(compact["compacted"], true);
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(
+        text.lines().count(),
+        std::fs::read_to_string(&large).unwrap().lines().count() + 1,
+        "the entries after --leaf stay, on a branch of their own"
     );
     let small = generated(home, "small", 30, 800, 1.0);
     plan_predicts_compact(home, &small, &["--keep-recent", "2000"]);
@@ -349,7 +394,7 @@ fn every_view_of_the_context_reports_the_same_tokens() {
             );
         }
         // The archive's own text names the tokens before, as compact does.
-        let before = compact["tokensBefore"].as_u64().unwrap();
+        let before = compact["contextTokensBefore"].as_u64().unwrap();
         let summary = compact["summary"].as_str().unwrap();
         if name == "text" {
             let grouped = musepi_session_model::json::thousands(before);

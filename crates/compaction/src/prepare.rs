@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use musepi_context_builder::{
     ContextMessage, FileOps, adapt_keep_recent_tokens, calculate_prompt_tokens, entry_message,
-    entry_time, estimate_context_tokens, estimate_tokens,
+    entry_time, estimate_context_at, estimate_tokens,
 };
 use musepi_session_model::{
     AgentMessage, BranchSummaryMessage, Compaction, CompactionSummaryMessage, Entry, EntryBody,
@@ -55,7 +55,10 @@ pub struct Preparation<'a> {
     pub leaf: usize,
     /// Path position of the previous compaction, if any.
     pub previous_compaction: Option<usize>,
-    /// Where the cut search starts (just after the previous compaction).
+    /// Where the range the cut and the regions cover starts: the previous
+    /// compaction's first kept entry when it is on the path, else just after
+    /// the previous compaction, else the root. The cut may fall before the
+    /// previous compaction, inside what it kept.
     pub boundary_start: usize,
     /// The path length.
     pub boundary_end: usize,
@@ -63,16 +66,24 @@ pub struct Preparation<'a> {
     pub cut: CutPoint,
     /// Id of the first kept entry.
     pub first_kept_entry_id: EntryId,
-    /// Messages summarized and dropped: the previous compaction's kept
-    /// messages (docs/design.md, "Where musepi differs from pi") and the complete turns before the cut.
+    /// Messages summarized and dropped: the complete turns from
+    /// [`Preparation::boundary_start`] to the cut (what the previous
+    /// compaction kept included, unless the cut keeps it again). A
+    /// compaction entry is in no region.
     pub messages_to_summarize: Vec<ContextMessage<'a>>,
     /// The prefix of a split turn, summarized separately.
     pub turn_prefix_messages: Vec<ContextMessage<'a>>,
     /// Messages from the cut to the end, kept verbatim.
     pub recent_messages: Vec<ContextMessage<'a>>,
-    /// Context size before compaction: the context estimate over the
-    /// messages from the previous compaction (its summary included) to the end.
+    /// Context size before compaction, as pi estimates it: the context
+    /// estimate over the whole context at the leaf
+    /// ([`musepi_context_builder::estimate_context_at`]).
     pub tokens_before: f64,
+    /// The context's tokens at the leaf ([`musepi_context_builder::context_tokens`],
+    /// musepi's own size of the context), when the caller measured them
+    /// ([`crate::PruneFirst::prepare`] does, before pruning); a snapcompact
+    /// archive names them as the tokens before compaction.
+    pub context_tokens: Option<u64>,
     /// The previous compaction's summary.
     pub previous_summary: Option<String>,
     /// The previous compaction's `preserveData`.
@@ -354,15 +365,14 @@ pub fn prepare<'a>(
     let local = |pos: usize| pos - path_start;
     let end = path_start + path.len();
     let prev = previous.map(|(p, _)| p);
-    let start = prev.map_or(0, |p| p + 1);
+    // The range the cut and the regions cover: from the entry the previous
+    // compaction kept first when it is on the path (what it kept is
+    // summarized again or kept again), else from just after the previous
+    // compaction, else from the root.
+    let start = previously_kept_start.unwrap_or_else(|| prev.map_or(0, |p| p + 1));
+    let tokens_before = estimate_context_at(session, Some(leaf)).tokens;
 
-    let usage_messages: Vec<Cow<'_, AgentMessage>> = path[local(prev.unwrap_or(0))..]
-        .iter()
-        .filter_map(|&i| summary_message(session, i))
-        .collect();
-    let tokens_before = estimate_context_tokens(usage_messages.iter().map(AsRef::as_ref)).tokens;
-
-    let keep = keep_recent_over(session, &path[local(start)..], settings);
+    let keep = keep_recent_over(session, &path[local(prev.map_or(0, |p| p + 1))..], settings);
 
     let cut = find_cut_point(entries, &path, local(start), path.len(), keep).shifted(path_start);
     let first_kept = &entries[path[local(cut.first_kept_index).min(path.len() - 1)]];
@@ -388,11 +398,7 @@ pub fn prepare<'a>(
         cut.first_kept_index
     };
     let regions = |from: usize, to: usize| messages_in(session, &path, local(from), local(to));
-    let mut messages_to_summarize = match (prev, previously_kept_start) {
-        (Some(p), Some(k)) => regions(k, p),
-        _ => Vec::new(),
-    };
-    messages_to_summarize.extend(regions(start, history_end));
+    let messages_to_summarize = regions(start, history_end);
     let turn_prefix_messages = match cut.turn_start_index {
         Some(ts) if cut.is_split_turn => regions(ts, cut.first_kept_index),
         _ => Vec::new(),
@@ -422,6 +428,7 @@ pub fn prepare<'a>(
         turn_prefix_messages,
         recent_messages,
         tokens_before,
+        context_tokens: None,
         previous_summary,
         previous_preserve_data,
         previous_details,

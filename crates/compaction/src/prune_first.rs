@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use musepi_context_builder::{ArchiveBlocks, Tokenizer, context_tokens};
+use musepi_context_builder::{ArchiveBlocks, Tokenizer, context_tokens, estimate_context_at};
 use musepi_session_model::{Replacement, Session};
 
 use crate::prepare::{NothingToCompact, Preparation, adapted_keep_recent_tokens, prepare};
@@ -26,9 +26,12 @@ pub struct PruneFirst {
     /// adapted against the estimate of the messages before pruning (the
     /// provider's usage measured them unpruned), and the adaptation off.
     pub settings: CompactionSettings,
-    /// The context's tokens at the leaf before pruning: the compaction's
-    /// `tokensBefore`.
-    pub tokens_before: u64,
+    /// pi's estimate of the context at the leaf before pruning
+    /// ([`estimate_context_at`]): the compaction's `tokensBefore`.
+    pub tokens_before: f64,
+    /// The context's tokens at the leaf before pruning ([`context_tokens`]),
+    /// musepi's own size of the same context, shown beside it.
+    pub context_tokens: u64,
 }
 
 /// Decides pruning and measures the session at `leaf` before anything is
@@ -43,22 +46,23 @@ pub fn prune_first(
     archive: Option<&dyn ArchiveBlocks>,
     now: i64,
 ) -> PruneFirst {
-    let tokens_before = context_tokens(session, leaf, archive, Tokenizer::Heuristic);
-    prune_first_measured(session, leaf, settings, prune, tokens_before, now)
+    let context_tokens = context_tokens(session, leaf, archive, Tokenizer::Heuristic);
+    prune_first_measured(session, leaf, settings, prune, context_tokens, now)
 }
 
 /// [`prune_first`] with the context's tokens at `leaf` already known, as a
 /// runtime that keeps them while entries are appended knows them:
-/// `tokens_before` must be what [`context_tokens`] gives at `leaf` with the
+/// `context_tokens` must be what [`context_tokens`] gives at `leaf` with the
 /// heuristic tokenizer and the session's archives.
 pub fn prune_first_measured(
     session: &Session,
     leaf: Option<usize>,
     settings: &CompactionSettings,
     prune: Option<&PruneConfig>,
-    tokens_before: u64,
+    context_tokens: u64,
     now: i64,
 ) -> PruneFirst {
+    let tokens_before = estimate_context_at(session, leaf).tokens;
     let plan = prune.map_or_else(PrunePlan::default, |c| plan_prune(session, leaf, c));
     let changes = if plan.is_empty() {
         Vec::new()
@@ -74,6 +78,7 @@ pub fn prune_first_measured(
             ..settings.clone()
         },
         tokens_before,
+        context_tokens,
     }
 }
 
@@ -101,14 +106,15 @@ impl PruneFirst {
 
     /// Prepares the compaction at `leaf` over `pruned`, the session with the
     /// changes applied, with [`PruneFirst::settings`]; its `tokens_before`
-    /// is [`PruneFirst::tokens_before`].
+    /// and `context_tokens` are those measured before pruning.
     pub fn prepare<'a>(
         &self,
         pruned: &'a Session,
         leaf: Option<usize>,
     ) -> Result<Preparation<'a>, NothingToCompact> {
         let mut prep = prepare(pruned, leaf, &self.settings)?;
-        prep.tokens_before = self.tokens_before as f64;
+        prep.tokens_before = self.tokens_before;
+        prep.context_tokens = Some(self.context_tokens);
         Ok(prep)
     }
 }

@@ -62,7 +62,9 @@ pub use threshold::{
     resolve_threshold_tokens, should_compact,
 };
 pub use tokenizer::Tokenizer;
-pub use tokens::{context_tokens, llm_message_tokens, measured_tokens, provider_messages};
+pub use tokens::{
+    context_tokens, estimate_context_at, llm_message_tokens, measured_tokens, provider_messages,
+};
 pub use transcript::{
     SUPERSEDED_SHORT_SUMMARY, SUPERSEDED_SUMMARY, TranscriptItem, TranscriptOptions,
     build_transcript,

@@ -63,6 +63,16 @@ pub fn context_tokens(
         .sum()
 }
 
+/// pi's estimate of the context at `leaf` (the compaction entry's
+/// `tokensBefore`): [`estimate_context_tokens`] over the messages of the
+/// context built there, that is the last anchoring usage's context tokens
+/// plus the per-message estimates of the messages after it (of every
+/// message when none has a usage). Unlike [`measured_tokens`], a usage from
+/// before the latest compaction still anchors it, as in pi.
+pub fn estimate_context_at(session: &Session, leaf: Option<usize>) -> ContextEstimate {
+    estimate_context_tokens(build_context_at(session, leaf).agent_messages())
+}
+
 /// What the compaction trigger compares at `leaf`: the context size the
 /// provider last reported (the usage of the last assistant message that was
 /// neither aborted nor an error) plus the context's tokens of the provider

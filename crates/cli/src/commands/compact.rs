@@ -12,6 +12,7 @@ use crate::commands::writer::{Target, print_warnings, write_warnings};
 use serde_json::json;
 
 use crate::cli::CompactArgs;
+use crate::commands::context::resolve_leaf;
 use crate::commands::requests::Counted;
 use crate::commands::runtime::{Progress, maintenance, provider, runtime, settings};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
@@ -38,7 +39,18 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
     let file = args.file.file_path("compact", CHANGES_THE_FILE)?;
     let target = Target::new(&file, &args.write, ctx)?;
     let mut journal = target.open(ctx)?;
+    target.refuse_unreadable(&journal)?;
     target.refuse_live(&journal)?;
+    if let Some(leaf) = args.leaf.as_deref() {
+        // Compact there, as `plan --leaf` plans there: the entry goes under it.
+        match resolve_leaf(journal.session(), Some(leaf))? {
+            Some(i) => {
+                let id = journal.session().entries()[i].id.to_string();
+                journal.set_leaf(&id).or_failed()?;
+            }
+            None => journal.reset_leaf(),
+        }
+    }
     let path = &file;
     if journal.migration_pending() && !args.write.dry_run {
         note(
@@ -128,6 +140,7 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
             "entryId": out.entry_id.as_str(),
             "firstKeptEntryId": out.result.first_kept_entry_id.as_str(),
             "tokensBefore": out.result.tokens_before,
+            "contextTokensBefore": out.context_tokens_before,
             "tokensAfter": out.tokens_after,
             "summary": out.result.summary,
             "shortSummary": out.result.short_summary,
@@ -153,7 +166,10 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         ),
         (
             "tokens".to_owned(),
-            format!("{} → {}", out.result.tokens_before, out.tokens_after),
+            format!(
+                "{} → {} in context (tokensBefore {})",
+                out.context_tokens_before, out.tokens_after, out.result.tokens_before
+            ),
         ),
         (
             "entry".to_owned(),
@@ -225,6 +241,7 @@ fn dry_run(
                     "reason": reason.to_string(),
                     "strategy": strategy.name(),
                     "tokensBefore": step.tokens_before,
+                    "contextTokensBefore": step.context_tokens,
                     "prune": prune_json(session, &step.plan),
                     "requests": [],
                 }))
@@ -254,6 +271,7 @@ fn dry_run(
             "strategy": strategy.name(),
             "firstKeptEntryId": prep.first_kept_entry_id.as_str(),
             "tokensBefore": prep.tokens_before,
+            "contextTokensBefore": step.context_tokens,
             "prune": prune_json(session, &step.plan),
             "requests": requests,
         }))

@@ -20,14 +20,16 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
     let leaf = resolve_leaf(&loaded.session, args.leaf.as_deref())?;
     let file_settings = crate::commands::runtime::settings(ctx);
     let m = crate::commands::runtime::maintenance(&file_settings, &args.budget);
-    let (settings, window, prune) = (m.compaction.clone(), m.context_window, m.prune());
+    let (settings, window) = (m.compaction.clone(), m.context_window);
+    // What `compact` prunes first, or nothing with --no-prune, as there.
+    let prune = (!args.no_prune).then(|| m.prune());
     // The session is pruned in place: the plan needs no copy of it (the
     // entries keep their ids, which is all the plan shows of them).
     let planned = Planned::new(
         Cow::Owned(loaded.session),
         leaf,
         &settings,
-        &prune,
+        prune.as_ref(),
         window,
         ctx.now_ms(),
     );
@@ -112,7 +114,20 @@ fn render(
             "keep recent tokens".to_owned(),
             prep.keep_recent_tokens.to_string(),
         ),
-        ("tokens before".to_owned(), prep.tokens_before.to_string()),
+        (
+            "tokens before".to_owned(),
+            format!(
+                "{} (pi's estimate: the last usage plus the estimate of what follows it)",
+                prep.tokens_before
+            ),
+        ),
+        (
+            "context tokens".to_owned(),
+            format!(
+                "{} (the context's tokens, before pruning)",
+                planned.step.context_tokens
+            ),
+        ),
         (
             "estimated after".to_owned(),
             format!("{estimated_after} (kept messages + the summary's output limit)"),

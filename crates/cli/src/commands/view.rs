@@ -28,7 +28,7 @@ use crate::commands::writer::{mark_leaf, write_warnings};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::settings::Settings;
 use crate::view::terminal::TerminalGuard;
-use crate::view::text::{sanitize, thousands, tokens};
+use crate::view::text::{sanitize, thousands};
 use crate::view::{App, Done, Job, Strategies, Worker, event_loop, snapshot};
 use musepi_providers::{ProviderFlags, process_env, resolve_config};
 
@@ -371,7 +371,7 @@ impl Pipelines {
         };
         let mut text = format!(
             "compacted with {name}: {} → {} tokens · entry {} keeps from {} · ctrl+o shows it",
-            tokens(out.result.tokens_before),
+            thousands(out.context_tokens_before),
             thousands(out.tokens_after),
             out.entry_id,
             out.result.first_kept_entry_id

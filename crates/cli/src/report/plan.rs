@@ -71,13 +71,13 @@ impl<'s> Planned<'s> {
         session: Cow<'s, Session>,
         leaf: Option<usize>,
         settings: &CompactionSettings,
-        prune: &PruneConfig,
+        prune: Option<&PruneConfig>,
         window: u64,
         now: i64,
     ) -> Self {
         let (step, measured) = {
             let archives = musepi_snapcompact::SessionArchives::new(&session);
-            let step = prune_first(&session, leaf, settings, Some(prune), Some(&archives), now);
+            let step = prune_first(&session, leaf, settings, prune, Some(&archives), now);
             (step, musepi_snapcompact::measured_tokens(&session, leaf))
         };
         let pruned = step.pruned(session);
@@ -136,7 +136,14 @@ pub(crate) fn plan_json(
     show_prompts: bool,
     now: i64,
 ) -> Value {
-    let planned = Planned::new(Cow::Borrowed(session), leaf, settings, prune, window, now);
+    let planned = Planned::new(
+        Cow::Borrowed(session),
+        leaf,
+        settings,
+        Some(prune),
+        window,
+        now,
+    );
     planned_json(&planned, leaf, settings, show_prompts)
 }
 
@@ -191,6 +198,7 @@ pub(crate) fn nothing_json(
         "nothingToCompact": true,
         "reason": reason.to_string(),
         "tokensBefore": planned.step.tokens_before,
+        "contextTokensBefore": planned.step.context_tokens,
         "threshold": planned.threshold_json(),
         "prune": prune_json(session, &planned.step.plan),
     })
@@ -212,6 +220,7 @@ pub(crate) fn document(
         "isSplitTurn": prep.cut.is_split_turn,
         "turnStartEntryId": prep.turn_start_entry().map(|i| session.entries()[i].id.to_string()),
         "tokensBefore": prep.tokens_before,
+        "contextTokensBefore": planned.step.context_tokens,
         "estimatedTokensAfter": estimated_after(prep, settings),
         "keepRecentTokens": prep.keep_recent_tokens,
         "messagesToSummarize": ids(session, &prep.messages_to_summarize),

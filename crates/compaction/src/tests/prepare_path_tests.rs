@@ -2,8 +2,6 @@
 //! first kept entry on; after every operation of random sessions it must
 //! give exactly the preparation that reads the whole path from the root.
 
-use std::borrow::Cow;
-
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -12,12 +10,10 @@ use crate::cut::{find_cut_point, is_valid_cut_point};
 use crate::prepare::{keep_recent_over, messages_in};
 use crate::{
     CompactionSettings, NothingToCompact, Preparation, adapted_keep_recent_tokens, prepare,
-    summary_message,
 };
 use musepi_context_builder::{FileOps, estimate_context_tokens, estimate_tokens};
 use musepi_session_model::{
-    AgentMessage, BranchSummary, Compaction, CustomMessageEntry, EntryBody, MadeBy, Session,
-    SummaryEntry, Text,
+    BranchSummary, Compaction, CustomMessageEntry, EntryBody, MadeBy, Session, SummaryEntry, Text,
 };
 use musepi_test_support::{EntryBuilder as Builder, session_of};
 
@@ -53,32 +49,27 @@ fn check_from_root(
         return refused(NothingToCompact::AlreadyCompacted);
     }
     let prev = (0..end).rev().find(|&p| compaction(p).is_some());
-    let start = prev.map_or(0, |p| p + 1);
-    let usage: Vec<Cow<'_, AgentMessage>> = path[prev.unwrap_or(0)..]
-        .iter()
-        .filter_map(|&i| summary_message(session, i))
-        .collect();
-    let tokens_before = estimate_context_tokens(usage.iter().map(AsRef::as_ref)).tokens;
-    let keep = keep_recent_over(session, &path[start..], settings);
-    let cut = find_cut_point(entries, path, start, end, keep);
-    let first_kept = &entries[path[cut.first_kept_index.min(end - 1)]];
-    if cut.first_kept_index >= end || first_kept.id.as_str().is_empty() {
-        return refused(NothingToCompact::NoFirstKeptId);
-    }
     let previous = prev.and_then(|p| compaction(p).map(|c| (p, c)));
     let previously_kept_start = previous.and_then(|(p, c)| {
         let id = c.first_kept_entry_id.as_ref()?;
         path[..p].iter().position(|&i| entries[i].id == *id)
     });
+    let after_prev = prev.map_or(0, |p| p + 1);
+    let start = previously_kept_start.unwrap_or(after_prev);
+    // pi's estimate of the whole context at the leaf.
+    let context = musepi_context_builder::build_context_over_path(session, path);
+    let tokens_before = estimate_context_tokens(context.agent_messages()).tokens;
+    let keep = keep_recent_over(session, &path[after_prev..], settings);
+    let cut = find_cut_point(entries, path, start, end, keep);
+    let first_kept = &entries[path[cut.first_kept_index.min(end - 1)]];
+    if cut.first_kept_index >= end || first_kept.id.as_str().is_empty() {
+        return refused(NothingToCompact::NoFirstKeptId);
+    }
     let history_end = match cut.turn_start_index {
         Some(ts) if cut.is_split_turn => ts,
         _ => cut.first_kept_index,
     };
-    let mut messages_to_summarize = match (prev, previously_kept_start) {
-        (Some(p), Some(k)) => messages_in(session, path, k, p),
-        _ => Vec::new(),
-    };
-    messages_to_summarize.extend(messages_in(session, path, start, history_end));
+    let messages_to_summarize = messages_in(session, path, start, history_end);
     let turn_prefix_messages = match cut.turn_start_index {
         Some(ts) if cut.is_split_turn => messages_in(session, path, ts, cut.first_kept_index),
         _ => Vec::new(),

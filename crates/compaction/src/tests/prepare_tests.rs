@@ -177,32 +177,52 @@ fn nothing_to_compact() {
     );
 }
 
-/// From pi's compaction tests, with musepi's difference (docs/design.md,
-/// "Where musepi differs from pi"): previously kept messages are summarized again, and the previous summary is not.
+/// From pi's compaction tests, as pi runs them since 0.63.1 (docs/design.md,
+/// "Cut points and regions"): a repeated compaction's range starts at the
+/// entry the previous one kept first, so what it kept is summarized again
+/// or kept again, the cut may fall before the previous compaction entry,
+/// that entry is in no region, and the previous summary is not summarized.
 #[test]
-fn previous_compaction_kept_messages_are_summarized_again() {
+fn a_repeated_compaction_starts_at_what_the_previous_one_kept() {
     let mut b = Builder::new();
     let rep = |s: &str, n: usize| s.repeat(n);
     b.user(&rep("user msg 1 ", 12));
     b.assistant(&rep("assistant 1 ", 12), &[], None);
     let u2 = b.user(&rep("user msg 2 - kept by compaction1 ", 12));
-    b.assistant(&rep("assistant 2 ", 12), &[], None);
-    b.user(&rep("user msg 3 - kept by compaction1 ", 12));
-    b.assistant(&rep("assistant 3 ", 12), &[], Some((5_000.0, 1_000.0)));
+    let a2 = b.assistant(&rep("assistant 2 ", 12), &[], None);
+    let u3 = b.user(&rep("user msg 3 - kept by compaction1 ", 12));
+    let a3 = b.assistant(&rep("assistant 3 ", 12), &[], Some((5_000.0, 1_000.0)));
     b.compaction("First summary", &u2, 6_000.0);
-    b.user(&rep("user msg 4 ", 12));
-    b.assistant(&rep("assistant 4 ", 12), &[], Some((8_000.0, 2_000.0)));
-    // Everything after the compaction fits, but the messages it kept are
-    // summarized again (the reference would report nothing to compact).
-    let p = prepare(&b.session, b.leaf(), &CompactionSettings::default()).unwrap();
-    assert_eq!(p.messages_to_summarize.len(), 4);
-    assert_eq!(p.recent_messages.len(), 2);
+    let u4 = b.user(&rep("user msg 4 ", 12));
+    let a4 = b.assistant(&rep("assistant 4 ", 12), &[], Some((8_000.0, 2_000.0)));
+    // Everything from the previous first kept entry on fits: the cut falls
+    // on it again and nothing is summarized.
+    assert_eq!(
+        prepare(&b.session, b.leaf(), &settings(20_000)).unwrap_err(),
+        NothingToCompact::TooSmall
+    );
+    // A window of 100 tokens reaches back past the compaction entry: the cut
+    // lands on assistant 3, which the previous compaction kept, and splits
+    // its turn.
     let p = prepare(&b.session, b.leaf(), &settings(100)).unwrap();
+    assert_eq!(p.boundary_start, 2);
+    assert_eq!(p.first_kept_entry_id.as_str(), a3.as_str());
+    assert!(p.cut.is_split_turn);
+    assert_eq!(
+        ids(&b, &p.messages_to_summarize),
+        [u2.to_string(), a2.to_string()]
+    );
+    assert_eq!(ids(&b, &p.turn_prefix_messages), [u3.to_string()]);
+    assert_eq!(
+        ids(&b, &p.recent_messages),
+        [a3.to_string(), u4.to_string(), a4.to_string()],
+        "the compaction entry is in no region"
+    );
     let request = history_request(&p, &settings(100), &RequestOptions::default()).unwrap();
     let conversation = request.prompt_text();
     let conversation = &conversation[..conversation.find("</conversation>").unwrap()];
     assert!(conversation.contains("user msg 2 - kept by compaction1"));
-    assert!(conversation.contains("user msg 3 - kept by compaction1"));
+    assert!(!conversation.contains("user msg 3 - kept by compaction1"));
     assert!(!conversation.contains("First summary"));
     assert_eq!(p.previous_summary.as_deref(), Some("First summary"));
     assert!(

@@ -153,8 +153,11 @@ pub struct CompactOutcome {
     pub result: CompactionResult,
     /// What pruning changed, written together with the entry.
     pub pruned: PrunePlan,
-    /// The context's tokens after compaction (`result.tokens_before` holds
-    /// them before, measured before pruning).
+    /// The context's tokens before compaction, measured before pruning
+    /// (`result.tokens_before` holds pi's estimate of the same context, as
+    /// the entry stores it).
+    pub context_tokens_before: u64,
+    /// The context's tokens after compaction.
     pub tokens_after: u64,
     /// Requests sent, in order.
     pub requests: Vec<RequestPurpose>,
@@ -206,6 +209,11 @@ pub async fn compact(
 ) -> Result<CompactOutcome, CompactError> {
     let mut warnings = Vec::new();
     let session = journal.session();
+    // A line on the path that cannot be read would silently shorten what
+    // is compacted: refuse, naming it.
+    if let Some(leaf) = session.leaf_index() {
+        session.check_path_readable(leaf, journal.path())?;
+    }
     let step = prune_first(
         session,
         session.leaf_index(),
@@ -218,6 +226,7 @@ pub async fn compact(
         journal.stage_replacements(step.changes.clone())?;
     }
     let pruned = step.plan.clone();
+    let context_tokens_before = step.context_tokens;
     let result = match route::decide(journal, options, &step, cancel, &mut warnings).await {
         Ok(route) => summarize::finish(route, options, cancel, &mut warnings).await,
         Err(e) => Err(e),
@@ -263,6 +272,7 @@ pub async fn compact(
         entry_id,
         result,
         pruned,
+        context_tokens_before,
         tokens_after,
         requests,
         warnings,
