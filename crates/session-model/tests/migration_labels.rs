@@ -243,3 +243,60 @@ fn migrated_lines_read_from_the_file_are_the_lines_migration_prints() {
         assert!(expected.contains(r#""role":"custom""#));
     }
 }
+
+#[test]
+fn the_session_name_is_the_newest_session_info_trimmed_and_a_blank_one_clears_it() {
+    let name_after = |names: &[Option<&str>]| {
+        let mut entries = vec![(
+            "m",
+            None,
+            json!({"type": "message", "message": {"role": "user", "content": "hi", "timestamp": 1}}),
+        )];
+        let ids: Vec<String> = (0..names.len()).map(|i| format!("n{i}")).collect();
+        for (i, name) in names.iter().enumerate() {
+            let fields = match name {
+                Some(n) => json!({"type": "session_info", "name": n}),
+                None => json!({"type": "session_info"}),
+            };
+            let parent = if i == 0 { "m" } else { ids[i - 1].as_str() };
+            entries.push((ids[i].as_str(), Some(parent), fields));
+        }
+        musepi_test_support::session_of(&entries)
+            .session_name()
+            .map(str::to_owned)
+    };
+    assert_eq!(name_after(&[]), None);
+    assert_eq!(
+        name_after(&[Some("  Refactor parser ✨  ")]).as_deref(),
+        Some("Refactor parser ✨")
+    );
+    assert_eq!(
+        name_after(&[Some("\u{feff}\u{a0}\tname\n\u{2028}")]).as_deref(),
+        Some("name"),
+        "JavaScript's trim removes U+FEFF and line terminators"
+    );
+    assert_eq!(
+        name_after(&[Some("\u{85}x\u{85}")]).as_deref(),
+        Some("\u{85}x\u{85}"),
+        "and keeps U+0085"
+    );
+    assert_eq!(
+        name_after(&[Some("first"), Some("   ")]),
+        None,
+        "a blank name clears the title"
+    );
+    assert_eq!(
+        name_after(&[Some("first"), Some("")]),
+        None,
+        "so does an empty one"
+    );
+    assert_eq!(
+        name_after(&[Some("first"), None]),
+        None,
+        "and one without a name"
+    );
+    assert_eq!(
+        name_after(&[Some(" "), Some(" second ")]).as_deref(),
+        Some("second")
+    );
+}

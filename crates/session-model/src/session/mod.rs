@@ -17,6 +17,7 @@ mod calls;
 mod lines;
 mod links;
 mod replace;
+mod unreadable;
 
 pub use lines::LineSource;
 pub(crate) use lines::{KeptLine, Origin};
@@ -240,13 +241,17 @@ impl Session {
         self.labels.get(id).map(String::as_str)
     }
 
-    /// The name of the newest `session_info` entry with a non-empty name,
-    /// exactly as stored.
+    /// The session's name, as pi reads it: the name of the newest
+    /// `session_info` entry in file order, trimmed as JavaScript trims;
+    /// `None` when there is no such entry or its name is absent, empty or
+    /// blank (a blank name clears an earlier one).
     pub fn session_name(&self) -> Option<&str> {
-        self.entries.iter().rev().find_map(|e| match &e.body {
-            EntryBody::SessionInfo { name: Some(n) } if !n.is_empty() => Some(n.as_str()),
+        let name = self.entries.iter().rev().find_map(|e| match &e.body {
+            EntryBody::SessionInfo { name } => Some(name.as_deref()),
             _ => None,
-        })
+        })??;
+        let name = name.trim_matches(is_js_whitespace);
+        (!name.is_empty()).then_some(name)
     }
 
     /// Puts `entry`, written by `source`, at position `i`, keeping every
@@ -447,4 +452,11 @@ impl Session {
         self.leaf = Some(i as u32);
         id
     }
+}
+
+/// Whether `String.prototype.trim` removes `c`: JavaScript's white space
+/// and line terminators. Unlike Rust's `char::is_whitespace` it removes
+/// U+FEFF and keeps U+0085.
+fn is_js_whitespace(c: char) -> bool {
+    c == '\u{feff}' || (c.is_whitespace() && c != '\u{85}')
 }
