@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """A fake agent loop that keeps its context healthy through `musepi serve`.
 
-No model is involved: the agent's answers are scripted assistant messages
-whose usage numbers climb past the compaction threshold, and the server
+No model is involved: the agent's answers are scripted assistant messages,
+whose usage is what a provider would count for the context the agent sends
+(plus a system prompt and tools) as it climbs past the compaction
+threshold, and the server
 compacts with its default strategy, snapcompact, which needs no model, key
 or network. The script prints every event and decision and exits 1 if a
 decision is not the one the protocol promises.
@@ -93,6 +95,11 @@ def expect(what, decision, action, **flags):
             failures.append(f"{what}: expected {key}={value}, got {decision.get(key)!r}")
 
 
+def text_of(sentence, tokens):
+    """About `tokens` tokens of text (musepi estimates 4 characters a token)."""
+    return (sentence * (tokens * 4 // len(sentence) + 1))[: tokens * 4]
+
+
 def assistant(text, input_tokens, stop="stop", tool_call=None, error=None):
     """A scripted answer of the fake agent model."""
     content = [{"type": "text", "text": text}] if text else []
@@ -112,11 +119,29 @@ def user(text):
     return {"type": "message", "message": {"role": "user", "content": text}}
 
 
-def tool_result(call_id):
+def tool_result(call_id, tokens):
     return {"type": "message", "message": {
         "role": "toolResult", "toolCallId": call_id, "toolName": "read",
-        "content": [{"type": "text", "text": "def parse(tokens):\n    return tree\n" * 8}],
+        "content": [{"type": "text", "text": text_of("def parse(tokens):\n    return tree\n", tokens)}],
         "isError": False}}
+
+
+class FakeModel:
+    """The agent's model: it counts every request as a real provider would,
+    from what the request holds (musepi's context, which is what the agent
+    sends) plus its system prompt and tools, which are not messages."""
+
+    RATIO = 1.2  # the provider's tokens per token musepi estimates
+    SYSTEM_PROMPT_AND_TOOLS = 1_500
+
+    def __init__(self, musepi):
+        self.musepi = musepi
+
+    def prompt_tokens(self):
+        return round(self.RATIO * self.musepi.call("context")["tokens"]) + self.SYSTEM_PROMPT_AND_TOOLS
+
+    def answer(self, text, stop="stop", tool_call=None):
+        return assistant(text, self.prompt_tokens(), stop, tool_call)
 
 
 def find_musepi(flag):
@@ -153,55 +178,67 @@ def main():
     opened = musepi.call(
         "open", path=session, create=True, contextWindow=WINDOW,
         model={"provider": "fake", "modelId": "agent"},
-        settings={"compaction": {"reserveTokens": 2000, "keepRecentTokens": 5000,
+        settings={"compaction": {"reserveTokens": 2000, "keepRecentTokens": 3000,
                                  "idleEnabled": True, "idleThresholdTokens": 1000}})
     print(f"session {opened['path']}: strategy {opened['strategy']}, "
           f"threshold {opened['thresholdTokens']} of {opened['contextWindow']} tokens")
 
+    model = FakeModel(musepi)
+    threshold = opened["thresholdTokens"]
+
     print("turn 1: a short answer")
-    musepi.call("append", entries=[user("Make the parser faster. " * 30)])
+    musepi.call("append", entries=[user(text_of("Make the parser faster. ", 150))])
     expect("beforeRequest", musepi.call("beforeRequest"), "none")
-    decision = musepi.call("afterAssistant", message=assistant("I will profile it first. " * 40, 3_000))
+    decision = musepi.call("afterAssistant", message=model.answer(text_of("I will profile it first. ", 300)))
     expect("afterAssistant", decision, "none")
 
     print("turn 2: a tool loop that crosses the threshold")
-    musepi.call("append", entries=[user("Go ahead and read the parser. " * 30)])
+    musepi.call("append", entries=[user(text_of("Go ahead and read the parser. ", 150))])
     expect("beforeRequest", musepi.call("beforeRequest"), "none")
-    decision = musepi.call("afterAssistant", message=assistant("Reading.", 9_000, "toolUse", "call-1"))
+    decision = musepi.call("afterAssistant", message=model.answer("Reading.", "toolUse", "call-1"))
     expect("afterAssistant (tool call)", decision, "none")
-    musepi.call("append", entries=[tool_result("call-1")])
+    musepi.call("append", entries=[tool_result("call-1", 9_800)])
     expect("beforeRequest", musepi.call("beforeRequest"), "none")
-    decision = musepi.call("afterAssistant", message=assistant("Reading more.", 14_500, "toolUse", "call-2"))
+    decision = musepi.call("afterAssistant", message=model.answer("Reading more.", "toolUse", "call-2"))
     expect("afterAssistant (tool call, over the threshold)", decision, "none")
-    musepi.call("append", entries=[tool_result("call-2")])
+    musepi.call("append", entries=[tool_result("call-2", 200)])
     decision = musepi.call("beforeRequest")
     # The loop owns the next request: no second continuation.
     expect("beforeRequest (mid-turn)", decision, "compacted", retry=False, **{"continue": False})
-    decision = musepi.call("afterAssistant", message=assistant("The lexer was slow; fixed.", 2_500))
+    decision = musepi.call("afterAssistant", message=model.answer("The lexer was slow; fixed."))
     expect("afterAssistant", decision, "none")
 
     print("turn 3: a finished turn over the threshold")
-    musepi.call("append", entries=[user("Now make the emitter faster too. " * 30)])
-    decision = musepi.call("afterAssistant", message=assistant("The emitter is faster. " * 30, 15_000))
+    musepi.call("append", entries=[user(text_of("Now make the emitter faster too. ", 150))])
+    expect("beforeRequest", musepi.call("beforeRequest"), "none")
+    decision = musepi.call("afterAssistant", message=model.answer("Profiling the emitter.", "toolUse", "call-3"))
+    expect("afterAssistant (tool call)", decision, "none")
+    # A profile just large enough that the final answer's request crosses
+    # the threshold, while the check before that request does not yet.
+    held = musepi.call("context")["tokens"]
+    profile = round((threshold + 600 - FakeModel.SYSTEM_PROMPT_AND_TOOLS) / FakeModel.RATIO) - held
+    musepi.call("append", entries=[tool_result("call-3", profile)])
+    expect("beforeRequest", musepi.call("beforeRequest"), "none")
+    decision = musepi.call("afterAssistant", message=model.answer(text_of("The emitter is faster. ", 300)))
     expect("afterAssistant (threshold)", decision, "compacted", **{"continue": True})
     if decision.get("continuePrompt"):
         # The agent continues with the developer prompt, as a custom message.
         musepi.call("append", entries=[{"type": "custom_message", "customType": "auto-continue",
                                         "content": decision["continuePrompt"], "display": False}])
-        decision = musepi.call("afterAssistant", message=assistant("Nothing left to do.", 2_000))
+        decision = musepi.call("afterAssistant", message=model.answer("Nothing left to do."))
         expect("afterAssistant (continued)", decision, "none")
 
     print("turn 4: an answer cut at the output limit")
     musepi.call("append", entries=[user("Explain the new design.")])
-    decision = musepi.call("afterAssistant", message=assistant("The design has three parts: first", 3_000, "length"))
+    decision = musepi.call("afterAssistant", message=model.answer("The design has three parts: first", "length"))
     expect("afterAssistant (length, below the threshold)", decision, "warn")
 
     print("turn 5: the provider rejects the context")
-    musepi.call("append", entries=[user("Summarize every file of the repository. " * 30)])
+    musepi.call("append", entries=[user(text_of("Summarize every file of the repository. ", 3_500))])
     overflow = assistant("", 0, "error", error="prompt is too long: 213000 tokens > 200000 maximum")
     decision = musepi.call("afterAssistant", message=overflow)
     expect("afterAssistant (overflow)", decision, "compacted", retry=True, removeLastAssistant=True)
-    decision = musepi.call("afterAssistant", message=assistant("Here is the summary.", 3_500))
+    decision = musepi.call("afterAssistant", message=model.answer(text_of("Here is the summary. ", 3_200)))
     expect("afterAssistant (retried)", decision, "none")
 
     print("the user walks away")
@@ -210,8 +247,8 @@ def main():
 
     print("the user comes back for two more turns, then types /compact")
     for n, question in enumerate(["Add benchmarks. ", "Run them in CI. "]):
-        musepi.call("append", entries=[user(question * 40)])
-        decision = musepi.call("afterAssistant", message=assistant("Done as asked. " * 60, 4_000 + 1_000 * n))
+        musepi.call("append", entries=[user(text_of(question, 150))])
+        decision = musepi.call("afterAssistant", message=model.answer(text_of("Done as asked. ", 1_600)))
         expect(f"afterAssistant {n + 1}", decision, "none")
     decision = musepi.call("compact")
     # A manual compaction never starts a turn.

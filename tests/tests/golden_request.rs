@@ -260,12 +260,11 @@ fn finish_update_keeps_previous_file_lists() {
 #[test]
 fn finish_appendix_c() {
     let session = scenarios::appendix_c().build();
-    let prep = prepare(
-        &session,
-        session.leaf_index(),
-        &CompactionSettings::default(),
-    )
-    .unwrap();
+    // With the adaptation, knowing a 2,000-token system prompt (as the
+    // appendix C cut).
+    let mut adapted = CompactionSettings::default();
+    adapted.overhead_tokens = Some(2_000);
+    let prep = prepare(&session, session.leaf_index(), &adapted).unwrap();
     let merged = merge_summaries("{history summary}", Some("{turn prefix summary}"));
     let result = finish(&prep, &merged, Some("{short summary}".into()), None, None);
     check("finish__appendix_c", &render_result(&result));

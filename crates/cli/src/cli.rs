@@ -224,6 +224,11 @@ pub struct BudgetArgs {
     /// The model's context window, for the threshold (default: settings or 200000).
     #[arg(long, value_name = "N", value_parser = window_size)]
     pub context_window: Option<u64>,
+    /// What every request to the agent's model carries besides its messages (system prompt, tool
+    /// definitions), in tokens at 4 characters a token: the kept window's adaptation to the
+    /// provider's usage leaves it out (default: measured from the session's usage).
+    #[arg(long, value_name = "N")]
+    pub overhead_tokens: Option<u64>,
 }
 
 /// `musepi plan FILE`.

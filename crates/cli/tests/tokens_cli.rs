@@ -311,10 +311,21 @@ fn plan_predicts_compact_on_generated_and_example_sessions() {
         "the large session prunes: {}",
         plan["prune"]
     );
+    // The provider counts 1.5 times the estimate and adds nothing else:
+    // the kept window is about 20,000 / 1.5 estimated tokens.
+    let adapted = plan["keepRecentTokens"].as_u64().unwrap();
     assert!(
-        plan["keepRecentTokens"].as_u64().unwrap() < 20_000,
-        "the kept window adapted: {}",
-        plan["keepRecentTokens"]
+        (12_500..14_300).contains(&adapted),
+        "the kept window adapted by the measured ratio: {adapted}"
+    );
+    // Told that 5,000 of each request's tokens are not messages, the ratio
+    // leaves them out, so the estimate runs less low and less is cut away;
+    // compact honours the flag as plan does.
+    let (told, _, _) = plan_predicts_compact(home, &large, &["--overhead-tokens", "5000"]);
+    let told = told["keepRecentTokens"].as_u64().unwrap();
+    assert!(
+        told > adapted && told < 20_000,
+        "with the overhead known: {told}, measured: {adapted}"
     );
     // Every flag that changes the compaction means the same to both.
     let (plan, _, _) = plan_predicts_compact(home, &large, &["--no-prune"]);

@@ -9,6 +9,7 @@
 //! It sends nothing over the network: a preparation produces plain-data
 //! requests, and a finish step turns the answers into an entry.
 
+mod adapt;
 mod cut;
 mod finish;
 mod handoff;
@@ -24,6 +25,7 @@ mod tests;
 mod trigger;
 mod window;
 
+pub use adapt::{adapted_keep_recent_tokens, estimate_ratio};
 pub use cut::{CutPoint, find_cut_point, is_turn_start, is_valid_cut_point, yields_message};
 pub use finish::{
     CompactionResult, NO_PRIOR_HISTORY, finish, history_without_call, merge_summaries, sum_usage,
@@ -31,9 +33,7 @@ pub use finish::{
 };
 pub use handoff::{HANDOFF_CUSTOM_TYPE, handoff_prompt, handoff_request, handoff_session};
 pub use plan::SummaryPlan;
-pub use prepare::{
-    NothingToCompact, Preparation, adapted_keep_recent_tokens, prepare, summary_message,
-};
+pub use prepare::{NothingToCompact, Preparation, prepare, summary_message};
 pub use prune::{
     Protected, PruneCandidate, PruneConfig, PruneKind, PrunePlan, SUPERSEDED_NOTICE,
     USELESS_NOTICE, age_placeholder, apply_prune, plan_prune, plan_stale_results, supersede_key,

@@ -5,8 +5,7 @@
 use std::borrow::Cow;
 
 use musepi_context_builder::{
-    ContextMessage, FileOps, adapt_keep_recent_tokens, calculate_prompt_tokens, entry_message,
-    entry_time, estimate_context_at, estimate_tokens,
+    ContextMessage, FileOps, entry_message, entry_time, estimate_context_at, estimate_tokens,
 };
 use musepi_session_model::{
     AgentMessage, BranchSummaryMessage, Compaction, CompactionSummaryMessage, Entry, EntryBody,
@@ -189,59 +188,6 @@ pub(crate) fn messages_in<'a>(
         .collect()
 }
 
-/// The `keepRecentTokens` a compaction at `leaf` cuts with: the setting,
-/// shrunk when the last provider usage since the previous compaction shows
-/// the estimate of those messages runs low (the ratio of the usage's prompt
-/// tokens to the estimate; never enlarged). `settings.adapt_keep_recent`
-/// off, or no usage, leaves the setting as it is.
-///
-/// The usage measured the messages as they were sent, so a caller that
-/// prunes before preparing measures this on the session before pruning
-/// (see [`crate::prune_first`]).
-pub fn adapted_keep_recent_tokens(
-    session: &Session,
-    leaf: Option<usize>,
-    settings: &CompactionSettings,
-) -> u64 {
-    let keep = settings.keep_recent_tokens;
-    let Some(leaf) = leaf.filter(|_| settings.adapt_keep_recent) else {
-        return keep;
-    };
-    let since = session
-        .path_summary(leaf)
-        .compaction
-        .map_or(0, |c| session.path_summary(c as usize).depth as usize + 1);
-    keep_recent_over(session, &session.path_indices_from(leaf, since), settings)
-}
-
-/// The `keepRecentTokens` the settings give over the entries since the
-/// previous compaction: adapted to them when `settings.adapt_keep_recent`
-/// is on.
-pub(crate) fn keep_recent_over(
-    session: &Session,
-    since: &[usize],
-    settings: &CompactionSettings,
-) -> u64 {
-    let keep = settings.keep_recent_tokens;
-    if !settings.adapt_keep_recent {
-        return keep;
-    }
-    let entries = session.entries();
-    let last_usage = since.iter().rev().find_map(|&i| match &entries[i].body {
-        EntryBody::Message(m) => musepi_context_builder::anchoring_usage(m),
-        _ => None,
-    });
-    let Some(usage) = last_usage else {
-        return keep;
-    };
-    let estimated: u64 = since
-        .iter()
-        .filter_map(|&i| summary_message(session, i))
-        .map(|m| estimate_tokens(&m))
-        .sum();
-    adapt_keep_recent_tokens(keep, calculate_prompt_tokens(usage), estimated)
-}
-
 /// What a preparation reads of the path to its leaf.
 struct PathRead<'a> {
     /// Entry positions of path positions `start..` to the leaf.
@@ -372,7 +318,7 @@ pub fn prepare<'a>(
     let start = previously_kept_start.unwrap_or_else(|| prev.map_or(0, |p| p + 1));
     let tokens_before = estimate_context_at(session, Some(leaf)).tokens;
 
-    let keep = keep_recent_over(session, &path[local(prev.map_or(0, |p| p + 1))..], settings);
+    let keep = crate::adapted_keep_recent_tokens(session, Some(leaf), settings);
 
     let cut = find_cut_point(entries, &path, local(start), path.len(), keep).shifted(path_start);
     let first_kept = &entries[path[local(cut.first_kept_index).min(path.len() - 1)]];

@@ -9,7 +9,8 @@ use std::borrow::Cow;
 use musepi_context_builder::{ArchiveBlocks, Tokenizer, context_tokens, estimate_context_at};
 use musepi_session_model::{Replacement, Session};
 
-use crate::prepare::{NothingToCompact, Preparation, adapted_keep_recent_tokens, prepare};
+use crate::adapted_keep_recent_tokens;
+use crate::prepare::{NothingToCompact, Preparation, prepare};
 use crate::prune::{PruneConfig, PrunePlan, apply_prune, plan_prune};
 use crate::settings::CompactionSettings;
 

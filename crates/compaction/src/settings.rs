@@ -23,6 +23,12 @@ pub struct CompactionSettings {
     pub reasoning: Option<String>,
     /// The model's output cap, when known: output limits never exceed it.
     pub model_max_tokens: Option<u64>,
+    /// What every request to the agent's model carries besides its
+    /// messages (the system prompt, the tool definitions), estimated as
+    /// messages are, when the caller knows it: the kept window's adaptation
+    /// leaves it out of the ratio instead of measuring it
+    /// ([`crate::adapted_keep_recent_tokens`]).
+    pub overhead_tokens: Option<u64>,
 }
 
 impl Default for CompactionSettings {
@@ -36,6 +42,7 @@ impl Default for CompactionSettings {
             threshold_tokens: -1.0,
             reasoning: Some("high".into()),
             model_max_tokens: None,
+            overhead_tokens: None,
         }
     }
 }

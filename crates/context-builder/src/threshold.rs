@@ -58,18 +58,11 @@ pub fn should_compact(tokens: f64, window: u64, s: &ThresholdSettings) -> bool {
     tokens > resolve_threshold_tokens(window, s) as f64
 }
 
-/// Shrinks `keep_recent_tokens` when provider usage shows the chars/4
-/// estimate runs low (docs/design.md, "When to compact"): `floor(keep / (prompt / estimated))` when
-/// that ratio is above 1; never enlarges it.
-pub fn adapt_keep_recent_tokens(
-    keep_recent_tokens: u64,
-    prompt_tokens: f64,
-    estimated: u64,
-) -> u64 {
-    if estimated == 0 {
-        return keep_recent_tokens;
-    }
-    let ratio = prompt_tokens / estimated as f64;
+/// Shrinks `keep_recent_tokens` by `ratio`, the provider tokens per
+/// estimated token (docs/design.md, "When to compact"):
+/// `floor(keep / ratio)` when the ratio is above 1 (at least 1 token);
+/// never enlarges it.
+pub fn adapt_keep_recent_tokens(keep_recent_tokens: u64, ratio: f64) -> u64 {
     if ratio.is_finite() && ratio > 1.0 {
         ((keep_recent_tokens as f64 / ratio).floor() as u64).max(1)
     } else {
@@ -152,8 +145,9 @@ mod tests {
 
     #[test]
     fn keep_recent_shrinks_but_never_grows() {
-        assert_eq!(adapt_keep_recent_tokens(20_000, 60_000.0, 40_000), 13_333);
-        assert_eq!(adapt_keep_recent_tokens(20_000, 30_000.0, 40_000), 20_000);
-        assert_eq!(adapt_keep_recent_tokens(20_000, 30_000.0, 0), 20_000);
+        assert_eq!(adapt_keep_recent_tokens(20_000, 1.5), 13_333);
+        assert_eq!(adapt_keep_recent_tokens(20_000, 0.75), 20_000);
+        assert_eq!(adapt_keep_recent_tokens(20_000, f64::NAN), 20_000);
+        assert_eq!(adapt_keep_recent_tokens(3, 1e9), 1);
     }
 }

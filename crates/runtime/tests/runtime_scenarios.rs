@@ -85,6 +85,9 @@ fn settings(strategy: MaintenanceStrategy) -> MaintenanceSettings {
     let mut settings = MaintenanceSettings::default();
     settings.strategy = strategy;
     settings.compaction.keep_recent_tokens = 300;
+    // The usage figures are thresholds, not what a provider would count for
+    // these short messages: the kept window is not adapted to them.
+    settings.compaction.adapt_keep_recent = false;
     settings.context_window = WINDOW;
     settings
 }

@@ -148,7 +148,7 @@ pub fn settings() -> MaintenanceSettings {
     settings.strategy = MaintenanceStrategy::ContextFull;
     settings.context_window = WINDOW;
     settings.compaction.reserve_tokens = 2_000;
-    settings.compaction.keep_recent_tokens = 1_000;
+    settings.compaction.keep_recent_tokens = 200;
     settings.idle_enabled = true;
     settings.idle_threshold_tokens = 1_000;
     settings

@@ -62,6 +62,9 @@ pub fn maintenance(settings: &Settings, budget: &BudgetArgs) -> MaintenanceSetti
     if let Some(r) = budget.reserve {
         m.compaction.reserve_tokens = r;
     }
+    if let Some(o) = budget.overhead_tokens {
+        m.compaction.overhead_tokens = Some(o);
+    }
     m
 }
 

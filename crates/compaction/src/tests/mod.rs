@@ -3,6 +3,7 @@
 //! end-to-end example of pi's design.
 
 mod cut_tests;
+mod kept_window_tests;
 mod prepare_path_tests;
 mod prepare_tests;
 mod property_tests;

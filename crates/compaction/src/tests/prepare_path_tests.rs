@@ -6,12 +6,16 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use super::prune_window_tests::{Op, apply, check_after_each, op};
+use crate::adapt::{Measured, recent_slope};
 use crate::cut::{find_cut_point, is_valid_cut_point};
-use crate::prepare::{keep_recent_over, messages_in};
+use crate::prepare::{messages_in, summary_message};
 use crate::{
     CompactionSettings, NothingToCompact, Preparation, adapted_keep_recent_tokens, prepare,
 };
-use musepi_context_builder::{FileOps, estimate_context_tokens, estimate_tokens};
+use musepi_context_builder::{
+    FileOps, adapt_keep_recent_tokens, anchoring_usage, build_context_over_path,
+    calculate_prompt_tokens, estimate_context_tokens, estimate_tokens,
+};
 use musepi_session_model::{
     BranchSummary, Compaction, CustomMessageEntry, EntryBody, MadeBy, Session, SummaryEntry, Text,
 };
@@ -59,7 +63,7 @@ fn check_from_root(
     // pi's estimate of the whole context at the leaf.
     let context = musepi_context_builder::build_context_over_path(session, path);
     let tokens_before = estimate_context_tokens(context.agent_messages()).tokens;
-    let keep = keep_recent_over(session, &path[after_prev..], settings);
+    let keep = keep_from_root(session, path, settings);
     let cut = find_cut_point(entries, path, start, end, keep);
     let first_kept = &entries[path[cut.first_kept_index.min(end - 1)]];
     if cut.first_kept_index >= end || first_kept.id.as_str().is_empty() {
@@ -161,17 +165,78 @@ fn check_from_root(
     Ok(())
 }
 
+/// The kept window adapted from the whole path, by brute force: every
+/// request measured since the latest compaction (or in the segment before
+/// it when those cannot be measured) is compared with the estimate of the
+/// context built at its parent from the root.
+fn keep_from_root(session: &Session, path: &[usize], settings: &CompactionSettings) -> u64 {
+    let keep = settings.keep_recent_tokens;
+    if !settings.adapt_keep_recent {
+        return keep;
+    }
+    let entries = session.entries();
+    let is_compaction = |p: usize| matches!(entries[path[p]].body, EntryBody::Compaction(_));
+    let measured_in = |from: usize, to: usize| -> Vec<Measured> {
+        (from..to)
+            .filter_map(|p| {
+                let message = summary_message(session, path[p])?;
+                let usage = anchoring_usage(&message)?;
+                let held: u64 = build_context_over_path(session, &path[..p])
+                    .agent_messages()
+                    .map(estimate_tokens)
+                    .sum();
+                Some(Measured {
+                    estimate: held as f64,
+                    prompt: calculate_prompt_tokens(usage),
+                })
+            })
+            .collect()
+    };
+    let end = path.len();
+    let latest = (0..end).rev().find(|&p| is_compaction(p));
+    let since = measured_in(latest.map_or(0, |c| c + 1), end);
+    let before = || match latest {
+        Some(c) => {
+            let earlier = (0..c).rev().find(|&p| is_compaction(p));
+            measured_in(earlier.map_or(0, |b| b + 1), c)
+        }
+        None => Vec::new(),
+    };
+    let ratio = match settings.overhead_tokens {
+        Some(o) => since
+            .last()
+            .copied()
+            .or_else(|| before().last().copied())
+            .map_or(1.0, |m| {
+                let estimated = m.estimate + o as f64;
+                if estimated > 0.0 && m.prompt > 0.0 {
+                    m.prompt / estimated
+                } else {
+                    1.0
+                }
+            }),
+        None => recent_slope(&since, keep)
+            .or_else(|| recent_slope(&before(), keep))
+            .unwrap_or(1.0),
+    };
+    adapt_keep_recent_tokens(keep, ratio)
+}
+
 /// The settings compared: budgets from none to more than any session
-/// here holds, with and without adaptation.
+/// here holds, without adaptation, and with it, measuring the overhead or
+/// knowing it.
 fn settings() -> Vec<CompactionSettings> {
     [0, 1, 100, 600, 2_000, 1_000_000]
         .into_iter()
         .flat_map(|keep| {
-            [false, true].map(|adapt_keep_recent| CompactionSettings {
-                keep_recent_tokens: keep,
-                adapt_keep_recent,
-                ..CompactionSettings::default()
-            })
+            [(false, None), (true, None), (true, Some(300))].map(
+                |(adapt_keep_recent, overhead_tokens)| CompactionSettings {
+                    keep_recent_tokens: keep,
+                    adapt_keep_recent,
+                    overhead_tokens,
+                    ..CompactionSettings::default()
+                },
+            )
         })
         .collect()
 }
@@ -180,12 +245,8 @@ fn check(session: &Session, leaf: Option<usize>) -> Result<(), TestCaseError> {
     let whole = leaf.map(|l| session.path_indices(l)).unwrap_or_default();
     for s in settings() {
         check_from_root(session, &whole, &s, &prepare(session, leaf, &s))?;
-        let c = whole
-            .iter()
-            .rposition(|&i| matches!(session.entries()[i].body, EntryBody::Compaction(_)));
-        let since = &whole[c.map_or(0, |c| c + 1)..];
-        let want = if s.adapt_keep_recent && leaf.is_some() {
-            keep_recent_over(session, since, &s)
+        let want = if leaf.is_some() {
+            keep_from_root(session, &whole, &s)
         } else {
             s.keep_recent_tokens
         };

@@ -48,9 +48,32 @@ fn appendix_c_worked_example() {
     b.call(&x(1_200), "c3", "bash", json!({"command": "npm test"}));
     b.result("c3", "bash", &x(60_000));
     let last = b.assistant(&x(2_000), &[], Some((45_000.0, 500.0)));
+    // One request measured, and nothing known of what it carried besides
+    // its messages: the ratio cannot be told from the overhead, so the
+    // window is not adapted.
     let s = CompactionSettings::default();
     let p = prepare(&b.session, b.leaf(), &s).unwrap();
-    assert_eq!(p.keep_recent_tokens, 12_072);
+    assert_eq!(p.keep_recent_tokens, 20_000);
+    // Knowing the overhead (a 5,000-token system prompt and tools), the
+    // ratio is the request's prompt over its messages and that overhead.
+    let held: u64 = musepi_context_builder::build_context_at(&b.session, b.leaf())
+        .agent_messages()
+        .rev()
+        .skip(1)
+        .map(musepi_context_builder::estimate_tokens)
+        .sum();
+    let known = CompactionSettings {
+        overhead_tokens: Some(5_000),
+        ..CompactionSettings::default()
+    };
+    let ratio = 45_000.0 / (held + 5_000) as f64;
+    let adapted = prepare(&b.session, b.leaf(), &known).unwrap();
+    assert_eq!(
+        adapted.keep_recent_tokens,
+        (20_000.0 / ratio).floor() as u64
+    );
+    assert!(adapted.keep_recent_tokens < 20_000);
+    let p = adapted;
     assert_eq!(p.first_kept_entry_id, last);
     assert!(p.cut.is_split_turn);
     assert_eq!(

@@ -266,7 +266,13 @@ impl Server {
         }
         .map_err(|e| RpcError::new("bad_session", e.to_string()))?;
         let ids = self.ids(&journal);
-        let mut runtime = Maintenance::new(journal, settings.maintenance(window))
+        let mut maintenance = settings.maintenance(window);
+        // What every request carries besides its messages, when the agent
+        // knows it: the kept window's adaptation leaves it out of the ratio.
+        if let Some(overhead) = u64_param(params, "overheadTokens")? {
+            maintenance.compaction.overhead_tokens = Some(overhead);
+        }
+        let mut runtime = Maintenance::new(journal, maintenance)
             .with_hooks(self.hooks.clone())
             .with_ids(ids)
             .with_clock(clock)
