@@ -231,6 +231,25 @@ pub struct BudgetArgs {
     pub overhead_tokens: Option<u64>,
 }
 
+/// Which strategy a compaction runs, and its requests: the same flags for
+/// `plan` and `compact`.
+#[derive(Debug, Args, Default)]
+pub struct StrategyArgs {
+    /// How: `snapcompact` (the default: a deterministic archive, no model), `llm`, or `remote`
+    /// (the provider's native compaction, falling back to an LLM summary).
+    #[arg(long, value_name = "snapcompact|llm|remote")]
+    pub strategy: Option<String>,
+    /// The strategy when neither `--strategy` nor the settings name one (instead of
+    /// `snapcompact`): an agent's own default, which a user's `compaction.strategy` still wins
+    /// over.
+    #[arg(long, value_name = "snapcompact|llm|remote")]
+    pub default_strategy: Option<String>,
+    /// After an LLM summary, do not ask the model for the one-line short summary: no more
+    /// requests than pi sends (the history, and the turn prefix of a split turn).
+    #[arg(long)]
+    pub no_short_summary: bool,
+}
+
 /// `musepi plan FILE`.
 #[derive(Debug, Args)]
 pub struct PlanArgs {
@@ -247,6 +266,9 @@ pub struct PlanArgs {
     /// Plan without pruning stale tool output first, as `compact --no-prune` runs.
     #[arg(long)]
     pub no_prune: bool,
+    /// Which strategy the planned compaction runs, as for `compact`.
+    #[command(flatten)]
+    pub how: StrategyArgs,
     /// Also print the exact summary requests that would be sent.
     #[arg(long)]
     pub show_prompts: bool,
@@ -383,10 +405,9 @@ pub struct CompactArgs {
     /// The session: FILE, or `--latest`.
     #[command(flatten)]
     pub file: SessionArg,
-    /// How: `snapcompact` (the default: a deterministic archive, no model), `llm`, or `remote`
-    /// (the provider's native compaction, falling back to an LLM summary).
-    #[arg(long, value_name = "snapcompact|llm|remote")]
-    pub strategy: Option<String>,
+    /// Which strategy runs.
+    #[command(flatten)]
+    pub how: StrategyArgs,
     /// A focus for the summary (implies `llm` unless a strategy is given).
     #[arg(long, value_name = "TEXT")]
     pub instructions: Option<String>,
@@ -403,6 +424,10 @@ pub struct CompactArgs {
     /// Do not prune stale tool output first (`plan --no-prune` plans the same).
     #[arg(long)]
     pub no_prune: bool,
+    /// When the model's summary fails (an error, a timeout), write the snapcompact archive
+    /// instead, with a warning, rather than failing.
+    #[arg(long)]
+    pub archive_on_failure: bool,
     /// Where the result goes.
     #[command(flatten)]
     pub write: WriteArgs,

@@ -63,6 +63,20 @@ impl Ctx {
         Ok(self)
     }
 
+    /// What is wrong with the settings files, and the note that an
+    /// untrusted project file's hooks and providers are ignored, one line
+    /// each, as stderr says them: a command's JSON document carries them in
+    /// `warnings` too, so a caller that reads only the document (the pi
+    /// extension) can show them.
+    pub fn settings_warnings(&self) -> Vec<String> {
+        let s = &self.settings;
+        s.warnings
+            .iter()
+            .map(ToString::to_string)
+            .chain(s.untrusted.iter().map(ToString::to_string))
+            .collect()
+    }
+
     /// `--json`.
     pub fn json(&self) -> bool {
         self.globals.json

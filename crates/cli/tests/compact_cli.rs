@@ -518,3 +518,133 @@ async fn the_reserve_flag_sizes_the_snapcompact_archive() {
     assert!(sizes[0] <= 12_000, "{sizes:?}");
     assert!(sizes[1] > sizes[0], "{sizes:?}");
 }
+
+/// `compact` as an agent with a model of its own calls it (the pi
+/// extension): its provider on the command line, its default strategy, no
+/// short summary. On the example session the cut splits a turn, so pi
+/// sends two requests: the history and the turn prefix; so does musepi.
+#[tokio::test]
+async fn an_agents_compaction_sends_no_more_requests_than_pi_and_keeps_to_the_users_strategy() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::answering(|_| chat("## Goal\n- summarized")).await;
+    let base = format!("{}/v1", server.url);
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let run = async |file: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "compact".to_owned(),
+            file.to_str().unwrap().to_owned(),
+            "--json".to_owned(),
+            "--no-prune".to_owned(),
+            "--default-strategy".to_owned(),
+            "llm".to_owned(),
+            "--no-short-summary".to_owned(),
+            "--provider".to_owned(),
+            "openai-compatible".to_owned(),
+            "--base-url".to_owned(),
+            base.clone(),
+            "--model".to_owned(),
+            "agent-model".to_owned(),
+        ];
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        tokio::process::Command::new(MUSEPI)
+            .args(&args)
+            .current_dir(dir.path())
+            .env("HOME", &home)
+            .env_remove("MUSEPI_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .output()
+            .await
+            .unwrap()
+    };
+    let file = support::example_session(dir.path(), "a.jsonl");
+    let out = run(&file, &[]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["strategy"], "llm", "the agent's default");
+    assert_eq!(doc["requests"], json!(["history", "turnPrefix"]));
+    assert_eq!(server.seen().len(), 2);
+    assert!(
+        server
+            .seen()
+            .iter()
+            .all(|r| r.body["model"] == "agent-model")
+    );
+    assert_eq!(last_line(&file)["shortSummary"], Value::Null);
+
+    // A user who chose the archive in their settings gets the archive.
+    std::fs::create_dir_all(home.join(".musepi")).unwrap();
+    std::fs::write(
+        home.join(".musepi/settings.json"),
+        r#"{"compaction": {"strategy": "snapcompact"}}"#,
+    )
+    .unwrap();
+    let file = support::example_session(dir.path(), "b.jsonl");
+    let out = run(&file, &[]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["strategy"], "snapcompact");
+    assert_eq!(server.seen().len(), 2, "no request for the archive");
+
+    // A settings file with a problem: the JSON document says it, so an
+    // agent that shows only the document shows it.
+    std::fs::write(
+        home.join(".musepi/settings.json"),
+        r#"{"compaction": {"strategy": "summarize", "keepRecentTokens": "many"}}"#,
+    )
+    .unwrap();
+    let file = support::example_session(dir.path(), "c.jsonl");
+    let out = run(&file, &[]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let warnings = doc["warnings"].to_string();
+    assert!(
+        warnings.contains("compaction.strategy")
+            && warnings.contains("compaction.keepRecentTokens"),
+        "{warnings}"
+    );
+    assert_eq!(doc["strategy"], "llm", "an invalid strategy names none");
+}
+
+/// With `--archive-on-failure`, a model that fails leaves the archive in
+/// place of a summary, with a warning, not a failure.
+#[tokio::test]
+async fn a_failed_summary_falls_back_to_the_archive_when_asked() {
+    let e400 = || {
+        Reply::json(
+            400,
+            &json!({"error": {"message": "the model is overloaded"}}),
+        )
+    };
+    let mut entry = openai(IN_TIME_MS);
+    entry["maxRetries"] = json!(0);
+    let dir = tempfile::tempdir().unwrap();
+    let file = session(dir.path());
+    let server = Server::start(vec![e400(), e400(), e400(), e400()]).await;
+    entry["baseUrl"] = Value::String(format!("{}/v1", server.url));
+    let settings = settings(dir.path(), &entry);
+    let args = llm_compact(&file, &settings);
+    let out = musepi(&[&args[..], &["--json", "--archive-on-failure"]].concat()).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["strategy"], "snapcompact");
+    assert!(
+        doc["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("the snapcompact archive was written instead"),
+        "{}",
+        doc["warnings"]
+    );
+    assert_eq!(last_line(&file)["type"], "compaction");
+    // Without the flag the same failure writes nothing.
+    let file = support::example_session(dir.path(), "again.jsonl");
+    let before = std::fs::read(&file).unwrap();
+    let server = Server::start(vec![e400(), e400(), e400(), e400()]).await;
+    entry["baseUrl"] = Value::String(format!("{}/v1", server.url));
+    let settings = self::settings(dir.path(), &entry);
+    let args = llm_compact(&file, &settings);
+    let out = musepi(&[&args[..], &["--json"]].concat()).await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+}

@@ -296,7 +296,11 @@ async fn the_protocol_end_to_end() {
             json!({"path": "s.jsonl", "create": true, "sessionId": "sess-1", "cwd": "/repo", "contextWindow": 100_000}),
         )
         .await;
-    assert_eq!(opened["strategy"], json!("context-full"));
+    assert_eq!(
+        opened["strategy"],
+        json!("llm"),
+        "context-full is read as llm"
+    );
     assert_eq!(opened["thresholdTokens"], json!(83616));
     let (_, r) = c.call("idle", json!({})).await;
     assert_eq!(r["error"]["code"], json!("invalid_params"));

@@ -274,7 +274,15 @@ fn plan_prompts_escape_what_they_quote() {
         text.push('\n');
     }
     let file = write_file(dir.path(), "long.jsonl", text);
-    let args = ["plan", p(&file), "--keep-recent", "200", "--show-prompts"];
+    let args = [
+        "plan",
+        p(&file),
+        "--keep-recent",
+        "200",
+        "--strategy",
+        "llm",
+        "--show-prompts",
+    ];
     shown(&args, &["step 1 \\u001b[31mred\n\\ttwo x"]);
     let o = musepi(&[&args[..], &["--json"]].concat());
     let prompt = json(&o)["requests"][0]["prompt"].to_string();

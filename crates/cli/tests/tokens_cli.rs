@@ -454,3 +454,76 @@ fn compact_reserve_sizes_the_snapcompact_archive_like_the_setting() {
         "a smaller reserve, a smaller archive: {flag} < {default}"
     );
 }
+
+/// `plan` shows the compaction that would run: under snapcompact (the
+/// default) no request and the archive's own size after it; under `llm`
+/// the requests, without the short summary when it is off.
+#[test]
+fn plan_shows_the_strategy_that_would_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let example = example(home);
+    let plan = json_of(&musepi(
+        home,
+        &["plan", p(&example), "--json", "--show-prompts"],
+    ));
+    assert_eq!(plan["strategy"], "snapcompact");
+    assert_eq!(plan["requests"], json!([]));
+    let after = plan["estimatedTokensAfter"].as_u64().unwrap();
+    assert!(
+        after < plan["contextTokensBefore"].as_u64().unwrap(),
+        "the archive leaves less than there was: {after} after, {} before",
+        plan["contextTokensBefore"]
+    );
+    // The compaction itself leaves about that.
+    let out = home.join("compacted.jsonl");
+    let compact = json_of(&musepi(
+        home,
+        &["compact", p(&example), "-o", p(&out), "--json"],
+    ));
+    let made = compact["tokensAfter"].as_u64().unwrap();
+    assert!(
+        made.abs_diff(after) * 20 <= made,
+        "planned {after}, made {made}"
+    );
+    let text = ok(&musepi(home, &["plan", p(&example)]));
+    assert!(
+        text.contains("snapcompact (the archive: no model)"),
+        "{text}"
+    );
+    assert!(text.contains("none (the archive needs no model)"), "{text}");
+
+    let llm = json_of(&musepi(
+        home,
+        &[
+            "plan",
+            p(&example),
+            "--json",
+            "--show-prompts",
+            "--strategy",
+            "llm",
+        ],
+    ));
+    let purposes = |doc: &Value| -> Vec<String> {
+        doc["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["purpose"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(purposes(&llm), ["history", "turnPrefix", "shortSummary"]);
+    let fewer = json_of(&musepi(
+        home,
+        &[
+            "plan",
+            p(&example),
+            "--json",
+            "--show-prompts",
+            "--strategy",
+            "llm",
+            "--no-short-summary",
+        ],
+    ));
+    assert_eq!(purposes(&fewer), ["history", "turnPrefix"]);
+}

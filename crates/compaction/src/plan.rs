@@ -43,6 +43,9 @@ pub struct SummaryPlan {
     /// The history as units, for summarizing in windows when it is too
     /// large for the summarizer (docs/design.md, "Summaries").
     pub history_units: crate::window::HistoryUnits,
+    /// Whether a short summary is asked for after the summary
+    /// ([`CompactionSettings::short_summary`]).
+    pub short_summary: bool,
     /// Output limit and reasoning of the short summary.
     short_max_tokens: u32,
     reasoning: Option<String>,
@@ -76,6 +79,7 @@ impl SummaryPlan {
             file_lists: prep.file_ops.lists(),
             read_set: prep.file_ops.read.clone(),
             previous_preserve_data: prep.previous_preserve_data.clone(),
+            short_summary: settings.short_summary,
             short_max_tokens: short_max(settings),
             reasoning: settings.reasoning.clone(),
         }

@@ -29,6 +29,11 @@ pub struct CompactionSettings {
     /// leaves it out of the ratio instead of measuring it
     /// ([`crate::adapted_keep_recent_tokens`]).
     pub overhead_tokens: Option<u64>,
+    /// After an LLM summary, ask the model for a one-line short summary
+    /// too (stored as the entry's `shortSummary`); off, a compaction sends
+    /// no more requests than pi's: the history, and the turn prefix of a
+    /// split turn.
+    pub short_summary: bool,
 }
 
 impl Default for CompactionSettings {
@@ -43,6 +48,7 @@ impl Default for CompactionSettings {
             reasoning: Some("high".into()),
             model_max_tokens: None,
             overhead_tokens: None,
+            short_summary: true,
         }
     }
 }

@@ -24,11 +24,11 @@ pub enum UsedStrategy {
 }
 
 impl UsedStrategy {
-    /// `snapcompact`, `context-full` or `handoff`.
+    /// `snapcompact`, `llm` or `handoff`.
     pub fn name(self) -> &'static str {
         match self {
             Self::Snapcompact => "snapcompact",
-            Self::ContextFull => "context-full",
+            Self::ContextFull => "llm",
             Self::Handoff => "handoff",
         }
     }

@@ -79,9 +79,11 @@ pub(crate) async fn execute(
         *parts.journal = journal;
         return Ok(made);
     }
+    let remote_allowed =
+        parts.settings.remote_enabled || parts.settings.strategy == MaintenanceStrategy::Remote;
     let remote = parts
         .remote
-        .filter(|_| parts.settings.remote_enabled && used == UsedStrategy::ContextFull);
+        .filter(|_| remote_allowed && used == UsedStrategy::ContextFull);
     let strategy = pipeline_strategy(
         used,
         parts.reader,
@@ -135,7 +137,9 @@ pub(crate) fn branch_strategy(
     has_summarizer: bool,
 ) -> BranchStrategy {
     match configured {
-        MaintenanceStrategy::ContextFull | MaintenanceStrategy::Handoff => BranchStrategy::Llm,
+        MaintenanceStrategy::ContextFull
+        | MaintenanceStrategy::Remote
+        | MaintenanceStrategy::Handoff => BranchStrategy::Llm,
         MaintenanceStrategy::Snapcompact | MaintenanceStrategy::Off
             if instructions && has_summarizer =>
         {
@@ -166,7 +170,7 @@ fn pipeline_strategy(
         })))
     } else if !has_summarizer {
         Err(Stop::Skipped(
-            "No model selected: context-full compaction needs a summarizer".to_owned(),
+            "No model selected: an LLM summary needs a summarizer".to_owned(),
         ))
     } else if remote {
         Ok(Strategy::Remote)

@@ -25,8 +25,15 @@ pub enum MaintenanceStrategy {
     #[default]
     #[serde(alias = "shake")]
     Snapcompact,
-    /// An LLM summary written as a compaction entry.
+    /// An LLM summary written as a compaction entry: `llm`, also read as
+    /// `context-full`, its earlier name.
+    #[serde(rename = "llm", alias = "context-full")]
     ContextFull,
+    /// An LLM summary, by the provider's own compaction endpoint when the
+    /// provider has one (the `/responses/compact` endpoint of `OpenAI`, or
+    /// `compaction.remoteEndpoint`), whatever `compaction.remoteEnabled`
+    /// says; else as `llm`.
+    Remote,
     /// A handoff document that starts a new session (docs/design.md, "Handoff"); overflow
     /// and mid-turn maintenance use a context-full summary instead.
     Handoff,
@@ -36,25 +43,31 @@ pub enum MaintenanceStrategy {
 
 impl MaintenanceStrategy {
     /// Every strategy, in the order the docs list them.
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 5] = [
         Self::Snapcompact,
         Self::ContextFull,
+        Self::Remote,
         Self::Handoff,
         Self::Off,
     ];
 
-    /// The setting's value: `snapcompact`, `context-full`, `handoff` or `off`.
+    /// The setting's value: `snapcompact`, `llm`, `remote`, `handoff` or
+    /// `off` (the names of `musepi compact --strategy` where both have one).
     pub fn name(self) -> &'static str {
         match self {
             Self::Snapcompact => "snapcompact",
-            Self::ContextFull => "context-full",
+            Self::ContextFull => "llm",
+            Self::Remote => "remote",
             Self::Handoff => "handoff",
             Self::Off => "off",
         }
     }
 
-    /// Parses a setting value.
+    /// Parses a setting value (`context-full` is `llm`).
     pub fn parse(value: &str) -> Option<Self> {
+        if value == "context-full" {
+            return Some(Self::ContextFull);
+        }
         Self::ALL.into_iter().find(|s| s.name() == value)
     }
 }
@@ -207,5 +220,29 @@ mod tests {
             assert_eq!(MaintenanceStrategy::parse(s.name()), Some(s));
         }
         assert_eq!(MaintenanceStrategy::parse("shake"), None);
+    }
+
+    #[test]
+    fn the_settings_name_strategies_as_the_command_line_does() {
+        let read = |name: &str| {
+            serde_json::from_value::<MaintenanceStrategy>(serde_json::json!(name)).ok()
+        };
+        assert_eq!(read("llm"), Some(MaintenanceStrategy::ContextFull));
+        assert_eq!(read("remote"), Some(MaintenanceStrategy::Remote));
+        assert_eq!(read("snapcompact"), Some(MaintenanceStrategy::Snapcompact));
+        assert_eq!(
+            read("context-full"),
+            Some(MaintenanceStrategy::ContextFull),
+            "the earlier name"
+        );
+        assert_eq!(read("summarize"), None);
+        assert_eq!(
+            serde_json::to_value(MaintenanceStrategy::ContextFull).unwrap(),
+            serde_json::json!("llm")
+        );
+        assert_eq!(
+            MaintenanceStrategy::parse("context-full"),
+            Some(MaintenanceStrategy::ContextFull)
+        );
     }
 }

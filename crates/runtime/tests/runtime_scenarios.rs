@@ -766,9 +766,14 @@ async fn usage_from_before_a_compaction_never_triggers_again() {
 
 #[tokio::test]
 async fn context_full_tries_the_native_remote_compaction_first_when_enabled() {
-    for enabled in [true, false] {
-        let mut s = settings(MaintenanceStrategy::ContextFull);
-        s.remote_enabled = enabled;
+    // `llm` tries it when `remoteEnabled` says so; `remote` always does.
+    for (strategy, remote_enabled, enabled) in [
+        (MaintenanceStrategy::ContextFull, true, true),
+        (MaintenanceStrategy::ContextFull, false, false),
+        (MaintenanceStrategy::Remote, false, true),
+    ] {
+        let mut s = settings(strategy);
+        s.remote_enabled = remote_enabled;
         // A native remote compaction that counts its calls.
         let native = Arc::new(FromFn::remote_compactor(
             "openai",

@@ -132,7 +132,7 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
             "fromExtension": out.summary.as_ref().map(|s| s.from_extension),
             "editorText": out.editor_text(),
             "markerEntryId": marker.as_ref().map(ToString::to_string),
-            "warnings": warnings,
+            "warnings": ctx.settings_warnings().into_iter().chain(warnings).collect::<Vec<_>>(),
         }))
         .or_failed()?;
         return Ok(Exit::Ok);

@@ -7,14 +7,16 @@ use musepi_hooks::{CompactError, CompactOptions, Summarizer, compact};
 use musepi_session_model::{EntryBody, Journal};
 
 use crate::commands::pi_dir::CHANGES_THE_FILE;
-use crate::commands::strategy::{pick, uses_model};
+use crate::commands::strategy::{pick_with_default, uses_model};
 use crate::commands::writer::{Target, print_warnings, write_warnings};
 use serde_json::json;
 
 use crate::cli::CompactArgs;
 use crate::commands::context::resolve_leaf;
 use crate::commands::requests::Counted;
-use crate::commands::runtime::{Progress, maintenance, provider, runtime, settings};
+use crate::commands::runtime::{
+    Progress, maintenance, provider, runtime, settings, snap_strategy, snap_target,
+};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{
     Color, aligned, escape_controls, escaped_text, note, preview, print_json, print_text,
@@ -28,14 +30,19 @@ const SUMMARY_LINES: usize = 8;
 /// Runs the command.
 pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
     let settings = settings(ctx);
-    let m = maintenance(&settings, &args.budget);
-    let strategy = pick(
-        args.strategy.as_deref(),
+    let mut m = maintenance(&settings, &args.budget);
+    m.compaction.short_summary &= !args.how.no_short_summary;
+    let strategy = pick_with_default(
+        args.how.strategy.as_deref(),
+        args.how
+            .default_strategy
+            .as_deref()
+            .map(|d| (d, ctx.settings.strategy_named)),
         &m,
         args.instructions.is_some(),
         args.llm.model.as_deref(),
     )?;
-    let name = strategy.name();
+    let mut name = strategy.name();
     let file = args.file.file_path("compact", CHANGES_THE_FILE)?;
     let target = Target::new(&file, &args.write, ctx)?;
     let mut journal = target.open(ctx)?;
@@ -99,6 +106,24 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
     let result = progress.run(&rt, async |cancel| {
         compact(&mut journal, &options, ids.as_mut(), cancel).await
     });
+    // The model's summary failed, and nothing was written: the archive
+    // needs no model.
+    let mut fell_back = None;
+    let result = match result {
+        Err(e @ CompactError::Summarize { .. }) if args.archive_on_failure => {
+            fell_back = Some(format!(
+                "the model's summary failed ({e}); the snapcompact archive was written instead"
+            ));
+            options.strategy = snap_strategy(&m, snap_target(&m, args.llm.model.as_deref(), None));
+            options.summarizer = None;
+            options.remote = None;
+            name = options.strategy.name();
+            progress.run(&rt, async |cancel| {
+                compact(&mut journal, &options, ids.as_mut(), cancel).await
+            })
+        }
+        r => r,
+    };
     let out = match result {
         Ok(out) => out,
         Err(CompactError::Nothing(reason)) => {
@@ -124,7 +149,8 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         }
         Err(e) => return Err(Failure::failed(e)),
     };
-    let mut warnings = out.warnings.clone();
+    let mut warnings: Vec<String> = fell_back.into_iter().collect();
+    warnings.extend(out.warnings.iter().cloned());
     warnings.extend(write_warnings(&mut journal));
     print_warnings(&warnings, ctx);
     let written = target
@@ -149,7 +175,7 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
             "fromExtension": out.result.from_extension,
             "requests": out.requests.iter().map(|r| r.name()).collect::<Vec<_>>(),
             "prune": prune_json(session, &out.pruned),
-            "warnings": warnings,
+            "warnings": ctx.settings_warnings().into_iter().chain(warnings).collect::<Vec<_>>(),
         });
         print_json(&doc).or_failed()?;
         return Ok(Exit::Ok);

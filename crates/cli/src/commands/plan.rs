@@ -4,14 +4,17 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use musepi_compaction::{Preparation, PrunePlan, RequestOptions, SummaryPlan};
-use musepi_session_model::Session;
 
 use crate::cli::PlanArgs;
 use crate::commands::context::resolve_leaf;
 use crate::commands::files::{Input, keep_until_exit, load_or_fail};
+use crate::commands::strategy::pick_with_default;
 use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
 use crate::output::{Color, aligned, escape_controls, escaped_text, print_json, print_text};
-use crate::report::plan::{Planned, document, estimated_after, nothing_json, nothing_text, tokens};
+use crate::report::plan::{
+    Planned, after_strategy, document, nothing_json, nothing_text, planned_requests, tokens,
+};
+use musepi_hooks::Strategy;
 
 /// Runs the command.
 pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
@@ -19,7 +22,19 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
     let loaded = load_or_fail(&input, ctx)?;
     let leaf = resolve_leaf(&loaded.session, args.leaf.as_deref())?;
     let file_settings = crate::commands::runtime::settings(ctx);
-    let m = crate::commands::runtime::maintenance(&file_settings, &args.budget);
+    let mut m = crate::commands::runtime::maintenance(&file_settings, &args.budget);
+    m.compaction.short_summary &= !args.how.no_short_summary;
+    // The strategy `compact` with the same flags runs.
+    let strategy = pick_with_default(
+        args.how.strategy.as_deref(),
+        args.how
+            .default_strategy
+            .as_deref()
+            .map(|d| (d, ctx.settings.strategy_named)),
+        &m,
+        false,
+        None,
+    )?;
     let (settings, window) = (m.compaction.clone(), m.context_window);
     // What `compact` prunes first, or nothing with --no-prune, as there.
     let prune = (!args.no_prune).then(|| m.prune());
@@ -38,7 +53,10 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
         Ok(p) => p,
         Err(reason) => {
             if ctx.json() {
-                print_json(&nothing_json(session, &planned, &reason)).or_failed()?;
+                let mut doc = nothing_json(session, &planned, &reason);
+                doc["strategy"] = strategy.name().into();
+                doc["warnings"] = ctx.settings_warnings().into();
+                print_json(&doc).or_failed()?;
             } else {
                 print_text(&format!("{}\n", nothing_text(&reason))).or_failed()?;
             }
@@ -47,7 +65,16 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
         }
     };
     if ctx.json() {
-        let doc = document(session, leaf, &planned, &prep, &settings, args.show_prompts);
+        let mut doc = document(
+            session,
+            leaf,
+            &planned,
+            &prep,
+            &settings,
+            args.show_prompts,
+            &strategy,
+        );
+        doc["warnings"] = ctx.settings_warnings().into();
         print_json(&doc).or_failed()?;
         drop((doc, prep));
         keep_until_exit(planned);
@@ -55,11 +82,11 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
     }
     let plan = SummaryPlan::new(&prep, &settings, &RequestOptions::default());
     print_text(&render(
-        session,
         &prep,
         &plan,
         &planned,
-        estimated_after(&prep, &settings),
+        &strategy,
+        after_strategy(&prep, &settings, &strategy),
         args.show_prompts,
         ctx,
     ))
@@ -84,16 +111,26 @@ pub(crate) fn prune_text(plan: &PrunePlan, verb: &str) -> String {
 }
 
 fn render(
-    session: &Session,
     prep: &Preparation<'_>,
     plan: &SummaryPlan,
     planned: &Planned,
-    estimated_after: u64,
+    strategy: &Strategy,
+    (estimated_after, counted): (u64, &str),
     show_prompts: bool,
     ctx: &Ctx,
 ) -> String {
     let st = ctx.style;
+    let session = planned.pruned.as_ref();
     let mut rows = vec![
+        (
+            "strategy".to_owned(),
+            match strategy {
+                Strategy::Snapcompact(_) => "snapcompact (the archive: no model)",
+                Strategy::Llm => "llm (a summary by the model)",
+                Strategy::Remote => "remote (the provider's compaction, else a summary)",
+            }
+            .to_owned(),
+        ),
         (
             "first kept entry".to_owned(),
             escape_controls(prep.first_kept_entry_id.as_str()).into_owned(),
@@ -130,7 +167,7 @@ fn render(
         ),
         (
             "estimated after".to_owned(),
-            format!("{estimated_after} (kept messages + the summary's output limit)"),
+            format!("{estimated_after} ({counted})"),
         ),
         ("threshold".to_owned(), planned.threshold_text()),
         (
@@ -179,18 +216,21 @@ fn render(
             prune_text(&planned.step.plan, "would save"),
         ),
     ];
-    let requests: Vec<&str> = plan
-        .requests()
-        .map(|r| r.purpose.name())
-        .chain(["shortSummary"])
-        .collect();
-    rows.push(("requests".to_owned(), requests.join(", ")));
+    let requests = planned_requests(plan, strategy);
+    let names: Vec<&str> = requests.iter().map(|r| r.purpose.name()).collect();
+    rows.push((
+        "requests".to_owned(),
+        if names.is_empty() {
+            "none (the archive needs no model)".to_owned()
+        } else {
+            names.join(", ")
+        },
+    ));
     let mut out = aligned(&rows);
     if show_prompts {
         // A prompt quotes the session: its line breaks are kept, its other
         // control characters escaped (`--json` carries it exactly).
-        let short = plan.short_request(&plan.merge(Some("{history summary}"), None));
-        for r in plan.requests().chain(std::iter::once(&short)) {
+        for r in &requests {
             let _ = write!(
                 out,
                 "\n{}\n{}\n\n{}\n",

@@ -17,21 +17,51 @@ pub(crate) fn pick(
     instructions: bool,
     model: Option<&str>,
 ) -> Result<Strategy, Failure> {
+    pick_with_default(flag, None, settings, instructions, model)
+}
+
+/// [`pick`], with `default` (`--default-strategy`) used when neither
+/// `--strategy` nor a settings file names one (`settings.strategy` then
+/// holds the built-in default): what an agent embedding musepi prefers,
+/// which the user's own `compaction.strategy` still wins over.
+pub(crate) fn pick_with_default(
+    flag: Option<&str>,
+    default: Option<(&str, bool)>,
+    settings: &MaintenanceSettings,
+    instructions: bool,
+    model: Option<&str>,
+) -> Result<Strategy, Failure> {
     let snapcompact = || snap_strategy(settings, snap_target(settings, model, None));
-    Ok(match flag {
-        Some("snapcompact") => snapcompact(),
-        Some("llm" | "context-full") => Strategy::Llm,
-        Some("remote") => Strategy::Remote,
-        Some(other) => {
-            return Err(Failure::usage(anyhow::anyhow!(
-                "--strategy {other}: expected snapcompact, llm or remote"
-            )));
-        }
-        None => match settings.strategy {
-            MaintenanceStrategy::ContextFull => Strategy::Llm,
-            _ if instructions => Strategy::Llm,
-            _ => snapcompact(),
-        },
+    let named = |name: &str, flag: &str| -> Result<Strategy, Failure> {
+        Ok(match name {
+            "snapcompact" => snapcompact(),
+            "llm" | "context-full" => Strategy::Llm,
+            "remote" => Strategy::Remote,
+            other => {
+                return Err(Failure::usage(anyhow::anyhow!(
+                    "{flag} {other}: expected snapcompact, llm or remote"
+                )));
+            }
+        })
+    };
+    if let Some(name) = flag {
+        return named(name, "--strategy");
+    }
+    if let Some((name, false)) = default {
+        // Checked before instructions: they ask for a summary the model
+        // writes, which the default may already be.
+        let chosen = named(name, "--default-strategy")?;
+        return Ok(if instructions { Strategy::Llm } else { chosen });
+    }
+    if let Some((name, true)) = default {
+        // The settings named one; the flag's value must still be valid.
+        named(name, "--default-strategy")?;
+    }
+    Ok(match settings.strategy {
+        MaintenanceStrategy::ContextFull => Strategy::Llm,
+        MaintenanceStrategy::Remote => Strategy::Remote,
+        _ if instructions => Strategy::Llm,
+        _ => snapcompact(),
     })
 }
 

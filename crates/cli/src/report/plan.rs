@@ -10,7 +10,9 @@ use musepi_compaction::{
 use musepi_context_builder::{
     ContextEstimate, ContextMessage, SummaryRequest, resolve_threshold_tokens,
 };
+use musepi_hooks::{Strategy, compact_preparation};
 use musepi_session_model::Session;
+use musepi_session_model::json::utf16_len;
 use serde_json::{Value, json};
 
 pub(crate) fn ids(session: &Session, messages: &[ContextMessage<'_>]) -> Vec<String> {
@@ -126,45 +128,74 @@ impl<'s> Planned<'s> {
     }
 }
 
-/// `musepi plan --json` at `leaf`, as `musepi serve`'s `plan` answers.
-pub(crate) fn plan_json(
-    session: &Session,
-    leaf: Option<usize>,
-    settings: &CompactionSettings,
-    prune: &PruneConfig,
-    window: u64,
-    show_prompts: bool,
-    now: i64,
-) -> Value {
-    let planned = Planned::new(
-        Cow::Borrowed(session),
-        leaf,
-        settings,
-        Some(prune),
-        window,
-        now,
-    );
-    planned_json(&planned, leaf, settings, show_prompts)
-}
-
 /// The `--json` document of a plan decided already.
 pub(crate) fn planned_json(
     planned: &Planned<'_>,
     leaf: Option<usize>,
     settings: &CompactionSettings,
     show_prompts: bool,
+    strategy: &Strategy,
 ) -> Value {
     // Pruning changes no id: the pruned session names every entry.
     let session = planned.pruned.as_ref();
     match planned.step.prepare(session, leaf) {
-        Ok(prep) => document(session, leaf, planned, &prep, settings, show_prompts),
-        Err(reason) => nothing_json(session, planned, &reason),
+        Ok(prep) => document(
+            session,
+            leaf,
+            planned,
+            &prep,
+            settings,
+            show_prompts,
+            strategy,
+        ),
+        Err(reason) => {
+            let mut doc = nothing_json(session, planned, &reason);
+            doc["strategy"] = strategy.name().into();
+            doc
+        }
     }
 }
 
 /// The kept messages plus the summary's output limit.
 pub(crate) fn estimated_after(prep: &Preparation<'_>, settings: &CompactionSettings) -> u64 {
     tokens(&prep.recent_messages) + u64::from(history_max_tokens(settings))
+}
+
+/// What the compaction `strategy` runs would leave, and how it is
+/// counted: the kept messages plus the snapcompact archive itself (made
+/// here: it needs no model), or plus an LLM summary's output limit.
+pub(crate) fn after_strategy(
+    prep: &Preparation<'_>,
+    settings: &CompactionSettings,
+    strategy: &Strategy,
+) -> (u64, &'static str) {
+    if let Strategy::Snapcompact(snap) = strategy
+        && let Ok(made) = compact_preparation(prep, &snap.target, &snap.settings)
+    {
+        let archive = (utf16_len(&made.summary) as u64).div_ceil(4);
+        return (
+            tokens(&prep.recent_messages) + archive,
+            "kept messages + the archive",
+        );
+    }
+    (
+        estimated_after(prep, settings),
+        "kept messages + the summary's output limit",
+    )
+}
+
+/// The requests `strategy` sends for `plan`: none for the archive; the
+/// history, the turn prefix of a split turn and, unless it is off, the
+/// short summary for an LLM summary.
+pub(crate) fn planned_requests(plan: &SummaryPlan, strategy: &Strategy) -> Vec<SummaryRequest> {
+    if matches!(strategy, Strategy::Snapcompact(_)) {
+        return Vec::new();
+    }
+    let mut requests: Vec<SummaryRequest> = plan.requests().cloned().collect();
+    if plan.short_summary {
+        requests.push(plan.short_request(&plan.merge(Some("{history summary}"), None)));
+    }
+    requests
 }
 
 /// `nothing to compact` and why, for people: one sentence whatever the
@@ -211,8 +242,10 @@ pub(crate) fn document(
     prep: &Preparation<'_>,
     settings: &CompactionSettings,
     show_prompts: bool,
+    strategy: &Strategy,
 ) -> Value {
     let lists = prep.file_ops.lists();
+    let (after, _) = after_strategy(prep, settings, strategy);
     let mut doc = json!({
         "nothingToCompact": false,
         "leafId": leaf.map(|i| session.entries()[i].id.to_string()),
@@ -221,7 +254,8 @@ pub(crate) fn document(
         "turnStartEntryId": prep.turn_start_entry().map(|i| session.entries()[i].id.to_string()),
         "tokensBefore": prep.tokens_before,
         "contextTokensBefore": planned.step.context_tokens,
-        "estimatedTokensAfter": estimated_after(prep, settings),
+        "estimatedTokensAfter": after,
+        "strategy": strategy.name(),
         "keepRecentTokens": prep.keep_recent_tokens,
         "messagesToSummarize": ids(session, &prep.messages_to_summarize),
         "turnPrefixMessages": ids(session, &prep.turn_prefix_messages),
@@ -233,11 +267,10 @@ pub(crate) fn document(
     });
     if show_prompts {
         let plan = SummaryPlan::new(prep, settings, &RequestOptions::default());
-        let mut requests: Vec<Value> = plan.requests().map(request_json).collect();
-        requests.push(request_json(
-            &plan.short_request(&plan.merge(Some("{history summary}"), None)),
-        ));
-        doc["requests"] = Value::Array(requests);
+        doc["requests"] = planned_requests(&plan, strategy)
+            .iter()
+            .map(request_json)
+            .collect();
     }
     doc
 }

@@ -127,6 +127,10 @@ pub struct LoadedSettings {
     pub files: Vec<PathBuf>,
     /// The project file's keys that were ignored because it is not trusted.
     pub untrusted: Option<Untrusted>,
+    /// Whether a file names `compaction.strategy` (with a value it
+    /// accepts): a caller with a default of its own (the pi extension's
+    /// LLM summary through pi's model) keeps to what the user chose.
+    pub strategy_named: bool,
 }
 
 /// Reads and merges the settings files. Missing implicit files are skipped;
@@ -243,6 +247,10 @@ pub fn merge_layers(layers: Vec<(PathBuf, Value)>) -> LoadedSettings {
         drop_invalid(&mut map, &mut Vec::new(), &file, &mut warnings);
         deep_merge(&mut merged, map);
     }
+    let strategy_named = merged
+        .get("compaction")
+        .and_then(|c| c.get("strategy"))
+        .is_some_and(|s| !s.is_null());
     let settings = serde_json::from_value(Value::Object(merged)).unwrap_or_else(|e| {
         // Every value was checked on its own; a failure here means two
         // valid values conflict, which the typed settings cannot express.
@@ -258,6 +266,7 @@ pub fn merge_layers(layers: Vec<(PathBuf, Value)>) -> LoadedSettings {
         warnings,
         files,
         untrusted: None,
+        strategy_named,
     }
 }
 

@@ -119,7 +119,8 @@ fn known_budget(units: &HistoryUnits, window: Option<u64>) -> Option<u64> {
 }
 
 /// The requests a summary plan sends when none is rejected: the history
-/// (one, or one per window), the turn prefix, the short summary.
+/// (one, or one per window), the turn prefix, the short summary when the
+/// plan asks for one.
 fn expected_requests(plan: &SummaryPlan, window: Option<u64>) -> usize {
     let units = &plan.history_units;
     let history = match (&plan.history, known_budget(units, window)) {
@@ -130,7 +131,7 @@ fn expected_requests(plan: &SummaryPlan, window: Option<u64>) -> usize {
             units.window_count(0, budget.max(min))
         }
     };
-    history + usize::from(plan.turn_prefix.is_some()) + 1
+    history + usize::from(plan.turn_prefix.is_some()) + usize::from(plan.short_summary)
 }
 
 fn overflow_window(error: &SummarizeError) -> Option<u64> {
@@ -225,15 +226,19 @@ async fn summarize(
         history.as_ref().map(|h| h.text.as_str()),
         prefix.as_ref().map(|p| p.text.as_str()),
     );
-    let short_request = plan.short_request(&merged);
-    requests.push(RequestPurpose::ShortSummary);
-    let short = match call(summarizer, &short_request, cancel).await {
-        Ok(r) => Some(r),
-        Err(CompactError::Aborted) => return Err(CompactError::Aborted),
-        Err(e) => {
-            warnings.push(e.to_string());
-            None
+    let short = if plan.short_summary {
+        let short_request = plan.short_request(&merged);
+        requests.push(RequestPurpose::ShortSummary);
+        match call(summarizer, &short_request, cancel).await {
+            Ok(r) => Some(r),
+            Err(CompactError::Aborted) => return Err(CompactError::Aborted),
+            Err(e) => {
+                warnings.push(e.to_string());
+                None
+            }
         }
+    } else {
+        None
     };
     let answers = [
         (RequestPurpose::History, &history),

@@ -96,6 +96,11 @@ impl Maintenance {
         self
     }
 
+    /// Who reads a snapcompact archive ([`Maintenance::with_reader`]).
+    pub fn reader(&self) -> &SnapTarget {
+        &self.reader
+    }
+
     /// The live agent's system prompt, sent with handoff requests.
     #[must_use]
     pub fn with_system_prompt(mut self, prompt: impl Into<String>) -> Self {

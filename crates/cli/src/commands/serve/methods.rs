@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use musepi_compaction::{PruneFirst, prune_first_measured};
-use musepi_hooks::{Hooks, NavigateError, RemoteCompactor, SnapTarget, Summarizer};
+use musepi_hooks::{Hooks, NavigateError, RemoteCompactor, SnapTarget, Strategy, Summarizer};
 use musepi_runtime::{
-    AbortHandle, EventSink, Maintenance, MaintenanceError, PromotionTarget, TreeRequest,
+    AbortHandle, EventSink, Maintenance, MaintenanceError, MaintenanceStrategy, PromotionTarget,
+    TreeRequest,
 };
 use musepi_session_model::time::format_iso;
 use musepi_session_model::{
@@ -16,10 +17,11 @@ use musepi_session_model::{
 use serde_json::{Value, json};
 
 use super::views::entry_body;
+use crate::commands::runtime::snap_strategy;
 use crate::ctx::Ctx;
 use crate::output::note;
 use crate::report::context::{Known, View, context_json};
-use crate::report::plan::{Planned, plan_json, planned_json};
+use crate::report::plan::{Planned, planned_json};
 use crate::report::runtime::{decision_json, tree_json};
 use crate::settings::{Settings, merge_layers};
 
@@ -465,6 +467,7 @@ impl Server {
             u64_param(params, "contextWindow")?,
         );
         let now = (self.clock())();
+        let warnings = self.ctx.settings_warnings();
         let runtime = self.runtime()?;
         let s = runtime.settings();
         let mut compaction = s.compaction.clone();
@@ -472,6 +475,19 @@ impl Server {
         compaction.reserve_tokens = reserve.unwrap_or(compaction.reserve_tokens);
         let window = window.unwrap_or(s.context_window);
         let prune = s.prune();
+        // The strategy the runtime's compaction runs, as `musepi plan`
+        // shows the one `musepi compact` runs.
+        let strategy = match s.strategy {
+            MaintenanceStrategy::Snapcompact | MaintenanceStrategy::Off => {
+                snap_strategy(s, runtime.reader().clone())
+            }
+            MaintenanceStrategy::Remote => Strategy::Remote,
+            _ => Strategy::Llm,
+        };
+        let with_warnings = |mut doc: Value| {
+            doc["warnings"] = json!(warnings);
+            doc
+        };
         if leaf == runtime.journal().session().leaf_index() {
             // At the runtime's leaf: the sizes from its account, and the
             // pruned results staged in its journal for the preparation,
@@ -484,31 +500,40 @@ impl Server {
             let answer = |step: &PruneFirst, pruned: Cow<'_, Session>| {
                 let planned =
                     Planned::decided(Cow::Borrowed(step), pruned, measured, &compaction, window);
-                planned_json(&planned, leaf, &compaction, show_prompts)
+                planned_json(&planned, leaf, &compaction, show_prompts, &strategy)
             };
             if !step.changes.is_empty()
                 && let Some(doc) = runtime.with_staged(step.changes.clone(), |pruned| {
                     answer(&step, Cow::Borrowed(pruned))
                 })
             {
-                return Ok(doc);
+                return Ok(with_warnings(doc));
             }
             // Nothing to prune (the session itself), or the journal cannot
             // stage the changes (its file ends with a torn line, or has a
             // problem a rewrite would get wrong): the step decided above,
             // applied to a copy; pruning is not decided again.
             let session = runtime.journal().session();
-            return Ok(answer(&step, step.pruned(Cow::Borrowed(session))));
+            return Ok(with_warnings(answer(
+                &step,
+                step.pruned(Cow::Borrowed(session)),
+            )));
         }
         let session = runtime.journal().session();
-        Ok(plan_json(
-            session,
+        let planned = Planned::new(
+            Cow::Borrowed(session),
             leaf,
             &compaction,
-            &prune,
+            Some(&prune),
             window,
-            show_prompts,
             now,
-        ))
+        );
+        Ok(with_warnings(planned_json(
+            &planned,
+            leaf,
+            &compaction,
+            show_prompts,
+            &strategy,
+        )))
     }
 }
