@@ -471,6 +471,10 @@ pub struct BranchArgs {
     /// is configured, else `snapcompact`.
     #[arg(long, value_name = "llm|snapcompact")]
     pub strategy: Option<String>,
+    /// The strategy of a summary when neither `--strategy` nor the settings' `compaction.strategy`
+    /// names one (an agent's own default; `snapcompact` there means the digest).
+    #[arg(long, value_name = "llm|snapcompact")]
+    pub default_strategy: Option<String>,
     /// The summarizing provider and model.
     #[command(flatten)]
     pub llm: ProviderArgs,

@@ -3,12 +3,16 @@
  * and `/musepi` shows musepi's plan for the session.
  *
  * - `session_before_compact`: musepi compacts pi's branch with pi's budgets
- *   (so the cut is the one pi prepared) and the strategy and provider of
- *   musepi's settings (snapcompact, with no model and no key, by default);
- *   pi writes the entry it gets back, so pi stays the one writer.
+ *   (so the cut is the one pi prepared); the summary is written by the
+ *   model pi is using, lent to musepi through a loopback bridge, unless
+ *   musepi's settings choose a strategy (`snapcompact`: the archive, no
+ *   model); when the model fails, musepi writes the archive. pi writes the
+ *   entry it gets back, so pi stays the one writer.
  * - `session_before_tree`: when the user asks for a summary of the branch
- *   being left, musepi writes it (the model-free digest by default, an LLM
- *   summary when musepi's settings select a provider).
+ *   being left, musepi writes it with pi's model (the model-free digest
+ *   when musepi's settings choose snapcompact, or pi has no model).
+ * - `session_start`: a notice when musepi is missing or does not fit the
+ *   extension's version.
  * - `/musepi`: `musepi plan` of the current session: what a compaction
  *   would summarize, keep and prune.
  *
@@ -17,6 +21,7 @@
  * nothing, so pi does its own compaction or summary: nothing is lost.
  */
 
+import { completeSimple } from "@mariozechner/pi-ai";
 import type {
 	CompactionResult,
 	ExtensionAPI,
@@ -28,8 +33,10 @@ import {
 	type BranchSummary,
 	branchSummaryWithMusepi,
 	type Config,
+	checkMusepi,
 	compactWithMusepi,
 	configFrom,
+	type LentModel,
 	type Line,
 	MusepiFailure,
 	piBudgets,
@@ -55,6 +62,99 @@ export function tell(ctx: ExtensionContext, text: string, level: "info" | "warni
 	}
 }
 
+/** Warnings already told in this pi process: each problem is told once. */
+const told = new Set<string>();
+
+/** Tells each of musepi's `warnings` once per pi process. */
+export function tellOnce(ctx: ExtensionContext, warnings: readonly string[]): void {
+	for (const w of warnings) {
+		if (told.has(w)) continue;
+		told.add(w);
+		tell(ctx, `musepi: ${w}`, "warning");
+	}
+}
+
+/** What the extension asks of pi besides the event: its model and the size of what every request carries. */
+export interface Host {
+	/** pi's model, lent to musepi for a run; `undefined` without a model or its key. */
+	lendModel(ctx: ExtensionContext): Promise<LentModel | undefined>;
+	/** The system prompt and the active tools' definitions, in tokens at 4 characters a token. */
+	overheadTokens(ctx: ExtensionContext): number | undefined;
+}
+
+/** The estimate of `text`: 4 UTF-16 units a token, rounded up, as pi and musepi estimate. */
+export function estimateTextTokens(text: string): number {
+	return Math.ceil(text.length / 4);
+}
+
+/** The host of a running pi: its model through `completeSimple`, with the session's thinking level. */
+export function piHost(pi: ExtensionAPI): Host {
+	return {
+		async lendModel(ctx) {
+			const model = ctx.model;
+			if (!model) return undefined;
+			const auth = await ctx.modelRegistry.getApiKeyAndHeaders(model);
+			if (!auth.ok) {
+				tellOnce(ctx, [`pi's model ${model.provider}/${model.id} has no key (${auth.error}); musepi writes its archive instead`]);
+				return undefined;
+			}
+			const thinking = pi.getThinkingLevel();
+			return {
+				id: model.id,
+				async complete(request, signal) {
+					const answer = await completeSimple(
+						model,
+						{
+							systemPrompt: request.systemPrompt,
+							messages: request.prompts.map((text) => ({
+								role: "user" as const,
+								content: [{ type: "text" as const, text }],
+								timestamp: Date.now(),
+							})),
+						},
+						{
+							apiKey: auth.apiKey,
+							headers: auth.headers,
+							signal,
+							maxTokens: request.maxTokens,
+							// As pi's own compaction: the session's thinking level, for a model that reasons.
+							...(model.reasoning && thinking !== "off" ? { reasoning: thinking } : {}),
+						},
+					);
+					return {
+						text: answer.content
+							.filter((c): c is { type: "text"; text: string } => c.type === "text")
+							.map((c) => c.text)
+							.join(""),
+						stopReason: answer.stopReason,
+						errorMessage: answer.errorMessage,
+						usage: answer.usage,
+					};
+				},
+			};
+		},
+		overheadTokens(ctx) {
+			try {
+				const active = new Set(pi.getActiveTools());
+				const tools = pi
+					.getAllTools()
+					.filter((t) => active.has(t.name))
+					.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
+				return estimateTextTokens(ctx.getSystemPrompt()) + estimateTextTokens(JSON.stringify(tools));
+			} catch {
+				// musepi measures it from the session's usage instead.
+				return undefined;
+			}
+		},
+	};
+}
+
+/** A host that lends nothing: musepi's own settings decide, and musepi measures the overhead. */
+export const NO_HOST: Host = {
+	lendModel: async () => undefined,
+	overheadTokens: () => undefined,
+};
+
 /** The session header pi holds (a v3 header when pi has none in memory). */
 function headerOf(ctx: ExtensionContext): Line {
 	const header = ctx.sessionManager.getHeader();
@@ -77,6 +177,7 @@ export async function onBeforeCompact(
 	event: SessionBeforeCompactEvent,
 	ctx: ExtensionContext,
 	config: Config,
+	host: Host = NO_HOST,
 ): Promise<CompactAnswer | undefined> {
 	try {
 		const made = await compactWithMusepi(
@@ -90,6 +191,10 @@ export async function onBeforeCompact(
 				},
 				customInstructions: event.customInstructions,
 				cwd: ctx.cwd,
+				model: await host.lendModel(ctx),
+				contextWindow: ctx.model?.contextWindow,
+				overheadTokens: host.overheadTokens(ctx),
+				tokensBefore: event.preparation.tokensBefore,
 			},
 			event.signal,
 		);
@@ -97,7 +202,7 @@ export async function onBeforeCompact(
 			tell(ctx, "musepi: nothing to compact by musepi's cut; pi compacts the session itself", "warning");
 			return undefined;
 		}
-		for (const w of made.warnings) tell(ctx, `musepi: ${w}`, "warning");
+		tellOnce(ctx, made.warnings);
 		return { compaction: made.compaction };
 	} catch (e) {
 		// pi's own abort: pi cancels the compaction itself.
@@ -112,6 +217,7 @@ export async function onBeforeTree(
 	event: SessionBeforeTreeEvent,
 	ctx: ExtensionContext,
 	config: Config,
+	host: Host = NO_HOST,
 ): Promise<TreeAnswer | undefined> {
 	const p = event.preparation;
 	if (!p.userWantsSummary || p.entriesToSummarize.length === 0 || p.oldLeafId === null) return undefined;
@@ -127,6 +233,7 @@ export async function onBeforeTree(
 				replaceInstructions: p.replaceInstructions,
 				contextWindow: ctx.model?.contextWindow,
 				cwd: ctx.cwd,
+				model: await host.lendModel(ctx),
 			},
 			event.signal,
 		);
@@ -134,7 +241,7 @@ export async function onBeforeTree(
 			tell(ctx, "musepi: no branch summary; pi summarizes the branch itself", "warning");
 			return undefined;
 		}
-		for (const w of made.warnings) tell(ctx, `musepi: ${w}`, "warning");
+		tellOnce(ctx, made.warnings);
 		return { summary: made.summary };
 	} catch (e) {
 		if (e instanceof MusepiFailure && e.kind === "aborted") return undefined;
@@ -144,7 +251,7 @@ export async function onBeforeTree(
 }
 
 /** `/musepi`: the plan of the current branch. */
-export async function showPlan(ctx: ExtensionContext, config: Config): Promise<void> {
+export async function showPlan(ctx: ExtensionContext, config: Config, host: Host = NO_HOST): Promise<void> {
 	const branch = ctx.sessionManager.getBranch() as unknown as Line[];
 	if (branch.length === 0) {
 		tell(ctx, "musepi: the session is empty; there is nothing to plan", "info");
@@ -157,6 +264,8 @@ export async function showPlan(ctx: ExtensionContext, config: Config): Promise<v
 			budgets: await piBudgets(ctx.cwd, process.env),
 			contextWindow: ctx.model?.contextWindow,
 			cwd: ctx.cwd,
+			withModel: ctx.model !== undefined,
+			overheadTokens: host.overheadTokens(ctx),
 		});
 		if (ctx.hasUI) {
 			ctx.ui.notify(`musepi plan\n${text}`, "info");
@@ -168,13 +277,21 @@ export async function showPlan(ctx: ExtensionContext, config: Config): Promise<v
 	}
 }
 
+/** At the start of a session: whether musepi can run and fits this extension, with a notice when not. */
+export async function onSessionStart(ctx: ExtensionContext, config: Config): Promise<void> {
+	const problem = await checkMusepi(config, ctx.cwd);
+	if (problem) tellOnce(ctx, [problem]);
+}
+
 /** The extension: pi calls this once per session runtime. */
 export default function musepi(pi: ExtensionAPI): void {
 	const config = () => configFrom(process.env);
-	pi.on("session_before_compact", (event, ctx) => onBeforeCompact(event, ctx, config()));
-	pi.on("session_before_tree", (event, ctx) => onBeforeTree(event, ctx, config()));
+	const host = piHost(pi);
+	pi.on("session_start", (_event, ctx) => onSessionStart(ctx, config()));
+	pi.on("session_before_compact", (event, ctx) => onBeforeCompact(event, ctx, config(), host));
+	pi.on("session_before_tree", (event, ctx) => onBeforeTree(event, ctx, config(), host));
 	pi.registerCommand("musepi", {
 		description: "Show musepi's compaction plan for this session (what would be summarized, kept, pruned)",
-		handler: async (_args, ctx) => showPlan(ctx, config()),
+		handler: async (_args, ctx) => showPlan(ctx, config(), host),
 	});
 }

@@ -17,6 +17,8 @@ import { mkdtemp, readFile, rm, utimes, writeFile } from "node:fs/promises";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 
+import { type Complete, startBridge } from "./bridge.js";
+
 /** One JSON object of a session file (the header or an entry). */
 export type Line = { type: string; id?: string; [key: string]: unknown };
 
@@ -24,19 +26,36 @@ export type Line = { type: string; id?: string; [key: string]: unknown };
 export interface Config {
 	/** The binary: `MUSEPI_BIN`, else `musepi` from the PATH. */
 	bin: string;
-	/** The most one musepi run may take, in milliseconds (`MUSEPI_TIMEOUT`, seconds; default 600). */
+	/**
+	 * The most one musepi run may take of its own work, in milliseconds:
+	 * time spent waiting for pi's model (through the bridge) does not count
+	 * (`MUSEPI_TIMEOUT`, seconds; default {@link DEFAULT_WORK_MS}).
+	 */
 	timeoutMs: number;
+	/**
+	 * The most one call to pi's model may take, in milliseconds
+	 * (`MUSEPI_MODEL_TIMEOUT`, seconds; default {@link DEFAULT_MODEL_MS}).
+	 */
+	modelTimeoutMs?: number;
 }
 
-/** The default timeout: an LLM summary of a long history can take minutes. */
-export const DEFAULT_TIMEOUT_MS = 600_000;
+/** musepi's own work (reading the session, cutting, the archive) takes a second or two. */
+export const DEFAULT_WORK_MS = 30_000;
+/** A model call gets what musepi's own providers get: 120 s. */
+export const DEFAULT_MODEL_MS = 120_000;
+/** @deprecated the name of {@link DEFAULT_WORK_MS} before model calls had their own deadline. */
+export const DEFAULT_TIMEOUT_MS = DEFAULT_WORK_MS;
 
 /** The configuration from the environment. */
 export function configFrom(env: NodeJS.ProcessEnv): Config {
-	const seconds = Number(env.MUSEPI_TIMEOUT);
+	const seconds = (name: string, fallback: number) => {
+		const s = Number(env[name]);
+		return Number.isFinite(s) && s > 0 ? s * 1000 : fallback;
+	};
 	return {
 		bin: env.MUSEPI_BIN?.trim() || "musepi",
-		timeoutMs: Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : DEFAULT_TIMEOUT_MS,
+		timeoutMs: seconds("MUSEPI_TIMEOUT", DEFAULT_WORK_MS),
+		modelTimeoutMs: seconds("MUSEPI_MODEL_TIMEOUT", DEFAULT_MODEL_MS),
 	};
 }
 
@@ -62,13 +81,29 @@ export interface Run {
 /** Standard output is read up to this many bytes (a text archive is about 40 kB). */
 const MAX_STDOUT = 64 * 1024 * 1024;
 
+/** What a run needs besides its arguments. */
+export interface RunOptions {
+	/** pi's abort. */
+	signal?: AbortSignal;
+	/** Variables added to musepi's environment. */
+	env?: Record<string, string>;
+	/**
+	 * The bridge to pi's model, if the run has one: while a model call is
+	 * running, the clock of musepi's own work stands still (the call has a
+	 * deadline of its own).
+	 */
+	bridge?: { onBusy: (listener: (busy: boolean) => void) => void };
+}
+
 /**
  * Runs musepi with `args` in `cwd` (so its settings are the ones of pi's
  * working directory) and resolves with what it printed, whatever its exit
  * code. Rejects with a {@link MusepiFailure} when it cannot start, runs out
- * of time, prints too much, or `signal` aborts it; the process is killed then.
+ * of time (`config.timeoutMs` of its own work, model calls left out),
+ * prints too much, or the signal aborts it; the process is killed then.
  */
-export function runMusepi(config: Config, args: string[], cwd: string, signal?: AbortSignal): Promise<Run> {
+export function runMusepi(config: Config, args: string[], cwd: string, options: RunOptions | AbortSignal = {}): Promise<Run> {
+	const { signal, env, bridge } = options instanceof AbortSignal ? { signal: options } : options;
 	return new Promise((resolve, reject) => {
 		if (signal?.aborted) {
 			reject(new MusepiFailure("aborted", "aborted"));
@@ -76,7 +111,12 @@ export function runMusepi(config: Config, args: string[], cwd: string, signal?: 
 		}
 		// A process group of its own, so a timeout or an abort stops musepi
 		// and whatever it started (hook programs) together.
-		const child = spawn(config.bin, args, { cwd, stdio: ["ignore", "pipe", "pipe"], detached: true });
+		const child = spawn(config.bin, args, {
+			cwd,
+			stdio: ["ignore", "pipe", "pipe"],
+			detached: true,
+			env: env ? { ...process.env, ...env } : process.env,
+		});
 		const out: Buffer[] = [];
 		const err: Buffer[] = [];
 		let outBytes = 0;
@@ -94,15 +134,37 @@ export function runMusepi(config: Config, args: string[], cwd: string, signal?: 
 			done();
 			reject(why);
 		};
+		// musepi's own work has `timeoutMs`; the clock stands still while
+		// pi's model answers one of its requests.
 		let timer: NodeJS.Timeout | undefined;
+		let finished = false;
+		let left = config.timeoutMs;
+		let since = Date.now();
+		const expire = () =>
+			stop(
+				new MusepiFailure(
+					`musepi gave no answer within ${Math.round(config.timeoutMs / 1000)} s of its own work`,
+					"timeout",
+				),
+			);
 		const done = () => {
+			finished = true;
 			clearTimeout(timer);
+			timer = undefined;
 			signal?.removeEventListener("abort", onAbort);
 		};
-		timer = setTimeout(
-			() => stop(new MusepiFailure(`musepi gave no answer within ${Math.round(config.timeoutMs / 1000)} s`, "timeout")),
-			config.timeoutMs,
-		);
+		timer = setTimeout(expire, left);
+		bridge?.onBusy((busy) => {
+			if (failure || finished) return;
+			if (busy && timer !== undefined) {
+				clearTimeout(timer);
+				timer = undefined;
+				left = Math.max(0, left - (Date.now() - since));
+			} else if (!busy && timer === undefined) {
+				since = Date.now();
+				timer = setTimeout(expire, left);
+			}
+		});
 		const onAbort = () => stop(new MusepiFailure("aborted", "aborted"));
 		signal?.addEventListener("abort", onAbort, { once: true });
 		child.stdout.on("data", (chunk: Buffer) => {
@@ -237,6 +299,14 @@ export interface Compaction {
 	details: Record<string, unknown>;
 }
 
+/** pi's model, lent to musepi for a run (see `bridge.ts`). */
+export interface LentModel {
+	/** The model's id, sent as `--model`. */
+	id: string;
+	/** Calls the model. */
+	complete: Complete;
+}
+
 /** What pi's `session_before_compact` hands over that musepi needs. */
 export interface CompactInput {
 	header: Line;
@@ -245,35 +315,99 @@ export interface CompactInput {
 	budgets: Budgets;
 	customInstructions?: string;
 	cwd: string;
+	/** pi's model: the summary goes through it unless musepi's settings choose another strategy. */
+	model?: LentModel;
+	/** The model's context window. */
+	contextWindow?: number;
+	/** What every request carries besides its messages (system prompt, tools), estimated as messages are. */
+	overheadTokens?: number;
+	/** pi's own `tokensBefore` for this compaction: what the entry stores, as pi would store it. */
+	tokensBefore?: number;
+}
+
+/**
+ * The arguments and environment that lend pi's model to a musepi run
+ * through a bridge, and the options of the run; the bridge is closed when
+ * `body` ends.
+ */
+async function withModel<T>(
+	config: Config,
+	model: LentModel | undefined,
+	signal: AbortSignal | undefined,
+	body: (args: string[], options: RunOptions) => Promise<T>,
+): Promise<T> {
+	if (!model) return body([], { signal });
+	const listeners: ((busy: boolean) => void)[] = [];
+	const modelMs = config.modelTimeoutMs ?? DEFAULT_MODEL_MS;
+	const bridge = await startBridge(
+		(request, callSignal) => model.complete(request, AbortSignal.any([callSignal, AbortSignal.timeout(modelMs)])),
+		{ onBusy: (busy) => listeners.forEach((l) => l(busy)) },
+	);
+	try {
+		const args = [
+			"--provider",
+			"openai-compatible",
+			"--base-url",
+			bridge.url,
+			"--model",
+			model.id,
+			// musepi waits as long as the call may take, and a little more.
+			"--deadline",
+			String(Math.ceil(modelMs / 1000) + 5),
+		];
+		return await body(args, {
+			signal,
+			env: { MUSEPI_API_KEY: bridge.token },
+			bridge: { onBusy: (l) => listeners.push(l) },
+		});
+	} finally {
+		await bridge.close();
+	}
+}
+
+/** The strings of a JSON document's `warnings`. */
+function warningsOf(doc: Record<string, unknown>): string[] {
+	return Array.isArray(doc.warnings) ? doc.warnings.filter((w): w is string => typeof w === "string") : [];
 }
 
 /**
  * The compaction musepi makes of pi's branch, with pi's budgets, so the cut
  * is the one pi prepared. Pruning is left out: pi appends the compaction
  * entry and rewrites nothing, so the kept messages stay as they are.
- * Strategy and provider are musepi's settings for `cwd` (snapcompact, with
- * no model, unless they say otherwise). `undefined` when musepi finds
- * nothing to compact.
+ * The summary is written by pi's model when `input.model` lends it,
+ * unless musepi's settings choose a strategy (`snapcompact`, `remote`);
+ * when the model's call fails, musepi writes its archive instead (with a
+ * warning). No more requests than pi's own compaction: no short summary.
+ * `undefined` when musepi finds nothing to compact.
  */
 export async function compactWithMusepi(
 	config: Config,
 	input: CompactInput,
 	signal?: AbortSignal,
-): Promise<{ compaction: Compaction; strategy: string; warnings: string[] } | undefined> {
-	const doc = await withSnapshot(input.header, input.branchEntries, async (file) => {
-		const args = [
-			"compact",
-			file,
-			"--json",
-			"--no-prune",
-			"--keep-recent",
-			String(input.budgets.keepRecentTokens),
-			"--reserve",
-			String(input.budgets.reserveTokens),
-		];
-		if (input.customInstructions?.trim()) args.push("--instructions", input.customInstructions);
-		return parseJson(await runMusepi(config, args, input.cwd, signal), "musepi compact");
-	});
+): Promise<{ compaction: Compaction; strategy: string; warnings: string[]; requests: number } | undefined> {
+	const doc = await withSnapshot(input.header, input.branchEntries, (file) =>
+		withModel(config, input.model, signal, async (modelArgs, options) => {
+			const args = [
+				"compact",
+				file,
+				"--json",
+				"--no-prune",
+				"--no-short-summary",
+				"--keep-recent",
+				String(input.budgets.keepRecentTokens),
+				"--reserve",
+				String(input.budgets.reserveTokens),
+			];
+			if (input.model) args.push("--default-strategy", "llm", "--archive-on-failure");
+			if (input.contextWindow && input.contextWindow > 0) args.push("--context-window", String(input.contextWindow));
+			if (input.overheadTokens !== undefined && input.overheadTokens >= 0) {
+				args.push("--overhead-tokens", String(Math.round(input.overheadTokens)));
+			}
+			if (input.customInstructions?.trim()) args.push("--instructions", input.customInstructions);
+			args.push(...modelArgs);
+			return parseJson(await runMusepi(config, args, input.cwd, options), "musepi compact");
+		}),
+	);
 	if (doc.compacted === false) return undefined;
 	const { summary, firstKeptEntryId, tokensBefore, details } = doc;
 	if (typeof summary !== "string" || summary.trim() === "") {
@@ -294,9 +428,16 @@ export async function compactWithMusepi(
 	if (typeof doc.tokensAfter === "number") musepi.tokensAfter = doc.tokensAfter;
 	const stored = typeof details === "object" && details !== null && !Array.isArray(details) ? details : {};
 	return {
-		compaction: { summary, firstKeptEntryId, tokensBefore, details: { ...stored, musepi } },
+		compaction: {
+			summary,
+			firstKeptEntryId,
+			// What pi stores for the same compaction (musepi computes the same figure).
+			tokensBefore: input.tokensBefore ?? tokensBefore,
+			details: { ...stored, musepi },
+		},
 		strategy,
-		warnings: Array.isArray(doc.warnings) ? doc.warnings.filter((w): w is string => typeof w === "string") : [],
+		warnings: warningsOf(doc),
+		requests: Array.isArray(doc.requests) ? doc.requests.length : 0,
 	};
 }
 
@@ -312,6 +453,8 @@ export interface BranchInput {
 	/** The model's context window, for the summary's budget. */
 	contextWindow?: number;
 	cwd: string;
+	/** pi's model: the summary goes through it unless musepi's settings choose the digest. */
+	model?: LentModel;
 }
 
 /** The branch summary pi stores (its `session_before_tree` answer). */
@@ -337,7 +480,10 @@ export async function branchSummaryWithMusepi(
 			args.push("--instructions", input.customInstructions);
 			if (!input.replaceInstructions) args.push("--append-instructions");
 		}
-		const doc = parseJson(await runMusepi(config, args, input.cwd, signal), "musepi branch");
+		if (input.model) args.push("--default-strategy", "llm");
+		const doc = await withModel(config, input.model, signal, async (modelArgs, options) =>
+			parseJson(await runMusepi(config, [...args, ...modelArgs], input.cwd, options), "musepi branch"),
+		);
 		if (doc.summaryEntryId === null || doc.summaryEntryId === undefined) return undefined;
 		// The entry musepi appended to the snapshot carries the details too.
 		const lines = (await readFile(file, "utf8")).split("\n").filter((l) => l.trim() !== "");
@@ -362,28 +508,41 @@ export async function branchSummaryWithMusepi(
 				? (entry.details as Record<string, unknown>)
 				: {};
 		const summary: BranchSummary = { summary: entry.summary, details: { ...stored, musepi: { strategy } } };
-		return {
-			summary,
-			strategy,
-			warnings: Array.isArray(doc.warnings) ? doc.warnings.filter((w): w is string => typeof w === "string") : [],
-		};
+		return { summary, strategy, warnings: warningsOf(doc) };
 	});
 }
 
 /** `musepi plan` of the branch, as text for people. */
 export async function planWithMusepi(
 	config: Config,
-	input: { header: Line; branchEntries: readonly Line[]; budgets: Budgets; contextWindow?: number; cwd: string },
+	input: {
+		header: Line;
+		branchEntries: readonly Line[];
+		budgets: Budgets;
+		contextWindow?: number;
+		cwd: string;
+		/** Whether pi's model would write the summary (the compaction's default). */
+		withModel?: boolean;
+		overheadTokens?: number;
+	},
 ): Promise<string> {
 	return withSnapshot(input.header, input.branchEntries, async (file) => {
+		// The compaction the extension would run: no pruning, no short
+		// summary, pi's model by default.
 		const args = [
 			"plan",
 			file,
+			"--no-prune",
+			"--no-short-summary",
 			"--keep-recent",
 			String(input.budgets.keepRecentTokens),
 			"--reserve",
 			String(input.budgets.reserveTokens),
 		];
+		if (input.withModel) args.push("--default-strategy", "llm");
+		if (input.overheadTokens !== undefined && input.overheadTokens >= 0) {
+			args.push("--overhead-tokens", String(Math.round(input.overheadTokens)));
+		}
 		if (input.contextWindow && input.contextWindow > 0) args.push("--context-window", String(input.contextWindow));
 		const run = await runMusepi(planConfig(config), args, input.cwd);
 		if (run.code !== 0) throw failureOf(run, "musepi plan");
@@ -424,4 +583,35 @@ function expandHome(path: string): string {
 	if (path === "~") return homedir();
 	if (path.startsWith("~/")) return join(homedir(), path.slice(2));
 	return path;
+}
+
+/** The version of this extension; musepi of the same major and minor version fits it. */
+export const EXTENSION_VERSION = "0.1.0";
+
+/** `major.minor` of a version string, or `undefined`. */
+function majorMinor(version: string): string | undefined {
+	return /^(\d+)\.(\d+)\.\d+/.exec(version)?.slice(1, 3).join(".");
+}
+
+/**
+ * Whether musepi can run here and fits this extension: `undefined` when it
+ * does, else the notice to show (pi then does the work itself whenever
+ * musepi cannot).
+ */
+export async function checkMusepi(config: Config, cwd: string): Promise<string | undefined> {
+	let run: Run;
+	try {
+		run = await runMusepi({ ...config, timeoutMs: Math.min(config.timeoutMs, 10_000) }, ["--version"], cwd);
+	} catch (e) {
+		const why = e instanceof Error ? e.message : String(e);
+		return `${why}; until it is, pi compacts and summarizes by itself`;
+	}
+	const version = /^musepi (\S+)/.exec(run.stdout.trim())?.[1];
+	if (run.code !== 0 || version === undefined) {
+		return `${config.bin} --version did not say which musepi it is (exit ${run.code}); is MUSEPI_BIN a musepi binary?`;
+	}
+	if (majorMinor(version) !== majorMinor(EXTENSION_VERSION)) {
+		return `musepi ${version} does not fit this extension (${EXTENSION_VERSION}): install the extension of the same release (\`musepi pi install\`) or a musepi ${majorMinor(EXTENSION_VERSION)}.x`;
+	}
+	return undefined;
 }

@@ -8,23 +8,30 @@
 import assert from "node:assert/strict";
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { after, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
 
 import type { ExtensionContext, SessionBeforeCompactEvent, SessionBeforeTreeEvent } from "@mariozechner/pi-coding-agent";
 
-import { onBeforeCompact, onBeforeTree, showPlan } from "../src/index.js";
+import { onBeforeCompact, onBeforeTree, onSessionStart, showPlan, tellOnce } from "../src/index.js";
 import {
 	branchSummaryWithMusepi,
+	checkMusepi,
 	type Config,
 	compactWithMusepi,
 	configFrom,
-	DEFAULT_TIMEOUT_MS,
+	DEFAULT_MODEL_MS,
+	DEFAULT_WORK_MS,
+	EXTENSION_VERSION,
 	type Line,
 	MusepiFailure,
 	piBudgets,
 	runMusepi,
 } from "../src/musepi.js";
+
+/** The repository: `MUSEPI_REPO` (the e2e runs a copy of the package), else the checkout the tests were built in. */
+const repo = process.env.MUSEPI_REPO || join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "..");
 
 const dir = mkdtempSync(join(tmpdir(), "musepi-pi-test-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -92,6 +99,7 @@ describe("compactWithMusepi", () => {
 		assert.deepEqual(args.slice(2), [
 			"--json",
 			"--no-prune",
+			"--no-short-summary",
 			"--keep-recent",
 			"123",
 			"--reserve",
@@ -248,11 +256,16 @@ function compactEvent(): SessionBeforeCompactEvent {
 }
 
 describe("the handlers", () => {
-	test("a compaction from musepi goes to pi", async () => {
+	test("a compaction from musepi goes to pi, each warning told once", async () => {
 		const { ctx, notices } = context(true);
 		const answer = await onBeforeCompact(compactEvent(), ctx, fake("handler-good", printing(good)));
 		assert.equal(answer?.compaction.summary, good.summary);
 		assert.deepEqual(notices, [["musepi: one warning", "warning"]]);
+		await onBeforeCompact(compactEvent(), ctx, fake("handler-good-again", printing(good)));
+		assert.equal(notices.length, 1, "the same problem again is not told again");
+		tellOnce(ctx, ["another warning", "another warning"]);
+		assert.deepEqual(notices[1], ["musepi: another warning", "warning"]);
+		assert.equal(notices.length, 2);
 	});
 
 	test("any failure leaves the compaction to pi, with one notice", async () => {
@@ -309,10 +322,36 @@ describe("the handlers", () => {
 });
 
 describe("configuration", () => {
-	test("MUSEPI_BIN and MUSEPI_TIMEOUT", () => {
-		assert.deepEqual(configFrom({}), { bin: "musepi", timeoutMs: DEFAULT_TIMEOUT_MS });
-		assert.deepEqual(configFrom({ MUSEPI_BIN: "/opt/musepi", MUSEPI_TIMEOUT: "2.5" }), { bin: "/opt/musepi", timeoutMs: 2500 });
-		assert.equal(configFrom({ MUSEPI_TIMEOUT: "soon" }).timeoutMs, DEFAULT_TIMEOUT_MS);
+	test("MUSEPI_BIN, MUSEPI_TIMEOUT and MUSEPI_MODEL_TIMEOUT", () => {
+		assert.deepEqual(configFrom({}), { bin: "musepi", timeoutMs: DEFAULT_WORK_MS, modelTimeoutMs: DEFAULT_MODEL_MS });
+		assert.equal(DEFAULT_WORK_MS, 30_000, "seconds for musepi's own work, not minutes");
+		assert.deepEqual(configFrom({ MUSEPI_BIN: "/opt/musepi", MUSEPI_TIMEOUT: "2.5", MUSEPI_MODEL_TIMEOUT: "60" }), {
+			bin: "/opt/musepi",
+			timeoutMs: 2500,
+			modelTimeoutMs: 60_000,
+		});
+		assert.equal(configFrom({ MUSEPI_TIMEOUT: "soon" }).timeoutMs, DEFAULT_WORK_MS);
+	});
+
+	test("the extension's version is the package's and the musepi crate's", () => {
+		const pkg = JSON.parse(readFileSync(join(repo, "integrations", "pi", "package.json"), "utf8")) as { version: string };
+		assert.equal(EXTENSION_VERSION, pkg.version);
+		// The workspace's version, which the musepi crate takes.
+		const cargo = readFileSync(join(repo, "Cargo.toml"), "utf8");
+		assert.equal(/^version = "([^"]+)"/m.exec(cargo)?.[1], EXTENSION_VERSION);
+	});
+
+	test("a session start checks that musepi runs and fits", async () => {
+		assert.equal(await checkMusepi(fake("fits", "echo 'musepi 0.1.7 (abc1234 2026-12-05)'"), dir), undefined);
+		assert.match((await checkMusepi(fake("old", "echo musepi 0.0.9"), dir)) ?? "", /musepi 0\.0\.9 does not fit this extension/);
+		assert.match(
+			(await checkMusepi({ bin: join(dir, "absent"), timeoutMs: 1000 }, dir)) ?? "",
+			/not found .*MUSEPI_BIN.*; until it is, pi compacts and summarizes by itself/,
+		);
+		const { ctx, notices } = context(true);
+		await onSessionStart(ctx, { bin: join(dir, "absent-too"), timeoutMs: 1000 });
+		await onSessionStart(ctx, { bin: join(dir, "absent-too"), timeoutMs: 1000 });
+		assert.equal(notices.length, 1, "told once");
 	});
 
 	test("pi's budgets come from its settings files, the project's over the global ones", async () => {

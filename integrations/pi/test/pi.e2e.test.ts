@@ -44,6 +44,12 @@ const cwd = join(root, "project");
 for (const d of [home, agentDir, cwd]) mkdirSync(d, { recursive: true });
 // musepi reads no settings of the person running the test.
 process.env.HOME = home;
+// This test checks what pi stores of musepi's work against what the musepi
+// binary makes of the same file, so musepi runs its model-free archive, as
+// a user who chose it in musepi's settings gets (pi's model writes the
+// summary otherwise; test/bridge.test.ts and the RPC test cover that).
+mkdirSync(join(home, ".musepi"), { recursive: true });
+writeFileSync(join(home, ".musepi", "settings.json"), JSON.stringify({ compaction: { strategy: "snapcompact" } }));
 delete process.env.MUSEPI_SESSION_DIR;
 
 const KEEP_RECENT = 400;

@@ -79,6 +79,8 @@ pub(super) fn test(dir: &Path, musepi: &Path, work: &Path) -> anyhow::Result<Str
     cmd.args(["--test", "--test-reporter=tap", "build/test/"])
         .current_dir(dir)
         .env("MUSEPI_BIN", musepi)
+        // The tests read the example session and the versions from the checkout.
+        .env("MUSEPI_REPO", root())
         // No settings of the person running it, for musepi or for pi.
         .env("HOME", &home)
         .env_remove("PI_CODING_AGENT_DIR")

@@ -9,6 +9,7 @@ use musepi_branch_summary::{
 };
 use musepi_compaction::prompts::SUMMARIZATION_SYSTEM;
 use musepi_hooks::{BranchStrategy, NavigateOptions, Summarizer, TreeRequest, navigate};
+use musepi_runtime::MaintenanceStrategy;
 use musepi_session_model::Journal;
 use serde_json::json;
 
@@ -60,23 +61,45 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
         session.check_path_readable(from, &file)?;
     }
     let flags = args.llm.flags();
+    let named = |name: &str, flag: &str| match name {
+        "llm" => Ok(BranchStrategy::Llm),
+        "snapcompact" => Ok(BranchStrategy::Snapcompact),
+        other => Err(Failure::usage(anyhow::anyhow!(
+            "{flag} {other}: expected llm or snapcompact"
+        ))),
+    };
+    let default = args
+        .default_strategy
+        .as_deref()
+        .map(|d| named(d, "--default-strategy"))
+        .transpose()?;
     let strategy = match args.strategy.as_deref() {
-        Some("llm") => BranchStrategy::Llm,
-        Some("snapcompact") => BranchStrategy::Snapcompact,
-        Some(other) => {
-            return Err(Failure::usage(anyhow::anyhow!(
-                "--strategy {other}: expected llm or snapcompact"
-            )));
-        }
+        Some(name) => named(name, "--strategy")?,
         // Only a summary needs a provider: a plain move never fails on one.
         None if !args.summarize => BranchStrategy::Snapcompact,
-        None => default_branch_strategy(&settings, &flags).or_bad_input()?,
+        // The user's own `compaction.strategy` wins over an agent's default.
+        None if default.is_some() && ctx.settings.strategy_named => {
+            match settings.compaction.strategy {
+                MaintenanceStrategy::Snapcompact | MaintenanceStrategy::Off => {
+                    BranchStrategy::Snapcompact
+                }
+                _ => BranchStrategy::Llm,
+            }
+        }
+        None => match default {
+            Some(d) => d,
+            None => default_branch_strategy(&settings, &flags).or_bad_input()?,
+        },
     };
     let reserve = u64::from(settings.branch_summary.reserve_tokens);
     if args.write.dry_run {
         return dry_run(&journal, target.as_deref(), args, reserve, ctx);
     }
-    if args.summarize && args.strategy.is_none() && strategy == BranchStrategy::Snapcompact {
+    if args.summarize
+        && args.strategy.is_none()
+        && args.default_strategy.is_none()
+        && strategy == BranchStrategy::Snapcompact
+    {
         note(
             ctx.quiet(),
             "musepi: no provider configured: the branch summary is the snapcompact digest (no model); pass --provider for an LLM summary",
