@@ -90,6 +90,32 @@ pub enum Command {
     /// The interactive transcript: compactions as dividers that expand with ctrl+o, the tree to
     /// navigate with an optional branch summary, `:compact` on demand.
     View(ViewArgs),
+    /// The pi extension: install it where pi finds it by itself, or remove it.
+    #[command(subcommand)]
+    Pi(PiCommand),
+}
+
+/// `musepi pi …`.
+#[derive(Debug, Subcommand)]
+pub enum PiCommand {
+    /// Install this musepi's pi extension in ~/.pi/agent/extensions/musepi (or the project's
+    /// .pi/extensions/musepi with --project): pi loads it at its next start, and it does not
+    /// depend on this checkout.
+    Install(PiExtensionArgs),
+    /// Remove the extension `musepi pi install` installed.
+    Remove(PiExtensionArgs),
+}
+
+/// `musepi pi install|remove`.
+#[derive(Debug, Args)]
+pub struct PiExtensionArgs {
+    /// The project's .pi/extensions/musepi in the working directory, instead of pi's agent folder
+    /// (PI_CODING_AGENT_DIR, else ~/.pi/agent).
+    #[arg(long)]
+    pub project: bool,
+    /// Say what would be written or removed; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// `musepi serve`.

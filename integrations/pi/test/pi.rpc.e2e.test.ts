@@ -24,7 +24,7 @@
  */
 
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -252,8 +252,14 @@ interface Run {
 	dir: string;
 }
 
-/** Starts pi in a folder of its own, with or without the extension. */
-async function startPi(name: string, options: { extension: boolean; env?: Record<string, string>; musepiSettings?: unknown }): Promise<Run> {
+/**
+ * Starts pi in a folder of its own: without the extension, with it from
+ * this package's sources (`-e`), or as `musepi pi install` installs it.
+ */
+async function startPi(
+	name: string,
+	options: { extension: boolean | "installed"; env?: Record<string, string>; musepiSettings?: unknown },
+): Promise<Run> {
 	const dir = join(root, name);
 	const agentDir = join(dir, "agent");
 	const home = join(dir, "home");
@@ -283,7 +289,11 @@ async function startPi(name: string, options: { extension: boolean; env?: Record
 		writeFileSync(join(home, ".musepi", "settings.json"), JSON.stringify(options.musepiSettings));
 	}
 	const args = [piCli, "--mode", "rpc", "--provider", "loop", "--model", MODEL, "--session-dir", join(dir, "sessions")];
-	if (options.extension) args.push("-e", extension);
+	if (options.extension === "installed") {
+		execFileSync(musepi ?? "musepi", ["pi", "install"], { env: { ...process.env, HOME: home, PI_CODING_AGENT_DIR: agentDir } });
+	} else if (options.extension) {
+		args.push("-e", extension);
+	}
 	const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, PI_CODING_AGENT_DIR: agentDir, ...options.env };
 	for (const key of ["MUSEPI_TIMEOUT", "MUSEPI_SESSION_DIR", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "MUSEPI_API_KEY"]) {
 		if (!options.env || !(key in options.env)) delete env[key];
@@ -394,7 +404,8 @@ const skip = musepi ? false : "MUSEPI_BIN is not set";
 
 test("a pi user's compactions: musepi beside plain pi", { skip, timeout: 600_000 }, async () => {
 	const plain = await startPi("pi", { extension: false });
-	const withMusepi = await startPi("musepi", { extension: true, env: { MUSEPI_BIN: musepi ?? "" } });
+	// As a user installs it: `musepi pi install`, then pi finds it by itself.
+	const withMusepi = await startPi("musepi", { extension: "installed", env: { MUSEPI_BIN: musepi ?? "" } });
 	const archive = await startPi("musepi-archive", {
 		extension: true,
 		env: { MUSEPI_BIN: musepi ?? "" },
@@ -412,7 +423,7 @@ test("a pi user's compactions: musepi beside plain pi", { skip, timeout: 600_000
 		const musepiFigures = figures(withMusepi);
 		assert.ok(musepiFigures.length >= 3, `${musepiFigures.length} compactions`);
 		assert.ok(musepiFigures.every((c) => c.fromExtension), JSON.stringify(musepiFigures));
-		assert.deepEqual(withMusepi.pi.notices(), [], "nothing went wrong, so nothing to tell");
+		assert.deepEqual(withMusepi.pi.notices(), [], "nothing went wrong (musepi fits the installed extension), so nothing to tell");
 
 		// pi's model wrote musepi's summaries, with no musepi settings at all.
 		const summaries = withMusepi.model.seen.filter((s) => s.kind === "summary");

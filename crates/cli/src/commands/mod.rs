@@ -16,6 +16,7 @@ pub mod handoff;
 pub mod hooks_cmd;
 pub mod ls;
 pub mod pi_dir;
+pub mod pi_extension;
 pub mod plan;
 pub mod prune;
 pub mod requests;
@@ -132,5 +133,6 @@ fn dispatch(command: Command, ctx: &Ctx) -> CmdResult {
         Command::Hooks(cmd) => hooks_cmd::run(&cmd, ctx),
         Command::Trust(args) => trust::run(&args, ctx),
         Command::View(args) => view::run(&args, ctx),
+        Command::Pi(cmd) => pi_extension::run(&cmd, ctx),
     }
 }
