@@ -160,6 +160,25 @@ fn a_handoff_writes_a_new_session_that_starts_from_the_document() {
     assert_eq!(json_out(&o)["messages"].as_array().unwrap().len(), 1);
 }
 
+/// The request asks for the session's thinking level, as every summary
+/// request does; the session above has none, so its request asks for none.
+#[test]
+fn the_request_carries_the_thinking_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = session(dir.path());
+    let level = json!({"type": "thinking_level_change", "id": "00000005", "parentId": "00000004",
+                       "timestamp": "2025-01-01T00:00:05.000Z", "thinkingLevel": "xhigh"});
+    let mut text = std::fs::read_to_string(&old).unwrap();
+    text.push_str(&format!("{level}\n"));
+    std::fs::write(&old, text).unwrap();
+    let model = model(200, DOCUMENT);
+    let o = handoff(dir.path(), &model, &[]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let requests = model.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0]["reasoning_effort"], "xhigh");
+}
+
 #[test]
 fn text_output_names_the_new_file_and_shows_the_document() {
     let (dir, o) = hand_off_to(200, DOCUMENT);

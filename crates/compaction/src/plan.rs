@@ -66,6 +66,7 @@ impl SummaryPlan {
                 prep.previous_summary.clone(),
                 settings,
                 options,
+                prep.reasoning.clone(),
             ),
             turn_prefix: turn_prefix_request(prep, settings),
             history_fallback,
@@ -77,7 +78,7 @@ impl SummaryPlan {
             read_set: prep.file_ops.read.clone(),
             previous_preserve_data: prep.previous_preserve_data.clone(),
             short_max_tokens: short_max(settings),
-            reasoning: settings.reasoning.clone(),
+            reasoning: prep.reasoning.clone(),
         }
     }
 

@@ -8,6 +8,7 @@ use musepi_branch_summary::{
     token_budget,
 };
 use musepi_compaction::prompts::SUMMARIZATION_SYSTEM;
+use musepi_context_builder::{context_thinking_level, summary_reasoning};
 use musepi_hooks::{BranchStrategy, NavigateOptions, Summarizer, TreeRequest, navigate};
 use musepi_session_model::Journal;
 use serde_json::json;
@@ -233,9 +234,11 @@ fn dry_run(
         },
     )
     .or_bad_input()?;
+    let reasoning = summary_reasoning(&context_thinking_level(session, old));
     let request_options = RequestOptions {
         custom_instructions: args.instructions.as_deref(),
         replace_instructions: !args.append_instructions,
+        reasoning: reasoning.as_deref(),
         ..RequestOptions::new(SUMMARIZATION_SYSTEM.text())
     };
     let request = summary_request(&prep, &request_options);

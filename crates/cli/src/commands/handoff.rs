@@ -15,7 +15,7 @@ use std::path::Path;
 use musepi_compaction::prompts::SUMMARIZATION_SYSTEM;
 use musepi_compaction::{handoff_request, handoff_session};
 use musepi_context_builder::{
-    ConvertOptions, FileOps, SessionContext, build_context, convert_to_llm,
+    ConvertOptions, FileOps, SessionContext, build_context, convert_to_llm, summary_reasoning,
 };
 use musepi_hooks::events::{
     BeforeCompactEvent, MessageView, PreparationView, SummarizedMessages, names,
@@ -28,10 +28,9 @@ use musepi_session_model::{
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::BudgetArgs;
 use crate::cli::HandoffArgs;
 use crate::commands::files::mode_of;
-use crate::commands::runtime::{Progress, maintenance, provider, runtime, settings};
+use crate::commands::runtime::{Progress, provider, runtime, settings};
 use crate::commands::writer::{print_warnings, replace_out};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::ids::RandomIds;
@@ -102,9 +101,7 @@ pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
                 history,
                 SUMMARIZATION_SYSTEM.text(),
                 args.instructions.as_deref(),
-                maintenance(&settings, &BudgetArgs::default())
-                    .compaction
-                    .reasoning,
+                summary_reasoning(&context.thinking_level),
             );
             let response = llm
                 .summarize(&request, cancel.clone())
