@@ -2,13 +2,15 @@
 //!
 //! The session model never draws randomness itself; it asks an
 //! [`IdSource`]. [`RandomIds`] gives pi's ids (8 lowercase hex digits, a
-//! UUID-like form after 100 collisions); `--deterministic-ids` swaps in
-//! [`SequentialIds`] instead ([`for_new_entries`], [`for_migration`]).
+//! UUID-like form after 100 collisions) and pi's session ids (UUIDv7 of the
+//! clock musepi runs with, `--now` included); `--deterministic-ids` swaps in
+//! [`SequentialIds`] instead ([`for_new_entries`], [`new_session_id`]). An
+//! unmigrated v1 file's entries are always numbered ([`for_migration`]).
 
 use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use musepi_session_model::{EntryId, IdSource, SequentialIds, Session};
+use musepi_session_model::{EntryId, IdSource, SequentialIds, Session, uuid_v7};
 
 /// Random ids from the operating system's generator (`getrandom`).
 ///
@@ -88,6 +90,24 @@ impl IdSource for RandomIds {
             &h[20..32]
         )
     }
+
+    /// A UUIDv7 of `now_ms` with 74 random bits, as pi's `uuidv7()`.
+    fn session_id(&mut self, now_ms: i64) -> String {
+        let mut bits = [0u8; 10];
+        self.fill(&mut bits);
+        uuid_v7(now_ms, bits)
+    }
+}
+
+/// The id of a new session made at `now_ms`: a UUIDv7, random but for its
+/// time; with `deterministic`, the time and the sequence number 1, so the
+/// same `--now` gives the same id.
+pub fn new_session_id(deterministic: bool, now_ms: i64) -> String {
+    if deterministic {
+        SequentialIds::new().session_id(now_ms)
+    } else {
+        RandomIds::new().session_id(now_ms)
+    }
 }
 
 /// The id source for entries added to a session holding `existing` ids:
@@ -156,6 +176,40 @@ mod tests {
             [8, 4, 4, 4, 12]
         );
         assert!(parts[2].starts_with('4'));
+    }
+
+    /// A new session's id is a UUIDv7 of the clock it was made at: version
+    /// nibble 7, variant 10, and later sessions sort after earlier ones.
+    #[test]
+    fn session_ids_are_uuid_v7_in_time_order() {
+        let times = [1_700_000_000_000_i64, 1_700_000_000_001, 1_800_000_000_000];
+        for deterministic in [false, true] {
+            let ids: Vec<String> = times
+                .iter()
+                .map(|&t| new_session_id(deterministic, t))
+                .collect();
+            for id in &ids {
+                let parts: Vec<&str> = id.split('-').collect();
+                assert_eq!(
+                    parts.iter().map(|p| p.len()).collect::<Vec<_>>(),
+                    [8, 4, 4, 4, 12],
+                    "{id}"
+                );
+                assert_eq!(&id[14..15], "7", "version nibble of {id}");
+                assert!("89ab".contains(&id[19..20]), "variant of {id}");
+                assert_eq!(id.to_lowercase(), *id);
+            }
+            assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+            assert!(ids[0].starts_with("018bcfe5-6800-7"), "{}", ids[0]);
+        }
+        assert_eq!(
+            new_session_id(true, 1_700_000_000_000),
+            new_session_id(true, 1_700_000_000_000)
+        );
+        assert_ne!(
+            new_session_id(false, 1_700_000_000_000),
+            new_session_id(false, 1_700_000_000_000)
+        );
     }
 
     #[test]

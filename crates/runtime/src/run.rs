@@ -263,7 +263,7 @@ async fn handoff(
         ));
     }
     let now = input.now;
-    let id = ids.fallback();
+    let id = ids.session_id(now);
     let old = session.header();
     let header = Header {
         parent_session: Some(input.journal.path().display().to_string()),

@@ -23,7 +23,7 @@ use musepi_hooks::events::{
 use musepi_hooks::{Hooks, Summarizer};
 use musepi_session_model::time::format_iso;
 use musepi_session_model::{
-    CURRENT_VERSION, EntryBody, Header, IdSource, Journal, Session, Stamp, write_session_file,
+    CURRENT_VERSION, EntryBody, Header, Journal, Session, Stamp, write_session_file,
 };
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -33,7 +33,6 @@ use crate::commands::files::mode_of;
 use crate::commands::runtime::{Progress, provider, runtime, settings};
 use crate::commands::writer::{print_warnings, replace_out};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
-use crate::ids::RandomIds;
 use crate::output::{Color, aligned, escape_controls, print_json, print_text, push_lines_preview};
 
 /// The `reason` hooks see for a handoff.
@@ -219,11 +218,7 @@ fn before_event(
 /// The new session: a fresh id, "now", the old working directory, the old
 /// file as parent, and the document.
 fn new_session(old: &Session, parent: &Path, document: &str, ctx: &Ctx) -> (Header, Session) {
-    let id = if ctx.deterministic_ids() {
-        "00000000-0000-4000-8000-000000000001".to_owned()
-    } else {
-        RandomIds::new().fallback()
-    };
+    let id = crate::ids::new_session_id(ctx.deterministic_ids(), ctx.now_ms());
     let header = Header {
         version: CURRENT_VERSION,
         id,

@@ -249,7 +249,7 @@ impl Server {
             }
             let id = match str_param(params, "sessionId")? {
                 Some(id) => id.to_owned(),
-                None => crate::ids::RandomIds::new().fallback(),
+                None => crate::ids::new_session_id(self.ctx.deterministic_ids(), clock()),
             };
             let cwd = match str_param(params, "cwd")? {
                 Some(c) => c.to_owned(),
