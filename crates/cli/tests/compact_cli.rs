@@ -146,7 +146,8 @@ async fn a_session_thinking_off_asks_for_no_reasoning() {
     let leaf = last_line(&file)["id"].as_str().unwrap().to_owned();
     let off = json!({"type": "thinking_level_change", "id": "0ff0ff00", "parentId": leaf, "timestamp": "2026-01-31T00:00:00.000Z", "thinkingLevel": "off"});
     let mut text = std::fs::read_to_string(&file).unwrap();
-    text.push_str(&format!("{off}\n"));
+    text.push_str(&off.to_string());
+    text.push('\n');
     std::fs::write(&file, text).unwrap();
     support::settle(&file);
     let server = Server::start(vec![

@@ -170,7 +170,8 @@ fn the_request_carries_the_thinking_level() {
     let level = json!({"type": "thinking_level_change", "id": "00000005", "parentId": "00000004",
                        "timestamp": "2025-01-01T00:00:05.000Z", "thinkingLevel": "xhigh"});
     let mut text = std::fs::read_to_string(&old).unwrap();
-    text.push_str(&format!("{level}\n"));
+    text.push_str(&level.to_string());
+    text.push('\n');
     std::fs::write(&old, text).unwrap();
     let model = model(200, DOCUMENT);
     let o = handoff(dir.path(), &model, &[]);
@@ -180,7 +181,7 @@ fn the_request_carries_the_thinking_level() {
     assert_eq!(requests[0]["reasoning_effort"], "xhigh");
 }
 
-/// Without `--deterministic-ids` the new session's id is a random UUIDv7
+/// Without `--deterministic-ids` the new session's id is a random version-7 UUID
 /// whose time is the clock's (`--now`): version 7, variant 10, and it
 /// sorts after the id of a session made a millisecond earlier.
 #[test]

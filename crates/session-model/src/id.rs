@@ -1,7 +1,7 @@
 //! Entry ids and where new ones come from.
 
 use std::borrow::Borrow;
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 use compact_str::CompactString;
 use rustc_hash::FxHashSet;
@@ -103,7 +103,7 @@ pub trait IdSource {
     }
 
     /// The id of a new session made at `now_ms` (Unix milliseconds): a
-    /// UUIDv7 ([`uuid_v7`]), as pi 0.73.1 writes, so that ids sort in the
+    /// version-7 UUID ([`uuid_v7`]), as pi 0.73.1 writes, so that ids sort in the
     /// order their sessions were made. By default its other bits are zero
     /// but for the value of the next candidate (when it is hex), which keeps
     /// a deterministic source deterministic; a random source fills them
@@ -126,7 +126,10 @@ pub fn uuid_v7(unix_ms: i64, bits: [u8; 10]) -> String {
     b[6..].copy_from_slice(&bits);
     b[6] = (b[6] & 0x0f) | 0x70;
     b[8] = (b[8] & 0x3f) | 0x80;
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    let h = b.iter().fold(String::with_capacity(32), |mut h, x| {
+        let _ = write!(h, "{x:02x}");
+        h
+    });
     format!(
         "{}-{}-{}-{}-{}",
         &h[0..8],
