@@ -40,8 +40,9 @@ pub struct Globals {
     /// Fix the clock for new entries (ISO-8601, e.g. 2025-05-01T10:00:00.000Z).
     #[arg(long, global = true, help_heading = GLOBAL, value_name = "ISO-8601")]
     pub now: Option<String>,
-    /// New ids `00000001`, `00000002`, … after the highest such id in the
-    /// file; v1 entries are numbered that way during migration.
+    /// New entry ids `00000001`, `00000002`, … after the highest such id in
+    /// the file, and a new session's id from the clock alone (v1 entries,
+    /// which have no ids, are numbered that way with or without it).
     #[arg(long, global = true, help_heading = GLOBAL)]
     pub deterministic_ids: bool,
     /// A settings file read after ~/.musepi/settings.json and .musepi/settings.json (every command refuses one it cannot read or parse).

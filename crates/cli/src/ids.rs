@@ -2,10 +2,11 @@
 //!
 //! The session model never draws randomness itself; it asks an
 //! [`IdSource`]. [`RandomIds`] gives pi's ids (8 lowercase hex digits, a
-//! UUID-like form after 100 collisions) and pi's session ids (UUIDv7 of the
+//! UUID-like form after 100 collisions) and pi's session ids (version-7 UUIDs of the
 //! clock musepi runs with, `--now` included); `--deterministic-ids` swaps in
 //! [`SequentialIds`] instead ([`for_new_entries`], [`new_session_id`]). An
-//! unmigrated v1 file's entries are always numbered ([`for_migration`]).
+//! unmigrated v1 file's entries are numbered the same way in every command
+//! and by its migration ([`for_v1`]).
 
 use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -91,7 +92,7 @@ impl IdSource for RandomIds {
         )
     }
 
-    /// A UUIDv7 of `now_ms` with 74 random bits, as pi's `uuidv7()`.
+    /// A version-7 UUID of `now_ms` with 74 random bits, as pi's `uuidv7()`.
     fn session_id(&mut self, now_ms: i64) -> String {
         let mut bits = [0u8; 10];
         self.fill(&mut bits);
@@ -99,7 +100,7 @@ impl IdSource for RandomIds {
     }
 }
 
-/// The id of a new session made at `now_ms`: a UUIDv7, random but for its
+/// The id of a new session made at `now_ms`: a version-7 UUID, random but for its
 /// time; with `deterministic`, the time and the sequence number 1, so the
 /// same `--now` gives the same id.
 pub fn new_session_id(deterministic: bool, now_ms: i64) -> String {
@@ -129,14 +130,15 @@ pub fn for_session(deterministic: bool, session: &Session) -> Box<dyn IdSource +
     for_new_entries(deterministic, session.entries().iter().map(|e| &e.id))
 }
 
-/// The id source for numbering v1 entries while loading: with
-/// `deterministic`, `00000001`, `00000002`, … in parsed-entry order.
-pub fn for_migration(deterministic: bool) -> Box<dyn IdSource> {
-    if deterministic {
-        Box::new(SequentialIds::new())
-    } else {
-        Box::new(RandomIds::new())
-    }
+/// The ids of an unmigrated v1 file's entries, which have none of their
+/// own: `00000001`, `00000002`, … in parsed-entry order (the header, blank
+/// and malformed lines not counted), whatever the flags. Every command that
+/// reads the file numbers it so, and its migration writes these ids, so an
+/// id one command prints is the one the next takes, before and after
+/// `musepi session migrate`. Entries added later get ids that no entry has
+/// ([`for_session`]).
+pub fn for_v1() -> SequentialIds {
+    SequentialIds::new()
 }
 
 #[cfg(test)]
@@ -178,7 +180,7 @@ mod tests {
         assert!(parts[2].starts_with('4'));
     }
 
-    /// A new session's id is a UUIDv7 of the clock it was made at: version
+    /// A new session's id is a version-7 UUID of the clock it was made at: version
     /// nibble 7, variant 10, and later sessions sort after earlier ones.
     #[test]
     fn session_ids_are_uuid_v7_in_time_order() {
@@ -219,6 +221,6 @@ mod tests {
             for_new_entries(true, &existing).next_candidate(),
             "0000000a"
         );
-        assert_eq!(for_migration(true).next_candidate(), "00000001");
+        assert_eq!(for_v1().next_candidate(), "00000001");
     }
 }

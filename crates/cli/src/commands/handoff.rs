@@ -54,11 +54,7 @@ pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
         "handoff",
         "names the session file as the new session's parentSession",
     )?;
-    let journal = Journal::open(
-        &file,
-        crate::ids::for_migration(ctx.deterministic_ids()).as_mut(),
-    )
-    .or_bad_input()?;
+    let journal = Journal::open(&file, &mut crate::ids::for_v1()).or_bad_input()?;
     let session = journal.session();
     let context = build_context(session);
     if context.messages.is_empty() {

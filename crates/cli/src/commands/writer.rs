@@ -80,15 +80,15 @@ impl Target {
     }
 
     /// Opens the session for the command: v1 and v2 files are migrated in
-    /// memory with the migration ids (random unless `--deterministic-ids`).
+    /// memory, a v1 file's entries numbered as every command numbers them
+    /// ([`crate::ids::for_v1`]).
     /// A file with a torn last line is refused before any work, as live
     /// (exit 3) while it looks live and `--force` is not given, since the
     /// line is then most likely an append in progress. In place, a file
     /// that cannot be written is refused too; otherwise every write stays
     /// in memory until [`Target::finish`].
     pub fn open(&self, ctx: &Ctx) -> Result<Journal, Failure> {
-        let mut ids = crate::ids::for_migration(ctx.deterministic_ids());
-        let mut journal = Journal::open(&self.file, ids.as_mut())?;
+        let mut journal = Journal::open(&self.file, &mut crate::ids::for_v1())?;
         super::files::note_problems(
             &super::files::Input::File(self.file.clone()),
             journal.session(),
@@ -104,6 +104,30 @@ impl Target {
             return Err(e.into());
         }
         Ok(journal)
+    }
+
+    /// Says on stderr (unless `-q`) that the session, read from a file of
+    /// version `from` (below 3), is written as v3 (with `what` the command
+    /// adds): in place, the file is rewritten; otherwise the copy is v3.
+    /// Commands call it when they write a session whose migration is
+    /// pending ([`Journal::migration_pending`]).
+    pub fn note_migration(&self, from: u32, what: Option<&str>, ctx: &Ctx) {
+        if self.dry_run {
+            return;
+        }
+        note(
+            ctx.quiet(),
+            &format!(
+                "musepi: {} is a v{from} file; {} as v3{}",
+                self.file.display(),
+                if self.in_place() {
+                    "it is rewritten"
+                } else {
+                    "the copy is written"
+                },
+                what.map(|w| format!(" with {w}")).unwrap_or_default(),
+            ),
+        );
     }
 
     /// Refuses (exit 2, naming the line) when the path to the leaf runs

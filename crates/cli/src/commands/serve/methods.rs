@@ -259,10 +259,7 @@ impl Server {
             };
             Journal::create(&path, Header::new(id, format_iso(clock()), cwd))
         } else {
-            Journal::open(
-                &path,
-                crate::ids::for_migration(self.ctx.deterministic_ids()).as_mut(),
-            )
+            Journal::open(&path, &mut crate::ids::for_v1())
         }
         .map_err(|e| RpcError::new("bad_session", e.to_string()))?;
         let ids = self.ids(&journal);

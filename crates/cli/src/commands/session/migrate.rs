@@ -102,8 +102,7 @@ fn from_stdin(args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
         )));
     }
     let target = Target::new(Path::new("-"), &args.write, ctx)?;
-    let mut ids = crate::ids::for_migration(ctx.deterministic_ids());
-    let loaded = load_with(&Input::Stdin, ids.as_mut())?;
+    let loaded = load_with(&Input::Stdin, &mut crate::ids::for_v1())?;
     note_problems(&Input::Stdin, &loaded.session, ctx);
     refuse_unwritable(&loaded.session, "<stdin>")?;
     let changed = loaded.session.was_migrated();

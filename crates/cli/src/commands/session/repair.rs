@@ -10,7 +10,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use musepi_session_model::{Problem, ProblemKind, SequentialIds, load_file, write_file};
+use musepi_session_model::{Problem, ProblemKind, load_file, write_file};
 
 use crate::commands::files::{Input, Loaded, mode_of, same_file};
 use crate::commands::writer::{refuse_torn_while_live, replace_out};
@@ -138,7 +138,7 @@ pub(super) fn run(loaded: &Loaded, out: &Path, force: bool) -> Result<Repair, Fa
                 .context(format!("cannot write the repaired copy {}", out.display())),
         )
     })?;
-    let (copy, _) = load_file(out, &mut SequentialIds::new())
+    let (copy, _) = load_file(out, &mut crate::ids::for_v1())
         .or_failed()
         .map_err(|f| Failure {
             error: f.error.context("the repaired copy does not read back"),
