@@ -311,8 +311,9 @@ pub struct CheckArgs {
     #[command(flatten)]
     pub file: SessionArg,
     /// Write a repaired copy to OUT: blank, malformed and torn lines and
-    /// lines before the header are dropped; every other line is copied byte
-    /// for byte. Never in place.
+    /// lines before the header are dropped; a v1 compaction's firstKeptEntryIndex that names no
+    /// earlier entry is dropped as pi's migration drops it; every other line is copied byte for
+    /// byte. Never in place.
     #[arg(long, requires = "out")]
     pub repair: bool,
     /// Where the repaired copy goes (it must not exist unless --force).

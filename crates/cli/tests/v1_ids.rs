@@ -260,3 +260,145 @@ fn an_in_place_prune_of_a_v1_file_says_it_rewrote_it_as_v3() {
 fn last(file: &Path) -> Value {
     json_lines(file).pop().unwrap()
 }
+
+/// A v1 session whose compaction (line 4) has a `firstKeptEntryIndex` of 0,
+/// which names the header: migration drops it.
+fn v1_with_unresolved_index(dir: &Path) -> PathBuf {
+    let text = [
+        r#"{"type":"session","id":"old","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/"}"#,
+        r#"{"type":"message","timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"port the lexer","timestamp":1}}"#,
+        r#"{"type":"message","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"ported"}],"provider":"p","model":"m","stopReason":"stop","timestamp":2}}"#,
+        r#"{"type":"compaction","timestamp":"2025-01-01T00:00:03.000Z","summary":"the lexer is ported","firstKeptEntryIndex":0,"tokensBefore":10}"#,
+        r#"{"type":"message","timestamp":"2025-01-01T00:00:04.000Z","message":{"role":"user","content":"now the parser, with every rule of the grammar written out","timestamp":4}}"#,
+        r#"{"type":"message","timestamp":"2025-01-01T00:00:05.000Z","message":{"role":"assistant","content":[{"type":"text","text":"the parser is written and every rule of the grammar has a test"}],"provider":"p","model":"m","stopReason":"stop","timestamp":5}}"#,
+        r#"{"type":"message","timestamp":"2025-01-01T00:00:06.000Z","message":{"role":"user","content":"and the emitter","timestamp":6}}"#,
+        r#"{"type":"message","timestamp":"2025-01-01T00:00:07.000Z","message":{"role":"assistant","content":[{"type":"text","text":"the emitter is done"}],"provider":"p","model":"m","stopReason":"stop","timestamp":7}}"#,
+    ]
+    .map(|l| format!("{l}\n"))
+    .concat();
+    let path = dir.join("index.jsonl");
+    std::fs::write(&path, text).unwrap();
+    settle(&path);
+    path
+}
+
+/// The compaction line of a migrated copy, as pi writes it: no index and
+/// no first kept entry.
+const DROPPED: &str = r#"{"type":"compaction","timestamp":"2025-01-01T00:00:03.000Z","summary":"the lexer is ported","tokensBefore":10,"id":"00000003","parentId":"00000002"}"#;
+
+/// Without `--force` every writer refuses the file, naming the line and the
+/// way forward; with it, the file is written as pi rewrites it and stderr
+/// says what that changes.
+#[test]
+fn force_rewrites_an_unresolved_v1_index_as_pi_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let file = v1_with_unresolved_index(d);
+    let before = std::fs::read(&file).unwrap();
+    let out = d.join("out.jsonl");
+    let writers: [&[&str]; 2] = [
+        &["session", "migrate", p(&file), "-o", p(&out)],
+        &["compact", p(&file), "--keep-recent", "1", "-o", p(&out)],
+    ];
+    for args in writers {
+        let o = musepi(d, &[args, &["--json"]].concat());
+        assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
+        let error = &json_out(&o)["error"];
+        assert_eq!(error["code"], "problems-block-rewrite", "{args:?}");
+        assert_eq!(error["line"], 4, "{args:?}");
+        let message = error["message"].as_str().unwrap();
+        for part in [
+            "names the header",
+            "--force",
+            "musepi session check --repair",
+        ] {
+            assert!(message.contains(part), "{args:?}: {message}");
+        }
+        assert!(!out.exists(), "{args:?}");
+
+        let o = musepi(d, &[args, &["--force"]].concat());
+        assert_eq!(code(&o), 0, "{args:?}: {}", stderr(&o));
+        assert_stderr_has(
+            &o,
+            &format!(
+                "musepi: warning: {}:4: v1 compaction's `firstKeptEntryIndex` 0 names the header; migration would drop it; --force drops it as pi does: the compaction keeps no entry from before it",
+                p(&file)
+            ),
+        );
+        let written = std::fs::read_to_string(&out).unwrap();
+        assert_eq!(written.lines().nth(3), Some(DROPPED), "{args:?}");
+        std::fs::remove_file(&out).unwrap();
+    }
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        before,
+        "only copies were written"
+    );
+
+    // From standard input, and in place.
+    let o = musepi_in(
+        d,
+        d,
+        &["session", "migrate", "-", "-o", "-", "--force"],
+        Some(&before),
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        String::from_utf8(o.stdout).unwrap().lines().nth(3),
+        Some(DROPPED)
+    );
+    let o = musepi(d, &["session", "migrate", p(&file), "--force"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap().lines().nth(3),
+        Some(DROPPED)
+    );
+}
+
+/// `session check --repair` writes a copy without the index, as pi's
+/// migration leaves the line, and says so; the copy then migrates without
+/// `--force`.
+#[test]
+fn a_repair_drops_an_unresolved_v1_index_as_pi_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let file = v1_with_unresolved_index(d);
+    let repaired = d.join("repaired.jsonl");
+    let o = musepi(d, &support::repair_json(&file, &repaired));
+    let doc = json_out(&o);
+    let changed = &doc["repair"]["changed"];
+    assert_eq!(changed[0]["line"], 4, "{doc}");
+    let reason = changed[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("`firstKeptEntryIndex` 0") && reason.contains("as pi's migration drops it"),
+        "{reason}"
+    );
+    // What is left is pi's own shape of such a compaction: no first kept
+    // entry, which loses nothing and blocks nothing.
+    let remaining = doc["repair"]["remaining"].as_array().unwrap();
+    assert_eq!(remaining.len(), 1, "{doc}");
+    assert_eq!(remaining[0]["kind"], "missing-field");
+    assert_eq!(code(&o), 2);
+    let line = std::fs::read_to_string(&repaired).unwrap();
+    assert_eq!(
+        line.lines().nth(3),
+        Some(
+            r#"{"type":"compaction","timestamp":"2025-01-01T00:00:03.000Z","summary":"the lexer is ported","tokensBefore":10}"#
+        )
+    );
+    let again = d.join("again.jsonl");
+    let o = musepi(d, &["session", "check", p(&file), "--repair", "-o", p(&again)]);
+    assert!(
+        support::stdout(&o).contains("7 lines kept byte for byte, 1 rewritten, 0 dropped"),
+        "{}",
+        support::stdout(&o)
+    );
+    settle(&repaired);
+    let migrated = d.join("migrated.jsonl");
+    let o = musepi(d, &["session", "migrate", p(&repaired), "-o", p(&migrated)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(&migrated).unwrap().lines().nth(3),
+        Some(DROPPED)
+    );
+}

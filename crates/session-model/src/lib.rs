@@ -68,7 +68,7 @@ pub use message::{
     AgentMessage, AssistantMessage, BashExecutionMessage, BranchSummaryMessage,
     CompactionSummaryMessage, CustomMessage, StopReason, ToolResultMessage, Usage, UserMessage,
 };
-pub use migrate::LineEdit;
+pub use migrate::{LineEdit, without_first_kept_index};
 pub use pathinfo::{PathModel, PathSummary};
 pub use problem::{Problem, ProblemKind};
 pub use session::{LineSource, Replacement, Session, Stamp};

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 
 use musepi_hooks::{NavigateOptions, NavigateOutcome};
 use musepi_session_model::{
-    EntryId, IdSource, Journal, Replace, SessionError, Stamp, check_not_live, refuse_special_file,
+    EntryId, IdSource, Journal, Problem, Replace, SessionError, Stamp, check_not_live,
+    refuse_special_file,
 };
 
 use super::files::same_file;
@@ -94,6 +95,15 @@ impl Target {
             journal.session(),
             ctx,
         );
+        if self.force {
+            let dropped = journal.drop_unresolved_first_kept();
+            note_dropped_first_kept(
+                &self.file.display().to_string(),
+                &dropped,
+                self.dry_run,
+                ctx,
+            );
+        }
         if !self.in_place() {
             journal.detach();
         }
@@ -265,6 +275,23 @@ fn refuse_missing_folder(out: &Path) -> Result<(), Failure> {
         out.display(),
         folder.display()
     )))
+}
+
+/// Says on stderr, for each v1 compaction whose `firstKeptEntryIndex`
+/// `--force` drops (or would drop, in a dry run) as pi's migration does,
+/// what that changes.
+pub fn note_dropped_first_kept(file: &str, dropped: &[Problem], dry_run: bool, ctx: &Ctx) {
+    for p in dropped {
+        note(
+            ctx.quiet(),
+            &format!(
+                "musepi: warning: {file}:{}: {}; --force {} as pi does: the compaction keeps no entry from before it (as musepi and pi read it already), and what the index named is no longer in the file",
+                p.line,
+                p.kind,
+                if dry_run { "would drop it" } else { "drops it" },
+            ),
+        );
+    }
 }
 
 /// Refuses a session whose last line is torn while it looks live (another
