@@ -175,10 +175,9 @@ impl Target {
                 Ok(Some(out.display().to_string()))
             }
             Dest::Stdout => {
-                let stdout = std::io::stdout();
-                let mut lock = stdout.lock();
-                journal.write_to(&mut lock)?;
-                lock.flush().map_err(Failure::failed)?;
+                let mut out = crate::output::stdout();
+                journal.write_to(&mut out)?;
+                out.flush().map_err(Failure::failed)?;
                 Ok(Some("<stdout>".to_owned()))
             }
         }

@@ -78,7 +78,10 @@ fn from_file(path: &Path, args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
         (Dest::Stdout, false) => {
             let mut src = std::fs::File::open(path)
                 .map_err(|e| Failure::bad_input(anyhow::Error::new(e).context(name.clone())))?;
-            std::io::copy(&mut src, &mut std::io::stdout().lock()).map_err(Failure::failed)?;
+            let mut out = crate::output::stdout();
+            std::io::copy(&mut src, &mut out)
+                .and_then(|_| out.flush())
+                .map_err(Failure::failed)?;
             Some("<stdout>".to_owned())
         }
     };
@@ -126,12 +129,16 @@ fn from_stdin(args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
         let bytes = loaded.bytes.as_deref().unwrap_or_default();
         match (target.dest(), changed) {
             (Dest::Stdout, true) => {
-                write_session_to(&mut std::io::stdout().lock(), &loaded.session)?;
+                let mut out = crate::output::stdout();
+                write_session_to(&mut out, &loaded.session)?;
+                out.flush().map_err(Failure::failed)?;
             }
-            (Dest::Stdout, false) => std::io::stdout()
-                .lock()
-                .write_all(bytes)
-                .map_err(Failure::failed)?,
+            (Dest::Stdout, false) => {
+                let mut out = crate::output::stdout();
+                out.write_all(bytes)
+                    .and_then(|()| out.flush())
+                    .map_err(Failure::failed)?;
+            }
             (Dest::File(out), true) => {
                 write_session_file(
                     out,
