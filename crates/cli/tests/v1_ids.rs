@@ -387,7 +387,10 @@ fn a_repair_drops_an_unresolved_v1_index_as_pi_does() {
         )
     );
     let again = d.join("again.jsonl");
-    let o = musepi(d, &["session", "check", p(&file), "--repair", "-o", p(&again)]);
+    let o = musepi(
+        d,
+        &["session", "check", p(&file), "--repair", "-o", p(&again)],
+    );
     assert!(
         support::stdout(&o).contains("7 lines kept byte for byte, 1 rewritten, 0 dropped"),
         "{}",
