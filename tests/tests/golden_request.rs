@@ -129,12 +129,27 @@ fn split_turn_without_history() {
 
 #[test]
 fn split_turn_capped_by_the_model() {
-    // From pi's summary-reasoning tests: a huge reserve is capped by the model's output limit.
-    let session = load_fixture("worked_a.jsonl");
+    // From pi's summary-reasoning tests: a huge reserve is capped by the
+    // model's output limit, and every request asks for the session's
+    // thinking level, here set to `medium` at the root of the path.
+    let text =
+        std::fs::read_to_string(musepi_tests::fixtures::fixture_path("worked_a.jsonl")).unwrap();
+    let (header, rest) = text.split_once('\n').unwrap();
+    let thinking = r#"{"type":"thinking_level_change","id":"0000000t","parentId":null,"timestamp":"2025-03-05T18:40:01.000Z","thinkingLevel":"medium"}"#;
+    let rest = rest.replacen(
+        r#""id":"00000001","parentId":null"#,
+        r#""id":"00000001","parentId":"0000000t""#,
+        1,
+    );
+    let session = musepi_session_model::load_bytes(
+        "worked_a.jsonl".as_ref(),
+        format!("{header}\n{thinking}\n{rest}").as_bytes(),
+        &mut musepi_session_model::SequentialIds::new(),
+    )
+    .unwrap();
     let mut s = keep(50);
     s.reserve_tokens = 500_000;
     s.model_max_tokens = Some(128_000);
-    s.reasoning = Some("medium".into());
     let prep = prepared(&session, "00000009", &s);
     let requests = [
         (
@@ -145,7 +160,7 @@ fn split_turn_capped_by_the_model() {
         (
             "short summary",
             Some(short_summary_request(
-                &prep.recent_messages,
+                &prep,
                 "MERGED",
                 &s,
                 &RequestOptions::default(),
@@ -164,7 +179,7 @@ fn split_turn_capped_by_the_model() {
     }
     check(
         "request__capped_by_model",
-        &format!("reserveTokens 500000, model maxTokens 128000, reasoning medium\n\n{limits}"),
+        &format!("reserveTokens 500000, model maxTokens 128000, thinking level medium\n\n{limits}"),
     );
 }
 
@@ -174,7 +189,7 @@ fn short_summary() {
     let s = keep(50);
     let prep = prepared(&session, "00000009", &s);
     let merged = merge_summaries(HISTORY_ANSWER, Some(PREFIX_ANSWER));
-    let request = short_summary_request(&prep.recent_messages, &merged, &s, &focus());
+    let request = short_summary_request(&prep, &merged, &s, &focus());
     check(
         "request__short_summary",
         &(header("worked_a.jsonl", &prep) + &render_requests(&[("short summary", Some(request))])),

@@ -23,6 +23,10 @@ pub struct RequestOptions<'a> {
     /// (docs/design.md, "Branch summaries", the default) or are added to it as
     /// `Additional focus:` (`replaceInstructions: false`).
     pub replace_instructions: bool,
+    /// The reasoning effort to ask for: the session's thinking level where
+    /// the navigation starts, none when it is `off`
+    /// ([`musepi_context_builder::summary_reasoning`]).
+    pub reasoning: Option<&'a str>,
 }
 
 impl<'a> RequestOptions<'a> {
@@ -32,6 +36,7 @@ impl<'a> RequestOptions<'a> {
             system_prompt,
             custom_instructions: None,
             replace_instructions: true,
+            reasoning: None,
         }
     }
 }
@@ -49,7 +54,7 @@ pub fn instructions(custom: Option<&str>, replace: bool) -> String {
 
 /// The request for a branch summary: one user message
 /// `<conversation>\n{serialized}\n</conversation>\n\n{instructions}`,
-/// at most [`MAX_TOKENS`] output tokens, no reasoning effort.
+/// at most [`MAX_TOKENS`] output tokens, with the options' reasoning effort.
 ///
 /// `None` when nothing fits: no model is asked, and the summary is
 /// [`crate::NO_CONTENT`] ([`crate::Summary::no_content`]).
@@ -70,7 +75,7 @@ pub fn summary_request(
         options.system_prompt,
         prompt,
         Some(MAX_TOKENS),
-        None,
+        options.reasoning.map(str::to_owned),
     ))
 }
 
@@ -108,6 +113,14 @@ mod tests {
         assert_eq!(r.system_prompt, SYSTEM);
         assert_eq!(r.max_tokens, Some(2048));
         assert_eq!(r.reasoning, None);
+        let with_level = RequestOptions {
+            reasoning: Some("low"),
+            ..RequestOptions::new(SYSTEM)
+        };
+        assert_eq!(
+            request(&with_level).unwrap().reasoning.as_deref(),
+            Some("low")
+        );
         assert_eq!(r.messages.len(), 1);
         assert!(matches!(r.messages[0], LlmMessage::User { .. }));
         assert_eq!(

@@ -40,8 +40,9 @@ pub struct Globals {
     /// Fix the clock for new entries (ISO-8601, e.g. 2025-05-01T10:00:00.000Z).
     #[arg(long, global = true, help_heading = GLOBAL, value_name = "ISO-8601")]
     pub now: Option<String>,
-    /// New ids `00000001`, `00000002`, … after the highest such id in the
-    /// file; v1 entries are numbered that way during migration.
+    /// New entry ids `00000001`, `00000002`, … after the highest such id in
+    /// the file, and a new session's id from the clock alone (v1 entries,
+    /// which have no ids, are numbered that way with or without it).
     #[arg(long, global = true, help_heading = GLOBAL)]
     pub deterministic_ids: bool,
     /// A settings file read after ~/.musepi/settings.json and .musepi/settings.json (every command refuses one it cannot read or parse).
@@ -110,7 +111,7 @@ pub enum PiCommand {
 #[derive(Debug, Args)]
 pub struct PiExtensionArgs {
     /// The project's .pi/extensions/musepi in the working directory, instead of pi's agent folder
-    /// (PI_CODING_AGENT_DIR, else ~/.pi/agent).
+    /// (`PI_CODING_AGENT_DIR`, else `~/.pi/agent`).
     #[arg(long)]
     pub project: bool,
     /// Say what would be written or removed; change nothing.
@@ -363,8 +364,9 @@ pub struct CheckArgs {
     #[command(flatten)]
     pub file: SessionArg,
     /// Write a repaired copy to OUT: blank, malformed and torn lines and
-    /// lines before the header are dropped; every other line is copied byte
-    /// for byte. Never in place.
+    /// lines before the header are dropped; a v1 compaction's firstKeptEntryIndex that names no
+    /// earlier entry is dropped as pi's migration drops it; every other line is copied byte for
+    /// byte. Never in place.
     #[arg(long, requires = "out")]
     pub repair: bool,
     /// Where the repaired copy goes (it must not exist unless --force).

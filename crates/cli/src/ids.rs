@@ -2,13 +2,16 @@
 //!
 //! The session model never draws randomness itself; it asks an
 //! [`IdSource`]. [`RandomIds`] gives pi's ids (8 lowercase hex digits, a
-//! UUID-like form after 100 collisions); `--deterministic-ids` swaps in
-//! [`SequentialIds`] instead ([`for_new_entries`], [`for_migration`]).
+//! UUID-like form after 100 collisions) and pi's session ids (version-7 UUIDs of the
+//! clock musepi runs with, `--now` included); `--deterministic-ids` swaps in
+//! [`SequentialIds`] instead ([`for_new_entries`], [`new_session_id`]). An
+//! unmigrated v1 file's entries are numbered the same way in every command
+//! and by its migration ([`for_v1`]).
 
 use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use musepi_session_model::{EntryId, IdSource, SequentialIds, Session};
+use musepi_session_model::{EntryId, IdSource, SequentialIds, Session, uuid_v7};
 
 /// Random ids from the operating system's generator (`getrandom`).
 ///
@@ -88,6 +91,24 @@ impl IdSource for RandomIds {
             &h[20..32]
         )
     }
+
+    /// A version-7 UUID of `now_ms` with 74 random bits, as pi's `uuidv7()`.
+    fn session_id(&mut self, now_ms: i64) -> String {
+        let mut bits = [0u8; 10];
+        self.fill(&mut bits);
+        uuid_v7(now_ms, bits)
+    }
+}
+
+/// The id of a new session made at `now_ms`: a version-7 UUID, random but for its
+/// time; with `deterministic`, the time and the sequence number 1, so the
+/// same `--now` gives the same id.
+pub fn new_session_id(deterministic: bool, now_ms: i64) -> String {
+    if deterministic {
+        SequentialIds::new().session_id(now_ms)
+    } else {
+        RandomIds::new().session_id(now_ms)
+    }
 }
 
 /// The id source for entries added to a session holding `existing` ids:
@@ -109,14 +130,15 @@ pub fn for_session(deterministic: bool, session: &Session) -> Box<dyn IdSource +
     for_new_entries(deterministic, session.entries().iter().map(|e| &e.id))
 }
 
-/// The id source for numbering v1 entries while loading: with
-/// `deterministic`, `00000001`, `00000002`, … in parsed-entry order.
-pub fn for_migration(deterministic: bool) -> Box<dyn IdSource> {
-    if deterministic {
-        Box::new(SequentialIds::new())
-    } else {
-        Box::new(RandomIds::new())
-    }
+/// The ids of an unmigrated v1 file's entries, which have none of their
+/// own: `00000001`, `00000002`, … in parsed-entry order (the header, blank
+/// and malformed lines not counted), whatever the flags. Every command that
+/// reads the file numbers it so, and its migration writes these ids, so an
+/// id one command prints is the one the next takes, before and after
+/// `musepi session migrate`. Entries added later get ids that no entry has
+/// ([`for_session`]).
+pub fn for_v1() -> SequentialIds {
+    SequentialIds::new()
 }
 
 #[cfg(test)]
@@ -158,6 +180,40 @@ mod tests {
         assert!(parts[2].starts_with('4'));
     }
 
+    /// A new session's id is a version-7 UUID of the clock it was made at: version
+    /// nibble 7, variant 10, and later sessions sort after earlier ones.
+    #[test]
+    fn session_ids_are_uuid_v7_in_time_order() {
+        let times = [1_700_000_000_000_i64, 1_700_000_000_001, 1_800_000_000_000];
+        for deterministic in [false, true] {
+            let ids: Vec<String> = times
+                .iter()
+                .map(|&t| new_session_id(deterministic, t))
+                .collect();
+            for id in &ids {
+                let parts: Vec<&str> = id.split('-').collect();
+                assert_eq!(
+                    parts.iter().map(|p| p.len()).collect::<Vec<_>>(),
+                    [8, 4, 4, 4, 12],
+                    "{id}"
+                );
+                assert_eq!(&id[14..15], "7", "version nibble of {id}");
+                assert!("89ab".contains(&id[19..20]), "variant of {id}");
+                assert_eq!(id.to_lowercase(), *id);
+            }
+            assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+            assert!(ids[0].starts_with("018bcfe5-6800-7"), "{}", ids[0]);
+        }
+        assert_eq!(
+            new_session_id(true, 1_700_000_000_000),
+            new_session_id(true, 1_700_000_000_000)
+        );
+        assert_ne!(
+            new_session_id(false, 1_700_000_000_000),
+            new_session_id(false, 1_700_000_000_000)
+        );
+    }
+
     #[test]
     fn deterministic_sources_continue_after_existing_ids() {
         let existing = [EntryId::new("00000009")];
@@ -165,6 +221,6 @@ mod tests {
             for_new_entries(true, &existing).next_candidate(),
             "0000000a"
         );
-        assert_eq!(for_migration(true).next_candidate(), "00000001");
+        assert_eq!(for_v1().next_candidate(), "00000001");
     }
 }

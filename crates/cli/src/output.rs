@@ -311,14 +311,65 @@ impl Preview {
     }
 }
 
-/// Prints `value` on stdout as one pretty-printed JSON document.
+/// Standard output for what a command prints there (a report, a JSON
+/// document, the session of `-o -`): once its reader has closed the pipe
+/// (`musepi … | head`, or `less` quit early), whatever follows is dropped
+/// and the command ends as it would have, quietly, instead of failing with
+/// "Broken pipe".
+pub struct Stdout {
+    inner: io::StdoutLock<'static>,
+    closed: bool,
+}
+
+/// Standard output, locked, that takes a closed pipe quietly ([`Stdout`]).
+pub fn stdout() -> Stdout {
+    Stdout {
+        inner: io::stdout().lock(),
+        closed: false,
+    }
+}
+
+impl Stdout {
+    /// `result`, unless it is the pipe closing: then from now on nothing
+    /// more is written, and the write counts as done.
+    fn unless_closed<T>(&mut self, result: io::Result<T>, done: T) -> io::Result<T> {
+        match result {
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(done)
+            }
+            other => other,
+        }
+    }
+}
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.closed {
+            return Ok(buf.len());
+        }
+        let written = self.inner.write(buf);
+        self.unless_closed(written, buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        let flushed = self.inner.flush();
+        self.unless_closed(flushed, ())
+    }
+}
+
+/// Prints `value` on stdout as one pretty-printed JSON document, ignoring a
+/// closed pipe (`musepi … --json | head`).
 ///
 /// Integral floats print as integers (`35870`, not `35870.0`), as in the
 /// session files.
 pub fn print_json(value: &serde_json::Value) -> io::Result<()> {
     let mut value = value.clone();
     musepi_session_model::json::js_numbers(&mut value);
-    let mut out = io::stdout().lock();
+    let mut out = stdout();
     serde_json::to_writer_pretty(&mut out, &value)?;
     out.write_all(b"\n")?;
     out.flush()
@@ -326,11 +377,9 @@ pub fn print_json(value: &serde_json::Value) -> io::Result<()> {
 
 /// Prints text on stdout, ignoring a closed pipe (`musepi … | head`).
 pub fn print_text(text: &str) -> io::Result<()> {
-    let mut out = io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        other => other,
-    }
+    let mut out = stdout();
+    out.write_all(text.as_bytes())?;
+    out.flush()
 }
 
 /// `n` and its noun, singular or plural as `n` asks: `counted(1, "entry",

@@ -79,6 +79,44 @@ async fn summarize_to_b2(file: &Path, args: &[&str]) -> Output {
     branch(file, &[&["--to", "b2", "--summarize"], args].concat()).await
 }
 
+/// The summary request asks for the session's thinking level where the
+/// navigation starts (`reasoning_effort` for an OpenAI-compatible model), as
+/// the dry run's request shows; a session without a level asks for none
+/// (the test above).
+#[tokio::test]
+async fn the_summary_request_carries_the_thinking_level() {
+    let (_dir, file) = tree_with(|text| {
+        let level = json!({"type":"thinking_level_change","id":"t0","parentId":null,"timestamp":"2026-01-01T00:00:00.500Z","thinkingLevel":"low"});
+        let text = text.replacen(
+            r#""id":"a1","parentId":null"#,
+            r#""id":"a1","parentId":"t0""#,
+            1,
+        );
+        let (header, rest) = text.split_once('\n').unwrap();
+        format!("{header}\n{level}\n{rest}")
+    });
+    let server = server().await;
+    let base = format!("{}/v1", server.url);
+    let provider = openai_compatible(&base);
+    let dry = branch(
+        &file,
+        &[
+            &["--to", "b2", "--summarize", "--dry-run", "--json"],
+            &provider[..],
+        ]
+        .concat(),
+    )
+    .await;
+    assert_eq!(code(&dry), 0, "{}", stderr(&dry));
+    let doc: Value = serde_json::from_slice(&dry.stdout).unwrap();
+    assert_eq!(doc["request"]["reasoning"], "low", "{doc}");
+    let out = summarize_to_b2(&file, &[&provider[..], &["--json"]].concat()).await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let requests = server.bodies();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0]["reasoning_effort"], "low");
+}
+
 #[tokio::test]
 async fn a_summary_is_requested_stored_under_the_target_and_seen_in_the_context() {
     let (_dir, file) = tree();

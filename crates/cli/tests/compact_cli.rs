@@ -103,6 +103,8 @@ async fn an_openai_compatible_summary_is_written_and_the_requests_are_exact() {
             !request.headers.contains_key("authorization"),
             "no key was configured"
         );
+        // The example session's thinking level.
+        assert_eq!(request.body["reasoning_effort"], "medium");
     }
     let prompts: Vec<&str> = seen
         .iter()
@@ -133,6 +135,42 @@ async fn an_openai_compatible_summary_is_written_and_the_requests_are_exact() {
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["compacted"], true);
     assert_eq!(doc["entryId"], entry["id"]);
+}
+
+/// A session whose thinking level is `off` asks for no reasoning: no
+/// request carries a reasoning parameter.
+#[tokio::test]
+async fn a_session_thinking_off_asks_for_no_reasoning() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = session(dir.path());
+    let leaf = last_line(&file)["id"].as_str().unwrap().to_owned();
+    let off = json!({"type": "thinking_level_change", "id": "0ff0ff00", "parentId": leaf, "timestamp": "2026-01-31T00:00:00.000Z", "thinkingLevel": "off"});
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str(&off.to_string());
+    text.push('\n');
+    std::fs::write(&file, text).unwrap();
+    support::settle(&file);
+    let server = Server::start(vec![
+        chat("## Goal\n- history"),
+        chat("## Original Request\n- prefix"),
+        chat("short"),
+    ])
+    .await;
+    let mut entry = openai(IN_TIME_MS);
+    entry["baseUrl"] = Value::String(format!("{}/v1", server.url));
+    let settings = settings(dir.path(), &entry);
+    let out = musepi(&llm_compact(&file, &settings)).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let seen = server.seen();
+    assert_eq!(seen.len(), 3);
+    for request in &seen {
+        assert_eq!(
+            request.body.get("reasoning_effort"),
+            None,
+            "{}",
+            request.body
+        );
+    }
 }
 
 /// The human report escapes the model's summary (its line breaks kept) and
@@ -339,6 +377,20 @@ async fn anthropic_responses_and_the_remote_endpoint_write_summaries_too() {
         let (out, file, _, script, _d) =
             compact_with(entry, history_prefix_short(reply, "a", "b")).await;
         assert!(out.status.success(), "{path}: {}", stderr(&out));
+        // The example session's thinking level, `medium`, as each API asks for it.
+        for r in script.seen() {
+            let asked = if path == "/v1/messages" {
+                &r.body["thinking"]
+            } else {
+                &r.body["reasoning"]
+            };
+            let expected = if path == "/v1/messages" {
+                json!({"type": "enabled", "budget_tokens": 8192})
+            } else {
+                json!({"effort": "medium"})
+            };
+            assert_eq!(*asked, expected, "{path}");
+        }
         assert!(
             script
                 .seen()

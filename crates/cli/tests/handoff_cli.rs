@@ -106,7 +106,8 @@ fn a_handoff_writes_a_new_session_that_starts_from_the_document() {
     let doc = json_out(&o);
     let new = dir.path().join("new.jsonl");
     assert_eq!(doc["file"], p(&new));
-    assert_eq!(doc["sessionId"], "00000000-0000-4000-8000-000000000001");
+    // A UUIDv7 of --now, with --deterministic-ids the sequence number 1.
+    assert_eq!(doc["sessionId"], "01968b49-ed00-7000-8000-000000000001");
     assert_eq!(doc["document"], DOCUMENT);
     assert_eq!(doc["fromExtension"], false);
     assert_eq!(
@@ -119,7 +120,7 @@ fn a_handoff_writes_a_new_session_that_starts_from_the_document() {
     assert_eq!(written.len(), 2);
     assert_eq!(
         written[0],
-        json!({"type": "session", "version": 3, "id": "00000000-0000-4000-8000-000000000001",
+        json!({"type": "session", "version": 3, "id": "01968b49-ed00-7000-8000-000000000001",
                "timestamp": "2025-05-01T10:00:00.000Z", "cwd": "/work/repo", "parentSession": p(&old)})
     );
     let m = &written[1];
@@ -158,6 +159,71 @@ fn a_handoff_writes_a_new_session_that_starts_from_the_document() {
     let o = musepi(dir.path(), &["context", p(&new), "--json"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(json_out(&o)["messages"].as_array().unwrap().len(), 1);
+}
+
+/// The request asks for the session's thinking level, as every summary
+/// request does; the session above has none, so its request asks for none.
+#[test]
+fn the_request_carries_the_thinking_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = session(dir.path());
+    let level = json!({"type": "thinking_level_change", "id": "00000005", "parentId": "00000004",
+                       "timestamp": "2025-01-01T00:00:05.000Z", "thinkingLevel": "xhigh"});
+    let mut text = std::fs::read_to_string(&old).unwrap();
+    text.push_str(&level.to_string());
+    text.push('\n');
+    std::fs::write(&old, text).unwrap();
+    let model = model(200, DOCUMENT);
+    let o = handoff(dir.path(), &model, &[]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let requests = model.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0]["reasoning_effort"], "xhigh");
+}
+
+/// Without `--deterministic-ids` the new session's id is a random version-7 UUID
+/// whose time is the clock's (`--now`): version 7, variant 10, and it
+/// sorts after the id of a session made a millisecond earlier.
+#[test]
+fn the_new_session_id_is_a_uuid_v7_of_the_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = session(dir.path());
+    let model = model(200, DOCUMENT);
+    let mut ids = Vec::new();
+    for (name, now) in [
+        ("a.jsonl", "2025-05-01T09:59:59.999Z"),
+        ("b.jsonl", "2025-05-01T10:00:00.000Z"),
+    ] {
+        let new = dir.path().join(name);
+        let o = musepi(
+            dir.path(),
+            &[
+                "handoff",
+                p(&old),
+                "-o",
+                p(&new),
+                "--provider",
+                "openai-compatible",
+                "--base-url",
+                &model.url,
+                "--model",
+                "test-model",
+                "--now",
+                now,
+                "--json",
+            ],
+        );
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let id = json_out(&o)["sessionId"].as_str().unwrap().to_owned();
+        assert_eq!(json_lines(&new)[0]["id"], id.as_str());
+        assert_eq!(&id[14..15], "7", "{id}");
+        assert!("89ab".contains(&id[19..20]), "{id}");
+        ids.push(id);
+    }
+    assert!(ids[0].starts_with("01968b49-ecff-7"), "{}", ids[0]);
+    assert!(ids[1].starts_with("01968b49-ed00-7"), "{}", ids[1]);
+    assert_ne!(&ids[1][15..], "000-8000-000000000001", "random bits");
+    assert!(ids[0] < ids[1]);
 }
 
 #[test]

@@ -527,6 +527,10 @@ async fn the_default_strategy_compacts_without_a_model() {
     assert_eq!(events[1]["result"]["strategy"], json!("snapcompact"));
     let file = json_lines(&dir.path().join("s.jsonl"));
     assert!(file.iter().any(|l| l["type"] == json!("compaction")));
+    // A session created without a `sessionId` gets a UUIDv7, as pi's.
+    let id = file[0]["id"].as_str().unwrap();
+    assert_eq!((id.len(), &id[14..15]), (36, "7"), "{id}");
+    assert!("89ab".contains(&id[19..20]), "{id}");
     assert_eq!(c.finish().await, 0);
 }
 

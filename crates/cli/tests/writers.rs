@@ -535,3 +535,60 @@ fn nothing_to_do_is_said_once_and_names_only_what_was_written() {
     assert_eq!(doc["output"], p(&out), "{doc}");
     assert_eq!(std::fs::read(&out).unwrap(), before);
 }
+
+/// Runs `musepi args` with standard output a pipe whose reader is already
+/// gone, as after `musepi … | head` or quitting `less`, and `stdin` on its
+/// standard input.
+fn into_closed_pipe(args: &[&str], stdin: &[u8]) -> Output {
+    use std::io::Write as _;
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut child = Command::new(MUSEPI)
+        .args(args)
+        .env("HOME", std::env::temp_dir().join("musepi-writers-home"))
+        .env("NO_COLOR", "1")
+        .env_remove("MUSEPI_API_KEY")
+        .stdin(Stdio::piped())
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin).unwrap();
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+/// A JSON document, or a session written with `-o -`, into a pipe its
+/// reader closed ends quietly and as it would have otherwise, as text does:
+/// no "Broken pipe" error, exit 0, and nothing written in place.
+#[test]
+fn a_closed_pipe_ends_json_and_session_output_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = example(dir.path(), "s.jsonl");
+    let v1 = settled_copy(&fixture("v1.jsonl"), dir.path(), "v1.jsonl");
+    settle(&file);
+    let before = std::fs::read(&file).unwrap();
+    let f = p(&file);
+    let v1_bytes = std::fs::read(&v1).unwrap();
+    let commands: [(&[&str], &[u8]); 8] = [
+        (&["session", "tree", f], b""),
+        (&["context", f, "--json"], b""),
+        (&["plan", f, "--json"], b""),
+        (&["session", "migrate", p(&v1), "-o", "-"], b""),
+        (&["session", "migrate", f, "-o", "-"], b""),
+        (&["session", "migrate", "-", "-o", "-"], &v1_bytes),
+        (&["prune", f, "--min-saving", "0", "-o", "-"], b""),
+        (&["compact", f, "-o", "-", "--now", NOW], b""),
+    ];
+    for (args, stdin) in commands {
+        let o = into_closed_pipe(args, stdin);
+        let err = stderr(&o);
+        assert_eq!(code(&o), 0, "{args:?}: {err}");
+        assert!(
+            !err.contains("musepi: error") && !err.contains("Broken pipe"),
+            "{args:?}: {err}"
+        );
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+}

@@ -69,6 +69,7 @@ impl SummaryPlan {
                 prep.previous_summary.clone(),
                 settings,
                 options,
+                prep.reasoning.clone(),
             ),
             turn_prefix: turn_prefix_request(prep, settings),
             history_fallback,
@@ -81,7 +82,7 @@ impl SummaryPlan {
             previous_preserve_data: prep.previous_preserve_data.clone(),
             short_summary: settings.short_summary,
             short_max_tokens: short_max(settings),
-            reasoning: settings.reasoning.clone(),
+            reasoning: prep.reasoning.clone(),
         }
     }
 

@@ -5,7 +5,8 @@
 use std::borrow::Cow;
 
 use musepi_context_builder::{
-    ContextMessage, FileOps, entry_message, entry_time, estimate_context_at, estimate_tokens,
+    ContextMessage, FileOps, context_thinking_level, entry_message, entry_time,
+    estimate_context_at, estimate_tokens, summary_reasoning,
 };
 use musepi_session_model::{
     AgentMessage, BranchSummaryMessage, Compaction, CompactionSummaryMessage, Entry, EntryBody,
@@ -97,6 +98,11 @@ pub struct Preparation<'a> {
     pub file_ops: FileOps,
     /// The `keepRecentTokens` the cut used (after adaptation).
     pub keep_recent_tokens: u64,
+    /// The reasoning effort every summary request of this compaction asks
+    /// for: the session's thinking level at the leaf (the latest
+    /// `thinking_level_change` on the path), none when it is `off`, as pi
+    /// 0.73.1 sends it ([`musepi_context_builder::summary_reasoning`]).
+    pub reasoning: Option<String>,
     /// The path read, as entry positions: positions `path_start..boundary_end`.
     path: Vec<usize>,
     /// The path position of `path[0]`.
@@ -381,6 +387,7 @@ pub fn prepare<'a>(
         previously_kept_start,
         file_ops,
         keep_recent_tokens: keep,
+        reasoning: summary_reasoning(&context_thinking_level(session, Some(leaf))),
         path,
         path_start,
     })

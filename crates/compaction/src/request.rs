@@ -1,8 +1,6 @@
 //! The summary requests of a compaction (docs/design.md, "Summaries"), as plain data.
 
-use musepi_context_builder::{
-    ContextMessage, RequestPurpose, SummaryRequest, serialize_for_summary,
-};
+use musepi_context_builder::{RequestPurpose, SummaryRequest, serialize_for_summary};
 
 use crate::prepare::Preparation;
 use crate::prompts::{
@@ -95,7 +93,7 @@ pub fn history_request(
         prep.previous_summary.as_deref(),
         options,
         history_max_tokens(settings),
-        settings.reasoning.clone(),
+        prep.reasoning.clone(),
     ))
 }
 
@@ -160,24 +158,24 @@ pub fn turn_prefix_request(
         RequestPurpose::TurnPrefix,
         prompt,
         turn_prefix_max_tokens(settings),
-        settings.reasoning.clone(),
+        prep.reasoning.clone(),
     ))
 }
 
 /// The short-summary request: the kept messages, with the merged history
 /// summary as the previous summary.
 pub fn short_summary_request(
-    recent: &[ContextMessage<'_>],
+    prep: &Preparation<'_>,
     merged_summary: &str,
     settings: &CompactionSettings,
     options: &RequestOptions,
 ) -> SummaryRequest {
     short_request(
-        &serialize_for_summary(recent),
+        &serialize_for_summary(&prep.recent_messages),
         merged_summary,
         &options.additional_context,
         short_summary_max_tokens(settings),
-        settings.reasoning.clone(),
+        prep.reasoning.clone(),
     )
 }
 

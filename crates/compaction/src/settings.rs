@@ -19,8 +19,6 @@ pub struct CompactionSettings {
     pub threshold_percent: f64,
     /// Fixed threshold (≤ 0: unset).
     pub threshold_tokens: f64,
-    /// Reasoning effort for summarizer calls (`high` in the design era).
-    pub reasoning: Option<String>,
     /// The model's output cap, when known: output limits never exceed it.
     pub model_max_tokens: Option<u64>,
     /// What every request to the agent's model carries besides its
@@ -45,7 +43,6 @@ impl Default for CompactionSettings {
             adapt_keep_recent: true,
             threshold_percent: -1.0,
             threshold_tokens: -1.0,
-            reasoning: Some("high".into()),
             model_max_tokens: None,
             overhead_tokens: None,
             short_summary: true,

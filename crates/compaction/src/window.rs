@@ -77,12 +77,14 @@ pub struct HistoryUnits {
 }
 
 impl HistoryUnits {
-    /// The units of `messages`, with the previous summary and the request options.
+    /// The units of `messages`, with the previous summary, the request
+    /// options and the reasoning effort each window's request asks for.
     pub fn new(
         messages: &[ContextMessage<'_>],
         previous_summary: Option<String>,
         settings: &CompactionSettings,
         options: &RequestOptions,
+        reasoning: Option<String>,
     ) -> Self {
         let units = messages
             .iter()
@@ -94,7 +96,7 @@ impl HistoryUnits {
             previous_summary,
             options: options.clone(),
             max_tokens: history_max_tokens(settings),
-            reasoning: settings.reasoning.clone(),
+            reasoning,
         }
     }
 
@@ -237,6 +239,7 @@ mod tests {
             None,
             &CompactionSettings::default(),
             &RequestOptions::default(),
+            None,
         );
         // 400 + "[User]: " (8) + 2 separators: 410 chars each.
         assert_eq!(h.next_window(0, 210), 0..2);
@@ -256,6 +259,7 @@ mod tests {
             Some("PREV".into()),
             &CompactionSettings::default(),
             &RequestOptions::default(),
+            Some("low".into()),
         );
         let first = h.window_request(0..1, h.previous_summary(), 100);
         assert!(
@@ -263,6 +267,7 @@ mod tests {
                 .prompt_text()
                 .contains("<previous-summary>\nPREV\n</previous-summary>")
         );
+        assert_eq!(first.reasoning.as_deref(), Some("low"));
         let second = h.window_request(1..2, Some("SO FAR"), 100);
         let text = second.prompt_text();
         assert!(text.contains("<previous-summary>\nSO FAR\n</previous-summary>"));

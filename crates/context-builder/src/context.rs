@@ -102,6 +102,20 @@ pub fn context_model(session: &Session, leaf: Option<usize>) -> Option<ModelRef>
     model_from_summary(session, leaf)
 }
 
+/// The thinking level of the context at `leaf` ([`SessionContext::thinking_level`])
+/// without building its messages: the latest `thinking_level_change` on the
+/// path, read from the path's record in constant time; `off` when the path
+/// has none, when that entry sets none, and for the null leaf.
+pub fn context_thinking_level(session: &Session, leaf: Option<usize>) -> String {
+    let level = leaf
+        .and_then(|leaf| session.path_summary(leaf).thinking_level_change)
+        .and_then(|i| match &session.entries()[i as usize].body {
+            EntryBody::ThinkingLevelChange { thinking_level } => thinking_level.clone(),
+            _ => None,
+        });
+    level.unwrap_or_else(|| "off".into())
+}
+
 /// The model the path's record at `leaf` names: its latest assistant that
 /// names one, or else its latest main-model change.
 fn model_from_summary(session: &Session, leaf: usize) -> Option<ModelRef> {

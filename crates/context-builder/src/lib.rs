@@ -31,7 +31,8 @@ mod transcript;
 pub use account::ContextAccount;
 pub use context::{
     ContextMessage, ModelRef, SessionContext, build_context, build_context_at,
-    build_context_over_path, calls_answered, context_model, entry_message, entry_time,
+    build_context_over_path, calls_answered, context_model, context_thinking_level, entry_message,
+    entry_time,
 };
 pub use convert::{
     ArchiveBlocks, BRANCH_WRAPPER, COMPACTION_WRAPPER, ConvertOptions, Converted,
@@ -49,6 +50,7 @@ pub use fileops::{
 };
 pub use llm::{
     LlmMessage, ProviderHistory, RequestPurpose, SummaryRequest, SummaryResponse, resolve_replays,
+    summary_reasoning,
 };
 pub use pathtree::format_grouped_paths;
 pub use replay::{REMOTE_COMPACTION_KEY, remote_replay};

@@ -210,6 +210,16 @@ impl RequestPurpose {
     }
 }
 
+/// The reasoning effort a summary request asks for when the session's
+/// thinking level is `thinking_level` (the context's, as
+/// [`crate::context_thinking_level`] reads it): the level itself (`minimal`,
+/// `low`, `medium`, `high`, `xhigh`, or whatever a newer agent wrote), and
+/// none for `off` or an empty level. Each provider maps it to its own
+/// parameter.
+pub fn summary_reasoning(thinking_level: &str) -> Option<String> {
+    (!matches!(thinking_level, "" | "off")).then(|| thinking_level.to_owned())
+}
+
 /// A request to a summarizing model, as plain data: the caller sends it
 /// with whatever client it has and hands the text back.
 #[derive(Debug, Clone, PartialEq)]
@@ -279,4 +289,18 @@ pub struct SummaryResponse {
     /// mid-thought (`finish_reason: length`, `stop_reason: max_tokens`, an
     /// incomplete response).
     pub truncated: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::summary_reasoning;
+
+    #[test]
+    fn a_summary_asks_for_the_thinking_level_and_for_none_when_it_is_off() {
+        for level in ["minimal", "low", "medium", "high", "xhigh"] {
+            assert_eq!(summary_reasoning(level).as_deref(), Some(level));
+        }
+        assert_eq!(summary_reasoning("off"), None);
+        assert_eq!(summary_reasoning(""), None);
+    }
 }

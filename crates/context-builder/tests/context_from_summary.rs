@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use musepi_context_builder::{build_context_at, build_context_over_path};
+use musepi_context_builder::{build_context_at, build_context_over_path, context_thinking_level};
 use musepi_session_model::{
     AgentMessage, AssistantMessage, Compaction, Content, Entry, EntryBody, EntryId, ModelChange,
     Replacement, SequentialIds, Session, Stamp, Text, UserMessage, load_bytes,
@@ -121,8 +121,15 @@ fn load(steps: &[(Kind, Option<u16>)], duplicate: bool) -> Session {
 
 fn assert_every_leaf(s: &Session) -> Result<(), TestCaseError> {
     prop_assert_eq!(build_context_at(s, None), build_context_over_path(s, &[]));
+    prop_assert_eq!(context_thinking_level(s, None), "off");
     for leaf in 0..s.len() {
         let path = s.path_indices(leaf);
+        prop_assert_eq!(
+            context_thinking_level(s, Some(leaf)),
+            build_context_over_path(s, &path).thinking_level,
+            "thinking level at leaf {}",
+            leaf
+        );
         prop_assert_eq!(
             build_context_at(s, Some(leaf)),
             build_context_over_path(s, &path),

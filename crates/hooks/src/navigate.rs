@@ -8,7 +8,9 @@ use musepi_branch_summary::{
     Destination, PrepareOptions, RequestOptions, Summary, ToolResults, apply_navigation,
     collect_entries, destination, finish, prepare_branch, summary_request, token_budget,
 };
-use musepi_context_builder::{ConvertOptions, convert_to_llm};
+use musepi_context_builder::{
+    ConvertOptions, context_thinking_level, convert_to_llm, summary_reasoning,
+};
 use musepi_session_model::{EntryId, IdSource, Journal, SessionError, Stamp};
 use tokio_util::sync::CancellationToken;
 
@@ -239,9 +241,13 @@ pub async fn navigate(
         match options.strategy {
             BranchStrategy::Snapcompact => Some(crate::digest::branch_digest(&prep)),
             BranchStrategy::Llm => {
+                // The session's thinking level where the navigation starts,
+                // as every summary request carries it.
+                let reasoning = summary_reasoning(&context_thinking_level(session, old_leaf));
                 let request_options = RequestOptions {
                     custom_instructions: custom.as_deref(),
                     replace_instructions: replace,
+                    reasoning: reasoning.as_deref(),
                     ..RequestOptions::new(options.system_prompt)
                 };
                 match summary_request(&prep, &request_options) {

@@ -31,9 +31,10 @@ chat_provider!(
     Anthropic,
     ///
     /// With reasoning, thinking is enabled with a budget for the effort
-    /// (`minimal` 1024, `low` 2048, `medium` 8192, `high` 16384, `xhigh`
-    /// 32768) and `max_tokens` grows by the budget, within the model's
-    /// limit, so the summary keeps its own allowance.
+    /// (`minimal` 1024, `low` 2048, `medium` 8192, `high` 16384; `xhigh`
+    /// gets the `high` budget, as pi clamps it) and `max_tokens` grows by
+    /// the budget, within the model's limit, so the summary keeps its own
+    /// allowance.
 );
 
 impl ChatWire for Anthropic {
@@ -119,8 +120,7 @@ fn budget_for(effort: &str) -> u32 {
     match effort {
         "minimal" => 1024,
         "low" => 2048,
-        "high" => 16384,
-        "xhigh" | "max" => 32768,
+        "high" | "xhigh" | "max" => 16384,
         _ => 8192,
     }
 }
@@ -236,7 +236,16 @@ fn usage(usage: &Value) -> Usage {
 
 #[cfg(test)]
 mod tests {
-    use super::plan_tokens;
+    use super::{budget_for, plan_tokens};
+
+    #[test]
+    fn each_thinking_level_has_pi_s_budget() {
+        let budgets: Vec<u32> = ["minimal", "low", "medium", "high", "xhigh"]
+            .into_iter()
+            .map(budget_for)
+            .collect();
+        assert_eq!(budgets, [1024, 2048, 8192, 16384, 16384]);
+    }
 
     #[test]
     fn the_thinking_budget_stays_below_max_tokens() {

@@ -9,7 +9,7 @@
 
 use musepi_compaction::prompts::{AUTO_CONTINUE, HANDOFF_THRESHOLD_FOCUS, SUMMARIZATION_SYSTEM};
 use musepi_compaction::{CompactionPlan, Reason, handoff_request, handoff_session};
-use musepi_context_builder::Tokenizer;
+use musepi_context_builder::{Tokenizer, context_thinking_level, summary_reasoning};
 use musepi_hooks::{
     BranchStrategy, CompactError, CompactOptions, Hooks, RemoteCompactor, SnapTarget,
     SnapcompactStrategy, Strategy, SummarizeError, Summarizer, compact, truncation_warning,
@@ -71,7 +71,6 @@ pub(crate) async fn execute(
             journal: parts.journal,
             summarizer: parts.summarizer,
             system_prompt: parts.system_prompt,
-            reasoning: parts.settings.compaction.reasoning.clone(),
             reason: plan.reason,
             now: parts.now,
         };
@@ -217,8 +216,6 @@ struct HandoffInput<'a> {
     pub summarizer: Option<&'a dyn Summarizer>,
     /// The live agent's system prompt, sent with the request.
     pub system_prompt: Option<&'a str>,
-    /// Reasoning effort for the request.
-    pub reasoning: Option<String>,
     /// Why it runs.
     pub reason: Reason,
     /// "Now", in epoch milliseconds.
@@ -247,7 +244,9 @@ async fn handoff(
     let system = input
         .system_prompt
         .unwrap_or_else(|| SUMMARIZATION_SYSTEM.text());
-    let request = handoff_request(without_failed_tail(history), system, focus, input.reasoning);
+    // The session's thinking level, as every summary request carries it.
+    let reasoning = summary_reasoning(&context_thinking_level(session, session.leaf_index()));
+    let request = handoff_request(without_failed_tail(history), system, focus, reasoning);
     let response = match summarizer.summarize(&request, cancel.clone()).await {
         Ok(r) => r,
         Err(SummarizeError::Cancelled) => return Err(Stop::Aborted),
@@ -268,7 +267,7 @@ async fn handoff(
         ));
     }
     let now = input.now;
-    let id = ids.fallback();
+    let id = ids.session_id(now);
     let old = session.header();
     let header = Header {
         parent_session: Some(input.journal.path().display().to_string()),

@@ -81,8 +81,7 @@ pub struct MaintenanceSettings {
     /// `compaction.enabled` (automatic maintenance; manual always works),
     /// `compaction.reserveTokens`, `compaction.keepRecentTokens`,
     /// `compaction.thresholdPercent` (≤ 0: unset),
-    /// `compaction.thresholdTokens` (≤ 0: unset; wins over the percent)
-    /// and the reasoning effort for summarizer calls.
+    /// and `compaction.thresholdTokens` (≤ 0: unset; wins over the percent).
     pub compaction: CompactionSettings,
     /// `compaction.strategy`.
     pub strategy: MaintenanceStrategy,

@@ -636,6 +636,14 @@ async fn a_handoff_starts_a_new_session_and_mid_turn_falls_back_to_a_summary() {
     let text = std::fs::read_to_string(&new).unwrap();
     assert!(text.contains(r#""customType":"handoff""#), "{text}");
     assert!(text.contains(&format!(r#""parentSession":"{}""#, old.display())));
+    // The successor's id is a UUIDv7 of the runtime's clock (deterministic
+    // here: the ids are sequential), named in its file name too.
+    let header: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let id = header["id"].as_str().unwrap();
+    let ms = i64::from_str_radix(&id[..13].replace('-', ""), 16).unwrap();
+    assert!((1_735_689_600_000..1_735_689_700_000).contains(&ms), "{id}");
+    assert_eq!((&id[14..15], &id[19..20]), ("7", "8"), "{id}");
+    assert!(new.to_str().unwrap().ends_with(&format!("_{id}.jsonl")));
     assert_eq!(
         r.model.seen.lock().unwrap().as_slice(),
         [RequestPurpose::Handoff]

@@ -124,9 +124,11 @@ pub enum SessionError {
         sign: LiveSign,
     },
     /// The file has a problem that a rewrite would carry into the new file
-    /// wrongly (for example a v1 compaction index that names no entry).
+    /// wrongly: a v1 compaction index that names no earlier entry, which
+    /// migration drops ([`crate::Journal::drop_unresolved_first_kept`]
+    /// lets a write drop it, as pi does).
     #[error(
-        "{}:{line}: {problem}; a rewrite would get it wrong, so nothing was written (see `musepi session check`)",
+        "{}:{line}: {problem}, so nothing was written; `musepi session migrate --force` (or --force on compact, prune or branch) rewrites the file as pi does, dropping the index so that the compaction keeps no entry from before it, and `musepi session check --repair` writes a copy without the index",
         path.display()
     )]
     Blocked {

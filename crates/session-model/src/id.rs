@@ -1,7 +1,7 @@
 //! Entry ids and where new ones come from.
 
 use std::borrow::Borrow;
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 use compact_str::CompactString;
 use rustc_hash::FxHashSet;
@@ -101,6 +101,43 @@ pub trait IdSource {
     fn fallback(&mut self) -> String {
         self.next_candidate()
     }
+
+    /// The id of a new session made at `now_ms` (Unix milliseconds): a
+    /// version-7 UUID ([`uuid_v7`]), as pi 0.73.1 writes, so that ids sort in the
+    /// order their sessions were made. By default its other bits are zero
+    /// but for the value of the next candidate (when it is hex), which keeps
+    /// a deterministic source deterministic; a random source fills them
+    /// with random bits.
+    fn session_id(&mut self, now_ms: i64) -> String {
+        let n = u64::from_str_radix(&self.next_candidate(), 16).unwrap_or(0);
+        let mut bits = [0u8; 10];
+        bits[2..].copy_from_slice(&n.to_be_bytes());
+        uuid_v7(now_ms, bits)
+    }
+}
+
+/// A UUID of version 7 (RFC 9562) in its hyphenated lowercase form: the
+/// first 48 bits are `unix_ms` (clamped to what they hold), then the version
+/// `7`, 12 bits of `bits`, the variant `10` and 62 more bits of `bits`.
+pub fn uuid_v7(unix_ms: i64, bits: [u8; 10]) -> String {
+    let ms = u64::try_from(unix_ms).unwrap_or(0).min((1 << 48) - 1);
+    let mut b = [0u8; 16];
+    b[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
+    b[6..].copy_from_slice(&bits);
+    b[6] = (b[6] & 0x0f) | 0x70;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h = b.iter().fold(String::with_capacity(32), |mut h, x| {
+        let _ = write!(h, "{x:02x}");
+        h
+    });
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
 }
 
 /// Deterministic ids: `00000001`, `00000002`, … in 8 lowercase hex digits.
@@ -191,6 +228,26 @@ mod tests {
         ];
         let mut ids = SequentialIds::after(&existing);
         assert_eq!(ids.next_candidate(), "0000000b");
+    }
+
+    #[test]
+    fn a_session_id_is_a_uuid_v7_of_its_time() {
+        let id = uuid_v7(0x0196_1234_5678, [0xff; 10]);
+        assert_eq!(id, "01961234-5678-7fff-bfff-ffffffffffff");
+        assert_eq!(
+            uuid_v7(1_700_000_000_000, [0; 10]),
+            "018bcfe5-6800-7000-8000-000000000000"
+        );
+        assert_eq!(uuid_v7(-5, [0; 10]), "00000000-0000-7000-8000-000000000000");
+        // A deterministic source: the time, then its sequence number.
+        let mut ids = SequentialIds::new();
+        assert_eq!(
+            ids.session_id(1_700_000_000_000),
+            "018bcfe5-6800-7000-8000-000000000001"
+        );
+        assert!(
+            ids.session_id(1_700_000_000_001).as_str() > "018bcfe5-6800-7000-8000-000000000001"
+        );
     }
 
     #[test]

@@ -58,7 +58,7 @@ pub use entry::{
 };
 pub use error::{LiveSign, SessionError};
 pub use fsutil::{MAX_LINE_BYTES, refuse_special_file};
-pub use id::{EntryId, IdSource, SequentialIds};
+pub use id::{EntryId, IdSource, SequentialIds, uuid_v7};
 pub use journal::{
     Journal, LIVE_WINDOW_MS, Replace, WriteWarning, check_not_live, write_file, write_new,
     write_session, write_session_file, write_session_to,
@@ -68,7 +68,7 @@ pub use message::{
     AgentMessage, AssistantMessage, BashExecutionMessage, BranchSummaryMessage,
     CompactionSummaryMessage, CustomMessage, StopReason, ToolResultMessage, Usage, UserMessage,
 };
-pub use migrate::LineEdit;
+pub use migrate::{LineEdit, without_first_kept_index};
 pub use pathinfo::{PathModel, PathSummary};
 pub use problem::{Problem, ProblemKind};
 pub use session::{LineSource, Replacement, Session, Stamp};

@@ -97,6 +97,15 @@ impl LineEdit {
     }
 }
 
+/// `line`, a v1 compaction, without its `firstKeptEntryIndex`, printed again
+/// as `JSON.stringify` prints it (the other keys in their order): what pi's
+/// migration leaves of an index that names no earlier entry, and what
+/// `musepi session check --repair` writes for one, so that the file can be
+/// migrated.
+pub fn without_first_kept_index(line: &[u8]) -> Result<String, serde_json::Error> {
+    print_edited(line, |map| js_delete(map, "firstKeptEntryIndex"))
+}
+
 /// `line` parsed, edited by `edit` and printed again by `JSON.stringify`.
 pub(crate) fn print_edited(
     line: &[u8],

@@ -228,7 +228,36 @@ fn bad_v1_compaction_indexes_are_reported_and_block_rewrites() {
             matches!(err, SessionError::Blocked { line: 3, .. }),
             "{err:?}"
         );
+        assert!(err.to_string().contains("--force"), "{err}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+        // Allowed to, the rewrite drops the index as pi's migration does:
+        // no `firstKeptEntryIndex`, no `firstKeptEntryId`.
+        let dropped = j.drop_unresolved_first_kept();
+        assert_eq!(dropped.len(), 1);
+        assert_eq!(dropped[0].line, 3);
+        j.persist_migration().unwrap();
+        let written = std::fs::read_to_string(&path).unwrap();
+        let compaction = written.lines().nth(2).unwrap();
+        assert_eq!(
+            compaction,
+            r#"{"type":"compaction","timestamp":"2025-01-01T00:00:02.000Z","summary":"s","tokensBefore":1,"id":"00000002","parentId":"00000001"}"#,
+            "{index}"
+        );
+        // pi writes such a compaction without a first kept entry, which
+        // `session check` still lists; nothing blocks a write any more.
+        let after: Vec<_> = open(&path)
+            .session()
+            .problems()
+            .iter()
+            .map(|p| (p.line, p.kind.name(), p.kind.blocks_rewrite()))
+            .collect();
+        assert_eq!(after, [(3, "missing-field", false)]);
+        // The line a repaired copy holds: the v1 line without its index.
+        let line = text.lines().nth(2).unwrap();
+        assert_eq!(
+            musepi_session_model::without_first_kept_index(line.as_bytes()).unwrap(),
+            r#"{"type":"compaction","timestamp":"2025-01-01T00:00:02.000Z","summary":"s","tokensBefore":1}"#
+        );
     }
     let (_dir, good) = temp_file("good.jsonl", &v1("1"));
     let j = open(&good);

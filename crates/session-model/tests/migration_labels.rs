@@ -33,6 +33,47 @@ fn v1_entries_get_ids_and_parents() {
     assert!(s.raw_header().unwrap().contains(r#""version":3"#));
 }
 
+/// Ids proposed in turn, then `fffffff0`, `fffffff1`, … (a source as a
+/// random one may be: it proposes ids that are taken).
+struct Proposed(Vec<&'static str>, u32);
+
+impl musepi_session_model::IdSource for Proposed {
+    fn next_candidate(&mut self) -> String {
+        if self.0.is_empty() {
+            self.1 += 1;
+            format!("{:08x}", 0xffff_fff0 + self.1)
+        } else {
+            self.0.remove(0).to_owned()
+        }
+    }
+}
+
+/// An entry added to a v1 session after its entries were numbered never
+/// takes one of their numbers, whatever its id source proposes.
+#[test]
+fn entries_added_to_a_v1_session_never_take_a_number() {
+    let mut s = load(&[
+        r#"{"type":"session","id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":""}"#,
+        r#"{"type":"message","timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}"#,
+        "",
+        r#"{"type":"message","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"assistant","content":[],"timestamp":2}}"#,
+    ]);
+    let ids: Vec<&str> = s.entries().iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(ids, ["00000001", "00000002"]);
+    let mut source = Proposed(vec!["00000002", "00000001", "0000abcd"], 0);
+    let mut stamp = musepi_session_model::Stamp {
+        ids: &mut source,
+        now: 1_700_000_000_000,
+    };
+    assert_eq!(s.append(user("next"), &mut stamp), "0000abcd");
+    let mut sequential = SequentialIds::after(s.entries().iter().map(|e| &e.id));
+    let mut stamp = musepi_session_model::Stamp {
+        ids: &mut sequential,
+        now: 1_700_000_000_001,
+    };
+    assert_eq!(s.append(user("then"), &mut stamp), "0000abce");
+}
+
 #[test]
 fn v2_ids_are_kept() {
     let s = load(&[

@@ -16,7 +16,8 @@ pub struct WriteArgs {
     /// Show what would change and write nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Write even when the session looks live (locked, or written in the last 5 s); replace OUT.
+    /// Write even when the session looks live (locked, or written in the last 5 s); replace OUT;
+    /// drop, as pi does, a v1 compaction's firstKeptEntryIndex that names no earlier entry.
     #[arg(long)]
     pub force: bool,
 }

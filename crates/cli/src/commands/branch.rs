@@ -8,6 +8,7 @@ use musepi_branch_summary::{
     token_budget,
 };
 use musepi_compaction::prompts::SUMMARIZATION_SYSTEM;
+use musepi_context_builder::{context_thinking_level, summary_reasoning};
 use musepi_hooks::{BranchStrategy, NavigateOptions, Summarizer, TreeRequest, navigate};
 use musepi_runtime::MaintenanceStrategy;
 use musepi_session_model::Journal;
@@ -36,16 +37,6 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
     let session = journal.session();
     for id in target.iter().chain(args.from.iter()) {
         if session.index_of(id).is_none() {
-            if session.original_version() < 2 {
-                return Err(Failure::new(
-                    Exit::BadInput,
-                    "unknown-entry",
-                    anyhow::anyhow!(
-                        "unknown entry id `{id}`; {file} is a v1 file, whose ids last only once it is migrated: run `musepi session migrate {file}` first, then take the id from `musepi session tree`",
-                        file = file.display()
-                    ),
-                ));
-            }
             return Err(Failure::unknown_entry(id));
         }
     }
@@ -127,6 +118,9 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
         .and_then(|p| p.config().context_window())
         .map(u64::from);
     options.reserve_tokens = reserve;
+    let migrating = journal
+        .migration_pending()
+        .then(|| journal.session().original_version());
     let mut ids = crate::ids::for_session(ctx.deterministic_ids(), journal.session());
     let result = progress.run(&rt, async |cancel| {
         navigate(&mut journal, &options, ids.as_mut(), cancel).await
@@ -136,6 +130,9 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
         Err(e) => return Err(Failure::failed(e)),
     };
     let marker = mark_leaf(&mut journal, &out, &options, ids.as_mut())?;
+    if let Some(from) = migrating.filter(|_| !out.no_op || !dest.in_place()) {
+        dest.note_migration(from, Some("the navigation"), ctx);
+    }
     let mut warnings = out.warnings.clone();
     warnings.extend(write_warnings(&mut journal));
     print_warnings(&warnings, ctx);
@@ -256,9 +253,11 @@ fn dry_run(
         },
     )
     .or_bad_input()?;
+    let reasoning = summary_reasoning(&context_thinking_level(session, old));
     let request_options = RequestOptions {
         custom_instructions: args.instructions.as_deref(),
         replace_instructions: !args.append_instructions,
+        reasoning: reasoning.as_deref(),
         ..RequestOptions::new(SUMMARIZATION_SYSTEM.text())
     };
     let request = summary_request(&prep, &request_options);

@@ -19,7 +19,7 @@ use crate::commands::runtime::{
 };
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{
-    Color, aligned, escape_controls, escaped_text, note, preview, print_json, print_text,
+    Color, aligned, escape_controls, escaped_text, preview, print_json, print_text,
     push_lines_preview,
 };
 use crate::report::plan::{nothing_text, prune_json, request_json};
@@ -59,19 +59,11 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         }
     }
     let path = &file;
-    if journal.migration_pending() && !args.write.dry_run {
-        note(
-            ctx.quiet(),
-            &format!(
-                "musepi: {} is a v{} file; {} as v3 with the compaction",
-                path.display(),
-                journal.session().original_version(),
-                if target.in_place() {
-                    "it is rewritten"
-                } else {
-                    "the copy is written"
-                }
-            ),
+    if journal.migration_pending() {
+        target.note_migration(
+            journal.session().original_version(),
+            Some("the compaction"),
+            ctx,
         );
     }
     let provider_flags = args.llm.flags();

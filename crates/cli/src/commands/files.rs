@@ -6,9 +6,7 @@ use std::io::{self, Read};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use musepi_session_model::{
-    FileTail, IdSource, SequentialIds, Session, SessionError, load_bytes, load_file,
-};
+use musepi_session_model::{FileTail, IdSource, Session, SessionError, load_bytes, load_file};
 
 use crate::ctx::{Ctx, Failure};
 use crate::output::{counted, note};
@@ -85,7 +83,7 @@ pub struct Loaded {
 /// prints is known to the next.
 pub fn load(input: &Input, ctx: &Ctx) -> Result<Loaded, SessionError> {
     let _ = ctx;
-    load_with(input, &mut SequentialIds::new())
+    load_with(input, &mut crate::ids::for_v1())
 }
 
 /// Reads the session with `ids` for the entries of a v1 file.
@@ -141,7 +139,7 @@ pub fn load_or_fail(input: &Input, ctx: &Ctx) -> Result<Loaded, Failure> {
         note(
             ctx.quiet(),
             &format!(
-                "musepi: {name} is a v1 session: until it is migrated its entries are numbered 00000001, 00000002, … in file order; `musepi session migrate {arg}`{again} gives them lasting ids",
+                "musepi: {name} is a v1 session, whose entries have no ids: musepi numbers them 00000001, 00000002, … in file order, the ids `musepi session migrate {arg}`{again} writes into it",
                 name = input.name(),
                 arg = input.shell_arg(),
                 again = input.again(),

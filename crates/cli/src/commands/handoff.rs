@@ -15,7 +15,7 @@ use std::path::Path;
 use musepi_compaction::prompts::SUMMARIZATION_SYSTEM;
 use musepi_compaction::{handoff_request, handoff_session};
 use musepi_context_builder::{
-    ConvertOptions, FileOps, SessionContext, build_context, convert_to_llm,
+    ConvertOptions, FileOps, SessionContext, build_context, convert_to_llm, summary_reasoning,
 };
 use musepi_hooks::events::{
     BeforeCompactEvent, MessageView, PreparationView, SummarizedMessages, names,
@@ -23,18 +23,16 @@ use musepi_hooks::events::{
 use musepi_hooks::{Hooks, Summarizer};
 use musepi_session_model::time::format_iso;
 use musepi_session_model::{
-    CURRENT_VERSION, EntryBody, Header, IdSource, Journal, Session, Stamp, write_session_file,
+    CURRENT_VERSION, EntryBody, Header, Journal, Session, Stamp, write_session_file,
 };
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::BudgetArgs;
 use crate::cli::HandoffArgs;
 use crate::commands::files::mode_of;
-use crate::commands::runtime::{Progress, maintenance, provider, runtime, settings};
+use crate::commands::runtime::{Progress, provider, runtime, settings};
 use crate::commands::writer::{print_warnings, replace_out};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
-use crate::ids::RandomIds;
 use crate::output::{Color, aligned, escape_controls, print_json, print_text, push_lines_preview};
 
 /// The `reason` hooks see for a handoff.
@@ -56,11 +54,7 @@ pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
         "handoff",
         "names the session file as the new session's parentSession",
     )?;
-    let journal = Journal::open(
-        &file,
-        crate::ids::for_migration(ctx.deterministic_ids()).as_mut(),
-    )
-    .or_bad_input()?;
+    let journal = Journal::open(&file, &mut crate::ids::for_v1()).or_bad_input()?;
     let session = journal.session();
     let context = build_context(session);
     if context.messages.is_empty() {
@@ -102,9 +96,7 @@ pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
                 history,
                 SUMMARIZATION_SYSTEM.text(),
                 args.instructions.as_deref(),
-                maintenance(&settings, &BudgetArgs::default())
-                    .compaction
-                    .reasoning,
+                summary_reasoning(&context.thinking_level),
             );
             let response = llm
                 .summarize(&request, cancel.clone())
@@ -222,11 +214,7 @@ fn before_event(
 /// The new session: a fresh id, "now", the old working directory, the old
 /// file as parent, and the document.
 fn new_session(old: &Session, parent: &Path, document: &str, ctx: &Ctx) -> (Header, Session) {
-    let id = if ctx.deterministic_ids() {
-        "00000000-0000-4000-8000-000000000001".to_owned()
-    } else {
-        RandomIds::new().fallback()
-    };
+    let id = crate::ids::new_session_id(ctx.deterministic_ids(), ctx.now_ms());
     let header = Header {
         version: CURRENT_VERSION,
         id,

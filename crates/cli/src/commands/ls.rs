@@ -60,8 +60,7 @@ pub fn run(args: &LsArgs, ctx: &Ctx) -> CmdResult {
     let rows: Vec<Row> = sessions(&folder.dir)?
         .into_iter()
         .map(|listed| {
-            let mut ids = crate::ids::for_migration(ctx.deterministic_ids());
-            let read = load_file(&listed.path, ids.as_mut())
+            let read = load_file(&listed.path, &mut crate::ids::for_v1())
                 .map(|(s, _)| Read::of(&s))
                 .map_err(|e| e.to_string());
             Row { listed, read }

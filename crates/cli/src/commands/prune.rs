@@ -43,7 +43,17 @@ pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
     // change the checks refuse, before anything is written, even for a dry
     // run or when there is nothing to prune; the changes staged are the
     // ones the rewrite writes.
+    let pruned = !changes.is_empty();
     journal.stage_replacements(changes).or_failed()?;
+    // A v1 or v2 file is written as v3: in place when something is pruned,
+    // and always in a copy.
+    if journal.migration_pending() && (pruned || !target.in_place()) {
+        target.note_migration(
+            journal.session().original_version(),
+            pruned.then_some("the pruned results"),
+            ctx,
+        );
+    }
     if write {
         target.refuse_live(&journal)?;
         journal.rewrite()?;

@@ -16,7 +16,7 @@ use musepi_hooks::{
     Summarizer, TreeRequest, compact, navigate,
 };
 use musepi_runtime::MaintenanceSettings;
-use musepi_session_model::{Journal, LiveSign, SequentialIds, Session, SessionError};
+use musepi_session_model::{Journal, LiveSign, Session, SessionError};
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::ViewArgs;
@@ -99,7 +99,7 @@ pub fn run(args: &ViewArgs, ctx: &Ctx) -> CmdResult {
 /// reads shows them, so an id the view shows is the one `musepi session
 /// tree` prints and the one its own jobs find.
 pub fn load(path: &std::path::Path) -> Result<Session, musepi_session_model::SessionError> {
-    let journal = Journal::open(path, &mut SequentialIds::new())?;
+    let journal = Journal::open(path, &mut crate::ids::for_v1())?;
     Ok(journal.session().clone())
 }
 
@@ -244,7 +244,7 @@ impl Pipelines {
     /// wrote it in the last seconds) unless `--force`, as every command
     /// that writes in place refuses it.
     fn journal(&self) -> anyhow::Result<Journal> {
-        let journal = Journal::open(&self.path, &mut SequentialIds::new())?;
+        let journal = Journal::open(&self.path, &mut crate::ids::for_v1())?;
         if !self.force {
             match journal.check_not_live(musepi_runtime::system_clock()) {
                 Err(SessionError::Live {
@@ -502,7 +502,7 @@ mod tests {
         let shown = ids(&load(&path).unwrap());
         let read = crate::commands::files::load_with(
             &crate::commands::files::Input::File(path.clone()),
-            &mut SequentialIds::new(),
+            &mut crate::ids::for_v1(),
         )
         .unwrap();
         assert_eq!(shown, ids(&read.session));

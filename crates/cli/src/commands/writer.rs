@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 
 use musepi_hooks::{NavigateOptions, NavigateOutcome};
 use musepi_session_model::{
-    EntryId, IdSource, Journal, Replace, SessionError, Stamp, check_not_live, refuse_special_file,
+    EntryId, IdSource, Journal, Problem, Replace, SessionError, Stamp, check_not_live,
+    refuse_special_file,
 };
 
 use super::files::same_file;
@@ -80,20 +81,29 @@ impl Target {
     }
 
     /// Opens the session for the command: v1 and v2 files are migrated in
-    /// memory with the migration ids (random unless `--deterministic-ids`).
+    /// memory, a v1 file's entries numbered as every command numbers them
+    /// ([`crate::ids::for_v1`]).
     /// A file with a torn last line is refused before any work, as live
     /// (exit 3) while it looks live and `--force` is not given, since the
     /// line is then most likely an append in progress. In place, a file
     /// that cannot be written is refused too; otherwise every write stays
     /// in memory until [`Target::finish`].
     pub fn open(&self, ctx: &Ctx) -> Result<Journal, Failure> {
-        let mut ids = crate::ids::for_migration(ctx.deterministic_ids());
-        let mut journal = Journal::open(&self.file, ids.as_mut())?;
+        let mut journal = Journal::open(&self.file, &mut crate::ids::for_v1())?;
         super::files::note_problems(
             &super::files::Input::File(self.file.clone()),
             journal.session(),
             ctx,
         );
+        if self.force {
+            let dropped = journal.drop_unresolved_first_kept();
+            note_dropped_first_kept(
+                &self.file.display().to_string(),
+                &dropped,
+                self.dry_run,
+                ctx,
+            );
+        }
         if !self.in_place() {
             journal.detach();
         }
@@ -104,6 +114,30 @@ impl Target {
             return Err(e.into());
         }
         Ok(journal)
+    }
+
+    /// Says on stderr (unless `-q`) that the session, read from a file of
+    /// version `from` (below 3), is written as v3 (with `what` the command
+    /// adds): in place, the file is rewritten; otherwise the copy is v3.
+    /// Commands call it when they write a session whose migration is
+    /// pending ([`Journal::migration_pending`]).
+    pub fn note_migration(&self, from: u32, what: Option<&str>, ctx: &Ctx) {
+        if self.dry_run {
+            return;
+        }
+        note(
+            ctx.quiet(),
+            &format!(
+                "musepi: {} is a v{from} file; {} as v3{}",
+                self.file.display(),
+                if self.in_place() {
+                    "it is rewritten"
+                } else {
+                    "the copy is written"
+                },
+                what.map(|w| format!(" with {w}")).unwrap_or_default(),
+            ),
+        );
     }
 
     /// Refuses (exit 2, naming the line) when the path to the leaf runs
@@ -141,10 +175,9 @@ impl Target {
                 Ok(Some(out.display().to_string()))
             }
             Dest::Stdout => {
-                let stdout = std::io::stdout();
-                let mut lock = stdout.lock();
-                journal.write_to(&mut lock)?;
-                lock.flush().map_err(Failure::failed)?;
+                let mut out = crate::output::stdout();
+                journal.write_to(&mut out)?;
+                out.flush().map_err(Failure::failed)?;
                 Ok(Some("<stdout>".to_owned()))
             }
         }
@@ -241,6 +274,23 @@ fn refuse_missing_folder(out: &Path) -> Result<(), Failure> {
         out.display(),
         folder.display()
     )))
+}
+
+/// Says on stderr, for each v1 compaction whose `firstKeptEntryIndex`
+/// `--force` drops (or would drop, in a dry run) as pi's migration does,
+/// what that changes.
+pub fn note_dropped_first_kept(file: &str, dropped: &[Problem], dry_run: bool, ctx: &Ctx) {
+    for p in dropped {
+        note(
+            ctx.quiet(),
+            &format!(
+                "musepi: warning: {file}:{}: {}; --force {} as pi does: the compaction keeps no entry from before it (as musepi and pi read it already), and what the index named is no longer in the file",
+                p.line,
+                p.kind,
+                if dry_run { "would drop it" } else { "drops it" },
+            ),
+        );
+    }
 }
 
 /// Refuses a session whose last line is torn while it looks live (another

@@ -366,3 +366,49 @@ fn file_lists_carry_over_from_musepi_compactions_pi_stored_as_extension_made() {
         }
     }
 }
+
+/// Every summary request of a compaction asks for the session's thinking
+/// level at the leaf (pi 0.73.1), and for no reasoning when it is `off`: a
+/// level set on another branch, or before a later change on the path, does
+/// not count.
+#[test]
+fn summary_requests_carry_the_thinking_level_of_the_path() {
+    let level = |l: &str| EntryBody::ThinkingLevelChange {
+        thinking_level: Some(l.to_owned()),
+    };
+    let mut b = Builder::new();
+    let root = b.push(level("high"));
+    b.push(level("minimal"));
+    b.session.set_leaf(root.as_str()).unwrap();
+    b.push(level("xhigh"));
+    b.filler("early", 400);
+    b.push(level("medium"));
+    b.user("one long turn");
+    b.call("step", "c1", "read", json!({"path": "a.rs"}));
+    b.result("c1", "read", &"r".repeat(4_000));
+    b.call("step", "c2", "read", json!({"path": "b.rs"}));
+    b.result("c2", "read", &"r".repeat(4_000));
+    b.assistant(&"done ".repeat(240), &[], None);
+    let s = settings(300);
+    let p = prepare(&b.session, b.leaf(), &s).unwrap();
+    assert!(p.cut.is_split_turn, "the test needs a turn prefix");
+    assert_eq!(p.reasoning.as_deref(), Some("medium"));
+    let plan = crate::SummaryPlan::new(&p, &s, &RequestOptions::default());
+    let mut sent: Vec<Option<String>> = plan.requests().map(|r| r.reasoning.clone()).collect();
+    sent.push(plan.short_request("MERGED").reasoning);
+    sent.push(crate::short_summary_request(&p, "MERGED", &s, &RequestOptions::default()).reasoning);
+    assert_eq!(sent.len(), 4);
+    assert!(
+        sent.iter().all(|r| r.as_deref() == Some("medium")),
+        "{sent:?}"
+    );
+
+    b.push(level("off"));
+    b.filler("after", 400);
+    b.assistant(&"more ".repeat(240), &[], None);
+    let p = prepare(&b.session, b.leaf(), &s).unwrap();
+    let plan = crate::SummaryPlan::new(&p, &s, &RequestOptions::default());
+    assert_eq!(p.reasoning, None);
+    assert!(plan.requests().all(|r| r.reasoning.is_none()));
+    assert_eq!(plan.short_request("MERGED").reasoning, None);
+}

@@ -34,6 +34,7 @@ use crate::entry::{Entry, EntryBody, Header};
 use crate::error::SessionError;
 use crate::id::{EntryId, IdSource};
 use crate::load::{FileTail, load_file};
+use crate::problem::{Problem, ProblemKind};
 use crate::session::{LineSource, Replacement, Session, Stamp};
 
 pub use disk::{Replace, write_file};
@@ -84,6 +85,9 @@ pub struct Journal {
     detached: bool,
     /// What writes since the last [`Journal::take_warnings`] have to say.
     warnings: Vec<WriteWarning>,
+    /// Writes may drop the v1 indexes that name no earlier entry (see
+    /// [`Journal::drop_unresolved_first_kept`]).
+    drop_unresolved: bool,
 }
 
 impl Journal {
@@ -114,6 +118,7 @@ impl Journal {
             staged: Vec::new(),
             detached: false,
             warnings: Vec::new(),
+            drop_unresolved: false,
         }
     }
 
@@ -143,6 +148,7 @@ impl Journal {
             staged: Vec::new(),
             detached: false,
             warnings: Vec::new(),
+            drop_unresolved: false,
         };
         if journal.session.has_assistant_message() {
             journal.flush_all()?;
@@ -334,6 +340,23 @@ impl Journal {
         }
     }
 
+    /// Lets writes rewrite a v1 file whose compactions have a
+    /// `firstKeptEntryIndex` that names no earlier entry (the header, an
+    /// entry after it, or none), which otherwise blocks every write
+    /// ([`SessionError::Blocked`]): the index is dropped, as pi's migration
+    /// drops it, and the compaction keeps no entry from before it, as musepi
+    /// and pi already read it. What the index named is then no longer in the
+    /// file. Returns those compactions' problems, for the caller to say so.
+    pub fn drop_unresolved_first_kept(&mut self) -> Vec<Problem> {
+        self.drop_unresolved = true;
+        self.session
+            .problems()
+            .iter()
+            .filter(|p| matches!(p.kind, ProblemKind::FirstKeptIndex { .. }))
+            .cloned()
+            .collect()
+    }
+
     /// Refuses a session that another process looks to be using at
     /// `now_ms` (epoch milliseconds): its lock is held, or it was modified
     /// within [`LIVE_WINDOW_MS`].
@@ -348,12 +371,10 @@ impl Journal {
                 line,
             });
         }
-        if let Some(p) = self
-            .session
-            .problems()
-            .iter()
-            .find(|p| p.kind.blocks_rewrite())
-        {
+        if let Some(p) = self.session.problems().iter().find(|p| {
+            p.kind.blocks_rewrite()
+                && !(self.drop_unresolved && matches!(p.kind, ProblemKind::FirstKeptIndex { .. }))
+        }) {
             return Err(SessionError::Blocked {
                 path: self.path.clone(),
                 line: p.line,

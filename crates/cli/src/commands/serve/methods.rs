@@ -251,7 +251,7 @@ impl Server {
             }
             let id = match str_param(params, "sessionId")? {
                 Some(id) => id.to_owned(),
-                None => crate::ids::RandomIds::new().fallback(),
+                None => crate::ids::new_session_id(self.ctx.deterministic_ids(), clock()),
             };
             let cwd = match str_param(params, "cwd")? {
                 Some(c) => c.to_owned(),
@@ -261,10 +261,7 @@ impl Server {
             };
             Journal::create(&path, Header::new(id, format_iso(clock()), cwd))
         } else {
-            Journal::open(
-                &path,
-                crate::ids::for_migration(self.ctx.deterministic_ids()).as_mut(),
-            )
+            Journal::open(&path, &mut crate::ids::for_v1())
         }
         .map_err(|e| RpcError::new("bad_session", e.to_string()))?;
         let ids = self.ids(&journal);

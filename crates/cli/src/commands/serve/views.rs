@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use musepi_session_model::{EntryBody, SequentialIds, load_bytes};
+use musepi_session_model::{EntryBody, load_bytes};
 use serde_json::{Map, Value};
 
 /// Entry types a client may append; compactions and branch summaries are
@@ -50,7 +50,7 @@ pub(super) fn entry_body(entry: &Value) -> Result<EntryBody, String> {
     let session = load_bytes(
         Path::new("<append>"),
         text.as_bytes(),
-        &mut SequentialIds::new(),
+        &mut crate::ids::for_v1(),
     )
     .map_err(|e| e.to_string())?;
     // What the entry names is checked against the open session when it is

@@ -134,10 +134,15 @@ fn render_repair(r: &Repair, ctx: &Ctx) -> String {
             );
         }
     }
+    let rewritten = if r.rewritten > 0 {
+        format!(", {} rewritten", r.rewritten)
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         text,
-        "wrote {out_name}: {} kept byte for byte, {} dropped",
-        counted(r.kept, "line", "lines"),
+        "wrote {out_name}: {} kept byte for byte{rewritten}, {} dropped",
+        counted(r.kept - r.rewritten, "line", "lines"),
         r.dropped.len()
     );
     if r.remaining.is_empty() {

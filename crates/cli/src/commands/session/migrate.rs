@@ -12,7 +12,9 @@ use serde_json::json;
 use super::problem_json;
 use crate::cli::MigrateArgs;
 use crate::commands::files::{Input, load_with, mode_of, note_problems};
-use crate::commands::writer::{Dest, Target, print_warnings, replace_out, write_warnings};
+use crate::commands::writer::{
+    Dest, Target, note_dropped_first_kept, print_warnings, replace_out, write_warnings,
+};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{note, print_json};
 
@@ -23,6 +25,9 @@ struct Outcome<'a> {
     output: Option<String>,
     changed: bool,
     dry_run: bool,
+    /// `--force`: v1 indexes that name no earlier entry are dropped, as the
+    /// open said.
+    forced: bool,
 }
 
 /// Migrates a v1 or v2 file to v3: in place (atomically) by default, or to
@@ -73,7 +78,10 @@ fn from_file(path: &Path, args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
         (Dest::Stdout, false) => {
             let mut src = std::fs::File::open(path)
                 .map_err(|e| Failure::bad_input(anyhow::Error::new(e).context(name.clone())))?;
-            std::io::copy(&mut src, &mut std::io::stdout().lock()).map_err(Failure::failed)?;
+            let mut out = crate::output::stdout();
+            std::io::copy(&mut src, &mut out)
+                .and_then(|_| out.flush())
+                .map_err(Failure::failed)?;
             Some("<stdout>".to_owned())
         }
     };
@@ -84,6 +92,7 @@ fn from_file(path: &Path, args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
             output,
             changed: pending,
             dry_run: args.write.dry_run,
+            forced: args.write.force,
         },
         &target,
         ctx,
@@ -102,21 +111,34 @@ fn from_stdin(args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
         )));
     }
     let target = Target::new(Path::new("-"), &args.write, ctx)?;
-    let mut ids = crate::ids::for_migration(ctx.deterministic_ids());
-    let loaded = load_with(&Input::Stdin, ids.as_mut())?;
+    let loaded = load_with(&Input::Stdin, &mut crate::ids::for_v1())?;
     note_problems(&Input::Stdin, &loaded.session, ctx);
-    refuse_unwritable(&loaded.session, "<stdin>")?;
+    refuse_unwritable(&loaded.session, "<stdin>", args.write.force)?;
+    if args.write.force {
+        let dropped: Vec<_> = loaded
+            .session
+            .problems()
+            .iter()
+            .filter(|p| matches!(p.kind, ProblemKind::FirstKeptIndex { .. }))
+            .cloned()
+            .collect();
+        note_dropped_first_kept("<stdin>", &dropped, args.write.dry_run, ctx);
+    }
     let changed = loaded.session.was_migrated();
     if !args.write.dry_run {
         let bytes = loaded.bytes.as_deref().unwrap_or_default();
         match (target.dest(), changed) {
             (Dest::Stdout, true) => {
-                write_session_to(&mut std::io::stdout().lock(), &loaded.session)?;
+                let mut out = crate::output::stdout();
+                write_session_to(&mut out, &loaded.session)?;
+                out.flush().map_err(Failure::failed)?;
             }
-            (Dest::Stdout, false) => std::io::stdout()
-                .lock()
-                .write_all(bytes)
-                .map_err(Failure::failed)?,
+            (Dest::Stdout, false) => {
+                let mut out = crate::output::stdout();
+                out.write_all(bytes)
+                    .and_then(|()| out.flush())
+                    .map_err(Failure::failed)?;
+            }
             (Dest::File(out), true) => {
                 write_session_file(
                     out,
@@ -144,6 +166,7 @@ fn from_stdin(args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
             output: Some(out.display().to_string()),
             changed,
             dry_run: args.write.dry_run,
+            forced: args.write.force,
         },
         &target,
         ctx,
@@ -151,9 +174,13 @@ fn from_stdin(args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
 }
 
 /// Problems that stop a migrated copy: a torn last line, or a v1
-/// compaction index migration would drop.
-fn refuse_unwritable(session: &Session, name: &str) -> Result<(), Failure> {
-    match session.problems().iter().find(|p| p.kind.blocks_rewrite()) {
+/// compaction index migration would drop (unless `force`, which drops it
+/// as pi does).
+fn refuse_unwritable(session: &Session, name: &str, force: bool) -> Result<(), Failure> {
+    let blocks = |kind: &ProblemKind| {
+        kind.blocks_rewrite() && !(force && matches!(kind, ProblemKind::FirstKeptIndex { .. }))
+    };
+    match session.problems().iter().find(|p| blocks(&p.kind)) {
         Some(p) if matches!(p.kind, ProblemKind::TornLine { .. }) => {
             Err(Failure::from(SessionError::TornTail {
                 path: name.into(),
@@ -173,7 +200,11 @@ fn report(o: &Outcome<'_>, target: &Target, ctx: &Ctx) -> CmdResult {
     let s = o.session;
     let from = s.original_version();
     let ids_assigned = if from < 2 { s.len() } else { 0 };
-    for p in s.problems() {
+    // A dropped index was named when the file was opened.
+    let said = |p: &&musepi_session_model::Problem| {
+        o.forced && matches!(p.kind, ProblemKind::FirstKeptIndex { .. })
+    };
+    for p in s.problems().iter().filter(|p| !said(p)) {
         note(
             ctx.quiet() || ctx.json(),
             &format!(

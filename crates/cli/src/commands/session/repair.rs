@@ -2,15 +2,17 @@
 //!
 //! The copy keeps every line the session model read as the header or an
 //! entry, byte for byte, and drops blank lines, lines before the header,
-//! and lines that are not JSON objects (malformed or torn). It is written
-//! atomically to `OUT`, which must not be the input.
+//! and lines that are not JSON objects (malformed or torn). A v1
+//! compaction whose `firstKeptEntryIndex` names no earlier entry loses the
+//! index, as pi's migration drops it, so the copy can be migrated. It is
+//! written atomically to `OUT`, which must not be the input.
 
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use musepi_session_model::{Problem, ProblemKind, SequentialIds, load_file, write_file};
+use musepi_session_model::{Problem, ProblemKind, load_file, without_first_kept_index, write_file};
 
 use crate::commands::files::{Input, Loaded, mode_of, same_file};
 use crate::commands::writer::{refuse_torn_while_live, replace_out};
@@ -28,6 +30,8 @@ pub(super) struct LineNote {
 pub(super) struct Repair {
     pub(super) out: PathBuf,
     pub(super) kept: u64,
+    /// Of the lines kept, those written with a change ([`without_first_kept_index`]).
+    pub(super) rewritten: u64,
     pub(super) dropped: Vec<LineNote>,
     pub(super) changed: Vec<LineNote>,
     /// Problems the copy still has (dangling parents, duplicate ids, …).
@@ -60,7 +64,9 @@ pub(super) fn run(loaded: &Loaded, out: &Path, force: bool) -> Result<Repair, Fa
         refuse_torn_while_live(path, force)?;
     }
     let drop = dropped_lines(loaded.session.problems());
+    let unresolved = unresolved_indexes(loaded.session.problems());
     let mut kept = 0u64;
+    let mut rewritten = 0u64;
     let mut dropped = Vec::new();
     let mut changed = Vec::new();
     let mut header_seen = false;
@@ -114,7 +120,17 @@ pub(super) fn run(loaded: &Loaded, out: &Path, force: bool) -> Result<Repair, Fa
                 continue;
             }
             header_seen = true;
-            w.write_all(&buf)?;
+            if let Some(problem) = unresolved.get(&line_no) {
+                let line = without_first_kept_index(&buf).map_err(io::Error::other)?;
+                w.write_all(line.as_bytes())?;
+                rewritten += 1;
+                changed.push(LineNote {
+                    line: line_no,
+                    reason: problem.clone(),
+                });
+            } else {
+                w.write_all(&buf)?;
+            }
             w.write_all(b"\n")?;
             kept += 1;
             if !has_newline {
@@ -138,7 +154,7 @@ pub(super) fn run(loaded: &Loaded, out: &Path, force: bool) -> Result<Repair, Fa
                 .context(format!("cannot write the repaired copy {}", out.display())),
         )
     })?;
-    let (copy, _) = load_file(out, &mut SequentialIds::new())
+    let (copy, _) = load_file(out, &mut crate::ids::for_v1())
         .or_failed()
         .map_err(|f| Failure {
             error: f.error.context("the repaired copy does not read back"),
@@ -147,10 +163,28 @@ pub(super) fn run(loaded: &Loaded, out: &Path, force: bool) -> Result<Repair, Fa
     Ok(Repair {
         out: out.to_owned(),
         kept,
+        rewritten,
         dropped,
         changed,
         remaining: copy.problems().to_vec(),
     })
+}
+
+/// The lines of v1 compactions whose `firstKeptEntryIndex` names no
+/// earlier entry, with what the copy does to them.
+fn unresolved_indexes(problems: &[Problem]) -> BTreeMap<u64, String> {
+    problems
+        .iter()
+        .filter_map(|p| match &p.kind {
+            ProblemKind::FirstKeptIndex { index, reason } => Some((
+                p.line,
+                format!(
+                    "dropped the v1 compaction's `firstKeptEntryIndex` {index}, which {reason}, as pi's migration drops it: the compaction keeps no entry from before it"
+                ),
+            )),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Lines the copy leaves out, with the reason.
