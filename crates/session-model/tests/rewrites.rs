@@ -124,6 +124,36 @@ fn an_invalid_or_incomplete_appended_line_stops_the_rewrite() {
     }
 }
 
+/// A rewrite copies what is appended while it runs in bounded time: when
+/// more than 64 MiB arrived, it gives up as busy and leaves the file, with
+/// every appended byte, as it was.
+#[test]
+fn a_rewrite_gives_up_when_more_than_64_mib_was_appended_meanwhile() {
+    let (dir, path, mut j) = opened(3);
+    let mut appended = String::new();
+    let mut parent = "m3".to_owned();
+    // 65 lines of 1 MiB, each a valid entry.
+    for i in 0..65 {
+        let id = format!("x{i}");
+        appended.push_str(&msg(&id, Some(&parent), &"a".repeat(1 << 20)));
+        appended.push('\n');
+        parent = id;
+    }
+    append_raw(&path, &appended);
+    let before = fs::read(&path).unwrap();
+    let change = changed(&j, 0, "rewritten");
+    let err = j.replace_entries(vec![change]).unwrap_err();
+    assert!(
+        matches!(&err, SessionError::ChangedOnDisk { what, .. } if what.contains("appended more than 64 MiB while the rewrite ran")),
+        "{err}"
+    );
+    assert!(err.is_busy());
+    assert!(fs::read(&path).unwrap() == before, "untouched");
+    assert_eq!(temp_files(dir.path()), Vec::<String>::new());
+    // Nothing was staged for a later write either.
+    assert!(!j.has_staged());
+}
+
 #[test]
 fn a_rewrite_that_adds_entries_refuses_lines_appended_meanwhile() {
     let (_dir, path, mut j) = opened(3);
