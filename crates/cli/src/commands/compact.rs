@@ -8,7 +8,7 @@ use musepi_session_model::{EntryBody, Journal};
 
 use crate::commands::pi_dir::CHANGES_THE_FILE;
 use crate::commands::strategy::{pick, uses_model};
-use crate::commands::writer::{Target, print_warnings, write_warnings};
+use crate::commands::writer::{Target, print_warnings, report_write_warnings};
 use serde_json::json;
 
 use crate::cli::CompactArgs;
@@ -109,12 +109,14 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
             } else {
                 target.finish_changed(&journal, false)?
             };
+            let warnings = report_write_warnings(&mut journal);
             if ctx.json() {
                 print_json(&json!({
                     "compacted": false,
                     "nothingToCompact": true,
                     "reason": reason.to_string(),
                     "output": output,
+                    "warnings": warnings,
                 }))
                 .or_failed()?;
             } else {
@@ -124,9 +126,9 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         }
         Err(e) => return Err(Failure::failed(e)),
     };
+    print_warnings(&out.warnings, ctx);
     let mut warnings = out.warnings.clone();
-    warnings.extend(write_warnings(&mut journal));
-    print_warnings(&warnings, ctx);
+    warnings.extend(report_write_warnings(&mut journal));
     let written = target
         .finish(&journal)?
         .unwrap_or_else(|| path.display().to_string());
@@ -244,6 +246,7 @@ fn dry_run(
                     "contextTokensBefore": step.context_tokens,
                     "prune": prune_json(session, &step.plan),
                     "requests": [],
+                    "warnings": [],
                 }))
                 .or_failed()?;
             } else {
@@ -274,6 +277,7 @@ fn dry_run(
             "contextTokensBefore": step.context_tokens,
             "prune": prune_json(session, &step.plan),
             "requests": requests,
+            "warnings": [],
         }))
         .or_failed()?;
         return Ok(Exit::Ok);

@@ -175,8 +175,9 @@ impl Server {
         match notes {
             Some(notes) => notes.extend(warnings.into_iter().map(Value::from)),
             None => {
+                // A loss is said even with `-q`, which hides chatter only.
                 for w in &warnings {
-                    note(self.ctx.quiet(), &format!("musepi: warning: {w}"));
+                    note(false, &format!("musepi: warning: {w}"));
                 }
             }
         }

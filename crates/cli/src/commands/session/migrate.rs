@@ -12,7 +12,7 @@ use serde_json::json;
 use super::problem_json;
 use crate::cli::MigrateArgs;
 use crate::commands::files::{Input, load_with, mode_of, note_problems};
-use crate::commands::writer::{Dest, Target, print_warnings, replace_out, write_warnings};
+use crate::commands::writer::{Dest, Target, replace_out, report_write_warnings};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{note, print_json};
 
@@ -23,6 +23,8 @@ struct Outcome<'a> {
     output: Option<String>,
     changed: bool,
     dry_run: bool,
+    /// What the rewrite in place had to tell (see [`report_write_warnings`]).
+    warnings: Vec<String>,
 }
 
 /// Migrates a v1 or v2 file to v3: in place (atomically) by default, or to
@@ -45,6 +47,7 @@ fn from_file(path: &Path, args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
     if pending {
         target.refuse_live(&journal)?;
     }
+    let mut warnings = Vec::new();
     let output = match (target.dest(), pending) {
         (_, _) if args.write.dry_run => match target.dest() {
             Dest::InPlace => None,
@@ -53,7 +56,7 @@ fn from_file(path: &Path, args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
         },
         (Dest::InPlace, true) => {
             journal.persist_migration()?;
-            print_warnings(&write_warnings(&mut journal), ctx);
+            warnings = report_write_warnings(&mut journal);
             Some(name.clone())
         }
         (Dest::InPlace, false) => None,
@@ -84,6 +87,7 @@ fn from_file(path: &Path, args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
             output,
             changed: pending,
             dry_run: args.write.dry_run,
+            warnings,
         },
         &target,
         ctx,
@@ -144,6 +148,7 @@ fn from_stdin(args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
             output: Some(out.display().to_string()),
             changed,
             dry_run: args.write.dry_run,
+            warnings: Vec::new(),
         },
         &target,
         ctx,
@@ -193,6 +198,7 @@ fn report(o: &Outcome<'_>, target: &Target, ctx: &Ctx) -> CmdResult {
             "entryCount": s.len(),
             "idsAssigned": ids_assigned,
             "problems": s.problems().iter().map(problem_json).collect::<Vec<_>>(),
+            "warnings": o.warnings,
         }))
         .or_failed()?;
         return Ok(Exit::Ok);
