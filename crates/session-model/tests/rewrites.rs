@@ -172,6 +172,88 @@ fn a_rewrite_that_adds_entries_refuses_lines_appended_meanwhile() {
     assert_eq!(fs::read(&path).unwrap(), before);
 }
 
+/// How many times a test reruns a round that a busy machine made too slow
+/// to decide, before it gives up with a message instead of looping on.
+const SLOW_ROUNDS: usize = 20;
+
+/// A rewrite that adds an entry (a compaction written with its pruning)
+/// is done when an appender that had the old file open writes to it after
+/// the rename: the line is carried after the entry, the entry stays the
+/// leaf, and the write says that the file no longer ends with it.
+#[test]
+fn a_line_that_arrives_after_the_entries_of_a_rewrite_is_kept_and_reported() {
+    use musepi_test_support::LateWriter;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    for _ in 0..SLOW_ROUNDS {
+        let (_dir, path, mut j) = opened(3);
+        j.stage_replacements(vec![changed(&j, 0, "pruned")])
+            .unwrap();
+        let late_line = msg("x1", Some("m3"), "the agent goes on");
+        let late = LateWriter::open(&path);
+        let inode = fs::metadata(&path).unwrap().ino();
+        let done = AtomicBool::new(false);
+        let result = std::thread::scope(|s| {
+            // Once the rewrite has renamed its file into place, the appender
+            // writes to the old one, which the rewrite waits to be closed.
+            s.spawn(|| {
+                while fs::metadata(&path).unwrap().ino() == inode {
+                    if done.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                late.write(&late_line);
+            });
+            let mut c = Clock::default();
+            let result = j.append(user("compaction stand-in"), &mut c.stamp());
+            done.store(true, Ordering::SeqCst);
+            result
+        });
+        let id = result.unwrap();
+        let warnings = j.take_warnings();
+        if warnings
+            .iter()
+            .any(|w| matches!(w, WriteWarning::StillOpenElsewhere { .. }))
+        {
+            // The machine kept the appender from writing within the 2 s the
+            // rewrite waited, as the rewrite said: the round runs again.
+            continue;
+        }
+        assert_eq!(
+            warnings,
+            vec![WriteWarning::ArrivedAfter {
+                path: path.clone(),
+                bytes: late_line.len() as u64 + 1,
+            }]
+        );
+        assert!(
+            warnings[0]
+                .to_string()
+                .contains("right after the entries musepi wrote")
+        );
+        assert_eq!(j.session().leaf_id(), Some(&id), "the entry stays the leaf");
+        assert!(
+            j.session().index_of("x1").is_some(),
+            "the late line is read back"
+        );
+        let text = contents(&path);
+        assert!(text.contains("pruned"));
+        assert!(text.ends_with(&format!("{late_line}\n")), "{text}");
+        // The next entry hangs under the one written, not under the late line.
+        let mut c = Clock::default();
+        c.now += 10;
+        let next = j.append(user("after"), &mut c.stamp()).unwrap();
+        let (s, _) = load_file(&path, &mut SequentialIds::new()).unwrap();
+        let i = s.index_of(next.as_str()).unwrap();
+        assert_eq!(s.entries()[i].parent_id.as_ref(), Some(&id));
+        assert!(s.problems().is_empty(), "{:?}", s.problems());
+        return;
+    }
+    panic!(
+        "each of {SLOW_ROUNDS} rounds wrote the late line after the rewrite's wait ran out: the machine is too busy for this test"
+    );
+}
+
 #[test]
 fn a_symlinked_session_is_rewritten_through_the_link() {
     let dir = tempfile::tempdir().unwrap();

@@ -41,6 +41,7 @@ impl Journal {
         } else {
             Appends::Carry
         };
+        let adds = self.written < self.session.len();
         let lock = lock_file(&self.target)?;
         self.check_same_file(&lock, &seen, true)?;
         let done = rewrite_in_place(&self.target, &self.session, &lock, seen.len, appends)?;
@@ -53,7 +54,18 @@ impl Journal {
             });
         }
         if done.carried > 0 {
+            // A rewrite that adds entries carries nothing appended before
+            // them; what it carried arrived after them, from an appender
+            // that had the replaced file open. The entries stay the leaf.
+            let leaf = adds.then(|| self.session.leaf_id().cloned()).flatten();
             self.reload()?;
+            if let Some(leaf) = leaf {
+                self.session.set_leaf(leaf.as_str())?;
+                self.warnings.push(WriteWarning::ArrivedAfter {
+                    path: self.path.clone(),
+                    bytes: done.carried,
+                });
+            }
         }
         Ok(())
     }
@@ -160,6 +172,7 @@ impl Journal {
             .metadata()
             .map_err(SessionError::write_failed(&self.path))?;
         let (after, start) = super::append::append_durably(&self.target, &locked, &bytes)?;
+        let end = start + bytes.len() as u64;
         let shift = start.saturating_sub(seen.len);
         for (i, offset, len) in spans {
             self.session.sources[i] = LineSource::File {
@@ -169,8 +182,18 @@ impl Journal {
         }
         self.written = self.session.len();
         self.ends_with_newline = true;
-        self.seen = Some(Seen::of(&after));
+        // What another process appended right after (it takes no lock) is
+        // not read: the next write finds it past what was seen.
+        let mut seen = Seen::of(&after);
+        seen.len = end;
+        self.seen = Some(seen);
         drop(lock);
+        if after.len() > end {
+            self.warnings.push(WriteWarning::ArrivedAfter {
+                path: self.path.clone(),
+                bytes: after.len() - end,
+            });
+        }
         Ok(())
     }
 
