@@ -254,6 +254,66 @@ fn a_line_that_arrives_after_the_entries_of_a_rewrite_is_kept_and_reported() {
     );
 }
 
+/// A journal reads again what another writer appended, and its next entry
+/// goes on under its own leaf instead of the write refusing as busy.
+#[test]
+fn a_journal_catches_up_with_lines_another_writer_appended() {
+    let (_dir, path, mut j) = opened(3);
+    let mut other = open(&path);
+    let mut c = Clock::default();
+    let theirs = other
+        .append(user("the other writer"), &mut c.stamp())
+        .unwrap();
+    let mut mine = Clock::default();
+    mine.now += 100;
+    let err = j.append(user("mine"), &mut mine.stamp()).unwrap_err();
+    assert!(err.is_busy(), "without catching up: {err}");
+    assert_eq!(j.catch_up().unwrap(), 1);
+    assert_eq!(j.catch_up().unwrap(), 0, "nothing new the second time");
+    assert_eq!(
+        j.session().leaf_id().unwrap().as_str(),
+        "m3",
+        "the leaf stays"
+    );
+    let id = j.append(user("mine"), &mut mine.stamp()).unwrap();
+    assert_ne!(id, theirs, "a fresh id beside the other writer's");
+    let (s, _) = load_file(&path, &mut SequentialIds::new()).unwrap();
+    assert!(s.problems().is_empty(), "{:?}", s.problems());
+    let parent =
+        |id: &musepi_session_model::EntryId| s.get(id.as_str()).unwrap().parent_id.clone().unwrap();
+    assert_eq!(parent(&theirs).as_str(), "m3");
+    assert_eq!(parent(&id).as_str(), "m3");
+
+    // The other writer rewrote the file (pruning): caught up all the same.
+    other.catch_up().unwrap();
+    other
+        .replace_entries(vec![changed(&other, 0, "pruned by the other")])
+        .unwrap();
+    assert_eq!(j.catch_up().unwrap(), 0);
+    j.append(user("again"), &mut mine.stamp()).unwrap();
+    let text = contents(&path);
+    assert!(text.contains("pruned by the other") && text.contains("again"));
+}
+
+#[test]
+fn a_journal_does_not_catch_up_with_another_session_or_a_shortened_file() {
+    let (dir, path, mut j) = opened(3);
+    let before = j.session().len();
+    append_raw(&path, &(msg("x1", Some("m3"), "agent") + "\n"));
+    let other = session(dir.path(), "other.jsonl", 5);
+    let text = contents(&other).replace("\"id\":\"rw\"", "\"id\":\"someone-else\"");
+    fs::write(&path, text).unwrap();
+    let err = j.catch_up().unwrap_err();
+    assert!(
+        matches!(&err, SessionError::ChangedOnDisk { what, .. } if what.contains("another session, someone-else")),
+        "{err}"
+    );
+    fs::write(&path, header_line("rw") + "\n").unwrap();
+    let err = j.catch_up().unwrap_err();
+    assert!(err.is_busy(), "{err}");
+    assert_eq!(j.session().len(), before, "nothing changed");
+}
+
 #[test]
 fn a_symlinked_session_is_rewritten_through_the_link() {
     let dir = tempfile::tempdir().unwrap();

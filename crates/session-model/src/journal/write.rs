@@ -13,8 +13,8 @@ use super::lock::lock_file;
 use super::{Journal, Seen, WriteWarning};
 use crate::error::SessionError;
 use crate::id::SequentialIds;
-use crate::load::load_file;
-use crate::session::LineSource;
+use crate::load::{FileTail, load_file};
+use crate::session::{LineSource, Session};
 
 impl Journal {
     /// Rewrites the whole file atomically from the session: unchanged lines
@@ -233,10 +233,79 @@ impl Journal {
     fn reload(&mut self) -> Result<(), SessionError> {
         let (session, tail) = load_file(&self.target, &mut SequentialIds::new())?;
         let meta = fs::metadata(&self.target).map_err(SessionError::write_failed(&self.path))?;
+        self.take_loaded(session, &tail, &meta);
+        Ok(())
+    }
+
+    /// Becomes the journal of `session`, just read from the file, keeping
+    /// what is the caller's: detached or not, the warnings not yet taken,
+    /// and a count of edits that only grows (what follows the session, the
+    /// runtime's token account, starts over).
+    fn take_loaded(&mut self, mut session: Session, tail: &FileTail, meta: &fs::Metadata) {
+        session.edits += self.session.edits + 1;
         let (detached, warnings) = (self.detached, std::mem::take(&mut self.warnings));
-        *self = Self::from_loaded(self.path.clone(), session, &tail, &meta);
+        *self = Self::from_loaded(self.path.clone(), session, tail, meta);
         self.detached = detached;
         self.warnings = warnings;
-        Ok(())
+    }
+
+    /// Reads the file again when another process wrote it since this
+    /// journal last read or wrote it: lines appended by another writer (an
+    /// agent, a second `musepi serve`), or the file replaced by a rewrite of
+    /// the same session (another musepi pruned or compacted it). The next
+    /// append then goes on after those lines instead of refusing as busy.
+    /// The leaf stays where it was: what this journal's caller appends next
+    /// hangs under its own last entry, as two agents writing one file each
+    /// continue their own branch. Returns how many entries were read.
+    ///
+    /// Refuses ([`SessionError::ChangedOnDisk`], busy) a file that was
+    /// shortened, holds another session, no longer has the leaf, or ends
+    /// with a line still being written; nothing changes then. Staged
+    /// replacements and a detached journal are left alone (`Ok(0)`).
+    pub fn catch_up(&mut self) -> Result<usize, SessionError> {
+        let Some(seen) = self.seen.clone() else {
+            return Ok(0);
+        };
+        if self.detached || self.has_staged() {
+            return Ok(0);
+        }
+        let changed = |what: String| SessionError::ChangedOnDisk {
+            path: self.path.clone(),
+            what,
+        };
+        let meta = fs::metadata(&self.target).map_err(SessionError::write_failed(&self.path))?;
+        let now = Seen::of(&meta);
+        if now == seen {
+            return Ok(0);
+        }
+        if now.dev == seen.dev && now.ino == seen.ino && now.len < seen.len {
+            return Err(changed("it was shortened".into()));
+        }
+        let (session, tail) = load_file(&self.target, &mut SequentialIds::new())?;
+        if session.header().id != self.session.header().id {
+            return Err(changed(format!(
+                "it now holds another session, {}",
+                session.header().id
+            )));
+        }
+        if let Some((line, _)) = tail.torn {
+            return Err(changed(format!(
+                "line {line}, which another process is appending, is incomplete"
+            )));
+        }
+        let leaf = self.session.leaf_id().cloned();
+        if let Some(id) = &leaf
+            && session.index_of(id.as_str()).is_none()
+        {
+            return Err(changed(format!("the entry {id} it was at is gone")));
+        }
+        let before = self.session.len();
+        let meta = fs::metadata(&self.target).map_err(SessionError::write_failed(&self.path))?;
+        self.take_loaded(session, &tail, &meta);
+        match leaf {
+            Some(id) => self.session.set_leaf(id.as_str())?,
+            None => self.session.reset_leaf(),
+        }
+        Ok(self.session.len().saturating_sub(before))
     }
 }
