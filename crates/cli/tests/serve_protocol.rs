@@ -499,6 +499,18 @@ async fn bad_appends_are_refused_and_change_nothing() {
     assert_eq!(r["error"]["code"], json!("not_assistant"));
     let (_, r) = c.call("open", json!({"path": "missing.jsonl"})).await;
     assert_eq!(r["error"]["code"], json!("bad_session"));
+    // An empty path names no file: refused at `open`, not at the first
+    // write; the session open before stays open.
+    for create in [false, true] {
+        let (_, r) = c.call("open", json!({"path": "", "create": create})).await;
+        assert_eq!(r["error"]["code"], json!("invalid_params"), "{r}");
+        assert_eq!(
+            error_message(&r),
+            "`path` is empty: give the session file's path"
+        );
+    }
+    let (_, status) = c.ok("status", json!({})).await;
+    assert_eq!(status["path"], json!("s.jsonl"));
     assert_eq!(c.finish().await, 0);
 }
 
