@@ -22,7 +22,11 @@ impl Journal {
     /// kept in place, blank lines dropped. Lines another process appended
     /// since the file was read are carried over when the rewrite adds no
     /// entries of its own (docs/reliability.md); otherwise such an append
-    /// stops the rewrite with [`SessionError::ChangedOnDisk`].
+    /// stops the rewrite with [`SessionError::ChangedOnDisk`], and so does a
+    /// writer that keeps appending (more than 64 MiB, or lines in each of 8
+    /// rounds of copying them). Lines that reach the replaced file after the
+    /// rename are put in their place; after entries the rewrite added, they
+    /// leave those entries the leaf, with a [`WriteWarning::ArrivedAfter`].
     pub fn rewrite(&mut self) -> Result<(), SessionError> {
         self.check_writable()?;
         if self.detached {
