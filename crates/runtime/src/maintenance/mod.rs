@@ -40,11 +40,6 @@ use crate::settings::MaintenanceSettings;
 use crate::state::{Clock, MaintenanceError, MaintenanceState};
 use crate::tree::{self, TreeOutcome};
 
-/// How many times an append reads what another process wrote to the file
-/// and tries again, when the file keeps changing between the read and the
-/// write, before it answers that the file is busy.
-const FOLLOW_ROUNDS: u32 = 4;
-
 /// The maintenance runtime over one session.
 pub struct Maintenance {
     journal: Journal,
@@ -96,33 +91,17 @@ impl Maintenance {
     /// Appends entries under the leaf, each under the one before, durably
     /// in one write: all of them or, when one is invalid or the write
     /// fails, none. A user message among them starts a new run: the
-    /// recovery state resets.
-    ///
-    /// What another process wrote to the file meanwhile (a second agent
-    /// appending, another musepi rewriting it) is read first
-    /// ([`Journal::catch_up`]), and the entries go on after it, under this
-    /// runtime's leaf; when the file changes again between that read and
-    /// the write, it is read again, four times at most, before the append
-    /// answers that the file is busy.
+    /// recovery state resets. Lines another process wrote meanwhile are read
+    /// first, and the entries follow them ([`Journal::append_all_following`]).
     pub fn append_all(&mut self, bodies: Vec<EntryBody>) -> Result<Vec<EntryId>, MaintenanceError> {
         let starts_run = bodies
             .iter()
             .any(|b| matches!(b, EntryBody::Message(AgentMessage::User(_))));
-        let mut round = 1;
-        let ids = loop {
-            self.journal.catch_up()?;
-            let mut stamp = Stamp {
-                ids: self.ids.as_mut(),
-                now: (self.clock)(),
-            };
-            if round == FOLLOW_ROUNDS {
-                break self.journal.append_all(bodies, &mut stamp)?;
-            }
-            match self.journal.append_all(bodies.clone(), &mut stamp) {
-                Err(e) if e.is_busy() => round += 1,
-                result => break result?,
-            }
+        let mut stamp = Stamp {
+            ids: self.ids.as_mut(),
+            now: (self.clock)(),
         };
+        let ids = self.journal.append_all_following(bodies, &mut stamp)?;
         if starts_run {
             self.state.overflow_recovery_attempted = false;
             self.state.empty_incomplete_recoveries = 0;
