@@ -1,7 +1,8 @@
 //! `cargo xtask reliability [--scale N]`: runs the reliability tests of the
-//! cli (appends during rewrites, kills during rewrites, the bad-input
-//! corpus) with N times their usual rounds and prints the figures they
-//! measured, as recorded in docs/reliability.md.
+//! cli (appends during rewrites, kills during rewrites, a writer that
+//! never stops, the bad-input corpus, the attacks on trust) with N times
+//! their usual rounds and prints the figures they measured, as recorded in
+//! docs/reliability.md.
 
 use std::process::Stdio;
 
@@ -29,7 +30,11 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             "--test",
             "reliability",
             "--test",
+            "endless_writer",
+            "--test",
             "bad_inputs",
+            "--test",
+            "trust_cli",
             "--",
             "--nocapture",
             "--test-threads",

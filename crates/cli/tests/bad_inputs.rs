@@ -49,6 +49,7 @@ fn prepare(case: &Case, dir: &Path) -> PathBuf {
             fifo
         }
         "@dev-zero" => PathBuf::from("/dev/zero"),
+        "@empty-path" => PathBuf::new(),
         "@folder" => {
             let folder = dir.join("folder.jsonl");
             std::fs::create_dir(&folder).unwrap();

@@ -407,10 +407,26 @@ fn an_appender_waiting_for_the_lock_is_let_go_once_the_file_is_replaced() {
     );
 }
 
+/// Runs the rewriter `name` of [`rewriters`] on `file` with `--json -q`:
+/// its output and its JSON result.
+fn rewrite_json_quiet(name: &str, file: &Path) -> (Output, serde_json::Value) {
+    let (_, mut args) = rewriters(file.to_str().unwrap())
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .unwrap();
+    args.extend(["--json".to_owned(), "-q".to_owned()]);
+    let o = musepi(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let doc =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{name}: {e}: {}", stderr(&o)));
+    (o, doc)
+}
+
 /// An appender that keeps the old file open past the 2 seconds a rewrite
 /// waits for it is not waited for: whatever it writes there later reaches
-/// no file, so the command says so in one line on standard error, and
-/// `compact --json` lists it in its `warnings` too.
+/// no file, so the command says so in one line on standard error, even
+/// with `-q` (which hides chatter, never a loss), and lists it in the
+/// `warnings` of its JSON result, which every rewriter has (empty when
+/// there is nothing to say).
 #[test]
 fn an_appender_keeping_the_old_file_open_past_the_wait_is_reported() {
     let dir = tempfile::tempdir().unwrap();
@@ -418,21 +434,15 @@ fn an_appender_keeping_the_old_file_open_past_the_wait_is_reported() {
     for (name, _) in rewriters("") {
         let quiet = dir.path().join(format!("quiet-{name}.jsonl"));
         fs::copy(&base, &quiet).unwrap();
-        let o = rewrite(name, &quiet);
+        let (o, doc) = rewrite_json_quiet(name, &quiet);
         assert_eq!(code(&o), 0, "{name}: {}", stderr(&o));
         assert!(!stderr(&o).contains("warning"), "{name}: {}", stderr(&o));
+        assert_eq!(doc["warnings"], serde_json::json!([]), "{name}: {doc}");
 
         let file = dir.path().join(format!("held-{name}.jsonl"));
         fs::copy(&base, &file).unwrap();
         let held = fs::OpenOptions::new().append(true).open(&file).unwrap();
-        let (_, mut args) = rewriters(file.to_str().unwrap())
-            .into_iter()
-            .find(|(n, _)| *n == name)
-            .unwrap();
-        if name == "compact" {
-            args.push("--json".into());
-        }
-        let o = musepi(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        let (o, doc) = rewrite_json_quiet(name, &file);
         drop(held);
         assert_eq!(code(&o), 0, "{name}: {}", stderr(&o));
         let expected = format!(
@@ -446,14 +456,117 @@ fn an_appender_keeping_the_old_file_open_past_the_wait_is_reported() {
             .collect();
         assert_eq!(lines.len(), 1, "{name}: {err}");
         assert!(lines[0].contains(&expected), "{name}: {}", lines[0]);
-        if name == "compact" {
+        let warnings = doc["warnings"].as_array().unwrap();
+        assert_eq!(warnings.len(), 1, "{name}: {doc}");
+        assert!(
+            warnings[0].as_str().unwrap().starts_with(&expected),
+            "{name}: {doc}"
+        );
+    }
+}
+
+/// Runs `compact FILE --force -q` (with `--json` when `json`) on a new v2
+/// session in `dir` (the compaction rewrites it, to write its migration),
+/// while an appender that opened the file before writes one line to it
+/// after the rename, as the compaction waits for it to close the replaced
+/// file. Returns the output, the file and the line; `None` when the
+/// machine kept the appender from writing within that wait, as musepi said.
+fn compact_with_a_late_line(dir: &Path, json: bool) -> Option<(Output, PathBuf, String)> {
+    let file = base_session(dir, 0);
+    let last = musepi_test_support::last_line(&file);
+    let line = format!(
+        "{{\"type\":\"custom\",\"id\":\"ap000000\",\"parentId\":\"{}\",\"timestamp\":\"2026-01-02T00:00:00.000Z\",\"customType\":\"agent\",\"data\":{{\"n\":0}}}}",
+        last["id"].as_str().unwrap()
+    );
+    let old_inode = fs::metadata(&file).unwrap().ino();
+    let late = musepi_test_support::LateWriter::open(&file);
+    let mut args = vec![
+        "compact",
+        file.to_str().unwrap(),
+        "--force",
+        "-q",
+        "--now",
+        NOW,
+        "--deterministic-ids",
+    ];
+    if json {
+        args.push("--json");
+    }
+    let child = Command::new(MUSEPI)
+        .args(&args)
+        .env("HOME", std::env::temp_dir().join("musepi-reliability-home"))
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while fs::metadata(&file).unwrap().ino() == old_inode {
+        assert!(
+            started.elapsed() < Duration::from_mins(2),
+            "the file was never replaced"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    late.write(&line);
+    let o = child.wait_with_output().unwrap();
+    (!waited_in_vain(&o)).then_some((o, file, line))
+}
+
+/// `compact --force` beside an appender that had the session open and
+/// writes to it after the rename: the compaction is written, and the
+/// command says so (exit 0), with a warning that a line arrived after it,
+/// on standard error even with `-q`, and in `warnings` with `--json`. (It
+/// exited 1, "the compaction entry is not the leaf after writing", after
+/// writing it, so a caller that retried compacted twice.)
+#[test]
+fn a_compaction_that_a_line_arrives_after_is_written_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    for json in [false, true] {
+        let Some((o, file, line)) =
+            (0..SLOW_ROUNDS).find_map(|_| compact_with_a_late_line(dir.path(), json))
+        else {
+            panic!(
+                "each of {SLOW_ROUNDS} rounds wrote the late line after musepi's wait for the old file ran out: the machine is too busy for this test"
+            );
+        };
+        assert_eq!(code(&o), 0, "--json {json}: {}", stderr(&o));
+        let expected = format!(
+            "{}: another process appended {} bytes right after the entries musepi wrote",
+            file.display(),
+            line.len() + 1
+        );
+        assert!(
+            stderr(&o).contains(&format!("musepi: warning: {expected}")),
+            "--json {json}: {}",
+            stderr(&o)
+        );
+        let text = fs::read_to_string(&file).unwrap();
+        assert!(
+            text.ends_with(&format!("{line}\n")),
+            "the late line is kept, last"
+        );
+        let check = musepi(&["session", "check", file.to_str().unwrap()]);
+        assert_eq!(
+            code(&check),
+            0,
+            "{}",
+            String::from_utf8_lossy(&check.stdout)
+        );
+        let compactions = text.matches("\"type\":\"compaction\"").count();
+        assert_eq!(compactions, 1, "one compaction entry");
+        if json {
             let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            assert_eq!(doc["compacted"], serde_json::json!(true), "{doc}");
             let warnings = doc["warnings"].as_array().unwrap();
             assert_eq!(warnings.len(), 1, "{doc}");
             assert!(
                 warnings[0].as_str().unwrap().starts_with(&expected),
                 "{doc}"
             );
+            let entry = format!("\"id\":\"{}\"", doc["entryId"].as_str().unwrap());
+            assert!(text.contains(&entry), "the compaction entry is in the file");
         }
     }
 }

@@ -503,7 +503,72 @@ async fn bad_appends_are_refused_and_change_nothing() {
     assert_eq!(r["error"]["code"], json!("not_assistant"));
     let (_, r) = c.call("open", json!({"path": "missing.jsonl"})).await;
     assert_eq!(r["error"]["code"], json!("bad_session"));
+    // An empty path names no file: refused at `open`, not at the first
+    // write; the session open before stays open.
+    for create in [false, true] {
+        let (_, r) = c.call("open", json!({"path": "", "create": create})).await;
+        assert_eq!(r["error"]["code"], json!("invalid_params"), "{r}");
+        assert_eq!(
+            error_message(&r),
+            "`path` is empty: give the session file's path"
+        );
+    }
+    let (_, status) = c.ok("status", json!({})).await;
+    assert_eq!(status["path"], json!("s.jsonl"));
     assert_eq!(c.finish().await, 0);
+}
+
+/// Two servers on one session file, as two agents writing it: each one's
+/// append reads what the other appended and goes on after it, under its
+/// own last entry (it answered `busy` to every append once the other had
+/// written, until it was opened again), and the file stays one valid tree.
+#[tokio::test]
+async fn two_servers_on_one_file_each_go_on_after_the_others_appends() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = musepi_test_support::example_as_v2(dir.path(), "s.jsonl");
+    let (mut a, mut b) = (
+        Client::without_provider(dir.path(), "{}"),
+        Client::without_provider(dir.path(), "{}"),
+    );
+    a.ok("open", json!({"path": "s.jsonl"})).await;
+    b.ok("open", json!({"path": "s.jsonl"})).await;
+    let start = json_lines(&file).last().unwrap()["id"].clone();
+    // The first write migrates the v2 file: a rewrite the other server
+    // reads back too.
+    let (_, a1) = a.say("a: one").await;
+    let (_, b1) = b.say("b: one").await;
+    let (_, a2) = a.say("a: two").await;
+    let (_, b2) = b.say("b: two").await;
+    let (_, status) = b.ok("status", json!({})).await;
+    assert_eq!(
+        status["leafId"], b2["leafId"],
+        "each server keeps its own leaf"
+    );
+    assert_eq!(a.finish().await, 0);
+    assert_eq!(b.finish().await, 0);
+
+    let lines = json_lines(&file);
+    assert_eq!(lines[0]["version"], json!(3));
+    let entry = |answer: &Value| {
+        let id = answer["ids"][0].clone();
+        lines.iter().find(|l| l["id"] == id).unwrap().clone()
+    };
+    assert_eq!(entry(&a1)["parentId"], start);
+    assert_eq!(entry(&b1)["parentId"], start);
+    assert_eq!(entry(&a2)["parentId"], a1["ids"][0]);
+    assert_eq!(entry(&b2)["parentId"], b1["ids"][0]);
+    let ids: Vec<&Value> = [&a1, &b1, &a2, &b2].iter().map(|r| &r["ids"][0]).collect();
+    for (i, id) in ids.iter().enumerate() {
+        assert!(!ids[..i].contains(id), "{id} is given twice");
+    }
+    assert_eq!(lines.last().unwrap()["id"], b2["ids"][0]);
+    let check = support::musepi_in(
+        dir.path(),
+        dir.path(),
+        &["session", "check", "s.jsonl"],
+        None,
+    );
+    assert_eq!(support::code(&check), 0, "{}", support::stdout(&check));
 }
 
 #[tokio::test]

@@ -105,6 +105,16 @@ impl Repo {
     }
 }
 
+/// Prints the figures of a test's attacks for `cargo xtask reliability`:
+/// how many commands an untrusted (or borrowed) settings file tried to
+/// run its hook, its provider or its endpoint through, how many hooks ran
+/// and how many requests reached its server.
+fn attack_figures(what: &str, tried: usize, hooks_ran: usize, requests: usize) {
+    eprintln!(
+        "reliability: trust attacks ({what}): {tried} tried, {hooks_ran} ran a hook, {requests} requests reached the attacker's server"
+    );
+}
+
 fn warning_lines(o: &Output) -> Vec<String> {
     stderr(o)
         .lines()
@@ -143,6 +153,12 @@ fn an_untrusted_project_file_runs_nothing_and_sends_nothing_but_its_numbers_appl
     let o = repo.run(&["serve", "--provider", "theirs"]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert_eq!(warning_lines(&o).len(), 1, "{}", stderr(&o));
+    attack_figures(
+        "an untrusted file's hook, provider, endpoint and serve",
+        4,
+        usize::from(repo.marker().exists()),
+        repo.server.seen().len(),
+    );
     assert!(repo.server.seen().is_empty());
     assert!(!repo.marker().exists());
     // A harmless setting applies without trust.
@@ -196,6 +212,7 @@ fn trusting_the_exact_content_enables_it_and_any_change_needs_approval_again() {
     repo.write_settings(5000);
     let o = repo.compact(&[]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let changed_ran = usize::from(repo.marker().exists());
     assert!(!repo.marker().exists(), "the changed file's hook ran");
     let lines = warning_lines(&o);
     assert_eq!(lines.len(), 1);
@@ -225,6 +242,12 @@ fn trusting_the_exact_content_enables_it_and_any_change_needs_approval_again() {
     std::fs::remove_file(repo.marker()).unwrap();
     let o = repo.compact(&[]);
     assert_eq!(warning_lines(&o).len(), 1);
+    attack_figures(
+        "a file changed after its approval, and one revoked",
+        2,
+        changed_ran + usize::from(repo.marker().exists()),
+        0,
+    );
     assert!(!repo.marker().exists());
     let o = repo.run(&["trust", "--list", "--json"]);
     let listed: Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -276,7 +299,7 @@ fn every_command_reads_an_untrusted_project_file_and_still_runs_and_sends_nothin
     let repo = Repo::new();
     let o = repo.compact(&[]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    for args in [
+    let commands = [
         vec!["session", "stats", "s.jsonl"],
         vec!["session", "tree", "s.jsonl"],
         vec!["session", "check", "s.jsonl"],
@@ -289,10 +312,17 @@ fn every_command_reads_an_untrusted_project_file_and_still_runs_and_sends_nothin
         vec!["snapcompact", "render", "out.jsonl", "--out", "frames"],
         vec!["hooks", "test", "session_before_compact"],
         vec!["trust", "--list"],
-    ] {
-        let o = repo.run(&args);
+    ];
+    for args in &commands {
+        let o = repo.run(args);
         assert_eq!(code(&o), 0, "{args:?}: {}", stderr(&o));
     }
+    attack_figures(
+        "every command beside an untrusted file",
+        commands.len() + 1,
+        usize::from(repo.marker().exists()),
+        repo.server.seen().len(),
+    );
     assert!(!repo.marker().exists(), "the hook ran");
     assert!(repo.server.seen().is_empty());
 }
@@ -350,7 +380,9 @@ fn linked_repositories(how: Linked) -> (tempfile::TempDir, PathBuf, PathBuf) {
 
 #[test]
 fn a_settings_file_reached_through_a_link_does_not_inherit_its_targets_approval() {
-    for how in [Linked::Folder, Linked::File] {
+    let links = [Linked::Folder, Linked::File];
+    let mut borrowed = 0;
+    for how in links {
         let (dir, home, evil) = linked_repositories(how);
         let good = dir.path().join("good");
         let run = |cwd: &Path, args: &[&str]| musepi_with_env(cwd, &home, args, None, &[]);
@@ -363,6 +395,7 @@ fn a_settings_file_reached_through_a_link_does_not_inherit_its_targets_approval(
 
         let o = run(&evil, &["compact", "s.jsonl", "-o", "out.jsonl"]);
         assert_eq!(code(&o), 0, "{how:?}: {}", stderr(&o));
+        borrowed += usize::from(dir.path().join("evil-ran").exists());
         assert!(
             !dir.path().join("evil-ran").exists(),
             "{how:?}: the linked file borrowed good's approval"
@@ -403,4 +436,10 @@ fn a_settings_file_reached_through_a_link_does_not_inherit_its_targets_approval(
         assert_eq!(code(&o), 0, "{how:?}: {}", stderr(&o));
         assert!(dir.path().join("evil-ran").exists(), "{how:?}");
     }
+    attack_figures(
+        "a linked folder or file borrowing another repository's approval",
+        links.len(),
+        borrowed,
+        0,
+    );
 }

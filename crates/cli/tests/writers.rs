@@ -211,6 +211,117 @@ fn every_writer_takes_o_out_and_leaves_the_source_alone() {
     assert_eq!(code(&o), 2);
 }
 
+/// Every command that writes a session answers `--json` with `warnings`,
+/// a list of what its writes had to say (empty when nothing), whatever it
+/// did: in place, a copy, a dry run, nothing to do, a new session.
+#[test]
+fn every_writers_json_result_has_warnings() {
+    let dir = tempfile::tempdir().unwrap();
+    let fresh = |name: &str| {
+        let file = example(dir.path(), name);
+        settle(&file);
+        p(&file).to_owned()
+    };
+    let s = |v: &[&str]| v.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>();
+    let (pruned, compacted, branched) = (fresh("p.jsonl"), fresh("c.jsonl"), fresh("b.jsonl"));
+    let old = v2(dir.path(), "v2.jsonl");
+    settle(&old);
+    let torn = settled_copy(&fixture("bad/torn-tail.jsonl"), dir.path(), "torn.jsonl");
+    let supply = support::script(
+        dir.path(),
+        "supply.sh",
+        "cat > /dev/null\nprintf '%s\\n' '{\"compaction\": {\"summary\": \"Goal: go on.\"}}'",
+    );
+    let hooks = support::hook_settings(
+        dir.path(),
+        &serde_json::json!({"session_before_compact": [{"command": [p(&supply)]}]}),
+    );
+    let out = |name: &str| p(&dir.path().join(name)).to_owned();
+    let cases = [
+        s(&[
+            "prune",
+            &pruned,
+            "--min-saving",
+            "0",
+            "--force",
+            "--now",
+            NOW,
+        ]),
+        s(&["prune", &pruned, "--dry-run"]),
+        s(&[
+            "compact",
+            &compacted,
+            "--force",
+            "--now",
+            NOW,
+            "--deterministic-ids",
+        ]),
+        // Already compacted: nothing to do.
+        s(&["compact", &compacted, "--force", "--now", NOW]),
+        s(&["compact", &fresh("cd.jsonl"), "--dry-run"]),
+        s(&[
+            "compact",
+            &fresh("co.jsonl"),
+            "-o",
+            &out("co-out.jsonl"),
+            "--now",
+            NOW,
+        ]),
+        s(&[
+            "branch",
+            &branched,
+            "--to",
+            "00000003",
+            "--force",
+            "--now",
+            NOW,
+            "--deterministic-ids",
+        ]),
+        s(&["branch", &branched, "--to", "00000002", "--dry-run"]),
+        s(&["session", "migrate", p(&old), "--force"]),
+        s(&[
+            "session",
+            "check",
+            p(&torn),
+            "--repair",
+            "-o",
+            &out("repaired.jsonl"),
+        ]),
+        s(&[
+            "handoff",
+            &fresh("h.jsonl"),
+            "-o",
+            &out("new.jsonl"),
+            "--settings",
+            p(&hooks),
+        ]),
+    ];
+    for args in cases {
+        let o = run(&args, &["--json"]);
+        assert_eq!(code(&o), 0, "{args:?}: {}", stderr(&o));
+        let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(doc["warnings"], serde_json::json!([]), "{args:?}: {doc}");
+    }
+    // The same from standard input.
+    let stdin = std::fs::read(&old).unwrap();
+    let o = support::musepi_in(
+        dir.path(),
+        dir.path(),
+        &[
+            "session",
+            "migrate",
+            "-",
+            "-o",
+            &out("from-stdin.jsonl"),
+            "--json",
+        ],
+        Some(&stdin),
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["warnings"], serde_json::json!([]), "{doc}");
+}
+
 #[test]
 fn dry_runs_write_nothing() {
     let dir = tempfile::tempdir().unwrap();

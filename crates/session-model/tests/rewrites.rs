@@ -124,6 +124,36 @@ fn an_invalid_or_incomplete_appended_line_stops_the_rewrite() {
     }
 }
 
+/// A rewrite copies what is appended while it runs in bounded time: when
+/// more than 64 MiB arrived, it gives up as busy and leaves the file, with
+/// every appended byte, as it was.
+#[test]
+fn a_rewrite_gives_up_when_more_than_64_mib_was_appended_meanwhile() {
+    let (dir, path, mut j) = opened(3);
+    let mut appended = String::new();
+    let mut parent = "m3".to_owned();
+    // 65 lines of 1 MiB, each a valid entry.
+    for i in 0..65 {
+        let id = format!("x{i}");
+        appended.push_str(&msg(&id, Some(&parent), &"a".repeat(1 << 20)));
+        appended.push('\n');
+        parent = id;
+    }
+    append_raw(&path, &appended);
+    let before = fs::read(&path).unwrap();
+    let change = changed(&j, 0, "rewritten");
+    let err = j.replace_entries(vec![change]).unwrap_err();
+    assert!(
+        matches!(&err, SessionError::ChangedOnDisk { what, .. } if what.contains("appended more than 64 MiB while the rewrite ran")),
+        "{err}"
+    );
+    assert!(err.is_busy());
+    assert!(fs::read(&path).unwrap() == before, "untouched");
+    assert_eq!(temp_files(dir.path()), Vec::<String>::new());
+    // Nothing was staged for a later write either.
+    assert!(!j.has_staged());
+}
+
 #[test]
 fn a_rewrite_that_adds_entries_refuses_lines_appended_meanwhile() {
     let (_dir, path, mut j) = opened(3);
@@ -140,6 +170,148 @@ fn a_rewrite_that_adds_entries_refuses_lines_appended_meanwhile() {
         "{err}"
     );
     assert_eq!(fs::read(&path).unwrap(), before);
+}
+
+/// How many times a test reruns a round that a busy machine made too slow
+/// to decide, before it gives up with a message instead of looping on.
+const SLOW_ROUNDS: usize = 20;
+
+/// A rewrite that adds an entry (a compaction written with its pruning)
+/// is done when an appender that had the old file open writes to it after
+/// the rename: the line is carried after the entry, the entry stays the
+/// leaf, and the write says that the file no longer ends with it.
+#[test]
+fn a_line_that_arrives_after_the_entries_of_a_rewrite_is_kept_and_reported() {
+    use musepi_test_support::LateWriter;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    for _ in 0..SLOW_ROUNDS {
+        let (_dir, path, mut j) = opened(3);
+        j.stage_replacements(vec![changed(&j, 0, "pruned")])
+            .unwrap();
+        let late_line = msg("x1", Some("m3"), "the agent goes on");
+        let late = LateWriter::open(&path);
+        let inode = fs::metadata(&path).unwrap().ino();
+        let done = AtomicBool::new(false);
+        let result = std::thread::scope(|s| {
+            // Once the rewrite has renamed its file into place, the appender
+            // writes to the old one, which the rewrite waits to be closed.
+            s.spawn(|| {
+                while fs::metadata(&path).unwrap().ino() == inode {
+                    if done.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                late.write(&late_line);
+            });
+            let mut c = Clock::default();
+            let result = j.append(user("compaction stand-in"), &mut c.stamp());
+            done.store(true, Ordering::SeqCst);
+            result
+        });
+        let id = result.unwrap();
+        let warnings = j.take_warnings();
+        if warnings
+            .iter()
+            .any(|w| matches!(w, WriteWarning::StillOpenElsewhere { .. }))
+        {
+            // The machine kept the appender from writing within the 2 s the
+            // rewrite waited, as the rewrite said: the round runs again.
+            continue;
+        }
+        assert_eq!(
+            warnings,
+            vec![WriteWarning::ArrivedAfter {
+                path: path.clone(),
+                bytes: late_line.len() as u64 + 1,
+            }]
+        );
+        assert!(
+            warnings[0]
+                .to_string()
+                .contains("right after the entries musepi wrote")
+        );
+        assert_eq!(j.session().leaf_id(), Some(&id), "the entry stays the leaf");
+        assert!(
+            j.session().index_of("x1").is_some(),
+            "the late line is read back"
+        );
+        let text = contents(&path);
+        assert!(text.contains("pruned"));
+        assert!(text.ends_with(&format!("{late_line}\n")), "{text}");
+        // The next entry hangs under the one written, not under the late line.
+        let mut c = Clock::default();
+        c.now += 10;
+        let next = j.append(user("after"), &mut c.stamp()).unwrap();
+        let (s, _) = load_file(&path, &mut SequentialIds::new()).unwrap();
+        let i = s.index_of(next.as_str()).unwrap();
+        assert_eq!(s.entries()[i].parent_id.as_ref(), Some(&id));
+        assert!(s.problems().is_empty(), "{:?}", s.problems());
+        return;
+    }
+    panic!(
+        "each of {SLOW_ROUNDS} rounds wrote the late line after the rewrite's wait ran out: the machine is too busy for this test"
+    );
+}
+
+/// A journal reads again what another writer appended, and its next entry
+/// goes on under its own leaf instead of the write refusing as busy.
+#[test]
+fn a_journal_catches_up_with_lines_another_writer_appended() {
+    let (_dir, path, mut j) = opened(3);
+    let mut other = open(&path);
+    let mut c = Clock::default();
+    let theirs = other
+        .append(user("the other writer"), &mut c.stamp())
+        .unwrap();
+    let mut mine = Clock::default();
+    mine.now += 100;
+    let err = j.append(user("mine"), &mut mine.stamp()).unwrap_err();
+    assert!(err.is_busy(), "without catching up: {err}");
+    assert_eq!(j.catch_up().unwrap(), 1);
+    assert_eq!(j.catch_up().unwrap(), 0, "nothing new the second time");
+    assert_eq!(
+        j.session().leaf_id().unwrap().as_str(),
+        "m3",
+        "the leaf stays"
+    );
+    let id = j.append(user("mine"), &mut mine.stamp()).unwrap();
+    assert_ne!(id, theirs, "a fresh id beside the other writer's");
+    let (s, _) = load_file(&path, &mut SequentialIds::new()).unwrap();
+    assert!(s.problems().is_empty(), "{:?}", s.problems());
+    let parent =
+        |id: &musepi_session_model::EntryId| s.get(id.as_str()).unwrap().parent_id.clone().unwrap();
+    assert_eq!(parent(&theirs).as_str(), "m3");
+    assert_eq!(parent(&id).as_str(), "m3");
+
+    // The other writer rewrote the file (pruning): caught up all the same.
+    other.catch_up().unwrap();
+    other
+        .replace_entries(vec![changed(&other, 0, "pruned by the other")])
+        .unwrap();
+    assert_eq!(j.catch_up().unwrap(), 0);
+    j.append(user("again"), &mut mine.stamp()).unwrap();
+    let text = contents(&path);
+    assert!(text.contains("pruned by the other") && text.contains("again"));
+}
+
+#[test]
+fn a_journal_does_not_catch_up_with_another_session_or_a_shortened_file() {
+    let (dir, path, mut j) = opened(3);
+    let before = j.session().len();
+    append_raw(&path, &(msg("x1", Some("m3"), "agent") + "\n"));
+    let other = session(dir.path(), "other.jsonl", 5);
+    let text = contents(&other).replace("\"id\":\"rw\"", "\"id\":\"someone-else\"");
+    fs::write(&path, text).unwrap();
+    let err = j.catch_up().unwrap_err();
+    assert!(
+        matches!(&err, SessionError::ChangedOnDisk { what, .. } if what.contains("another session, someone-else")),
+        "{err}"
+    );
+    fs::write(&path, header_line("rw") + "\n").unwrap();
+    let err = j.catch_up().unwrap_err();
+    assert!(err.is_busy(), "{err}");
+    assert_eq!(j.session().len(), before, "nothing changed");
 }
 
 #[test]

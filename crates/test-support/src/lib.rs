@@ -14,7 +14,8 @@
 //! Beside them, [`pi_fixture`] finds the real pi sessions next to the
 //! repository for the tests that read them, and skips those tests with a
 //! notice where they are absent, [`hold_open`] keeps a file open for
-//! writing in another process, [`written_ago`] dates a file back
+//! writing in another process ([`LateWriter`] writes a line through it
+//! when told), [`written_ago`] dates a file back
 //! ([`copy_written_ago`] a copy), [`fixture`] names a file of the
 //! repository's tests/fixtures, and [`example_as_v2`] writes the
 //! repository's example session as a v2 file.
@@ -108,6 +109,50 @@ pub fn hold_open(path: &Path, how: Hold) -> std::process::Child {
     )
     .expect("sh says it opened the file");
     child
+}
+
+/// A process that opened a file for appending and writes one line to it
+/// when told: an appender (pi's `appendFileSync`) that opened the session
+/// just before a rewrite replaced it, and writes to the replaced file
+/// after the rename.
+#[derive(Debug)]
+pub struct LateWriter {
+    child: std::process::Child,
+}
+
+impl LateWriter {
+    /// Starts the process; it holds `path` open for appending when this
+    /// returns, and waits on its standard input (not for a time a busy
+    /// machine could outlast).
+    pub fn open(path: &Path) -> Self {
+        let mut child = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(r#"exec 3>>"$0"; echo open; IFS= read -r line; printf '%s\n' "$line" >&3"#)
+            .arg(path)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("sh starts");
+        let mut said = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().expect("stdout is piped")),
+            &mut said,
+        )
+        .expect("sh says it opened the file");
+        Self { child }
+    }
+
+    /// Writes `line` (without its newline, which the process adds) through
+    /// the descriptor it opened, in one write, and waits for the process
+    /// to close it and end.
+    pub fn write(mut self, line: &str) {
+        use std::io::Write as _;
+        let mut stdin = self.child.stdin.take().expect("stdin is piped");
+        writeln!(stdin, "{line}").expect("the line handed over");
+        drop(stdin);
+        let status = self.child.wait().expect("sh ends");
+        assert!(status.success(), "sh wrote the line: {status}");
+    }
 }
 
 /// The last line of the file at `path`, parsed: the entry a test's write

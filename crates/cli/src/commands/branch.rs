@@ -17,7 +17,7 @@ use serde_json::json;
 use crate::cli::BranchArgs;
 use crate::commands::pi_dir::CHANGES_THE_FILE;
 use crate::commands::runtime::{Progress, default_branch_strategy, provider, runtime, settings};
-use crate::commands::writer::{Target, mark_leaf, print_warnings, write_warnings};
+use crate::commands::writer::{Target, mark_leaf, print_warnings, report_write_warnings};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{
     Color, aligned, escape_controls, escaped_text, note, print_json, print_text, push_lines_preview,
@@ -133,9 +133,9 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
     if let Some(from) = migrating.filter(|_| !out.no_op || !dest.in_place()) {
         dest.note_migration(from, Some("the navigation"), ctx);
     }
+    print_warnings(&out.warnings, ctx);
     let mut warnings = out.warnings.clone();
-    warnings.extend(write_warnings(&mut journal));
-    print_warnings(&warnings, ctx);
+    warnings.extend(report_write_warnings(&mut journal));
     // Where the leaf already is, nothing changes.
     let written = dest.finish_changed(&journal, !out.no_op)?;
     if ctx.json() {
@@ -274,6 +274,7 @@ fn dry_run(
             "totalTokens": prep.total_tokens,
             "fileLists": lists,
             "request": request.as_ref().map(request_json),
+            "warnings": [],
         }))
         .or_failed()?;
         return Ok(Exit::Ok);

@@ -15,7 +15,7 @@ use serde_json::json;
 use crate::cli::PruneArgs;
 use crate::commands::pi_dir::CHANGES_THE_FILE;
 use crate::commands::plan::prune_text;
-use crate::commands::writer::{Target, print_warnings, write_warnings};
+use crate::commands::writer::{Target, report_write_warnings};
 use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
 use crate::output::{Color, column_width, escape_controls, pad_end, print_json};
 use crate::report::plan::prune_json;
@@ -54,10 +54,11 @@ pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
             ctx,
         );
     }
+    let mut warnings = Vec::new();
     if write {
         target.refuse_live(&journal)?;
         journal.rewrite()?;
-        print_warnings(&write_warnings(&mut journal), ctx);
+        warnings = report_write_warnings(&mut journal);
     } else {
         journal.discard_staged();
     }
@@ -67,6 +68,7 @@ pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
         let mut doc = prune_json(session, &plan);
         doc["written"] = json!(output.is_some());
         doc["output"] = json!(output);
+        doc["warnings"] = json!(warnings);
         print_json(&doc).or_failed()?;
         return Ok(Exit::Ok);
     }

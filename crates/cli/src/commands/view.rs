@@ -24,7 +24,7 @@ use crate::commands::runtime::{
     Progress, default_branch_strategy, maintenance, provider, runtime, settings,
 };
 use crate::commands::strategy::{pick, uses_model};
-use crate::commands::writer::{mark_leaf, write_warnings};
+use crate::commands::writer::{mark_leaf, take_write_warnings};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::settings::Settings;
 use crate::view::terminal::TerminalGuard;
@@ -385,7 +385,7 @@ impl Pipelines {
 /// ` · warning: …` after a status line for each thing the view's write
 /// had to tell (a replaced file another process kept open).
 fn write_warnings_to(text: &mut String, journal: &mut Journal) {
-    for w in write_warnings(journal) {
+    for w in take_write_warnings(journal) {
         let _ = write!(text, " · warning: {w}");
     }
 }

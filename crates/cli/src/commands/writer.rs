@@ -306,11 +306,23 @@ pub(crate) fn refuse_torn_while_live(file: &Path, force: bool) -> Result<(), Fai
     check_not_live(file, musepi_runtime::system_clock()).map_err(Failure::from)
 }
 
-/// What the command's writes in place had to tell the user (a replaced
-/// file that another process kept open past the wait for it), one line
-/// each, to print with [`print_warnings`] and to list in the `warnings` of
-/// a JSON result.
-pub(crate) fn write_warnings(journal: &mut Journal) -> Vec<String> {
+/// What the command's writes in place had to tell the user, one line each:
+/// a replaced file that another process kept open past the wait for it (a
+/// line it writes there now is lost), lines another process appended right
+/// after the entries written. Each is printed on standard error at once,
+/// `-q` or not (`-q` hides chatter, never a loss), and returned for the
+/// `warnings` of a JSON result.
+pub(crate) fn report_write_warnings(journal: &mut Journal) -> Vec<String> {
+    let warnings = take_write_warnings(journal);
+    for w in &warnings {
+        note(false, &format!("musepi: warning: {w}"));
+    }
+    warnings
+}
+
+/// The warnings of the journal's writes since the last look, one line
+/// each, printed nowhere (`musepi view` shows them on its status line).
+pub(crate) fn take_write_warnings(journal: &mut Journal) -> Vec<String> {
     journal
         .take_warnings()
         .iter()
@@ -318,7 +330,8 @@ pub(crate) fn write_warnings(journal: &mut Journal) -> Vec<String> {
         .collect()
 }
 
-/// Prints each warning on standard error, one line each (unless `-q`).
+/// Prints each of the other warnings (a hook that failed, a summary cut at
+/// its output limit) on standard error, one line each, unless `-q`.
 pub(crate) fn print_warnings(warnings: &[String], ctx: &Ctx) {
     for w in warnings {
         note(ctx.quiet(), &format!("musepi: warning: {w}"));

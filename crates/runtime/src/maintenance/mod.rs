@@ -91,7 +91,8 @@ impl Maintenance {
     /// Appends entries under the leaf, each under the one before, durably
     /// in one write: all of them or, when one is invalid or the write
     /// fails, none. A user message among them starts a new run: the
-    /// recovery state resets.
+    /// recovery state resets. Lines another process wrote meanwhile are read
+    /// first, and the entries follow them ([`Journal::append_all_following`]).
     pub fn append_all(&mut self, bodies: Vec<EntryBody>) -> Result<Vec<EntryId>, MaintenanceError> {
         let starts_run = bodies
             .iter()
@@ -100,7 +101,7 @@ impl Maintenance {
             ids: self.ids.as_mut(),
             now: (self.clock)(),
         };
-        let ids = self.journal.append_all(bodies, &mut stamp)?;
+        let ids = self.journal.append_all_following(bodies, &mut stamp)?;
         if starts_run {
             self.state.overflow_recovery_attempted = false;
             self.state.empty_incomplete_recoveries = 0;

@@ -5,11 +5,17 @@
 //! the old file's lock, with the temporary file locked too, every byte the
 //! old file gained since it was read is copied over, line by line and
 //! checked (an incomplete or invalid appended line stops the rewrite: the
-//! old file stays as it is). Then the temporary file is renamed over the
-//! old one, and the old file, which an appender may still have open, is
-//! checked again: if anything reached it after the last copy, the new file
-//! is written once more with those bytes in their place, before whatever
-//! was appended to the new file since.
+//! old file stays as it is), in rounds until a look finds nothing new.
+//! Then the temporary file is renamed over the old one, and the old file,
+//! which an appender may still have open, is checked again (`late.rs`).
+//!
+//! Memory stays bounded whatever is appended: the appended bytes are
+//! copied through a buffer of [`CHUNK`] bytes, holding at most one line
+//! whole (a line longer than [`crate::MAX_LINE_BYTES`] stops the rewrite).
+//! Time stays bounded too: a writer that never stops makes the rewrite
+//! give up, leaving the old file as it is, once more than
+//! [`CATCH_UP_BYTES`] were appended since the read or lines still arrived
+//! after [`CATCH_UP_ROUNDS`] rounds of copying them.
 //!
 //! An appender that takes the file's lock while it appends (the protocol in
 //! docs/reliability.md) cannot write between those steps, so for it the
@@ -21,21 +27,36 @@
 //! system call that opens it when musepi looks.
 
 use std::fs::File;
-use std::io::Write;
+use std::io::{BufWriter, Write};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
 use std::time::Duration;
 
 use crate::error::SessionError;
 use crate::journal::disk::Temp;
+use crate::journal::late::settle_late;
 use crate::journal::lines::{Written, write_lines};
 use crate::session::Session;
 use crate::wire::{LineRead, read_entry};
 
-/// How long an appended line may stay incomplete before the rewrite gives
-/// up: 50 looks, 2 ms apart.
+/// How long an appended line may stay incomplete, the file not growing,
+/// before the rewrite gives up: 50 looks, 2 ms apart.
 const INCOMPLETE_TRIES: u32 = 50;
 const INCOMPLETE_PAUSE: Duration = Duration::from_millis(2);
+
+/// How many rounds of copying what another process appended a rewrite
+/// makes before it gives up, when every round found more: an agent
+/// writes a line now and then, and the first round after a pause finds
+/// nothing; only a writer that never stops keeps every round busy.
+pub(crate) const CATCH_UP_ROUNDS: u32 = 8;
+
+/// How much another process may append while a rewrite runs before the
+/// rewrite gives up (64 MiB): far more than an agent writes in the time a
+/// rewrite takes, and a bound on the time spent copying it.
+pub(crate) const CATCH_UP_BYTES: u64 = 64 << 20;
+
+/// The bytes read from the old file at a time.
+pub(crate) const CHUNK: usize = 1 << 20;
 
 /// What a rewrite in place did.
 pub(crate) struct Rewritten {
@@ -88,12 +109,21 @@ pub(crate) fn rewrite_in_place(
     // Appenders that follow the lock protocol and open the new file as soon
     // as it is renamed wait here until everything is carried over.
     tmp.file.lock().map_err(io)?;
-    let mut copied = carry_checked(target, locked, &tmp.file, read_len, appends)?;
+    let mut carry = Carry {
+        target,
+        old: locked,
+        new: &tmp.file,
+        read_len,
+        copied: read_len,
+        appends,
+    };
+    carry.pass()?;
     tmp.sync(target)?;
     // What arrived during the sync is copied right before the rename, and
     // made durable right after it, so no sync widens the gap between the
     // last copy and the rename.
-    copied = carry_checked(target, locked, &tmp.file, copied, appends)?;
+    carry.catch_up()?;
+    let copied = carry.copied;
     tmp.rename_over(target)?;
     tmp.sync(target)?;
     tmp.sync_folder(target)?;
@@ -107,188 +137,266 @@ pub(crate) fn rewrite_in_place(
     })
 }
 
-/// How many times a rewrite is redone to put late lines in their place
-/// before it settles for appending them. Each rename can catch an appender
-/// that takes no lock between its open and its write; one that appends
-/// without pause was caught by about 3 renames in 10, so 5 rounds left
-/// its lines out of order about once in 400 rewrites.
-const REORDER_ROUNDS: usize = 32;
-
-/// After the rename: an appender that opened the old file before it may
-/// still have written to it. Those late bytes belong right after what the
-/// new file was given (`end`), before anything appended to the new file
-/// since; so the new file is written again with them in their place, as
-/// many times as late bytes keep coming (an appender without the lock, in
-/// the moment of the rename). Returns the length of the content in place
-/// when no more late bytes were found, and whether a replaced file was
-/// still open for writing elsewhere when the wait for it ran out.
-fn settle_late(
-    target: &Path,
-    original: &std::fs::Metadata,
-    locked: &File,
+/// Copying the lines the old file gains to the end of the new one (not
+/// yet renamed, so only this process writes it).
+struct Carry<'a> {
+    target: &'a Path,
+    old: &'a File,
+    new: &'a File,
+    /// How much of the old file the session was read from.
+    read_len: u64,
+    /// How much of the old file is in the new one: every complete line
+    /// before this offset.
     copied: u64,
-    first: Temp,
-    end: u64,
-) -> Result<(u64, bool), SessionError> {
-    let io = |source| SessionError::WriteFailed {
-        path: target.to_owned(),
-        source,
-    };
-    // Every renamed file stays open until the rewrite is done, and locked
-    // until a newer one replaces it.
-    let mut held = vec![first];
-    let (mut old_copied, mut end) = (copied, end);
-    let mut still_open = false;
-    for round in 0..REORDER_ROUNDS {
-        let old = if round == 0 {
-            locked
-        } else {
-            &held[held.len() - 2].file
-        };
-        let cur = &held[held.len() - 1].file;
-        // Nobody can open the replaced file any more; once no other process
-        // holds it open for writing, nothing more can reach it. Its lock is
-        // let go first: an appender waiting for it then finds the file
-        // replaced, closes it and appends to the new one (still locked).
-        old.unlock().map_err(io)?;
-        still_open |= super::holders::wait_closed_elsewhere(old, super::holders::CLOSE_WAIT);
-        let late = read_past(old, old_copied).map_err(io)?;
-        if late.is_empty() {
-            return Ok((end, still_open));
+    appends: Appends,
+}
+
+/// What one look at the old file found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Found {
+    /// Nothing past what is copied.
+    Nothing,
+    /// Complete lines, now copied.
+    Lines,
+    /// Only part of a line, still being written (or torn).
+    Partial,
+}
+
+impl Carry<'_> {
+    fn changed(&self, what: String) -> SessionError {
+        SessionError::ChangedOnDisk {
+            path: self.target.to_owned(),
+            what,
         }
-        if round + 1 == REORDER_ROUNDS {
-            // Never lose a byte, even when the order cannot be kept.
-            let mut out = std::fs::OpenOptions::new()
-                .append(true)
-                .open(target)
-                .map_err(io)?;
-            out.write_all(&late).map_err(io)?;
-            out.sync_data().map_err(io)?;
-            return Ok((end + late.len() as u64, still_open));
-        }
-        let next = Temp::create(target, Some(original.mode()))?;
-        next.take_identity(target, original)?;
-        copy_range(cur, 0, end, &next.file).map_err(io)?;
-        (&next.file).write_all(&late).map_err(io)?;
-        next.file.lock().map_err(io)?;
-        let mut cur_copied = copy_past(cur, end, &next.file).map_err(io)?;
-        next.sync(target)?;
-        cur_copied = copy_past(cur, cur_copied, &next.file).map_err(io)?;
-        let mut next = next;
-        next.rename_over(target)?;
-        next.sync(target)?;
-        next.sync_folder(target)?;
-        end = cur_copied + late.len() as u64;
-        old_copied = cur_copied;
-        held.push(next);
     }
-    Ok((end, still_open))
+
+    fn io(&self, source: std::io::Error) -> SessionError {
+        SessionError::WriteFailed {
+            path: self.target.to_owned(),
+            source,
+        }
+    }
+
+    /// Copies what the old file holds now past what is copied, up to its
+    /// last complete line.
+    fn pass(&mut self) -> Result<Found, SessionError> {
+        let len = self.old.metadata().map_err(|e| self.io(e))?.len();
+        if len < self.copied {
+            return Err(self.changed("it was shortened".into()));
+        }
+        if len == self.copied {
+            return Ok(Found::Nothing);
+        }
+        if let Appends::Refuse(why) = self.appends {
+            return Err(self.changed(format!(
+                "another process appended {} bytes; {why}",
+                len - self.copied
+            )));
+        }
+        if len - self.read_len > CATCH_UP_BYTES {
+            return Err(self.changed(format!(
+                "another process appended more than {} MiB while the rewrite ran",
+                CATCH_UP_BYTES >> 20
+            )));
+        }
+        let end = copy_lines(self.old, self.copied, len, self.new).map_err(|e| match e {
+            CopyError::Io(e) => self.io(e),
+            CopyError::Line(what) => self.changed(what),
+        })?;
+        let found = if end > self.copied {
+            Found::Lines
+        } else {
+            Found::Partial
+        };
+        self.copied = end;
+        Ok(found)
+    }
+
+    /// Copies rounds of appended lines until a look finds nothing new;
+    /// gives up when every one of [`CATCH_UP_ROUNDS`] rounds found more, or
+    /// when a line stays incomplete.
+    fn catch_up(&mut self) -> Result<(), SessionError> {
+        let (mut rounds, mut waits) = (0, 0);
+        loop {
+            match self.pass()? {
+                Found::Nothing => return Ok(()),
+                Found::Lines => {
+                    rounds += 1;
+                    if rounds == CATCH_UP_ROUNDS {
+                        return Err(self.changed(format!(
+                            "another process kept appending: lines still arrived after {CATCH_UP_ROUNDS} rounds of copying them"
+                        )));
+                    }
+                }
+                Found::Partial => {
+                    waits += 1;
+                    if waits == INCOMPLETE_TRIES {
+                        return Err(self.changed(format!(
+                            "the line another process is appending at byte {} stays incomplete",
+                            self.copied
+                        )));
+                    }
+                    std::thread::sleep(INCOMPLETE_PAUSE);
+                }
+            }
+        }
+    }
 }
 
-/// The bytes of `file` past `from`.
-fn read_past(file: &File, from: u64) -> std::io::Result<Vec<u8>> {
-    let len = file.metadata()?.len();
-    let mut bytes = vec![0; usize::try_from(len.saturating_sub(from)).unwrap_or(usize::MAX)];
-    file.read_exact_at(&mut bytes, from)?;
-    Ok(bytes)
+/// Why appended lines could not be copied.
+enum CopyError {
+    Io(std::io::Error),
+    /// An appended line is not an entry, or too long to read.
+    Line(String),
 }
 
-/// Copies bytes `[start, end)` of `from` to the end of `to`.
-fn copy_range(from: &File, start: u64, end: u64, to: &File) -> std::io::Result<()> {
-    let mut buf = vec![0; 1 << 20];
-    let mut at = start;
-    let mut out = to;
-    while at < end {
-        let n = usize::try_from((end - at).min(buf.len() as u64)).unwrap_or(buf.len());
-        from.read_exact_at(&mut buf[..n], at)?;
-        out.write_all(&buf[..n])?;
+impl From<std::io::Error> for CopyError {
+    fn from(e: std::io::Error) -> Self {
+        Self::Io(e)
+    }
+}
+
+/// Copies the complete lines of `old` between `from` and `len` to the end
+/// of `new`, each checked to be an entry, through a buffer of [`CHUNK`]
+/// bytes (a line longer than the buffer is gathered whole, up to
+/// [`crate::MAX_LINE_BYTES`]). Returns the offset after the last complete
+/// line: a line still being written at `len` is left for a later look.
+fn copy_lines(old: &File, from: u64, len: u64, new: &File) -> Result<u64, CopyError> {
+    let mut out = BufWriter::with_capacity(CHUNK, new);
+    let mut buf = vec![0; CHUNK];
+    // The start of the line being gathered, and its bytes so far when it
+    // runs past one buffer.
+    let mut line_start = from;
+    let mut long_line: Vec<u8> = Vec::new();
+    let mut at = from;
+    while at < len {
+        let n = usize::try_from((len - at).min(CHUNK as u64)).unwrap_or(CHUNK);
+        old.read_exact_at(&mut buf[..n], at)?;
+        let mut rest = &buf[..n];
+        while let Some(i) = rest.iter().position(|&b| b == b'\n') {
+            let line = if long_line.is_empty() {
+                &rest[..i]
+            } else {
+                long_line.extend_from_slice(&rest[..i]);
+                &long_line[..]
+            };
+            if line.len() as u64 > crate::MAX_LINE_BYTES {
+                return Err(too_long(line_start));
+            }
+            check_line(line, line_start).map_err(CopyError::Line)?;
+            out.write_all(line)?;
+            out.write_all(b"\n")?;
+            line_start += line.len() as u64 + 1;
+            long_line.clear();
+            rest = &rest[i + 1..];
+        }
+        let gathered = long_line.len() as u64 + rest.len() as u64;
+        if gathered > crate::MAX_LINE_BYTES {
+            return Err(too_long(line_start));
+        }
+        long_line.extend_from_slice(rest);
         at += n as u64;
     }
-    Ok(())
+    out.flush()?;
+    Ok(line_start)
 }
 
-/// Copies everything `from` holds past `start` to the end of `to`; returns
-/// the offset copied up to.
-fn copy_past(from: &File, start: u64, to: &File) -> std::io::Result<u64> {
-    let end = from.metadata()?.len();
-    copy_range(from, start, end, to)?;
-    Ok(end.max(start))
+/// An appended line at byte `at` longer than musepi reads.
+fn too_long(at: u64) -> CopyError {
+    CopyError::Line(format!(
+        "the line another process appended at byte {at} is longer than {} bytes",
+        crate::MAX_LINE_BYTES
+    ))
 }
 
-/// Copies the complete, valid lines `old` gained past `from` to the end of
-/// `new` (not yet renamed, so only this process writes it); returns the
-/// offset copied up to.
-fn carry_checked(
-    target: &Path,
-    old: &File,
-    new: &File,
-    from: u64,
-    appends: Appends,
-) -> Result<u64, SessionError> {
-    let changed = |what: String| SessionError::ChangedOnDisk {
-        path: target.to_owned(),
-        what,
-    };
-    let io = |source| SessionError::WriteFailed {
-        path: target.to_owned(),
-        source,
-    };
-    let mut copied = from;
-    let mut tries = 0;
-    loop {
-        let len = old.metadata().map_err(io)?.len();
-        if len < copied {
-            return Err(changed("it was shortened".into()));
-        }
-        if len == copied {
-            return Ok(copied);
-        }
-        if let Appends::Refuse(why) = appends {
-            return Err(changed(format!(
-                "another process appended {} bytes; {why}",
-                len - copied
-            )));
-        }
-        let mut bytes = vec![0; usize::try_from(len - copied).unwrap_or(usize::MAX)];
-        old.read_exact_at(&mut bytes, copied).map_err(io)?;
-        let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        check_lines(&bytes[..complete], copied).map_err(changed)?;
-        let mut out = new;
-        out.write_all(&bytes[..complete]).map_err(io)?;
-        copied += complete as u64;
-        if complete == bytes.len() {
-            return Ok(copied);
-        }
-        tries += 1;
-        if tries >= INCOMPLETE_TRIES {
-            return Err(changed(format!(
-                "the line another process is appending at byte {copied} stays incomplete"
-            )));
-        }
-        std::thread::sleep(INCOMPLETE_PAUSE);
+/// A non-blank line that another process appended at byte `at` must be a
+/// JSON object with an `id`, as every v2 and v3 entry is.
+fn check_line(text: &[u8], at: u64) -> Result<(), String> {
+    if text.iter().all(u8::is_ascii_whitespace) {
+        return Ok(());
     }
+    let problem = match read_entry(text) {
+        LineRead::Entry(parsed) if parsed.has_id => return Ok(()),
+        LineRead::Entry(_) => "has no `id`".to_owned(),
+        LineRead::NotAnObject => "is not a JSON object".to_owned(),
+        LineRead::Malformed(e) => format!("is not valid JSON ({e})"),
+    };
+    Err(format!(
+        "the line another process appended at byte {at} {problem}"
+    ))
 }
 
-/// Every non-blank line of `bytes` (which start at byte `at` of the old
-/// file) must be a JSON object with an `id`, as every v2 and v3 entry is.
-fn check_lines(bytes: &[u8], at: u64) -> Result<(), String> {
-    let mut offset = at;
-    for line in bytes.split_inclusive(|&b| b == b'\n') {
-        let start = offset;
-        offset += line.len() as u64;
-        let text = line.strip_suffix(b"\n").unwrap_or(line);
-        if text.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let problem = match read_entry(text) {
-            LineRead::Entry(parsed) if parsed.has_id => continue,
-            LineRead::Entry(_) => "has no `id`".to_owned(),
-            LineRead::NotAnObject => "is not a JSON object".to_owned(),
-            LineRead::Malformed(e) => format!("is not valid JSON ({e})"),
-        };
-        return Err(format!(
-            "the line another process appended at byte {start} {problem}"
-        ));
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A custom entry line of about `len` bytes, without its newline.
+    fn entry_line(id: &str, len: usize) -> Vec<u8> {
+        let head = format!("{{\"type\":\"custom\",\"id\":\"{id}\",\"data\":\"");
+        let mut line = head.into_bytes();
+        line.resize(len.saturating_sub(2).max(line.len()), b'x');
+        line.extend_from_slice(b"\"}");
+        line
     }
-    Ok(())
+
+    /// `bytes` in a file of a temporary folder, opened for reading, and an
+    /// empty file beside it to copy to.
+    fn files(dir: &Path, bytes: &[u8]) -> (File, File) {
+        std::fs::write(dir.join("old"), bytes).unwrap();
+        let new = std::fs::OpenOptions::new()
+            .create_new(true)
+            .read(true)
+            .append(true)
+            .open(dir.join("new"))
+            .unwrap();
+        (File::open(dir.join("old")).unwrap(), new)
+    }
+
+    #[test]
+    fn lines_longer_than_the_buffer_are_copied_whole_and_a_partial_last_line_is_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut complete = Vec::new();
+        for (i, len) in [10, CHUNK + 5, 3 * CHUNK, 7, CHUNK - 1]
+            .into_iter()
+            .enumerate()
+        {
+            complete.extend_from_slice(&entry_line(&format!("e{i}"), len));
+            complete.push(b'\n');
+        }
+        complete.extend_from_slice(b"   \n");
+        let mut old = b"{\"type\":\"session\"}\n".to_vec();
+        let from = old.len() as u64;
+        old.extend_from_slice(&complete);
+        // A line its writer is still writing, longer than the buffer.
+        old.extend_from_slice(&entry_line("partial", 2 * CHUNK));
+        let (old_file, new_file) = files(dir.path(), &old);
+        let end = copy_lines(&old_file, from, old.len() as u64, &new_file)
+            .map_err(|e| match e {
+                CopyError::Io(e) => e.to_string(),
+                CopyError::Line(what) => what,
+            })
+            .unwrap();
+        assert_eq!(end, from + complete.len() as u64, "up to the partial line");
+        assert!(
+            std::fs::read(dir.path().join("new")).unwrap() == complete,
+            "every complete line, byte for byte"
+        );
+    }
+
+    #[test]
+    fn an_appended_line_longer_than_the_cap_stops_the_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        let cap = usize::try_from(crate::MAX_LINE_BYTES).unwrap();
+        let mut old = entry_line("huge", cap + 1);
+        old.push(b'\n');
+        let (old_file, new_file) = files(dir.path(), &old);
+        match copy_lines(&old_file, 0, old.len() as u64, &new_file) {
+            Err(CopyError::Line(what)) => assert!(
+                what.contains("at byte 0 is longer than 67108864 bytes"),
+                "{what}"
+            ),
+            Err(CopyError::Io(e)) => panic!("{e}"),
+            Ok(end) => panic!("copied up to {end}"),
+        }
+    }
 }

@@ -20,6 +20,7 @@ mod append;
 mod carry;
 pub(crate) mod disk;
 mod holders;
+mod late;
 pub(crate) mod lines;
 mod lock;
 mod warning;
@@ -40,6 +41,11 @@ use crate::session::{LineSource, Replacement, Session, Stamp};
 pub use disk::{Replace, write_file};
 pub use lock::LIVE_WINDOW_MS;
 pub use warning::WriteWarning;
+
+/// How many times [`Journal::append_all_following`] reads what another
+/// process wrote and tries again, when the file keeps changing between the
+/// read and the write.
+const FOLLOW_ROUNDS: u32 = 4;
 
 /// Identity of the file as last seen: inode, length and modification time.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -245,6 +251,31 @@ impl Journal {
             Err(e) => {
                 self.session.restore_state(before);
                 Err(e)
+            }
+        }
+    }
+
+    /// [`Journal::append_all`] after reading what other processes wrote to
+    /// the file since this journal last read or wrote it
+    /// ([`Journal::catch_up`]): the entries go on after their lines, under
+    /// this journal's leaf. When the file changes again between that read
+    /// and the write, it is read again, four times at most, before the
+    /// append answers that the file is busy
+    /// ([`SessionError::ChangedOnDisk`]); nothing is written then.
+    pub fn append_all_following(
+        &mut self,
+        bodies: Vec<EntryBody>,
+        stamp: &mut Stamp<'_>,
+    ) -> Result<Vec<EntryId>, SessionError> {
+        let mut round = 1;
+        loop {
+            self.catch_up()?;
+            if round == FOLLOW_ROUNDS {
+                return self.append_all(bodies, stamp);
+            }
+            match self.append_all(bodies.clone(), stamp) {
+                Err(e) if e.is_busy() => round += 1,
+                result => return result,
             }
         }
     }

@@ -18,6 +18,17 @@ pub enum WriteWarning {
         /// How long the rewrite waited for the old file to be closed.
         waited: Duration,
     },
+    /// Another process appended to the file right after the entries the
+    /// write added: they are in the file, and what it appended follows
+    /// them, so the file's last line (where an agent that reads the file
+    /// resumes) is no longer the last entry written. The session keeps its
+    /// leaf at that entry.
+    ArrivedAfter {
+        /// The session file, as given.
+        path: PathBuf,
+        /// How many bytes arrived after the entries.
+        bytes: u64,
+    },
 }
 
 impl fmt::Display for WriteWarning {
@@ -29,6 +40,12 @@ impl fmt::Display for WriteWarning {
                  a line it writes to that file now is lost (see docs/reliability.md)",
                 path.display(),
                 waited.as_secs_f64()
+            ),
+            Self::ArrivedAfter { path, bytes } => write!(
+                f,
+                "{}: another process appended {bytes} bytes right after the entries musepi wrote; \
+                 both are in the file, but it no longer ends with musepi's last entry",
+                path.display()
             ),
         }
     }

@@ -13,8 +13,8 @@ use super::lock::lock_file;
 use super::{Journal, Seen, WriteWarning};
 use crate::error::SessionError;
 use crate::id::SequentialIds;
-use crate::load::load_file;
-use crate::session::LineSource;
+use crate::load::{FileTail, load_file};
+use crate::session::{LineSource, Session};
 
 impl Journal {
     /// Rewrites the whole file atomically from the session: unchanged lines
@@ -22,7 +22,11 @@ impl Journal {
     /// kept in place, blank lines dropped. Lines another process appended
     /// since the file was read are carried over when the rewrite adds no
     /// entries of its own (docs/reliability.md); otherwise such an append
-    /// stops the rewrite with [`SessionError::ChangedOnDisk`].
+    /// stops the rewrite with [`SessionError::ChangedOnDisk`], and so does a
+    /// writer that keeps appending (more than 64 MiB, or lines in each of 8
+    /// rounds of copying them). Lines that reach the replaced file after the
+    /// rename are put in their place; after entries the rewrite added, they
+    /// leave those entries the leaf, with a [`WriteWarning::ArrivedAfter`].
     pub fn rewrite(&mut self) -> Result<(), SessionError> {
         self.check_writable()?;
         if self.detached {
@@ -41,6 +45,7 @@ impl Journal {
         } else {
             Appends::Carry
         };
+        let adds = self.written < self.session.len();
         let lock = lock_file(&self.target)?;
         self.check_same_file(&lock, &seen, true)?;
         let done = rewrite_in_place(&self.target, &self.session, &lock, seen.len, appends)?;
@@ -53,7 +58,18 @@ impl Journal {
             });
         }
         if done.carried > 0 {
+            // A rewrite that adds entries carries nothing appended before
+            // them; what it carried arrived after them, from an appender
+            // that had the replaced file open. The entries stay the leaf.
+            let leaf = adds.then(|| self.session.leaf_id().cloned()).flatten();
             self.reload()?;
+            if let Some(leaf) = leaf {
+                self.session.set_leaf(leaf.as_str())?;
+                self.warnings.push(WriteWarning::ArrivedAfter {
+                    path: self.path.clone(),
+                    bytes: done.carried,
+                });
+            }
         }
         Ok(())
     }
@@ -160,6 +176,7 @@ impl Journal {
             .metadata()
             .map_err(SessionError::write_failed(&self.path))?;
         let (after, start) = super::append::append_durably(&self.target, &locked, &bytes)?;
+        let end = start + bytes.len() as u64;
         let shift = start.saturating_sub(seen.len);
         for (i, offset, len) in spans {
             self.session.sources[i] = LineSource::File {
@@ -169,8 +186,18 @@ impl Journal {
         }
         self.written = self.session.len();
         self.ends_with_newline = true;
-        self.seen = Some(Seen::of(&after));
+        // What another process appended right after (it takes no lock) is
+        // not read: the next write finds it past what was seen.
+        let mut seen = Seen::of(&after);
+        seen.len = end;
+        self.seen = Some(seen);
         drop(lock);
+        if after.len() > end {
+            self.warnings.push(WriteWarning::ArrivedAfter {
+                path: self.path.clone(),
+                bytes: after.len() - end,
+            });
+        }
         Ok(())
     }
 
@@ -210,10 +237,79 @@ impl Journal {
     fn reload(&mut self) -> Result<(), SessionError> {
         let (session, tail) = load_file(&self.target, &mut SequentialIds::new())?;
         let meta = fs::metadata(&self.target).map_err(SessionError::write_failed(&self.path))?;
+        self.take_loaded(session, &tail, &meta);
+        Ok(())
+    }
+
+    /// Becomes the journal of `session`, just read from the file, keeping
+    /// what is the caller's: detached or not, the warnings not yet taken,
+    /// and a count of edits that only grows (what follows the session, the
+    /// runtime's token account, starts over).
+    fn take_loaded(&mut self, mut session: Session, tail: &FileTail, meta: &fs::Metadata) {
+        session.edits += self.session.edits + 1;
         let (detached, warnings) = (self.detached, std::mem::take(&mut self.warnings));
-        *self = Self::from_loaded(self.path.clone(), session, &tail, &meta);
+        *self = Self::from_loaded(self.path.clone(), session, tail, meta);
         self.detached = detached;
         self.warnings = warnings;
-        Ok(())
+    }
+
+    /// Reads the file again when another process wrote it since this
+    /// journal last read or wrote it: lines appended by another writer (an
+    /// agent, a second `musepi serve`), or the file replaced by a rewrite of
+    /// the same session (another musepi pruned or compacted it). The next
+    /// append then goes on after those lines instead of refusing as busy.
+    /// The leaf stays where it was: what this journal's caller appends next
+    /// hangs under its own last entry, as two agents writing one file each
+    /// continue their own branch. Returns how many entries were read.
+    ///
+    /// Refuses ([`SessionError::ChangedOnDisk`], busy) a file that was
+    /// shortened, holds another session, no longer has the leaf, or ends
+    /// with a line still being written; nothing changes then. Staged
+    /// replacements and a detached journal are left alone (`Ok(0)`).
+    pub fn catch_up(&mut self) -> Result<usize, SessionError> {
+        let Some(seen) = self.seen.clone() else {
+            return Ok(0);
+        };
+        if self.detached || self.has_staged() {
+            return Ok(0);
+        }
+        let changed = |what: String| SessionError::ChangedOnDisk {
+            path: self.path.clone(),
+            what,
+        };
+        let meta = fs::metadata(&self.target).map_err(SessionError::write_failed(&self.path))?;
+        let now = Seen::of(&meta);
+        if now == seen {
+            return Ok(0);
+        }
+        if now.dev == seen.dev && now.ino == seen.ino && now.len < seen.len {
+            return Err(changed("it was shortened".into()));
+        }
+        let (session, tail) = load_file(&self.target, &mut SequentialIds::new())?;
+        if session.header().id != self.session.header().id {
+            return Err(changed(format!(
+                "it now holds another session, {}",
+                session.header().id
+            )));
+        }
+        if let Some((line, _)) = tail.torn {
+            return Err(changed(format!(
+                "line {line}, which another process is appending, is incomplete"
+            )));
+        }
+        let leaf = self.session.leaf_id().cloned();
+        if let Some(id) = &leaf
+            && session.index_of(id.as_str()).is_none()
+        {
+            return Err(changed(format!("the entry {id} it was at is gone")));
+        }
+        let before = self.session.len();
+        let meta = fs::metadata(&self.target).map_err(SessionError::write_failed(&self.path))?;
+        self.take_loaded(session, &tail, &meta);
+        match leaf {
+            Some(id) => self.session.set_leaf(id.as_str())?,
+            None => self.session.reset_leaf(),
+        }
+        Ok(self.session.len().saturating_sub(before))
     }
 }

@@ -177,8 +177,9 @@ impl Server {
         match notes {
             Some(notes) => notes.extend(warnings.into_iter().map(Value::from)),
             None => {
+                // A loss is said even with `-q`, which hides chatter only.
                 for w in &warnings {
-                    note(self.ctx.quiet(), &format!("musepi: warning: {w}"));
+                    note(false, &format!("musepi: warning: {w}"));
                 }
             }
         }
@@ -224,9 +225,15 @@ impl Server {
     }
 
     fn open(&mut self, params: &Value) -> Reply {
-        let path = PathBuf::from(
-            str_param(params, "path")?.ok_or_else(|| RpcError::params("`path` is required"))?,
-        );
+        let path =
+            str_param(params, "path")?.ok_or_else(|| RpcError::params("`path` is required"))?;
+        if path.is_empty() {
+            // No file has that name: every later write would fail.
+            return Err(RpcError::params(
+                "`path` is empty: give the session file's path",
+            ));
+        }
+        let path = PathBuf::from(path);
         let create = bool_param(params, "create")?;
         let mut settings = self.settings.clone();
         let mut warnings = Vec::new();

@@ -13,7 +13,7 @@ use super::problem_json;
 use crate::cli::MigrateArgs;
 use crate::commands::files::{Input, load_with, mode_of, note_problems};
 use crate::commands::writer::{
-    Dest, Target, note_dropped_first_kept, print_warnings, replace_out, write_warnings,
+    Dest, Target, note_dropped_first_kept, replace_out, report_write_warnings,
 };
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{note, print_json};
@@ -28,6 +28,8 @@ struct Outcome<'a> {
     /// `--force`: v1 indexes that name no earlier entry are dropped, as the
     /// open said.
     forced: bool,
+    /// What the rewrite in place had to tell (see [`report_write_warnings`]).
+    warnings: Vec<String>,
 }
 
 /// Migrates a v1 or v2 file to v3: in place (atomically) by default, or to
@@ -50,6 +52,7 @@ fn from_file(path: &Path, args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
     if pending {
         target.refuse_live(&journal)?;
     }
+    let mut warnings = Vec::new();
     let output = match (target.dest(), pending) {
         (_, _) if args.write.dry_run => match target.dest() {
             Dest::InPlace => None,
@@ -58,7 +61,7 @@ fn from_file(path: &Path, args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
         },
         (Dest::InPlace, true) => {
             journal.persist_migration()?;
-            print_warnings(&write_warnings(&mut journal), ctx);
+            warnings = report_write_warnings(&mut journal);
             Some(name.clone())
         }
         (Dest::InPlace, false) => None,
@@ -93,6 +96,7 @@ fn from_file(path: &Path, args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
             changed: pending,
             dry_run: args.write.dry_run,
             forced: args.write.force,
+            warnings,
         },
         &target,
         ctx,
@@ -167,6 +171,7 @@ fn from_stdin(args: &MigrateArgs, ctx: &Ctx) -> CmdResult {
             changed,
             dry_run: args.write.dry_run,
             forced: args.write.force,
+            warnings: Vec::new(),
         },
         &target,
         ctx,
@@ -224,6 +229,7 @@ fn report(o: &Outcome<'_>, target: &Target, ctx: &Ctx) -> CmdResult {
             "entryCount": s.len(),
             "idsAssigned": ids_assigned,
             "problems": s.problems().iter().map(problem_json).collect::<Vec<_>>(),
+            "warnings": o.warnings,
         }))
         .or_failed()?;
         return Ok(Exit::Ok);
