@@ -39,7 +39,7 @@ mod outputs;
 mod select;
 mod text;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use musepi_context_builder::LlmMessage;
 
@@ -214,20 +214,26 @@ pub(crate) fn marker(id: Option<&str>) -> String {
 }
 
 /// The marker of a run of blocks left out whole.
+///
+/// It names the first entry of the run and the entry that appears first
+/// latest in it (an entry met again later, as a tool call's message is
+/// after its results, names no end): one pass with a set of the ids seen,
+/// since a run can hold a whole history.
 pub(crate) fn run_marker(run: &[&Block]) -> String {
-    let mut ids: Vec<&str> = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut first: Option<&str> = None;
+    let mut last: Option<&str> = None;
     for block in run {
         if let Some(id) = block.id.as_deref()
-            && ids.last() != Some(&id)
-            && !ids.contains(&id)
+            && seen.insert(id)
         {
-            ids.push(id);
+            first.get_or_insert(id);
+            last = Some(id);
         }
     }
-    match ids.as_slice() {
-        [] => "[…]".to_owned(),
-        [one] => marker(Some(one)),
-        [first, .., last] => format!("[…{first} to {last}…]"),
+    match (first, last) {
+        (Some(first), Some(last)) if first != last => format!("[…{first} to {last}…]"),
+        (one, _) => marker(one),
     }
 }
 
