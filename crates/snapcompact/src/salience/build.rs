@@ -8,10 +8,10 @@ use std::collections::{BTreeSet, HashMap};
 use musepi_context_builder::LlmMessage;
 use musepi_session_model::{ContentBlock, ToolCall};
 
-use super::blocks::{Block, Limits, OutputCap, Piece, Rank, Scope, prose_block, tier, user_block};
+use super::blocks::{Block, Limits, Piece, Rank, Scope, prose_block, tier, user_block};
 use super::calls::Calls;
 use super::marker;
-use super::outputs::Outputs;
+use super::outputs::{OutputCap, Outputs};
 use super::text::shorten_head;
 use crate::util::len16;
 

@@ -34,8 +34,10 @@ mod blocks;
 mod build;
 mod calls;
 mod earlier;
+mod lexicon;
 mod novelty;
 mod outputs;
+mod score;
 mod select;
 mod text;
 
@@ -45,11 +47,11 @@ use musepi_context_builder::LlmMessage;
 
 #[cfg(test)]
 use self::blocks::Rank;
-use self::blocks::{Block, LEVELS, OutputCap, Scope};
+use self::blocks::{Block, LEVELS, Scope};
 use self::build::{Builder, Source};
 use self::earlier::earlier_blocks;
 pub use self::earlier::{Earlier, is_salience_text};
-use self::outputs::Outputs;
+use self::outputs::{OutputCap, Outputs};
 use self::select::{Kept, must_cost, render, select};
 
 /// The heading of the ledger.

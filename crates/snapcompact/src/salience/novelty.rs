@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 
 use super::blocks::{Block, Rank, Scope, best_optional, tier};
+use super::lexicon::COUNTERS;
 use super::text::shape;
 
 /// The score a message's best sentence needs to rank with the best of the
@@ -32,13 +33,18 @@ fn is_prose(block: &Block) -> bool {
 }
 
 /// The terms of a piece that can make it stand out: words of four letters
-/// or more, identifiers, and numbers of two digits or more, lowercase.
+/// or more, identifiers, and numbers of two digits or more that count no
+/// step or line (`step 12` said in every turn is not news), lowercase.
 fn terms(piece: &str) -> impl Iterator<Item = String> + '_ {
+    let mut previous = "";
     piece
         .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|t| {
+        .filter(|t| !t.is_empty())
+        .filter(move |t| {
             let digits = t.bytes().filter(u8::is_ascii_digit).count();
-            t.chars().count() >= 4 || digits >= 2
+            let counted = digits == t.len() && COUNTERS.contains(&previous.to_lowercase().as_str());
+            previous = t;
+            !counted && (t.chars().count() >= 4 || digits >= 2)
         })
         .map(str::to_lowercase)
 }
@@ -87,12 +93,34 @@ pub(crate) fn weigh(blocks: &mut [Block]) {
             rare.sort_unstable();
             rare.dedup();
             let mut s = score + RARE_BONUS * rare.len().min(RARE_MAX) as i32;
-            if forms.get(&shape(&piece.text)).copied().unwrap_or(0) >= REPEATS {
+            // A form said in many messages is a repeat, unless this one
+            // holds what no other message does: a new value is news.
+            if rare.is_empty() && forms.get(&shape(&piece.text)).copied().unwrap_or(0) >= REPEATS {
                 s -= REPEAT_PENALTY;
+                piece.fact = false;
             }
             piece.rank = Rank::Optional { tier, score: s };
         }
         promote(block);
+    }
+    // The facts of tool output gain as well for what the conversation
+    // does not say (their own output is not counted in it).
+    for block in blocks
+        .iter_mut()
+        .filter(|b| matches!(b.scope, Scope::Out(_)))
+    {
+        for piece in block.pieces.iter_mut().filter(|p| p.fact) {
+            let Rank::Optional { tier, score } = piece.rank else {
+                continue;
+            };
+            let mut rare: Vec<String> = terms(&piece.text)
+                .filter(|t| informative(t) && !df.contains_key(t))
+                .collect();
+            rare.sort_unstable();
+            rare.dedup();
+            let s = score + RARE_BONUS * rare.len().min(RARE_MAX) as i32;
+            piece.rank = Rank::Optional { tier, score: s };
+        }
     }
 }
 
@@ -103,7 +131,9 @@ fn promote(block: &mut Block) {
     let best = best_optional(block);
     for (i, piece) in block.pieces.iter_mut().enumerate() {
         if let Rank::Optional { score, .. } = piece.rank
-            && (score >= FACT_SCORE || (best == Some((score, i)) && score >= BEST_MIN_SCORE))
+            && (piece.fact
+                || score >= FACT_SCORE
+                || (best == Some((score, i)) && score >= BEST_MIN_SCORE))
         {
             piece.rank = Rank::Optional {
                 tier: tier::CONVERSATION_BEST,
