@@ -63,6 +63,7 @@ struct Options {
     sessions: Option<Vec<String>>,
     reserves: Vec<u64>,
     png: bool,
+    keep: bool,
 }
 
 fn options(args: &[String]) -> Result<Options, BoxError> {
@@ -75,11 +76,16 @@ fn options(args: &[String]) -> Result<Options, BoxError> {
         sessions: None,
         reserves: RESERVES.to_vec(),
         png: true,
+        keep: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
         if a == "--no-png" {
             o.png = false;
+            continue;
+        }
+        if a == "--keep" {
+            o.keep = true;
             continue;
         }
         let v = it.next().ok_or_else(|| format!("{a} needs a value"))?;
@@ -334,15 +340,17 @@ fn measure(
         ];
         rows.push(row);
     }
-    fresh(&planted_file)?;
+    if !o.keep {
+        fresh(&planted_file)?;
+    }
     Ok(rows)
 }
 
 /// `musepi-bench retention [--musepi BIN] [--work DIR] [--example FILE]
 /// [--shared DIR] [--set tuned|held-out|both] [--sessions a,b]
-/// [--reserves 4096,16384] [--no-png]`: prints the tables and writes
+/// [--reserves 4096,16384] [--no-png] [--keep]`: prints the tables and writes
 /// `retention.json` (every row) and, for the tuned seeds, `misses.txt`
-/// into the work folder.
+/// into the work folder; with `--keep` the planted copies stay there.
 pub(crate) fn run(args: &[String]) -> Result<(), BoxError> {
     let o = options(args)?;
     std::fs::create_dir_all(&o.work)?;
