@@ -141,10 +141,12 @@ impl MaintenanceSettings {
             .thresholds(self.strategy == MaintenanceStrategy::Off)
     }
 
-    /// The snapcompact budgets, with the reserve of these settings.
+    /// The snapcompact budgets, with the reserve and the context window of
+    /// these settings.
     pub fn snap_settings(&self) -> SnapSettings {
         let mut snap = self.snapcompact.clone();
         snap.reserve_tokens = self.compaction.reserve_tokens;
+        snap.context_window = (self.context_window > 0).then_some(self.context_window);
         snap
     }
 

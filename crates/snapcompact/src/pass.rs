@@ -36,10 +36,10 @@ use crate::pricing::{MAX_FRAMES_DEFAULT, PRESERVE_KEY, archive_frame_cap};
 use crate::salience::is_salience_text;
 use crate::serialize::{Flavor, SerializeOptions, serialize};
 use crate::shape::{low_companion, resolve_shape};
+use crate::sizing::{Sizing, history_tokens};
 use crate::summary::{HISTORY_MARK, frames_short_summary, frames_summary};
 use crate::text_frames::{
-    MIN_ARCHIVE_CHARS, SNAP_ARCHIVE_VERSION, SnapArchiveState, SnapInput,
-    archive_max_chars_for_reserve, history_within, snap_compact,
+    SNAP_ARCHIVE_VERSION, SnapArchiveState, SnapInput, history_budget, history_within, snap_compact,
 };
 use crate::util::len16;
 
@@ -116,9 +116,12 @@ impl SnapTarget {
 pub struct SnapSettings {
     /// Serialization budgets.
     pub serialize: SerializeOptions,
-    /// `compaction.reserveTokens`: the text archive gets
-    /// [`archive_max_chars_for_reserve`] of it.
+    /// `compaction.reserveTokens`: the summary takes at most what an LLM
+    /// summary may ([`crate::sizing`]).
     pub reserve_tokens: u64,
+    /// The reader's context window, when known: the summary takes at most
+    /// an eighth of what the reserve leaves of it.
+    pub context_window: Option<u64>,
 }
 
 impl Default for SnapSettings {
@@ -126,6 +129,7 @@ impl Default for SnapSettings {
         Self {
             serialize: SerializeOptions::default(),
             reserve_tokens: 16_384,
+            context_window: None,
         }
     }
 }
@@ -275,6 +279,7 @@ impl<'p> Archived<'p> {
         settings: &SnapSettings,
     ) -> SnapInput<'s> {
         let input = self.input;
+        let summary = self.sizing(settings).summary_chars();
         SnapInput {
             messages: &input.messages,
             entry_ids: &input.entry_ids,
@@ -282,9 +287,24 @@ impl<'p> Archived<'p> {
             previous_summary: input.previous_summary,
             previous_archive: continued,
             files: &input.files,
-            archive_max_chars: archive_max_chars_for_reserve(settings.reserve_tokens),
+            archive_max_chars: summary,
+            summary_max_chars: Some(summary),
             serialize: settings.serialize.clone(),
             tokens_before: Some(input.tokens_before),
+        }
+    }
+
+    /// What the summary's size depends on: the reserve, the window, and
+    /// the history it replaces (the messages and the previous summary).
+    fn sizing(&self, settings: &SnapSettings) -> Sizing {
+        let previous = self
+            .input
+            .previous_summary
+            .map_or(0, |s| len16(s).div_ceil(4) as u64);
+        Sizing {
+            reserve_tokens: settings.reserve_tokens,
+            context_window: settings.context_window,
+            history_tokens: history_tokens(&self.input.messages) + previous,
         }
     }
 
@@ -368,7 +388,7 @@ fn png_compaction(
     // the text archive's budget: its ledger keeps every promise there too.
     let continued = input.continued_archive();
     let snap = input.snap_input(continued.as_ref(), settings);
-    let budget = snap.archive_max_chars.max(MIN_ARCHIVE_CHARS);
+    let budget = history_budget(&snap);
     // Frames pay for themselves only when the whole archive (the verbatim
     // edges, each frame counted as an image, and that history) takes fewer
     // characters than the history it replaces; else, and always when the

@@ -21,7 +21,7 @@ use musepi_snapcompact::normalize::NEWLINE_GLYPH;
 use musepi_snapcompact::png_archive::PngArchive;
 use musepi_snapcompact::pricing::{FRAME_DATA_BYTES_BUDGET, FRAME_DATA_BYTES_ESTIMATE};
 use musepi_snapcompact::serialize::{Flavor, SerializeOptions, serialize};
-use musepi_snapcompact::text_frames::archive_max_chars_for_reserve;
+use musepi_snapcompact::sizing::Sizing;
 use musepi_snapcompact::{normalize, resolve_shape};
 use musepi_test_support::EntryBuilder as Builder;
 
@@ -368,7 +368,8 @@ proptest! {
         let imaged = out.preserve_data.as_ref().and_then(|p| p.get("snapcompact")).is_some();
         // A history that fits the two verbatim edges, or one the frames
         // would not shrink, gets a text archive.
-        let history = archive_max_chars_for_reserve(SnapSettings::default().reserve_tokens);
+        // The text archive's budget is at most the whole summary's.
+        let history = Sizing { reserve_tokens: SnapSettings::default().reserve_tokens, context_window: None, history_tokens: u64::MAX }.summary_chars();
         prop_assert!(imaged || len16(&source) <= 2 * edge + max_frames * IMAGE_CHARS + history);
         prop_assert!(!imaged || len16(&source) > 2 * edge);
         if !imaged {

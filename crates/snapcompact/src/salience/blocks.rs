@@ -57,6 +57,10 @@ pub(crate) enum Rank {
 
 /// Tiers of optional pieces, highest first.
 pub(crate) mod tier {
+    /// Every sentence of reasoning or a reply that states a fact, and the
+    /// best few fact lines of each command's output, ordered by what each
+    /// says for its length (see [`super::fact_score`]).
+    pub(crate) const FACTS: u8 = 7;
     /// Error lines beyond the guaranteed ones.
     pub(crate) const ERRORS: u8 = 5;
     /// The best piece of each reasoning or reply (every message keeps
@@ -386,6 +390,16 @@ pub(crate) fn prose_block(scope: Scope, text: &str, turn: u32, id: Option<&str>)
         })
         .collect();
     block
+}
+
+/// The score a fact ranks by among facts: its score for its length (with
+/// what keeping a piece costs besides its text), so that where the budget
+/// cannot hold every fact it holds as many as it can.
+pub(crate) fn fact_score(score: i32, text: &str) -> i32 {
+    let cost = i32::try_from(len16(text))
+        .unwrap_or(i32::MAX / 2)
+        .saturating_add(32);
+    score.saturating_mul(256) / cost
 }
 
 /// The score and index of the best-scored optional piece of `block` (the

@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use super::blocks::{Block, Rank, Scope, best_optional, tier};
+use super::blocks::{Block, Rank, Scope, best_optional, fact_score, tier};
 use super::lexicon::COUNTERS;
 use super::text::shape;
 
@@ -119,22 +119,31 @@ pub(crate) fn weigh(blocks: &mut [Block]) {
             rare.sort_unstable();
             rare.dedup();
             let s = score + RARE_BONUS * rare.len().min(RARE_MAX) as i32;
+            let s = if tier == tier::FACTS {
+                fact_score(s, &piece.text)
+            } else {
+                s
+            };
             piece.rank = Rank::Optional { tier, score: s };
         }
     }
 }
 
-/// Ranks the best piece of `block` (the later one of equals) with the best
-/// of the conversation when it says something specific, and every piece
-/// that states a fact.
+/// Ranks every piece of `block` that states a fact with the facts, and
+/// its best piece (the later one of equals) with the best of the
+/// conversation when it says something specific.
 fn promote(block: &mut Block) {
     let best = best_optional(block);
     for (i, piece) in block.pieces.iter_mut().enumerate() {
-        if let Rank::Optional { score, .. } = piece.rank
-            && (piece.fact
-                || score >= FACT_SCORE
-                || (best == Some((score, i)) && score >= BEST_MIN_SCORE))
-        {
+        let Rank::Optional { score, .. } = piece.rank else {
+            continue;
+        };
+        if piece.fact {
+            piece.rank = Rank::Optional {
+                tier: tier::FACTS,
+                score: fact_score(score, &piece.text),
+            };
+        } else if score >= FACT_SCORE || (best == Some((score, i)) && score >= BEST_MIN_SCORE) {
             piece.rank = Rank::Optional {
                 tier: tier::CONVERSATION_BEST,
                 score,
@@ -146,21 +155,15 @@ fn promote(block: &mut Block) {
 #[cfg(test)]
 mod tests {
     use super::super::blocks::prose_block;
+    use super::super::score::score;
     use super::*;
 
+    /// The pieces ranked with the facts or the best of the conversation.
     fn best(block: &Block) -> Vec<&str> {
         block
             .pieces
             .iter()
-            .filter(|p| {
-                matches!(
-                    p.rank,
-                    Rank::Optional {
-                        tier: tier::CONVERSATION_BEST,
-                        ..
-                    }
-                )
-            })
+            .filter(|p| matches!(p.rank, Rank::Optional { tier, .. } if tier >= tier::CONVERSATION_BEST))
             .map(|p| p.text.as_str())
             .collect()
     }
@@ -225,5 +228,48 @@ mod tests {
         assert!(score_of(&blocks[0], repeated) < score_of(&before[0], repeated));
         let new = "The quorum_size of 7 came from the flaky replica.";
         assert!(score_of(&blocks[5], new) > score_of(&before[5], new));
+    }
+
+    #[test]
+    fn facts_rank_first_and_by_what_they_say_for_their_length() {
+        let mut blocks = vec![prose_block(
+            Scope::Ai,
+            "Peak memory was 812 MB. \
+             The retry budget of the uploader must stay at 2500 ms because the gateway \
+             drops anything slower than that in production. Reading the parser next.",
+            1,
+            None,
+        )];
+        weigh(&mut blocks);
+        let rank = |text: &str| {
+            blocks[0]
+                .pieces
+                .iter()
+                .find(|p| p.text.starts_with(text))
+                .map(|p| p.rank)
+        };
+        let (
+            Some(Rank::Optional {
+                tier: a,
+                score: short,
+            }),
+            Some(Rank::Optional {
+                tier: b,
+                score: long,
+            }),
+        ) = (rank("Peak memory"), rank("The retry budget"))
+        else {
+            panic!("{:?}", blocks[0].pieces);
+        };
+        assert_eq!((a, b), (tier::FACTS, tier::FACTS));
+        // The longer one scores more by itself, the shorter more for its
+        // length.
+        assert!(
+            score(
+                "The retry budget of the uploader must stay at 2500 ms because the gateway drops anything slower than that in production."
+            ) > score("Peak memory was 812 MB.")
+        );
+        assert!(short > long, "{short} {long}");
+        assert!(matches!(rank("Reading"), Some(Rank::Optional { tier, .. }) if tier < tier::FACTS));
     }
 }

@@ -318,7 +318,8 @@ fn measure(
             ..Row::default()
         };
         for p in &planted {
-            let hit = text.contains(p.text.as_str());
+            // A line's indentation is not part of what it says.
+            let hit = text.contains(p.text.trim());
             row.count(p, hit);
             if !hit && set == Set::Tuned {
                 let _ = writeln!(
