@@ -210,4 +210,20 @@ mod tests {
         }
         assert_eq!(MaintenanceStrategy::parse("shake"), None);
     }
+
+    #[test]
+    fn the_archive_is_sized_for_the_window_and_the_reserve_of_these_settings() {
+        let mut s = MaintenanceSettings {
+            context_window: 32_768,
+            ..MaintenanceSettings::default()
+        };
+        s.compaction.reserve_tokens = 8_000;
+        let snap = s.snap_settings();
+        assert_eq!(
+            (snap.context_window, snap.reserve_tokens),
+            (Some(32_768), 8_000)
+        );
+        s.context_window = 0;
+        assert_eq!(s.snap_settings().context_window, None);
+    }
 }

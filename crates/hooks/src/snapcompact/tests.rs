@@ -420,3 +420,60 @@ fn an_llm_summary_after_an_archive_finds_the_archive_text_in_the_previous_summar
         );
     }
 }
+
+#[test]
+fn the_summary_is_sized_by_the_reserve_the_history_and_the_window() {
+    let mut b = Builder::new();
+    for i in 0..400 {
+        b.user(&format!(
+            "Step {i}: the limit of part {i} is {} ms and must not change. {}",
+            1000 + i,
+            "More words about it. ".repeat(20)
+        ));
+        b.assistant(
+            &format!("Part {i} keeps {} entries because of the load.", 5000 + i),
+            &[],
+            None,
+        );
+    }
+    ending(&mut b);
+    let prep = b.prepare(1);
+    let chars = |settings: &SnapSettings| {
+        let out =
+            compact_preparation(&prep, &text_target(), settings).unwrap_or_else(|e| panic!("{e}"));
+        out.summary.encode_utf16().count()
+    };
+    // A long history: what an LLM summary may take, 0.8 × the reserve.
+    let mut settings = SnapSettings::default();
+    assert!(chars(&settings) <= 13_107 * 4);
+    assert!(chars(&settings) > 12_000 * 4);
+    // A 32k window: an eighth of what the reserve leaves of it.
+    settings.context_window = Some(32_768);
+    assert!(chars(&settings) <= 2_048 * 4);
+    // A window that does not bind.
+    settings.context_window = Some(200_000);
+    assert!(chars(&settings) > 12_000 * 4);
+    // A short history: a quarter of it, at least 3,600 tokens.
+    let mut short = Builder::new();
+    for i in 0..200 {
+        short.user(&format!(
+            "Part {i} keeps {} entries. {}",
+            5000 + i,
+            "Words. ".repeat(60)
+        ));
+        short.assistant("Done.", &[], None);
+    }
+    ending(&mut short);
+    let prep = short.prepare(1);
+    let out = compact_preparation(&prep, &text_target(), &SnapSettings::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let history: u64 = prep
+        .messages_to_summarize
+        .iter()
+        .chain(&prep.turn_prefix_messages)
+        .map(musepi_context_builder::ContextMessage::tokens)
+        .sum();
+    let tokens = out.summary.encode_utf16().count().div_ceil(4) as u64;
+    assert!(history / 4 > 3_600, "{history}");
+    assert!(tokens <= history / 4 + 1, "{tokens} of {history}");
+}
