@@ -4,7 +4,7 @@
 //! declaration in code; and a way to find words and phrases in a text
 //! with one look-up per word.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::LazyLock;
 
 /// Words that state a constraint or a preference.
@@ -244,12 +244,12 @@ impl<'t> Words<'t> {
 
 /// A list of words and phrases by their first word.
 pub(crate) struct Phrases {
-    by_first: HashMap<&'static str, Vec<Vec<&'static str>>>,
+    by_first: FxHashMap<&'static str, Vec<Vec<&'static str>>>,
 }
 
 impl Phrases {
     fn new(list: &[&'static str]) -> Self {
-        let mut by_first: HashMap<&'static str, Vec<Vec<&'static str>>> = HashMap::new();
+        let mut by_first: FxHashMap<&'static str, Vec<Vec<&'static str>>> = FxHashMap::default();
         for phrase in list {
             let mut parts = phrase.split(' ');
             if let Some(first) = parts.next() {

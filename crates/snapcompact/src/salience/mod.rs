@@ -48,7 +48,7 @@ use musepi_context_builder::LlmMessage;
 #[cfg(test)]
 use self::blocks::Rank;
 use self::blocks::{Block, LEVELS, Scope};
-use self::build::{Builder, Source};
+use self::build::{Builder, Source, outputs_in_order};
 use self::earlier::earlier_blocks;
 pub use self::earlier::{Earlier, is_salience_text};
 use self::outputs::{OutputCap, Outputs};
@@ -163,8 +163,8 @@ pub fn build_history(input: &HistoryInput<'_>) -> History {
         max: input.output_max_chars,
         head_ratio: input.output_head_ratio,
     };
-    // The tool outputs are read once for every level tried.
-    let mut outputs = Outputs::default();
+    // The tool outputs are read once for every level tried, all at once.
+    let mut outputs = Outputs::read_ahead(&outputs_in_order(&sources, input.useless), cap);
     let mut chosen = None;
     for (level, limits) in LEVELS.iter().enumerate() {
         let (mut blocks, turn) = earlier_blocks(input.earlier, limits);

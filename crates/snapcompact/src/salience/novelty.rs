@@ -8,7 +8,7 @@
 //! Then each message's best sentence, and every sentence that states a
 //! specific fact, rank with the best of the conversation.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use super::blocks::{Block, Rank, Scope, best_optional, fact_score, tier};
 use super::lexicon::COUNTERS;
@@ -61,8 +61,8 @@ fn informative(term: &str) -> bool {
 pub(crate) fn weigh(blocks: &mut [Block]) {
     // In how many blocks each term occurs (prose, user messages and calls:
     // what the reader reads as the conversation), and each prose form.
-    let mut df: HashMap<String, u32> = HashMap::new();
-    let mut forms: HashMap<String, u32> = HashMap::new();
+    let mut df: FxHashMap<String, u32> = FxHashMap::default();
+    let mut forms: FxHashMap<String, u32> = FxHashMap::default();
     for block in blocks.iter() {
         if !(is_prose(block) || matches!(block.scope, Scope::User | Scope::Call)) {
             continue;

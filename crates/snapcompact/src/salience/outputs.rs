@@ -9,10 +9,11 @@
 
 use std::collections::HashSet;
 
-use super::blocks::{Block, OUTPUT_LINE_MAX, Piece, Rank, Scope, promote_best, tier};
+use super::blocks::{Block, OUTPUT_LINE_MAX, Piece, Rank, Scope, promote_best, prose_block, tier};
 use super::calls::{READ_TOOLS, WRITE_TOOLS};
 use super::score::{is_error_line, read, reads_as_statement, score};
 use super::text::{Span, shape, shorten_head, split_lines};
+use crate::parallel::{map_in_order, threads_for};
 use crate::util::len16;
 
 /// The error lines of one output that are looked at (a build can print
@@ -266,6 +267,14 @@ impl Analysis {
         }
     }
 
+    /// The output's conversation block, without the lines the ledger
+    /// lifts (its turn and entry are set when the build meets it).
+    fn block(&self, tool: &str, text: &str, cap: OutputCap) -> Block {
+        let lifted: Vec<String> = self.lifted().into_iter().map(str::to_owned).collect();
+        let facts = !self.reads && !self.writes;
+        output_block(tool, text, 0, None, &lifted, cap, facts)
+    }
+
     /// The lines the ledger lifts out of the output: every error line,
     /// and a command's last line.
     pub(crate) fn lifted(&self) -> Vec<&str> {
@@ -295,11 +304,58 @@ impl Analysis {
 pub(crate) struct Outputs {
     analyses: Vec<Analysis>,
     blocks: Vec<Option<Block>>,
+    /// The tool and length of each output read ahead, to check that a
+    /// build meets the outputs in the order they were read.
+    read: Vec<(String, usize)>,
+    /// Each reasoning and reply, read once too, by its number.
+    prose: Vec<Option<Block>>,
+    /// A build met an output other than the one read ahead as its number.
+    missed_ahead: bool,
 }
 
+/// One tool output as the builder meets it: the tool, the text, whether
+/// the call failed.
+pub(crate) type Output = (String, String, bool);
+
 impl Outputs {
+    /// Every output of a history read at once, on every core the process
+    /// may use: each output's analysis and conversation block depend on
+    /// that output alone, and they are nearly all of an archive's work.
+    pub(crate) fn read_ahead(outputs: &[Output], cap: OutputCap) -> Self {
+        let threads = threads_for(outputs.len());
+        let read: Result<Vec<(Analysis, Block)>, std::convert::Infallible> =
+            map_in_order(outputs, threads, |(tool, text, is_error)| {
+                let analysis = Analysis::new(tool, text, *is_error);
+                let block = analysis.block(tool, text, cap);
+                Ok((analysis, block))
+            });
+        let (analyses, blocks) = read
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(a, b)| (a, Some(b)))
+            .unzip();
+        Self {
+            analyses,
+            blocks,
+            read: outputs
+                .iter()
+                .map(|(tool, text, _)| (tool.clone(), text.len()))
+                .collect(),
+            prose: Vec::new(),
+            missed_ahead: false,
+        }
+    }
+
+    /// Whether every output a build met was the one read ahead as its
+    /// number (for tests).
+    #[cfg(test)]
+    pub(crate) fn met_as_read(&self) -> bool {
+        !self.missed_ahead
+    }
+
     /// The analysis of output number `seq`, read now if this is the first
-    /// build to meet it.
+    /// build to meet it (or if it is not the output read ahead as that
+    /// number).
     pub(crate) fn analysis(
         &mut self,
         seq: usize,
@@ -307,6 +363,17 @@ impl Outputs {
         text: &str,
         is_error: bool,
     ) -> &Analysis {
+        let ahead = self
+            .read
+            .get(seq)
+            .is_some_and(|(t, len)| t == tool && *len == text.len());
+        if !ahead && seq < self.read.len() {
+            // Not what was read ahead: read from here on as it comes.
+            self.missed_ahead = true;
+            self.read.truncate(seq);
+            self.analyses.truncate(seq);
+            self.blocks.truncate(seq);
+        }
         if self.analyses.len() <= seq {
             self.analyses.push(Analysis::new(tool, text, is_error));
         }
@@ -327,12 +394,10 @@ impl Outputs {
         cap: OutputCap,
     ) -> Block {
         if self.blocks.len() <= seq {
-            let analysis = &self.analyses[seq];
-            let lifted: Vec<String> = analysis.lifted().into_iter().map(str::to_owned).collect();
-            let facts = !analysis.reads && !analysis.writes;
-            self.blocks.push(Some(output_block(
-                tool, text, turn, id, &lifted, cap, facts,
-            )));
+            let mut block = self.analyses[seq].block(tool, text, cap);
+            block.turn = turn;
+            block.id = id.map(str::to_owned);
+            self.blocks.push(Some(block));
         }
         let mut stand_in = Block::new(Scope::Out(tool.to_owned()), turn, id);
         if self.blocks[seq]
@@ -349,6 +414,47 @@ impl Outputs {
             ));
         }
         stand_in
+    }
+
+    /// A stand-in for reasoning or reply number `seq` (its block read now
+    /// if this is the first build to meet it), as [`Outputs::stand_in`]
+    /// is for an output: its pieces are all optional.
+    pub(crate) fn prose_stand_in(
+        &mut self,
+        seq: usize,
+        scope: Scope,
+        text: &str,
+        turn: u32,
+        id: Option<&str>,
+    ) -> Block {
+        if self.prose.len() <= seq {
+            self.prose
+                .push(Some(prose_block(scope.clone(), text, turn, id)));
+        }
+        let mut stand_in = Block::new(scope, turn, id);
+        if self.prose[seq]
+            .as_ref()
+            .is_some_and(|b| !b.pieces.is_empty())
+        {
+            stand_in.pieces.push(Piece::new(
+                "",
+                "",
+                Rank::Optional {
+                    tier: tier::OUTPUT,
+                    score: i32::MIN,
+                },
+            ));
+        }
+        stand_in
+    }
+
+    /// The real block of reasoning or reply number `seq` in place of its
+    /// stand-in.
+    pub(crate) fn take_prose(&mut self, seq: usize, stand_in: &Block) -> Option<Block> {
+        let mut block = self.prose.get_mut(seq)?.take()?;
+        block.turn = stand_in.turn;
+        block.id.clone_from(&stand_in.id);
+        Some(block)
     }
 
     /// The real block of output number `seq` in place of its stand-in.

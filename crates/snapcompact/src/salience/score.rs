@@ -4,6 +4,10 @@
 //! decision, trouble, or a value it has. Also which lines of tool output
 //! look like errors, and which read as statements rather than code.
 
+use std::sync::LazyLock;
+
+use rustc_hash::FxHashSet;
+
 use super::lexicon::{
     CONSTRAINTS, COUNTERS, DECISIONS, DECLARATIONS, FAILURE, FILLER_OPENINGS, FIRM, PROGRAMS,
     TROUBLE_STEMS, Words,
@@ -109,7 +113,7 @@ fn is_command(span: &str) -> bool {
     if rest.is_empty() {
         return false;
     }
-    PROGRAMS.contains(&program)
+    is_program(program)
         || program.starts_with("./")
         || (program
             .chars()
@@ -128,7 +132,7 @@ fn specifics(piece: &str) -> Specifics {
         // color or an id with a few digits in it.
         let number = digits > 0 && digits * 2 >= alnum && !t.starts_with('#');
         if number {
-            let counter = COUNTERS.contains(&previous.to_lowercase().as_str());
+            let counter = COUNTERS.iter().any(|c| c.eq_ignore_ascii_case(previous));
             if !counter && (digits >= 2 || t.contains('.')) {
                 s.values += 1;
             } else {
@@ -153,42 +157,63 @@ fn specifics(piece: &str) -> Specifics {
         }
         previous = t;
     }
-    for quote in ['"', '\''] {
-        let parts: Vec<&str> = piece.split(quote).collect();
-        // An apostrophe inside a word is not a quote: the quoted text
-        // starts after a space or at the start.
-        s.quoted |= parts.len() >= 3
-            && parts
-                .iter()
-                .skip(1)
-                .step_by(2)
-                .zip(parts.iter().step_by(2))
-                .any(|(inside, before)| {
-                    inside.chars().count() >= 3
-                        && (before.is_empty() || before.ends_with(char::is_whitespace))
-                });
-    }
-    s.command = piece.split('`').skip(1).step_by(2).any(is_command) || inline_command(piece);
+    s.quoted = quoted(piece, '"') || quoted(piece, '\'');
+    s.command = piece.contains('`') && piece.split('`').skip(1).step_by(2).any(is_command)
+        || inline_command(piece);
     s
+}
+
+/// Whether `piece` quotes a text of three characters or more between two
+/// `quote`s, the first of them at the start or after whitespace (an
+/// apostrophe inside a word is not a quote). The quotes pair up in order.
+fn quoted(piece: &str, quote: char) -> bool {
+    let mut rest = piece;
+    while let Some(open) = rest.find(quote) {
+        let starts = rest[..open]
+            .chars()
+            .next_back()
+            .is_none_or(char::is_whitespace);
+        let after = &rest[open + quote.len_utf8()..];
+        let Some(close) = after.find(quote) else {
+            return false;
+        };
+        if starts && after[..close].chars().count() >= 3 {
+            return true;
+        }
+        rest = &after[close + quote.len_utf8()..];
+    }
+    false
 }
 
 /// A command line written without backticks: a program followed, within
 /// three words, by a flag, a path or a `$VARIABLE` (`go test ./x -v`, not
 /// "go through the list").
 fn inline_command(piece: &str) -> bool {
-    let tokens: Vec<&str> = piece.split_whitespace().collect();
-    tokens.iter().enumerate().any(|(i, t)| {
-        PROGRAMS.contains(&bare(t))
-            && tokens[i + 1..].iter().take(3).any(|a| {
-                let a = a.trim_end_matches([',', ';', '.']);
-                (a.starts_with('-')
-                    && a.len() > 1
-                    && a[1..].starts_with(|c: char| c.is_ascii_alphabetic() || c == '-'))
-                    || a.starts_with("./")
-                    || a.starts_with('$')
-                    || (a.contains('/') && !a.contains("//"))
-            })
-    })
+    let mut tokens = piece.split_whitespace();
+    while let Some(t) = tokens.next() {
+        if !is_program(bare(t)) {
+            continue;
+        }
+        if tokens.clone().take(3).any(|a| {
+            let a = a.trim_end_matches([',', ';', '.']);
+            (a.starts_with('-')
+                && a.len() > 1
+                && a[1..].starts_with(|c: char| c.is_ascii_alphabetic() || c == '-'))
+                || a.starts_with("./")
+                || a.starts_with('$')
+                || (a.contains('/') && !a.contains("//"))
+        }) {
+            return true;
+        }
+    }
+    false
+}
+
+/// Whether `word` is one of [`PROGRAMS`].
+fn is_program(word: &str) -> bool {
+    static SET: LazyLock<FxHashSet<&'static str>> =
+        LazyLock::new(|| PROGRAMS.iter().copied().collect());
+    word.starts_with(|c: char| c.is_ascii_lowercase()) && SET.contains(word)
 }
 
 /// What a piece is worth, and whether it states a fact.
@@ -294,28 +319,29 @@ pub(crate) fn reads_as_statement(line: &str) -> bool {
             )
         })
         .count();
+    if code > 3 {
+        return false;
+    }
     // Dot leaders and rules are no tokens.
-    let tokens: Vec<&str> = line
-        .split_whitespace()
-        .filter(|t| t.chars().any(char::is_alphanumeric))
-        .collect();
-    let words = tokens
-        .iter()
-        .filter(|t| {
-            let w = bare(t);
-            w.len() >= 2
-                && w.chars()
-                    .all(|c| c.is_alphabetic() || c == '\'' || c == '-')
-        })
-        .count();
-    let numbers = tokens
-        .iter()
-        .filter(|t| {
-            let n = bare(t).trim_end_matches(['%', 's']);
-            !n.is_empty() && n.chars().all(|c| c.is_ascii_digit() || c == '.')
-        })
-        .count();
-    words >= 3 && words > numbers && (words + numbers) * 3 >= tokens.len() * 2 && code <= 3
+    let (mut tokens, mut words, mut numbers) = (0usize, 0usize, 0usize);
+    for t in line.split_whitespace() {
+        if !t.chars().any(char::is_alphanumeric) {
+            continue;
+        }
+        tokens += 1;
+        let w = bare(t);
+        if w.len() >= 2
+            && w.chars()
+                .all(|c| c.is_alphabetic() || c == '\'' || c == '-')
+        {
+            words += 1;
+        }
+        let n = w.trim_end_matches(['%', 's']);
+        if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit() || c == '.') {
+            numbers += 1;
+        }
+    }
+    words >= 3 && words > numbers && (words + numbers) * 3 >= tokens * 2
 }
 
 /// `key: value` or `key = value`: a short key of words, a value that holds
@@ -355,6 +381,9 @@ fn key_value(line: &str) -> bool {
 /// failed, exception, fatal or traceback words, a non-zero exit code, or a
 /// compiler code such as `E0308` or `TS2345`.
 pub(crate) fn is_error_line(line: &str) -> bool {
+    if !might_report_failure(line.as_bytes()) {
+        return false;
+    }
     let lower = line.to_lowercase();
     let trimmed = lower.trim();
     if trimmed.is_empty() {
@@ -384,6 +413,45 @@ pub(crate) fn is_error_line(line: &str) -> bool {
     }
     line.split(|c: char| !c.is_ascii_alphanumeric())
         .any(compiler_code)
+}
+
+/// Whether a line holds, in any case, a word that [`is_error_line`]
+/// looks for (err, fail, panic, exception, traceback, fatal,
+/// segmentation, exit) or a compiler code: one pass over its bytes, no
+/// allocation, so that the lines of output that cannot be errors (nearly
+/// all) cost little.
+fn might_report_failure(line: &[u8]) -> bool {
+    const WORDS: [&[u8]; 8] = [
+        b"err",
+        b"fail",
+        b"panic",
+        b"exception",
+        b"traceback",
+        b"fatal",
+        b"segmentation",
+        b"exit",
+    ];
+    let digits = |at: usize| {
+        line.get(at..at + 4)
+            .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
+    };
+    for (i, &b) in line.iter().enumerate() {
+        let c = b.to_ascii_lowercase();
+        if matches!(c, b'e' | b'f' | b'p' | b't' | b's') {
+            let rest = &line[i..];
+            if WORDS.iter().any(|w| {
+                w[0] == c && rest.len() >= w.len() && rest[..w.len()].eq_ignore_ascii_case(w)
+            }) {
+                return true;
+            }
+        }
+        if (b == b'E' && digits(i + 1))
+            || (b == b'T' && line.get(i + 1) == Some(&b'S') && digits(i + 2))
+        {
+            return true;
+        }
+    }
+    false
 }
 
 /// `exit code 2`, `exit status 1`, `exited with code 127`.

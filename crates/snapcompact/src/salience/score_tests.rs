@@ -85,7 +85,15 @@ fn error_lines_are_recognised() {
         "Command exited with code 2",
         "src/a.ts(3,1): TS2345 argument mismatch",
         "Traceback (most recent call last):",
+        "Segmentation fault (core dumped)",
+        "npm ERR! code E404",
+        "FATAL: role \"app\" does not exist",
+        "process Exit Status: 3",
+        "see E0599 above",
+        "PANICKED AT 'boom'",
     ] {
+        // Every line the full check accepts passes the cheap one first.
+        assert!(might_report_failure(line.as_bytes()), "{line}");
         assert!(is_error_line(line), "{line}");
     }
     for line in [
