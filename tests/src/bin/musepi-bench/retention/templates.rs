@@ -504,18 +504,15 @@ fn fill(template: &str, get: &dyn Fn(&str) -> Option<String>) -> String {
     while let Some(open) = rest.find('{') {
         out.push_str(&rest[..open]);
         let after = &rest[open + 1..];
-        match after.find('}').and_then(|close| {
+        if let Some((value, close)) = after.find('}').and_then(|close| {
             let name = &after[..close];
             get(name).map(|v| (v, close))
         }) {
-            Some((value, close)) => {
-                out.push_str(&value);
-                rest = &after[close + 1..];
-            }
-            None => {
-                out.push('{');
-                rest = after;
-            }
+            out.push_str(&value);
+            rest = &after[close + 1..];
+        } else {
+            out.push('{');
+            rest = after;
         }
     }
     out.push_str(rest);
@@ -544,7 +541,8 @@ pub(crate) fn pick_template(
         .filter(|(i, _)| held_out || i % 3 != 2)
         .map(|(_, t)| *t)
         .collect();
-    *rng.pick(&usable)
+    let at = (rng.next_u64() % usable.len() as u64) as usize;
+    usable[at]
 }
 
 #[cfg(test)]
