@@ -81,7 +81,11 @@ pub(crate) fn output_block(
         }
         let (shown, cut) = shorten_head(line, OUTPUT_LINE_MAX);
         block.shortened |= cut;
-        let position = if i + 3 >= n {
+        // Results sit at the end and headers at the start; a fact counts
+        // wherever it stands.
+        let position = if fact {
+            4
+        } else if i + 3 >= n {
             6
         } else if i == 0 {
             3

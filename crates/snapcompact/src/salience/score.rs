@@ -347,6 +347,14 @@ pub(crate) fn reads_as_statement(line: &str) -> bool {
 /// `key: value` or `key = value`: a short key of words, a value that holds
 /// a digit, and at most a unit after it.
 fn key_value(line: &str) -> bool {
+    // `name ....... 705 ms`: a leader of dots stands for the colon.
+    if let Some(at) = line.find("...")
+        && line[..at].ends_with(' ')
+    {
+        let value = line[at..].trim_start_matches('.');
+        return value.starts_with(' ')
+            && key_value(&format!("{}: {}", line[..at].trim(), value.trim()));
+    }
     let Some(at) = line.find([':', '=']) else {
         return false;
     };

@@ -58,6 +58,7 @@ fn output_lines_that_read_as_statements_are_told_from_code_and_data() {
         "a1b2c3d parser: switch to a hand-written lexer",
         "warning: the pool size must be at most 32 (found 64)",
         "Peak memory: 812 MB",
+        "  parse_all ........ 1290 ms",
         "request_timeout = 30",
         "  hint: run the migrations before starting the server",
         "# resolved: keep the old schema for one more release",
