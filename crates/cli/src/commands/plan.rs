@@ -35,7 +35,7 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
     );
     let session = planned.pruned.as_ref();
     let prep = match planned.step.prepare(session, leaf) {
-        Ok(p) => p,
+        Ok(p) => musepi_hooks::with_frames_history(p),
         Err(reason) => {
             if ctx.json() {
                 print_json(&nothing_json(session, &planned, &reason)).or_failed()?;

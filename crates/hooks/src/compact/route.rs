@@ -137,6 +137,7 @@ pub(super) async fn decide(
         result.preserve_data = merge_preserve(result.preserve_data.take(), preserve);
         return Ok(Route::Supplied(result));
     }
+    let prep = crate::snapcompact::with_frames_history(prep);
     let plan = SummaryPlan::new(&prep, &options.settings, &request_options);
     let remote_input =
         (options.strategy == Strategy::Remote && options.remote.is_some()).then(|| {

@@ -146,6 +146,9 @@ pub struct History {
     /// UTF-16 length of the history archived: the earlier archive and the
     /// messages, as text.
     pub source_chars: usize,
+    /// The facts the archive shows (the sentences and output lines it
+    /// ranked as facts and kept), as they read in the history.
+    pub facts: Vec<String>,
 }
 
 /// Builds the archive of `input` (see the module documentation).
@@ -192,6 +195,7 @@ pub fn build_history(input: &HistoryInput<'_>) -> History {
             text: String::new(),
             shortened: Shortened::default(),
             source_chars: 0,
+            facts: Vec::new(),
         };
     };
     novelty::weigh(&mut blocks);
@@ -200,10 +204,18 @@ pub fn build_history(input: &HistoryInput<'_>) -> History {
     let mut shortened = count(&blocks, &kept);
     shortened.ledger_level = level;
     let source_chars = blocks.iter().map(|b| b.source_chars).sum();
+    let facts = blocks
+        .iter()
+        .zip(&kept)
+        .flat_map(|(b, k)| b.pieces.iter().zip(k))
+        .filter(|(p, k)| **k && p.fact)
+        .map(|(p, _)| p.text.trim_end_matches('…').to_owned())
+        .collect();
     History {
         text,
         shortened,
         source_chars,
+        facts,
     }
 }
 

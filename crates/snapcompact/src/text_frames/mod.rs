@@ -206,6 +206,8 @@ pub struct SnapResult {
     /// Files read and not modified, and files modified (for
     /// `details.readFiles` and `details.modifiedFiles`).
     pub files: FileLists,
+    /// The facts the archive shows (see [`History::facts`]).
+    pub facts: Vec<String>,
 }
 
 /// The earlier history of an input: a previous archive wins over a
@@ -320,6 +322,7 @@ fn text_summary(input: &SnapInput<'_>, history: History, files: &str, listed: us
         },
         archive_chars,
         files: input.files.lists.clone(),
+        facts: history.facts,
     }
 }
 

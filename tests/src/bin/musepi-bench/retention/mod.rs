@@ -32,6 +32,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use musepi_snapcompact::normalize;
 use serde_json::Value;
 
 use self::facts::{fold, kept, own_facts};
@@ -46,8 +47,12 @@ const RESERVES: [u64; 3] = [4096, 16_384, 65_536];
 pub(crate) const DEFAULT_RESERVE: u64 = 16_384;
 /// A fixed clock for every command.
 const NOW: &str = "2026-01-01T00:00:00.000Z";
-/// The reader of images measured at the default reserve.
-const VISION_MODEL: &str = "claude-sonnet-4-5";
+/// The reader of images measured at the default reserve: Gemini, whose
+/// frames cost a fifth of the text they print (Claude's cost about as much
+/// as their text, so a Claude reader gets the text archive).
+const VISION_MODEL: &str = "gemini-2.5-pro";
+/// What Google bills for one frame, in tokens.
+const GEMINI_FRAME_TOKENS: u64 = 1_120;
 /// The seeds whose misses may be looked at while working on the archive.
 const TUNED_SEEDS: [u64; 3] = [1, 2, 3];
 /// The seeds that are never looked at: what the archive does on facts it
@@ -173,6 +178,22 @@ fn entry_text(context: &Value, entry: &str) -> (String, u64) {
         }
     }
     (text, tokens)
+}
+
+/// UTF-16 units of `s`.
+fn len16(s: &str) -> usize {
+    s.encode_utf16().count()
+}
+
+/// The last line of `file` (the compaction `musepi compact` appended).
+fn compaction_entry(file: &Path) -> Result<Value, BoxError> {
+    let text = std::fs::read_to_string(file)?;
+    let last = text
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("null");
+    Ok(serde_json::from_str(last)?)
 }
 
 /// Removes an output of an earlier run: musepi does not replace a file
@@ -306,8 +327,46 @@ fn measure(
         let compacted = musepi(&o.musepi, &args)?;
         let entry = compacted["entryId"].as_str().unwrap_or_default().to_owned();
         let context = musepi(&o.musepi, &["context", &out_s, "--llm", "--full"])?;
-        let (text, archive_tokens) = entry_text(&context, &entry);
+        let (text, mut archive_tokens) = entry_text(&context, &entry);
+        // A PNG archive: what its frames print counts as shown, and its
+        // cost is its text and each frame as the reader's provider bills
+        // it; a text archive written for a reader of images says what its
+        // frames would have cost.
+        let written = compaction_entry(&out_file)?;
+        let png = &written["preserveData"]["snapcompact"];
+        let frames_considered = &written["details"]["snapcompact"]["framesConsidered"];
+        // What the frames print, normalized for the fonts (line breaks as a
+        // glyph, runs of spaces as one) and arguments as JSON strings: a
+        // fact counts when its normalized form is there, read with line
+        // breaks and escaped quotes as they print and whitespace folded.
+        let mut printed = String::new();
+        let mut frames_keep_less = false;
+        let frames = if let Some(list) = png["frames"].as_array() {
+            printed.push_str(png["text"].as_str().unwrap_or_default());
+            let shown = len16(written["summary"].as_str().unwrap_or_default())
+                + len16(png["textHead"].as_str().unwrap_or_default())
+                + len16(png["textTail"].as_str().unwrap_or_default());
+            archive_tokens = shown.div_ceil(4) as u64 + list.len() as u64 * GEMINI_FRAME_TOKENS;
+            Some((list.len(), archive_tokens, true))
+        } else {
+            frames_keep_less = frames_considered["keepsAll"] == false;
+            frames_considered["tokens"].as_u64().map(|t| {
+                (
+                    frames_considered["frames"].as_u64().unwrap_or(0) as usize,
+                    t,
+                    false,
+                )
+            })
+        };
         fresh(&out_file)?;
+        let printed = fold(
+            &printed
+                .replace(musepi_snapcompact::NEWLINE_GLYPH, " ")
+                .replace("\\\"", "\"")
+                .replace("\\\\", "\\"),
+        );
+        let on_frames =
+            |fact: &str| !printed.is_empty() && printed.contains(&fold(&normalize(fact)));
         let folded = fold(&text);
         let mut row = Row {
             session: name.clone(),
@@ -315,11 +374,13 @@ fn measure(
             config: config.clone(),
             history_tokens,
             archive_tokens,
+            frames,
+            frames_keep_less,
             ..Row::default()
         };
         for p in &planted {
             // A line's indentation is not part of what it says.
-            let hit = text.contains(p.text.trim());
+            let hit = text.contains(p.text.trim()) || on_frames(p.text.trim());
             row.count(p, hit);
             if !hit && set == Set::Tuned {
                 let _ = writeln!(
@@ -333,11 +394,24 @@ fn measure(
                 );
             }
         }
+        let own_kept = |facts: &[String], fold_them: bool| {
+            let (n, total) = kept(facts, &text, &folded, fold_them);
+            if printed.is_empty() {
+                return (n, total);
+            }
+            let either = facts
+                .iter()
+                .filter(|f| {
+                    kept(std::slice::from_ref(f), &text, &folded, fold_them).0 == 1 || on_frames(f)
+                })
+                .count();
+            (either, total)
+        };
         row.own = [
-            kept(&own.paths, &text, &folded, false),
-            kept(&own.commands, &text, &folded, false),
-            kept(&own.numbers, &text, &folded, true),
-            kept(&own.constraints, &text, &folded, true),
+            own_kept(&own.paths, false),
+            own_kept(&own.commands, false),
+            own_kept(&own.numbers, true),
+            own_kept(&own.constraints, true),
         ];
         rows.push(row);
     }

@@ -45,6 +45,12 @@ pub(crate) struct Row {
     pub own: [Cell; 4],
     pub history_tokens: u64,
     pub archive_tokens: u64,
+    /// For a reader of images: the frames of the PNG archive, its tokens,
+    /// and whether it was written (else the text archive was, and these
+    /// are what the frames would have cost).
+    pub frames: Option<(usize, u64, bool)>,
+    /// The frames would have dropped pages or facts the text archive shows.
+    pub frames_keep_less: bool,
 }
 
 fn add(a: Cell, b: Cell) -> Cell {
@@ -208,6 +214,67 @@ pub(crate) fn print(rows: &[Row]) -> String {
                     ratio(t.history_tokens, t.archive_tokens)
                 );
             }
+        }
+    }
+
+    out.push('\n');
+    header(
+        &mut out,
+        &[
+            "session",
+            "seeds",
+            "reader of images gets",
+            "frames",
+            "PNG tokens",
+            "text archive tokens",
+            "planted kept (images)",
+            "planted kept (text)",
+        ],
+    );
+    let text_config = format!("text, reserve {DEFAULT_RESERVE}");
+    for session in &sessions {
+        for set in &sets {
+            let of = |config: &str| -> Vec<&Row> {
+                rows.iter()
+                    .filter(|r| r.session == *session && r.set == *set && r.config == config)
+                    .collect()
+            };
+            let images: Vec<&Row> = rows
+                .iter()
+                .filter(|r| r.session == *session && r.set == *set && r.frames.is_some())
+                .collect();
+            let text = of(&text_config);
+            if images.is_empty() || text.is_empty() {
+                continue;
+            }
+            let written = images
+                .iter()
+                .filter(|r| r.frames.is_some_and(|f| f.2))
+                .count();
+            let gets = match written {
+                0 if images.iter().any(|r| r.frames_keep_less) => {
+                    "text (frames keep less)".to_owned()
+                }
+                0 => "text (frames cost more)".to_owned(),
+                n if n == images.len() => "frames".to_owned(),
+                n => format!("frames {n} of {}", images.len()),
+            };
+            let n = images.len() as u64;
+            let frames: usize = images.iter().filter_map(|r| r.frames.map(|f| f.0)).sum();
+            let png: u64 = images.iter().filter_map(|r| r.frames.map(|f| f.1)).sum();
+            let text_tokens: u64 =
+                text.iter().map(|r| r.archive_tokens).sum::<u64>() / text.len() as u64;
+            let kept_images = images.iter().fold((0, 0), |a, r| add(a, r.planted()));
+            let kept_text = text.iter().fold((0, 0), |a, r| add(a, r.planted()));
+            let _ = writeln!(
+                out,
+                "| {session} | {} | {gets} | {} | {} | {text_tokens} | {} | {} |",
+                set.name(),
+                frames / images.len(),
+                png / n,
+                pct(kept_images),
+                pct(kept_text)
+            );
         }
     }
 
