@@ -46,6 +46,8 @@ pub fn compact_preparation(
         preserve_data: pass.preserve_data,
         usage: None,
         from_extension: false,
+        method: Some("snapcompact".to_owned()),
+        tokens_after: None,
     })
 }
 

@@ -200,6 +200,8 @@ fn a_compaction_without_an_archive_in_between_restarts_from_its_summary() {
         preserve_data: None,
         usage: None,
         from_extension: false,
+        method: Some("llm".to_owned()),
+        tokens_after: None,
     });
     b.user("Latest request.");
     b.assistant("Latest answer.", &[], None);
