@@ -305,7 +305,9 @@ fn measure(
     let plan = musepi(&o.musepi, &["plan", &planted_s])?;
     let region = summarized(&plan, &|id| base.by_id.get(id).copied());
     planted.retain(|p| region.contains(&p.entry));
-    let own = own_facts(&base.lines, &region);
+    // The session's own facts, less those a planted sentence split (a
+    // number's neighbouring words around the sentence end it went after).
+    let own = own_facts(&base.lines, &region).also_in(&own_facts(&lines, &region));
     let kept_ids = ids(&plan["keptMessages"]);
     // The history the archive replaces: every message of the context
     // before the kept ones.
