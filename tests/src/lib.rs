@@ -265,13 +265,24 @@ pub fn user_images(m: &musepi_session_model::AgentMessage) -> u64 {
     }
 }
 
-/// The reader the snapcompact PNG snapshots and the benchmark compact for:
-/// Claude Sonnet 4.5 over the Anthropic Messages API, which reads images,
-/// so it gets PNG frames.
+/// Claude Sonnet 4.5 over the Anthropic Messages API: it reads images, but
+/// a frame costs it about as many tokens as the text it prints, so it gets
+/// the text archive.
 pub fn claude_reader() -> musepi_hooks::snapcompact::SnapTarget {
     musepi_hooks::snapcompact::SnapTarget::images(
         "claude-sonnet-4-5",
         "anthropic-messages",
         "anthropic",
+    )
+}
+
+/// The reader the snapcompact PNG snapshots and the benchmark compact for:
+/// Gemini 2.5 Pro over the Google API, for which a frame costs a fifth of
+/// the text it prints, so a history of a few frames gets PNG frames.
+pub fn gemini_reader() -> musepi_hooks::snapcompact::SnapTarget {
+    musepi_hooks::snapcompact::SnapTarget::images(
+        "gemini-2.5-pro",
+        "google-generative-ai",
+        "google",
     )
 }

@@ -16,7 +16,7 @@ use musepi_snapcompact::png_archive::PngArchive;
 use musepi_test_support::{SessionBuilder, text_block, tool_call};
 use musepi_tests::fixtures::load_fixture;
 use musepi_tests::table::Table;
-use musepi_tests::{claude_reader, sha256_hex};
+use musepi_tests::{claude_reader, gemini_reader, sha256_hex};
 use serde_json::{Value, json};
 
 /// Compares `text` with `tests/snapshots/<name>.snap`.
@@ -192,13 +192,13 @@ fn long_session() -> Session {
 fn png_frames_of_a_long_session() {
     let session = long_session();
     let result =
-        compact_preparation(&prep(&session), &claude_reader(), &SnapSettings::default()).unwrap();
+        compact_preparation(&prep(&session), &gemini_reader(), &SnapSettings::default()).unwrap();
     let archive = png_of(&result);
     assert!(archive.frames.len() >= 2);
     check(
         "snapcompact__png_frames_long_session",
         &format!(
-            "generated: 48 turns (keepRecentTokens 1, claude-sonnet-4-5)\nshortSummary: {}\n{}",
+            "generated: 48 turns (keepRecentTokens 1, gemini-2.5-pro)\nshortSummary: {}\n{}",
             result.short_summary.as_deref().unwrap_or("-"),
             frames_table(&archive)
         ),

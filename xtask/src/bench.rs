@@ -11,9 +11,11 @@
 //! or its `musepi` child's) and ratios against the baseline case
 //! (`floor`) measured in the same run, then the targets, met or missed,
 //! and the serve case's own table (`bench/serve_table.rs`); then, as the
-//! pseudo-case `retention`, measures how many planted and real facts survive
-//! `musepi compact` at three budgets. Tests never assert timings; this is
-//! where performance is measured.
+//! pseudo-case `scaling`, times `musepi plan` and `musepi compact` over
+//! sessions of 1 to 40 MB with nothing compacted yet (`--scaling-sizes`),
+//! and, as the pseudo-case `retention`, measures how many planted and real
+//! facts survive `musepi compact` at three budgets. Tests never assert
+//! timings; this is where performance is measured.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -35,6 +37,8 @@ struct Options {
     v1_sizes_mb: Vec<u64>,
     seed: u64,
     cases: Option<Vec<String>>,
+    /// Sizes of the scaling case's sessions (nothing compacted yet).
+    scaling_sizes_mb: Vec<u64>,
 }
 
 /// The sizes of the default run, and what `--full` adds.
@@ -63,6 +67,7 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
         v1_sizes_mb: DEFAULT_V1_SIZES.to_vec(),
         seed: 1,
         cases: None,
+        scaling_sizes_mb: SCALING_SIZES.to_vec(),
     };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -76,6 +81,9 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
             "--seed" => o.seed = value("--seed")?.parse().context("--seed: a number")?,
             "--sizes" => o.sizes_mb = sizes(&value("--sizes")?, "--sizes")?,
             "--v1-sizes" => o.v1_sizes_mb = sizes(&value("--v1-sizes")?, "--v1-sizes")?,
+            "--scaling-sizes" => {
+                o.scaling_sizes_mb = sizes(&value("--scaling-sizes")?, "--scaling-sizes")?;
+            }
             "--full" => o.sizes_mb = FULL_SIZES.to_vec(),
             "--cases" => {
                 o.cases = Some(
@@ -86,7 +94,7 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
                 );
             }
             other => bail!(
-                "unknown argument `{other}` (expected --runs N, --sizes 10,50,200, --v1-sizes 50,200, --full, --seed N, --cases a,b)"
+                "unknown argument `{other}` (expected --runs N, --sizes 10,50,200, --v1-sizes 50,200, --scaling-sizes 1,5,10,20,40, --full, --seed N, --cases a,b)"
             ),
         }
     }
@@ -145,22 +153,34 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     std::fs::create_dir_all(&data).with_context(|| format!("{}", data.display()))?;
 
     let mut all_cases = list_cases(&bin)?;
+    // The scaling case, over sessions of its own, after the timings.
+    all_cases.push(SCALING.to_owned());
     // Not a timed case: what compaction keeps, measured after the timings.
     all_cases.push(RETENTION.to_owned());
     let baseline = all_cases
         .first()
         .cloned()
         .context("musepi-bench lists no case")?;
-    let mut cases = opts.cases.clone().unwrap_or_else(|| all_cases.clone());
+    let mut cases = opts.cases.clone().unwrap_or_else(|| {
+        // `musepi compact` has nothing to compact at the leaf of the
+        // generated sessions, which end on a compaction: it runs in the
+        // scaling case.
+        all_cases
+            .iter()
+            .filter(|c| c.as_str() != "cli-compact")
+            .cloned()
+            .collect()
+    });
     for c in &cases {
         if !all_cases.contains(c) {
             bail!("unknown case `{c}` (cases: {})", all_cases.join(", "));
         }
     }
     let retention = cases.contains(&RETENTION.to_owned());
-    cases.retain(|c| c != RETENTION);
+    let scaling = cases.contains(&SCALING.to_owned());
+    cases.retain(|c| c != RETENTION && c != SCALING);
     // The baseline runs first on every file, so each ratio is against it.
-    if !cases.is_empty() || !retention {
+    if !cases.is_empty() || !(retention || scaling) {
         cases.retain(|c| c != &baseline);
         cases.insert(0, baseline.clone());
     }
@@ -247,8 +267,77 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         opts.runs,
         data.display()
     );
+    if scaling {
+        run_scaling(&bin, &data, &opts)?;
+    }
     if retention {
         run_retention(&bin, &target, &data)?;
+    }
+    Ok(())
+}
+
+/// The scaling pseudo-case and the cases it times.
+const SCALING: &str = "scaling";
+const SCALING_CASES: [&str; 2] = ["cli-plan", "cli-compact"];
+const SCALING_SIZES: [u64; 5] = [1, 5, 10, 20, 40];
+
+/// `musepi plan` and `musepi compact` over sessions with nothing compacted
+/// yet (the whole history is summarized), at every scaling size: the time
+/// of each, the best of `--runs`, and compact's over plan's, so growth in
+/// either shows.
+fn run_scaling(bin: &Path, data: &Path, opts: &Options) -> anyhow::Result<()> {
+    println!();
+    println!(
+        "scaling (sessions with nothing compacted yet; musepi plan and musepi compact, best of {} run(s)):",
+        opts.runs
+    );
+    println!(
+        "{:>8} {:>10} {:>10} {:>9} {:>11} {:>12} {:>11} {:>12}",
+        "file",
+        "plan",
+        "plan cpu",
+        "compact",
+        "compact cpu",
+        "compact/plan",
+        "compact MB/s",
+        "compact peak"
+    );
+    let mut first: Option<(u64, f64)> = None;
+    for &size in &opts.scaling_sizes_mb {
+        let file = generate_with(bin, data, size, opts.seed, false)?;
+        let bytes = std::fs::metadata(&file)?.len();
+        let mut best: BTreeMap<&str, Sample> = BTreeMap::new();
+        for case in SCALING_CASES {
+            let mut samples = Vec::new();
+            for _ in 0..opts.runs {
+                samples.push(run_case(bin, case, &file)?);
+            }
+            let fastest = samples
+                .iter()
+                .min_by(|a, b| a.seconds.total_cmp(&b.seconds))
+                .context("no run")?
+                .clone();
+            best.insert(case, fastest);
+        }
+        let (plan, compact) = (&best["cli-plan"], &best["cli-compact"]);
+        println!(
+            "{:>6} MB {:>9.3}s {:>9.2}s {:>8.3}s {:>10.2}s {:>11.2}x {:>12.1} {:>10.0}MB",
+            size,
+            plan.seconds,
+            plan.cpu,
+            compact.seconds,
+            compact.cpu,
+            compact.seconds / plan.seconds,
+            bytes as f64 / 1e6 / compact.seconds,
+            compact.peak as f64 / 1e6,
+        );
+        first.get_or_insert((size, compact.seconds));
+        if let (Some((small, small_s)), true) = (first, size > first.map_or(0, |f| f.0)) {
+            println!(
+                "         compact grows {:.2}x per unit of size from {small} MB (1.00 is linear)",
+                (compact.seconds / small_s) / (size as f64 / small as f64)
+            );
+        }
     }
     Ok(())
 }
@@ -403,9 +492,23 @@ fn generate_v1(bin: &Path, v3: &Path) -> anyhow::Result<PathBuf> {
 /// The synthetic session of `size_mb` megabytes, generated once per
 /// generator version, size and seed.
 fn generate(bin: &Path, data: &Path, size_mb: u64, seed: u64) -> anyhow::Result<PathBuf> {
+    generate_with(bin, data, size_mb, seed, true)
+}
+
+/// [`generate`], without compaction entries when `compactions` is false.
+fn generate_with(
+    bin: &Path,
+    data: &Path,
+    size_mb: u64,
+    seed: u64,
+    compactions: bool,
+) -> anyhow::Result<PathBuf> {
     let version = Command::new(bin).arg("generator-version").output()?;
     let version = String::from_utf8_lossy(&version.stdout).trim().to_owned();
-    let file = data.join(format!("session-{size_mb}mb-seed{seed}-g{version}.jsonl"));
+    let kind = if compactions { "" } else { "-uncompacted" };
+    let file = data.join(format!(
+        "session-{size_mb}mb-seed{seed}-g{version}{kind}.jsonl"
+    ));
     if file.is_file() {
         return Ok(file);
     }
@@ -419,6 +522,9 @@ fn generate(bin: &Path, data: &Path, size_mb: u64, seed: u64) -> anyhow::Result<
         .arg(seed.to_string())
         .arg("--out")
         .arg(&tmp);
+    if !compactions {
+        cmd.arg("--no-compaction");
+    }
     run_status(&mut cmd)?;
     std::fs::rename(&tmp, &file)?;
     Ok(file)

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
+use musepi_session_model::json::thousands;
 use serde_json::{Value, json};
 use support::{MUSEPI, Reply, Server, assert_escaped, assert_has, assert_stderr_has, last_line};
 
@@ -451,6 +452,23 @@ async fn snapcompact_needs_no_server_and_is_deterministic() {
     let entry = last_line(&a);
     assert_eq!(entry["type"], "compaction");
     assert!(entry["details"]["snapcompact"]["text"].is_string());
+    // How it was made and the context after it, as oh-my-pi records them,
+    // and the transcript's divider shows them.
+    assert_eq!(entry["method"], "snapcompact");
+    let after = entry["tokensAfter"].as_u64().unwrap();
+    let o = musepi(&["context", a.to_str().unwrap(), "--json"]).await;
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["tokens"].as_u64(), Some(after));
+    let o = musepi(&["context", a.to_str().unwrap(), "--transcript"]).await;
+    let divider = format!(
+        "── 📷 snapcompact · {} → {} ──",
+        thousands(entry["tokensBefore"].as_u64().unwrap()),
+        thousands(after)
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains(&divider),
+        "{divider}"
+    );
     // The input file is untouched by -o.
     let src =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sessions/todo-refactor.jsonl");

@@ -277,6 +277,15 @@ async fn a_remote_compaction_is_stored_under_the_provider_name_and_replayed_by_i
             .iter()
             .any(|s| s.path == "/v1/responses/compact")
     );
+    let written: Value = serde_json::from_str(
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(written["method"], "remote");
 
     // The context list is the reference's; the provider messages carry the
     // payload in place of the kept messages.

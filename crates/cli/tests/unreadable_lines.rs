@@ -32,7 +32,7 @@ fn with_lone_surrogate(dir: &Path, n: usize) -> PathBuf {
         let text = if i == 19 {
             "a tool output cut inside an emoji \\ud83d".to_owned()
         } else {
-            format!("fact{i:03} {}", "word ".repeat(60))
+            format!("fact{i:03} {}", "word ".repeat(20))
         };
         lines.push(message(i, &text));
     }

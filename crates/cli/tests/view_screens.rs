@@ -77,6 +77,18 @@ fn divider_collapsed() {
 }
 
 #[test]
+fn a_divider_shows_how_the_compaction_was_made_and_the_context_after_it() {
+    let app = app(&view_fixtures::compacted_with_method(), 80, 24);
+    let s = screen(&app);
+    assert!(
+        s.contains("── 📷 snapcompact · 31k → 24k · ctrl+o ──"),
+        "{s}"
+    );
+    // The numbers are in the divider: no "tokens before" beside it.
+    assert!(!s.contains("tokens before"), "{s}");
+}
+
+#[test]
 fn divider_expanded() {
     let mut app = app(&view_fixtures::compacted(), 80, 24);
     open_divider(&mut app);

@@ -112,8 +112,12 @@ fn view_in_tmux() {
     let screen = tmux.wait_for("the compaction", |s| {
         s.contains("compacted with snapcompact")
     });
-    assert_has(&screen, divider);
+    // The new entry records how it was made and the context after it,
+    // and its divider shows them.
     let entry = support::last_line(&file);
+    assert_eq!(entry["method"], "snapcompact", "{entry}");
+    assert!(entry["tokensAfter"].is_number(), "{entry}");
+    assert_has(&screen, "── 📷 snapcompact · ");
     assert_eq!(entry["type"], "compaction", "{entry}");
     assert!(entry["details"]["snapcompact"].is_object(), "{entry}");
 

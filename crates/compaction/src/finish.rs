@@ -26,6 +26,12 @@ pub struct CompactionResult {
     pub usage: Option<Usage>,
     /// An extension supplied it (`session_before_compact`).
     pub from_extension: bool,
+    /// How it was made (`snapcompact`, `llm`, `remote`), as the entry's
+    /// `method` records it; `None` for one an extension supplied.
+    pub method: Option<String>,
+    /// The context's tokens right after it, as the entry's `tokensAfter`
+    /// records it (set when it is committed).
+    pub tokens_after: Option<u64>,
 }
 
 impl CompactionResult {
@@ -40,6 +46,8 @@ impl CompactionResult {
             short_summary: self.short_summary,
             preserve_data: self.preserve_data.as_ref().map(RawJson::from_value),
             usage: self.usage,
+            method: self.method,
+            tokens_after: self.tokens_after.map(|t| t as f64),
         })
     }
 }
@@ -84,6 +92,8 @@ pub fn finish(
         preserve_data,
         usage,
         from_extension: false,
+        method: Some("llm".to_owned()),
+        tokens_after: None,
     }
 }
 

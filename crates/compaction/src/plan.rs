@@ -130,6 +130,8 @@ impl SummaryPlan {
             preserve_data,
             usage,
             from_extension: false,
+            method: Some("llm".to_owned()),
+            tokens_after: None,
         }
     }
 }

@@ -179,6 +179,39 @@ async fn an_llm_compaction_is_appended_with_its_summaries_and_file_list() {
         Some(out.result.first_kept_entry_id.clone())
     );
     assert!(out.tokens_after < 6_000, "{}", out.tokens_after);
+    // How it was made and the context after it, as oh-my-pi records them:
+    // what the reopened session counts at the entry.
+    assert_eq!(c.method.as_deref(), Some("llm"));
+    let after = musepi_snapcompact::context_tokens(
+        reopened.session(),
+        reopened.session().leaf_index(),
+        musepi_context_builder::Tokenizer::Heuristic,
+    );
+    assert_eq!(c.tokens_after, Some(after as f64));
+    assert_eq!(out.tokens_after, after);
+}
+
+#[tokio::test]
+async fn a_snapcompact_entry_records_its_method_and_the_context_after_it() {
+    let (_dir, path, _, summarizer) = saved(None);
+    let hooks = Hooks::new();
+    let mut opts = options(&summarizer, &hooks);
+    opts.strategy = Strategy::snapcompact(musepi_hooks::SnapTarget::default());
+    let out = run(&path, &opts, &CancellationToken::new()).await.unwrap();
+    let reopened = Journal::open(&path, &mut SequentialIds::new()).unwrap();
+    let EntryBody::Compaction(c) = &reopened.session().leaf_entry().unwrap().body else {
+        panic!("not a compaction")
+    };
+    assert_eq!(c.method.as_deref(), Some("snapcompact"));
+    let after = musepi_snapcompact::context_tokens(
+        reopened.session(),
+        reopened.session().leaf_index(),
+        musepi_context_builder::Tokenizer::Heuristic,
+    );
+    assert_eq!(
+        (c.tokens_after, out.tokens_after),
+        (Some(after as f64), after)
+    );
 }
 
 #[tokio::test]

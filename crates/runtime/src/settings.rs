@@ -153,10 +153,12 @@ impl MaintenanceSettings {
             .thresholds(self.strategy == MaintenanceStrategy::Off)
     }
 
-    /// The snapcompact budgets, with the reserve of these settings.
+    /// The snapcompact budgets, with the reserve and the context window of
+    /// these settings.
     pub fn snap_settings(&self) -> SnapSettings {
         let mut snap = self.snapcompact.clone();
         snap.reserve_tokens = self.compaction.reserve_tokens;
+        snap.context_window = (self.context_window > 0).then_some(self.context_window);
         snap
     }
 
@@ -243,5 +245,21 @@ mod tests {
             MaintenanceStrategy::parse("context-full"),
             Some(MaintenanceStrategy::ContextFull)
         );
+    }
+
+    #[test]
+    fn the_archive_is_sized_for_the_window_and_the_reserve_of_these_settings() {
+        let mut s = MaintenanceSettings {
+            context_window: 32_768,
+            ..MaintenanceSettings::default()
+        };
+        s.compaction.reserve_tokens = 8_000;
+        let snap = s.snap_settings();
+        assert_eq!(
+            (snap.context_window, snap.reserve_tokens),
+            (Some(32_768), 8_000)
+        );
+        s.context_window = 0;
+        assert_eq!(s.snap_settings().context_window, None);
     }
 }

@@ -210,6 +210,10 @@ impl EntryBody {
                 if let Some(u) = &c.usage {
                     m.insert("usage".into(), to_value(u));
                 }
+                put_opt(m, "method", c.method.as_deref());
+                if let Some(t) = c.tokens_after {
+                    m.insert("tokensAfter".into(), number(t));
+                }
             }
             Self::BranchSummary(b) => {
                 m.insert("fromId".into(), b.from_id.as_str().into());
@@ -308,6 +312,11 @@ pub struct Compaction {
     pub preserve_data: Option<RawJson>,
     /// Usage of the LLM calls that produced it.
     pub usage: Option<Usage>,
+    /// How it was made (`snapcompact`, `llm`, `remote`, `handoff`), as
+    /// oh-my-pi records it; any other value is kept as read.
+    pub method: Option<String>,
+    /// The context's tokens right after it, as oh-my-pi records it.
+    pub tokens_after: Option<f64>,
 }
 
 /// What a compaction and a branch summary share: who made it, and the

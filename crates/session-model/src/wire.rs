@@ -28,6 +28,17 @@ where
     Option::<T>::deserialize(d).map(Some)
 }
 
+/// A field another writer may shape otherwise: its value when it has the
+/// expected type, else none (the line itself stays as it was written).
+fn lenient<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    let value = Option::<serde_json::Value>::deserialize(d)?;
+    Ok(value.and_then(|v| serde_json::from_value(v).ok()))
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct WireEntry {
@@ -48,6 +59,10 @@ struct WireEntry {
     first_kept_entry_id: Option<String>,
     first_kept_entry_index: Option<f64>,
     tokens_before: Option<f64>,
+    #[serde(default, deserialize_with = "lenient")]
+    method: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    tokens_after: Option<f64>,
     details: Option<RawJson>,
     from_hook: Option<bool>,
     from_extension: Option<bool>,
@@ -299,6 +314,8 @@ fn from_wire(w: WireEntry) -> ParsedEntry {
                 short_summary: w.short_summary,
                 preserve_data: w.preserve_data,
                 usage: w.usage.map(WireUsage::into_usage),
+                method: w.method,
+                tokens_after: w.tokens_after,
             })
         }
         "branch_summary" => EntryBody::BranchSummary(BranchSummary {

@@ -292,6 +292,8 @@ fn appends_that_would_fail_the_check_are_refused() {
             short_summary: None,
             preserve_data: None,
             usage: None,
+            method: None,
+            tokens_after: None,
         })
     };
     let label = EntryBody::Label {

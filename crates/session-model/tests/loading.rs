@@ -124,3 +124,34 @@ fn long_runs_of_blank_lines_load_as_nothing() {
     assert!(s.problems().is_empty());
     assert_eq!(common::text_of(&s.entries()[0]), "hi");
 }
+
+/// oh-my-pi records how a compaction was made and the context's tokens
+/// after it: they are read, written back as read, and a value of another
+/// shape is none, not a problem with the line.
+#[test]
+fn a_compactions_method_and_tokens_after_are_read_and_written() {
+    use musepi_session_model::EntryBody;
+    let text = format!(
+        "{}\n{MSG}\n{}\n{}\n",
+        header_line("s"),
+        r#"{"type":"compaction","id":"c1","parentId":"m1","timestamp":"2025-01-01T00:00:02.000Z","summary":"s","firstKeptEntryId":"m1","tokensBefore":100,"method":"snapcompact","tokensAfter":40}"#,
+        r#"{"type":"compaction","id":"c2","parentId":"c1","timestamp":"2025-01-01T00:00:03.000Z","summary":"s","firstKeptEntryId":"m1","tokensBefore":100,"method":{"kind":"x"},"tokensAfter":"many"}"#,
+    );
+    let session = load_text(&text);
+    assert!(problems(&session).is_empty(), "{:?}", problems(&session));
+    let compactions: Vec<_> = session
+        .entries()
+        .iter()
+        .filter_map(|e| match &e.body {
+            EntryBody::Compaction(c) => Some((c.method.clone(), c.tokens_after)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        compactions,
+        [(Some("snapcompact".to_owned()), Some(40.0)), (None, None)]
+    );
+    let written = session.entries()[1].to_json();
+    assert_eq!(written["method"], "snapcompact");
+    assert_eq!(written["tokensAfter"].as_f64(), Some(40.0));
+}

@@ -88,6 +88,7 @@ pub mod render;
 pub mod salience;
 pub mod serialize;
 pub mod shape;
+pub mod sizing;
 mod summary;
 #[cfg(test)]
 mod testkit;

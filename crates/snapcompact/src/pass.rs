@@ -21,7 +21,7 @@
 
 use std::collections::BTreeSet;
 
-use musepi_context_builder::{IMAGE_CHARS, LlmMessage};
+use musepi_context_builder::LlmMessage;
 use musepi_session_model::json::{js_delete, js_set};
 use serde_json::{Map, Value};
 
@@ -36,11 +36,9 @@ use crate::pricing::{MAX_FRAMES_DEFAULT, PRESERVE_KEY, archive_frame_cap};
 use crate::salience::is_salience_text;
 use crate::serialize::{Flavor, SerializeOptions, serialize};
 use crate::shape::{low_companion, resolve_shape};
+use crate::sizing::{Sizing, history_tokens};
 use crate::summary::{HISTORY_MARK, frames_short_summary, frames_summary};
-use crate::text_frames::{
-    MIN_ARCHIVE_CHARS, SNAP_ARCHIVE_VERSION, SnapArchiveState, SnapInput,
-    archive_max_chars_for_reserve, history_within, snap_compact,
-};
+use crate::text_frames::{SNAP_ARCHIVE_VERSION, SnapArchiveState, SnapInput, snap_compact};
 use crate::util::len16;
 
 /// The `preserveData` key of a provider-native remote compaction, which a
@@ -116,9 +114,12 @@ impl SnapTarget {
 pub struct SnapSettings {
     /// Serialization budgets.
     pub serialize: SerializeOptions,
-    /// `compaction.reserveTokens`: the text archive gets
-    /// [`archive_max_chars_for_reserve`] of it.
+    /// `compaction.reserveTokens`: the summary takes at most what an LLM
+    /// summary may ([`crate::sizing`]).
     pub reserve_tokens: u64,
+    /// The reader's context window, when known: the summary takes at most
+    /// an eighth of what the reserve leaves of it.
+    pub context_window: Option<u64>,
 }
 
 impl Default for SnapSettings {
@@ -126,6 +127,7 @@ impl Default for SnapSettings {
         Self {
             serialize: SerializeOptions::default(),
             reserve_tokens: 16_384,
+            context_window: None,
         }
     }
 }
@@ -275,6 +277,7 @@ impl<'p> Archived<'p> {
         settings: &SnapSettings,
     ) -> SnapInput<'s> {
         let input = self.input;
+        let summary = self.sizing(settings).summary_chars();
         SnapInput {
             messages: &input.messages,
             entry_ids: &input.entry_ids,
@@ -282,9 +285,26 @@ impl<'p> Archived<'p> {
             previous_summary: input.previous_summary,
             previous_archive: continued,
             files: &input.files,
-            archive_max_chars: archive_max_chars_for_reserve(settings.reserve_tokens),
+            archive_max_chars: summary,
+            summary_max_chars: Some(summary),
             serialize: settings.serialize.clone(),
             tokens_before: Some(input.tokens_before),
+        }
+    }
+
+    /// What the summary's size depends on: the reserve, the window, and
+    /// the history it replaces (the messages, and what the previous
+    /// compaction holds: its archive's text, or its summary).
+    fn sizing(&self, settings: &SnapSettings) -> Sizing {
+        let previous = self
+            .continued_archive()
+            .map(|a| len16(&a.text))
+            .or_else(|| self.input.previous_summary.map(len16))
+            .map_or(0, |chars| chars.div_ceil(4) as u64);
+        Sizing {
+            reserve_tokens: settings.reserve_tokens,
+            context_window: settings.context_window,
+            history_tokens: history_tokens(&self.input.messages) + previous,
         }
     }
 
@@ -302,6 +322,11 @@ impl<'p> Archived<'p> {
 
 /// The text-frame archive.
 fn text_compaction(input: &Archived<'_>, settings: &SnapSettings) -> Pass {
+    text_archive(input, settings).0
+}
+
+/// The text-frame archive, and the facts it shows.
+fn text_archive(input: &Archived<'_>, settings: &SnapSettings) -> (Pass, Vec<String>) {
     let continued = input.continued_archive();
     let snap = input.snap_input(continued.as_ref(), settings);
     let out = snap_compact(&snap);
@@ -309,12 +334,32 @@ fn text_compaction(input: &Archived<'_>, settings: &SnapSettings) -> Pass {
     let archive = serde_json::to_value(&out.archive).unwrap_or(Value::Null);
     js_set(&mut details, PRESERVE_KEY, archive);
     let preserve = input.carried_preserve(&[PRESERVE_KEY]);
-    Pass {
+    let pass = Pass {
         summary: out.summary,
         short_summary: out.short_summary,
         details: Value::Object(details),
         preserve_data: (!preserve.is_empty()).then_some(Value::Object(preserve)),
+    };
+    (pass, out.facts)
+}
+
+/// `text`, a text archive written for a reader of images, with what the
+/// frames would have cost and whether they would have kept all the text
+/// archive keeps (`details.snapcompact.framesConsidered`:
+/// `{frames, tokens, keepsAll}`).
+fn with_frames_considered(mut text: Pass, tokens: u64, frames: usize, keeps_all: bool) -> Pass {
+    if let Some(archive) = text
+        .details
+        .get_mut(PRESERVE_KEY)
+        .and_then(Value::as_object_mut)
+    {
+        js_set(
+            archive,
+            "framesConsidered",
+            serde_json::json!({"frames": frames, "tokens": tokens, "keepsAll": keeps_all}),
+        );
     }
+    text
 }
 
 /// The PNG-frame archive.
@@ -364,37 +409,52 @@ fn png_compaction(
         settings.serialize.include_thinking,
     );
     let layout = plan_archive(&source.text, &high, low.as_ref(), max_frames)?;
-    // The same salience history a text reader gets goes under HISTORY, at
-    // the text archive's budget: its ledger keeps every promise there too.
-    let continued = input.continued_archive();
-    let snap = input.snap_input(continued.as_ref(), settings);
-    let budget = snap.archive_max_chars.max(MIN_ARCHIVE_CHARS);
-    // Frames pay for themselves only when the whole archive (the verbatim
-    // edges, each frame counted as an image, and that history) takes fewer
-    // characters than the history it replaces; else, and always when the
-    // history fits the two edges, the text archive alone keeps it at less
-    // cost.
-    let cost = len16(&layout.text_head)
-        + len16(&layout.text_tail)
-        + layout.pages.len() * IMAGE_CHARS
-        + budget;
-    if layout.pages.is_empty() || cost >= len16(&source.text) {
-        return Ok(text_compaction(input, settings));
+    // The frames carry the history instead of the text, so they are
+    // written only when they keep at least what the text archive keeps
+    // (every page shown, since a transcript with its oldest pages dropped
+    // keeps less, and every fact the text archive shows printed in it: the
+    // transcript cuts long tool output) for fewer tokens than the text
+    // archive costs; otherwise, and always when the history fits the two
+    // edges, the reader gets the text archive.
+    let (text, facts) = text_archive(input, settings);
+    if layout.pages.is_empty() {
+        return Ok(text);
     }
-    let frames = render_frames(&layout, resolved.detail)?;
-    let archive = archive_record(
-        &layout,
-        frames,
-        previous.as_ref().map_or(0, |p| p.truncated_chars),
-    );
-    let history = history_within(&snap, budget);
+    let keeps_all = layout.truncated_chars == 0
+        && facts
+            .iter()
+            .all(|f| layout.kept_text.contains(normalize(f).as_str()));
+    let previous_truncated = previous.as_ref().map_or(0, |p| p.truncated_chars);
+    let unprinted = archive_record(&layout, Vec::new(), previous_truncated);
     let summary = frames_summary(
         &layout,
-        &archive,
+        &unprinted,
         &input.input.files,
         source.included_previous_summary,
-        &history,
     );
+    let family = crate::pricing::reader_billing_family(
+        target.api.as_deref(),
+        target.model_id.as_deref().unwrap_or_default(),
+    );
+    let frame_tokens: u64 = layout
+        .pages
+        .iter()
+        .map(|p| u64::from(family.frame_tokens(p.shape.frame_size)))
+        .sum();
+    let png_tokens = (len16(&summary) + len16(&layout.text_head) + len16(&layout.text_tail))
+        .div_ceil(4) as u64
+        + frame_tokens;
+    let text_tokens = len16(&text.summary).div_ceil(4) as u64;
+    if !keeps_all || png_tokens >= text_tokens {
+        return Ok(with_frames_considered(
+            text,
+            png_tokens,
+            layout.pages.len(),
+            keeps_all,
+        ));
+    }
+    let frames = render_frames(&layout, resolved.detail)?;
+    let archive = archive_record(&layout, frames, previous_truncated);
     let short_summary = frames_short_summary(&layout, &archive);
     let mut preserve = input.carried_preserve(&[]);
     js_set(

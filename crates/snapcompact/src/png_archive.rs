@@ -44,6 +44,11 @@ pub struct PngLayout {
     pub kept_text: String,
 }
 
+/// The most each verbatim edge of a PNG archive holds as text: the start
+/// of the history and its newest part, beside the frames that carry the
+/// rest (a frame's worth when a frame holds less).
+pub const EDGE_CHARS: usize = 2_000;
+
 /// Plans the archive of `text` (normalized, oldest first) with frames of
 /// the `high` shape, a dense `low` companion for foveation, and at most
 /// `max_frames` frames (`planArchive`).
@@ -54,7 +59,7 @@ pub fn plan_archive(
     max_frames: usize,
 ) -> Result<PngLayout, SnapError> {
     let high_geometry = high.checked_geometry()?;
-    let edge = high_geometry.capacity as usize;
+    let edge = (high_geometry.capacity as usize).min(EDGE_CHARS);
     let whole = || PngLayout {
         text_head: text.to_owned(),
         text_tail: String::new(),

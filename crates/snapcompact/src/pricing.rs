@@ -49,6 +49,27 @@ pub fn billing_family(api: &str) -> BillingFamily {
     }
 }
 
+/// The billing family of a reader: its wire API's, or, when the API is
+/// unknown, its model's (`gemini` models are billed as Google bills,
+/// `gpt`, `codex`, `o3` and `o4` as `OpenAI` bills).
+pub fn reader_billing_family(api: Option<&str>, model: &str) -> BillingFamily {
+    match billing_family(api.unwrap_or_default()) {
+        BillingFamily::Unknown => {
+            let m = model.to_ascii_lowercase();
+            if m.contains("gemini") {
+                BillingFamily::Google
+            } else if ["gpt", "codex", "o3", "o4"].iter().any(|f| m.contains(f)) {
+                BillingFamily::OpenAi
+            } else if m.contains("claude") {
+                BillingFamily::Anthropic
+            } else {
+                BillingFamily::Unknown
+            }
+        }
+        known => known,
+    }
+}
+
 impl BillingFamily {
     /// Estimated input tokens of one square frame with edge `size` px.
     ///
@@ -94,6 +115,24 @@ pub fn archive_frame_cap(provider: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reader_without_a_known_api_is_billed_as_its_model() {
+        assert_eq!(
+            reader_billing_family(None, "gemini-2.5-pro"),
+            BillingFamily::Google
+        );
+        assert_eq!(
+            reader_billing_family(Some(""), "gpt-5"),
+            BillingFamily::OpenAi
+        );
+        // The API wins over the model's name.
+        assert_eq!(
+            reader_billing_family(Some("openai-completions"), "gemini-2.5-pro"),
+            BillingFamily::OpenAi
+        );
+        assert_eq!(reader_billing_family(None, "llava"), BillingFamily::Unknown);
+    }
 
     #[test]
     fn wire_apis_map_to_billing_families() {

@@ -13,8 +13,6 @@ use crate::prompts::{
     FRAMES_FILES, FRAMES_NOTE_DIGEST, FRAMES_NOTE_TRUNCATED, FRAMES_RULES_DOC, FRAMES_RULES_GRID,
     FRAMES_RULES_IMAGES, FRAMES_RULES_REPEAT, FRAMES_RULES_TEXT, FRAMES_SUMMARY, render,
 };
-use crate::salience::History;
-use crate::text_frames::reading_guide;
 use crate::util::{len16, thousands};
 
 /// What opens the history text in a PNG-frame summary: the HISTORY
@@ -31,7 +29,6 @@ pub(crate) fn frames_summary(
     archive: &PngArchive,
     files: &MarkedFiles,
     digest: bool,
-    history: &History,
 ) -> String {
     let has_text = archive.text.is_some() || archive.text_head.is_some();
     if archive.frames.is_empty() && !has_text && files.is_empty() {
@@ -49,34 +46,20 @@ pub(crate) fn frames_summary(
             &[("chars", &thousands(archive.truncated_chars))],
         ));
     }
-    let files_count = files.len();
     let tree = files.tree();
     let files = if tree.is_empty() {
         String::new()
     } else {
         format!("{}\n\n", render(&FRAMES_FILES, &[("tree", &tree)]))
     };
-    let mut out = render(
+    render(
         &FRAMES_SUMMARY,
         &[
             ("reading_rules", &reading_rules(layout)),
             ("notes", &notes),
             ("files", &files),
         ],
-    );
-    if !history.text.is_empty() {
-        let guide = reading_guide(
-            &history.shortened,
-            history.source_chars,
-            len16(&history.text),
-            (files_count, files_count),
-        );
-        out.push_str("\n\n");
-        out.push_str(&guide);
-        out.push_str("\n\n");
-        out.push_str(&history.text);
-    }
-    out
+    )
 }
 
 /// The reading rules: plain text only, or the image rules with the frame
@@ -158,20 +141,12 @@ mod tests {
         }
     }
 
-    fn no_history() -> History {
-        History {
-            text: String::new(),
-            shortened: crate::salience::Shortened::default(),
-            source_chars: 0,
-        }
-    }
-
     /// The summary of frames of `shapes` with nothing dropped, no files and
     /// no text history.
     fn plain_summary(shapes: &[&str]) -> String {
         let l = layout(shapes, "x");
         let a = archive_record(&l, Vec::new(), 0);
-        frames_summary(&l, &a, &MarkedFiles::default(), false, &no_history())
+        frames_summary(&l, &a, &MarkedFiles::default(), false)
     }
 
     #[test]
@@ -179,7 +154,7 @@ mod tests {
         let l = layout(&[], "");
         let a = archive_record(&l, Vec::new(), 0);
         assert_eq!(
-            frames_summary(&l, &a, &MarkedFiles::default(), false, &no_history()),
+            frames_summary(&l, &a, &MarkedFiles::default(), false),
             "No prior history."
         );
         assert_eq!(
@@ -193,7 +168,7 @@ mod tests {
         let l = layout(&[], "¶user:hi");
         let a = archive_record(&l, Vec::new(), 12_345);
         let files = MarkedFiles::from_ops(["src/a.rs"], [], ["src/b.rs"]);
-        let s = frames_summary(&l, &a, &files, true, &no_history());
+        let s = frames_summary(&l, &a, &files, true);
         assert!(s.starts_with("Resume the prior conversation."), "{s}");
         assert!(s.contains("Reading rules:\n- The archive is plain text, verbatim and exact.\n- The history opens with a condensed digest"));
         assert!(s.contains("- About 12,345 characters of older middle history were dropped"));

@@ -243,7 +243,7 @@ fn dry_run(
     let step = prune_first(session, leaf, budgets, prune, Some(&archives), ctx.now_ms());
     let pruned = step.pruned(std::borrow::Cow::Borrowed(session));
     let prep = match step.prepare(&pruned, leaf) {
-        Ok(p) => p,
+        Ok(p) => musepi_hooks::with_frames_history(p),
         Err(reason) => {
             // The dry-run document, saying there is nothing to do as `plan`
             // and the compaction say it.

@@ -50,7 +50,7 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
     );
     let session = planned.pruned.as_ref();
     let prep = match planned.step.prepare(session, leaf) {
-        Ok(p) => p,
+        Ok(p) => musepi_hooks::with_frames_history(p),
         Err(reason) => {
             if ctx.json() {
                 let mut doc = nothing_json(session, &planned, &reason);

@@ -6,7 +6,7 @@ use musepi_context_builder::{
     ContextEstimate, LlmMessage, ProviderHistory, SessionContext, Tokenizer, TranscriptOptions,
     build_context_at, build_transcript, llm_message_tokens, provider_messages,
 };
-use musepi_session_model::{AgentMessage, ContentBlock, Session};
+use musepi_session_model::{AgentMessage, ContentBlock, EntryBody, Session};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -211,12 +211,37 @@ fn context_rows(session: &Session, context: &SessionContext<'_>, shape: Shape) -
 fn transcript_rows(session: &Session, leaf: Option<usize>, shape: Shape) -> Vec<Row> {
     build_transcript(session, leaf, TranscriptOptions::default())
         .iter()
-        .map(|t| Row {
-            superseded: t.superseded,
-            compacted_away: t.compacted_away,
-            ..shape.message_row(session, t.entry_index, &t.message)
+        .map(|t| {
+            let mut row = Row {
+                superseded: t.superseded,
+                compacted_away: t.compacted_away,
+                ..shape.message_row(session, t.entry_index, &t.message)
+            };
+            // A compaction's divider: how it was made and the context
+            // before and after it, when its entry records them.
+            if let (Some(preview), EntryBody::Compaction(c)) =
+                (row.preview.as_mut(), &session.entries()[t.entry_index].body)
+                && let Some(head) = divider(c)
+            {
+                *preview = format!("{head} {preview}");
+            }
+            row
         })
         .collect()
+}
+
+/// `── 📷 snapcompact · 31,315 → 24,005 ──` for a compaction whose entry
+/// records how it was made or the context after it.
+fn divider(c: &musepi_session_model::Compaction) -> Option<String> {
+    if c.method.is_none() && c.tokens_after.is_none() {
+        return None;
+    }
+    let method = c.method.as_deref().unwrap_or("compacted");
+    let n = |t: f64| musepi_session_model::json::thousands(t.max(0.0).round() as u64);
+    Some(match c.tokens_after {
+        Some(after) => format!("── 📷 {method} · {} → {} ──", n(c.tokens_before), n(after)),
+        None => format!("── 📷 {method} ──"),
+    })
 }
 
 /// The provider messages, each counted as the context's tokens count it, so

@@ -11,8 +11,45 @@ use super::model::{Block, BlockKind, Divider, Part, Tone, Transcript};
 use super::text::{tokens, truncate, wrap};
 use crate::output::display_width;
 
-/// The slim divider a compaction shows in the transcript (docs/design.md, "What the model sees").
+/// The slim divider a compaction shows in the transcript when its entry
+/// does not say how it was made (docs/design.md, "What the model sees").
 pub const DIVIDER: &str = "── 📷 compacted · ctrl+o ──";
+
+/// The slim divider of `d`: how it was made and the context before and
+/// after it, when its entry records them (`── 📷 snapcompact · 31k → 24k ·
+/// ctrl+o ──`), else [`DIVIDER`] (or what of it the entry records).
+pub fn divider_head(d: &Divider) -> String {
+    let (Some(method), after) = (d.method.as_deref(), d.tokens_after) else {
+        return match d.tokens_after {
+            Some(after) => format!(
+                "── 📷 compacted · {} → {} · ctrl+o ──",
+                short_tokens(d.tokens_before),
+                short_tokens(after)
+            ),
+            None => DIVIDER.to_owned(),
+        };
+    };
+    let method = crate::output::escape_controls(method);
+    match after {
+        Some(after) => format!(
+            "── 📷 {method} · {} → {} · ctrl+o ──",
+            short_tokens(d.tokens_before),
+            short_tokens(after)
+        ),
+        None => format!("── 📷 {method} · ctrl+o ──"),
+    }
+}
+
+/// `31k` for 31,315 tokens, `960` below a thousand.
+fn short_tokens(n: f64) -> String {
+    if !n.is_finite() || n < 0.0 {
+        "?".to_owned()
+    } else if n < 1000.0 {
+        format!("{}", n.round() as u64)
+    } else {
+        format!("{}k", (n / 1000.0).round() as u64)
+    }
+}
 /// The line closing an expanded divider.
 pub const DIVIDER_END: &str = "── end of compaction ──";
 /// Rows of an expanded fold's body before the rest is counted, not shown.
@@ -193,14 +230,17 @@ fn body_rows(
 fn divider_rows(d: &Divider, open: bool, width: usize, b: usize, p: usize, rows: &mut Vec<Row>) {
     let style = Style::default().fg(Color::Yellow);
     let dim = Style::default().fg(Color::DarkGray);
-    let mut facts = vec![format!("{} tokens before", tokens(d.tokens_before))];
+    let mut facts = Vec::new();
+    if d.tokens_after.is_none() {
+        facts.push(format!("{} tokens before", tokens(d.tokens_before)));
+    }
     if d.superseded {
         facts.push("superseded".to_owned());
     }
     if let Some(a) = &d.archive {
         facts.push(a.brief());
     }
-    let head = truncate(DIVIDER, width);
+    let head = truncate(&divider_head(d), width);
     let room = width.saturating_sub(display_width(&head) + 1);
     let mut spans = vec![Span::styled(head, style.add_modifier(Modifier::BOLD))];
     if room > 1 {

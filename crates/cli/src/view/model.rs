@@ -118,6 +118,11 @@ pub struct Divider {
     pub from_extension: bool,
     /// The snapcompact archive it holds, if any.
     pub archive: Option<ArchiveInfo>,
+    /// How it was made, when its entry records it (`method`).
+    pub method: Option<String>,
+    /// The context's tokens after it, when its entry records it
+    /// (`tokensAfter`).
+    pub tokens_after: Option<f64>,
 }
 
 impl Part {
@@ -171,6 +176,8 @@ impl Transcript {
                             from_extension: stored
                                 .is_some_and(musepi_session_model::Compaction::is_from_extension),
                             archive: stored.and_then(stored_archive),
+                            method: stored.and_then(|s| s.method.clone()),
+                            tokens_after: stored.and_then(|s| s.tokens_after),
                         };
                         (BlockKind::Compaction, None, vec![Part::Divider(divider)])
                     }

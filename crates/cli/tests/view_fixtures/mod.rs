@@ -200,6 +200,26 @@ pub(crate) fn compacted() -> String {
     )
 }
 
+/// [`compacted`], its entry recording how it was made and the context
+/// after it, as oh-my-pi's and musepi's entries do.
+pub(crate) fn compacted_with_method() -> String {
+    with_compactions(
+        "view-method",
+        [compaction(
+            "c1",
+            "l1",
+            20,
+            json!({
+                "summary": "## Goal\nPort the tokenizer to Rust.",
+                "firstKeptEntryId": "e5",
+                "tokensBefore": 31315,
+                "method": "snapcompact",
+                "tokensAfter": 24005
+            }),
+        )],
+    )
+}
+
 /// A text archive of `chars` ASCII characters: lines of history.
 fn archive_text(chars: usize) -> String {
     let mut s = String::new();

@@ -242,6 +242,13 @@ pub async fn compact(
         journal.discard_staged();
         return Err(CompactError::Aborted);
     }
+    // The entry records the context's tokens after it: measured with it
+    // appended in memory, the same count as after it is written.
+    let mut result = result;
+    let tokens_after = journal.with_appended(result.clone().into_body(), options.now, |s, at| {
+        musepi_snapcompact::context_tokens(s, Some(at), Tokenizer::Heuristic)
+    });
+    result.tokens_after = Some(tokens_after);
     let mut stamp = Stamp {
         ids,
         now: options.now,
@@ -254,8 +261,6 @@ pub async fn compact(
         }
     };
     let session = journal.session();
-    let tokens_after =
-        musepi_snapcompact::context_tokens(session, session.leaf_index(), Tokenizer::Heuristic);
     let index = session.index_of(entry_id.as_str()).unwrap_or(0);
     let event = CompactEvent {
         kind: names::COMPACT,

@@ -21,7 +21,7 @@ use crate::snapcompact::compact_preparation;
 
 /// What the pipeline decided before any model call.
 pub(super) enum Route {
-    Supplied(CompactionResult),
+    Supplied(Box<CompactionResult>),
     Summarize {
         plan: Box<SummaryPlan>,
         preserve: Option<Value>,
@@ -98,7 +98,7 @@ pub(super) async fn decide(
             });
         }
         if let Some(supplied) = d.result.and_then(|r| r.compaction) {
-            return Ok(Route::Supplied(supplied_result(supplied, &prep)));
+            return Ok(Route::Supplied(Box::new(supplied_result(supplied, &prep))));
         }
         views = Some(event.preparation.summarized);
     }
@@ -135,8 +135,9 @@ pub(super) async fn decide(
         let prep = with_unpruned_history(journal, prep);
         let mut result = compact_preparation(&prep, &snap.target, &snap.settings)?;
         result.preserve_data = merge_preserve(result.preserve_data.take(), preserve);
-        return Ok(Route::Supplied(result));
+        return Ok(Route::Supplied(Box::new(result)));
     }
+    let prep = crate::snapcompact::with_frames_history(prep);
     let plan = SummaryPlan::new(&prep, &options.settings, &request_options);
     let remote_input =
         (options.strategy == Strategy::Remote && options.remote.is_some()).then(|| {
@@ -200,5 +201,7 @@ fn supplied_result(s: SuppliedCompaction, prep: &Preparation<'_>) -> CompactionR
         preserve_data: s.preserve_data,
         usage: None,
         from_extension: true,
+        method: None,
+        tokens_after: None,
     }
 }

@@ -25,7 +25,7 @@ pub(super) async fn finish(
     warnings: &mut Vec<String>,
 ) -> Result<(CompactionResult, Vec<RequestPurpose>), CompactError> {
     match route {
-        Route::Supplied(result) => Ok((result, Vec::new())),
+        Route::Supplied(result) => Ok((*result, Vec::new())),
         Route::Summarize {
             plan,
             preserve,
@@ -34,9 +34,11 @@ pub(super) async fn finish(
             let summarizer = options.summarizer.ok_or(CompactError::NoModel)?;
             let mut preserve = preserve;
             let mut requests = Vec::new();
+            let mut replayed = false;
             if let (Some(remote), Some(input)) = (options.remote, &remote_input) {
                 match remote.compact(input, cancel.clone()).await {
                     Ok(payload) => {
+                        replayed = true;
                         let mut map = match preserve.take() {
                             Some(Value::Object(m)) => m,
                             _ => serde_json::Map::new(),
@@ -52,7 +54,11 @@ pub(super) async fn finish(
             }
             let (merged, short, usage) =
                 summarize(&plan, summarizer, cancel, &mut requests, warnings).await?;
-            Ok((plan.finish(&merged, short, usage, preserve), requests))
+            let mut result = plan.finish(&merged, short, usage, preserve);
+            if replayed {
+                result.method = Some("remote".to_owned());
+            }
+            Ok((result, requests))
         }
     }
 }

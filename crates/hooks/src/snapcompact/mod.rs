@@ -17,6 +17,7 @@
 use musepi_compaction::{CompactionResult, Preparation};
 use musepi_context_builder::{ContextMessage, ConvertOptions, convert_with_sources};
 use musepi_session_model::RawJson;
+use musepi_snapcompact::history::summary_with_frames_history;
 use musepi_snapcompact::serialize::useless_call_ids;
 use musepi_snapcompact::{MarkedFiles, PassInput, SnapError};
 pub use musepi_snapcompact::{SnapSettings, SnapTarget};
@@ -45,7 +46,31 @@ pub fn compact_preparation(
         preserve_data: pass.preserve_data,
         usage: None,
         from_extension: false,
+        method: Some("snapcompact".to_owned()),
+        tokens_after: None,
     })
+}
+
+/// `prep` with the transcript a previous PNG archive carries on its frames
+/// put after its previous summary, for an LLM summary that takes over from
+/// it: the frames carry that history instead of the summary's text, and a
+/// summarizer reads text (see
+/// [`musepi_snapcompact::history::summary_with_frames_history`]).
+pub fn with_frames_history(mut prep: Preparation<'_>) -> Preparation<'_> {
+    let update = prep
+        .previous_preserve_data
+        .as_ref()
+        .map(RawJson::to_value)
+        .and_then(|preserve| {
+            summary_with_frames_history(
+                prep.previous_summary.as_deref().unwrap_or_default(),
+                &preserve,
+            )
+        });
+    if update.is_some() {
+        prep.previous_summary = update;
+    }
+    prep
 }
 
 /// What the archive takes from the preparation.

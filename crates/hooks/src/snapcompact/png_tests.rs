@@ -6,22 +6,23 @@ use musepi_context_builder::{
     ArchiveBlocks, ConvertOptions, LlmMessage, build_context, convert_to_llm,
 };
 use musepi_session_model::{Compaction, ContentBlock, EntryBody, RawJson, Text};
+use std::fmt::Write as _;
+
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use super::testkit::{BuilderExt as _, claude, snapcompact_in, vision};
+use super::testkit::{BuilderExt as _, claude, gemini, snapcompact_in, vision};
 use super::*;
-use musepi_context_builder::IMAGE_CHARS;
 use musepi_session_model::json::{
     thousands, utf16_ceil_byte_from_end, utf16_floor_byte, utf16_len as len16,
 };
 use musepi_snapcompact::SessionArchives;
+use musepi_snapcompact::archive_tokens;
 use musepi_snapcompact::history::history_blocks;
 use musepi_snapcompact::normalize::NEWLINE_GLYPH;
-use musepi_snapcompact::png_archive::PngArchive;
+use musepi_snapcompact::png_archive::{EDGE_CHARS, PngArchive};
 use musepi_snapcompact::pricing::{FRAME_DATA_BYTES_BUDGET, FRAME_DATA_BYTES_ESTIMATE};
 use musepi_snapcompact::serialize::{Flavor, SerializeOptions, serialize};
-use musepi_snapcompact::text_frames::archive_max_chars_for_reserve;
 use musepi_snapcompact::{normalize, resolve_shape};
 use musepi_test_support::EntryBuilder as Builder;
 
@@ -64,21 +65,27 @@ fn long_session(turns: usize, words: usize) -> Builder {
     b
 }
 
+/// The turns of 200 words whose history a Gemini reader gets on frames:
+/// about 8 frames, which cost it fewer tokens than the text archive.
+const FRAMED_TURNS: usize = 120;
+
 #[test]
 fn png_frames_carry_their_shape_and_the_preserve_data_holds_the_archive() {
-    let b = long_session(90, 200);
-    let out = run(&b, &claude());
+    let b = long_session(FRAMED_TURNS, 200);
+    let out = run(&b, &gemini());
     let png = png_of(&out);
     assert!(png.frames.len() >= 2, "{}", png.frames.len());
     for frame in &png.frames {
-        assert_eq!(frame.shape.as_deref(), Some("11on16-bw"));
+        assert_eq!(frame.shape.as_deref(), Some("8on22-bw"));
         assert_eq!(
             (frame.font.as_deref(), frame.variant.as_deref()),
             (Some("8x13"), Some("bw"))
         );
-        assert_eq!((frame.cols, frame.detail.as_deref()), (142, None));
+        assert_eq!((frame.cols, frame.detail.as_deref()), (256, None));
         assert!(frame.data.starts_with("iVBORw0KGgo"));
     }
+    // Every page is shown: the frames keep all of the history.
+    assert_eq!(png.truncated_chars, 0);
     assert_eq!(
         out.details,
         Some(json!({"readFiles": ["src/planner.ts"], "modifiedFiles": ["src/planner.rs"]}))
@@ -86,15 +93,17 @@ fn png_frames_carry_their_shape_and_the_preserve_data_holds_the_archive() {
     let s = &out.summary;
     assert!(s.starts_with("Resume the prior conversation."), "{s}");
     for part in [
-        "a grid 142 characters wide and up to 98 rows tall",
+        "a grid 256 characters wide and up to 93 rows tall",
         "FILES\n===================\n\n# src/\nplanner.rs (Write)\nplanner.ts (Read)\n\nHISTORY\n",
-        // A reader of text alone finds the history under HISTORY too.
-        "HISTORY\n===================\n\nReading guide\n",
-        "=== LEDGER ===\n",
-        "¶user:t89w0 t89w1",
     ] {
         assert!(s.contains(part), "{part:?} in {s}");
     }
+    // The frames carry the history instead of the text.
+    assert!(s.ends_with("HISTORY\n==================="), "{s}");
+    assert!(
+        !s.contains("=== LEDGER ===") && !s.contains("¶user:t89w0"),
+        "{s}"
+    );
     assert!(
         !s.contains("{{") && !s.contains("}}") && !s.contains("dropped"),
         "{s}"
@@ -118,20 +127,19 @@ fn png_frames_carry_their_shape_and_the_preserve_data_holds_the_archive() {
 
 #[test]
 fn a_second_png_compaction_rerenders_from_the_archive_text() {
-    let mut target = claude();
-    target.max_frames = Some(3);
-    let mut b = long_session(60, 200);
+    let target = gemini();
+    let mut b = long_session(100, 200);
     let first = run(&b, &target);
     let png1 = png_of(&first);
     b.commit(first);
-    for i in 0..60 {
+    for i in 0..20 {
         b.filler(&format!("second{i}w"), 200);
     }
     b.user("Carry on again.");
     b.assistant("Carrying on again.", &[], None);
     let second = run(&b, &target);
     let png2 = png_of(&second);
-    assert!(png2.frames.len() <= 3);
+    assert!(png2.frames.len() > png1.frames.len());
     // Every frame was printed from the kept text: frames and edges add up to it.
     let text = png2.text.clone().unwrap_or_default();
     let printed: u64 = png2.frames.iter().map(|f| f.chars).sum();
@@ -147,34 +155,97 @@ fn a_second_png_compaction_rerenders_from_the_archive_text() {
         "{}",
         tail_units(&text, 80)
     );
-    assert!(png2.truncated_chars > png1.truncated_chars);
+    assert_eq!((png1.truncated_chars, png2.truncated_chars), (0, 0));
     let preserve = second.preserve_data.clone().unwrap_or_default();
     assert_eq!(preserve.as_object().map(serde_json::Map::len), Some(1));
 }
 
+/// The frames print a transcript that cuts long tool output to its head
+/// and tail; when the text archive shows a fact from the middle of one,
+/// the frames would keep less, and the reader gets the text archive.
 #[test]
-fn openai_frames_ask_for_original_detail_and_the_provider_caps_frames() {
-    let b = long_session(80, 200);
-    let out = run(&b, &vision("gpt-4o", "openai-responses", "mystery-cloud"));
-    let png = png_of(&out);
-    assert_eq!(png.frames.len(), 5);
+fn frames_that_would_lose_a_fact_the_text_archive_shows_are_not_written() {
+    // Replies of words that say nothing specific: the text archive has
+    // room for every fact, and the frames carry it all at less cost.
+    let session = |importer: bool| {
+        let mut b = long_session(0, 0);
+        if importer {
+            let mut output = String::new();
+            for i in 0..300 {
+                let _ = writeln!(output, "    let x{i} = reader.get({i})?;");
+            }
+            output.push_str("note: the importer must batch 250 rows per insert\n");
+            for i in 0..300 {
+                let _ = writeln!(output, "    let y{i} = writer.put({i})?;");
+            }
+            b.one_call(
+                "Run the importer.",
+                "Running it.",
+                ("k1", "bash", json!({"command": "cargo run --bin importer"})),
+                &output,
+            );
+        }
+        for i in 0..120 {
+            b.user(&format!("Go on with part {i}."));
+            b.assistant(
+                &"the reply goes on and on about nothing much ".repeat(30),
+                &[],
+                None,
+            );
+        }
+        b.user("Carry on.");
+        b.assistant("Carrying on.", &[], None);
+        b
+    };
+    assert!(run(&session(false), &gemini()).preserve_data.is_some());
+    // The transcript on the frames cuts the long output to its head and
+    // tail, where the text archive keeps the fact from its middle.
+    let out = run(&session(true), &gemini());
+    assert!(out.preserve_data.is_none(), "frames were written");
     assert!(
-        png.frames
-            .iter()
-            .all(|f| f.detail.as_deref() == Some("original"))
+        out.summary
+            .contains("note: the importer must batch 250 rows per insert")
     );
-    assert_eq!(png.frames[0].shape.as_deref(), Some("8on22-bw"));
-    assert!(out.summary.contains("dropped to fit the budget"));
+    let details = out.details.clone().unwrap_or_default();
+    assert_eq!(
+        details["snapcompact"]["framesConsidered"]["keepsAll"], false,
+        "{details}"
+    );
+}
+
+/// A frame costs a Claude or an `OpenAI` reader about as many tokens as the
+/// text it prints, four times what the text archive spends on it: they get
+/// the text archive, which says what the frames would have cost.
+#[test]
+fn a_reader_whose_frames_cost_more_than_the_text_archive_gets_the_text_archive() {
+    let b = long_session(FRAMED_TURNS, 200);
+    for target in [claude(), vision("gpt-4o", "openai-responses", "openai")] {
+        let out = run(&b, &target);
+        assert!(out.preserve_data.is_none(), "{:?}", out.preserve_data);
+        let details = out.details.clone().unwrap_or_default();
+        let archive = &details["snapcompact"];
+        assert!(archive["text"].is_string(), "{details}");
+        let considered = archive["framesConsidered"]["tokens"].as_u64().unwrap_or(0);
+        let text_tokens = len16(&out.summary).div_ceil(4) as u64;
+        assert!(considered >= text_tokens, "{considered} < {text_tokens}");
+    }
+    // A provider that caps frames below the pages the history needs: the
+    // frames would drop the oldest pages and keep less than the text.
+    let out = run(
+        &b,
+        &vision("gemini-2.5-pro", "google-generative-ai", "mystery-cloud"),
+    );
+    assert!(out.preserve_data.is_none());
 }
 
 #[test]
 fn a_png_compaction_continues_a_text_archive_or_folds_in_a_summary() {
-    let b = long_session(90, 200);
+    let b = long_session(FRAMED_TURNS, 200);
     let mut prep = b.prepare(1);
     prep.previous_details = Some(
         json!({"readFiles": [], "snapcompact": {"text": "¶user:EARLIER\n\nTEXT ARCHIVE", "truncatedChars": 5, "version": 1}}),
     );
-    let out = compaction(&prep, &claude());
+    let out = compaction(&prep, &gemini());
     let png = png_of(&out);
     let text = png.text_head.unwrap_or_default();
     assert!(
@@ -186,7 +257,7 @@ fn a_png_compaction_continues_a_text_archive_or_folds_in_a_summary() {
 
     prep.previous_details = None;
     prep.previous_summary = Some("## Goal\nPort the planner.".into());
-    let out = compaction(&prep, &claude());
+    let out = compaction(&prep, &gemini());
     let text = png_of(&out).text_head.unwrap_or_default();
     assert!(
         text.starts_with(
@@ -197,9 +268,8 @@ fn a_png_compaction_continues_a_text_archive_or_folds_in_a_summary() {
     assert!(out.summary.contains("condensed digest"));
 }
 
-/// A PNG compaction shrinks the context, short history or long: a history
-/// that fits the verbatim edges is archived as text, and the summary's
-/// history gets what the edges and the frames leave of the budget.
+/// A compaction for a reader of images shrinks the context, short history
+/// or long, on frames or as text.
 #[test]
 fn a_png_compaction_leaves_a_smaller_context_than_it_found() {
     for (turns, words) in [(40, 200), (60, 200), (150, 250), (400, 250)] {
@@ -212,7 +282,7 @@ fn a_png_compaction_leaves_a_smaller_context_than_it_found() {
             )
         };
         let before = tokens(&b);
-        let out = run(&b, &claude());
+        let out = run(&b, &gemini());
         let imaged = out
             .preserve_data
             .as_ref()
@@ -229,8 +299,8 @@ fn a_png_compaction_leaves_a_smaller_context_than_it_found() {
 
 #[test]
 fn session_archives_rebuild_the_frames_after_the_summary() {
-    let mut b = long_session(90, 200);
-    let out = run(&b, &claude());
+    let mut b = long_session(FRAMED_TURNS, 200);
+    let out = run(&b, &gemini());
     let frames = png_of(&out).frames.len();
     let summary = out.summary.clone();
     let at = b.commit(out);
@@ -309,7 +379,7 @@ fn the_newest_edge_keeps_every_planted_fact_verbatim() {
         "Start with {} which fails with {}.",
         OLD_FACTS[0], OLD_FACTS[1]
     ));
-    for i in 0..80 {
+    for i in 0..160 {
         b.filler(&format!("r{i}w"), 150);
     }
     b.user(&format!(
@@ -332,51 +402,56 @@ fn the_newest_edge_keeps_every_planted_fact_verbatim() {
         .unwrap_or_else(|e| panic!("{e}"));
     let details = text.details.clone().unwrap_or_default();
     let kept = details["snapcompact"]["text"].as_str().unwrap_or_default();
-    let mut one_frame = claude();
-    one_frame.max_frames = Some(1);
-    let png = png_of(&run(&b, &one_frame));
+    let png = png_of(&run(&b, &gemini()));
     let tail = png.text_tail.unwrap_or_default();
     for fact in NEW_FACTS {
         assert!(kept.contains(fact), "text archive lost {fact}");
         assert!(tail.contains(fact), "PNG tail lost {fact}");
     }
-    // The budgets were tight enough to drop the middle.
+    // The text budget was tight enough to drop the middle; the frames
+    // show every page.
     assert!(details["snapcompact"]["truncatedChars"].as_u64() > Some(0));
-    assert!(png.truncated_chars > 0);
+    assert_eq!(png.truncated_chars, 0);
+    assert!(!png.frames.is_empty());
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
 
     #[test]
-    fn png_archives_stay_within_frame_and_byte_budgets_and_keep_both_edges(
-        turns in 5usize..70,
+    fn png_archives_cost_less_than_the_text_archive_show_every_page_and_keep_both_edges(
+        turns in 5usize..180,
         words in 50usize..250,
-        max_frames in 1usize..6,
-        model in prop::sample::select(vec!["claude-sonnet-4-5", "gpt-4o", "gemini-2.5-pro", "glm-4.6"]),
+        max_frames in 1usize..18,
+        model in prop::sample::select(vec![
+            ("claude-sonnet-4-5", "anthropic-messages"),
+            ("gpt-4o", "openai-responses"),
+            ("gemini-2.5-pro", "google-generative-ai"),
+            ("glm-4.6", ""),
+        ]),
     ) {
+        let (model, api) = model;
         let b = long_session(turns, words);
         let prep = b.prepare(1);
-    let mut target = vision(model, "", "anthropic");
+        let mut target = vision(model, api, "google");
         target.max_frames = Some(max_frames);
         let source = {
             let input = pass_input(&prep);
             normalize(&serialize(Flavor::Archive, &input.messages, &input.useless, &SerializeOptions::default()))
         };
         let out = compact_preparation(&prep, &target, &SnapSettings::default()).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let edge = resolve_shape("", model, None).map_err(|e| TestCaseError::fail(e.to_string()))?.shape.geometry().capacity as usize;
         let imaged = out.preserve_data.as_ref().and_then(|p| p.get("snapcompact")).is_some();
-        // A history that fits the two verbatim edges, or one the frames
-        // would not shrink, gets a text archive.
-        let history = archive_max_chars_for_reserve(SnapSettings::default().reserve_tokens);
-        prop_assert!(imaged || len16(&source) <= 2 * edge + max_frames * IMAGE_CHARS + history);
-        prop_assert!(!imaged || len16(&source) > 2 * edge);
         if !imaged {
             let details = out.details.clone().unwrap_or_default();
             prop_assert!(details["snapcompact"]["text"].is_string(), "{details}");
             return Ok(());
         }
         let png = png_of(&out);
+        // Every page shown, for fewer tokens than the text archive.
+        prop_assert_eq!(png.truncated_chars, 0);
+        let text = compact_preparation(&prep, &SnapTarget::default(), &SnapSettings::default()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let png_tokens = (len16(&out.summary) as u64).div_ceil(4) + archive_tokens(&png, Some(api));
+        prop_assert!(png_tokens < (len16(&text.summary) as u64).div_ceil(4), "{png_tokens}");
         prop_assert!(png.frames.len() <= max_frames);
         prop_assert!(png.frames.iter().all(|f| f.data.len() <= FRAME_DATA_BYTES_ESTIMATE));
         let sent: usize = history_blocks(&png, FRAME_DATA_BYTES_BUDGET)
@@ -384,6 +459,7 @@ proptest! {
             .map(|c| match c { ContentBlock::Image { data, .. } => data.len(), _ => 0 })
             .sum();
         prop_assert!(sent <= FRAME_DATA_BYTES_BUDGET);
+        let edge = (resolve_shape(api, model, None).map_err(|e| TestCaseError::fail(e.to_string()))?.shape.geometry().capacity as usize).min(EDGE_CHARS);
         let head = png.text_head.clone().unwrap_or_default();
         let tail = png.text_tail.clone().unwrap_or_default();
         {

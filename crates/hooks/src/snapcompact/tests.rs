@@ -200,6 +200,8 @@ fn a_compaction_without_an_archive_in_between_restarts_from_its_summary() {
         preserve_data: None,
         usage: None,
         from_extension: false,
+        method: Some("llm".to_owned()),
+        tokens_after: None,
     });
     b.user("Latest request.");
     b.assistant("Latest answer.", &[], None);
@@ -367,9 +369,9 @@ fn the_same_session_compacts_to_the_same_bytes_twice() {
 /// for a reader of frames alike (no archive is unpacked into the prompt).
 #[test]
 fn an_llm_summary_after_an_archive_finds_the_archive_text_in_the_previous_summary() {
-    for target in [text_target(), claude()] {
+    for target in [text_target(), super::testkit::gemini()] {
         let mut b = Builder::new();
-        for i in 0..90 {
+        for i in 0..120 {
             b.filler(&format!("a{i}w"), 200);
         }
         b.one_call(
@@ -394,7 +396,9 @@ fn an_llm_summary_after_an_archive_finds_the_archive_text_in_the_previous_summar
             b.filler(&format!("b{i}w"), 120);
         }
         ending(&mut b);
-        let prep = b.prepare(1);
+        // The frames carried the history, so the summarizer reads their
+        // transcript after the PNG archive's summary.
+        let prep = with_frames_history(b.prepare(1));
         let plan = musepi_compaction::SummaryPlan::new(
             &prep,
             &musepi_compaction::CompactionSettings::default(),
@@ -412,11 +416,65 @@ fn an_llm_summary_after_an_archive_finds_the_archive_text_in_the_previous_summar
         assert_eq!(Some(previous), prep.previous_summary.as_deref());
         assert_contains(
             previous,
-            &[
-                "=== LEDGER ===",
-                "¶user:Where does the deploy key live?",
-                "vault/prod/deploy",
-            ],
+            &["¶user:Where does the deploy key live?", "vault/prod/deploy"],
+        );
+        assert_eq!(previous.contains("=== LEDGER ==="), !target.wants_frames());
+    }
+}
+
+#[test]
+fn the_summary_is_sized_by_the_reserve_the_history_and_the_window() {
+    let mut b = Builder::new();
+    for i in 0..400 {
+        b.user(&format!(
+            "Step {i}: the limit of part {i} is {} ms and must not change. {}",
+            1000 + i,
+            "More words about it. ".repeat(20)
+        ));
+        b.assistant(
+            &format!("Part {i} keeps {} entries because of the load.", 5000 + i),
+            &[],
+            None,
         );
     }
+    ending(&mut b);
+    let prep = b.prepare(1);
+    let chars = |settings: &SnapSettings| {
+        let out =
+            compact_preparation(&prep, &text_target(), settings).unwrap_or_else(|e| panic!("{e}"));
+        out.summary.encode_utf16().count()
+    };
+    // A long history: what an LLM summary may take, 0.8 × the reserve.
+    let mut settings = SnapSettings::default();
+    assert!(chars(&settings) <= 13_107 * 4);
+    assert!(chars(&settings) > 12_000 * 4);
+    // A 32k window: an eighth of what the reserve leaves of it.
+    settings.context_window = Some(32_768);
+    assert!(chars(&settings) <= 2_048 * 4);
+    // A window that does not bind.
+    settings.context_window = Some(200_000);
+    assert!(chars(&settings) > 12_000 * 4);
+    // A short history: a quarter of it, at least 3,600 tokens.
+    let mut short = Builder::new();
+    for i in 0..200 {
+        short.user(&format!(
+            "Part {i} keeps {} entries. {}",
+            5000 + i,
+            "Words. ".repeat(60)
+        ));
+        short.assistant("Done.", &[], None);
+    }
+    ending(&mut short);
+    let prep = short.prepare(1);
+    let out = compact_preparation(&prep, &text_target(), &SnapSettings::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let history: u64 = prep
+        .messages_to_summarize
+        .iter()
+        .chain(&prep.turn_prefix_messages)
+        .map(musepi_context_builder::ContextMessage::tokens)
+        .sum();
+    let tokens = out.summary.encode_utf16().count().div_ceil(4) as u64;
+    assert!(history / 4 > 3_600, "{history}");
+    assert!(tokens <= history / 4 + 1, "{tokens} of {history}");
 }

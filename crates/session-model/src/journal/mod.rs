@@ -280,6 +280,35 @@ impl Journal {
         }
     }
 
+    /// What `measure` finds in the session with `body` appended under the
+    /// leaf (the session and the new entry's index), in memory only:
+    /// nothing is written, and the session is left as it was. The entry
+    /// has a provisional id, none of the ids the caller hands out is used:
+    /// a compaction measures the context after it this way, to record it
+    /// in the entry it then appends.
+    pub fn with_appended<R>(
+        &mut self,
+        body: EntryBody,
+        now: crate::time::EpochMillis,
+        measure: impl FnOnce(&Session, usize) -> R,
+    ) -> R {
+        struct Provisional(u32);
+        impl IdSource for Provisional {
+            fn next_candidate(&mut self) -> String {
+                self.0 += 1;
+                format!("provisional-{}", self.0)
+            }
+        }
+        let before = self.session.clone_state();
+        let mut ids = Provisional(0);
+        let mut stamp = Stamp { ids: &mut ids, now };
+        self.session.append(body, &mut stamp);
+        let index = self.session.len() - 1;
+        let result = measure(&self.session, index);
+        self.session.restore_state(before);
+        result
+    }
+
     /// Replaces entries in memory only, so what follows (a compaction) sees
     /// them; the next write (an append, or [`Journal::rewrite`]) writes them
     /// together with it in one atomic rewrite, and

@@ -2,7 +2,8 @@
 //! reasoning, reply and tool output, each cut into pieces that the budget
 //! keeps or leaves out one by one.
 
-use super::text::{Span, score, split_lines, split_prose, states_constraint};
+use super::score::{read, score, states_constraint};
+use super::text::{Span, split_lines, split_prose};
 use crate::util::len16;
 
 /// The two parts of the archive.
@@ -56,6 +57,10 @@ pub(crate) enum Rank {
 
 /// Tiers of optional pieces, highest first.
 pub(crate) mod tier {
+    /// Every sentence of reasoning or a reply that states a fact, and the
+    /// best few fact lines of each command's output, ordered by what each
+    /// says for its length (see [`super::fact_score`]).
+    pub(crate) const FACTS: u8 = 7;
     /// Error lines beyond the guaranteed ones.
     pub(crate) const ERRORS: u8 = 5;
     /// The best piece of each reasoning or reply (every message keeps
@@ -85,6 +90,9 @@ pub(crate) struct Piece {
     /// Leaving it out needs no marker (the ledger's optional lines: the
     /// full output is in the conversation).
     pub silent: bool,
+    /// It states a fact (see [`read`]): it ranks with the best of the
+    /// conversation.
+    pub fact: bool,
 }
 
 impl Piece {
@@ -94,6 +102,7 @@ impl Piece {
             text: text.into(),
             rank,
             silent: false,
+            fact: false,
         }
     }
 }
@@ -361,142 +370,36 @@ pub(crate) fn prose_block(scope: Scope, text: &str, turn: u32, id: Option<&str>)
     let mut block = Block::new(scope, turn, id);
     block.source_chars = len16(text);
     let spans = split_prose(text, PIECE_MAX);
-    block.pieces = pieces_of(text, &spans, |_, piece| Rank::Optional {
-        tier: tier::CONVERSATION,
-        score: score(piece),
-    });
+    block.pieces = spans
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let piece = &text[s.text.clone()];
+            let sep = if i == 0 { "" } else { &text[s.sep.clone()] };
+            let reading = read(piece);
+            let mut p = Piece::new(
+                sep,
+                piece,
+                Rank::Optional {
+                    tier: tier::CONVERSATION,
+                    score: reading.score,
+                },
+            );
+            p.fact = reading.fact;
+            p
+        })
+        .collect();
     block
 }
 
-/// Tool output: its lines, optional; `skip` lines (already in the ledger)
-/// left out. The last lines and the first line count a little more, since
-/// results and errors sit at the end and headers at the start.
-pub(crate) fn output_block(
-    tool: &str,
-    text: &str,
-    turn: u32,
-    id: Option<&str>,
-    skip: &[String],
-    cap: OutputCap,
-) -> Block {
-    let mut block = Block::new(Scope::Out(tool.to_owned()), turn, id);
-    block.source_chars = len16(text);
-    let spans = split_lines(text, usize::MAX);
-    let n = spans.len();
-    let offered = cap.offered(text, &spans);
-    let mut placeholder = false;
-    for (i, span) in spans.iter().enumerate() {
-        let line = &text[span.text.clone()];
-        let sep = if block.pieces.is_empty() {
-            String::new()
-        } else {
-            // One line break, then the line's own indentation.
-            let original = &text[span.sep.clone()];
-            format!("\n{}", original.rsplit('\n').next().unwrap_or_default())
-        };
-        if !offered[i] {
-            // The middle beyond the cap: one stand-in, kept only if the
-            // budget has nothing better.
-            if !placeholder {
-                let hidden = offered.iter().filter(|&&o| !o).count();
-                block.shortened = true;
-                block.pieces.push(Piece::new(
-                    "\n",
-                    format!("[…{hidden} lines…]"),
-                    Rank::Optional {
-                        tier: tier::OUTPUT,
-                        score: i32::MIN,
-                    },
-                ));
-                placeholder = true;
-            }
-            continue;
-        }
-        if skip.iter().any(|s| s == line) {
-            continue;
-        }
-        let (shown, cut) = super::text::shorten_head(line, OUTPUT_LINE_MAX);
-        block.shortened |= cut;
-        let position = if i + 3 >= n {
-            6
-        } else if i == 0 {
-            3
-        } else {
-            0
-        };
-        block.pieces.push(Piece::new(
-            sep,
-            shown,
-            Rank::Optional {
-                tier: tier::OUTPUT,
-                score: score(line) + position - 4,
-            },
-        ));
-    }
-    promote_best(&mut block, tier::OUTPUT_BEST, i32::MIN);
-    block
-}
-
-/// How much of one tool output the conversation may show at most: its
-/// head and its tail, `head_ratio` of `max` UTF-16 units from the head
-/// (the archive's `toolResultMaxChars`, unlimited when `None`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct OutputCap {
-    pub max: Option<usize>,
-    pub head_ratio: f64,
-}
-
-impl OutputCap {
-    /// No cap.
-    pub(crate) const NONE: Self = Self {
-        max: None,
-        head_ratio: 0.6,
-    };
-
-    /// Which lines are offered: all within the cap, else those of the head
-    /// and the tail that fit their shares.
-    fn offered(&self, text: &str, spans: &[super::text::Span]) -> Vec<bool> {
-        let lens: Vec<usize> = spans
-            .iter()
-            .map(|s| len16(&text[s.text.clone()]) + 1)
-            .collect();
-        let total: usize = lens.iter().sum();
-        let Some(max) = self.max.filter(|&m| total > m) else {
-            return vec![true; spans.len()];
-        };
-        let ratio = if self.head_ratio.is_nan() {
-            0.0
-        } else {
-            self.head_ratio.clamp(0.0, 1.0)
-        };
-        let head = (max as f64 * ratio).round() as usize;
-        let tail = max.saturating_sub(head);
-        let mut offered = vec![false; spans.len()];
-        let mut used = 0usize;
-        for (i, len) in lens.iter().enumerate() {
-            if used + len > head {
-                break;
-            }
-            offered[i] = true;
-            used += len;
-        }
-        used = 0;
-        for (i, len) in lens.iter().enumerate().rev() {
-            if used + len > tail || offered[i] {
-                break;
-            }
-            offered[i] = true;
-            used += len;
-        }
-        // A line longer than its share still shows its head.
-        if let Some(first) = offered.first_mut() {
-            *first = true;
-        }
-        if let Some(last) = offered.last_mut() {
-            *last = true;
-        }
-        offered
-    }
+/// The score a fact ranks by among facts: its score for its length (with
+/// what keeping a piece costs besides its text), so that where the budget
+/// cannot hold every fact it holds as many as it can.
+pub(crate) fn fact_score(score: i32, text: &str) -> i32 {
+    let cost = i32::try_from(len16(text))
+        .unwrap_or(i32::MAX / 2)
+        .saturating_add(32);
+    score.saturating_mul(256) / cost
 }
 
 /// The score and index of the best-scored optional piece of `block` (the
@@ -554,57 +457,5 @@ mod tests {
         assert!(must.ends_with("Thanks, that is all."), "{must}");
         assert!(must.contains("Never touch the vendored folder."), "{must}");
         assert!(b.pieces.iter().any(|p| p.rank != Rank::Must));
-    }
-
-    #[test]
-    fn a_capped_output_offers_its_head_and_tail_and_one_stand_in() {
-        use std::fmt::Write as _;
-        let text = (0..100).fold(String::new(), |mut out, i| {
-            let _ = writeln!(out, "line {i:03}");
-            out
-        });
-        let cap = OutputCap {
-            max: Some(100),
-            head_ratio: 0.6,
-        };
-        let b = output_block("bash", &text, 1, None, &[], cap);
-        let texts: Vec<&str> = b.pieces.iter().map(|p| p.text.as_str()).collect();
-        assert_eq!(
-            texts,
-            [
-                "line 000",
-                "line 001",
-                "line 002",
-                "line 003",
-                "line 004",
-                "line 005",
-                "[…90 lines…]",
-                "line 096",
-                "line 097",
-                "line 098",
-                "line 099"
-            ]
-        );
-    }
-
-    #[test]
-    fn output_lines_skip_what_the_ledger_holds_and_favour_the_end() {
-        let b = output_block(
-            "bash",
-            "start\nerror: boom\nmiddle\nmore\nlast",
-            1,
-            Some("r1"),
-            &["error: boom".to_owned()],
-            OutputCap::NONE,
-        );
-        let texts: Vec<&str> = b.pieces.iter().map(|p| p.text.as_str()).collect();
-        assert_eq!(texts, ["start", "middle", "more", "last"]);
-        assert!(matches!(
-            b.pieces[3].rank,
-            Rank::Optional {
-                tier: tier::OUTPUT_BEST,
-                ..
-            }
-        ));
     }
 }

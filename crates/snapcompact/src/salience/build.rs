@@ -8,10 +8,10 @@ use std::collections::{BTreeSet, HashMap};
 use musepi_context_builder::LlmMessage;
 use musepi_session_model::{ContentBlock, ToolCall};
 
-use super::blocks::{Block, Limits, OutputCap, Piece, Rank, Scope, prose_block, tier, user_block};
+use super::blocks::{Block, Limits, Piece, Rank, Scope, tier, user_block};
 use super::calls::Calls;
 use super::marker;
-use super::outputs::Outputs;
+use super::outputs::{Output, OutputCap, Outputs};
 use super::text::shorten_head;
 use crate::util::len16;
 
@@ -52,6 +52,10 @@ pub(crate) struct Builder<'a> {
     /// Each output's stand-in: its index in `blocks` and the output's
     /// number.
     stand_ins: Vec<(usize, usize)>,
+    /// Each reasoning's or reply's stand-in: its index in `blocks` and
+    /// its number; and how many this build has met.
+    prose_stand_ins: Vec<(usize, usize)>,
+    prose_seen: usize,
 }
 
 impl<'a> Builder<'a> {
@@ -77,6 +81,8 @@ impl<'a> Builder<'a> {
             outputs,
             seen: 0,
             stand_ins: Vec::new(),
+            prose_stand_ins: Vec::new(),
+            prose_seen: 0,
         }
     }
 
@@ -155,17 +161,23 @@ impl<'a> Builder<'a> {
     }
 
     fn flush(&mut self, thinking: &mut Vec<&str>, text: &mut Vec<&str>, id: Option<&str>) {
-        if !thinking.is_empty() {
-            let joined = thinking.join("\n");
-            self.blocks
-                .push(prose_block(Scope::Think, joined.trim(), self.turn, id));
-            thinking.clear();
-        }
-        if !text.is_empty() {
-            let joined = text.join("\n");
-            self.blocks
-                .push(prose_block(Scope::Ai, joined.trim(), self.turn, id));
-            text.clear();
+        let joined = [
+            (Scope::Think, thinking.join("\n")),
+            (Scope::Ai, text.join("\n")),
+        ];
+        thinking.clear();
+        text.clear();
+        for (scope, joined) in joined {
+            if joined.is_empty() {
+                continue;
+            }
+            let seq = self.prose_seen;
+            self.prose_seen += 1;
+            let stand_in = self
+                .outputs
+                .prose_stand_in(seq, scope, joined.trim(), self.turn, id);
+            self.prose_stand_ins.push((self.blocks.len(), seq));
+            self.blocks.push(stand_in);
         }
     }
 
@@ -313,6 +325,12 @@ impl<'a> Builder<'a> {
     /// The blocks, each tool output's real block in place of its stand-in
     /// (`offset` blocks were put before the ones built here).
     pub(crate) fn finish(mut self, offset: usize) -> Vec<Block> {
+        for (index, seq) in std::mem::take(&mut self.prose_stand_ins) {
+            let index = index + offset;
+            if let Some(block) = self.outputs.take_prose(seq, &self.blocks[index]) {
+                self.blocks[index] = block;
+            }
+        }
         for (index, seq) in std::mem::take(&mut self.stand_ins) {
             let index = index + offset;
             if let Some(block) = self.outputs.take(seq, &self.blocks[index]) {
@@ -326,6 +344,54 @@ impl<'a> Builder<'a> {
     pub(crate) fn into_outputs(self) -> Outputs {
         self.outputs
     }
+}
+
+/// The tool outputs [`Builder::messages`] meets in `sources`, in the order
+/// it meets them: the results that are not dropped with their useless
+/// call and hold some text, in provider histories too.
+pub(crate) fn outputs_in_order(sources: &[Source<'_>], useless: &BTreeSet<String>) -> Vec<Output> {
+    fn walk(message: &LlmMessage, dropped: &BTreeSet<&str>, out: &mut Vec<Output>) {
+        match message {
+            LlmMessage::ProviderHistory(h) => {
+                for m in h.fallback() {
+                    walk(m, dropped, out);
+                }
+            }
+            LlmMessage::ToolResult {
+                tool_call_id,
+                tool_name,
+                content,
+                is_error,
+            } => {
+                if dropped.contains(tool_call_id.as_str()) {
+                    return;
+                }
+                let text = joined_text(content);
+                if !text.trim().is_empty() {
+                    out.push((tool_name.clone(), text, *is_error));
+                }
+            }
+            _ => {}
+        }
+    }
+    // As `messages` drops them: a useless result that is not an error
+    // drops its call, and every result of that call.
+    let dropped: BTreeSet<&str> = sources
+        .iter()
+        .filter_map(|s| match s.message {
+            LlmMessage::ToolResult {
+                tool_call_id,
+                is_error: false,
+                ..
+            } if useless.contains(tool_call_id) => Some(tool_call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut out = Vec::new();
+    for s in sources {
+        walk(s.message, &dropped, &mut out);
+    }
+    out
 }
 
 /// The text blocks of `content`, concatenated.
@@ -404,6 +470,43 @@ mod tests {
             .collect();
         b.messages(&sources);
         b.finish(0)
+    }
+
+    #[test]
+    fn the_outputs_read_ahead_are_the_outputs_the_builder_meets() {
+        let mut messages = calls_and_results(
+            "bash",
+            &[
+                (json!({"command": "make"}), "error: boom\ndone", false),
+                (json!({"command": "ls"}), "   ", false),
+                (json!({"command": "cat a"}), "not needed", false),
+                (json!({"command": "cat b"}), "failed", true),
+                (json!({"command": "cat c"}), "the end", false),
+            ],
+        );
+        // A result whose call is not in the window stands alone.
+        messages.push(result("elsewhere", "bash", "late output", false));
+        let useless: BTreeSet<String> = ["c3".to_owned(), "c4".to_owned()].into();
+        let sources: Vec<Source<'_>> = messages
+            .iter()
+            .map(|m| Source {
+                message: m,
+                id: None,
+            })
+            .collect();
+        let ahead = outputs_in_order(&sources, &useless);
+        let texts: Vec<&str> = ahead.iter().map(|(_, t, _)| t.as_str()).collect();
+        // The empty output and the useless one that did not fail are not
+        // met; the useless failure is.
+        assert_eq!(
+            texts,
+            ["error: boom\ndone", "failed", "the end", "late output"]
+        );
+        let outputs = Outputs::read_ahead(&ahead, OutputCap::NONE);
+        let mut b = Builder::new(&LEVELS[0], &useless, 0, OutputCap::NONE, outputs);
+        b.messages(&sources);
+        assert_eq!(b.seen, 4);
+        assert!(b.into_outputs().met_as_read());
     }
 
     #[test]

@@ -4,12 +4,15 @@
 //! summary folded in whole.
 
 use super::blocks::{
-    Block, CallNames, CallRefs, Limits, OutputCap, Piece, Rank, Scope, output_block, prose_block,
-    summary_block, tier, user_block,
+    Block, CallNames, CallRefs, Limits, Piece, Rank, Scope, prose_block, summary_block, tier,
+    user_block,
 };
 use std::collections::HashMap;
 
-use super::text::{is_error_line, shorten_head};
+use super::calls::{READ_TOOLS, WRITE_TOOLS};
+use super::outputs::{OutputCap, output_block};
+use super::score::is_error_line;
+use super::text::shorten_head;
 use super::{CONVERSATION_HEADING, LEDGER_HEADING};
 use crate::util::len16;
 
@@ -117,7 +120,14 @@ fn archive_blocks(text: &str) -> (Vec<Block>, u32) {
     let flush = |current: &mut Option<(Scope, u32, String)>, blocks: &mut Vec<Block>| {
         if let Some((scope, turn, body)) = current.take() {
             blocks.push(match scope {
-                Scope::Out(tool) => output_block(&tool, &body, turn, None, &[], OutputCap::NONE),
+                Scope::Out(tool) => {
+                    // What an earlier archive kept of a file it read or
+                    // changed is content, as it was then.
+                    let name = tool.to_ascii_lowercase();
+                    let facts = !READ_TOOLS.contains(&name.as_str())
+                        && !WRITE_TOOLS.contains(&name.as_str());
+                    output_block(&tool, &body, turn, None, &[], OutputCap::NONE, facts)
+                }
                 Scope::EarlierMarker => marker_block(&body, turn),
                 other => prose_block(other, &body, turn, None),
             });
@@ -429,6 +439,7 @@ fn call_blocks(content: &str, turn: u32, limits: &Limits, blocks: &mut Vec<Block
                 None,
                 &lifted,
                 OutputCap::NONE,
+                true,
             ));
         }
         blocks.push(call);

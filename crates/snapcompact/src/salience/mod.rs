@@ -34,22 +34,24 @@ mod blocks;
 mod build;
 mod calls;
 mod earlier;
+mod lexicon;
 mod novelty;
 mod outputs;
+mod score;
 mod select;
 mod text;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use musepi_context_builder::LlmMessage;
 
 #[cfg(test)]
 use self::blocks::Rank;
-use self::blocks::{Block, LEVELS, OutputCap, Scope};
-use self::build::{Builder, Source};
+use self::blocks::{Block, LEVELS, Scope};
+use self::build::{Builder, Source, outputs_in_order};
 use self::earlier::earlier_blocks;
 pub use self::earlier::{Earlier, is_salience_text};
-use self::outputs::Outputs;
+use self::outputs::{OutputCap, Outputs};
 use self::select::{Kept, must_cost, render, select};
 
 /// The heading of the ledger.
@@ -144,6 +146,9 @@ pub struct History {
     /// UTF-16 length of the history archived: the earlier archive and the
     /// messages, as text.
     pub source_chars: usize,
+    /// The facts the archive shows (the sentences and output lines it
+    /// ranked as facts and kept), as they read in the history.
+    pub facts: Vec<String>,
 }
 
 /// Builds the archive of `input` (see the module documentation).
@@ -161,8 +166,8 @@ pub fn build_history(input: &HistoryInput<'_>) -> History {
         max: input.output_max_chars,
         head_ratio: input.output_head_ratio,
     };
-    // The tool outputs are read once for every level tried.
-    let mut outputs = Outputs::default();
+    // The tool outputs are read once for every level tried, all at once.
+    let mut outputs = Outputs::read_ahead(&outputs_in_order(&sources, input.useless), cap);
     let mut chosen = None;
     for (level, limits) in LEVELS.iter().enumerate() {
         let (mut blocks, turn) = earlier_blocks(input.earlier, limits);
@@ -190,6 +195,7 @@ pub fn build_history(input: &HistoryInput<'_>) -> History {
             text: String::new(),
             shortened: Shortened::default(),
             source_chars: 0,
+            facts: Vec::new(),
         };
     };
     novelty::weigh(&mut blocks);
@@ -198,10 +204,18 @@ pub fn build_history(input: &HistoryInput<'_>) -> History {
     let mut shortened = count(&blocks, &kept);
     shortened.ledger_level = level;
     let source_chars = blocks.iter().map(|b| b.source_chars).sum();
+    let facts = blocks
+        .iter()
+        .zip(&kept)
+        .flat_map(|(b, k)| b.pieces.iter().zip(k))
+        .filter(|(p, k)| **k && p.fact)
+        .map(|(p, _)| p.text.trim_end_matches('…').to_owned())
+        .collect();
     History {
         text,
         shortened,
         source_chars,
+        facts,
     }
 }
 
@@ -214,20 +228,26 @@ pub(crate) fn marker(id: Option<&str>) -> String {
 }
 
 /// The marker of a run of blocks left out whole.
+///
+/// It names the first entry of the run and the entry that appears first
+/// latest in it (an entry met again later, as a tool call's message is
+/// after its results, names no end): one pass with a set of the ids seen,
+/// since a run can hold a whole history.
 pub(crate) fn run_marker(run: &[&Block]) -> String {
-    let mut ids: Vec<&str> = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut first: Option<&str> = None;
+    let mut last: Option<&str> = None;
     for block in run {
         if let Some(id) = block.id.as_deref()
-            && ids.last() != Some(&id)
-            && !ids.contains(&id)
+            && seen.insert(id)
         {
-            ids.push(id);
+            first.get_or_insert(id);
+            last = Some(id);
         }
     }
-    match ids.as_slice() {
-        [] => "[…]".to_owned(),
-        [one] => marker(Some(one)),
-        [first, .., last] => format!("[…{first} to {last}…]"),
+    match (first, last) {
+        (Some(first), Some(last)) if first != last => format!("[…{first} to {last}…]"),
+        (one, _) => marker(one),
     }
 }
 

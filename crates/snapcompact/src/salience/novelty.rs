@@ -8,9 +8,10 @@
 //! Then each message's best sentence, and every sentence that states a
 //! specific fact, rank with the best of the conversation.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
-use super::blocks::{Block, Rank, Scope, best_optional, tier};
+use super::blocks::{Block, Rank, Scope, best_optional, fact_score, tier};
+use super::lexicon::COUNTERS;
 use super::text::shape;
 
 /// The score a message's best sentence needs to rank with the best of the
@@ -32,13 +33,18 @@ fn is_prose(block: &Block) -> bool {
 }
 
 /// The terms of a piece that can make it stand out: words of four letters
-/// or more, identifiers, and numbers of two digits or more, lowercase.
+/// or more, identifiers, and numbers of two digits or more that count no
+/// step or line (`step 12` said in every turn is not news), lowercase.
 fn terms(piece: &str) -> impl Iterator<Item = String> + '_ {
+    let mut previous = "";
     piece
         .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|t| {
+        .filter(|t| !t.is_empty())
+        .filter(move |t| {
             let digits = t.bytes().filter(u8::is_ascii_digit).count();
-            t.chars().count() >= 4 || digits >= 2
+            let counted = digits == t.len() && COUNTERS.contains(&previous.to_lowercase().as_str());
+            previous = t;
+            !counted && (t.chars().count() >= 4 || digits >= 2)
         })
         .map(str::to_lowercase)
 }
@@ -55,8 +61,8 @@ fn informative(term: &str) -> bool {
 pub(crate) fn weigh(blocks: &mut [Block]) {
     // In how many blocks each term occurs (prose, user messages and calls:
     // what the reader reads as the conversation), and each prose form.
-    let mut df: HashMap<String, u32> = HashMap::new();
-    let mut forms: HashMap<String, u32> = HashMap::new();
+    let mut df: FxHashMap<String, u32> = FxHashMap::default();
+    let mut forms: FxHashMap<String, u32> = FxHashMap::default();
     for block in blocks.iter() {
         if !(is_prose(block) || matches!(block.scope, Scope::User | Scope::Call)) {
             continue;
@@ -87,24 +93,57 @@ pub(crate) fn weigh(blocks: &mut [Block]) {
             rare.sort_unstable();
             rare.dedup();
             let mut s = score + RARE_BONUS * rare.len().min(RARE_MAX) as i32;
-            if forms.get(&shape(&piece.text)).copied().unwrap_or(0) >= REPEATS {
+            // A form said in many messages is a repeat, unless this one
+            // holds what no other message does: a new value is news.
+            if rare.is_empty() && forms.get(&shape(&piece.text)).copied().unwrap_or(0) >= REPEATS {
                 s -= REPEAT_PENALTY;
+                piece.fact = false;
             }
             piece.rank = Rank::Optional { tier, score: s };
         }
         promote(block);
     }
+    // The facts of tool output gain as well for what the conversation
+    // does not say (their own output is not counted in it).
+    for block in blocks
+        .iter_mut()
+        .filter(|b| matches!(b.scope, Scope::Out(_)))
+    {
+        for piece in block.pieces.iter_mut().filter(|p| p.fact) {
+            let Rank::Optional { tier, score } = piece.rank else {
+                continue;
+            };
+            let mut rare: Vec<String> = terms(&piece.text)
+                .filter(|t| informative(t) && !df.contains_key(t))
+                .collect();
+            rare.sort_unstable();
+            rare.dedup();
+            let s = score + RARE_BONUS * rare.len().min(RARE_MAX) as i32;
+            let s = if tier == tier::FACTS {
+                fact_score(s, &piece.text)
+            } else {
+                s
+            };
+            piece.rank = Rank::Optional { tier, score: s };
+        }
+    }
 }
 
-/// Ranks the best piece of `block` (the later one of equals) with the best
-/// of the conversation when it says something specific, and every piece
-/// that states a fact.
+/// Ranks every piece of `block` that states a fact with the facts, and
+/// its best piece (the later one of equals) with the best of the
+/// conversation when it says something specific.
 fn promote(block: &mut Block) {
     let best = best_optional(block);
     for (i, piece) in block.pieces.iter_mut().enumerate() {
-        if let Rank::Optional { score, .. } = piece.rank
-            && (score >= FACT_SCORE || (best == Some((score, i)) && score >= BEST_MIN_SCORE))
-        {
+        let Rank::Optional { score, .. } = piece.rank else {
+            continue;
+        };
+        if piece.fact {
+            piece.rank = Rank::Optional {
+                tier: tier::FACTS,
+                score: fact_score(score, &piece.text),
+            };
+        } else if score >= FACT_SCORE || (best == Some((score, i)) && score >= BEST_MIN_SCORE) {
             piece.rank = Rank::Optional {
                 tier: tier::CONVERSATION_BEST,
                 score,
@@ -116,21 +155,15 @@ fn promote(block: &mut Block) {
 #[cfg(test)]
 mod tests {
     use super::super::blocks::prose_block;
+    use super::super::score::score;
     use super::*;
 
+    /// The pieces ranked with the facts or the best of the conversation.
     fn best(block: &Block) -> Vec<&str> {
         block
             .pieces
             .iter()
-            .filter(|p| {
-                matches!(
-                    p.rank,
-                    Rank::Optional {
-                        tier: tier::CONVERSATION_BEST,
-                        ..
-                    }
-                )
-            })
+            .filter(|p| matches!(p.rank, Rank::Optional { tier, .. } if tier >= tier::CONVERSATION_BEST))
             .map(|p| p.text.as_str())
             .collect()
     }
@@ -195,5 +228,48 @@ mod tests {
         assert!(score_of(&blocks[0], repeated) < score_of(&before[0], repeated));
         let new = "The quorum_size of 7 came from the flaky replica.";
         assert!(score_of(&blocks[5], new) > score_of(&before[5], new));
+    }
+
+    #[test]
+    fn facts_rank_first_and_by_what_they_say_for_their_length() {
+        let mut blocks = vec![prose_block(
+            Scope::Ai,
+            "Peak memory was 812 MB. \
+             The retry budget of the uploader must stay at 2500 ms because the gateway \
+             drops anything slower than that in production. Reading the parser next.",
+            1,
+            None,
+        )];
+        weigh(&mut blocks);
+        let rank = |text: &str| {
+            blocks[0]
+                .pieces
+                .iter()
+                .find(|p| p.text.starts_with(text))
+                .map(|p| p.rank)
+        };
+        let (
+            Some(Rank::Optional {
+                tier: a,
+                score: short,
+            }),
+            Some(Rank::Optional {
+                tier: b,
+                score: long,
+            }),
+        ) = (rank("Peak memory"), rank("The retry budget"))
+        else {
+            panic!("{:?}", blocks[0].pieces);
+        };
+        assert_eq!((a, b), (tier::FACTS, tier::FACTS));
+        // The longer one scores more by itself, the shorter more for its
+        // length.
+        assert!(
+            score(
+                "The retry budget of the uploader must stay at 2500 ms because the gateway drops anything slower than that in production."
+            ) > score("Peak memory was 812 MB.")
+        );
+        assert!(short > long, "{short} {long}");
+        assert!(matches!(rank("Reading"), Some(Rank::Optional { tier, .. }) if tier < tier::FACTS));
     }
 }

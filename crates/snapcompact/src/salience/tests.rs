@@ -409,3 +409,21 @@ fn references_of_an_earlier_ledger_still_resolve_when_its_oldest_lines_are_dropp
         assert!(tight.text.contains("\nbash(=#"), "{budget}: {}", tight.text);
     }
 }
+
+#[test]
+fn a_run_marker_names_its_first_entry_and_the_last_new_one() {
+    let block = |id: &str| blocks::Block::new(blocks::Scope::Ai, 1, Some(id));
+    let (a, b, c) = (block("a"), block("b"), block("c"));
+    // An entry met again (a call's message after its results) names no end.
+    assert_eq!(run_marker(&[&a, &b, &a]), "[…a to b…]");
+    assert_eq!(run_marker(&[&a, &a]), "[…a…]");
+    assert_eq!(run_marker(&[&a, &b, &c, &b]), "[…a to c…]");
+    assert_eq!(
+        run_marker(&[&blocks::Block::new(blocks::Scope::Ai, 1, None)]),
+        "[…]"
+    );
+    // A run as long as a whole history is one pass.
+    let many: Vec<blocks::Block> = (0..50_000).map(|i| block(&format!("e{i}"))).collect();
+    let refs: Vec<&blocks::Block> = many.iter().collect();
+    assert_eq!(run_marker(&refs), "[…e0 to e49999…]");
+}

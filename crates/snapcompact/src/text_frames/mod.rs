@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::files::MarkedFiles;
 use crate::salience::{Earlier, History, HistoryInput, Shortened, build_history};
 use crate::serialize::SerializeOptions;
-use crate::util::{ceil_div4, head_units, js_round, len16, thousands};
+use crate::util::{ceil_div4, head_units, len16, thousands};
 
 /// Characters per page when the archive is shown page by page (about
 /// 1,500 tokens).
@@ -26,21 +26,9 @@ pub const MIN_ARCHIVE_CHARS: usize = 2 * FRAME_CHAR_CAPACITY;
 /// Version of the persisted [`SnapArchiveState`]: 2 is the salience
 /// archive; 1 was a verbatim transcript cut between two edges.
 pub const SNAP_ARCHIVE_VERSION: u32 = 2;
-/// Share of the reserve that the host gives the archive.
-pub const ARCHIVE_BUDGET_RATIO: f64 = 0.6;
-/// The smallest archive budget the host asks for.
-pub const MIN_HOST_ARCHIVE_CHARS: usize = 8000;
-
 /// `ceil(chars / 4)`: the token estimate of the text archive.
 pub fn estimate_tokens_from_chars(chars: usize) -> usize {
     ceil_div4(chars)
-}
-
-/// The host's archive budget for a reserve:
-/// `max(8000, round(reserve_tokens × 4 × 0.6))`.
-pub fn archive_max_chars_for_reserve(reserve_tokens: u64) -> usize {
-    let chars = js_round(reserve_tokens as f64 * 4.0 * ARCHIVE_BUDGET_RATIO) as usize;
-    chars.max(MIN_HOST_ARCHIVE_CHARS)
 }
 
 /// One page of an archive (metadata only).
@@ -164,9 +152,14 @@ pub struct SnapInput<'a> {
     pub previous_archive: Option<&'a SnapArchiveState>,
     /// Files read and modified.
     pub files: &'a MarkedFiles,
-    /// Total archive budget in UTF-16 units (default 40,000; at least
-    /// [`MIN_ARCHIVE_CHARS`]).
+    /// The archive's budget in UTF-16 units (default 40,000; at least
+    /// [`MIN_ARCHIVE_CHARS`]), with the file list on top of it (at most a
+    /// quarter of it again), when `summary_max_chars` is `None`.
     pub archive_max_chars: usize,
+    /// The whole summary's budget in UTF-16 units (lead-in, reading guide,
+    /// archive and file list, the file list at most a fifth of it), when
+    /// given: it replaces `archive_max_chars` (see [`crate::sizing`]).
+    pub summary_max_chars: Option<usize>,
     /// Budgets: the archive shows at most `tool_result_max_chars` of one
     /// tool output (its head and tail, split by `truncate_head_ratio`).
     pub serialize: SerializeOptions,
@@ -190,6 +183,7 @@ impl<'a> SnapInput<'a> {
             previous_archive: None,
             files,
             archive_max_chars: DEFAULT_ARCHIVE_MAX_CHARS,
+            summary_max_chars: None,
             serialize: SerializeOptions::default(),
             tokens_before: None,
         }
@@ -212,6 +206,8 @@ pub struct SnapResult {
     /// Files read and not modified, and files modified (for
     /// `details.readFiles` and `details.modifiedFiles`).
     pub files: FileLists,
+    /// The facts the archive shows (see [`History::facts`]).
+    pub facts: Vec<String>,
 }
 
 /// The earlier history of an input: a previous archive wins over a
@@ -237,13 +233,48 @@ pub(crate) fn history_within(input: &SnapInput<'_>, budget: usize) -> History {
     })
 }
 
+/// What the lead-in and the reading guide are given before the archive is
+/// built, when the whole summary has a budget; a guide that takes more
+/// (large counts) has the archive built again that much smaller.
+const GUIDE_ALLOWANCE: usize = 2_400;
+
 /// The text compaction: a pure function of its input.
 pub fn snap_compact(input: &SnapInput<'_>) -> SnapResult {
-    let budget = input.archive_max_chars.max(MIN_ARCHIVE_CHARS);
-    // The history gets the budget; the file list beside it shows every
-    // file when it takes at most a quarter of that again.
-    let (files, listed) = input.files.section_within(budget / 4);
-    let history = history_within(input, budget);
+    let Some(total) = input.summary_max_chars else {
+        let budget = input.archive_max_chars.max(MIN_ARCHIVE_CHARS);
+        // The history gets the budget; the file list beside it shows every
+        // file when it takes at most a quarter of that again.
+        let (files, listed) = input.files.section_within(budget / 4);
+        return text_summary(input, history_within(input, budget), &files, listed);
+    };
+    let (files, listed) = input.files.section_within(total / 5);
+    let mut budget = history_budget(input);
+    loop {
+        let out = text_summary(input, history_within(input, budget), &files, listed);
+        let over = len16(&out.summary).saturating_sub(total);
+        if over == 0 || budget == 0 {
+            return out;
+        }
+        budget = budget.saturating_sub(over);
+    }
+}
+
+/// The archive's budget: `archive_max_chars` (at least
+/// [`MIN_ARCHIVE_CHARS`]), or, when the whole summary has one, what it
+/// leaves beside the file list and the guide.
+pub(crate) fn history_budget(input: &SnapInput<'_>) -> usize {
+    match input.summary_max_chars {
+        None => input.archive_max_chars.max(MIN_ARCHIVE_CHARS),
+        Some(total) => {
+            let (files, _) = input.files.section_within(total / 5);
+            total.saturating_sub(len16(&files) + GUIDE_ALLOWANCE)
+        }
+    }
+}
+
+/// The summary of `history` with the file list `files` (`listed` of the
+/// input's files).
+fn text_summary(input: &SnapInput<'_>, history: History, files: &str, listed: usize) -> SnapResult {
     let source_chars = history.source_chars;
     let region = history.text;
     let archive_chars = len16(&region);
@@ -274,16 +305,11 @@ pub fn snap_compact(input: &SnapInput<'_>) -> SnapResult {
         archive_chars,
         (listed, input.files.len()),
     );
-    let summary = [
-        lead_in.as_str(),
-        guide.as_str(),
-        region.as_str(),
-        files.as_str(),
-    ]
-    .into_iter()
-    .filter(|s| !s.is_empty())
-    .collect::<Vec<_>>()
-    .join("\n\n");
+    let summary = [lead_in.as_str(), guide.as_str(), region.as_str(), files]
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n");
     let short_summary = short_summary(&history.shortened, source_chars, archive_chars);
     SnapResult {
         summary,
@@ -296,6 +322,7 @@ pub fn snap_compact(input: &SnapInput<'_>) -> SnapResult {
         },
         archive_chars,
         files: input.files.lists.clone(),
+        facts: history.facts,
     }
 }
 

@@ -32,10 +32,40 @@ fn token_estimate_rounds_up() {
 }
 
 #[test]
-fn host_budget_follows_the_reserve() {
-    assert_eq!(archive_max_chars_for_reserve(16_384), 39_322);
-    assert_eq!(archive_max_chars_for_reserve(16_000), 38_400);
-    assert_eq!(archive_max_chars_for_reserve(100), 8000);
+fn a_summary_with_a_budget_keeps_its_file_list_and_guide_within_it() {
+    let messages: Vec<LlmMessage> = (0..400)
+        .flat_map(|i| {
+            [
+                LlmMessage::user_text(format!(
+                    "Step {i}: the limit of part {i} is {} ms.",
+                    1000 + i
+                )),
+                assistant(vec![ContentBlock::text(format!(
+                    "The cache of part {i} must hold {} entries because of the load.",
+                    5000 + i
+                ))]),
+            ]
+        })
+        .collect();
+    let reads: Vec<String> = (0..400)
+        .map(|i| format!("src/module_{i}/file.rs"))
+        .collect();
+    let files = MarkedFiles::from_ops(reads.iter().map(String::as_str), [], []);
+    for total in [6_000, 20_000, 52_428] {
+        let mut input = SnapInput::new(&messages, &files);
+        input.summary_max_chars = Some(total);
+        let out = snap_compact(&input);
+        assert!(
+            len16(&out.summary) <= total,
+            "{} > {total}",
+            len16(&out.summary)
+        );
+        // The file list took at most a fifth, and the archive the rest:
+        // the summary fills its budget but for the guide's slack.
+        let files_at = out.summary.find("<files>").unwrap_or(out.summary.len());
+        assert!(len16(&out.summary[files_at..]) <= total / 5);
+        assert!(total - len16(&out.summary) < 800, "{}", len16(&out.summary));
+    }
 }
 
 #[test]

@@ -42,6 +42,10 @@ pub(crate) const CASES: &[Case] = &[
         run: crate::process::plan,
     },
     Case {
+        name: "cli-compact",
+        run: crate::process::compact,
+    },
+    Case {
         name: "serve",
         run: crate::serve::serve,
     },

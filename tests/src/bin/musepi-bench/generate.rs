@@ -140,6 +140,18 @@ const COMMANDS: &[&str] = &[
 
 /// Writes the session to `out`; returns a one-line summary.
 pub(crate) fn generate(out: &Path, target_bytes: u64, seed: u64) -> Result<String, BoxError> {
+    generate_with(out, target_bytes, seed, true)
+}
+
+/// [`generate`], with the compaction entries left out when `compactions`
+/// is false: one history with nothing compacted yet, as the scaling case
+/// compacts it.
+pub(crate) fn generate_with(
+    out: &Path,
+    target_bytes: u64,
+    seed: u64,
+    compactions: bool,
+) -> Result<String, BoxError> {
     let mut g = Gen {
         rng: Rng::new(seed),
         out: BufWriter::with_capacity(1 << 20, File::create(out)?),
@@ -163,7 +175,7 @@ pub(crate) fn generate(out: &Path, target_bytes: u64, seed: u64) -> Result<Strin
     let mut next_branch = branch_every / 2;
     while g.bytes < target_bytes {
         g.turn()?;
-        if g.bytes >= next_compaction {
+        if compactions && g.bytes >= next_compaction {
             g.compaction()?;
             next_compaction += compaction_every;
         }

@@ -65,8 +65,13 @@ fn run(args: &[String]) -> Result<(), BoxError> {
             let mut size_mb = 50u64;
             let mut seed = 1u64;
             let mut out = None;
+            let mut compactions = true;
             let mut it = args[1..].iter();
             while let Some(a) = it.next() {
+                if a == "--no-compaction" {
+                    compactions = false;
+                    continue;
+                }
                 let v = it.next().ok_or_else(|| format!("{a} needs a value"))?;
                 match a.as_str() {
                     "--size-mb" => size_mb = v.parse()?,
@@ -76,7 +81,7 @@ fn run(args: &[String]) -> Result<(), BoxError> {
                 }
             }
             let out = out.ok_or("--out FILE is required")?;
-            let summary = generate::generate(&out, size_mb * 1_000_000, seed)?;
+            let summary = generate::generate_with(&out, size_mb * 1_000_000, seed, compactions)?;
             println!("{summary}");
             Ok(())
         }
@@ -107,7 +112,7 @@ fn run(args: &[String]) -> Result<(), BoxError> {
             Ok(())
         }
         _ => Err(
-            "usage: musepi-bench list | generator-version | generate --size-mb N --seed S --out FILE | to-v1 V3FILE OUT | run CASE FILE | retention [--musepi BIN] [--work DIR] [--example FILE] [--shared DIR]"
+            "usage: musepi-bench list | generator-version | generate --size-mb N --seed S [--no-compaction] --out FILE | to-v1 V3FILE OUT | run CASE FILE | retention [--musepi BIN] [--work DIR] [--example FILE] [--shared DIR]"
                 .into(),
         ),
     }

@@ -27,6 +27,21 @@ pub(crate) fn stats(path: &Path) -> Result<Value, BoxError> {
     run(&["session", "stats", "--json", "--quiet"], path)
 }
 
+/// `musepi compact --json --quiet FILE -o OUT --force`: the whole
+/// compaction at the leaf with the default strategy (the snapcompact
+/// archive), written to a copy beside the file, which is removed after.
+pub(crate) fn compact(path: &Path) -> Result<Value, BoxError> {
+    let out = path.with_extension("compacted.jsonl");
+    let out_s = out.to_string_lossy().into_owned();
+    let result = run_then(
+        &["compact", "--json", "--quiet", "--force"],
+        path,
+        &["-o", &out_s],
+    );
+    let _ = std::fs::remove_file(&out);
+    result
+}
+
 /// The `musepi` binary the process cases run.
 pub(crate) fn musepi() -> Result<PathBuf, BoxError> {
     if let Some(bin) = std::env::var_os("MUSEPI_BIN") {
@@ -46,12 +61,18 @@ pub(crate) fn musepi() -> Result<PathBuf, BoxError> {
 }
 
 fn run(args: &[&str], path: &Path) -> Result<Value, BoxError> {
+    run_then(args, path, &[])
+}
+
+/// `musepi ARGS FILE AFTER`.
+fn run_then(args: &[&str], path: &Path, after: &[&str]) -> Result<Value, BoxError> {
     let bin = musepi()?;
     let cpu_before = crate::cpu_seconds()?.children;
     let start = Instant::now();
     let mut child = Command::new(&bin)
         .args(args)
         .arg(path)
+        .args(after)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())

@@ -127,10 +127,12 @@ pub(crate) fn compact_text(path: &Path) -> Result<Value, BoxError> {
     compact_at_leaf(path, &SnapTarget::default())
 }
 
-/// The PNG-frame compaction at the (working) leaf for a Claude reader: open,
-/// prepare, compact (serialize, plan, print every frame).
+/// The compaction at the (working) leaf for a reader of images (Gemini):
+/// open, prepare, the text archive and the PNG archive's plan priced
+/// against it (serialize, plan, and print every frame when the frames cost
+/// less).
 pub(crate) fn compact_png(path: &Path) -> Result<Value, BoxError> {
-    compact_at_leaf(path, &musepi_tests::claude_reader())
+    compact_at_leaf(path, &musepi_tests::gemini_reader())
 }
 
 fn png_of(result: &CompactionResult) -> Option<PngArchive> {

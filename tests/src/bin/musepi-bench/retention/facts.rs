@@ -19,6 +19,17 @@ pub(crate) struct OwnFacts {
     pub constraints: Vec<String>,
 }
 
+impl OwnFacts {
+    /// These facts, less those `other` does not hold.
+    pub(crate) fn also_in(mut self, other: &OwnFacts) -> Self {
+        self.paths.retain(|f| other.paths.contains(f));
+        self.commands.retain(|f| other.commands.contains(f));
+        self.numbers.retain(|f| other.numbers.contains(f));
+        self.constraints.retain(|f| other.constraints.contains(f));
+        self
+    }
+}
+
 fn push_unique(list: &mut Vec<String>, item: String) {
     if !item.is_empty() && !list.contains(&item) {
         list.push(item);
@@ -140,6 +151,26 @@ mod tests {
         assert_eq!(
             kept(&f.numbers, "", "the limit is 2500 ms. here", true),
             (1, 1)
+        );
+    }
+
+    #[test]
+    fn a_fact_the_planting_split_is_not_counted() {
+        let base =
+            vec![json!({"message": {"role": "user", "content": "The cap is 2500 ms. Keep it."}})];
+        let planted = vec![
+            json!({"message": {"role": "user", "content": "The cap is 2500 ms. New fact here. Keep it."}}),
+        ];
+        let f = own_facts(&base, &[0]).also_in(&own_facts(&planted, &[0]));
+        assert_eq!(f.numbers, ["is 2500 ms."]);
+        let planted = vec![
+            json!({"message": {"role": "user", "content": "The cap is 2500\n\nNew fact. ms. Keep it."}}),
+        ];
+        assert!(
+            own_facts(&base, &[0])
+                .also_in(&own_facts(&planted, &[0]))
+                .numbers
+                .is_empty()
         );
     }
 }

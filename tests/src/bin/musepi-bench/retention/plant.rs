@@ -1,94 +1,86 @@
-//! Planting facts in a session's summarized history: one fact per kind,
-//! position and variant, written into an existing entry of that kind near
-//! that position, so the session stays the session it was.
+//! Planting facts in a session's summarized history: for one seed, facts
+//! of every kind in every host (a user message, a reply, the reasoning, a
+//! command's output), at random places of the history and of the host,
+//! written into existing entries, so the session stays the session it
+//! was. Some facts are stated again later with a new value (the same
+//! sentence, another number, choice or command): the value is the news.
 
 use serde_json::{Value, json};
 
-/// Where in a message a fact goes.
+use super::templates::{Kind, Slots, pick_template};
+use crate::rng::Rng;
+
+/// Where a fact is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub(crate) enum Host {
     /// A sentence in a user message.
     User,
     /// A sentence in an assistant reply.
     Assistant,
     /// A sentence in the assistant's reasoning.
-    Thinking,
-    /// An error line in the middle of a command's output.
-    ErrorLine,
-    /// The last line of a command's output.
-    OutputEnd,
+    Reasoning,
+    /// A line of a command's output.
+    Output,
 }
 
-impl Kind {
-    pub(crate) const ALL: [Kind; 5] = [
-        Kind::User,
-        Kind::Assistant,
-        Kind::Thinking,
-        Kind::ErrorLine,
-        Kind::OutputEnd,
-    ];
+impl Host {
+    pub(crate) const ALL: [Host; 4] = [Host::User, Host::Assistant, Host::Reasoning, Host::Output];
 
     pub(crate) fn name(self) -> &'static str {
         match self {
-            Kind::User => "user",
-            Kind::Assistant => "assistant",
-            Kind::Thinking => "thinking",
-            Kind::ErrorLine => "error line",
-            Kind::OutputEnd => "output end",
+            Host::User => "user",
+            Host::Assistant => "assistant",
+            Host::Reasoning => "reasoning",
+            Host::Output => "tool output",
         }
     }
 }
 
-/// Where in the summarized history, as a share of its messages.
-pub(crate) const POSITIONS: [(&str, f64); 3] = [("early", 0.1), ("middle", 0.5), ("late", 0.9)];
-/// Facts per kind and position (the second lands a little later).
-const VARIANTS: usize = 2;
+/// Where in its host a fact stands: the first sentence or line, one in
+/// the middle, the last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Place {
+    Start,
+    Middle,
+    End,
+}
+
+impl Place {
+    pub(crate) const ALL: [Place; 3] = [Place::Start, Place::Middle, Place::End];
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Place::Start => "first",
+            Place::Middle => "inside",
+            Place::End => "last",
+        }
+    }
+}
+
+/// Where in the summarized history, as shares of its messages.
+pub(crate) const POSITIONS: [(&str, f64, f64); 3] = [
+    ("early", 0.0, 0.34),
+    ("middle", 0.34, 0.67),
+    ("late", 0.67, 1.0),
+];
+/// Facts per kind and host for one seed.
+const PER_KIND_AND_HOST: usize = 2;
+/// Facts stated again later with a new value, for one seed.
+const RESTATED: usize = 6;
 
 /// One planted fact.
 #[derive(Debug, Clone)]
 pub(crate) struct Planted {
     pub kind: Kind,
+    pub host: Host,
+    pub place: Place,
+    /// Early, middle or late: an index into [`POSITIONS`].
     pub position: usize,
+    /// A restatement of an earlier planted fact with a new value.
+    pub restated: bool,
     pub text: String,
     /// The entry it was written into (a position in the session's lines).
     pub entry: usize,
-}
-
-/// The text of fact `n` of `kind`: specific, as the facts people need
-/// later are (a number, a path, an identifier, a decision), and unique.
-fn fact(kind: Kind, n: usize) -> String {
-    const WORDS: [&str; 6] = ["ledger", "quota", "replay", "shard", "cursor", "beacon"];
-    let num = 1000 + (n * 7919 + 331) % 9000;
-    let w = WORDS[n % WORDS.len()];
-    match (kind, n % 2) {
-        (Kind::User, 0) => {
-            format!("Keep the {w} request timeout at {num} ms; the gateway drops anything slower.")
-        }
-        (Kind::User, _) => {
-            format!("The staging data lives in db/{w}-{num}.sqlite and must not be migrated.")
-        }
-        (Kind::Assistant, 0) => format!(
-            "The flaky test `{w}_survives_restart` fails about 1 in {num} runs because the clock is not mocked."
-        ),
-        (Kind::Assistant, _) => format!(
-            "I chose a ring buffer of {num} entries for the {w} log so its memory stays bounded."
-        ),
-        (Kind::Thinking, 0) => format!(
-            "The cache key must include the tenant id, otherwise {w} entry {num} collides with its neighbour."
-        ),
-        (Kind::Thinking, _) => format!(
-            "If the {w} retry budget of {num} attempts runs out, the worker should give up and report it."
-        ),
-        (Kind::ErrorLine, 0) => {
-            format!("error[E{num}]: cannot borrow `{w}_state` as mutable more than once at a time")
-        }
-        (Kind::ErrorLine, _) => format!(
-            "FAILED tests/{w}_test.py::test_{w}_limits - AssertionError: expected {num}, got {}",
-            num + 1
-        ),
-        (Kind::OutputEnd, 0) => format!("wrote {num} rows to out/{w}.csv in 1.4s"),
-        (Kind::OutputEnd, _) => format!("done: {num} files checked, 0 warnings ({w} profile)"),
-    }
 }
 
 /// Tools whose output is file content or a confirmation, not a report.
@@ -103,16 +95,16 @@ fn role(entry: &Value) -> &str {
     entry["message"]["role"].as_str().unwrap_or_default()
 }
 
-/// Whether `entry` can take a fact of `kind`.
-fn fits(entry: &Value, kind: Kind, any_tool: bool) -> bool {
+/// Whether `entry` can host a fact in `host`.
+fn fits(entry: &Value, host: Host, any_tool: bool) -> bool {
     let m = &entry["message"];
     let blocks = m["content"].as_array();
     let has = |t: &str| blocks.is_some_and(|b| b.iter().any(|x| x["type"] == t));
-    match kind {
-        Kind::User => role(entry) == "user" && (m["content"].is_string() || has("text")),
-        Kind::Assistant => role(entry) == "assistant" && has("text"),
-        Kind::Thinking => role(entry) == "assistant" && blocks.is_some(),
-        Kind::ErrorLine | Kind::OutputEnd => {
+    match host {
+        Host::User => role(entry) == "user" && (m["content"].is_string() || has("text")),
+        Host::Assistant => role(entry) == "assistant" && has("text"),
+        Host::Reasoning => role(entry) == "assistant" && blocks.is_some(),
+        Host::Output => {
             role(entry) == "toolResult"
                 && has("text")
                 && (any_tool || is_command_tool(m["toolName"].as_str().unwrap_or_default()))
@@ -120,94 +112,219 @@ fn fits(entry: &Value, kind: Kind, any_tool: bool) -> bool {
     }
 }
 
-/// Inserts `sentence` into prose after the first sentence end at or past
-/// its middle (or at its end).
-fn into_prose(text: &str, sentence: &str) -> String {
-    let mid = text.len() / 2;
-    let at = text
-        .char_indices()
-        .filter(|&(i, c)| i >= mid && matches!(c, '.' | '!' | '?'))
-        .map(|(i, _)| i + 1)
-        .find(|&i| text[i..].starts_with(' ') || text[i..].starts_with('\n'));
-    match at {
-        Some(i) => format!("{} {sentence}{}", &text[..i], &text[i..]),
-        None => format!("{} {sentence}", text.trim_end()),
+/// The byte offsets of `text` after which a sentence ends (before the
+/// whitespace that follows it).
+fn sentence_ends(text: &str) -> Vec<usize> {
+    let bytes = text.as_bytes();
+    (0..bytes.len())
+        .filter(|&i| {
+            matches!(bytes[i], b'.' | b'!' | b'?' | b'\n')
+                && bytes.get(i + 1).is_some_and(u8::is_ascii_whitespace)
+        })
+        .map(|i| if bytes[i] == b'\n' { i } else { i + 1 })
+        .collect()
+}
+
+/// `sentence` written into prose at `place`.
+fn into_prose(text: &str, sentence: &str, place: Place, rng: &mut Rng) -> String {
+    let text = text.trim_end();
+    let ends_sentence = text.ends_with(['.', '!', '?', ':']);
+    let at_end = || {
+        if text.is_empty() {
+            sentence.to_owned()
+        } else if ends_sentence {
+            format!("{text} {sentence}")
+        } else {
+            format!("{text}\n\n{sentence}")
+        }
+    };
+    match place {
+        Place::Start if text.is_empty() => sentence.to_owned(),
+        Place::Start => format!("{sentence} {text}"),
+        Place::End => at_end(),
+        Place::Middle => {
+            let ends = sentence_ends(text);
+            let inner: Vec<usize> = ends
+                .into_iter()
+                .filter(|&i| i > 0 && i < text.len())
+                .collect();
+            if inner.is_empty() {
+                return at_end();
+            }
+            let i = *rng.pick(&inner);
+            format!("{} {sentence}{}", &text[..i], &text[i..])
+        }
     }
 }
 
-fn plant_into(entry: &mut Value, kind: Kind, fact: &str) {
+/// `line` written into a tool output at `place`: the first line, a line
+/// strictly between the first and the last, or the last.
+fn into_output(text: &str, line: &str, place: Place, rng: &mut Rng) -> String {
+    let mut lines: Vec<&str> = text.trim_end_matches('\n').split('\n').collect();
+    let at = match place {
+        Place::Start => 0,
+        Place::End => lines.len(),
+        Place::Middle if lines.len() < 2 => 1.min(lines.len()),
+        Place::Middle => rng.range(1, lines.len() as u64 - 1) as usize,
+    };
+    lines.insert(at, line);
+    lines.join("\n")
+}
+
+fn plant_into(entry: &mut Value, host: Host, place: Place, fact: &str, rng: &mut Rng) {
     let m = &mut entry["message"];
-    if kind == Kind::User
+    if host == Host::User
         && let Some(text) = m["content"].as_str()
     {
-        m["content"] = Value::String(into_prose(text, fact));
+        m["content"] = Value::String(into_prose(text, fact, place, rng));
         return;
     }
     let Some(blocks) = m["content"].as_array_mut() else {
         return;
     };
-    let wanted = if kind == Kind::Thinking {
+    let wanted = if host == Host::Reasoning {
         "thinking"
     } else {
         "text"
     };
-    let field = wanted;
     let Some(block) = blocks.iter_mut().find(|b| b["type"] == wanted) else {
         // No reasoning in this reply: it gets some.
         blocks.insert(0, json!({"type": "thinking", "thinking": fact}));
         return;
     };
-    let text = block[field].as_str().unwrap_or_default().to_owned();
-    block[field] = Value::String(match kind {
-        Kind::User | Kind::Assistant | Kind::Thinking => into_prose(&text, fact),
-        Kind::ErrorLine => {
-            let lines: Vec<&str> = text.lines().collect();
-            let mid = lines.len() / 2;
-            let mut out: Vec<&str> = lines[..mid].to_vec();
-            out.push(fact);
-            out.extend(&lines[mid..]);
-            out.join("\n")
-        }
-        Kind::OutputEnd => format!("{}\n{fact}", text.trim_end()),
+    let text = block[wanted].as_str().unwrap_or_default().to_owned();
+    block[wanted] = Value::String(match host {
+        Host::Output => into_output(&text, fact, place, rng),
+        _ => into_prose(&text, fact, place, rng),
     });
 }
 
-/// Plants every fact into `entries` (the session's lines as JSON, by
-/// position) among the summarized entries `region` (positions into
-/// `entries`, oldest first); returns what was planted.
-pub(crate) fn plant(entries: &mut [Value], region: &[usize]) -> Vec<Planted> {
-    let mut planted = Vec::new();
-    let mut used: Vec<(usize, Kind)> = Vec::new();
+/// What one seed plants: a fact's kind, host, place, share of the history
+/// and text.
+struct Wanted {
+    kind: Kind,
+    host: Host,
+    place: Place,
+    share: f64,
+    restated: bool,
+    text: String,
+}
+
+/// Draws the facts of `seed` (`held_out`: from every template).
+fn draw(seed: u64, held_out: bool) -> Vec<Wanted> {
+    let mut rng = Rng::new(seed.wrapping_mul(0x9E37_79B9) ^ 0xFAC7);
+    let mut wanted = Vec::new();
     let mut n = 0usize;
-    if region.is_empty() {
-        return planted;
-    }
     for kind in Kind::ALL {
-        let any_tool = !region.iter().any(|&i| fits(&entries[i], kind, false));
-        for (position, (_, share)) in POSITIONS.iter().enumerate() {
-            for variant in 0..VARIANTS {
-                let share = (share + 0.03 * variant as f64).min(1.0);
-                let target = ((region.len() - 1) as f64 * share).round() as usize;
-                // The nearest entry of the kind not used for it yet.
-                let found = (0..region.len())
-                    .flat_map(|d| [target.checked_sub(d), Some(target + d)])
-                    .flatten()
-                    .filter(|&k| k < region.len())
-                    .map(|k| region[k])
-                    .find(|&i| !used.contains(&(i, kind)) && fits(&entries[i], kind, any_tool));
-                let Some(i) = found else { continue };
-                let text = fact(kind, n);
+        for host in Host::ALL {
+            for _ in 0..PER_KIND_AND_HOST {
+                // The positions take turns, the places are drawn.
+                let (_, lo, hi) = POSITIONS[(n + seed as usize) % POSITIONS.len()];
                 n += 1;
-                plant_into(&mut entries[i], kind, &text);
-                used.push((i, kind));
-                planted.push(Planted {
+                let share = lo + (hi - lo) * (rng.range(0, 999) as f64 / 1000.0);
+                let place = *rng.pick(&Place::ALL);
+                let output = host == Host::Output;
+                let text = loop {
+                    let template = pick_template(&mut rng, kind, output, held_out);
+                    let text = Slots::new(&mut rng).fill(template);
+                    if !wanted.iter().any(|w: &Wanted| w.text == text) {
+                        break text;
+                    }
+                };
+                wanted.push(Wanted {
                     kind,
-                    position,
+                    host,
+                    place,
+                    share,
+                    restated: false,
                     text,
-                    entry: i,
                 });
             }
         }
+    }
+    // Restatements: a fact in the first half, the same sentence with new
+    // values later, in a host of the same kind.
+    for _ in 0..RESTATED {
+        let kind = *rng.pick(&Kind::ALL);
+        let host = *rng.pick(&Host::ALL);
+        let output = host == Host::Output;
+        let template = pick_template(&mut rng, kind, output, held_out);
+        let mut slots = Slots::new(&mut rng);
+        let first = 0.05 + 0.45 * (rng.range(0, 999) as f64 / 1000.0);
+        let later = first + 0.1 + (0.95 - first - 0.1) * (rng.range(0, 999) as f64 / 1000.0);
+        let text = slots.fill(template);
+        slots.revalue(&mut rng);
+        let again = slots.fill(template);
+        if again == text || wanted.iter().any(|w| w.text == text || w.text == again) {
+            continue;
+        }
+        for (share, restated, text) in [(first, false, text), (later, true, again)] {
+            wanted.push(Wanted {
+                kind,
+                host,
+                place: *rng.pick(&Place::ALL),
+                share,
+                restated,
+                text,
+            });
+        }
+    }
+    wanted
+}
+
+/// The index into [`POSITIONS`] of `share`.
+fn position_of(share: f64) -> usize {
+    POSITIONS
+        .iter()
+        .position(|&(_, lo, hi)| share >= lo && share < hi)
+        .unwrap_or(POSITIONS.len() - 1)
+}
+
+/// Plants the facts of `seed` into `entries` (the session's lines as
+/// JSON, by position) among the summarized entries `region` (positions
+/// into `entries`, oldest first); returns what was planted. A held-out
+/// seed draws from every template.
+pub(crate) fn plant(
+    entries: &mut [Value],
+    region: &[usize],
+    seed: u64,
+    held_out: bool,
+) -> Vec<Planted> {
+    let mut planted = Vec::new();
+    if region.is_empty() {
+        return planted;
+    }
+    let mut rng = Rng::new(seed ^ 0x91A7);
+    let mut used: Vec<(usize, Host)> = Vec::new();
+    for w in draw(seed, held_out) {
+        let any_tool = !region.iter().any(|&i| fits(&entries[i], w.host, false));
+        let target = ((region.len() - 1) as f64 * w.share).round() as usize;
+        // The nearest entry of the host not used for it yet, else the
+        // nearest of the host.
+        let nearest = |free: bool| {
+            (0..region.len())
+                .flat_map(|d| [target.checked_sub(d), Some(target + d)])
+                .flatten()
+                .filter(|&k| k < region.len())
+                .map(|k| (k, region[k]))
+                .find(|&(_, i)| {
+                    (!free || !used.contains(&(i, w.host))) && fits(&entries[i], w.host, any_tool)
+                })
+        };
+        let Some((k, i)) = nearest(true).or_else(|| nearest(false)) else {
+            continue;
+        };
+        plant_into(&mut entries[i], w.host, w.place, &w.text, &mut rng);
+        used.push((i, w.host));
+        planted.push(Planted {
+            kind: w.kind,
+            host: w.host,
+            place: w.place,
+            position: position_of(k as f64 / region.len().max(1) as f64),
+            restated: w.restated,
+            text: w.text,
+            entry: i,
+        });
     }
     planted
 }
@@ -217,36 +334,85 @@ mod tests {
     use super::*;
 
     #[test]
-    fn facts_are_unique() {
-        let all: Vec<String> = (0..60)
-            .flat_map(|n| Kind::ALL.map(|k| fact(k, n)))
-            .collect();
-        let mut sorted = all.clone();
-        sorted.sort();
-        sorted.dedup();
-        assert_eq!(sorted.len(), all.len());
+    fn the_facts_of_a_seed_are_unique_and_cover_every_kind_and_host() {
+        for (seed, held_out) in [(1, false), (2, false), (1001, true)] {
+            let wanted = draw(seed, held_out);
+            let mut texts: Vec<&str> = wanted.iter().map(|w| w.text.as_str()).collect();
+            texts.sort_unstable();
+            texts.dedup();
+            assert_eq!(texts.len(), wanted.len());
+            for kind in Kind::ALL {
+                for host in Host::ALL {
+                    assert!(wanted.iter().any(|w| w.kind == kind && w.host == host));
+                }
+            }
+            assert!(wanted.iter().any(|w| w.restated));
+        }
+        // Other seeds, other facts.
+        let a: Vec<String> = draw(1, false).into_iter().map(|w| w.text).collect();
+        let b: Vec<String> = draw(2, false).into_iter().map(|w| w.text).collect();
+        assert!(a.iter().all(|t| !b.contains(t)));
     }
 
     #[test]
-    fn prose_takes_the_fact_after_a_sentence_past_its_middle() {
-        assert_eq!(into_prose("One. Two. Three.", "X."), "One. Two. X. Three.");
-        assert_eq!(into_prose("no end", "X."), "no end X.");
+    fn prose_takes_the_fact_first_inside_or_last() {
+        let mut rng = Rng::new(1);
+        assert_eq!(
+            into_prose("One. Two.", "X.", Place::Start, &mut rng),
+            "X. One. Two."
+        );
+        assert_eq!(
+            into_prose("One. Two.", "X.", Place::Middle, &mut rng),
+            "One. X. Two."
+        );
+        assert_eq!(
+            into_prose("no end", "X.", Place::End, &mut rng),
+            "no end\n\nX."
+        );
+        assert_eq!(
+            into_prose("no end", "X.", Place::Middle, &mut rng),
+            "no end\n\nX."
+        );
     }
 
     #[test]
-    fn every_kind_lands_in_an_entry_of_its_kind() {
+    fn an_output_takes_the_line_first_between_or_last() {
+        let mut rng = Rng::new(1);
+        assert_eq!(
+            into_output("a\nb\nc", "X", Place::Start, &mut rng),
+            "X\na\nb\nc"
+        );
+        assert_eq!(
+            into_output("a\nb\nc\n", "X", Place::End, &mut rng),
+            "a\nb\nc\nX"
+        );
+        for _ in 0..20 {
+            let out = into_output("a\nb\nc", "X", Place::Middle, &mut rng);
+            assert!(out == "a\nX\nb\nc" || out == "a\nb\nX\nc", "{out}");
+        }
+    }
+
+    #[test]
+    fn every_fact_lands_in_an_entry_of_its_host() {
         let mut entries = vec![
             json!({"type": "message", "message": {"role": "user", "content": "Do it. Please."}}),
             json!({"type": "message", "message": {"role": "assistant", "content": [{"type": "text", "text": "On it."}]}}),
             json!({"type": "message", "message": {"role": "toolResult", "toolName": "bash", "content": [{"type": "text", "text": "a\nb"}]}}),
         ];
-        let planted = plant(&mut entries, &[0, 1, 2]);
-        // One entry of each kind: one fact of each kind.
-        assert_eq!(planted.len(), 5);
-        let text = serde_json::to_string(&entries).unwrap_or_default();
+        let planted = plant(&mut entries, &[0, 1, 2], 3, false);
+        assert!(planted.len() >= 40, "{}", planted.len());
         for p in &planted {
+            let entry = &entries[p.entry];
+            let text = serde_json::to_string(entry).unwrap_or_default();
             let json = serde_json::to_string(&p.text).unwrap_or_default();
             assert!(text.contains(json.trim_matches('"')), "{}", p.text);
+            let role = entry["message"]["role"].as_str().unwrap_or_default();
+            let expected = match p.host {
+                Host::User => "user",
+                Host::Assistant | Host::Reasoning => "assistant",
+                Host::Output => "toolResult",
+            };
+            assert_eq!(role, expected, "{}", p.text);
         }
     }
 }
