@@ -62,7 +62,7 @@ impl Journal {
             // them; what it carried arrived after them, from an appender
             // that had the replaced file open. The entries stay the leaf.
             let leaf = adds.then(|| self.session.leaf_id().cloned()).flatten();
-            self.reload()?;
+            self.reload(done.written.len + done.carried)?;
             if let Some(leaf) = leaf {
                 self.session.set_leaf(leaf.as_str())?;
                 self.warnings.push(WriteWarning::ArrivedAfter {
@@ -232,10 +232,13 @@ impl Journal {
     }
 
     /// Reads the file again after a rewrite carried lines another process
-    /// appended, so the session holds them too (the file's last line is the
-    /// leaf, as on any read).
-    fn reload(&mut self) -> Result<(), SessionError> {
-        let (session, tail) = load_file(&self.target, &mut SequentialIds::new())?;
+    /// appended, so the session holds them too (the last line it carried is
+    /// the leaf, as on any read): its first `len` bytes, what the rewrite
+    /// wrote and carried. What arrives meanwhile is past what this journal
+    /// has seen, as after an append, and is read by the next write.
+    fn reload(&mut self, len: u64) -> Result<(), SessionError> {
+        let (session, tail) =
+            crate::load::load_file_prefix(&self.target, len, &mut SequentialIds::new())?;
         let meta = fs::metadata(&self.target).map_err(SessionError::write_failed(&self.path))?;
         self.take_loaded(session, &tail, &meta);
         Ok(())

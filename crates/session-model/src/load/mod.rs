@@ -66,6 +66,22 @@ pub fn load_file(path: &Path, ids: &mut dyn IdSource) -> Result<(Session, FileTa
     }
 }
 
+/// [`load_file`] of the first `len` bytes of the file only: what a rewrite
+/// wrote and carried over, never what another process appends while it is
+/// read, so reading the file back costs no more than the rewrite did.
+pub(crate) fn load_file_prefix(
+    path: &Path,
+    len: u64,
+    ids: &mut dyn IdSource,
+) -> Result<(Session, FileTail), SessionError> {
+    let file = open_regular(path)?;
+    let mut reader = BufReader::new(std::io::Read::take(file, len));
+    let (mut session, tail) =
+        Loader::new(path, false, decode::CHUNK_BYTES).run(&mut reader, ids)?;
+    session.origin = Some(crate::journal::lines::file_origin(path));
+    Ok((session, tail))
+}
+
 /// How many times [`load_file`] reads a file whose last line grows.
 const TORN_RETRIES: u32 = 20;
 
