@@ -24,6 +24,10 @@ pub fn branch_digest(prep: &BranchPreparation<'_>) -> Summary {
     let useless: BTreeSet<String> = BTreeSet::new();
     let input = SnapInput {
         useless: &useless,
+        // As long as an LLM branch summary may be (its output limit, pi's
+        // too), so a digest costs the context what a summary would.
+        summary_max_chars: Some(musepi_branch_summary::MAX_TOKENS as usize * 4),
+        branch: true,
         ..SnapInput::new(&messages, &files)
     };
     let result = snap_compact(&input);

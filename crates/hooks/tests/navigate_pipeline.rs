@@ -277,12 +277,59 @@ async fn the_digest_needs_no_model() {
     let out = go(&path, &opts).await.unwrap();
     let summary = out.summary.unwrap().summary;
     assert!(summary.contains("plan B is slow"), "{summary}");
-    assert!(summary.contains("Resume the prior conversation"));
+    // Introduced as the branch left, not as history to carry on from.
+    assert!(summary.contains("archived deterministically, without a model"));
+    assert!(summary.contains("not part of the current path"));
+    assert!(
+        !summary.contains("Resume the prior conversation"),
+        "{summary}"
+    );
+    assert!(!summary.contains("before compaction"), "{summary}");
     assert!(summary.contains("src/a.rs (Read)"));
     let llm = go(&path, &options(&ids[1], true, None, &hooks))
         .await
         .unwrap_err();
     assert!(matches!(llm, NavigateError::NoModel));
+}
+
+/// A digest costs the context what an LLM branch summary may: at most its
+/// output limit, however long the branch.
+#[test]
+fn a_long_branchs_digest_stays_within_a_branch_summarys_budget() {
+    let mut b = musepi_test_support::EntryBuilder::new();
+    let fork = b.user("start");
+    for i in 0..200 {
+        b.user(&format!(
+            "step {i}: {}",
+            "try the other parser design and measure it ".repeat(20)
+        ));
+        b.assistant(
+            &format!(
+                "step {i} answer: {}",
+                "the numbers moved a little ".repeat(40)
+            ),
+            &[],
+            None,
+        );
+    }
+    let session = b.session;
+    let leaf = session.leaf_index();
+    let target = session.index_of(fork.as_str()).unwrap();
+    let collected = musepi_branch_summary::collect_entries(&session, leaf, Some(target)).unwrap();
+    let prep = musepi_branch_summary::prepare_branch(
+        &session,
+        &collected.entries,
+        0,
+        &musepi_branch_summary::PrepareOptions::default(),
+    )
+    .unwrap();
+    let digest = musepi_hooks::branch_digest(&prep);
+    let tokens = musepi_session_model::json::utf16_len(&digest.summary).div_ceil(4);
+    assert!(
+        tokens <= musepi_branch_summary::MAX_TOKENS as usize + 100,
+        "{tokens} tokens"
+    );
+    assert!(tokens > 1_000, "it uses the room it has: {tokens} tokens");
 }
 
 #[tokio::test]

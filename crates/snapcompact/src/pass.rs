@@ -289,6 +289,7 @@ impl<'p> Archived<'p> {
             summary_max_chars: Some(summary),
             serialize: settings.serialize.clone(),
             tokens_before: Some(input.tokens_before),
+            branch: false,
         }
     }
 

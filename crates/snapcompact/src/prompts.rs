@@ -6,6 +6,9 @@ use musepi_context_builder::{Template, template};
 /// The text-frame lead-in (`{{tokens_before}}`, `{{tokens_kept}}`); it
 /// opens with `Resume the prior conversation`.
 pub const TEXT_LEAD_IN: Template = template!("snapcompact/text-lead-in.md");
+/// The lead-in of a branch digest (`{{tokens_before}}`, `{{tokens_kept}}`):
+/// what follows is the branch the user left, not history to carry on from.
+pub const TEXT_LEAD_IN_BRANCH: Template = template!("snapcompact/text-lead-in-branch.md");
 /// The text-frame reading guide (`{{shortened}}`, `{{files}}`); it opens
 /// with `Reading guide`.
 pub const TEXT_READING_GUIDE: Template = template!("snapcompact/text-reading-guide.md");
@@ -38,8 +41,9 @@ pub const FRAMES_NOTE_TRUNCATED: Template = template!("snapcompact/frames-note-t
 pub const FRAMES_FILES: Template = template!("snapcompact/frames-files.md");
 
 /// Every template of the crate.
-pub const ALL: [Template; 14] = [
+pub const ALL: [Template; 15] = [
     TEXT_LEAD_IN,
+    TEXT_LEAD_IN_BRANCH,
     TEXT_READING_GUIDE,
     TEXT_GUIDE_COMPLETE,
     TEXT_GUIDE_SHORTENED,

@@ -167,6 +167,9 @@ pub struct SnapInput<'a> {
     /// (a compaction passes its `tokensBefore`); `None` names the
     /// estimate of the archived history instead.
     pub tokens_before: Option<u64>,
+    /// The archive is a branch digest: the history of a branch the user
+    /// left, introduced as that, not as history to carry on from.
+    pub branch: bool,
 }
 
 static NO_IDS: BTreeSet<String> = BTreeSet::new();
@@ -186,6 +189,7 @@ impl<'a> SnapInput<'a> {
             summary_max_chars: None,
             serialize: SerializeOptions::default(),
             tokens_before: None,
+            branch: false,
         }
     }
 }
@@ -283,7 +287,11 @@ fn text_summary(input: &SnapInput<'_>, history: History, files: &str, listed: us
         .map_or(0, |a| a.truncated_chars)
         .saturating_add(source_chars.saturating_sub(archive_chars) as u64);
     let lead_in = crate::prompts::render(
-        &crate::prompts::TEXT_LEAD_IN,
+        if input.branch {
+            &crate::prompts::TEXT_LEAD_IN_BRANCH
+        } else {
+            &crate::prompts::TEXT_LEAD_IN
+        },
         &[
             (
                 "tokens_before",
