@@ -71,6 +71,11 @@ pub enum Command {
     Plan(PlanArgs),
     /// Blank stale tool output (superseded reads, useless results, old outputs) in place.
     Prune(PruneArgs),
+    /// Put back the originals of pruned tool results, from the prune store beside the session.
+    Unprune(UnpruneArgs),
+    /// Print an entry's original content, or search what compactions and pruning took out of
+    /// the context.
+    Recall(RecallArgs),
     /// Compact at the leaf and append the compaction entry (default: snapcompact, no model needed).
     Compact(CompactArgs),
     /// Move to another point of the tree, optionally summarizing the branch you leave.
@@ -317,6 +322,52 @@ pub struct PruneArgs {
     /// prunes whatever it can).
     #[arg(long, value_name = "N")]
     pub min_saving: Option<u64>,
+}
+
+/// `musepi unprune FILE [--entry ID]`.
+#[derive(Debug, Args)]
+pub struct UnpruneArgs {
+    /// The session: FILE, or `--latest`.
+    #[command(flatten)]
+    pub file: SessionArg,
+    /// Put back this entry's original only (default: every pruned result the store has).
+    #[arg(long, value_name = "ID")]
+    pub entry: Option<String>,
+    /// Where the result goes.
+    #[command(flatten)]
+    pub write: WriteArgs,
+}
+
+/// `musepi recall FILE (--entry ID | --grep TEXT)`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("what").args(["entry", "grep"]).required(true)))]
+pub struct RecallArgs {
+    /// The session: FILE (`-` reads standard input), or `--latest`.
+    #[command(flatten)]
+    pub file: SessionArg,
+    /// Print this entry's content as the agent wrote it: a pruned result's original from the
+    /// prune store, an entry a compaction summarized as it stands in the session.
+    #[arg(long, value_name = "ID")]
+    pub entry: Option<String>,
+    /// Search what compactions summarized and pruning blanked for TEXT (literally, in any case),
+    /// and list the entry ids with the matching line.
+    #[arg(long, value_name = "TEXT", conflicts_with = "entry")]
+    pub grep: Option<String>,
+    /// The leaf whose context decides what was taken out of it (default: the file's leaf).
+    #[arg(long, value_name = "ID")]
+    pub leaf: Option<String>,
+    /// Where the page starts: in bytes of the entry's text with --entry, in matches with --grep
+    /// (the `next` the page before gives).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub offset: usize,
+    /// The most one page shows: bytes of text with --entry (default 16000), matches with --grep
+    /// (default 20).
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Read the prune store kept beside this session file instead of the one beside FILE (for a
+    /// copy of a session, or one read from standard input).
+    #[arg(long, value_name = "FILE")]
+    pub store_of: Option<PathBuf>,
 }
 
 /// `musepi session …`.

@@ -36,7 +36,8 @@ pub use plan::SummaryPlan;
 pub use prepare::{NothingToCompact, Preparation, prepare, summary_message};
 pub use prune::{
     Protected, PruneCandidate, PruneConfig, PruneKind, PrunePlan, SUPERSEDED_NOTICE,
-    USELESS_NOTICE, age_placeholder, apply_prune, plan_prune, plan_stale_results, supersede_key,
+    USELESS_NOTICE, age_notice, apply_prune, placeholder, plan_prune, plan_stale_results,
+    supersede_key,
 };
 pub use prune_first::{PruneFirst, prune_first, prune_first_measured};
 pub use request::{

@@ -20,6 +20,7 @@ mod estimate;
 mod fileops;
 mod llm;
 mod pathtree;
+mod recall;
 mod replay;
 mod serialize;
 mod template;
@@ -53,6 +54,7 @@ pub use llm::{
     summary_reasoning,
 };
 pub use pathtree::format_grouped_paths;
+pub use recall::{Hit, Recalled, Search, is_pruned, lost_history, message_text, recall_entry};
 pub use replay::{REMOTE_COMPACTION_KEY, remote_replay};
 pub use serialize::{
     NO_PRIOR_HISTORY, TOOL_RESULT_MAX_CHARS, drop_useless_pairs, serialize_conversation,

@@ -44,6 +44,7 @@ mod migrate;
 mod pathinfo;
 mod problem;
 mod session;
+mod store;
 mod text;
 pub mod time;
 mod tree;
@@ -72,6 +73,7 @@ pub use migrate::{LineEdit, without_first_kept_index};
 pub use pathinfo::{PathModel, PathSummary};
 pub use problem::{Problem, ProblemKind};
 pub use session::{LineSource, Replacement, Session, Stamp};
+pub use store::{Original, PruneStore, StoreWarning, store_dir};
 pub use text::{JsonValue, RawJson, Text};
 pub use tree::{Tree, TreeNode};
 

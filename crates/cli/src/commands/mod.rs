@@ -19,6 +19,7 @@ pub mod pi_dir;
 pub mod pi_extension;
 pub mod plan;
 pub mod prune;
+pub mod recall;
 pub mod requests;
 pub mod runtime;
 pub mod serve;
@@ -26,6 +27,7 @@ pub mod session;
 pub mod snapcompact;
 pub mod strategy;
 pub mod trust;
+pub mod unprune;
 pub mod view;
 pub mod writer;
 
@@ -125,6 +127,8 @@ fn dispatch(command: Command, ctx: &Ctx) -> CmdResult {
         Command::Context(args) => context::run(&args, ctx),
         Command::Plan(args) => plan::run(&args, ctx),
         Command::Prune(args) => prune::run(&args, ctx),
+        Command::Unprune(args) => unprune::run(&args, ctx),
+        Command::Recall(args) => recall::run(&args, ctx),
         Command::Compact(args) => compact::run(&args, ctx),
         Command::Branch(args) => branch::run(&args, ctx),
         Command::Handoff(args) => handoff::run(&args, ctx),

@@ -89,7 +89,7 @@ pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
             st.paint(Color::Cyan, &pad_end(id, id_width)),
             c.tokens,
             c.tokens - c.saved,
-            c.placeholder
+            escape_controls(&c.placeholder)
         );
     }
     let verb = if args.write.dry_run {

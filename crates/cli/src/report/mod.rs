@@ -4,9 +4,12 @@
 //! - [`context`]: what the model sees at a leaf, and the context's tokens;
 //! - [`plan`]: a compaction's plan, its prune plan and its requests;
 //! - [`runtime`]: the maintenance runtime's decisions and navigations;
-//! - [`entries`]: one-line previews of entries and messages.
+//! - [`entries`]: one-line previews of entries and messages;
+//! - [`recall`]: an entry's original content, and searches of what
+//!   compactions and pruning took out of the context.
 
 pub mod context;
 pub mod entries;
 pub mod plan;
+pub mod recall;
 pub mod runtime;

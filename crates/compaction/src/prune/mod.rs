@@ -15,14 +15,30 @@ pub use scan::supersede_key;
 pub(crate) use scan::walked_before_window;
 use scan::{ResultInfo, Scan, scan};
 
-/// Placeholder for a result that aged out.
-pub fn age_placeholder(tokens: u64) -> String {
-    format!("[Output truncated - {tokens} tokens]")
+/// The notice of a result that aged out, `N` tokens long.
+pub fn age_notice(tokens: u64) -> String {
+    format!("Output truncated - {tokens} tokens")
 }
-/// Placeholder for a read that a newer read of the same file replaced.
-pub const SUPERSEDED_NOTICE: &str = "[Superseded by a newer read of this file]";
-/// Placeholder for a result its tool flagged as useless.
-pub const USELESS_NOTICE: &str = "[Uneventful result elided]";
+/// The notice of a read that a newer read of the same file replaced.
+pub const SUPERSEDED_NOTICE: &str = "Superseded by a newer read of this file";
+/// The notice of a result its tool flagged as useless.
+pub const USELESS_NOTICE: &str = "Uneventful result elided";
+
+/// The placeholder a pruned result's content becomes: the notice, and how
+/// to get the original back from the prune store, where the write that
+/// blanks it keeps it first (docs/design.md, "The prune store").
+///
+/// ```
+/// use musepi_compaction::{SUPERSEDED_NOTICE, placeholder};
+///
+/// assert_eq!(
+///     placeholder(SUPERSEDED_NOTICE, "0000001a"),
+///     "[Superseded by a newer read of this file; original kept: recall entry 0000001a]"
+/// );
+/// ```
+pub fn placeholder(notice: &str, entry_id: &str) -> String {
+    format!("[{notice}; original kept: recall entry {entry_id}]")
+}
 
 /// Pruning settings (docs/design.md, "Pruning").
 #[derive(Debug, Clone, PartialEq)]
@@ -119,12 +135,13 @@ impl PruneKind {
         }
     }
 
-    /// The text that replaces a result of `tokens` tokens pruned for this reason.
-    fn placeholder(self, tokens: u64) -> String {
+    /// The text that replaces the result `entry_id` of `tokens` tokens
+    /// pruned for this reason.
+    fn placeholder(self, tokens: u64, entry_id: &str) -> String {
         match self {
-            Self::Age => age_placeholder(tokens),
-            Self::Superseded => SUPERSEDED_NOTICE.to_owned(),
-            Self::Useless => USELESS_NOTICE.to_owned(),
+            Self::Age => placeholder(&age_notice(tokens), entry_id),
+            Self::Superseded => placeholder(SUPERSEDED_NOTICE, entry_id),
+            Self::Useless => placeholder(USELESS_NOTICE, entry_id),
         }
     }
 }
@@ -162,7 +179,7 @@ impl PrunePlan {
     /// Adds `r` as a candidate pruned for `kind`, unless it is a useless
     /// result whose placeholder would save nothing.
     fn offer(&mut self, r: &ResultInfo<'_>, kind: PruneKind) {
-        let placeholder = kind.placeholder(r.tokens);
+        let placeholder = kind.placeholder(r.tokens, r.entry_id);
         let saved = r.tokens.saturating_sub(placeholder_tokens(&placeholder));
         if kind == PruneKind::Useless && saved == 0 {
             return;

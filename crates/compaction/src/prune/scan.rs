@@ -33,6 +33,7 @@ pub fn supersede_key(path: &str) -> Option<String> {
 pub(super) struct ResultInfo<'a> {
     pub(super) pos: usize,
     pub(super) entry_index: usize,
+    pub(super) entry_id: &'a str,
     pub(super) tool_name: &'a str,
     pub(super) read_path: Option<&'a str>,
     pub(super) is_error: bool,
@@ -75,6 +76,7 @@ fn results<'a>(session: &'a Session, path: &[usize]) -> (Vec<ResultInfo<'a>>, us
                 out.push(ResultInfo {
                     pos,
                     entry_index: i,
+                    entry_id: entries[i].id.as_str(),
                     tool_name: t.tool_name.as_str(),
                     read_path,
                     is_error: t.is_error,

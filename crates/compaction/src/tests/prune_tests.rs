@@ -1,6 +1,9 @@
 use serde_json::json;
 
-use crate::{PruneConfig, PruneKind, USELESS_NOTICE, apply_prune, plan_prune, plan_stale_results};
+use crate::{
+    PruneConfig, PruneKind, USELESS_NOTICE, apply_prune, placeholder, plan_prune,
+    plan_stale_results,
+};
 use musepi_test_support::EntryBuilder as Builder;
 
 /// A read of `path` (call `id`, which the call says too) and its `output`.
@@ -25,13 +28,16 @@ fn old_results_behind_the_protected_window_are_pruned() {
     }
     let plan = plan_prune(&b.session, b.leaf(), &PruneConfig::default());
     assert_eq!(plan.candidates.len(), 5);
-    assert!(
-        plan.candidates
-            .iter()
-            .all(|c| c.placeholder == "[Output truncated - 10000 tokens]"
-                && c.kind == PruneKind::Age)
-    );
-    assert_eq!(plan.tokens_saved, 5 * (10_000 - 9));
+    // Each placeholder names its entry, whose original the write keeps.
+    for c in &plan.candidates {
+        let id = b.session.entries()[c.entry_index].id.as_str();
+        assert_eq!(
+            c.placeholder,
+            format!("[Output truncated - 10000 tokens; original kept: recall entry {id}]")
+        );
+        assert_eq!(c.kind, PruneKind::Age);
+    }
+    assert_eq!(plan.tokens_saved, 5 * (10_000 - 18));
     let changes = apply_prune(&b.session, &plan, 1_800_000_000_000);
     assert_eq!(changes.len(), 5);
     let mut pruned = b.session.clone();
@@ -39,12 +45,16 @@ fn old_results_behind_the_protected_window_are_pruned() {
         pruned.replace(change.clone());
         let line = &pruned.raw_line(change.index()).unwrap();
         let t = change.entry().message().unwrap().as_tool_result().unwrap();
+        let expected = format!(
+            "[Output truncated - 10000 tokens; original kept: recall entry {}]",
+            change.entry().id
+        );
         assert_eq!(t.pruned_at, Some(1_800_000_000_000.0));
-        assert_eq!(t.content.joined_text(), "[Output truncated - 10000 tokens]");
+        assert_eq!(t.content.joined_text(), expected);
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         assert_eq!(
             v["message"]["content"],
-            json!([{"type": "text", "text": "[Output truncated - 10000 tokens]"}])
+            json!([{"type": "text", "text": expected}])
         );
         assert_eq!(v["message"]["prunedAt"], json!(1_800_000_000_000_i64));
         assert!(line.ends_with(r#","prunedAt":1800000000000}}"#), "{line}");
@@ -103,7 +113,7 @@ fn tiny_results_skill_results_and_the_window_are_never_age_pruned() {
 fn useless_results_are_elided_even_inside_the_window() {
     let mut b = Builder::new();
     b.call("grep", "g", "grep", json!({"q": "x"}));
-    b.result_with("g", "grep", &"no matches ".repeat(10), false, Some(true));
+    b.result_with("g", "grep", &"no matches ".repeat(20), false, Some(true));
     b.call("grep", "e", "grep", json!({"q": "y"}));
     b.result_with("e", "grep", &"error ".repeat(10), true, Some(true));
     let config = PruneConfig {
@@ -112,7 +122,13 @@ fn useless_results_are_elided_even_inside_the_window() {
     };
     let plan = plan_prune(&b.session, b.leaf(), &config);
     assert_eq!(plan.candidates.len(), 1);
-    assert_eq!(plan.candidates[0].placeholder, USELESS_NOTICE);
+    let id = b.session.entries()[plan.candidates[0].entry_index]
+        .id
+        .as_str();
+    assert_eq!(
+        plan.candidates[0].placeholder,
+        placeholder(USELESS_NOTICE, id)
+    );
     assert_eq!(plan.candidates[0].kind, PruneKind::Useless);
 }
 

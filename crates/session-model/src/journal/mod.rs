@@ -20,6 +20,7 @@ mod append;
 mod carry;
 pub(crate) mod disk;
 mod holders;
+mod keep;
 mod late;
 pub(crate) mod lines;
 mod lock;

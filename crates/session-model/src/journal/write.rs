@@ -30,7 +30,8 @@ impl Journal {
     pub fn rewrite(&mut self) -> Result<(), SessionError> {
         self.check_writable()?;
         if self.detached {
-            self.staged.clear();
+            // The staged changes stay: the copy written later
+            // ([`Journal::write_copy`]) keeps their originals beside it.
             return Ok(());
         }
         let Some(seen) = self.seen.clone() else {
@@ -48,6 +49,11 @@ impl Journal {
         let adds = self.written < self.session.len();
         let lock = lock_file(&self.target)?;
         self.check_same_file(&lock, &seen, true)?;
+        // What the rewrite blanks is kept first, durably, read through the
+        // locked file: a crash from here on leaves the file as it was, or
+        // rewritten with every original in the store.
+        let mode = lock.metadata().ok().map(|m| m.mode());
+        self.keep_originals(&self.target, Some(&lock), mode)?;
         let done = rewrite_in_place(&self.target, &self.session, &lock, seen.len, appends)?;
         self.after_full_write(&done.written, done.written.len)?;
         drop(lock);
@@ -85,6 +91,14 @@ impl Journal {
             .as_ref()
             .and_then(|f| f.metadata().ok())
             .map(|m| m.mode());
+        // A copy that would be refused keeps nothing.
+        crate::fsutil::refuse_special_file(out)?;
+        if replace == Replace::Never && (out.exists() || out.is_symlink()) {
+            return Err(SessionError::AlreadyExists {
+                path: out.to_owned(),
+            });
+        }
+        self.keep_originals(out, origin.as_ref(), mode)?;
         write_file_with(out, mode, replace, |w| {
             write_lines(w, &self.session, origin.as_ref(), out).map(|_| ())
         })
@@ -203,6 +217,7 @@ impl Journal {
 
     /// The deferred first flush: header and every entry, in one new file.
     pub(super) fn flush_all(&mut self) -> Result<(), SessionError> {
+        self.keep_originals(&self.target, None, None)?;
         let session = &self.session;
         let target = self.target.clone();
         let written = write_file_with(&target, None, Replace::Never, |out| {

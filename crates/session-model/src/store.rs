@@ -1,0 +1,398 @@
+//! The prune store: the originals of the tool results pruning blanked,
+//! kept beside the session file so that nothing the agent produced is
+//! lost (docs/design.md, "The prune store").
+//!
+//! Layout, beside `DIR/NAME.jsonl`:
+//!
+//! ```text
+//! DIR/.NAME.jsonl.musepi-store/
+//!   index            one JSON line per original kept:
+//!                    {"session":ID,"entry":ID,"sha256":HEX,"bytes":N}
+//!   objects/HH/REST  an original line, exactly as it stood in the session
+//!                    file (no newline), named by its SHA-256 (HH the first
+//!                    two hex digits, REST the other 62)
+//! ```
+//!
+//! Invariants:
+//! - the originals are written and made durable (each object through a
+//!   temporary file, `fsync`, rename, `fsync` of its folder; the index
+//!   appended whole lines, `fsync`) before the rewrite that blanks them
+//!   starts, so a crash at any point leaves the session unpruned, or
+//!   pruned with every original in the store ([`crate::Journal::rewrite`]);
+//! - the store is only ever added to: an object is content-addressed and
+//!   never changes, an index line is never rewritten;
+//! - reading never trusts it: an object is checked against its hash and
+//!   against the entry it is the original of, a record of another session
+//!   is ignored, and what does not match is a [`StoreWarning`], never an
+//!   error. Deleting the store loses the recovery only.
+//!
+//! pi reads the session folder's `*.jsonl` files only; the store is a
+//! hidden folder, which it never sees.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::entry::{Entry, EntryBody};
+use crate::error::SessionError;
+use crate::id::EntryId;
+use crate::journal::disk::{Replace, folder_of, resolve, write_file_with};
+use crate::message::AgentMessage;
+use crate::wire::{LineRead, read_entry};
+
+/// The suffix of the store's folder name: `.NAME.jsonl` + this.
+const SUFFIX: &str = ".musepi-store";
+/// The index file in the store's folder.
+const INDEX: &str = "index";
+/// The objects' folder in the store's folder.
+const OBJECTS: &str = "objects";
+/// The longest index musepi reads (an index line is about 150 bytes).
+const MAX_INDEX_BYTES: u64 = 256 << 20;
+
+/// The store's folder for the session file at `session_path` (symbolic
+/// links resolved: the store sits beside the file that is written).
+pub fn store_dir(session_path: &Path) -> PathBuf {
+    let target = resolve(session_path);
+    let name = target
+        .file_name()
+        .map_or_else(|| "session".into(), |n| n.to_string_lossy().into_owned());
+    folder_of(&target).join(format!(".{name}{SUFFIX}"))
+}
+
+/// One line of the index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Record {
+    session: String,
+    entry: EntryId,
+    sha256: String,
+    bytes: u64,
+}
+
+/// The SHA-256 of `bytes` in lowercase hex.
+fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut hex = String::with_capacity(64);
+    for b in digest {
+        use std::fmt::Write as _;
+        let _ = write!(hex, "{b:02x}");
+    }
+    hex
+}
+
+fn object_path(root: &Path, sha: &str) -> PathBuf {
+    root.join(OBJECTS).join(&sha[..2]).join(&sha[2..])
+}
+
+/// Creates `dir` (mode 0700) when it is missing, and makes its entry in
+/// its parent durable.
+fn ensure_dir(dir: &Path, for_path: &Path) -> Result<(), SessionError> {
+    match DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => sync_dir(&folder_of(dir), for_path),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
+        Err(source) => Err(SessionError::WriteFailed {
+            path: for_path.to_owned(),
+            source,
+        }),
+    }
+}
+
+fn sync_dir(dir: &Path, for_path: &Path) -> Result<(), SessionError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(SessionError::write_failed(for_path))
+}
+
+/// Whether the object at `path` holds exactly `bytes`.
+fn object_holds(path: &Path, bytes: &[u8]) -> bool {
+    let Ok(meta) = fs::symlink_metadata(path) else {
+        return false;
+    };
+    meta.is_file() && meta.len() == bytes.len() as u64 && fs::read(path).is_ok_and(|b| b == bytes)
+}
+
+/// Keeps `originals` (an entry's id and its original line) in the store
+/// beside the session file `target`, durably, before that file is
+/// rewritten without them. Objects get the permission bits `mode` (the
+/// session file's). An original already kept is not written again.
+pub(crate) fn keep(
+    target: &Path,
+    session_id: &str,
+    originals: &[(EntryId, Vec<u8>)],
+    mode: Option<u32>,
+) -> Result<(), SessionError> {
+    if originals.is_empty() {
+        return Ok(());
+    }
+    let root = store_dir(target);
+    let index_path = root.join(INDEX);
+    ensure_dir(&root, &root)?;
+    ensure_dir(&root.join(OBJECTS), &root)?;
+    let known = read_records(&index_path).unwrap_or_default();
+    let mut lines = Vec::new();
+    for (entry, line) in originals {
+        let sha = sha256_hex(line);
+        let path = object_path(&root, &sha);
+        if !object_holds(&path, line) {
+            ensure_dir(&folder_of(&path), &root)?;
+            if fs::symlink_metadata(&path).is_ok_and(|m| !m.is_file()) {
+                return Err(SessionError::NotRegular {
+                    path,
+                    kind: "special file",
+                });
+            }
+            write_file_with(
+                &path,
+                Some(mode.unwrap_or(0o600)),
+                Replace::Existing,
+                |out| {
+                    out.write_all(line)
+                        .map_err(SessionError::write_failed(&path))
+                },
+            )?;
+        }
+        let record = Record {
+            session: session_id.to_owned(),
+            entry: entry.clone(),
+            sha256: sha,
+            bytes: line.len() as u64,
+        };
+        if !known.contains(&record) {
+            let mut text = serde_json::to_vec(&record).map_err(|e| SessionError::WriteFailed {
+                path: index_path.clone(),
+                source: io::Error::other(e),
+            })?;
+            text.push(b'\n');
+            lines.extend_from_slice(&text);
+        }
+    }
+    if lines.is_empty() {
+        return Ok(());
+    }
+    append_index(&index_path, &lines, mode)
+}
+
+/// Appends whole lines to the index and makes them durable; a torn last
+/// line (a run killed mid-write) is ended first, so the new lines stand on
+/// their own.
+fn append_index(path: &Path, lines: &[u8], mode: Option<u32>) -> Result<(), SessionError> {
+    let io = SessionError::write_failed(path);
+    let existed = path.exists();
+    let mut file = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .mode(mode.unwrap_or(0o600) & 0o7777)
+        .open(path)
+        .map_err(SessionError::write_failed(path))?;
+    let len = file
+        .metadata()
+        .map_err(SessionError::write_failed(path))?
+        .len();
+    let mut bytes = Vec::with_capacity(lines.len() + 1);
+    if len > 0 {
+        let mut last = [0u8];
+        use std::os::unix::fs::FileExt;
+        file.read_exact_at(&mut last, len - 1)
+            .map_err(SessionError::write_failed(path))?;
+        if last[0] != b'\n' {
+            bytes.push(b'\n');
+        }
+    }
+    bytes.extend_from_slice(lines);
+    file.write_all(&bytes)
+        .and_then(|()| file.sync_data())
+        .map_err(io)?;
+    if !existed {
+        sync_dir(&folder_of(path), path)?;
+    }
+    Ok(())
+}
+
+/// The index's records, in file order; a line that is not a record (torn
+/// by a killed run) is skipped. `None` when there is no index.
+fn read_records(path: &Path) -> Option<Vec<Record>> {
+    let file = File::open(path).ok()?;
+    let mut bytes = Vec::new();
+    file.take(MAX_INDEX_BYTES).read_to_end(&mut bytes).ok()?;
+    Some(
+        bytes
+            .split(|&b| b == b'\n')
+            .filter_map(|line| serde_json::from_slice::<Record>(line).ok())
+            .filter(|r| r.sha256.len() == 64 && r.sha256.bytes().all(|b| b.is_ascii_hexdigit()))
+            .collect(),
+    )
+}
+
+/// What reading the store found that the reader should be told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreWarning {
+    /// The store holds originals, none of them of this session (the file
+    /// was replaced by another session): it is ignored.
+    OtherSession {
+        /// The store's folder.
+        store: PathBuf,
+        /// The session the file holds.
+        session: String,
+    },
+    /// An original's object is missing, or does not hold what its hash
+    /// says.
+    Damaged {
+        /// The store's folder.
+        store: PathBuf,
+        /// The entry it is the original of.
+        entry: EntryId,
+    },
+    /// An original is not the entry the session has under its id (another
+    /// tool call, not a tool result, not an entry).
+    Mismatch {
+        /// The store's folder.
+        store: PathBuf,
+        /// The entry's id.
+        entry: EntryId,
+    },
+}
+
+impl fmt::Display for StoreWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::OtherSession { store, session } => write!(
+                f,
+                "{}: the prune store holds originals of another session, not of {session}; it is ignored",
+                store.display()
+            ),
+            Self::Damaged { store, entry } => write!(
+                f,
+                "{}: the original of entry {entry} is missing or damaged (its content does not match its hash); it is ignored",
+                store.display()
+            ),
+            Self::Mismatch { store, entry } => write!(
+                f,
+                "{}: the original kept for entry {entry} is not that entry of the session; it is ignored",
+                store.display()
+            ),
+        }
+    }
+}
+
+/// An original read back from the store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Original {
+    /// The line as it stood in the session file.
+    pub line: Vec<u8>,
+    /// That line read as an entry.
+    pub entry: Entry,
+}
+
+/// The prune store of one session, opened for reading.
+#[derive(Debug, Clone, Default)]
+pub struct PruneStore {
+    root: PathBuf,
+    /// The last record of each entry of this session.
+    records: HashMap<EntryId, Record>,
+}
+
+impl PruneStore {
+    /// Opens the store beside the session file `session_path` for the
+    /// session `session_id`. A missing store is an empty one; a store whose
+    /// records are all of other sessions is ignored with a warning.
+    pub fn open(session_path: &Path, session_id: &str) -> (Self, Vec<StoreWarning>) {
+        Self::open_dir(&store_dir(session_path), session_id)
+    }
+
+    /// [`PruneStore::open`] of the store folder `root` itself.
+    pub fn open_dir(root: &Path, session_id: &str) -> (Self, Vec<StoreWarning>) {
+        let mut store = Self {
+            root: root.to_owned(),
+            records: HashMap::new(),
+        };
+        let Some(records) = read_records(&root.join(INDEX)) else {
+            return (store, Vec::new());
+        };
+        let any = !records.is_empty();
+        for r in records {
+            if r.session == session_id {
+                store.records.insert(r.entry.clone(), r);
+            }
+        }
+        let mut warnings = Vec::new();
+        if any && store.records.is_empty() {
+            warnings.push(StoreWarning::OtherSession {
+                store: root.to_owned(),
+                session: session_id.to_owned(),
+            });
+        }
+        (store, warnings)
+    }
+
+    /// The store's folder.
+    pub fn dir(&self) -> &Path {
+        &self.root
+    }
+
+    /// How many entries have an original here.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Whether no entry has an original here.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// Whether the store has a record for `id` (not yet checked).
+    pub fn has(&self, id: &EntryId) -> bool {
+        self.records.contains_key(id)
+    }
+
+    /// The original of the session's `entry`, checked: its object holds
+    /// what its hash says, and it is the same entry (same id, a tool result
+    /// of the same call as the session's). `Ok(None)` when the store has
+    /// none.
+    pub fn original(&self, entry: &Entry) -> Result<Option<Original>, StoreWarning> {
+        let Some(record) = self.records.get(&entry.id) else {
+            return Ok(None);
+        };
+        let damaged = || StoreWarning::Damaged {
+            store: self.root.clone(),
+            entry: entry.id.clone(),
+        };
+        let path = object_path(&self.root, &record.sha256);
+        let meta = fs::symlink_metadata(&path).map_err(|_| damaged())?;
+        if !meta.is_file() || meta.len() != record.bytes || meta.size() > crate::MAX_LINE_BYTES {
+            return Err(damaged());
+        }
+        let line = fs::read(&path).map_err(|_| damaged())?;
+        if sha256_hex(&line) != record.sha256 {
+            return Err(damaged());
+        }
+        let mismatch = || StoreWarning::Mismatch {
+            store: self.root.clone(),
+            entry: entry.id.clone(),
+        };
+        let LineRead::Entry(parsed) = read_entry(&line) else {
+            return Err(mismatch());
+        };
+        let original = parsed.entry;
+        let same_call = match (&original.body, &entry.body) {
+            (
+                EntryBody::Message(AgentMessage::ToolResult(a)),
+                EntryBody::Message(AgentMessage::ToolResult(b)),
+            ) => a.tool_call_id == b.tool_call_id,
+            _ => false,
+        };
+        if original.id != entry.id || !same_call {
+            return Err(mismatch());
+        }
+        Ok(Some(Original {
+            line,
+            entry: original,
+        }))
+    }
+}
