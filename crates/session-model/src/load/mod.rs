@@ -99,7 +99,7 @@ fn end_of_line_from(path: &Path, from: u64) -> Result<u64, SessionError> {
     let mut at = from;
     let mut buf = vec![0u8; 64 << 10];
     // Bounded by the longest line a file may have.
-    while at < len && at - from <= crate::MAX_LINE_BYTES as u64 {
+    while at < len && at - from <= crate::MAX_LINE_BYTES {
         let n = file.read(&mut buf).map_err(io)?;
         if n == 0 {
             break;
