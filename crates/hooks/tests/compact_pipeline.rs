@@ -249,7 +249,7 @@ async fn staged_pruning_is_written_with_the_entry() {
     assert!(!out.pruned.is_empty());
     let history = summarizer.seen.lock().unwrap()[0].prompt_text();
     assert!(
-        history.contains("[Output truncated - 2000 tokens]"),
+        history.contains("[Output truncated - 2000 tokens; original kept: recall entry "),
         "{history}"
     );
     let text = std::fs::read_to_string(&path).unwrap();
@@ -257,6 +257,26 @@ async fn staged_pruning_is_written_with_the_entry() {
         text.matches("\"prunedAt\":1800000000000").count(),
         out.pruned.candidates.len()
     );
+    // Every result the compaction blanked has its original in the store.
+    let (session, _) =
+        musepi_session_model::load_file(&path, &mut SequentialIds::default()).unwrap();
+    let (store, warnings) = musepi_session_model::PruneStore::open(&path, &session.header().id);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(store.len(), out.pruned.candidates.len());
+    for c in &out.pruned.candidates {
+        let entry = &session.entries()[c.entry_index];
+        let original = store.original(entry).unwrap().unwrap();
+        assert!(
+            original
+                .entry
+                .message()
+                .unwrap()
+                .as_tool_result()
+                .unwrap()
+                .pruned_at
+                .is_none()
+        );
+    }
 }
 
 #[tokio::test]
