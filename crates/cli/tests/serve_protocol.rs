@@ -1005,3 +1005,69 @@ echo '{"summary": {"summary": ""}}'"#,
     assert_eq!(last["parentId"], json!(ids[1]));
     assert_eq!(c.finish().await, 0);
 }
+
+/// `recall` answers what `musepi recall --json` prints: after a compaction
+/// that pruned the superseded reads and summarized the history, an entry's
+/// original comes back from the prune store and a search finds what the
+/// context lost; each condition has its error code.
+#[tokio::test]
+async fn recall_answers_what_the_command_prints_from_the_session_and_its_prune_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = with_superseded_reads(dir.path()).await;
+    let (_, done) = c.ok("compact", json!({})).await;
+    assert_eq!(done["action"], json!("compacted"), "{done}");
+    // The reads the compaction pruned: their originals are in the store.
+    let text = std::fs::read_to_string(dir.path().join("s.jsonl")).unwrap();
+    let pruned: Vec<String> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["message"]["prunedAt"].is_number())
+        .map(|v| v["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(pruned.len(), 3, "{text}");
+    for id in &pruned {
+        let (_, page) = c.ok("recall", json!({"entry": id})).await;
+        assert_eq!(page["pruned"], json!(true));
+        assert_eq!(page["original"], json!(true));
+        assert!(
+            page["text"].as_str().unwrap().contains("fn parse() {}"),
+            "{page}"
+        );
+        assert_eq!(
+            page,
+            printed(dir.path(), &["recall", "s.jsonl", "--entry", id, "--json"])
+        );
+    }
+    let (_, found) = c
+        .ok("recall", json!({"grep": "explain the PARSER", "limit": 2}))
+        .await;
+    assert_eq!(found["matches"].as_array().unwrap().len(), 2, "{found}");
+    assert!(found["total"].as_u64().unwrap() >= 3, "{found}");
+    assert_eq!(found["next"], json!(2));
+    assert_eq!(
+        found,
+        printed(
+            dir.path(),
+            &[
+                "recall",
+                "s.jsonl",
+                "--grep",
+                "explain the PARSER",
+                "--limit",
+                "2",
+                "--json"
+            ]
+        )
+    );
+    let (_, r) = c.call("recall", json!({})).await;
+    assert_eq!(r["error"]["code"], json!("invalid_params"), "{r}");
+    let (_, r) = c.call("recall", json!({"grep": ""})).await;
+    assert_eq!(r["error"]["code"], json!("invalid_params"), "{r}");
+    let (_, r) = c.call("recall", json!({"entry": "nope"})).await;
+    assert_eq!(r["error"]["code"], json!("not_found"), "{r}");
+    // Without the store, the pruned result's original is gone: said, not guessed.
+    std::fs::remove_dir_all(dir.path().join(".s.jsonl.musepi-store")).unwrap();
+    let (_, r) = c.call("recall", json!({"entry": pruned[0]})).await;
+    assert_eq!(r["error"]["code"], json!("no_original"), "{r}");
+    assert_eq!(c.finish().await, 0);
+}

@@ -13,6 +13,7 @@
 //! requests wait their turn.
 
 mod methods;
+mod recall;
 mod views;
 
 use std::collections::VecDeque;

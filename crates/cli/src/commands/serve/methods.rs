@@ -40,7 +40,7 @@ impl RpcError {
         }
     }
 
-    fn params(message: impl Into<String>) -> Self {
+    pub(super) fn params(message: impl Into<String>) -> Self {
         Self::new("invalid_params", message)
     }
 }
@@ -78,7 +78,7 @@ pub(super) struct Server {
     pub session: Option<Maintenance>,
 }
 
-fn str_param<'a>(params: &'a Value, key: &str) -> Result<Option<&'a str>, RpcError> {
+pub(super) fn str_param<'a>(params: &'a Value, key: &str) -> Result<Option<&'a str>, RpcError> {
     match params.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
@@ -94,7 +94,7 @@ fn bool_param(params: &Value, key: &str) -> Result<bool, RpcError> {
     }
 }
 
-fn u64_param(params: &Value, key: &str) -> Result<Option<u64>, RpcError> {
+pub(super) fn u64_param(params: &Value, key: &str) -> Result<Option<u64>, RpcError> {
     match params.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(v) => v
@@ -137,7 +137,7 @@ impl Server {
         self.session.as_ref().map(Maintenance::abort_handle)
     }
 
-    fn runtime(&mut self) -> Result<&mut Maintenance, RpcError> {
+    pub(super) fn runtime(&mut self) -> Result<&mut Maintenance, RpcError> {
         self.session
             .as_mut()
             .ok_or_else(|| RpcError::new("no_session", "no session is open: send `open` first"))
@@ -216,6 +216,7 @@ impl Server {
             "navigate" => self.navigate(params).await,
             "context" => self.context(params),
             "plan" => self.plan(params),
+            "recall" => self.recall(params),
             "abort" => Ok(json!({"aborted": self.abort_handle().is_some_and(|h| h.abort())})),
             other => Err(RpcError::new(
                 "unknown_method",
@@ -436,7 +437,7 @@ impl Server {
         Ok(tree_json(&outcome))
     }
 
-    fn leaf(&mut self, params: &Value) -> Result<Option<usize>, RpcError> {
+    pub(super) fn leaf(&mut self, params: &Value) -> Result<Option<usize>, RpcError> {
         let session = self.runtime()?.journal().session();
         match str_param(params, "leaf")? {
             None => Ok(session.leaf_index()),
