@@ -55,7 +55,7 @@ fn install_writes_the_extension_where_pi_finds_it_and_remove_takes_it_away() {
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["folder"], folder.display().to_string());
     assert_eq!(doc["previousVersion"], Value::Null);
-    for name in ["index.ts", "musepi.ts", "bridge.ts"] {
+    for name in ["index.ts", "musepi.ts", "bridge.ts", "recall.ts"] {
         assert_eq!(
             std::fs::read_to_string(folder.join(name)).unwrap(),
             source(name),

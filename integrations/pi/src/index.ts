@@ -15,13 +15,16 @@
  *   extension's version.
  * - `/musepi`: `musepi plan` of the current session: what a compaction
  *   would summarize, keep and prune.
+ * - the `recall` tool: the model gets back an entry's original content, or
+ *   searches what compactions and pruning took out of its context
+ *   (`musepi recall`, see `recall.ts`).
  *
  * When musepi fails (no binary, a non-zero exit, a timeout, output that is
  * not the expected JSON), the handler says so in one notice and returns
  * nothing, so pi does its own compaction or summary: nothing is lost.
  */
 
-import { completeSimple } from "@mariozechner/pi-ai";
+import { completeSimple, Type } from "@mariozechner/pi-ai";
 import type {
 	CompactionResult,
 	ExtensionAPI,
@@ -42,6 +45,7 @@ import {
 	piBudgets,
 	planWithMusepi,
 } from "./musepi.js";
+import { RECALL_TOOL, type RecallParams, recallText, recallWithMusepi } from "./recall.js";
 
 /** What a `session_before_compact` handler may answer (pi does not export the type). */
 export interface CompactAnswer {
@@ -283,6 +287,43 @@ export async function onSessionStart(ctx: ExtensionContext, config: Config): Pro
 	if (problem) tellOnce(ctx, [problem]);
 }
 
+/**
+ * The `recall` tool's answer: musepi's page as text for the model. A
+ * refusal (an unknown entry, a pruned result whose original is gone, no
+ * musepi) is thrown, so pi hands the model an error result with the reason.
+ */
+export async function recallTool(
+	ctx: ExtensionContext,
+	config: Config,
+	params: RecallParams,
+	signal?: AbortSignal,
+): Promise<{ content: { type: "text"; text: string }[]; details: Record<string, unknown> }> {
+	const doc = await recallWithMusepi(
+		config,
+		{
+			header: headerOf(ctx),
+			entries: ctx.sessionManager.getEntries() as unknown as Line[],
+			leafId: ctx.sessionManager.getLeafId(),
+			sessionFile: ctx.sessionManager.getSessionFile(),
+			cwd: ctx.cwd,
+		},
+		params,
+		signal,
+	);
+	return { content: [{ type: "text", text: recallText(doc) }], details: doc };
+}
+
+/** The `recall` tool's definition (its parameters in pi's schema). */
+export const RECALL_PARAMETERS = Type.Object({
+	entry: Type.Optional(
+		Type.String({ description: "An entry id (as the archive, a summary or a pruned placeholder names it): its whole original content" }),
+	),
+	grep: Type.Optional(
+		Type.String({ description: "A text to search for, literally and in any case, in what compactions and pruning took out of the context" }),
+	),
+	offset: Type.Optional(Type.Number({ description: "Where the page starts: the `offset` the previous answer gave for the next page" })),
+});
+
 /** The extension: pi calls this once per session runtime. */
 export default function musepi(pi: ExtensionAPI): void {
 	const config = () => configFrom(process.env);
@@ -293,5 +334,14 @@ export default function musepi(pi: ExtensionAPI): void {
 	pi.registerCommand("musepi", {
 		description: "Show musepi's compaction plan for this session (what would be summarized, kept, pruned)",
 		handler: async (_args, ctx) => showPlan(ctx, config(), host),
+	});
+	pi.registerTool({
+		name: RECALL_TOOL,
+		label: "Recall",
+		description:
+			"Get back what compactions and pruning took out of your context: with `entry`, an entry's original content (a tool output that was truncated or superseded, a message a summary replaced), by the entry id the summary, the archive or the placeholder names; with `grep`, a search of that history that lists entry ids with the matching line. Give one of the two.",
+		promptSnippet: "Recall an entry's original content, or search history that compaction summarized",
+		parameters: RECALL_PARAMETERS,
+		execute: async (_id, params, signal, _onUpdate, ctx) => recallTool(ctx, config(), params, signal),
 	});
 }

@@ -15,7 +15,7 @@ use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{aligned, escape_controls, note, print_json, print_text};
 
 /// The extension's sources, as this musepi was built with them.
-const FILES: [(&str, &str); 3] = [
+const FILES: [(&str, &str); 4] = [
     (
         "index.ts",
         include_str!("../../../../integrations/pi/src/index.ts"),
@@ -27,6 +27,10 @@ const FILES: [(&str, &str); 3] = [
     (
         "bridge.ts",
         include_str!("../../../../integrations/pi/src/bridge.ts"),
+    ),
+    (
+        "recall.ts",
+        include_str!("../../../../integrations/pi/src/recall.ts"),
     ),
 ];
 
