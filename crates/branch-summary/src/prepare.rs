@@ -131,6 +131,7 @@ fn branch_message(
                 tokens_before: c.tokens_before,
                 timestamp: entry_time(e),
                 short_summary: c.short_summary.clone(),
+                first_kept_entry_id: None,
             }))
         }
         EntryBody::BranchSummary(b) => {

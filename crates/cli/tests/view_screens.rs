@@ -240,14 +240,14 @@ fn the_header_shows_the_context_tokens_against_the_window() {
         .unwrap();
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["tokens"], app.transcript.context_tokens);
-    assert_eq!(app.transcript.context_tokens, 148);
+    assert_eq!(app.transcript.context_tokens, 197);
     app.context_window = 400;
     let s = screen(&app);
     let header = s.lines().next().unwrap();
     // What does not fit is left out whole, from the end.
     assert_eq!(
         header,
-        " musepi view · context 148 / 400 tokens (37%) · session.jsonl · leaf e10"
+        " musepi view · context 197 / 400 tokens (49%) · session.jsonl · leaf e10"
     );
     // The scroll position is on the status line, not in the header.
     let status = s.lines().nth(22).unwrap();

@@ -169,6 +169,7 @@ pub fn summary_message(session: &Session, i: usize) -> Option<Cow<'_, AgentMessa
                 tokens_before: c.tokens_before,
                 timestamp: entry_time(e),
                 short_summary: c.short_summary.clone(),
+                first_kept_entry_id: None,
             },
         ))),
         _ => entry_message(e),

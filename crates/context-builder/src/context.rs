@@ -307,6 +307,7 @@ fn compaction_message<'a>(entries: &[Entry], ci: usize, c: &Compaction) -> Conte
             tokens_before: c.tokens_before,
             timestamp: entry_time(&entries[ci]),
             short_summary: None,
+            first_kept_entry_id: c.first_kept_entry_id.clone(),
         })),
     }
 }

@@ -23,7 +23,7 @@
 use std::collections::HashSet;
 
 use musepi_session_model::{
-    AgentMessage, AssistantMessage, BashExecutionMessage, Content, ContentBlock, Session,
+    AgentMessage, AssistantMessage, BashExecutionMessage, Content, ContentBlock, EntryId, Session,
     StopReason, Text,
 };
 
@@ -35,6 +35,11 @@ use crate::template::Template;
 /// Wraps a compaction summary for the model (our wording, keeping the
 /// `<summary>` boundary).
 pub const COMPACTION_WRAPPER: Template = crate::template!("context/compaction-summary-context.md");
+/// Wraps a compaction summary for a model that is sent it with its session
+/// at hand: the wrapper also names the entries it replaced and the
+/// `recall` tool that reads them back (docs/design.md, "Recall").
+pub const COMPACTION_RECALL_WRAPPER: Template =
+    crate::template!("context/compaction-summary-context-recall.md");
 /// Wraps a branch summary for the model.
 pub const BRANCH_WRAPPER: Template = crate::template!("context/branch-summary-context.md");
 
@@ -194,11 +199,25 @@ pub fn convert_one(m: &ContextMessage<'_>, options: &ConvertOptions<'_>) -> Opti
                     content.extend(blocks);
                     LlmMessage::User { content }
                 }
-                None => LlmMessage::user_text(wrap(&COMPACTION_WRAPPER, &c.summary)),
+                None => LlmMessage::user_text(wrap_compaction(
+                    &c.summary,
+                    c.first_kept_entry_id.as_ref().map(EntryId::as_str),
+                )),
             }
         }
         AgentMessage::Other { .. } => return None,
     })
+}
+
+/// Wraps a compaction summary: with the entry it kept from, the wrapper
+/// names the entries it replaced and the `recall` tool.
+pub fn wrap_compaction(summary: &str, first_kept: Option<&str>) -> String {
+    match first_kept {
+        Some(id) => COMPACTION_RECALL_WRAPPER
+            .render(&[("summary", summary), ("first_kept", id)])
+            .unwrap_or_else(|_| wrap(&COMPACTION_WRAPPER, summary)),
+        None => wrap(&COMPACTION_WRAPPER, summary),
+    }
 }
 
 /// Renders a summary wrapper.
@@ -418,6 +437,13 @@ mod tests {
         assert!(b.ends_with("\n\n<summary>\nS</summary>"), "{b}");
         assert_eq!(COMPACTION_WRAPPER.placeholders().unwrap(), ["summary"]);
         assert_eq!(BRANCH_WRAPPER.placeholders().unwrap(), ["summary"]);
+        let r = wrap_compaction("S", Some("0000002a"));
+        assert!(r.ends_with("\n\n<summary>\nS\n</summary>"), "{r}");
+        assert!(
+            r.contains("before entry 0000002a") && r.contains("the `recall` tool"),
+            "{r}"
+        );
+        assert_eq!(wrap_compaction("S", None), c);
     }
 
     #[test]

@@ -36,9 +36,9 @@ pub use context::{
     entry_time,
 };
 pub use convert::{
-    ArchiveBlocks, BRANCH_WRAPPER, COMPACTION_WRAPPER, ConvertOptions, Converted,
-    INTERRUPTED_THINKING, bash_execution_to_text, convert_one, convert_to_llm,
-    convert_with_sources, text_block, wrap,
+    ArchiveBlocks, BRANCH_WRAPPER, COMPACTION_RECALL_WRAPPER, COMPACTION_WRAPPER, ConvertOptions,
+    Converted, INTERRUPTED_THINKING, bash_execution_to_text, convert_one, convert_to_llm,
+    convert_with_sources, text_block, wrap, wrap_compaction,
 };
 pub use estimate::{
     ContextEstimate, IMAGE_CHARS, anchoring_usage, calculate_context_tokens,

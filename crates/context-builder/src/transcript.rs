@@ -81,6 +81,7 @@ pub fn build_transcript(
                             tokens_before: c.tokens_before,
                             timestamp: entry_time(e),
                             short_summary: short,
+                            first_kept_entry_id: None,
                         },
                     )),
                     superseded,

@@ -4,6 +4,7 @@
 use serde::{Serialize, Serializer};
 
 use crate::content::{Content, ContentBlock, ToolCall};
+use crate::id::EntryId;
 use crate::text::{RawJson, Text};
 
 /// Why an assistant message ended.
@@ -323,4 +324,9 @@ pub struct CompactionSummaryMessage {
     /// One-line summary for UIs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub short_summary: Option<String>,
+    /// The compaction's first kept entry, when the message opens a context
+    /// (the entries before it are what the summary replaced, and what
+    /// recall reads back); not part of the message pi stores.
+    #[serde(skip)]
+    pub first_kept_entry_id: Option<EntryId>,
 }

@@ -430,6 +430,7 @@ fn message_from_wire(m: WireMessage, missing: &mut Vec<&'static str>) -> Option<
             tokens_before: m.tokens_before.unwrap_or(0.0),
             timestamp: m.timestamp,
             short_summary: m.short_summary,
+            first_kept_entry_id: None,
         }),
         _ => AgentMessage::Other {
             role,

@@ -81,7 +81,7 @@ mod tests {
         let expected: [&[&str]; 15] = [
             &["tokens_before", "tokens_kept"],
             &["tokens_before", "tokens_kept"],
-            &["shortened", "files"],
+            &["shortened", "span", "files"],
             &[],
             &[
                 "users",

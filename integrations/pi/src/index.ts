@@ -45,7 +45,7 @@ import {
 	piBudgets,
 	planWithMusepi,
 } from "./musepi.js";
-import { RECALL_TOOL, type RecallParams, recallText, recallWithMusepi } from "./recall.js";
+import { RECALL_TOOL, type RecallParams, recallText, recallWithMusepi, withRecallNote } from "./recall.js";
 
 /** What a `session_before_compact` handler may answer (pi does not export the type). */
 export interface CompactAnswer {
@@ -207,7 +207,8 @@ export async function onBeforeCompact(
 			return undefined;
 		}
 		tellOnce(ctx, made.warnings);
-		return { compaction: made.compaction };
+		const c = made.compaction;
+		return { compaction: { ...c, summary: withRecallNote(c.summary, c.firstKeptEntryId, made.strategy) } };
 	} catch (e) {
 		// pi's own abort: pi cancels the compaction itself.
 		if (e instanceof MusepiFailure && e.kind === "aborted") return undefined;
@@ -340,7 +341,7 @@ export default function musepi(pi: ExtensionAPI): void {
 		label: "Recall",
 		description:
 			"Get back what compactions and pruning took out of your context: with `entry`, an entry's original content (a tool output that was truncated or superseded, a message a summary replaced), by the entry id the summary, the archive or the placeholder names; with `grep`, a search of that history that lists entry ids with the matching line. Give one of the two.",
-		promptSnippet: "Recall an entry's original content, or search history that compaction summarized",
+		promptSnippet: "Get back an entry's original content by its id, or search the history compaction took out of the context",
 		parameters: RECALL_PARAMETERS,
 		execute: async (_id, params, signal, _onUpdate, ctx) => recallTool(ctx, config(), params, signal),
 	});

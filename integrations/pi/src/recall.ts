@@ -14,6 +14,22 @@ import { type Config, type Line, MusepiFailure, parseJson, runMusepi, withSnapsh
 /** The tool's name, as the archive, the summary's wrapper and the placeholders name it. */
 export const RECALL_TOOL = "recall";
 
+/**
+ * The line an LLM summary ends with in pi, which wraps it in its own words:
+ * the entries it replaced and the tool that reads them back. (musepi's
+ * archive says it in its reading guide, and musepi's own wrapper says it
+ * where musepi builds the context.)
+ */
+export function recallNote(firstKeptEntryId: string): string {
+	return `(The entries before ${firstKeptEntryId} that this summary replaced are still in the session: the \`${RECALL_TOOL}\` tool gives back an entry's original content by its id, or lists the entries that hold a text you search for.)`;
+}
+
+/** A compaction's summary with the {@link recallNote}, unless it is musepi's archive (whose guide names the tool). */
+export function withRecallNote(summary: string, firstKeptEntryId: string, strategy: string): string {
+	if (strategy === "snapcompact" || summary.includes(`\`${RECALL_TOOL}\` tool`)) return summary;
+	return `${summary.trimEnd()}\n\n${recallNote(firstKeptEntryId)}`;
+}
+
 /** What the model asks: one of `entry` and `grep`, and where the page starts. */
 export interface RecallParams {
 	entry?: string;

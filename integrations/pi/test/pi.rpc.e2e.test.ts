@@ -17,7 +17,10 @@
  * - the kept window stays within 15% of `keepRecentTokens` in the model's
  *   tokens, after every compaction;
  * - a settings problem reaches the user as a notice, once;
- * - a musepi that hangs costs its deadline, then pi compacts, with a notice.
+ * - a musepi that hangs costs its deadline, then pi compacts, with a notice;
+ * - a fact the summary dropped comes back when the model calls the
+ *   extension's `recall` tool (the loopback model calls it, as a model
+ *   asked about that fact would).
  *
  * `MUSEPI_E2E_REPORT` names a file for the side-by-side figures
  * (integrations/pi/README.md has a table from one run).
@@ -80,9 +83,20 @@ interface Seen {
 	promptTokens: number;
 }
 
+/** How the loopback model behaves besides its scripted turns. */
+interface ModelOptions {
+	/** Its summaries keep none of the planted facts (a summary that dropped them). */
+	forget?: boolean;
+}
+
+/** The question that makes the loopback model call the `recall` tool for FACT-1. */
+const RECALL_QUESTION = "RECALL-QUESTION: what was the batch size of module1?";
+
 /** The loopback model of one run. */
-async function startModel(): Promise<{ url: string; seen: Seen[]; close(): Promise<void> }> {
+async function startModel(options: ModelOptions = {}): Promise<{ url: string; seen: Seen[]; toolResults: string[]; close(): Promise<void> }> {
 	const seen: Seen[] = [];
+	/** The tool results the model was sent, in order. */
+	const toolResults: string[] = [];
 	let turn = 0;
 	const server = createServer((req: IncomingMessage, res: ServerResponse) => {
 		const chunks: Buffer[] = [];
@@ -109,8 +123,32 @@ async function startModel(): Promise<{ url: string; seen: Seen[]; close(): Promi
 						? "short"
 						: "history";
 				seen.push({ kind: "summary", by, purpose, promptTokens });
-				const facts = [...new Set(JSON.stringify(body.messages).match(/FACT-\d+ [a-z0-9 ]+? is \d+/g) ?? [])];
+				const facts = options.forget ? [] : [...new Set(JSON.stringify(body.messages).match(/FACT-\d+ [a-z0-9 ]+? is \d+/g) ?? [])];
 				text = `## Goal\nMake the parser fast.\n\n## Critical Context\n${facts.map((f) => `- ${f}`).join("\n")}\n`;
+			} else if (rest[rest.length - 1]?.role === "tool") {
+				// The tool's answer: say what it gave back.
+				const result = textOf(rest[rest.length - 1]?.content);
+				toolResults.push(result);
+				seen.push({ kind: "turn", by: "agent", purpose: "turn", promptTokens });
+				text = `Recalled: ${result.match(/FACT-1 [a-z0-9 ]+? is \d+/)?.[0] ?? "nothing"}`;
+			} else if (last.includes(RECALL_QUESTION)) {
+				// Asked about a fact the summary dropped: call the recall tool.
+				seen.push({ kind: "turn", by: "agent", purpose: "turn", promptTokens });
+				const call = {
+					index: 0,
+					id: "call-recall-1",
+					type: "function",
+					function: { name: "recall", arguments: JSON.stringify({ grep: "FACT-1 batch size" }) },
+				};
+				const usage = { prompt_tokens: promptTokens, completion_tokens: 20, total_tokens: promptTokens + 20 };
+				res.writeHead(200, { "content-type": "text/event-stream" });
+				const data = (choices: unknown[], extra = {}) =>
+					`data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 0, model: MODEL, choices, ...extra })}\n\n`;
+				res.write(data([{ index: 0, delta: { role: "assistant", tool_calls: [call] }, finish_reason: null }]));
+				res.write(data([{ index: 0, delta: {}, finish_reason: "tool_calls" }]));
+				res.write(data([], { usage }));
+				res.end("data: [DONE]\n\n");
+				return;
 			} else {
 				turn += 1;
 				seen.push({ kind: "turn", by: "agent", purpose: "turn", promptTokens });
@@ -151,6 +189,7 @@ async function startModel(): Promise<{ url: string; seen: Seen[]; close(): Promi
 	return {
 		url: `http://127.0.0.1:${port}/v1`,
 		seen,
+		toolResults,
 		close: () => new Promise<void>((resolve) => server.close(() => resolve())),
 	};
 }
@@ -258,14 +297,14 @@ interface Run {
  */
 async function startPi(
 	name: string,
-	options: { extension: boolean | "installed"; env?: Record<string, string>; musepiSettings?: unknown },
+	options: { extension: boolean | "installed"; env?: Record<string, string>; musepiSettings?: unknown; model?: ModelOptions },
 ): Promise<Run> {
 	const dir = join(root, name);
 	const agentDir = join(dir, "agent");
 	const home = join(dir, "home");
 	const cwd = join(dir, "project");
 	for (const d of [agentDir, home, cwd]) mkdirSync(d, { recursive: true });
-	const model = await startModel();
+	const model = await startModel(options.model);
 	writeFileSync(
 		join(agentDir, "models.json"),
 		JSON.stringify({
@@ -484,6 +523,32 @@ test("a musepi that hangs costs its deadline, then pi compacts, with a notice", 
 		const start = run.pi.events.findIndex((e) => e.type === "compaction_start");
 		const end = run.pi.events.findIndex((e) => e.type === "compaction_end");
 		assert.ok(start >= 0 && end > start);
+	} finally {
+		await run.pi.stop();
+		await run.model.close();
+	}
+});
+
+test("a fact the summary dropped comes back through the recall tool", { skip, timeout: 300_000 }, async () => {
+	const run = await startPi("recall", { extension: true, env: { MUSEPI_BIN: musepi ?? "" }, model: { forget: true } });
+	try {
+		await drive(run, 1);
+		assert.ok(figures(run).every((c) => c.fromExtension), "musepi compacted");
+		const fact = "FACT-1 batch size of module1 is 27";
+		const messages = ((await run.pi.command({ type: "get_messages" })).data as Json).messages as Json[];
+		assert.ok(!JSON.stringify(messages).includes(fact), "the summary dropped the fact, and its turn is not kept");
+		// musepi's summary names the tool, so the model knows where to look.
+		assert.ok(JSON.stringify(messages).includes("recall"), "the summary names the recall tool");
+
+		await run.pi.turn(RECALL_QUESTION);
+		assert.equal(run.model.toolResults.length, 1, "the model called recall once and got its answer");
+		assert.match(run.model.toolResults[0] ?? "", /FACT-1 batch size of module1 is 27/);
+		const all = entries(run);
+		const result = all.find((e) => e.type === "message" && e.message.role === "toolResult" && e.message.toolName === "recall");
+		assert.ok(result, "pi stored the tool's result");
+		assert.equal(result.message.isError, false, JSON.stringify(result));
+		const answer = all.filter((e) => e.type === "message" && e.message.role === "assistant").pop();
+		assert.match(textOf(answer?.message.content), new RegExp(`Recalled: ${fact}`));
 	} finally {
 		await run.pi.stop();
 		await run.model.close();

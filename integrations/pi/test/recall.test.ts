@@ -17,7 +17,7 @@ import type { ExtensionContext } from "@mariozechner/pi-coding-agent";
 
 import { recallTool } from "../src/index.js";
 import { type Config, type Line, MusepiFailure } from "../src/musepi.js";
-import { ENTRY_PAGE_BYTES, RECALL_TOOL, recallText, recallWithMusepi } from "../src/recall.js";
+import { ENTRY_PAGE_BYTES, RECALL_TOOL, recallText, recallWithMusepi, withRecallNote } from "../src/recall.js";
 
 const dir = mkdtempSync(join(tmpdir(), "musepi-pi-recall-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -76,6 +76,18 @@ describe("recallWithMusepi", () => {
 	test("musepi's refusal is the tool's error, in musepi's words", async () => {
 		const config = fake("refuses", { error: { code: "unknown-entry", message: "entry zz is not in the session" } }, 2);
 		await assert.rejects(recallWithMusepi(config, input, { entry: "zz" }), /exited with status 2: entry zz is not in the session/);
+	});
+});
+
+describe("withRecallNote", () => {
+	test("an LLM summary names the entries it replaced and the tool; the archive, whose guide does, is left as it is", () => {
+		const s = withRecallNote("## Goal\nShip it.\n", "0000002a", "llm");
+		assert.equal(
+			s,
+			"## Goal\nShip it.\n\n(The entries before 0000002a that this summary replaced are still in the session: the `recall` tool gives back an entry's original content by its id, or lists the entries that hold a text you search for.)",
+		);
+		assert.equal(withRecallNote(s, "0000002a", "llm"), s, "never twice");
+		assert.equal(withRecallNote("archive", "0000002a", "snapcompact"), "archive");
 	});
 });
 

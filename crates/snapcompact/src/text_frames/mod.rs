@@ -312,6 +312,7 @@ fn text_summary(input: &SnapInput<'_>, history: History, files: &str, listed: us
         source_chars,
         archive_chars,
         (listed, input.files.len()),
+        &archived_span(input),
     );
     let summary = [lead_in.as_str(), guide.as_str(), region.as_str(), files]
         .into_iter()
@@ -349,6 +350,22 @@ fn short_summary(shortened: &Shortened, source_chars: usize, kept_chars: usize) 
     )
 }
 
+/// Which entries the archive holds, for the reading guide: ` (entries A
+/// to B)`, or ` (entries up to B)` when it continues an earlier archive or
+/// summary, whose first entries this pass does not know; empty without ids.
+fn archived_span(input: &SnapInput<'_>) -> String {
+    let (Some(first), Some(last)) = (input.entry_ids.first(), input.entry_ids.last()) else {
+        return String::new();
+    };
+    if input.previous_archive.is_some() || input.previous_summary.is_some() {
+        format!(" (entries up to {last})")
+    } else if first == last {
+        format!(" (entry {last})")
+    } else {
+        format!(" (entries {first} to {last})")
+    }
+}
+
 /// The reading guide: how to read the archive, exactly what was shortened,
 /// and how to read it in full.
 pub(crate) fn reading_guide(
@@ -356,6 +373,7 @@ pub(crate) fn reading_guide(
     source_chars: usize,
     kept_chars: usize,
     (listed, all_files): (usize, usize),
+    span: &str,
 ) -> String {
     use crate::prompts::{TEXT_GUIDE_COMPLETE, TEXT_GUIDE_SHORTENED, TEXT_READING_GUIDE, render};
     let n = |v: usize| thousands(v as u64);
@@ -405,7 +423,7 @@ pub(crate) fn reading_guide(
     };
     render(
         &TEXT_READING_GUIDE,
-        &[("shortened", &what), ("files", &files_note)],
+        &[("shortened", &what), ("files", &files_note), ("span", span)],
     )
 }
 
