@@ -756,3 +756,62 @@ fn a_prune_killed_at_any_point_leaves_the_session_unpruned_or_pruned_with_every_
     assert_eq!(lost, 0);
     assert_eq!(tally.lost, 0);
 }
+
+#[test]
+fn lines_appended_while_unprune_puts_originals_back_are_never_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = base_session(dir.path(), 2000);
+    // A v3 file, which pruning rewrites with no migration.
+    let v3 = fs::read_to_string(&base)
+        .unwrap()
+        .replacen("\"version\":2", "\"version\":3", 1);
+    fs::write(&base, v3).unwrap();
+    let original = fs::read(&base).unwrap();
+    let mut tally = Tally::default();
+    let (mut written, mut busy) = (0, 0);
+    for style in [Style::Plain, Style::Locking] {
+        for round in 0..rounds(4) {
+            // A pruned session with its originals in the store beside it.
+            let file = dir.path().join(format!("unprune-{round}.jsonl"));
+            let store = dir
+                .path()
+                .join(format!(".unprune-{round}.jsonl.musepi-store"));
+            let _ = fs::remove_dir_all(&store);
+            fs::copy(&base, &file).unwrap();
+            let o = rewrite("prune", &file);
+            assert_eq!(code(&o), 0, "{}", stderr(&o));
+            let pruned = fs::read(&file).unwrap();
+            assert_ne!(pruned, original);
+            let appender = Appender::start(&file, style);
+            std::thread::sleep(Duration::from_millis(2));
+            let o = musepi(&["unprune", file.to_str().unwrap(), "--force"]);
+            std::thread::sleep(Duration::from_millis(5));
+            let rest =
+                appender.finish_and_check(&file, &mut tally, &format!("unprune round {round}"));
+            match o.status.code() {
+                // Every original back: the file before the prune, byte for byte.
+                Some(0) => {
+                    written += 1;
+                    assert!(
+                        rest == original,
+                        "unprune round {round}: the originals put back"
+                    );
+                }
+                Some(3) => {
+                    busy += 1;
+                    assert_eq!(rest, pruned, "unprune round {round}: untouched");
+                }
+                other => panic!("unprune round {round}: exit {other:?}: {}", stderr(&o)),
+            }
+            assert_eq!(temp_files(dir.path()), 0);
+            fs::remove_file(&file).unwrap();
+        }
+    }
+    eprintln!(
+        "reliability: unprune beside an appender: {} rewrites ({written} written, {busy} refused as busy), {} lines appended, {} lost",
+        written + busy,
+        tally.appended,
+        tally.lost
+    );
+    assert_eq!(tally.lost, 0);
+}
