@@ -11,9 +11,7 @@ mod support;
 
 use std::time::Duration;
 
-use musepi_context_builder::{
-    COMPACTION_WRAPPER, LlmMessage, RequestPurpose, SummaryRequest, wrap,
-};
+use musepi_context_builder::{LlmMessage, RequestPurpose, SummaryRequest, wrap_compaction};
 use musepi_hooks::Summarizer;
 use musepi_providers::{
     ApiKey, Provider, ProviderConfig, ProviderKind, RetryPolicy, Timing, build_client,
@@ -167,8 +165,10 @@ fn output_text(text: &str) -> Value {
     json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]})
 }
 
+/// The summary as it is sent: musepi's wrapper, naming the entries before
+/// the one the compaction kept first and the recall tool.
 fn summary() -> String {
-    wrap(&COMPACTION_WRAPPER, "S")
+    wrap_compaction("S", Some("u2"))
 }
 
 // ---------------------------------------------------------------- tests
