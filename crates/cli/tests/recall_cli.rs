@@ -94,13 +94,11 @@ fn recall_whole(dir: &Path, file: &Path, id: &str, limit: usize) -> (String, usi
         assert_eq!(page["offset"], offset);
         text.push_str(page["text"].as_str().unwrap());
         pages += 1;
-        match page["next"].as_u64() {
-            Some(next) => offset = usize::try_from(next).unwrap(),
-            None => {
-                assert_eq!(page["length"], text.len());
-                return (text, pages);
-            }
-        }
+        let Some(next) = page["next"].as_u64() else {
+            assert_eq!(page["length"], text.len());
+            return (text, pages);
+        };
+        offset = usize::try_from(next).unwrap();
     }
 }
 

@@ -21,6 +21,7 @@ mod plant;
 #[allow(dead_code)]
 mod templates;
 
+use std::fmt::Write as _;
 use std::path::Path;
 
 use serde_json::Value;
@@ -105,7 +106,10 @@ fn recall_finds_every_planted_fact_and_every_pruned_output_after_pruning_and_com
         let planted = plant::plant(&mut lines, &region, seed, held_out);
         assert!(planted.len() > 20, "seed {seed}: {} facts", planted.len());
         let file = dir.join(format!("s{seed}.jsonl"));
-        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let text: String = lines.iter().fold(String::new(), |mut text, l| {
+            let _ = writeln!(text, "{l}");
+            text
+        });
         std::fs::write(&file, text).unwrap();
         settle(&file);
         // Pruning blanks the old outputs; the compaction summarizes the history.

@@ -705,7 +705,7 @@ fn a_prune_killed_at_any_point_leaves_the_session_unpruned_or_pruned_with_every_
         "a prune left alone keeps every original"
     );
     let kills = rounds(20);
-    let mut rng = Lcg(0xc0ffee);
+    let mut rng = Lcg(0x00c0_ffee);
     let (mut as_old, mut as_new, mut torn, mut lost, mut left) = (0, 0, 0, 0, 0);
     let mut tally = Tally::default();
     for k in 0..kills {

@@ -33,7 +33,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -197,7 +197,6 @@ fn append_index(path: &Path, lines: &[u8], mode: Option<u32>) -> Result<(), Sess
     let mut bytes = Vec::with_capacity(lines.len() + 1);
     if len > 0 {
         let mut last = [0u8];
-        use std::os::unix::fs::FileExt;
         file.read_exact_at(&mut last, len - 1)
             .map_err(SessionError::write_failed(path))?;
         if last[0] != b'\n' {
