@@ -267,6 +267,31 @@ fn a_copy_keeps_its_originals_beside_it_and_a_store_that_does_not_match_is_ignor
     );
     fs::write(&object, &good).unwrap();
 
+    // A line of the index that is not a record is skipped, with a warning
+    // naming the index and the line; a torn last line (a killed run) is
+    // skipped without one.
+    let lines = index.lines().count();
+    fs::write(
+        store_of(&out).join("index"),
+        format!("{index}not a record\n{{\"session\":"),
+    )
+    .unwrap();
+    let o = run(dir.path(), &["recall", p(&out), "--entry", id, "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let doc = json_out(&o);
+    let expected = format!(
+        "{}:{}: the line is not a record of the prune store",
+        store_of(&out).join("index").display(),
+        lines + 1
+    );
+    assert_eq!(doc["warnings"].as_array().unwrap().len(), 1, "{doc}");
+    assert!(
+        doc["warnings"][0].as_str().unwrap().starts_with(&expected),
+        "{doc}"
+    );
+    assert_eq!(doc["original"], true);
+    fs::write(store_of(&out).join("index"), &index).unwrap();
+
     // Another session under the same name: its store is not this one's.
     let text = fs::read_to_string(&out).unwrap().replacen(
         "6a1f0c2e-3b7d-4e59-9c21-8d4f5a6b7c80",

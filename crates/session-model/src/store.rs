@@ -213,19 +213,35 @@ fn append_index(path: &Path, lines: &[u8], mode: Option<u32>) -> Result<(), Sess
     Ok(())
 }
 
-/// The index's records, in file order; a line that is not a record (torn
-/// by a killed run) is skipped. `None` when there is no index.
-fn read_records(path: &Path) -> Option<Vec<Record>> {
+/// The index's records, in file order, and the numbers (from 1) of the
+/// complete lines that are not records; a last line without its newline
+/// (torn by a killed run) is skipped without a word. `None` when there is
+/// no index.
+fn read_index(path: &Path) -> Option<(Vec<Record>, Vec<usize>)> {
     let file = File::open(path).ok()?;
     let mut bytes = Vec::new();
     file.take(MAX_INDEX_BYTES).read_to_end(&mut bytes).ok()?;
-    Some(
-        bytes
-            .split(|&b| b == b'\n')
-            .filter_map(|line| serde_json::from_slice::<Record>(line).ok())
-            .filter(|r| r.sha256.len() == 64 && r.sha256.bytes().all(|b| b.is_ascii_hexdigit()))
-            .collect(),
-    )
+    let complete = bytes.ends_with(b"\n");
+    let lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    let last = lines.len() - 1;
+    let (mut records, mut bad) = (Vec::new(), Vec::new());
+    for (n, line) in lines.into_iter().enumerate() {
+        if line.is_empty() || (n == last && !complete) {
+            continue;
+        }
+        match serde_json::from_slice::<Record>(line) {
+            Ok(r) if r.sha256.len() == 64 && r.sha256.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                records.push(r);
+            }
+            _ => bad.push(n + 1),
+        }
+    }
+    Some((records, bad))
+}
+
+/// The index's records (see [`read_index`]).
+fn read_records(path: &Path) -> Option<Vec<Record>> {
+    read_index(path).map(|(records, _)| records)
 }
 
 /// What reading the store found that the reader should be told.
@@ -247,6 +263,13 @@ pub enum StoreWarning {
         store: PathBuf,
         /// The entry it is the original of.
         entry: EntryId,
+    },
+    /// A line of the index is not a record of an original: it is skipped.
+    BadIndexLine {
+        /// The index file.
+        index: PathBuf,
+        /// The line's number, from 1.
+        line: usize,
     },
     /// An original is not the entry the session has under its id (another
     /// tool call, not a tool result, not an entry).
@@ -270,6 +293,11 @@ impl fmt::Display for StoreWarning {
                 f,
                 "{}: the original of entry {entry} is missing or damaged (its content does not match its hash); it is ignored",
                 store.display()
+            ),
+            Self::BadIndexLine { index, line } => write!(
+                f,
+                "{}:{line}: the line is not a record of the prune store (a JSON object with session, entry, sha256 and bytes); it is skipped",
+                index.display()
             ),
             Self::Mismatch { store, entry } => write!(
                 f,
@@ -311,7 +339,8 @@ impl PruneStore {
             root: root.to_owned(),
             records: HashMap::new(),
         };
-        let Some(records) = read_records(&root.join(INDEX)) else {
+        let index = root.join(INDEX);
+        let Some((records, bad)) = read_index(&index) else {
             return (store, Vec::new());
         };
         let any = !records.is_empty();
@@ -320,7 +349,13 @@ impl PruneStore {
                 store.records.insert(r.entry.clone(), r);
             }
         }
-        let mut warnings = Vec::new();
+        let mut warnings: Vec<StoreWarning> = bad
+            .into_iter()
+            .map(|line| StoreWarning::BadIndexLine {
+                index: index.clone(),
+                line,
+            })
+            .collect();
         if any && store.records.is_empty() {
             warnings.push(StoreWarning::OtherSession {
                 store: root.to_owned(),
