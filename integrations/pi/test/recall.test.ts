@@ -8,12 +8,12 @@
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 
-import type { ExtensionContext } from "@mariozechner/pi-coding-agent";
+import { type ExtensionContext, SessionManager } from "@mariozechner/pi-coding-agent";
 
 import { recallTool } from "../src/index.js";
 import { type Config, type Line, MusepiFailure } from "../src/musepi.js";
@@ -191,6 +191,16 @@ describe("the tool with musepi", { skip: musepi ? false : "MUSEPI_BIN is not set
 			}
 			assert.equal(text, results[p.id], `${p.id} comes back byte for byte`);
 		}
+
+		// pi never sees the store: its session list holds the session alone, and
+		// pi opens the pruned file as it opens any.
+		assert.ok(existsSync(join(dir, ".s.jsonl.musepi-store", "index")), "the originals are kept beside the session");
+		const listed = await SessionManager.list(dir, dir);
+		assert.deepEqual(
+			listed.map((s) => s.path),
+			[file],
+		);
+		assert.equal(SessionManager.open(file, dir).getEntries().length, rows.length);
 
 		const found = await recallTool(piContext(file), config, { grep: "cache key of run 2 " });
 		const text = found.content[0]?.text ?? "";
