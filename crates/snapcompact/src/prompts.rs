@@ -78,7 +78,8 @@ mod tests {
 
     #[test]
     fn every_template_renders_with_exactly_its_placeholders() {
-        let expected: [&[&str]; 14] = [
+        let expected: [&[&str]; 15] = [
+            &["tokens_before", "tokens_kept"],
             &["tokens_before", "tokens_kept"],
             &["shortened", "files"],
             &[],

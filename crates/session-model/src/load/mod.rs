@@ -45,12 +45,27 @@ pub struct FileTail {
 /// (100 ms) was an append in progress, not a torn write: the file is
 /// read again (a few times at most) so the line is read whole.
 pub fn load_file(path: &Path, ids: &mut dyn IdSource) -> Result<(Session, FileTail), SessionError> {
+    // What the file holds when it is opened: lines another process appends
+    // while it is read are left for later (past what the session has seen,
+    // as after an append), so a writer that never stops cannot make the
+    // read hold what it writes.
+    let mut limit: Option<u64> = None;
     let mut tries = 0;
     loop {
         let file = open_regular(path)?;
+        let len = match limit {
+            Some(len) => len,
+            None => file
+                .metadata()
+                .map_err(|source| SessionError::Io {
+                    path: path.to_owned(),
+                    source,
+                })?
+                .len(),
+        };
         // A small buffer: the entry lines are read in chunks far larger,
         // straight into each chunk, past the buffer.
-        let mut reader = BufReader::new(file);
+        let mut reader = BufReader::new(std::io::Read::take(file, len));
         let (mut session, tail) =
             Loader::new(path, false, decode::CHUNK_BYTES).run(&mut reader, ids)?;
         session.origin = Some(crate::journal::lines::file_origin(path));
@@ -63,7 +78,38 @@ pub fn load_file(path: &Path, ids: &mut dyn IdSource) -> Result<(Session, FileTa
         {
             return Ok((session, tail));
         }
+        // The last line was being written: read again up to its end, and
+        // not the lines that follow it.
+        limit = Some(end_of_line_from(path, tail.len)?);
     }
+}
+
+/// Where the line that runs past byte `from` of the file at `path` ends
+/// (after its newline), or the file's length when it has none yet: the
+/// line is still being written, and nothing follows it.
+fn end_of_line_from(path: &Path, from: u64) -> Result<u64, SessionError> {
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    let io = |source| SessionError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let mut file = open_regular(path)?;
+    let len = file.metadata().map_err(io)?.len();
+    file.seek(SeekFrom::Start(from)).map_err(io)?;
+    let mut at = from;
+    let mut buf = vec![0u8; 64 << 10];
+    // Bounded by the longest line a file may have.
+    while at < len && at - from <= crate::MAX_LINE_BYTES {
+        let n = file.read(&mut buf).map_err(io)?;
+        if n == 0 {
+            break;
+        }
+        if let Some(i) = buf[..n].iter().position(|&b| b == b'\n') {
+            return Ok(at + i as u64 + 1);
+        }
+        at += n as u64;
+    }
+    Ok(len.min(at.max(from)))
 }
 
 /// [`load_file`] of the first `len` bytes of the file only: what a rewrite
