@@ -176,14 +176,18 @@ fn early_region(chain: &[Value], config: &Config) -> Vec<usize> {
 }
 
 /// The lines of a session file: `head` and then `rest`, each entry of
-/// `rest` a child of the one before it (the first of the last of `head`).
+/// `rest` a child of the one before it (the first of the last of `head`,
+/// or a root when `head` is the header alone).
 fn file_text(head: &[Value], rest: &[Value]) -> String {
     let mut out = String::new();
     for l in head {
         let _ = writeln!(out, "{l}");
     }
+    // The header's id is the session's, not an entry's: an entry after it
+    // alone is a root.
     let mut parent = head
         .last()
+        .filter(|l| l["type"] != "session")
         .and_then(|l| l["id"].as_str())
         .map(str::to_owned);
     for e in rest {
@@ -283,9 +287,9 @@ fn replay(o: &Options, name: &str, chain: &[Value], config: &Config) -> Result<R
                 .find(|l| !l.trim().is_empty())
                 .unwrap_or("null"),
         )?;
-        head.extend(chain[next..=at].iter().cloned());
-        // The entries replayed now hang under the last one written.
-        let text = file_text(&head, &[]);
+        // The entries replayed now hang under the last one written (the
+        // previous compaction), as in the file just compacted.
+        let text = file_text(&head, &chain[next..=at]);
         head = text
             .lines()
             .map(serde_json::from_str)
