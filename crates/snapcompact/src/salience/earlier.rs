@@ -9,10 +9,11 @@ use super::blocks::{
 };
 use std::collections::HashMap;
 
+use super::blocks::PIECE_MAX;
 use super::calls::{READ_TOOLS, WRITE_TOOLS};
 use super::outputs::{OutputCap, output_block};
 use super::score::is_error_line;
-use super::text::shorten_head;
+use super::text::{shorten_head, split_prose};
 use super::{CONVERSATION_HEADING, LEDGER_HEADING};
 use crate::util::len16;
 
@@ -116,6 +117,13 @@ fn archive_blocks(text: &str) -> (Vec<Block>, u32) {
         }
     }
     resolve_references(&mut blocks);
+    for block in &mut blocks {
+        if let Some(user) = earlier_user_block(block) {
+            *block = user;
+        } else if block.refs.is_some() {
+            earlier_call_block(block);
+        }
+    }
     let mut current: Option<(Scope, u32, String)> = None;
     let flush = |current: &mut Option<(Scope, u32, String)>, blocks: &mut Vec<Block>| {
         if let Some((scope, turn, body)) = current.take() {
@@ -185,6 +193,103 @@ fn archive_blocks(text: &str) -> (Vec<Block>, u32) {
     }
     flush(&mut current, &mut blocks);
     (blocks, max_turn)
+}
+
+/// An earlier ledger's user message (`#N ¶user:…` and the lines that
+/// continue it) as a user block again: its sentences pieces of their own,
+/// all guaranteed, so that a sentence said before can be left out of it
+/// (see `repeats`), and each marker of text the earlier archive left out
+/// a gap, printed as a marker again; the entry the last marker names is
+/// the block's.
+fn earlier_user_block(block: &Block) -> Option<Block> {
+    let text: String = block.pieces.iter().fold(String::new(), |mut out, p| {
+        out.push_str(&p.sep);
+        out.push_str(&p.text);
+        out
+    });
+    let (turn, rest) = match turn_prefix(&text) {
+        Some((turn, rest)) => (turn, rest),
+        None => (0, text.as_str()),
+    };
+    let body = rest.strip_prefix("¶user:")?;
+    let mut user = Block::new(Scope::User, turn, None);
+    user.earlier = true;
+    user.source_chars = block.source_chars;
+    let mut at = 0usize;
+    let mut sep_from = 0usize;
+    let prose = |from: usize, to: usize, sep_from: &mut usize, user: &mut Block| {
+        for span in split_prose(&body[from..to], PIECE_MAX) {
+            let start = from + span.text.start;
+            let sep = if user.pieces.is_empty() {
+                ""
+            } else {
+                &body[*sep_from..start]
+            };
+            user.pieces.push(Piece::new(
+                sep,
+                &body[start..from + span.text.end],
+                Rank::Must,
+            ));
+            *sep_from = from + span.text.end;
+        }
+    };
+    while let Some((start, end, id)) = next_marker(body, at) {
+        prose(at, start, &mut sep_from, &mut user);
+        let sep = if user.pieces.is_empty() {
+            ""
+        } else {
+            &body[sep_from..start]
+        };
+        user.pieces.push(Piece::gap(sep, &body[start..end]));
+        if let Some(id) = id {
+            user.id = Some(id.to_owned());
+        }
+        sep_from = end;
+        at = end;
+    }
+    prose(at, body.len(), &mut sep_from, &mut user);
+    Some(user)
+}
+
+/// An earlier ledger's call line (with the error and result lines under
+/// it) as a call block again, printed with `¶call:` where a call follows
+/// something else, so that a call left out (see `repeats`) leaves the
+/// next one marked.
+fn earlier_call_block(block: &mut Block) {
+    block.scope = Scope::Call;
+    block.earlier = true;
+    if let Some(first) = block.pieces.first_mut()
+        && let Some(call) = first.text.strip_prefix("¶call:")
+    {
+        first.text = call.to_owned();
+    }
+    if let Some(refs) = block.refs.as_mut()
+        && let Some(call) = refs.whole.strip_prefix("¶call:")
+    {
+        refs.whole = call.to_owned();
+    }
+}
+
+/// The next marker `[…]` or `[…ID…]` in `text` from `from`: where it
+/// starts and ends, and the entry it names.
+fn next_marker(text: &str, from: usize) -> Option<(usize, usize, Option<&str>)> {
+    let mut search = from;
+    loop {
+        let start = search + text[search..].find("[…")?;
+        let open = start + "[".len();
+        if let Some(close) = text[open..].find("…]").map(|c| open + c) {
+            let end = close + "…]".len();
+            if close == open {
+                return Some((start, end, None));
+            }
+            let inner = &text[open + "…".len()..close];
+            if !inner.is_empty() && inner.len() <= 80 && !inner.contains(['[', ']', '\n']) {
+                let id = (!inner.contains(char::is_whitespace)).then_some(inner);
+                return Some((start, end, id));
+            }
+        }
+        search = open;
+    }
 }
 
 /// Gives each call line of an earlier ledger what it shows and refers to
@@ -475,6 +580,37 @@ mod tests {
     }
 
     #[test]
+    fn a_user_line_keeps_its_markers_as_gaps_and_names_the_entry_of_the_last() {
+        let text =
+            format!("{LEDGER_HEADING}\n#3 ¶user:Keep it. Use port 8080. […] Run it. […e7…] Done.");
+        let (blocks, _) = earlier_blocks(Earlier::archived(&text), &LEVELS[0]);
+        let user = &blocks[0];
+        assert_eq!(user.id.as_deref(), Some("e7"));
+        let pieces: Vec<(&str, bool)> = user
+            .pieces
+            .iter()
+            .map(|p| (p.text.as_str(), p.gap))
+            .collect();
+        assert_eq!(
+            pieces,
+            [
+                ("Keep it.", false),
+                ("Use port 8080.", false),
+                ("[…]", true),
+                ("Run it.", false),
+                ("[…e7…]", true),
+                ("Done.", false)
+            ]
+        );
+        // Printed again as it was: a gap is printed as its marker.
+        let kept = super::super::select::select(&blocks, 10_000);
+        assert_eq!(
+            super::super::select::render(&blocks, &kept),
+            format!("{LEDGER_HEADING}\n#3 ¶user:Keep it. Use port 8080. […] Run it. […e7…] Done.")
+        );
+    }
+
+    #[test]
     fn an_archive_is_read_back_entry_by_entry() {
         let text = format!(
             "{LEDGER_HEADING}\n#1 ¶user:first\nsecond line\n¶call:bash(command=make)\n  ! error: boom\nls()\n#2 ¶user:again\n\n{CONVERSATION_HEADING}\n#1 ¶ai:Done. It works.\n<out bash>\nok\n</out>\n[…a1…]\n#2 ¶think:plan"
@@ -482,26 +618,35 @@ mod tests {
         assert!(is_salience_text(&text));
         let (blocks, turn) = earlier_blocks(Earlier::archived(&text), &LEVELS[0]);
         assert_eq!(turn, 2);
-        let ledger: Vec<String> = blocks
+        let ledger: Vec<(&Scope, u32, bool, String)> = blocks
             .iter()
             .filter(|b| b.section() == Section::Ledger)
             .map(|b| {
-                b.pieces.iter().fold(String::new(), |mut out, p| {
+                let text = b.pieces.iter().fold(String::new(), |mut out, p| {
                     out.push_str(&p.sep);
                     out.push_str(&p.text);
                     out
-                })
+                });
+                (&b.scope, b.turn, b.earlier, text)
             })
             .collect();
+        // User messages and calls are blocks of their scope again, which
+        // prints `#N ¶user:` and `¶call:` for them.
         assert_eq!(
             ledger,
             [
-                "#1 ¶user:first\nsecond line",
-                "¶call:bash(command=make)\n  ! error: boom",
-                "ls()",
-                "#2 ¶user:again"
+                (&Scope::User, 1, true, "first\nsecond line".to_owned()),
+                (
+                    &Scope::Call,
+                    1,
+                    true,
+                    "bash(command=make)\n  ! error: boom".to_owned()
+                ),
+                (&Scope::Call, 1, true, "ls()".to_owned()),
+                (&Scope::User, 2, true, "again".to_owned())
             ]
         );
+        assert_eq!(blocks[0].pieces.len(), 2, "a sentence or line a piece");
         let conversation: Vec<(&Scope, u32)> = blocks
             .iter()
             .filter(|b| b.section() == Section::Conversation)

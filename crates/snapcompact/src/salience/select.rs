@@ -64,8 +64,8 @@ pub(crate) fn select(blocks: &[Block], budget: usize) -> Kept {
                 .iter()
                 .enumerate()
                 .filter_map(move |(p, piece)| match piece.rank {
-                    Rank::Optional { .. } => Some((b, p)),
-                    Rank::Must => None,
+                    Rank::Optional { .. } if !piece.gap => Some((b, p)),
+                    Rank::Optional { .. } | Rank::Must => None,
                 })
         })
         .collect();

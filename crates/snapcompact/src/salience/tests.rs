@@ -64,10 +64,13 @@ fn a_later_archive_keeps_the_earlier_ledger_and_counts_on() {
 
 #[test]
 fn a_tight_budget_moves_to_a_tighter_ledger_before_dropping_entries() {
-    let long = format!(
-        "Start here. {} End here.",
-        "Filler words go on and on. ".repeat(150)
-    );
+    // Sentences that differ, so none is left out as a repeat.
+    let filler = (0..150).fold(String::new(), |mut out, i| {
+        let _ =
+            std::fmt::Write::write_fmt(&mut out, format_args!("Filler words go on for {i} more. "));
+        out
+    });
+    let long = format!("Start here. {filler} End here.");
     let messages = [LlmMessage::user_text(&long), reply("ok")];
     let roomy = build(&messages, &[], Earlier::None, 100_000);
     assert_eq!(roomy.shortened.ledger_level, 0);
@@ -333,8 +336,10 @@ fn turns_with_paths(turns: usize) -> Vec<LlmMessage> {
     };
     let mut messages = Vec::new();
     for turn in 0..turns {
+        // Each request new, so the ledger is not filler (see `repeats`).
         messages.push(LlmMessage::user_text(format!(
-            "Step {turn}: look at the theme again."
+            "Step {turn}: look at the theme for issue {}.",
+            1000 + turn * 7
         )));
         messages.push(LlmMessage::Assistant {
             content: vec![
