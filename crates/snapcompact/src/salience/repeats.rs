@@ -1,23 +1,29 @@
 //! Repeated filler in the ledger: what was said or done before is no
 //! longer guaranteed.
 //!
-//! A sentence of a user message that an earlier user message (or an
-//! earlier part of the same one, or an earlier archive's ledger) already
-//! said, and a call made before with nothing new under it in a turn whose
-//! request said nothing new, is shown only
-//! when the budget has room for it after the facts of the conversation
-//! and each reply's best sentence: the first
-//! time it was said stays in the ledger, and the oldest user messages and
-//! calls are no longer dropped to make room for the same sentence said
-//! again. "Said before" is the same text, whitespace and case aside and a
-//! number that counts steps or turns (`Step 12:`) masked; a sentence with
-//! a new value ("the batch size is 40" after "… is 25") is not a repeat.
+//! A sentence of a user message (24 characters or more, ending as a
+//! sentence does: a line of pasted output stays) that an earlier user
+//! message, an earlier part of the same one or an earlier archive's
+//! ledger already said, and a call made before with nothing new under it
+//! in a turn whose request said nothing new, is shown only when the
+//! budget has room for it after the facts of the conversation and each
+//! reply's best sentence. The first time it was said stays in the ledger,
+//! and the oldest user messages and calls are no longer dropped to make
+//! room for the same sentence said again. "Said before" is the same
+//! text, whitespace and case aside and a number that counts steps or
+//! turns (`Step 12:`) masked; a sentence with a new value ("the batch
+//! size is 40" after "… is 25") is not a repeat.
 
 use rustc_hash::FxHashSet;
 
 use super::blocks::{Block, Rank, Scope, tier};
 use super::lexicon::COUNTERS;
 use super::score::score;
+use crate::util::len16;
+
+/// The shortest sentence, in UTF-16 units, that is left out as a repeat
+/// (a shorter one said again is kept, and is no news).
+const REPEAT_MIN: usize = 24;
 
 /// Makes the repeated sentences of user messages and the repeated calls
 /// of `blocks` (in history order) optional, below the conversation.
@@ -36,8 +42,16 @@ pub(crate) fn demote(blocks: &mut [Block]) {
                     if key.is_empty() {
                         continue;
                     }
+                    // A short one stays: it costs about what its marker
+                    // would, and it may join a value to its neighbours; so
+                    // does a line that is not a sentence (pasted terminal
+                    // output or a stack trace, whose lines say where the
+                    // values around them belong).
+                    let keep = len16(&key) < REPEAT_MIN || !is_sentence(&piece.text);
                     if said.contains(&key) {
-                        piece.rank = repeat_rank(&piece.text);
+                        if !keep {
+                            piece.rank = repeat_rank(&piece.text);
+                        }
                     } else if piece.rank == Rank::Must {
                         said.insert(key);
                         turn_news = true;
@@ -64,6 +78,14 @@ pub(crate) fn demote(blocks: &mut [Block]) {
             _ => {}
         }
     }
+}
+
+/// Whether `text` ends as a sentence does (`.`, `!` or `?`, a closing
+/// quote or bracket aside).
+fn is_sentence(text: &str) -> bool {
+    text.trim_end()
+        .trim_end_matches(['"', '\'', ')', '`', '*'])
+        .ends_with(['.', '!', '?'])
 }
 
 /// What a repeat ranks as: below every fact and each reply's best
@@ -161,6 +183,31 @@ mod tests {
         );
         assert_eq!(must(&blocks[1]), ["Step 2: the batch size is 40."]);
         assert!(must(&blocks[2]).is_empty());
+    }
+
+    #[test]
+    fn a_line_of_pasted_output_said_again_stays() {
+        let trace =
+            "Error: bad color\n    at parse (src/theme.ts:148:9)\n    at load (src/theme.ts:388:9)";
+        let mut blocks = vec![
+            user_block(trace, 1, None, &LEVELS[0]),
+            user_block(trace, 2, None, &LEVELS[0]),
+        ];
+        demote(&mut blocks);
+        assert_eq!(must(&blocks[1]).len(), 3);
+    }
+
+    #[test]
+    fn a_short_sentence_said_again_stays() {
+        let mut blocks = vec![
+            user_block("Debugger attached. Error at line 388.", 1, None, &LEVELS[0]),
+            user_block("Debugger attached. Error at line 401.", 2, None, &LEVELS[0]),
+        ];
+        demote(&mut blocks);
+        assert_eq!(
+            must(&blocks[1]),
+            ["Debugger attached.", "Error at line 401."]
+        );
     }
 
     #[test]
