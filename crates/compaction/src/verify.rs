@@ -115,8 +115,9 @@ impl Ledger {
                 read(message, &mut items);
             }
         }
+        // An item once, the first time (an earlier summary's first).
         let mut seen = HashSet::new();
-        items.retain(|item: &Item| seen.insert((item.kind == Kind::Earlier, item.text.clone())));
+        items.retain(|item: &Item| seen.insert(item.text.clone()));
         items.sort_by_key(|item| item.kind);
         Self { items }
     }
