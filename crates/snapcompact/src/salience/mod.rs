@@ -37,6 +37,7 @@ mod earlier;
 mod lexicon;
 mod novelty;
 mod outputs;
+mod readback;
 mod repeats;
 mod score;
 mod select;
