@@ -336,10 +336,11 @@ fn turns_with_paths(turns: usize) -> Vec<LlmMessage> {
     };
     let mut messages = Vec::new();
     for turn in 0..turns {
-        // Each request new, so the ledger is not filler (see `repeats`).
+        // Each request new, so the ledger is not filler (see `repeats`),
+        // and no fact (a user's fact outlives the oldest entries).
         messages.push(LlmMessage::user_text(format!(
-            "Step {turn}: look at the theme for issue {}.",
-            1000 + turn * 7
+            "Step {turn}: look at the theme again, the {} way.",
+            letters(turn)
         )));
         messages.push(LlmMessage::Assistant {
             content: vec![
@@ -361,6 +362,15 @@ fn turns_with_paths(turns: usize) -> Vec<LlmMessage> {
         messages.push(reply(&format!("Step {turn} looks fine.")));
     }
     messages
+}
+
+/// `n` written in the letters b to k, a word no other `n` gives.
+fn letters(n: usize) -> String {
+    let digits = n.to_string();
+    digits
+        .bytes()
+        .map(|d| char::from(b'b' + (d - b'0')))
+        .collect()
 }
 
 #[test]
@@ -391,7 +401,12 @@ fn when_the_oldest_entries_are_dropped_every_reference_left_still_resolves() {
         // A command whose turn was dropped is written out once, where it
         // first appears again, and referred to from then on.
         let shard_1 = "bash(cd packages/agent && npm run check -- --shard 1)";
-        assert_eq!(tight.text.matches(shard_1).count(), 1, "{budget}");
+        assert_eq!(
+            tight.text.matches(shard_1).count(),
+            1,
+            "{budget}: {}",
+            tight.text
+        );
         assert!(tight.text.contains("\nbash(=#"), "{budget}: {}", tight.text);
     }
 }
@@ -431,4 +446,28 @@ fn a_run_marker_names_its_first_entry_and_the_last_new_one() {
     let many: Vec<blocks::Block> = (0..50_000).map(|i| block(&format!("e{i}"))).collect();
     let refs: Vec<&blocks::Block> = many.iter().collect();
     assert_eq!(run_marker(&refs), "[…e0 to e49999…]");
+}
+
+#[test]
+fn when_the_oldest_entries_go_the_facts_of_their_user_messages_stay() {
+    let mut messages = vec![LlmMessage::user_text(
+        "Start with the theme. Never touch crates/legacy/ and keep the port at 48213.",
+    )];
+    messages.extend(turns_with_paths(200));
+    let tight = build(&messages, &[], Earlier::None, 3_000);
+    assert!(len16(&tight.text) <= 3_000);
+    assert!(tight.shortened.user_messages.omitted > 0, "{}", tight.text);
+    assert!(
+        tight
+            .text
+            .contains("Never touch crates/legacy/ and keep the port at 48213."),
+        "{}",
+        tight.text
+    );
+    assert!(
+        !tight.text.contains("Start with the theme."),
+        "{}",
+        tight.text
+    );
+    assert_resolvable(&tight.text);
 }
