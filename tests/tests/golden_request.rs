@@ -243,18 +243,20 @@ fn tree_file_leaf() {
 #[test]
 fn finish_split_turn_with_history() {
     let session = load_fixture("worked_a.jsonl");
-    let prep = prepared(&session, "00000009", &keep(50));
+    let s = keep(50);
+    let prep = prepared(&session, "00000009", &s);
     let merged = merge_summaries(HISTORY_ANSWER, Some(PREFIX_ANSWER));
-    let result = finish(&prep, &merged, Some(SHORT_ANSWER.into()), None, None);
+    let result = finish(&prep, &s, &merged, Some(SHORT_ANSWER.into()), None, None);
     check("finish__split_turn_with_history", &render_result(&result));
 }
 
 #[test]
 fn finish_split_turn_without_history() {
     let session = load_fixture("worked_b.jsonl");
-    let prep = prepared(&session, "00000008", &keep(12));
+    let s = keep(12);
+    let prep = prepared(&session, "00000008", &s);
     let merged = merge_summaries(&history_without_call(&prep), Some(PREFIX_ANSWER));
-    let result = finish(&prep, &merged, None, None, None);
+    let result = finish(&prep, &s, &merged, None, None, None);
     check(
         "finish__split_turn_without_history",
         &render_result(&result),
@@ -264,8 +266,9 @@ fn finish_split_turn_without_history() {
 #[test]
 fn finish_update_keeps_previous_file_lists() {
     let session = load_fixture("previous_compaction.jsonl");
-    let prep = prepared(&session, "00000011", &keep(50));
-    let result = finish(&prep, HISTORY_ANSWER, None, None, None);
+    let s = keep(50);
+    let prep = prepared(&session, "00000011", &s);
+    let result = finish(&prep, &s, HISTORY_ANSWER, None, None, None);
     check(
         "finish__update_keeps_previous_file_lists",
         &render_result(&result),
@@ -281,6 +284,13 @@ fn finish_appendix_c() {
     adapted.overhead_tokens = Some(2_000);
     let prep = prepare(&session, session.leaf_index(), &adapted).unwrap();
     let merged = merge_summaries("{history summary}", Some("{turn prefix summary}"));
-    let result = finish(&prep, &merged, Some("{short summary}".into()), None, None);
+    let result = finish(
+        &prep,
+        &adapted,
+        &merged,
+        Some("{short summary}".into()),
+        None,
+        None,
+    );
     check("finish__appendix_c", &render_result(&result));
 }

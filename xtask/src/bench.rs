@@ -14,7 +14,9 @@
 //! pseudo-case `scaling`, times `musepi plan` and `musepi compact` over
 //! sessions of 1 to 40 MB with nothing compacted yet (`--scaling-sizes`),
 //! and, as the pseudo-case `retention`, measures how many planted and real
-//! facts survive `musepi compact` at three budgets. Tests never assert
+//! facts survive `musepi compact` at three budgets, and as
+//! `retention-repeated`, how many early facts survive compacting a growing
+//! session again and again. Tests never assert
 //! timings; this is where performance is measured.
 
 use std::collections::BTreeMap;
@@ -155,8 +157,9 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let mut all_cases = list_cases(&bin)?;
     // The scaling case, over sessions of its own, after the timings.
     all_cases.push(SCALING.to_owned());
-    // Not a timed case: what compaction keeps, measured after the timings.
+    // Not timed: what compaction keeps, measured after the timings.
     all_cases.push(RETENTION.to_owned());
+    all_cases.push(RETENTION_REPEATED.to_owned());
     let baseline = all_cases
         .first()
         .cloned()
@@ -177,10 +180,11 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         }
     }
     let retention = cases.contains(&RETENTION.to_owned());
+    let repeated = cases.contains(&RETENTION_REPEATED.to_owned());
     let scaling = cases.contains(&SCALING.to_owned());
-    cases.retain(|c| c != RETENTION && c != SCALING);
+    cases.retain(|c| c != RETENTION && c != RETENTION_REPEATED && c != SCALING);
     // The baseline runs first on every file, so each ratio is against it.
-    if !cases.is_empty() || !(retention || scaling) {
+    if !cases.is_empty() || !(retention || repeated || scaling) {
         cases.retain(|c| c != &baseline);
         cases.insert(0, baseline.clone());
     }
@@ -271,7 +275,10 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         run_scaling(&bin, &data, &opts)?;
     }
     if retention {
-        run_retention(&bin, &target, &data)?;
+        run_retention(&bin, &target, &data, RETENTION)?;
+    }
+    if repeated {
+        run_retention(&bin, &target, &data, RETENTION_REPEATED)?;
     }
     Ok(())
 }
@@ -389,13 +396,16 @@ fn summarize(table: &[(BenchFile, u64, BTreeMap<String, Sample>)], baseline: &st
     }
 }
 
-/// The pseudo-case that measures retention.
+/// The pseudo-cases that measure retention: after one compaction, and
+/// after compacting a growing session again and again.
 const RETENTION: &str = "retention";
+const RETENTION_REPEATED: &str = "retention-repeated";
 
-/// Builds `musepi` and has `musepi-bench retention` measure what
-/// `musepi compact` keeps of the example, generated and (when
-/// `../shared` is beside the repository) real sessions.
-fn run_retention(bin: &Path, target: &Path, data: &Path) -> anyhow::Result<()> {
+/// Builds `musepi` and has `musepi-bench CASE` (`retention` or
+/// `retention-repeated`) measure what `musepi compact` keeps of the
+/// example, generated and (when `../shared` is beside the repository)
+/// real sessions.
+fn run_retention(bin: &Path, target: &Path, data: &Path, case: &str) -> anyhow::Result<()> {
     eprintln!("==> building musepi (release)");
     run_status(cargo().args([
         "build",
@@ -408,7 +418,7 @@ fn run_retention(bin: &Path, target: &Path, data: &Path) -> anyhow::Result<()> {
     ]))?;
     let root = workspace_root()?;
     let mut cmd = Command::new(bin);
-    cmd.arg("retention")
+    cmd.arg(case)
         .arg("--musepi")
         .arg(target.join("release/musepi"))
         .arg("--work")
@@ -421,7 +431,12 @@ fn run_retention(bin: &Path, target: &Path, data: &Path) -> anyhow::Result<()> {
     }
     println!();
     println!(
-        "retention (planted facts and the sessions' own, verbatim in what `musepi context --llm` shows of the compaction):"
+        "{}",
+        if case == RETENTION {
+            "retention (planted facts and the sessions' own, verbatim in what `musepi context --llm` shows of the compaction):"
+        } else {
+            "retention after repeated compactions (early planted facts, verbatim in what `musepi context --llm` shows after the last one):"
+        }
     );
     run_status(&mut cmd)
 }

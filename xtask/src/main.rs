@@ -12,7 +12,8 @@
 //! - `bench [--runs N] [--sizes 50,200] [--cases a,b]`: builds `musepi-bench`
 //!   in release mode, generates synthetic sessions and prints time and
 //!   memory ratios, then what `musepi compact` keeps of a history (the
-//!   `retention` case).
+//!   `retention` case) and of early facts over repeated compactions
+//!   (`retention-repeated`).
 //! - `reliability [--scale N]`: runs the reliability tests of the cli with
 //!   N times their rounds and prints the figures of docs/reliability.md.
 //! - `e2e [--base-url URL --model ID]`: `musepi compact --strategy llm`
@@ -44,7 +45,7 @@ tasks:
   tidy               check docs, READMEs, forbidden macros, whitespace, sizes, fixtures
   bench [--runs N] [--sizes 50,200] [--cases a,b]
                      build musepi-bench (release) and compare cases on synthetic sessions,
-                     then measure retention (the case `retention`)
+                     then measure retention (the cases `retention` and `retention-repeated`)
   reliability [--scale N]
                      append during and kill -9 rewrites, run the bad-input corpus; print the figures
   e2e [--keep-recent N] [--max-tokens N] [--port N] [--session FILE] [--base-url URL --model ID] [--pi] [--skip-unavailable]

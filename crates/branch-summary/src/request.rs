@@ -1,6 +1,8 @@
 //! The summary request of a branch (docs/design.md, "Branch summaries"), as plain data.
 
-use musepi_context_builder::{RequestPurpose, SummaryRequest, Template, template};
+use musepi_context_builder::{
+    RequestPurpose, SummaryRequest, Template, escape_wrapper_tags, template,
+};
 
 use crate::prepare::BranchPreparation;
 
@@ -65,9 +67,11 @@ pub fn summary_request(
     if prep.is_empty() {
         return None;
     }
+    // A wrapper tag in the session is escaped, so the session cannot
+    // close the `<conversation>` it sits in.
     let prompt = format!(
         "<conversation>\n{}\n</conversation>\n\n{}",
-        prep.serialized(),
+        escape_wrapper_tags(&prep.serialized()),
         instructions(options.custom_instructions, options.replace_instructions)
     );
     Some(SummaryRequest::single(

@@ -6,6 +6,9 @@ use musepi_session_model::{Compaction, EntryBody, EntryId, MadeBy, RawJson, Text
 use serde_json::Value;
 
 use crate::prepare::Preparation;
+use crate::request::history_max_tokens;
+use crate::settings::CompactionSettings;
+use crate::verify::Ledger;
 
 /// Everything a compaction entry holds, before it is written.
 #[derive(Debug, Clone, PartialEq)]
@@ -75,16 +78,26 @@ pub fn with_file_list(prep: &Preparation<'_>, summary: &str) -> String {
     upsert_file_operations(summary, &format_files_block(&lists, &prep.file_ops.read))
 }
 
-/// Builds the result of an LLM compaction from the merged summary.
+/// Builds the result of an LLM compaction from the merged summary, with
+/// the ledger items it does not hold appended ([`crate::verify`], within
+/// the bound of `settings`).
 pub fn finish(
     prep: &Preparation<'_>,
+    settings: &CompactionSettings,
     merged_summary: &str,
     short_summary: Option<String>,
     usage: Option<Usage>,
     preserve_data: Option<Value>,
 ) -> CompactionResult {
+    let ledger = Ledger::of(
+        &[&prep.messages_to_summarize, &prep.turn_prefix_messages],
+        prep.previous_summary.as_deref(),
+    );
+    let lists = prep.file_ops.lists();
+    let files = format_files_block(&lists, &prep.file_ops.read);
+    let bound = Ledger::bound_chars(history_max_tokens(settings));
     CompactionResult {
-        summary: with_file_list(prep, merged_summary),
+        summary: upsert_file_operations(&ledger.complete(merged_summary, bound), &files),
         short_summary,
         first_kept_entry_id: prep.first_kept_entry_id.clone(),
         tokens_before: prep.tokens_before,

@@ -7,7 +7,8 @@
 //! (docs/design.md: "When to compact", "Pruning", "Cut points and regions",
 //! "Summaries", "Handoff").
 //! It sends nothing over the network: a preparation produces plain-data
-//! requests, and a finish step turns the answers into an entry.
+//! requests, and a finish step turns the answers into an entry, with the
+//! history's ledger items the summary left out appended ([`verify`]).
 
 mod adapt;
 mod cut;
@@ -23,6 +24,7 @@ mod settings;
 #[cfg(test)]
 mod tests;
 mod trigger;
+pub mod verify;
 mod window;
 
 pub use adapt::{adapted_keep_recent_tokens, estimate_ratio};

@@ -12,9 +12,11 @@ use serde_json::Value;
 use crate::finish::{CompactionResult, NO_PRIOR_HISTORY, merge_summaries};
 use crate::prepare::Preparation;
 use crate::request::{
-    RequestOptions, history_request, short_summary_max_tokens, turn_prefix_request,
+    RequestOptions, history_max_tokens, history_request, short_summary_max_tokens,
+    turn_prefix_request,
 };
 use crate::settings::CompactionSettings;
+use crate::verify::Ledger;
 
 /// Everything needed to finish a compaction once the summaries are written.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,6 +48,11 @@ pub struct SummaryPlan {
     /// Whether a short summary is asked for after the summary
     /// ([`CompactionSettings::short_summary`]).
     pub short_summary: bool,
+    /// The ledger of the summarized history, whose items the summary
+    /// must hold (appended when it does not: [`crate::verify`]).
+    pub ledger: Ledger,
+    /// The bound on what is appended, in characters.
+    pub ledger_bound: usize,
     /// Output limit and reasoning of the short summary.
     short_max_tokens: u32,
     reasoning: Option<String>,
@@ -81,6 +88,11 @@ impl SummaryPlan {
             read_set: prep.file_ops.read.clone(),
             previous_preserve_data: prep.previous_preserve_data.clone(),
             short_summary: settings.short_summary,
+            ledger: Ledger::of(
+                &[&prep.messages_to_summarize, &prep.turn_prefix_messages],
+                prep.previous_summary.as_deref(),
+            ),
+            ledger_bound: Ledger::bound_chars(history_max_tokens(settings)),
             short_max_tokens: short_max(settings),
             reasoning: prep.reasoning.clone(),
         }
@@ -113,7 +125,8 @@ impl SummaryPlan {
         format_files_block(&self.file_lists, &self.read_set)
     }
 
-    /// The compaction entry's data from the merged summary.
+    /// The compaction entry's data from the merged summary: the ledger
+    /// items it does not hold appended, then the file list.
     pub fn finish(
         &self,
         merged: &str,
@@ -122,7 +135,11 @@ impl SummaryPlan {
         preserve_data: Option<Value>,
     ) -> CompactionResult {
         CompactionResult {
-            summary: upsert_file_operations(merged, &self.files_block()),
+            summary: {
+                let files = self.files_block();
+                let verified = self.ledger.complete(merged, self.ledger_bound);
+                upsert_file_operations(&verified, &files)
+            },
             short_summary,
             first_kept_entry_id: self.first_kept_entry_id.clone(),
             tokens_before: self.tokens_before,

@@ -16,6 +16,7 @@
 mod account;
 mod context;
 mod convert;
+mod escape;
 mod estimate;
 mod fileops;
 mod llm;
@@ -40,6 +41,7 @@ pub use convert::{
     Converted, INTERRUPTED_THINKING, bash_execution_to_text, convert_one, convert_to_llm,
     convert_with_sources, text_block, wrap, wrap_compaction,
 };
+pub use escape::{WRAPPER_TAGS, escape_wrapper_tags};
 pub use estimate::{
     ContextEstimate, IMAGE_CHARS, anchoring_usage, calculate_context_tokens,
     calculate_prompt_tokens, chars_to_tokens, estimate_chars, estimate_context_tokens,

@@ -155,7 +155,11 @@ async fn an_llm_compaction_is_appended_with_its_summaries_and_file_list() {
     assert!(
         out.result
             .summary
-            .starts_with("## Goal\n- history summary\n\n<files>\n# src/\n"),
+            // The paths the summary left out appended verbatim, then the
+            // file list.
+            .starts_with(
+                "## Goal\n- history summary\n\n## Verbatim from the session (not in the summary above)\n- path: src/f0.rs\n- path: src/f1.rs\n\n<files>\n# src/\n"
+            ),
         "{}",
         out.result.summary
     );

@@ -97,10 +97,10 @@ fn appendix_c_worked_example() {
     let history = history_request(&p, &s, &RequestOptions::default()).unwrap();
     assert_eq!(history.max_tokens, Some(13_107));
     let merged = merge_summaries("HISTORY", Some("PREFIX"));
-    let result = finish(&p, &merged, None, None, None);
+    let result = finish(&p, &s, &merged, None, None, None);
     assert_eq!(
         result.summary,
-        "HISTORY\n\n---\n\n**Turn Context (split turn):**\n\nPREFIX\n\n<files>\n# src/\na.ts (RW)\n</files>"
+        "HISTORY\n\n---\n\n**Turn Context (split turn):**\n\nPREFIX\n\n## Verbatim from the session (not in the summary above)\n- command: npm test\n- path: src/a.ts\n\n<files>\n# src/\na.ts (RW)\n</files>"
     );
     assert_eq!(
         result.details,

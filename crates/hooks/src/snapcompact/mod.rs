@@ -105,6 +105,8 @@ fn pass_input<'p>(prep: &'p Preparation<'_>) -> PassInput<'p> {
 #[cfg(test)]
 mod png_tests;
 #[cfg(test)]
+mod repeated_tests;
+#[cfg(test)]
 mod testkit;
 #[cfg(test)]
 mod tests;

@@ -93,6 +93,10 @@ pub(crate) struct Piece {
     /// It states a fact (see [`read`]): it ranks with the best of the
     /// conversation.
     pub fact: bool,
+    /// It stands for text an earlier archive had already left out (its
+    /// marker, `[…]` or `[…ID…]`): never kept, printed as the marker of
+    /// the gap it is in.
+    pub gap: bool,
 }
 
 impl Piece {
@@ -103,7 +107,22 @@ impl Piece {
             rank,
             silent: false,
             fact: false,
+            gap: false,
         }
+    }
+
+    /// Text an earlier archive left out, shown by its marker `text`.
+    pub(crate) fn gap(sep: impl Into<String>, text: impl Into<String>) -> Self {
+        let mut piece = Self::new(
+            sep,
+            text,
+            Rank::Optional {
+                tier: tier::OUTPUT,
+                score: i32::MIN,
+            },
+        );
+        piece.gap = true;
+        piece
     }
 }
 
@@ -155,6 +174,8 @@ pub(crate) struct Block {
     pub source_chars: usize,
     /// What its first piece shows and refers to, when it is a call.
     pub refs: Option<CallRefs>,
+    /// Read back from an earlier archive: counted with it.
+    pub earlier: bool,
 }
 
 impl Block {
@@ -168,6 +189,7 @@ impl Block {
             shortened: false,
             source_chars: 0,
             refs: None,
+            earlier: false,
         }
     }
 

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 
 use super::calls::{READ_TOOLS, WRITE_TOOLS};
 use super::outputs::{OutputCap, output_block};
+use super::readback::{earlier_call_block, earlier_user_block};
 use super::score::is_error_line;
 use super::text::shorten_head;
 use super::{CONVERSATION_HEADING, LEDGER_HEADING};
@@ -68,7 +69,7 @@ pub(crate) fn earlier_blocks(earlier: Earlier<'_>, limits: &Limits) -> (Vec<Bloc
 }
 
 /// `#12 rest` → `(12, "rest")`.
-fn turn_prefix(line: &str) -> Option<(u32, &str)> {
+pub(super) fn turn_prefix(line: &str) -> Option<(u32, &str)> {
     let rest = line.strip_prefix('#')?;
     let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
     let turn = rest[..digits].parse().ok()?;
@@ -116,6 +117,13 @@ fn archive_blocks(text: &str) -> (Vec<Block>, u32) {
         }
     }
     resolve_references(&mut blocks);
+    for block in &mut blocks {
+        if let Some(user) = earlier_user_block(block) {
+            *block = user;
+        } else if block.refs.is_some() {
+            earlier_call_block(block);
+        }
+    }
     let mut current: Option<(Scope, u32, String)> = None;
     let flush = |current: &mut Option<(Scope, u32, String)>, blocks: &mut Vec<Block>| {
         if let Some((scope, turn, body)) = current.take() {
@@ -475,6 +483,37 @@ mod tests {
     }
 
     #[test]
+    fn a_user_line_keeps_its_markers_as_gaps_and_names_the_entry_of_the_last() {
+        let text =
+            format!("{LEDGER_HEADING}\n#3 ¶user:Keep it. Use port 8080. […] Run it. […e7…] Done.");
+        let (blocks, _) = earlier_blocks(Earlier::archived(&text), &LEVELS[0]);
+        let user = &blocks[0];
+        assert_eq!(user.id.as_deref(), Some("e7"));
+        let pieces: Vec<(&str, bool)> = user
+            .pieces
+            .iter()
+            .map(|p| (p.text.as_str(), p.gap))
+            .collect();
+        assert_eq!(
+            pieces,
+            [
+                ("Keep it.", false),
+                ("Use port 8080.", false),
+                ("[…]", true),
+                ("Run it.", false),
+                ("[…e7…]", true),
+                ("Done.", false)
+            ]
+        );
+        // Printed again as it was: a gap is printed as its marker.
+        let kept = super::super::select::select(&blocks, 10_000);
+        assert_eq!(
+            super::super::select::render(&blocks, &kept),
+            format!("{LEDGER_HEADING}\n#3 ¶user:Keep it. Use port 8080. […] Run it. […e7…] Done.")
+        );
+    }
+
+    #[test]
     fn an_archive_is_read_back_entry_by_entry() {
         let text = format!(
             "{LEDGER_HEADING}\n#1 ¶user:first\nsecond line\n¶call:bash(command=make)\n  ! error: boom\nls()\n#2 ¶user:again\n\n{CONVERSATION_HEADING}\n#1 ¶ai:Done. It works.\n<out bash>\nok\n</out>\n[…a1…]\n#2 ¶think:plan"
@@ -482,26 +521,35 @@ mod tests {
         assert!(is_salience_text(&text));
         let (blocks, turn) = earlier_blocks(Earlier::archived(&text), &LEVELS[0]);
         assert_eq!(turn, 2);
-        let ledger: Vec<String> = blocks
+        let ledger: Vec<(&Scope, u32, bool, String)> = blocks
             .iter()
             .filter(|b| b.section() == Section::Ledger)
             .map(|b| {
-                b.pieces.iter().fold(String::new(), |mut out, p| {
+                let text = b.pieces.iter().fold(String::new(), |mut out, p| {
                     out.push_str(&p.sep);
                     out.push_str(&p.text);
                     out
-                })
+                });
+                (&b.scope, b.turn, b.earlier, text)
             })
             .collect();
+        // User messages and calls are blocks of their scope again, which
+        // prints `#N ¶user:` and `¶call:` for them.
         assert_eq!(
             ledger,
             [
-                "#1 ¶user:first\nsecond line",
-                "¶call:bash(command=make)\n  ! error: boom",
-                "ls()",
-                "#2 ¶user:again"
+                (&Scope::User, 1, true, "first\nsecond line".to_owned()),
+                (
+                    &Scope::Call,
+                    1,
+                    true,
+                    "bash(command=make)\n  ! error: boom".to_owned()
+                ),
+                (&Scope::Call, 1, true, "ls()".to_owned()),
+                (&Scope::User, 2, true, "again".to_owned())
             ]
         );
+        assert_eq!(blocks[0].pieces.len(), 2, "a sentence or line a piece");
         let conversation: Vec<(&Scope, u32)> = blocks
             .iter()
             .filter(|b| b.section() == Section::Conversation)

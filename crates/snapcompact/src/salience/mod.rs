@@ -37,6 +37,8 @@ mod earlier;
 mod lexicon;
 mod novelty;
 mod outputs;
+mod readback;
+mod repeats;
 mod score;
 mod select;
 mod text;
@@ -182,6 +184,7 @@ pub fn build_history(input: &HistoryInput<'_>) -> History {
         };
         let earlier = blocks.len();
         blocks.append(&mut builder.blocks);
+        repeats::demote(&mut blocks);
         let fits = must_cost(&blocks) <= share;
         if fits || level + 1 == LEVELS.len() {
             builder.blocks = blocks;
@@ -255,6 +258,7 @@ fn count(blocks: &[Block], kept: &Kept) -> Shortened {
     let mut s = Shortened::default();
     for (block, kept) in blocks.iter().zip(kept) {
         let c = match block.scope {
+            _ if block.earlier => &mut s.earlier,
             Scope::User => &mut s.user_messages,
             Scope::Call => &mut s.calls,
             Scope::Think | Scope::Ai => &mut s.replies,

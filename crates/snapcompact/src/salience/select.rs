@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use std::collections::{HashMap, HashSet};
 
 use super::blocks::{Block, CallNames, CallRefs, Rank, Scope, Section};
+use super::score::{read, states_constraint};
 use super::{CONVERSATION_HEADING, LEDGER_HEADING, marker, run_marker};
 use crate::util::len16;
 
@@ -25,13 +26,25 @@ pub(crate) fn select(blocks: &[Block], budget: usize) -> Kept {
         .collect();
     // Over budget with the guarantees alone: drop the oldest blocks, as
     // few as will do (found by bisection: fewer blocks never print longer,
-    // give or take a run marker, which the final check below settles).
+    // give or take a run marker, which the final check below settles),
+    // keeping the facts of the user messages among them (their
+    // constraints, decisions, values, paths and commands) while the rest
+    // of the ledger can make room for them; only when it cannot do they go
+    // with their blocks.
     let guaranteed = kept.clone();
-    let dropping = |n: usize| -> Kept {
+    let user_facts = user_facts(blocks);
+    let dropping_keeping = |n: usize, facts: bool| -> Kept {
         let mut k = guaranteed.clone();
-        k.iter_mut().take(n).flatten().for_each(|x| *x = false);
+        for (b, pieces) in k.iter_mut().enumerate().take(n) {
+            for (p, x) in pieces.iter_mut().enumerate() {
+                *x = facts && *x && user_facts[b][p];
+            }
+        }
         k
     };
+    let all = blocks.len();
+    let facts = len16(&render(blocks, &dropping_keeping(all, true))) <= budget;
+    let dropping = |n: usize| dropping_keeping(n, facts);
     let mut oldest = 0usize;
     if len16(&render(blocks, &kept)) > budget {
         let (mut lo, mut hi) = (1usize, blocks.len());
@@ -64,8 +77,8 @@ pub(crate) fn select(blocks: &[Block], budget: usize) -> Kept {
                 .iter()
                 .enumerate()
                 .filter_map(move |(p, piece)| match piece.rank {
-                    Rank::Optional { .. } => Some((b, p)),
-                    Rank::Must => None,
+                    Rank::Optional { .. } if !piece.gap => Some((b, p)),
+                    Rank::Optional { .. } | Rank::Must => None,
                 })
         })
         .collect();
@@ -110,6 +123,26 @@ pub(crate) fn select(blocks: &[Block], budget: usize) -> Kept {
         }
     }
     kept
+}
+
+/// Which guaranteed pieces are facts of a user message: a sentence that
+/// states a constraint or a decision, or a fact (a value, a path, a
+/// command, trouble).
+fn user_facts(blocks: &[Block]) -> Vec<Vec<bool>> {
+    blocks
+        .iter()
+        .map(|b| {
+            b.pieces
+                .iter()
+                .map(|p| {
+                    b.scope == Scope::User
+                        && p.rank == Rank::Must
+                        && !p.gap
+                        && (states_constraint(&p.text) || read(&p.text).fact)
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// What keeping piece `p` of block `b` can add at most: its text and
@@ -342,7 +375,14 @@ impl Printed {
             CallNames::Reference(_) => None,
             CallNames::Paths { shows, tails } => Some((shows, tails)),
         };
-        if (shown.is_some() || written_out) && !self.calls.contains_key(&refs.key) {
+        // The turn that shows a call in full, for the references after it:
+        // the first, or a later one when the first's opening line is not
+        // printed (a reference to it could not be read).
+        let registered = self
+            .calls
+            .get(&refs.key)
+            .is_some_and(|m| self.turns.contains(m));
+        if (shown.is_some() || written_out) && !registered {
             self.calls.insert(refs.key.clone(), turn);
             *self.tools.entry((turn, refs.tool.clone())).or_default() += 1;
         }

@@ -64,10 +64,13 @@ fn a_later_archive_keeps_the_earlier_ledger_and_counts_on() {
 
 #[test]
 fn a_tight_budget_moves_to_a_tighter_ledger_before_dropping_entries() {
-    let long = format!(
-        "Start here. {} End here.",
-        "Filler words go on and on. ".repeat(150)
-    );
+    // Sentences that differ, so none is left out as a repeat.
+    let filler = (0..150).fold(String::new(), |mut out, i| {
+        let _ =
+            std::fmt::Write::write_fmt(&mut out, format_args!("Filler words go on for {i} more. "));
+        out
+    });
+    let long = format!("Start here. {filler} End here.");
     let messages = [LlmMessage::user_text(&long), reply("ok")];
     let roomy = build(&messages, &[], Earlier::None, 100_000);
     assert_eq!(roomy.shortened.ledger_level, 0);
@@ -333,8 +336,11 @@ fn turns_with_paths(turns: usize) -> Vec<LlmMessage> {
     };
     let mut messages = Vec::new();
     for turn in 0..turns {
+        // Each request new, so the ledger is not filler (see `repeats`),
+        // and no fact (a user's fact outlives the oldest entries).
         messages.push(LlmMessage::user_text(format!(
-            "Step {turn}: look at the theme again."
+            "Step {turn}: look at the theme again, the {} way.",
+            letters(turn)
         )));
         messages.push(LlmMessage::Assistant {
             content: vec![
@@ -356,6 +362,15 @@ fn turns_with_paths(turns: usize) -> Vec<LlmMessage> {
         messages.push(reply(&format!("Step {turn} looks fine.")));
     }
     messages
+}
+
+/// `n` written in the letters b to k, a word no other `n` gives.
+fn letters(n: usize) -> String {
+    let digits = n.to_string();
+    digits
+        .bytes()
+        .map(|d| char::from(b'b' + (d - b'0')))
+        .collect()
 }
 
 #[test]
@@ -386,7 +401,12 @@ fn when_the_oldest_entries_are_dropped_every_reference_left_still_resolves() {
         // A command whose turn was dropped is written out once, where it
         // first appears again, and referred to from then on.
         let shard_1 = "bash(cd packages/agent && npm run check -- --shard 1)";
-        assert_eq!(tight.text.matches(shard_1).count(), 1, "{budget}");
+        assert_eq!(
+            tight.text.matches(shard_1).count(),
+            1,
+            "{budget}: {}",
+            tight.text
+        );
         assert!(tight.text.contains("\nbash(=#"), "{budget}: {}", tight.text);
     }
 }
@@ -426,4 +446,28 @@ fn a_run_marker_names_its_first_entry_and_the_last_new_one() {
     let many: Vec<blocks::Block> = (0..50_000).map(|i| block(&format!("e{i}"))).collect();
     let refs: Vec<&blocks::Block> = many.iter().collect();
     assert_eq!(run_marker(&refs), "[…e0 to e49999…]");
+}
+
+#[test]
+fn when_the_oldest_entries_go_the_facts_of_their_user_messages_stay() {
+    let mut messages = vec![LlmMessage::user_text(
+        "Start with the theme. Never touch crates/legacy/ and keep the port at 48213.",
+    )];
+    messages.extend(turns_with_paths(200));
+    let tight = build(&messages, &[], Earlier::None, 3_000);
+    assert!(len16(&tight.text) <= 3_000);
+    assert!(tight.shortened.user_messages.omitted > 0, "{}", tight.text);
+    assert!(
+        tight
+            .text
+            .contains("Never touch crates/legacy/ and keep the port at 48213."),
+        "{}",
+        tight.text
+    );
+    assert!(
+        !tight.text.contains("Start with the theme."),
+        "{}",
+        tight.text
+    );
+    assert_resolvable(&tight.text);
 }

@@ -148,7 +148,7 @@ fn the_guide_counts_the_messages_and_calls_left_out_apart_from_the_shortened() {
     assert!(kept_users > 0 && kept_users < 400, "{kept_users}");
     assert!(
         s.contains(&format!(
-            "0 of 400 user messages shortened (each keeps its head, its tail and every sentence with a constraint, a number or a path) and {} left out",
+            "0 of 400 user messages shortened (each keeps its head, its tail and every sentence with a constraint, a number or a path; a sentence said in an earlier message, and a call made before with nothing new, may be left out) and {} left out",
             400 - kept_users
         )),
         "{s}"

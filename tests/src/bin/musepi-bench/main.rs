@@ -9,7 +9,9 @@
 //! `musepi-bench to-v1 V3FILE OUT` writes a generated session as a v1 file.
 //! `musepi-bench retention [--musepi BIN] [--work DIR] [--example FILE]
 //! [--shared DIR]` measures what `musepi compact` keeps of a history (see
-//! `retention/mod.rs`).
+//! `retention/mod.rs`); `musepi-bench retention-repeated` with the same
+//! options, what compacting a growing session again and again keeps of
+//! its early facts (`retention/repeated.rs`).
 //!
 //! A new case is one function in `cases.rs` and one line in its table.
 
@@ -50,6 +52,7 @@ fn run(args: &[String]) -> Result<(), BoxError> {
             Ok(())
         }
         Some("retention") => retention::run(&args[1..]),
+        Some("retention-repeated") => retention::run_repeated(&args[1..]),
         Some("generator-version") => {
             println!("{}", generate::VERSION);
             Ok(())
@@ -112,7 +115,7 @@ fn run(args: &[String]) -> Result<(), BoxError> {
             Ok(())
         }
         _ => Err(
-            "usage: musepi-bench list | generator-version | generate --size-mb N --seed S [--no-compaction] --out FILE | to-v1 V3FILE OUT | run CASE FILE | retention [--musepi BIN] [--work DIR] [--example FILE] [--shared DIR]"
+            "usage: musepi-bench list | generator-version | generate --size-mb N --seed S [--no-compaction] --out FILE | to-v1 V3FILE OUT | run CASE FILE | retention [--musepi BIN] [--work DIR] [--example FILE] [--shared DIR] | retention-repeated [the same options]"
                 .into(),
         ),
     }

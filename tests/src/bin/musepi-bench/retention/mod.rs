@@ -24,6 +24,7 @@
 
 mod facts;
 mod plant;
+mod repeated;
 mod report;
 mod sessions;
 mod templates;
@@ -423,14 +424,9 @@ fn measure(
     Ok(rows)
 }
 
-/// `musepi-bench retention [--musepi BIN] [--work DIR] [--example FILE]
-/// [--shared DIR] [--set tuned|held-out|both] [--sessions a,b]
-/// [--reserves 4096,16384] [--no-png] [--keep]`: prints the tables and writes
-/// `retention.json` (every row) and, for the tuned seeds, `misses.txt`
-/// into the work folder; with `--keep` the planted copies stay there.
-pub(crate) fn run(args: &[String]) -> Result<(), BoxError> {
-    let o = options(args)?;
-    std::fs::create_dir_all(&o.work)?;
+/// The sessions measured: the example, the generated ones, and the real
+/// pi sessions when `--shared` holds them; `--sessions` keeps some.
+fn sessions(o: &Options) -> Result<Vec<(String, PathBuf)>, BoxError> {
     let mut sessions: Vec<(String, PathBuf)> = vec![("example".to_owned(), o.example.clone())];
     sessions.extend(sessions::generated(&o.work)?);
     match o.shared.as_ref().map(|s| s.join("fixtures/pi")) {
@@ -453,6 +449,18 @@ pub(crate) fn run(args: &[String]) -> Result<(), BoxError> {
     if let Some(only) = &o.sessions {
         sessions.retain(|(name, _)| only.iter().any(|s| name.replace(' ', "-") == *s));
     }
+    Ok(sessions)
+}
+
+/// `musepi-bench retention [--musepi BIN] [--work DIR] [--example FILE]
+/// [--shared DIR] [--set tuned|held-out|both] [--sessions a,b]
+/// [--reserves 4096,16384] [--no-png] [--keep]`: prints the tables and writes
+/// `retention.json` (every row) and, for the tuned seeds, `misses.txt`
+/// into the work folder; with `--keep` the planted copies stay there.
+pub(crate) fn run(args: &[String]) -> Result<(), BoxError> {
+    let o = options(args)?;
+    std::fs::create_dir_all(&o.work)?;
+    let sessions = sessions(&o)?;
     let mut rows = Vec::new();
     let mut misses = String::new();
     for (name, path) in &sessions {
@@ -477,6 +485,17 @@ pub(crate) fn run(args: &[String]) -> Result<(), BoxError> {
     )?;
     std::fs::write(o.work.join("misses.txt"), misses)?;
     Ok(())
+}
+
+/// `musepi-bench retention-repeated` with the options of `retention`
+/// (`--reserves` and `--no-png` aside): compacts each session again and
+/// again as it grows, and counts the early facts the final context shows
+/// (see [`mod@repeated`]); the two filler sessions are measured too.
+pub(crate) fn run_repeated(args: &[String]) -> Result<(), BoxError> {
+    let o = options(args)?;
+    std::fs::create_dir_all(&o.work)?;
+    let sessions = sessions(&o)?;
+    repeated::run(&o, &sessions)
 }
 
 /// The kinds, hosts and places, for the report.

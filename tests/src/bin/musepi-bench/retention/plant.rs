@@ -280,6 +280,70 @@ fn position_of(share: f64) -> usize {
         .unwrap_or(POSITIONS.len() - 1)
 }
 
+/// Facts for a history compacted again and again: [`FEW`] of them, the
+/// kinds and the hosts in turn, at random places of the history and of
+/// the host, and one stated again later with a new value.
+fn draw_few(seed: u64, held_out: bool) -> Vec<Wanted> {
+    let mut rng = Rng::new(seed.wrapping_mul(0x51_7CC1) ^ 0xFE3);
+    let mut wanted: Vec<Wanted> = Vec::new();
+    let mut add = |rng: &mut Rng, kind: Kind, host: Host, share: f64, restated| {
+        let output = host == Host::Output;
+        let mut slots = Slots::new(rng);
+        let text = loop {
+            let text = slots.fill(pick_template(rng, kind, output, held_out));
+            if !wanted.iter().any(|w| w.text == text) {
+                break text;
+            }
+            slots = Slots::new(rng);
+        };
+        wanted.push(Wanted {
+            kind,
+            host,
+            place: *rng.pick(&Place::ALL),
+            share,
+            restated,
+            text,
+        });
+        slots
+    };
+    for i in 0..FEW {
+        let kind = Kind::ALL[i % Kind::ALL.len()];
+        let host = Host::ALL[(i + i / Kind::ALL.len() + seed as usize) % Host::ALL.len()];
+        let share = rng.range(0, 999) as f64 / 1000.0;
+        add(&mut rng, kind, host, share, false);
+    }
+    // A template whose values change when restated (one without a value
+    // to change says the same again).
+    for _ in 0..50 {
+        let kind = *rng.pick(&Kind::ALL);
+        let host = *rng.pick(&Host::ALL);
+        let output = host == Host::Output;
+        let template = pick_template(&mut rng, kind, output, held_out);
+        let mut slots = Slots::new(&mut rng);
+        let first = slots.fill(template);
+        slots.revalue(&mut rng);
+        let again = slots.fill(template);
+        if first == again || wanted.iter().any(|w| w.text == first || w.text == again) {
+            continue;
+        }
+        for (lo, restated, text) in [(0.0, false, first), (0.5, true, again)] {
+            wanted.push(Wanted {
+                kind,
+                host,
+                place: *rng.pick(&Place::ALL),
+                share: lo + 0.5 * (rng.range(0, 999) as f64 / 1000.0),
+                restated,
+                text,
+            });
+        }
+        break;
+    }
+    wanted
+}
+
+/// Facts planted by [`plant_few`] besides the restated pair.
+pub(crate) const FEW: usize = 10;
+
 /// Plants the facts of `seed` into `entries` (the session's lines as
 /// JSON, by position) among the summarized entries `region` (positions
 /// into `entries`, oldest first); returns what was planted. A held-out
@@ -290,13 +354,31 @@ pub(crate) fn plant(
     seed: u64,
     held_out: bool,
 ) -> Vec<Planted> {
+    place(entries, region, seed, draw(seed, held_out))
+}
+
+/// Plants a few facts of `seed` into `entries` among `region`, as
+/// [`plant`] does, for a history compacted several times: [`FEW`] facts,
+/// every kind twice, and one stated again with a new value.
+pub(crate) fn plant_few(
+    entries: &mut [Value],
+    region: &[usize],
+    seed: u64,
+    held_out: bool,
+) -> Vec<Planted> {
+    place(entries, region, seed, draw_few(seed, held_out))
+}
+
+/// Writes each of `wanted` into the entry of its host nearest its share of
+/// `region`.
+fn place(entries: &mut [Value], region: &[usize], seed: u64, wanted: Vec<Wanted>) -> Vec<Planted> {
     let mut planted = Vec::new();
     if region.is_empty() {
         return planted;
     }
     let mut rng = Rng::new(seed ^ 0x91A7);
     let mut used: Vec<(usize, Host)> = Vec::new();
-    for w in draw(seed, held_out) {
+    for w in wanted {
         let any_tool = !region.iter().any(|&i| fits(&entries[i], w.host, false));
         let target = ((region.len() - 1) as f64 * w.share).round() as usize;
         // The nearest entry of the host not used for it yet, else the
@@ -352,6 +434,27 @@ mod tests {
         let a: Vec<String> = draw(1, false).into_iter().map(|w| w.text).collect();
         let b: Vec<String> = draw(2, false).into_iter().map(|w| w.text).collect();
         assert!(a.iter().all(|t| !b.contains(t)));
+    }
+
+    #[test]
+    fn a_few_facts_take_every_kind_twice_and_restate_one() {
+        for (seed, held_out) in [(1, false), (1002, true)] {
+            let wanted = draw_few(seed, held_out);
+            assert_eq!(wanted.len(), FEW + 2);
+            for kind in Kind::ALL {
+                let n = wanted
+                    .iter()
+                    .filter(|w| w.kind == kind && !w.restated)
+                    .count();
+                assert!(n >= 2, "{}: {n}", kind.name());
+            }
+            let restated = wanted.iter().filter(|w| w.restated).count();
+            assert_eq!(restated, 1);
+            let mut texts: Vec<&str> = wanted.iter().map(|w| w.text.as_str()).collect();
+            texts.sort_unstable();
+            texts.dedup();
+            assert_eq!(texts.len(), wanted.len());
+        }
     }
 
     #[test]
