@@ -8,6 +8,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+pub use crate::output::ColorWhen;
+
 mod provider_args;
 mod session_arg;
 mod write_args;
@@ -18,7 +20,7 @@ pub use write_args::WriteArgs;
 
 /// `musepi`: inspect, compact, prune and navigate pi agent sessions.
 #[derive(Debug, Parser)]
-#[command(name = "musepi", version, about, long_about = None, propagate_version = true)]
+#[command(name = "musepi", version = VERSION, about, long_about = None, propagate_version = true)]
 pub struct Cli {
     /// Flags every command accepts, anywhere on the line.
     #[command(flatten)]
@@ -27,6 +29,11 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
+
+/// The version line `--version` prints after `musepi `: the package
+/// version, and the commit it was built from when it was built from a git
+/// checkout (`0.1.0 (abc1234 2026-12-05)`; see build.rs).
+pub const VERSION: &str = env!("MUSEPI_VERSION_LINE");
 
 /// The `--help` section of the flags every command accepts.
 pub const GLOBAL: &str = "Global options";
@@ -54,6 +61,13 @@ pub struct Globals {
     /// Say more (repeat for more).
     #[arg(short, long, global = true, help_heading = GLOBAL, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// When to colour the output: `auto` (on a terminal, unless `NO_COLOR` is set; a
+    /// `CLICOLOR_FORCE` other than 0 colours anyway), `always` or `never`.
+    #[arg(long, global = true, help_heading = GLOBAL, value_name = "WHEN", value_enum, default_value_t)]
+    pub color: ColorWhen,
+    /// Never show a long report (`plan --show-prompts`) through a pager.
+    #[arg(long, global = true, help_heading = GLOBAL)]
+    pub no_pager: bool,
 }
 
 /// Every command.
@@ -94,6 +108,27 @@ pub enum Command {
     /// The pi extension: install it where pi finds it by itself, or remove it.
     #[command(subcommand)]
     Pi(PiCommand),
+    /// Print a shell's completion script (e.g. `musepi completions bash > ~/.local/share/bash-completion/completions/musepi`).
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), or write every command's page into a folder.
+    Man(ManArgs),
+}
+
+/// `musepi completions SHELL`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_name = "SHELL", value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `musepi man [--out DIR]`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write `musepi.1` and one page per command (`musepi-compact.1`, …) into this folder instead
+    /// of printing `musepi.1`.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 /// `musepi pi …`.

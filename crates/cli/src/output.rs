@@ -1,10 +1,11 @@
-//! What a command writes: terminal output (colour only on a terminal and
-//! never with `NO_COLOR`, aligned columns, short previews, JSON documents,
+//! What a command writes: terminal output (colour as `--color`,
+//! `NO_COLOR` and `CLICOLOR_FORCE` say, aligned columns, short previews, JSON documents,
 //! error chains), and whole files written atomically.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::io::{self, IsTerminal, Write};
+use std::sync::OnceLock;
 
 use unicode_width::UnicodeWidthStr;
 
@@ -38,6 +39,54 @@ impl Color {
     }
 }
 
+/// `--color`: when to colour what musepi prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ColorWhen {
+    /// On a terminal, unless `NO_COLOR` is set (a `CLICOLOR_FORCE` other
+    /// than `0` colours anyway, `CLICOLOR=0` never).
+    #[default]
+    Auto,
+    /// Always, terminal or not.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// The `--color` of this run, set once the line is read.
+static COLOR_WHEN: OnceLock<ColorWhen> = OnceLock::new();
+
+/// Sets the `--color` every [`Style`] follows from now on (the first call
+/// wins: the command line is read once).
+pub fn set_color_when(when: ColorWhen) {
+    let _ = COLOR_WHEN.set(when);
+}
+
+/// Whether to colour a stream: `--color always` and `never` decide alone;
+/// `auto` colours a terminal, except that a non-empty `NO_COLOR` never
+/// colours, then a `CLICOLOR_FORCE` other than empty or `0` always does,
+/// then `CLICOLOR=0` never does. `env` reads a variable.
+pub fn wants_color(
+    when: ColorWhen,
+    is_terminal: bool,
+    env: impl Fn(&str) -> Option<std::ffi::OsString>,
+) -> bool {
+    match when {
+        ColorWhen::Always => true,
+        ColorWhen::Never => false,
+        ColorWhen::Auto => {
+            if env("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+                false
+            } else if env("CLICOLOR_FORCE").is_some_and(|v| !v.is_empty() && v != "0") {
+                true
+            } else if env("CLICOLOR").is_some_and(|v| v == "0") {
+                false
+            } else {
+                is_terminal
+            }
+        }
+    }
+}
+
 /// Whether to colour one output stream.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Style {
@@ -45,12 +94,18 @@ pub struct Style {
 }
 
 impl Style {
-    /// Colour when `is_terminal` and `NO_COLOR` is unset or empty.
+    /// Colour as [`wants_color`] decides for a stream that is a terminal
+    /// or not, under this run's `--color`.
     pub fn detect(is_terminal: bool) -> Self {
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let when = COLOR_WHEN.get().copied().unwrap_or_default();
         Self {
-            color: is_terminal && !no_color,
+            color: wants_color(when, is_terminal, |k| std::env::var_os(k)),
         }
+    }
+
+    /// Whether this style colours.
+    pub fn colors(self) -> bool {
+        self.color
     }
 
     /// The style for standard output.
