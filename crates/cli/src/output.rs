@@ -9,6 +9,10 @@ use std::sync::OnceLock;
 
 use unicode_width::UnicodeWidthStr;
 
+/// A count with thousands separators (`31,315`): every number a person
+/// reads in a report is printed with it.
+pub use musepi_session_model::json::thousands;
+
 /// Colours the binary uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Color {
@@ -131,6 +135,25 @@ impl Style {
             text.to_owned()
         }
     }
+}
+
+/// The columns of the terminal standard output is, or `None` when it is
+/// not one (a pipe, a file): a report fits its rows to the width only on
+/// a terminal, and prints them whole otherwise.
+pub fn stdout_columns() -> Option<usize> {
+    if !io::stdout().is_terminal() {
+        return None;
+    }
+    crossterm::terminal::size()
+        .ok()
+        .map(|(w, _)| usize::from(w))
+        .filter(|w| *w > 0)
+}
+
+/// `text` in at most `width` columns as it shows ([`display_width`]),
+/// ending with `…` when it was cut.
+pub fn fit(text: &str, width: usize) -> String {
+    crate::view::text::truncate(text, width)
 }
 
 /// Two columns, the first padded to its widest cell, as it shows: the
@@ -437,6 +460,55 @@ pub fn print_text(text: &str) -> io::Result<()> {
     out.flush()
 }
 
+/// The pager a long report goes through, as git chooses it: none when
+/// standard output is not a terminal or `--no-pager` was given, else
+/// `MUSEPI_PAGER`, then `PAGER`, then `less`; an empty value or `cat`
+/// means none. `env` reads a variable.
+pub fn pager_command(
+    stdout_is_terminal: bool,
+    no_pager: bool,
+    env: impl Fn(&str) -> Option<String>,
+) -> Option<String> {
+    if !stdout_is_terminal || no_pager {
+        return None;
+    }
+    let chosen = env("MUSEPI_PAGER")
+        .or_else(|| env("PAGER"))
+        .unwrap_or_else(|| "less".to_owned());
+    let chosen = chosen.trim();
+    (!chosen.is_empty() && chosen != "cat").then(|| chosen.to_owned())
+}
+
+/// Prints a long report (`plan --show-prompts`) through the pager
+/// [`pager_command`] chooses, run by `sh -c` with `LESS=FRX` unless `LESS`
+/// is set (so `less` quits when the text fits one screen and keeps the
+/// colours), and waits for it; a pager that cannot start, or none, prints
+/// the text as [`print_text`] does.
+pub fn print_paged(text: &str, no_pager: bool) -> io::Result<()> {
+    let Some(pager) = pager_command(io::stdout().is_terminal(), no_pager, |k| {
+        std::env::var(k).ok()
+    }) else {
+        return print_text(text);
+    };
+    let mut command = std::process::Command::new("sh");
+    command
+        .args(["-c", &pager])
+        .stdin(std::process::Stdio::piped());
+    if std::env::var_os("LESS").is_none() {
+        command.env("LESS", "FRX");
+    }
+    let Ok(mut child) = command.spawn() else {
+        return print_text(text);
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        // The reader quitting early (`q` in less) closes the pipe: the
+        // rest is dropped, as a closed standard output is.
+        let _ = stdin.write_all(text.as_bytes());
+    }
+    let _ = child.wait();
+    Ok(())
+}
+
 /// `n` and its noun, singular or plural as `n` asks: `counted(1, "entry",
 /// "entries")` is "1 entry", `counted(3, "entry", "entries")` "3 entries".
 /// Every count a person reads is worded with it, never "entry(s)".
@@ -456,7 +528,7 @@ pub fn print_error(error: &anyhow::Error) {
     let mut text = format!(
         "musepi: {} {}\n",
         style.paint(Color::Red, "error:"),
-        escaped_text(&error.to_string())
+        escaped_text(&crate::ctx::lowercase_start(&error.to_string()))
     );
     let mut previous = error.to_string();
     for cause in error.chain().skip(1) {

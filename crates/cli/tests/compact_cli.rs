@@ -322,7 +322,7 @@ async fn an_abort_mid_request_writes_nothing() {
         .unwrap()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert_stderr_has(&out, "Compaction cancelled");
+    assert_stderr_has(&out, "compaction cancelled");
     assert_eq!(std::fs::read(&file).unwrap(), before);
 }
 

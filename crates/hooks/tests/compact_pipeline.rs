@@ -308,7 +308,7 @@ fn veto() -> Answers {
         "veto",
         BeforeCompactResult {
             cancel: true,
-            compaction: None,
+            ..Default::default()
         },
     )
 }
@@ -327,6 +327,7 @@ impl Hook for Supply {
         Box::pin(async move {
             Ok(Some(BeforeCompactResult {
                 cancel: false,
+                reason: None,
                 compaction: Some(SuppliedCompaction {
                     summary: "from a hook".into(),
                     first_kept_entry_id: Some(first),
@@ -543,6 +544,7 @@ fn supply_files() -> Answers {
         "supply-files",
         BeforeCompactResult {
             cancel: false,
+            reason: None,
             compaction: Some(SuppliedCompaction {
                 summary: "hook summary".into(),
                 first_kept_entry_id: None,

@@ -158,7 +158,17 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
         return Ok(Exit::Ok);
     }
     if out.no_op {
-        dest.report("already there: nothing to do\n", ctx)?;
+        // In place nothing is written; a copy (`-o OUT`) is written all
+        // the same, unchanged, and the report says so.
+        let text = match written.as_deref() {
+            Some("-") => "already there: the leaf does not move; wrote the session unchanged to standard output\n".to_owned(),
+            Some(path) => format!(
+                "already there: the leaf does not move; wrote the session unchanged to {}\n",
+                escape_controls(path)
+            ),
+            None => "already there: nothing to do\n".to_owned(),
+        };
+        dest.report(&text, ctx)?;
         return Ok(Exit::Ok);
     }
     let mut rows = vec![

@@ -190,7 +190,9 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
             "tokens".to_owned(),
             format!(
                 "{} → {} in context (tokensBefore {})",
-                out.context_tokens_before, out.tokens_after, out.result.tokens_before
+                crate::output::thousands(out.context_tokens_before),
+                crate::output::thousands(out.tokens_after),
+                crate::view::text::tokens(out.result.tokens_before)
             ),
         ),
         (
@@ -206,9 +208,9 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         rows.push((
             "pruned".to_owned(),
             format!(
-                "{} tool results, {} tokens",
-                out.pruned.candidates.len(),
-                out.pruned.tokens_saved
+                "{}, {} tokens",
+                crate::output::counted(out.pruned.candidates.len(), "tool result", "tool results"),
+                crate::output::thousands(out.pruned.tokens_saved)
             ),
         ));
     }

@@ -25,7 +25,8 @@ use serde_json::{Value, json};
 use crate::cli::{RenderArgs, SnapcompactCommand};
 use crate::commands::files::{Input, load_or_fail};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
-use crate::output::{aligned, escape_controls, print_json, print_text};
+use crate::output::{aligned, counted, escape_controls, print_json, print_text};
+use musepi_session_model::json::thousands;
 
 /// Runs a `musepi snapcompact` command.
 pub fn run(command: &SnapcompactCommand, ctx: &Ctx) -> CmdResult {
@@ -319,13 +320,16 @@ fn report(args: &RenderArgs, written: &Written, ctx: &Ctx) -> CmdResult {
         return Ok(Exit::Ok);
     }
     let doc = &written.doc;
-    let what = match doc["pages"].as_array() {
-        Some(pages) => format!("text, {} pages", pages.len()),
-        None => format!(
-            "{}, {} frames",
-            doc["archive"].as_str().unwrap_or_default(),
-            doc["frames"].as_array().map_or(0, Vec::len)
-        ),
+    let frames = counted(
+        doc["frames"].as_array().map_or(0, Vec::len),
+        "PNG frame",
+        "PNG frames",
+    );
+    let what = match (doc["pages"].as_array(), doc["archive"].as_str()) {
+        (Some(pages), _) => format!("text, {}", counted(pages.len(), "page", "pages")),
+        // A text archive printed anew with `--shape` or `--model`.
+        (None, Some("text")) => format!("text, printed as {frames}"),
+        (None, _) => format!("png, {frames}"),
     };
     let mut rows = vec![
         (
@@ -339,7 +343,9 @@ fn report(args: &RenderArgs, written: &Written, ctx: &Ctx) -> CmdResult {
     }
     rows.push((
         "dropped chars".to_owned(),
-        doc["truncatedChars"].to_string(),
+        doc["truncatedChars"]
+            .as_u64()
+            .map_or_else(|| doc["truncatedChars"].to_string(), thousands),
     ));
     rows.push((
         "folder".to_owned(),

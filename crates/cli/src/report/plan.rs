@@ -123,7 +123,16 @@ impl<'s> Planned<'s> {
         };
         format!(
             "{} of a {}-token window; measured {} ({over})",
-            self.threshold, self.window, self.measured.tokens
+            if self.threshold < 0 {
+                format!(
+                    "-{}",
+                    crate::output::thousands(self.threshold.unsigned_abs())
+                )
+            } else {
+                crate::output::thousands(self.threshold.unsigned_abs())
+            },
+            crate::output::thousands(self.window),
+            crate::view::text::tokens(self.measured.tokens)
         )
     }
 }
