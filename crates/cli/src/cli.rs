@@ -219,6 +219,9 @@ pub struct RenderArgs {
     /// Print the archive's text anew in the shape measured for this model.
     #[arg(long, value_name = "ID")]
     pub model: Option<String>,
+    /// Replace the files of an earlier render in DIR (without it, a DIR that holds one is refused).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// A context window of at least one token: a window of 0 would make
@@ -269,6 +272,9 @@ pub struct ContextArgs {
     /// Write the chart to this SVG file instead of drawing it in the terminal.
     #[arg(long, value_name = "FILE.svg", requires = "chart")]
     pub out: Option<PathBuf>,
+    /// Replace the --out file when it exists.
+    #[arg(long, requires = "out")]
+    pub force: bool,
     /// The context window the chart reads the figures against (default 200000).
     #[arg(long, value_name = "N", value_parser = window_size, requires = "chart")]
     pub context_window: Option<u64>,

@@ -213,3 +213,62 @@ fn color_follows_the_flag_then_no_color_then_clicolor_force() {
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("possible values"), "{}", stderr(&o));
 }
+
+#[test]
+fn chart_and_render_refuse_to_replace_an_earlier_output_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = example_session(dir.path(), "s.jsonl");
+    let compacted = dir.path().join("c.jsonl");
+    assert_eq!(
+        code(&run(
+            dir.path(),
+            &["compact", p(&file), "-o", p(&compacted)]
+        )),
+        0
+    );
+    // The chart: an existing SVG file is kept unless --force.
+    let svg = dir.path().join("chart.svg");
+    std::fs::write(&svg, "mine").unwrap();
+    let chart = ["context", p(&compacted), "--chart", "--out", p(&svg)];
+    let o = run(dir.path(), &[&chart[..], &["--json"]].concat());
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["error"]["code"], "file-exists");
+    assert_eq!(std::fs::read_to_string(&svg).unwrap(), "mine");
+    let o = run(dir.path(), &[&chart[..], &["--force"]].concat());
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
+    // The render: a folder with an earlier render is kept unless --force;
+    // a folder with other files only is written into.
+    let frames = dir.path().join("frames");
+    std::fs::create_dir(&frames).unwrap();
+    std::fs::write(frames.join("notes.md"), "mine").unwrap();
+    let render = ["snapcompact", "render", p(&compacted), "--out", p(&frames)];
+    assert_eq!(code(&run(dir.path(), &render)), 0);
+    let listing = || {
+        let mut names: Vec<String> = std::fs::read_dir(&frames)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let first = listing();
+    let o = run(dir.path(), &render);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains(
+            "the folder holds an earlier render (archive.json); pass --force to replace it"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(listing(), first);
+    let o = run(dir.path(), &[&render[..], &["--force"]].concat());
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(listing(), first);
+    assert_eq!(
+        std::fs::read_to_string(frames.join("notes.md")).unwrap(),
+        "mine"
+    );
+}

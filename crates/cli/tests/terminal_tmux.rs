@@ -132,7 +132,9 @@ fn plan_show_prompts_goes_through_the_pager_on_a_terminal_only() {
         let lines = written(&tmux);
         // The end of the last prompt (the start has left the scrollback).
         assert!(
-            lines.iter().any(|l| l.contains("Output the sentences only")),
+            lines
+                .iter()
+                .any(|l| l.contains("Output the sentences only")),
             "{:?}",
             &lines[lines.len().saturating_sub(5)..]
         );

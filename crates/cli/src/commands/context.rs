@@ -51,7 +51,14 @@ pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
         let window = args
             .context_window
             .unwrap_or(musepi_runtime::DEFAULT_CONTEXT_WINDOW);
-        return crate::commands::chart::run(session, leaf, window, &file, args.out.as_deref(), ctx);
+        return crate::commands::chart::run(
+            session,
+            leaf,
+            window,
+            &file,
+            args.out.as_deref().map(|o| (o, args.force)),
+            ctx,
+        );
     }
     let context = build_context_at(session, leaf);
     let leaf_id = leaf.map(|i| session.entries()[i].id.to_string());

@@ -64,6 +64,18 @@ fn render(args: &RenderArgs, ctx: &Ctx) -> CmdResult {
             args.out.display()
         )));
     }
+    if !args.force
+        && let Some(name) = earlier_render(&args.out)
+    {
+        return Err(Failure::new(
+            Exit::BadInput,
+            "file-exists",
+            anyhow!(
+                "--out {}: the folder holds an earlier render ({name}); pass --force to replace it",
+                args.out.display()
+            ),
+        ));
+    }
     let input = Input::from_arg(&args.file.path()?);
     let loaded = load_or_fail(&input, ctx)?;
     let session = &loaded.session;
@@ -191,6 +203,23 @@ fn stored_archive(c: &Compaction) -> Option<Stored> {
 /// The files a render writes beside its numbered frames or pages; which
 /// of them it writes depends on the archive (a text archive has no edges).
 const RENDER_FILES: [&str; 3] = ["text-head.txt", "text-tail.txt", "archive.txt"];
+
+/// The first file of an earlier render in `dir` (its numbered frames or
+/// pages, its edges, its text or `archive.json`), by name, if there is one.
+fn earlier_render(dir: &Path) -> Option<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .filter(|name| {
+            is_numbered(name, "frame-", ".png")
+                || is_numbered(name, "page-", ".txt")
+                || RENDER_FILES.contains(&name.as_str())
+                || name == "archive.json"
+        })
+        .collect();
+    names.sort();
+    names.into_iter().next()
+}
 
 /// Removes the files of an earlier render (its numbered frames and pages,
 /// its edges and its text), so the folder shows one archive; nothing else
