@@ -388,8 +388,10 @@ pub struct TreeArgs {
     #[command(flatten)]
     pub file: SessionArg,
     /// Show every entry: do not collapse long linear runs.
-    #[arg(long)]
-    pub full: bool,
+    // `--full`, its name before, is a hidden alias: elsewhere `--full`
+    // means whole messages.
+    #[arg(long, alias = "full")]
+    pub all: bool,
 }
 
 /// `musepi session check FILE [--repair -o OUT]`.
@@ -456,8 +458,10 @@ pub struct HooksTestArgs {
     /// `session_before_tree` or `session_tree`.
     #[arg(value_name = "EVENT")]
     pub event: String,
-    /// Take the hooks from this settings file alone (default: the settings files).
-    #[arg(long, value_name = "FILE")]
+    /// Take the hooks from this settings file alone, instead of the settings files every command
+    /// reads (with the global `--settings FILE` among them). Hidden: `--settings` is the flag
+    /// that names a settings file; this is kept for scripts.
+    #[arg(long, value_name = "FILE", hide = true)]
     pub config: Option<PathBuf>,
 }
 
@@ -527,11 +531,19 @@ pub struct BranchArgs {
     /// Leave a summary of the abandoned branch under the target.
     #[arg(long)]
     pub summarize: bool,
-    /// Instructions for the summary (they replace the default prompt).
+    /// A focus for the summary, added to the default prompt (as for `compact` and `handoff`).
     #[arg(long, value_name = "TEXT")]
     pub instructions: Option<String>,
-    /// Append the instructions to the default prompt as an extra focus instead.
-    #[arg(long, requires = "instructions")]
+    /// The instructions replace the default prompt instead of adding a focus to it.
+    #[arg(
+        long,
+        requires = "instructions",
+        conflicts_with = "append_instructions"
+    )]
+    pub replace_instructions: bool,
+    /// What `--instructions` does without `--replace-instructions` (kept for scripts that passed
+    /// it when `--instructions` replaced the prompt).
+    #[arg(long, requires = "instructions", hide = true)]
     pub append_instructions: bool,
     /// A label for the new position.
     #[arg(long, value_name = "TEXT")]

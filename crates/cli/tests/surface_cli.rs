@@ -272,3 +272,76 @@ fn chart_and_render_refuse_to_replace_an_earlier_output_without_force() {
         "mine"
     );
 }
+
+#[test]
+fn instructions_add_a_focus_everywhere_and_replace_the_prompt_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = example_session(dir.path(), "s.jsonl");
+    let prompt = |extra: &[&str]| {
+        let args = [
+            &[
+                "branch",
+                p(&file),
+                "--to",
+                "00000010",
+                "--summarize",
+                "--strategy",
+                "llm",
+                "--provider",
+                "openai-compatible",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+                "--model",
+                "m",
+                "--instructions",
+                "FOCUS-X",
+                "--dry-run",
+                "--json",
+            ][..],
+            extra,
+        ]
+        .concat();
+        let o = run_env(dir.path(), &args, &[("MUSEPI_API_KEY", "k")]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        doc["request"]["prompt"].as_str().unwrap().to_owned()
+    };
+    // As for compact and handoff: the default prompt, then the focus.
+    let focus = prompt(&[]);
+    assert!(
+        focus.ends_with("Additional focus: FOCUS-X"),
+        "{}",
+        &focus[focus.len() - 200..]
+    );
+    assert!(focus.contains("Write only the summary."));
+    // The old flag that asked for this still works, and changes nothing.
+    assert_eq!(prompt(&["--append-instructions"]), focus);
+    // --replace-instructions: the instructions are the prompt's request.
+    let replaced = prompt(&["--replace-instructions"]);
+    assert!(!replaced.contains("Additional focus"), "{replaced}");
+    assert!(replaced.contains("FOCUS-X"));
+    assert!(!replaced.contains("Write only the summary."));
+}
+
+#[test]
+fn tree_shows_every_entry_with_all_and_the_old_full_still_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = example_session(dir.path(), "s.jsonl");
+    let all = run(dir.path(), &["session", "tree", p(&file), "--all"]);
+    assert_eq!(code(&all), 0, "{}", stderr(&all));
+    assert!(!stdout(&all).contains("more entries"));
+    let full = run(dir.path(), &["session", "tree", p(&file), "--full"]);
+    assert_eq!(stdout(&full), stdout(&all));
+    let collapsed = run(dir.path(), &["session", "tree", p(&file)]);
+    assert!(stdout(&collapsed).contains("more entries"));
+    // --help names --all; --full is left to context, where it means whole
+    // messages, and hooks test's --config to the global --settings.
+    let help = stdout(&run(dir.path(), &["session", "tree", "--help"]));
+    assert!(help.contains("--all"), "{help}");
+    assert!(!help.contains("--full"), "{help}");
+    let help = stdout(&run(dir.path(), &["hooks", "test", "--help"]));
+    assert!(!help.contains("--config"), "{help}");
+    let help = stdout(&run(dir.path(), &["branch", "--help"]));
+    assert!(help.contains("--replace-instructions"), "{help}");
+    assert!(!help.contains("--append-instructions"), "{help}");
+}

@@ -107,7 +107,7 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
     };
     let request = TreeRequest::to(target.clone())
         .with_summary(args.summarize)
-        .with_instructions(args.instructions.clone(), !args.append_instructions)
+        .with_instructions(args.instructions.clone(), args.replace_instructions)
         .with_label(args.label.clone());
     let mut options = NavigateOptions::new(request, &hooks, ctx.now_ms());
     options.from.clone_from(&args.from);
@@ -266,7 +266,7 @@ fn dry_run(
     let reasoning = summary_reasoning(&context_thinking_level(session, old));
     let request_options = RequestOptions {
         custom_instructions: args.instructions.as_deref(),
-        replace_instructions: !args.append_instructions,
+        replace_instructions: args.replace_instructions,
         reasoning: reasoning.as_deref(),
         ..RequestOptions::new(SUMMARIZATION_SYSTEM.text())
     };
