@@ -58,7 +58,8 @@ pub struct Globals {
     /// Print nothing on stderr but errors.
     #[arg(short, long, global = true, help_heading = GLOBAL, conflicts_with = "verbose")]
     pub quiet: bool,
-    /// Say more (repeat for more).
+    /// Say more: what `plan` and `compact` decide and why (-vv: every message too), every entry
+    /// of `session tree`, every problem of `session stats`.
     #[arg(short, long, global = true, help_heading = GLOBAL, action = clap::ArgAction::Count)]
     pub verbose: u8,
     /// When to colour the output: `auto` (on a terminal, unless `NO_COLOR` is set; a

@@ -305,3 +305,67 @@ fn render_counts_one_frame_in_the_singular() {
     assert_has(&report, "dropped chars  55,942\n");
     assert!(!report.contains("1 frames"), "{report}");
 }
+
+#[test]
+fn verbose_says_what_plan_and_compact_decide_and_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = session(dir.path());
+    let o = run(dir.path(), &["plan", p(&file)]);
+    assert_eq!(stderr(&o), "", "quiet without -v");
+    let o = run(dir.path(), &["plan", p(&file), "-v"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let err = stderr(&o);
+    for line in [
+        "musepi: strategy snapcompact: the default (no --strategy, and no settings file names compaction.strategy)\n",
+        "musepi: kept window: the last 14,583 tokens: keepRecentTokens 20,000 scaled by 0.73, the provider's reported prompt tokens over musepi's estimate of the same messages\n",
+        "musepi: cut: keeps from 0000003f, where the kept window begins inside a turn; the turn started at 0000003b, so its first 4 messages are summarized apart as the turn prefix\n",
+        "musepi: threshold: 170,000 of a 200,000-token window; measured 45,210 (under) (an automatic compaction would wait; an explicit one runs anyway)\n",
+        "musepi: pruning: nothing: what it could blank",
+    ] {
+        assert_has(&err, line);
+    }
+    assert!(!err.contains("  0000003f "), "-v lists no message");
+    // The report on stdout is the same with or without -v.
+    assert_eq!(stdout(&o), stdout(&run(dir.path(), &["plan", p(&file)])));
+    // -vv: every message, under what happens to it.
+    let o = run(dir.path(), &["plan", p(&file), "-vv"]);
+    let err = stderr(&o);
+    assert_has(&err, "musepi: summarize: 56 messages, 15,990 tokens\n");
+    assert_has(&err, "musepi: keep: 54 messages, 13,539 tokens\n");
+    assert_has(&err, "musepi:   0000003f ");
+    // compact says the same before it runs, with its own reasons.
+    let out = dir.path().join("out.jsonl");
+    let o = run(
+        dir.path(),
+        &[
+            "compact",
+            p(&file),
+            "-o",
+            p(&out),
+            "--no-prune",
+            "--strategy",
+            "snapcompact",
+            "-v",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_has(
+        &err,
+        "musepi: strategy snapcompact: --strategy snapcompact\n",
+    );
+    assert_has(&err, "musepi: pruning: off (--no-prune)\n");
+    assert_has(&err, "musepi: cut: keeps from 0000003f");
+    let o = run(
+        dir.path(),
+        &["compact", p(&out), "--dry-run", "--instructions", "x", "-v"],
+    );
+    assert_has(
+        &stderr(&o),
+        "musepi: strategy llm: --instructions ask for a summary by the model\n",
+    );
+    assert_has(
+        &stderr(&o),
+        "musepi: nothing to compact: already compacted\n",
+    );
+}

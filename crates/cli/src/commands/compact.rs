@@ -69,6 +69,20 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
     let provider_flags = args.llm.flags();
     let budgets = m.compaction.clone();
     let prune = (!args.no_prune).then(|| m.prune());
+    crate::commands::decisions::say_for_compact(
+        ctx,
+        journal.session(),
+        &m,
+        prune.as_ref(),
+        &crate::commands::decisions::strategy_reason(
+            &strategy,
+            args.how.strategy.as_deref(),
+            args.how.default_strategy.as_deref(),
+            ctx.settings.strategy_named,
+            m.strategy,
+            args.instructions.is_some(),
+        ),
+    );
     if args.write.dry_run {
         return dry_run(&journal, &strategy, &budgets, prune.as_ref(), args, ctx);
     }

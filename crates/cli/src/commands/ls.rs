@@ -165,11 +165,11 @@ fn pi_session_id(file: &str) -> Option<&str> {
 
 /// The shortest prefix, of 8 characters or more, that tells `ids` apart
 /// (a prefix never ends at a dash).
-fn short_id_len<'a>(ids: impl Iterator<Item = &'a str> + Clone) -> usize {
+fn short_id_len(ids: &[&str]) -> usize {
     let mut len = 8;
     while len < 36 {
         let mut seen = std::collections::BTreeSet::new();
-        if ids.clone().all(|id| seen.insert(&id[..len.min(id.len())])) {
+        if ids.iter().all(|id| seen.insert(&id[..len.min(id.len())])) {
             break;
         }
         len += 1;
@@ -197,13 +197,17 @@ fn render(rows: &[Row], dir: &Path, ctx: &Ctx) -> String {
     let st = ctx.style;
     let columns = stdout_columns();
     let short = columns.map(|_| {
-        short_id_len(rows.iter().filter_map(|r| {
-            r.listed
-                .path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(pi_session_id)
-        }))
+        let ids: Vec<&str> = rows
+            .iter()
+            .filter_map(|r| {
+                r.listed
+                    .path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(pi_session_id)
+            })
+            .collect();
+        short_id_len(&ids)
     });
     let header = [
         "modified (UTC)",

@@ -11,6 +11,7 @@ pub mod branch;
 pub mod chart;
 pub mod compact;
 pub mod context;
+pub mod decisions;
 pub mod files;
 pub mod handoff;
 pub mod hooks_cmd;

@@ -35,6 +35,14 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
         false,
         None,
     )?;
+    let reason = crate::commands::decisions::strategy_reason(
+        &strategy,
+        args.how.strategy.as_deref(),
+        args.how.default_strategy.as_deref(),
+        ctx.settings.strategy_named,
+        m.strategy,
+        false,
+    );
     let (settings, window) = (m.compaction.clone(), m.context_window);
     // What `compact` prunes first, or nothing with --no-prune, as there.
     let prune = (!args.no_prune).then(|| m.prune());
@@ -51,7 +59,18 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
     let session = planned.pruned.as_ref();
     let prep = match planned.step.prepare(session, leaf) {
         Ok(p) => musepi_hooks::with_frames_history(p),
-        Err(reason) => {
+        Err(nothing) => {
+            crate::commands::decisions::say(
+                ctx,
+                &[
+                    reason,
+                    format!(
+                        "nothing to compact: {}",
+                        crate::ctx::lowercase_start(&nothing.to_string())
+                    ),
+                ],
+            );
+            let reason = nothing;
             if ctx.json() {
                 let mut doc = nothing_json(session, &planned, &reason);
                 doc["strategy"] = strategy.name().into();
@@ -79,6 +98,17 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
         drop((doc, prep));
         keep_until_exit(planned);
         return Ok(Exit::Ok);
+    }
+    if ctx.verbose() > 0 {
+        let lines = crate::commands::decisions::lines(
+            &reason,
+            &planned,
+            &prep,
+            &settings,
+            prune.as_ref(),
+            ctx.verbose() > 1,
+        );
+        crate::commands::decisions::say(ctx, &lines);
     }
     let plan = SummaryPlan::new(&prep, &settings, &RequestOptions::default());
     let text = render(

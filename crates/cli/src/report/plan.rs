@@ -115,6 +115,12 @@ impl<'s> Planned<'s> {
     }
 
     /// `threshold 170000 of a 200000-token window; measured 177657, over`.
+    /// Whether the measured tokens are over the threshold: an automatic
+    /// compaction would run.
+    pub(crate) fn over_threshold(&self) -> bool {
+        self.measured.tokens > self.threshold as f64
+    }
+
     pub(crate) fn threshold_text(&self) -> String {
         let over = if self.measured.tokens > self.threshold as f64 {
             "over"
