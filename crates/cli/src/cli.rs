@@ -508,6 +508,9 @@ pub struct CompactArgs {
     /// Exit 1 when there is nothing to compact.
     #[arg(long)]
     pub strict: bool,
+    /// With --dry-run: print the requests that would be sent, whole.
+    #[arg(long, requires = "dry_run")]
+    pub show_prompts: bool,
 }
 
 /// `musepi branch FILE --to ID|root`.
@@ -516,7 +519,8 @@ pub struct CompactArgs {
     mut_arg("provider", |a| a.help("A provider kind or a name from the settings")),
     mut_arg("model", |a| a.help("The summarizing model")),
     mut_arg("dry_run", |a| a.help(
-        "Show the abandoned entries, what fits the budget and the request; write nothing"
+        "Show the abandoned entries and what the run would write (the digest, or the request's \
+         size); write nothing"
     ))
 )]
 pub struct BranchArgs {
@@ -560,6 +564,9 @@ pub struct BranchArgs {
     /// The summarizing provider and model.
     #[command(flatten)]
     pub llm: ProviderArgs,
+    /// With --dry-run: print the whole request (an LLM summary) or the whole digest.
+    #[arg(long, requires = "dry_run")]
+    pub show_prompts: bool,
     /// The summarizing model's context window (budget = window − branchSummary.reserveTokens).
     #[arg(long, value_name = "N", value_parser = window_size)]
     pub context_window: Option<u64>,

@@ -294,6 +294,8 @@ fn dry_run(
     } else {
         Vec::new()
     };
+    // The tokens after, as `plan` estimates them for this strategy.
+    let (after, counted_as) = crate::report::plan::after_strategy(&prep, budgets, strategy);
     if ctx.json() {
         print_json(&json!({
             "dryRun": true,
@@ -302,6 +304,7 @@ fn dry_run(
             "firstKeptEntryId": prep.first_kept_entry_id.as_str(),
             "tokensBefore": prep.tokens_before,
             "contextTokensBefore": step.context_tokens,
+            "estimatedTokensAfter": after,
             "prune": prune_json(session, &step.plan),
             "requests": requests,
             "warnings": [],
@@ -310,22 +313,54 @@ fn dry_run(
         return Ok(Exit::Ok);
     }
     let mut out = format!(
-        "dry run: {} would keep from {} ({} messages summarized, {} in the turn prefix); nothing written\n",
+        "dry run: {} would keep from {} ({} summarized, {} in the turn prefix); nothing written\n",
         strategy.name(),
         escape_controls(prep.first_kept_entry_id.as_str()),
-        prep.messages_to_summarize.len(),
+        crate::output::counted(prep.messages_to_summarize.len(), "message", "messages"),
         prep.turn_prefix_messages.len()
     );
+    let _ = writeln!(
+        out,
+        "tokens: {} → ~{} in context ({}; tokensBefore {})",
+        crate::output::thousands(step.context_tokens),
+        crate::output::thousands(after),
+        counted_as,
+        crate::view::text::tokens(prep.tokens_before)
+    );
+    if !step.plan.is_empty() {
+        let _ = writeln!(
+            out,
+            "pruning first: {}",
+            crate::commands::plan::prune_text(&step.plan, "would save")
+        );
+    }
+    if !args.show_prompts {
+        if !requests.is_empty() {
+            let names: Vec<&str> = requests
+                .iter()
+                .filter_map(|r| r["purpose"].as_str())
+                .collect();
+            let _ = writeln!(
+                out,
+                "requests: {} (--show-prompts prints them)",
+                names.join(", ")
+            );
+        }
+        print_text(&out).or_failed()?;
+        return Ok(Exit::Ok);
+    }
     for r in &requests {
         let _ = write!(
             out,
             "\n── {} request (max {} tokens) ──\nsystem: {}\n\n{}\n",
             r["purpose"].as_str().unwrap_or_default(),
-            r["maxTokens"],
+            r["maxTokens"]
+                .as_u64()
+                .map_or_else(|| r["maxTokens"].to_string(), crate::output::thousands),
             escaped_text(r["systemPrompt"].as_str().unwrap_or_default()),
             escaped_text(r["prompt"].as_str().unwrap_or_default())
         );
     }
-    print_text(&out).or_failed()?;
+    crate::output::print_paged(&out, ctx.no_pager()).or_failed()?;
     Ok(Exit::Ok)
 }
