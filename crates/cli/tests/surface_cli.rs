@@ -345,3 +345,68 @@ fn tree_shows_every_entry_with_all_and_the_old_full_still_works() {
     assert!(help.contains("--replace-instructions"), "{help}");
     assert!(!help.contains("--append-instructions"), "{help}");
 }
+
+/// The heading of each command in docs/cli.md names every flag of its
+/// own (`--latest` and `--session-dir`, which every FILE takes, are said
+/// once for all; hidden aliases and global flags are not repeated).
+#[test]
+fn every_command_heading_in_cli_md_names_its_flags() {
+    use clap::CommandFactory as _;
+    fn walk(cmd: &clap::Command, path: &str, out: &mut Vec<(String, Vec<String>)>) {
+        let subs: Vec<&clap::Command> = cmd
+            .get_subcommands()
+            .filter(|s| s.get_name() != "help")
+            .collect();
+        if subs.is_empty() {
+            // A flag is named by its long form, or its short one (`-o OUT`).
+            let flags = cmd
+                .get_arguments()
+                .filter(|a| !a.is_hide_set() && !a.is_global_set())
+                .filter_map(|a| a.get_long().map(|l| (l, a.get_short())))
+                .filter(|(l, _)| !["help", "version", "latest", "session-dir"].contains(l))
+                .map(|(l, short)| match short {
+                    Some(c) => format!("--{l}|-{c}"),
+                    None => format!("--{l}"),
+                })
+                .collect();
+            out.push((path.to_owned(), flags));
+        }
+        for sub in subs {
+            walk(sub, &format!("{path} {}", sub.get_name()), out);
+        }
+    }
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/cli.md"))
+            .unwrap();
+    let headings: Vec<&str> = doc
+        .lines()
+        .filter(|l| l.starts_with("### `musepi "))
+        .collect();
+    let mut cmd = musepi_cli::cli::Cli::command();
+    cmd.build();
+    let mut commands = Vec::new();
+    walk(&cmd, "musepi", &mut commands);
+    let mut missing = Vec::new();
+    for (path, flags) in &commands {
+        let Some(heading) = headings
+            .iter()
+            .find(|h| h.contains(&format!("`{path} ")) || h.contains(&format!("`{path}`")))
+        else {
+            missing.push(format!("{path}: no heading"));
+            continue;
+        };
+        for flag in flags {
+            let named = heading
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+                .any(|w| flag.split('|').any(|f| w == f));
+            if !named {
+                missing.push(format!("{path}: {flag}"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "docs/cli.md headings lack:\n{}",
+        missing.join("\n")
+    );
+}
