@@ -32,6 +32,14 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
         Clear.render(tree, buf);
         tree_pane::draw(&app.tree, &app.pane, tree, buf);
     }
+    if app.help {
+        let main = Rect {
+            y: a.transcript.y,
+            height: a.transcript.height,
+            ..area
+        };
+        keys_screen(main, buf);
+    }
     let cursor = status(app, a.status, buf);
     footer(app, a.footer, buf);
     if let Some(position) = cursor {
@@ -62,7 +70,8 @@ fn header(app: &App, area: Rect, buf: &mut Buffer) {
         ),
         app.file.clone(),
         format!("leaf {leaf}"),
-        format!("{} messages", app.transcript.blocks.len()),
+        // Every entry of the path shows, not only messages.
+        format!("{} entries", app.transcript.blocks.len()),
     ];
     let width = usize::from(area.width);
     let short = format!(" {}/{} tokens", thousands(used), thousands(window));
@@ -78,6 +87,59 @@ fn header(app: &App, area: Rect, buf: &mut Buffer) {
         .add_modifier(Modifier::BOLD);
     buf.set_style(area, style);
     put(Line::styled(text, style), area, buf);
+}
+
+/// Every key, as `?` lists them (docs/cli.md has the same list).
+pub const KEYS: [(&str, &str); 12] = [
+    ("↑ ↓  j k", "move"),
+    (
+        "PgUp PgDn Space",
+        "page (also ctrl+b ctrl+u, ctrl+f ctrl+d)",
+    ),
+    ("Home g  End", "the top, the bottom"),
+    ("G  l", "the leaf"),
+    ("Enter", "open or close the fold under the cursor"),
+    ("ctrl+o", "expand the compaction under the cursor, or all"),
+    ("/  n  N", "search, the next match, the previous one"),
+    (
+        "t  Tab",
+        "the tree pane: Enter go there (asks whether to summarize),",
+    ),
+    ("", "f filter, l the leaf's row, Esc/t/Tab close"),
+    (
+        ":",
+        "a command: compact [instructions], find TEXT, tree, leaf, q",
+    ),
+    ("?", "this list"),
+    ("q  Esc  ctrl+c", "quit"),
+];
+
+/// The key list over `area`, until the next key.
+fn keys_screen(area: Rect, buf: &mut Buffer) {
+    Clear.render(area, buf);
+    let width = KEYS
+        .iter()
+        .map(|(k, _)| display_width(k))
+        .max()
+        .unwrap_or(0);
+    let mut lines = vec![
+        Line::styled(
+            " keys (any key closes this list)",
+            Style::default().add_modifier(Modifier::BOLD),
+        ),
+        Line::raw(""),
+    ];
+    for (key, what) in KEYS {
+        let pad = width.saturating_sub(display_width(key));
+        lines.push(Line::from(vec![
+            Span::styled(
+                format!("  {key}{:pad$}  ", ""),
+                Style::default().fg(Color::Cyan),
+            ),
+            Span::raw(what),
+        ]));
+    }
+    Paragraph::new(lines).render(area, buf);
 }
 
 /// Where the screen is in the transcript: `rows 120–143 of 310`.
