@@ -254,8 +254,18 @@ fn submit(app: &mut App, text: &str, search: bool) -> Option<Effect> {
     }
 }
 
+/// While a job runs, Esc or ctrl+c cancels it; `q`, which quits
+/// everywhere else, does not cancel a compaction or a summary half done
+/// by accident: it says how to.
 fn busy_key(app: &mut App, key: KeyEvent) -> Option<Effect> {
-    let stop = ctrl(key, 'c') || matches!(key.code, KeyCode::Esc | KeyCode::Char('q'));
+    if key.code == KeyCode::Char('q') && !key.modifiers.contains(KeyModifiers::CONTROL) {
+        app.say(
+            "still working: Esc or ctrl+c cancels it (nothing is written), then q quits",
+            false,
+        );
+        return None;
+    }
+    let stop = ctrl(key, 'c') || key.code == KeyCode::Esc;
     if let (true, Mode::Busy { cancelling, .. }) = (stop, &mut app.mode) {
         *cancelling = true;
         return Some(Effect::Cancel);
