@@ -216,6 +216,8 @@ async fn the_report_escapes_the_summary_and_the_dry_run_its_prompts() {
         "--keep-recent",
         "200",
         "--dry-run",
+        // The prompts are printed only when asked for.
+        "--show-prompts",
     ];
     let out = musepi(&dry).await;
     assert!(out.status.success(), "{}", stderr(&out));
