@@ -316,3 +316,19 @@ fn the_title_counts_entries() {
     );
     assert!(!title.contains("messages"), "{title}");
 }
+
+/// A status message too long for the line keeps its last clause, the hint
+/// of what to do, and cuts what comes before it.
+#[test]
+fn a_long_status_error_keeps_its_hint() {
+    let mut app = app(&view_fixtures::compacted(), 60, 24);
+    app.say(
+        "session.jsonl looks live: another process wrote it 2 s ago and may still be appending to it; pass --force",
+        true,
+    );
+    let s = screen(&app);
+    let status = s.lines().nth(22).unwrap();
+    assert!(status.ends_with("…; pass --force"), "{status}");
+    assert!(status.starts_with("session.jsonl looks live"), "{status}");
+    assert!(status.chars().count() <= 60, "{status}");
+}

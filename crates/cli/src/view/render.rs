@@ -292,6 +292,22 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) -> Option<Position> {
     cursor.filter(|_| area.height > 0 && area.width > 0)
 }
 
+/// `text` in `width` columns. A message too long for the line keeps its
+/// last clause, after the last `; ` (what to do: `pass --force`), whole
+/// when it takes at most half the line, and cuts what comes before it.
+fn fit_keeping_hint(text: &str, width: usize) -> String {
+    if display_width(text) <= width {
+        return text.to_owned();
+    }
+    match text.rsplit_once("; ") {
+        Some((head, hint)) if display_width(hint) + 4 <= width / 2 + 2 => {
+            let room = width - display_width(hint) - 2;
+            format!("{}; {hint}", truncate(head, room))
+        }
+        _ => truncate(text, width),
+    }
+}
+
 /// The status line in normal mode: the message on the left, where the
 /// screen is in the transcript on the right when both fit (the message
 /// wins when they do not).
@@ -309,7 +325,7 @@ fn normal_status(app: &App, width: usize) -> Line<'static> {
     };
     let needed = display_width(&text) + 2 + display_width(&position);
     if position.is_empty() || needed > width {
-        return Line::styled(truncate(&text, width), style);
+        return Line::styled(fit_keeping_hint(&text, width), style);
     }
     Line::from(vec![
         Span::styled(text.clone(), style),
