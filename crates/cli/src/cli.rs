@@ -8,6 +8,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+pub use crate::output::ColorWhen;
+
 mod provider_args;
 mod session_arg;
 mod write_args;
@@ -18,7 +20,7 @@ pub use write_args::WriteArgs;
 
 /// `musepi`: inspect, compact, prune and navigate pi agent sessions.
 #[derive(Debug, Parser)]
-#[command(name = "musepi", version, about, long_about = None, propagate_version = true)]
+#[command(name = "musepi", version = VERSION, about, long_about = None, propagate_version = true)]
 pub struct Cli {
     /// Flags every command accepts, anywhere on the line.
     #[command(flatten)]
@@ -27,6 +29,11 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
+
+/// The version line `--version` prints after `musepi `: the package
+/// version, and the commit it was built from when it was built from a git
+/// checkout (`0.1.0 (abc1234 2026-12-05)`; see build.rs).
+pub const VERSION: &str = env!("MUSEPI_VERSION_LINE");
 
 /// The `--help` section of the flags every command accepts.
 pub const GLOBAL: &str = "Global options";
@@ -51,9 +58,17 @@ pub struct Globals {
     /// Print nothing on stderr but errors.
     #[arg(short, long, global = true, help_heading = GLOBAL, conflicts_with = "verbose")]
     pub quiet: bool,
-    /// Say more (repeat for more).
+    /// Say more: what `plan` and `compact` decide and why (-vv: every message too), every entry
+    /// of `session tree`, every problem of `session stats`.
     #[arg(short, long, global = true, help_heading = GLOBAL, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// When to colour the output: `auto` (on a terminal, unless `NO_COLOR` is set; a
+    /// `CLICOLOR_FORCE` other than 0 colours anyway), `always` or `never`.
+    #[arg(long, global = true, help_heading = GLOBAL, value_name = "WHEN", value_enum, default_value_t)]
+    pub color: ColorWhen,
+    /// Never show a long report (`plan --show-prompts`) through a pager.
+    #[arg(long, global = true, help_heading = GLOBAL)]
+    pub no_pager: bool,
 }
 
 /// Every command.
@@ -99,6 +114,27 @@ pub enum Command {
     /// The pi extension: install it where pi finds it by itself, or remove it.
     #[command(subcommand)]
     Pi(PiCommand),
+    /// Print a shell's completion script (e.g. `musepi completions bash > ~/.local/share/bash-completion/completions/musepi`).
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), or write every command's page into a folder.
+    Man(ManArgs),
+}
+
+/// `musepi completions SHELL`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_name = "SHELL", value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `musepi man [--out DIR]`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write `musepi.1` and one page per command (`musepi-compact.1`, …) into this folder instead
+    /// of printing `musepi.1`.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 /// `musepi pi …`.
@@ -189,6 +225,9 @@ pub struct RenderArgs {
     /// Print the archive's text anew in the shape measured for this model.
     #[arg(long, value_name = "ID")]
     pub model: Option<String>,
+    /// Replace the files of an earlier render in DIR (without it, a DIR that holds one is refused).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// A context window of at least one token: a window of 0 would make
@@ -239,6 +278,9 @@ pub struct ContextArgs {
     /// Write the chart to this SVG file instead of drawing it in the terminal.
     #[arg(long, value_name = "FILE.svg", requires = "chart")]
     pub out: Option<PathBuf>,
+    /// Replace the --out file when it exists.
+    #[arg(long, requires = "out")]
+    pub force: bool,
     /// The context window the chart reads the figures against (default 200000).
     #[arg(long, value_name = "N", value_parser = window_size, requires = "chart")]
     pub context_window: Option<u64>,
@@ -398,8 +440,10 @@ pub struct TreeArgs {
     #[command(flatten)]
     pub file: SessionArg,
     /// Show every entry: do not collapse long linear runs.
-    #[arg(long)]
-    pub full: bool,
+    // `--full`, its name before, is a hidden alias: elsewhere `--full`
+    // means whole messages.
+    #[arg(long, alias = "full")]
+    pub all: bool,
 }
 
 /// `musepi session check FILE [--repair -o OUT]`.
@@ -466,8 +510,10 @@ pub struct HooksTestArgs {
     /// `session_before_tree` or `session_tree`.
     #[arg(value_name = "EVENT")]
     pub event: String,
-    /// Take the hooks from this settings file alone (default: the settings files).
-    #[arg(long, value_name = "FILE")]
+    /// Take the hooks from this settings file alone, instead of the settings files every command
+    /// reads (with the global `--settings FILE` among them). Hidden: `--settings` is the flag
+    /// that names a settings file; this is kept for scripts.
+    #[arg(long, value_name = "FILE", hide = true)]
     pub config: Option<PathBuf>,
 }
 
@@ -513,6 +559,9 @@ pub struct CompactArgs {
     /// Exit 1 when there is nothing to compact.
     #[arg(long)]
     pub strict: bool,
+    /// With --dry-run: print the requests that would be sent, whole.
+    #[arg(long, requires = "dry_run")]
+    pub show_prompts: bool,
 }
 
 /// `musepi branch FILE --to ID|root`.
@@ -521,7 +570,8 @@ pub struct CompactArgs {
     mut_arg("provider", |a| a.help("A provider kind or a name from the settings")),
     mut_arg("model", |a| a.help("The summarizing model")),
     mut_arg("dry_run", |a| a.help(
-        "Show the abandoned entries, what fits the budget and the request; write nothing"
+        "Show the abandoned entries and what the run would write (the digest, or the request's \
+         size); write nothing"
     ))
 )]
 pub struct BranchArgs {
@@ -537,11 +587,19 @@ pub struct BranchArgs {
     /// Leave a summary of the abandoned branch under the target.
     #[arg(long)]
     pub summarize: bool,
-    /// Instructions for the summary (they replace the default prompt).
+    /// A focus for the summary, added to the default prompt (as for `compact` and `handoff`).
     #[arg(long, value_name = "TEXT")]
     pub instructions: Option<String>,
-    /// Append the instructions to the default prompt as an extra focus instead.
-    #[arg(long, requires = "instructions")]
+    /// The instructions replace the default prompt instead of adding a focus to it.
+    #[arg(
+        long,
+        requires = "instructions",
+        conflicts_with = "append_instructions"
+    )]
+    pub replace_instructions: bool,
+    /// What `--instructions` does without `--replace-instructions` (kept for scripts that passed
+    /// it when `--instructions` replaced the prompt).
+    #[arg(long, requires = "instructions", hide = true)]
     pub append_instructions: bool,
     /// A label for the new position.
     #[arg(long, value_name = "TEXT")]
@@ -557,6 +615,9 @@ pub struct BranchArgs {
     /// The summarizing provider and model.
     #[command(flatten)]
     pub llm: ProviderArgs,
+    /// With --dry-run: print the whole request (an LLM summary) or the whole digest.
+    #[arg(long, requires = "dry_run")]
+    pub show_prompts: bool,
     /// The summarizing model's context window (budget = window − branchSummary.reserveTokens).
     #[arg(long, value_name = "N", value_parser = window_size)]
     pub context_window: Option<u64>,

@@ -7,7 +7,7 @@ mod failure;
 
 use musepi_session_model::time::{EpochMillis, parse_iso};
 
-pub use failure::{CmdResult, Condition, Exit, Failure, OrExit, classify};
+pub use failure::{CmdResult, Condition, Exit, Failure, OrExit, classify, lowercase_start};
 
 use crate::cli::Globals;
 use crate::output::Style;
@@ -85,6 +85,11 @@ impl Ctx {
     /// `-q`.
     pub fn quiet(&self) -> bool {
         self.globals.quiet
+    }
+
+    /// `--no-pager`.
+    pub fn no_pager(&self) -> bool {
+        self.globals.no_pager
     }
 
     /// `-v` count.

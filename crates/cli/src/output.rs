@@ -1,12 +1,17 @@
-//! What a command writes: terminal output (colour only on a terminal and
-//! never with `NO_COLOR`, aligned columns, short previews, JSON documents,
+//! What a command writes: terminal output (colour as `--color`,
+//! `NO_COLOR` and `CLICOLOR_FORCE` say, aligned columns, short previews, JSON documents,
 //! error chains), and whole files written atomically.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::io::{self, IsTerminal, Write};
+use std::sync::OnceLock;
 
 use unicode_width::UnicodeWidthStr;
+
+/// A count with thousands separators (`31,315`): every number a person
+/// reads in a report is printed with it.
+pub use musepi_session_model::json::thousands;
 
 /// Colours the binary uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +43,54 @@ impl Color {
     }
 }
 
+/// `--color`: when to colour what musepi prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ColorWhen {
+    /// On a terminal, unless `NO_COLOR` is set (a `CLICOLOR_FORCE` other
+    /// than `0` colours anyway, `CLICOLOR=0` never).
+    #[default]
+    Auto,
+    /// Always, terminal or not.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// The `--color` of this run, set once the line is read.
+static COLOR_WHEN: OnceLock<ColorWhen> = OnceLock::new();
+
+/// Sets the `--color` every [`Style`] follows from now on (the first call
+/// wins: the command line is read once).
+pub fn set_color_when(when: ColorWhen) {
+    let _ = COLOR_WHEN.set(when);
+}
+
+/// Whether to colour a stream: `--color always` and `never` decide alone;
+/// `auto` colours a terminal, except that a non-empty `NO_COLOR` never
+/// colours, then a `CLICOLOR_FORCE` other than empty or `0` always does,
+/// then `CLICOLOR=0` never does. `env` reads a variable.
+pub fn wants_color(
+    when: ColorWhen,
+    is_terminal: bool,
+    env: impl Fn(&str) -> Option<std::ffi::OsString>,
+) -> bool {
+    match when {
+        ColorWhen::Always => true,
+        ColorWhen::Never => false,
+        ColorWhen::Auto => {
+            if env("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+                false
+            } else if env("CLICOLOR_FORCE").is_some_and(|v| !v.is_empty() && v != "0") {
+                true
+            } else if env("CLICOLOR").is_some_and(|v| v == "0") {
+                false
+            } else {
+                is_terminal
+            }
+        }
+    }
+}
+
 /// Whether to colour one output stream.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Style {
@@ -45,12 +98,18 @@ pub struct Style {
 }
 
 impl Style {
-    /// Colour when `is_terminal` and `NO_COLOR` is unset or empty.
+    /// Colour as [`wants_color`] decides for a stream that is a terminal
+    /// or not, under this run's `--color`.
     pub fn detect(is_terminal: bool) -> Self {
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let when = COLOR_WHEN.get().copied().unwrap_or_default();
         Self {
-            color: is_terminal && !no_color,
+            color: wants_color(when, is_terminal, |k| std::env::var_os(k)),
         }
+    }
+
+    /// Whether this style colours.
+    pub fn colors(self) -> bool {
+        self.color
     }
 
     /// The style for standard output.
@@ -76,6 +135,25 @@ impl Style {
             text.to_owned()
         }
     }
+}
+
+/// The columns of the terminal standard output is, or `None` when it is
+/// not one (a pipe, a file): a report fits its rows to the width only on
+/// a terminal, and prints them whole otherwise.
+pub fn stdout_columns() -> Option<usize> {
+    if !io::stdout().is_terminal() {
+        return None;
+    }
+    crossterm::terminal::size()
+        .ok()
+        .map(|(w, _)| usize::from(w))
+        .filter(|w| *w > 0)
+}
+
+/// `text` in at most `width` columns as it shows ([`display_width`]),
+/// ending with `…` when it was cut.
+pub fn fit(text: &str, width: usize) -> String {
+    crate::view::text::truncate(text, width)
 }
 
 /// Two columns, the first padded to its widest cell, as it shows: the
@@ -382,6 +460,55 @@ pub fn print_text(text: &str) -> io::Result<()> {
     out.flush()
 }
 
+/// The pager a long report goes through, as git chooses it: none when
+/// standard output is not a terminal or `--no-pager` was given, else
+/// `MUSEPI_PAGER`, then `PAGER`, then `less`; an empty value or `cat`
+/// means none. `env` reads a variable.
+pub fn pager_command(
+    stdout_is_terminal: bool,
+    no_pager: bool,
+    env: impl Fn(&str) -> Option<String>,
+) -> Option<String> {
+    if !stdout_is_terminal || no_pager {
+        return None;
+    }
+    let chosen = env("MUSEPI_PAGER")
+        .or_else(|| env("PAGER"))
+        .unwrap_or_else(|| "less".to_owned());
+    let chosen = chosen.trim();
+    (!chosen.is_empty() && chosen != "cat").then(|| chosen.to_owned())
+}
+
+/// Prints a long report (`plan --show-prompts`) through the pager
+/// [`pager_command`] chooses, run by `sh -c` with `LESS=FRX` unless `LESS`
+/// is set (so `less` quits when the text fits one screen and keeps the
+/// colours), and waits for it; a pager that cannot start, or none, prints
+/// the text as [`print_text`] does.
+pub fn print_paged(text: &str, no_pager: bool) -> io::Result<()> {
+    let Some(pager) = pager_command(io::stdout().is_terminal(), no_pager, |k| {
+        std::env::var(k).ok()
+    }) else {
+        return print_text(text);
+    };
+    let mut command = std::process::Command::new("sh");
+    command
+        .args(["-c", &pager])
+        .stdin(std::process::Stdio::piped());
+    if std::env::var_os("LESS").is_none() {
+        command.env("LESS", "FRX");
+    }
+    let Ok(mut child) = command.spawn() else {
+        return print_text(text);
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        // The reader quitting early (`q` in less) closes the pipe: the
+        // rest is dropped, as a closed standard output is.
+        let _ = stdin.write_all(text.as_bytes());
+    }
+    let _ = child.wait();
+    Ok(())
+}
+
 /// `n` and its noun, singular or plural as `n` asks: `counted(1, "entry",
 /// "entries")` is "1 entry", `counted(3, "entry", "entries")` "3 entries".
 /// Every count a person reads is worded with it, never "entry(s)".
@@ -401,7 +528,7 @@ pub fn print_error(error: &anyhow::Error) {
     let mut text = format!(
         "musepi: {} {}\n",
         style.paint(Color::Red, "error:"),
-        escaped_text(&error.to_string())
+        escaped_text(&crate::ctx::lowercase_start(&error.to_string()))
     );
     let mut previous = error.to_string();
     for cause in error.chain().skip(1) {

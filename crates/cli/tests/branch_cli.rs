@@ -179,7 +179,17 @@ async fn the_report_escapes_ids_and_the_summary() {
     let llm = openai_compatible(&base);
     let dry = branch(
         &file,
-        &[&["--to", "b\u{1b}[2J", "--dry-run"], &llm[..]].concat(),
+        &[
+            &[
+                "--to",
+                "b\u{1b}[2J",
+                "--dry-run",
+                "--summarize",
+                "--show-prompts",
+            ],
+            &llm[..],
+        ]
+        .concat(),
     )
     .await;
     let out = branch(
@@ -257,8 +267,12 @@ async fn the_digest_needs_no_model_and_dry_run_writes_nothing() {
     assert_eq!(plan["entries"], json!(["a1", "b2", "c3", "d4"]));
     assert_eq!(plan["commonAncestorId"], Value::Null);
     assert_eq!(plan["tokenBudget"], 111_616);
+    // No provider: the run writes the digest, and the dry run shows it
+    // (it sends no request).
+    assert_eq!(plan["strategy"], "snapcompact");
+    assert_eq!(plan["request"], Value::Null);
     assert!(
-        plan["request"]["prompt"]
+        plan["digest"]
             .as_str()
             .unwrap()
             .contains("Port the parser.")

@@ -223,11 +223,19 @@ fn the_svg_file_is_well_formed_and_shows_every_compaction() {
         "{texts}"
     );
     assert!(texts.contains("1 −") && texts.contains("2 −"), "{texts}");
-    // The same session gives the same bytes.
+    // The same session gives the same bytes (replacing the file takes
+    // --force).
     let first = std::fs::read(&svg).unwrap();
     ok(&musepi(
         dir.path(),
-        &["context", "chart.jsonl", "--chart", "--out", "chart.svg"],
+        &[
+            "context",
+            "chart.jsonl",
+            "--chart",
+            "--out",
+            "chart.svg",
+            "--force",
+        ],
         "80",
     ));
     assert_eq!(std::fs::read(&svg).unwrap(), first);

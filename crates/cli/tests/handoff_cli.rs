@@ -282,7 +282,7 @@ fn an_existing_new_file_is_replaced_only_with_force() {
 fn a_provider_failure_writes_nothing() {
     let (dir, o) = hand_off_to(400, "context too long for this model");
     assert_eq!(code(&o), 1, "{}", stderr(&o));
-    assert_stderr_has(&o, "Handoff generation failed: ");
+    assert_stderr_has(&o, "handoff generation failed: ");
     assert!(!dir.path().join("new.jsonl").exists());
 }
 
@@ -305,7 +305,13 @@ fn before_compact_hooks_see_reason_handoff_and_can_cancel() {
     let o = handoff(dir.path(), &model, &["--settings", p(&s)]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
     assert_stderr_has(&o, "no handoff during a release");
-    assert_stderr_has(&o, "Handoff cancelled");
+    assert_stderr_has(
+        &o,
+        &format!(
+            "handoff cancelled by hook {}: no handoff during a release",
+            p(&veto)
+        ),
+    );
     assert!(!dir.path().join("new.jsonl").exists());
     assert!(model.requests().is_empty());
     let event: Value = json_file(&seen);

@@ -224,7 +224,7 @@ fn a_cancel_leaves_the_file_byte_identical() {
     let o = compact(dir.path(), &file, &s, &[]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
     assert_stderr_has(&o, &format!("hook {}: hold on: tests are red", p(&veto)));
-    assert_stderr_has(&o, "Compaction cancelled");
+    assert_stderr_has(&o, "compaction cancelled by hook ");
     assert_eq!(std::fs::read(&file).unwrap(), before);
 }
 
@@ -336,7 +336,7 @@ fn a_hook_past_its_timeout_is_killed_reported_and_the_file_is_unchanged() {
                 p(&slow)
             ),
         );
-        assert_stderr_has(&o, "Compaction cancelled");
+        assert_stderr_has(&o, "compaction cancelled by hook ");
         assert_eq!(std::fs::read(&file).unwrap(), before);
         if let Ok(text) = std::fs::read_to_string(&pidfile) {
             break text.trim().parse::<u32>().unwrap();

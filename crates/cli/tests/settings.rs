@@ -223,6 +223,9 @@ fn wrongly_typed_values_warn_and_fall_back() {
     assert_eq!(
         keys,
         [
+            // A key the settings do not have is named too (it was ignored
+            // without a word).
+            "theme",
             "compaction.reserveTokens",
             "compaction.keepRecentTokens",
             "compaction.strategy",
@@ -237,10 +240,14 @@ fn wrongly_typed_values_warn_and_fall_back() {
     assert!(loaded.warnings.iter().all(|w| w.file == file));
     assert_eq!(
         loaded.warnings[0].to_string(),
+        "/work/.musepi/settings.json: theme: unknown key; value ignored"
+    );
+    assert_eq!(
+        loaded.warnings[1].to_string(),
         "/work/.musepi/settings.json: compaction.reserveTokens: invalid type: string \"big\", expected u32; value ignored"
     );
     assert!(
-        loaded.warnings[2]
+        loaded.warnings[3]
             .message
             .contains("unknown variant `fast`")
     );

@@ -179,6 +179,8 @@ fn a_rerender_prints_the_archive_text_in_another_shape_and_replaces_old_frames()
         p(&out),
         "--shape",
         "8on16-bw",
+        // The folder holds an earlier render: replacing it takes --force.
+        "--force",
     ]);
     assert_eq!(code(&o), 0, "{}", text(&o.stderr));
     let doc: Value = serde_json::from_slice(&o.stdout).expect("json report");
@@ -210,7 +212,14 @@ fn a_text_archive_is_written_as_pages() {
     for stale in ["frame-001.png", "text-head.txt", "text-tail.txt"] {
         std::fs::write(out.join(stale), b"stale").expect("stale file");
     }
-    let o = musepi(&["snapcompact", "render", p(&file), "--out", p(&out)]);
+    let o = musepi(&[
+        "snapcompact",
+        "render",
+        p(&file),
+        "--out",
+        p(&out),
+        "--force",
+    ]);
     assert_eq!(code(&o), 0, "{}", text(&o.stderr));
     let meta = read_json(&out.join("archive.json"));
     assert_eq!(meta["archive"], "text");

@@ -400,7 +400,10 @@ fn every_view_of_the_context_reports_the_same_tokens() {
             let text = ok(&musepi(home, &args));
             let footer = text.lines().last().unwrap();
             assert!(
-                footer.contains(&format!(", {after} tokens in context (heuristic)")),
+                footer.contains(&format!(
+                    ", {} tokens in context (heuristic)",
+                    musepi_session_model::json::thousands(after)
+                )),
                 "{name} {view:?}: {footer}"
             );
         }

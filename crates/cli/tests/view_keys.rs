@@ -437,8 +437,24 @@ fn a_running_job_spins_cancels_and_reloads() {
             ..
         }
     ));
-    // Keys other than cancel are ignored; Esc asks the job to stop.
+    // Keys other than cancel are ignored; `q` neither quits nor cancels
+    // (it says how to); Esc asks the job to stop.
     assert_eq!(press(&mut app, KeyCode::Char('j')), None);
+    assert_eq!(press(&mut app, KeyCode::Char('q')), None);
+    assert!(matches!(
+        app.mode,
+        Mode::Busy {
+            cancelling: false,
+            ..
+        }
+    ));
+    assert!(
+        app.status
+            .clone()
+            .unwrap()
+            .text
+            .contains("Esc or ctrl+c cancels it")
+    );
     assert_eq!(press(&mut app, KeyCode::Esc), Some(Effect::Cancel));
     assert!(matches!(
         app.mode,

@@ -270,3 +270,65 @@ fn tree_pane_filtered_to_user_messages() {
         &["tree · user messages · f: filter"],
     );
 }
+
+/// `?` lists every key over the transcript; the next key closes the list
+/// and does nothing else.
+#[test]
+fn question_mark_lists_every_key_until_the_next_key() {
+    let mut app = app(&view_fixtures::compacted(), 80, 24);
+    let before = screen(&app);
+    let cursor = app.cursor();
+    press(&mut app, KeyCode::Char('?'));
+    let s = screen(&app);
+    for part in [
+        " keys (any key closes this list)",
+        "Enter",
+        "open or close the fold under the cursor",
+        "a command: compact [instructions], find TEXT, tree, leaf, q",
+        "f filter, l the leaf's row, Esc/t/Tab close",
+        "quit",
+    ] {
+        assert!(s.contains(part), "{part:?} is not listed:\n{s}");
+    }
+    // The title and the footer stay.
+    assert_eq!(s.lines().next(), before.lines().next());
+    // `q` closes the list and does not quit; the cursor did not move.
+    assert!(press(&mut app, KeyCode::Char('q')).is_none());
+    assert_eq!(screen(&app), before);
+    assert_eq!(app.cursor(), cursor);
+    // In the tree pane too.
+    press(&mut app, KeyCode::Char('t'));
+    press(&mut app, KeyCode::Char('?'));
+    assert!(screen(&app).contains(" keys (any key closes this list)"));
+    press(&mut app, KeyCode::Esc);
+    assert!(!screen(&app).contains(" keys (any key closes this list)"));
+}
+
+/// The title counts the entries the transcript shows, which are not all
+/// messages.
+#[test]
+fn the_title_counts_entries() {
+    let app = app(&view_fixtures::compacted(), 160, 24);
+    let title = screen(&app).lines().next().unwrap().to_owned();
+    assert!(
+        title.ends_with(&format!("· {} entries", app.transcript.blocks.len())),
+        "{title}"
+    );
+    assert!(!title.contains("messages"), "{title}");
+}
+
+/// A status message too long for the line keeps its last clause, the hint
+/// of what to do, and cuts what comes before it.
+#[test]
+fn a_long_status_error_keeps_its_hint() {
+    let mut app = app(&view_fixtures::compacted(), 60, 24);
+    app.say(
+        "session.jsonl looks live: another process wrote it 2 s ago and may still be appending to it; pass --force",
+        true,
+    );
+    let s = screen(&app);
+    let status = s.lines().nth(22).unwrap();
+    assert!(status.ends_with("…; pass --force"), "{status}");
+    assert!(status.starts_with("session.jsonl looks live"), "{status}");
+    assert!(status.chars().count() <= 60, "{status}");
+}

@@ -191,6 +191,11 @@ pub struct BeforeCompactResult {
     pub cancel: bool,
     /// Use this compaction instead of summarizing.
     pub compaction: Option<SuppliedCompaction>,
+    /// Why it cancels, in the hook's words (a musepi addition: an answer
+    /// may carry it, and a hook that exits 2 gets the last lines it wrote
+    /// on stderr); a command's error names it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl BeforeCompactResult {
@@ -377,6 +382,9 @@ pub struct BeforeTreeResult {
     pub replace_instructions: Option<bool>,
     /// Replaces the label.
     pub label: Option<String>,
+    /// Why it cancels, as for [`BeforeCompactResult::reason`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl BeforeTreeResult {

@@ -43,7 +43,9 @@ pub use events::{TreeRequest, names};
 pub use from_fn::{AnswerFn, FromFn, StateFn};
 pub use navigate::{BranchStrategy, NavigateError, NavigateOptions, NavigateOutcome, navigate};
 pub use process::{HookConfigError, Invocation, ProcessHook, Reply, StderrMode, StderrSink};
-pub use runner::{CancelReport, Dispatch, Hook, HookError, HookFuture, HookWarning, Hooks};
+pub use runner::{
+    CancelReport, Dispatch, Hook, HookCancel, HookError, HookFuture, HookWarning, Hooks,
+};
 pub use snapcompact::{SnapSettings, SnapTarget, compact_preparation, with_frames_history};
 pub use summarizer::{
     MAX_BYTES_PER_TOKEN, RemoteFailure, SummarizeError, SummarizeFuture, Summarizer,

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::events::{
     BeforeTreeEvent, TreeEvent, TreePreparation, TreeRequest, entry_json, names, session_file,
 };
-use crate::runner::{HookWarning, Hooks, warning_lines};
+use crate::runner::{HookCancel, HookWarning, Hooks, warning_lines};
 use crate::summarizer::{SummarizeError, Summarizer, truncation_warning};
 
 /// How a branch summary is written.
@@ -125,6 +125,8 @@ pub enum NavigateError {
     CancelledByHook {
         /// Hooks that failed before it.
         warnings: Vec<HookWarning>,
+        /// Which hook cancelled, and why.
+        by: Option<HookCancel>,
     },
     /// The abort signal fired.
     #[error("Navigation cancelled")]
@@ -208,6 +210,7 @@ pub async fn navigate(
         if d.failed_closed || d.result.as_ref().is_some_and(|r| r.cancel) {
             return Err(NavigateError::CancelledByHook {
                 warnings: d.warnings,
+                by: d.cancelled_by,
             });
         }
         if let Some(r) = d.result {

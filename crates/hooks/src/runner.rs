@@ -155,6 +155,9 @@ pub struct Dispatch<T> {
     pub warnings: Vec<HookWarning>,
     /// A fail-closed handler failed: treat as cancelled.
     pub failed_closed: bool,
+    /// Which hook cancelled, and why (a cancelling answer, or a
+    /// fail-closed hook's failure).
+    pub cancelled_by: Option<HookCancel>,
 }
 
 /// Told of each failure that cancels an operation, as it happens.
@@ -177,17 +180,21 @@ impl std::fmt::Debug for Hooks {
 
 /// The answer to a before-event: it may say nothing, and it may cancel.
 pub(crate) trait BeforeAnswer {
-    /// The answer that cancels and says nothing else.
-    fn cancelled() -> Self;
+    /// The answer that cancels for `reason` (empty: none given) and says
+    /// nothing else.
+    fn cancelled(reason: String) -> Self;
     fn is_empty(&self) -> bool;
     fn cancels(&self) -> bool;
+    /// Why it cancels, when the hook said.
+    fn reason(&self) -> Option<&str>;
 }
 
 impl BeforeAnswer for BeforeCompactResult {
-    fn cancelled() -> Self {
+    fn cancelled(reason: String) -> Self {
         Self {
             cancel: true,
             compaction: None,
+            reason: Some(reason).filter(|r| !r.trim().is_empty()),
         }
     }
     fn is_empty(&self) -> bool {
@@ -196,12 +203,16 @@ impl BeforeAnswer for BeforeCompactResult {
     fn cancels(&self) -> bool {
         self.cancel
     }
+    fn reason(&self) -> Option<&str> {
+        self.reason.as_deref()
+    }
 }
 
 impl BeforeAnswer for BeforeTreeResult {
-    fn cancelled() -> Self {
+    fn cancelled(reason: String) -> Self {
         Self {
             cancel: true,
+            reason: Some(reason).filter(|r| !r.trim().is_empty()),
             ..Self::default()
         }
     }
@@ -210,6 +221,29 @@ impl BeforeAnswer for BeforeTreeResult {
     }
     fn cancels(&self) -> bool {
         self.cancel
+    }
+    fn reason(&self) -> Option<&str> {
+        self.reason.as_deref()
+    }
+}
+
+/// Which hook cancelled an operation, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookCancel {
+    /// The hook's name (its command line).
+    pub hook: String,
+    /// Its reason: what it answered, the last lines it wrote on stderr, or
+    /// its failure when it is fail-closed; `None` when it gave none.
+    pub reason: Option<String>,
+}
+
+impl std::fmt::Display for HookCancel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cancelled by hook {}", self.hook)?;
+        match &self.reason {
+            Some(r) => write!(f, ": {}", r.trim()),
+            None => Ok(()),
+        }
     }
 }
 
@@ -255,8 +289,14 @@ impl Hooks {
             error,
             cancelled,
         };
-        if cancelled && let Some(report) = &self.on_cancel {
-            report(&warning);
+        if cancelled {
+            if let Some(report) = &self.on_cancel {
+                report(&warning);
+            }
+            d.cancelled_by = Some(HookCancel {
+                hook: warning.hook.clone(),
+                reason: Some(warning.error.to_string()),
+            });
         }
         d.warnings.push(warning);
         d.failed_closed |= cancelled;
@@ -274,11 +314,18 @@ impl Hooks {
             result: None,
             warnings: Vec::new(),
             failed_closed: false,
+            cancelled_by: None,
         };
         for h in self.for_event(event) {
             match call(h.as_ref()).await {
                 Ok(Some(r)) if !r.is_empty() => {
                     let stop = r.cancels();
+                    if stop {
+                        d.cancelled_by = Some(HookCancel {
+                            hook: h.name(),
+                            reason: r.reason().map(str::to_owned),
+                        });
+                    }
                     d.result = Some(r);
                     if stop {
                         break;
@@ -317,6 +364,7 @@ impl Hooks {
             result: None,
             warnings: Vec::new(),
             failed_closed: false,
+            cancelled_by: None,
         };
         for h in self.for_event(names::COMPACTING) {
             match h.compacting(event, cancel.clone()).await {

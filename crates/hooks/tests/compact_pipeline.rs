@@ -332,7 +332,7 @@ fn veto() -> Answers {
         "veto",
         BeforeCompactResult {
             cancel: true,
-            compaction: None,
+            ..Default::default()
         },
     )
 }
@@ -351,6 +351,7 @@ impl Hook for Supply {
         Box::pin(async move {
             Ok(Some(BeforeCompactResult {
                 cancel: false,
+                reason: None,
                 compaction: Some(SuppliedCompaction {
                     summary: "from a hook".into(),
                     first_kept_entry_id: Some(first),
@@ -567,6 +568,7 @@ fn supply_files() -> Answers {
         "supply-files",
         BeforeCompactResult {
             cancel: false,
+            reason: None,
             compaction: Some(SuppliedCompaction {
                 summary: "hook summary".into(),
                 first_kept_entry_id: None,

@@ -120,12 +120,16 @@ async fn an_exit_2_cancel_leaves_the_file_byte_identical() {
     let (path, hooks) = (&veto.path, &veto.hooks);
     let before = std::fs::read(path).unwrap();
     let summarizer = recorder();
-    assert_failed_unwritten(
-        run_compact(path, hooks, &summarizer, None).await,
-        "Compaction cancelled",
-        path,
-        &before,
-    );
+    let result = run_compact(path, hooks, &summarizer, None).await;
+    // The error names the hook and what it wrote on stderr, its reason.
+    match &result {
+        Err(CompactError::CancelledByHook { by: Some(by), .. }) => {
+            assert_eq!(by.reason.as_deref(), Some("not now"));
+            assert!(by.hook.ends_with("veto.sh"), "{by:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_failed_unwritten(result, "Compaction cancelled", path, &before);
     assert!(summarizer.seen.lock().unwrap().is_empty());
 }
 
@@ -205,9 +209,17 @@ async fn a_hook_past_its_timeout_is_killed_and_reported() {
     let err = run_compact(&path, &hooks, &summarizer, None)
         .await
         .unwrap_err();
-    let CompactError::CancelledByHook { warnings } = &err else {
+    let CompactError::CancelledByHook { warnings, by } = &err else {
         panic!("{err:?}")
     };
+    // The fail-closed hook is the one that cancelled, its failure the reason.
+    assert_eq!(
+        by.as_ref().map(ToString::to_string),
+        Some(format!(
+            "cancelled by hook {}: timed out after 300 ms",
+            slow.display()
+        ))
+    );
     assert_eq!(
         warnings[0].to_string(),
         format!(

@@ -103,6 +103,9 @@ pub struct RetryNotice {
     pub provider: String,
     /// The attempt that failed (1 for the first).
     pub attempt: u32,
+    /// How many attempts the request may make in all (the deadline may
+    /// end it sooner).
+    pub max_attempts: u32,
     /// How long we wait before the next attempt.
     pub delay: Duration,
     /// Whether the delay came from a `Retry-After` header.
@@ -253,6 +256,7 @@ impl Http {
             let notice = RetryNotice {
                 provider: self.provider.clone(),
                 attempt,
+                max_attempts,
                 delay,
                 from_retry_after,
                 reason,

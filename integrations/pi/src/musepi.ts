@@ -478,7 +478,7 @@ export async function branchSummaryWithMusepi(
 		if (input.contextWindow && input.contextWindow > 0) args.push("--context-window", String(input.contextWindow));
 		if (input.customInstructions?.trim()) {
 			args.push("--instructions", input.customInstructions);
-			if (!input.replaceInstructions) args.push("--append-instructions");
+			if (input.replaceInstructions) args.push("--replace-instructions");
 		}
 		if (input.model) args.push("--default-strategy", "llm");
 		const doc = await withModel(config, input.model, signal, async (modelArgs, options) =>

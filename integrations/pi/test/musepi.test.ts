@@ -218,7 +218,6 @@ describe("branchSummaryWithMusepi", () => {
 			"64000",
 			"--instructions",
 			"what was read",
-			"--append-instructions",
 		]);
 	});
 

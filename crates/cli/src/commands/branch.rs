@@ -20,9 +20,11 @@ use crate::commands::runtime::{Progress, default_branch_strategy, provider, runt
 use crate::commands::writer::{Target, mark_leaf, print_warnings, report_write_warnings};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{
-    Color, aligned, escape_controls, escaped_text, note, print_json, print_text, push_lines_preview,
+    Color, aligned, counted, escape_controls, escaped_text, note, print_json, print_text,
+    push_lines_preview, thousands,
 };
 use crate::report::plan::request_json;
+use musepi_session_model::json::utf16_len;
 
 /// Lines of the summary the report shows.
 const SUMMARY_LINES: usize = 10;
@@ -83,9 +85,6 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
         },
     };
     let reserve = u64::from(settings.branch_summary.reserve_tokens);
-    if args.write.dry_run {
-        return dry_run(&journal, target.as_deref(), args, reserve, ctx);
-    }
     if args.summarize
         && args.strategy.is_none()
         && args.default_strategy.is_none()
@@ -95,6 +94,9 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
             ctx.quiet(),
             "musepi: no provider configured: the branch summary is the snapcompact digest (no model); pass --provider for an LLM summary",
         );
+    }
+    if args.write.dry_run {
+        return dry_run(&journal, target.as_deref(), args, strategy, reserve, ctx);
     }
     dest.refuse_live(&journal)?;
     let hooks = crate::hooks::from_settings(&settings, ctx.quiet()).or_bad_input()?;
@@ -107,7 +109,7 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
     };
     let request = TreeRequest::to(target.clone())
         .with_summary(args.summarize)
-        .with_instructions(args.instructions.clone(), !args.append_instructions)
+        .with_instructions(args.instructions.clone(), args.replace_instructions)
         .with_label(args.label.clone());
     let mut options = NavigateOptions::new(request, &hooks, ctx.now_ms());
     options.from.clone_from(&args.from);
@@ -158,7 +160,17 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
         return Ok(Exit::Ok);
     }
     if out.no_op {
-        dest.report("already there: nothing to do\n", ctx)?;
+        // In place nothing is written; a copy (`-o OUT`) is written all
+        // the same, unchanged, and the report says so.
+        let text = match written.as_deref() {
+            Some("-") => "already there: the leaf does not move; wrote the session unchanged to standard output\n".to_owned(),
+            Some(path) => format!(
+                "already there: the leaf does not move; wrote the session unchanged to {}\n",
+                escape_controls(path)
+            ),
+            None => "already there: nothing to do\n".to_owned(),
+        };
+        dest.report(&text, ctx)?;
         return Ok(Exit::Ok);
     }
     let mut rows = vec![
@@ -228,11 +240,14 @@ fn strategy_name(strategy: BranchStrategy) -> &'static str {
     }
 }
 
-/// `--dry-run`: the collected entries, what fits the budget, and the request.
+/// `--dry-run`: the collected entries and what the run would do with
+/// them: move the leaf, and with `--summarize` write the digest (shown)
+/// or send the request (shown whole with `--show-prompts`).
 fn dry_run(
     journal: &Journal,
     target: Option<&str>,
     args: &BranchArgs,
+    strategy: BranchStrategy,
     reserve: u64,
     ctx: &Ctx,
 ) -> CmdResult {
@@ -256,11 +271,18 @@ fn dry_run(
     let reasoning = summary_reasoning(&context_thinking_level(session, old));
     let request_options = RequestOptions {
         custom_instructions: args.instructions.as_deref(),
-        replace_instructions: !args.append_instructions,
+        replace_instructions: args.replace_instructions,
         reasoning: reasoning.as_deref(),
         ..RequestOptions::new(SUMMARIZATION_SYSTEM.text())
     };
-    let request = summary_request(&prep, &request_options);
+    // What the real run makes: the digest needs no model, an LLM summary
+    // sends the request; a plain move makes neither.
+    let digest =
+        (args.summarize && strategy == BranchStrategy::Snapcompact && !prep.items.is_empty())
+            .then(|| musepi_hooks::branch_digest(&prep).summary);
+    let request = (args.summarize && strategy == BranchStrategy::Llm)
+        .then(|| summary_request(&prep, &request_options))
+        .flatten();
     let lists = prep.file_lists();
     let id = |i: usize| session.entries()[i].id.to_string();
     if ctx.json() {
@@ -273,7 +295,10 @@ fn dry_run(
             "messages": prep.items.iter().map(|m| id(m.message.entry_index)).collect::<Vec<_>>(),
             "totalTokens": prep.total_tokens,
             "fileLists": lists,
+            "summarize": args.summarize,
+            "strategy": args.summarize.then(|| strategy_name(strategy)),
             "request": request.as_ref().map(request_json),
+            "digest": digest,
             "warnings": [],
         }))
         .or_failed()?;
@@ -281,7 +306,7 @@ fn dry_run(
     }
     // Ids come from the session, printed escaped.
     let shown = |text: String| escape_controls(&text).into_owned();
-    let rows = vec![
+    let mut rows = vec![
         ("from".to_owned(), shown(old.map_or("null".into(), id))),
         ("to".to_owned(), shown(target.unwrap_or("root").to_owned())),
         (
@@ -290,30 +315,78 @@ fn dry_run(
         ),
         (
             "abandoned".to_owned(),
-            format!("{} entries", collected.entries.len()),
-        ),
-        ("budget".to_owned(), format!("{budget} tokens")),
-        (
-            "fits".to_owned(),
-            format!(
-                "{} messages, {} tokens",
-                prep.items.len(),
-                prep.total_tokens
-            ),
+            counted(collected.entries.len(), "entry", "entries"),
         ),
     ];
-    let mut text = aligned(&rows);
-    match &request {
-        Some(r) => {
-            let _ = write!(
-                text,
-                "\n── branch summary request (max {} tokens) ──\n{}\n",
-                r.max_tokens.unwrap_or(0),
-                escaped_text(&r.prompt_text())
-            );
+    let summary = if !args.summarize {
+        "none (--summarize leaves one)".to_owned()
+    } else if prep.items.is_empty() {
+        "nothing to summarize".to_owned()
+    } else {
+        rows.push((
+            "fits the budget".to_owned(),
+            format!(
+                "{}, {} of {} tokens",
+                counted(prep.items.len(), "message", "messages"),
+                thousands(prep.total_tokens),
+                thousands(budget)
+            ),
+        ));
+        match (&digest, &request) {
+            (Some(d), _) => format!(
+                "the snapcompact digest (no model), {} tokens",
+                thousands((utf16_len(d) as u64).div_ceil(4))
+            ),
+            (None, Some(r)) => format!(
+                "an LLM summary: 1 request of {} tokens, at most {} back{}",
+                thousands((utf16_len(&r.prompt_text()) as u64).div_ceil(4)),
+                thousands(u64::from(r.max_tokens.unwrap_or(0))),
+                if args.show_prompts {
+                    ""
+                } else {
+                    " (--show-prompts prints it)"
+                }
+            ),
+            (None, None) => "nothing to summarize".to_owned(),
         }
-        None => text.push_str("nothing to summarize\n"),
+    };
+    rows.push(("summary".to_owned(), summary));
+    rows.push((
+        "writes".to_owned(),
+        if args.summarize && (digest.is_some() || request.is_some()) {
+            "a branch_summary entry under the target, the new leaf".to_owned()
+        } else {
+            "a navigation marker under the target, the new leaf (nothing when it is the leaf already)"
+                .to_owned()
+        },
+    ));
+    let mut text = aligned(&rows);
+    text.push_str("dry run: nothing written\n");
+    if let Some(d) = &digest {
+        // What the entry would hold: its first lines, or all of it with
+        // --show-prompts.
+        let _ = writeln!(text, "\n── the digest ──");
+        if args.show_prompts {
+            let _ = writeln!(text, "{}", escaped_text(d));
+        } else {
+            push_lines_preview(&mut text, d, DIGEST_LINES, ctx.style);
+        }
     }
-    print_text(&text).or_failed()?;
+    if let Some(r) = request.as_ref().filter(|_| args.show_prompts) {
+        let _ = write!(
+            text,
+            "\n── branch summary request (max {} tokens) ──\n{}\n",
+            thousands(u64::from(r.max_tokens.unwrap_or(0))),
+            escaped_text(&r.prompt_text())
+        );
+    }
+    if args.show_prompts {
+        crate::output::print_paged(&text, ctx.no_pager()).or_failed()?;
+    } else {
+        print_text(&text).or_failed()?;
+    }
     Ok(Exit::Ok)
 }
+
+/// Lines of the digest a dry run shows without `--show-prompts`.
+const DIGEST_LINES: usize = 10;

@@ -69,6 +69,20 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
     let provider_flags = args.llm.flags();
     let budgets = m.compaction.clone();
     let prune = (!args.no_prune).then(|| m.prune());
+    crate::commands::decisions::say_for_compact(
+        ctx,
+        journal.session(),
+        &m,
+        prune.as_ref(),
+        &crate::commands::decisions::strategy_reason(
+            &strategy,
+            args.how.strategy.as_deref(),
+            args.how.default_strategy.as_deref(),
+            ctx.settings.strategy_named,
+            m.strategy,
+            args.instructions.is_some(),
+        ),
+    );
     if args.write.dry_run {
         return dry_run(&journal, &strategy, &budgets, prune.as_ref(), args, ctx);
     }
@@ -190,7 +204,9 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
             "tokens".to_owned(),
             format!(
                 "{} → {} in context (tokensBefore {})",
-                out.context_tokens_before, out.tokens_after, out.result.tokens_before
+                crate::output::thousands(out.context_tokens_before),
+                crate::output::thousands(out.tokens_after),
+                crate::view::text::tokens(out.result.tokens_before)
             ),
         ),
         (
@@ -206,9 +222,9 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         rows.push((
             "pruned".to_owned(),
             format!(
-                "{} tool results, {} tokens",
-                out.pruned.candidates.len(),
-                out.pruned.tokens_saved
+                "{}, {} tokens",
+                crate::output::counted(out.pruned.candidates.len(), "tool result", "tool results"),
+                crate::output::thousands(out.pruned.tokens_saved)
             ),
         ));
     }
@@ -278,6 +294,8 @@ fn dry_run(
     } else {
         Vec::new()
     };
+    // The tokens after, as `plan` estimates them for this strategy.
+    let (after, counted_as) = crate::report::plan::after_strategy(&prep, budgets, strategy);
     if ctx.json() {
         print_json(&json!({
             "dryRun": true,
@@ -286,6 +304,7 @@ fn dry_run(
             "firstKeptEntryId": prep.first_kept_entry_id.as_str(),
             "tokensBefore": prep.tokens_before,
             "contextTokensBefore": step.context_tokens,
+            "estimatedTokensAfter": after,
             "prune": prune_json(session, &step.plan),
             "requests": requests,
             "warnings": [],
@@ -294,22 +313,54 @@ fn dry_run(
         return Ok(Exit::Ok);
     }
     let mut out = format!(
-        "dry run: {} would keep from {} ({} messages summarized, {} in the turn prefix); nothing written\n",
+        "dry run: {} would keep from {} ({} summarized, {} in the turn prefix); nothing written\n",
         strategy.name(),
         escape_controls(prep.first_kept_entry_id.as_str()),
-        prep.messages_to_summarize.len(),
+        crate::output::counted(prep.messages_to_summarize.len(), "message", "messages"),
         prep.turn_prefix_messages.len()
     );
+    let _ = writeln!(
+        out,
+        "tokens: {} → ~{} in context ({}; tokensBefore {})",
+        crate::output::thousands(step.context_tokens),
+        crate::output::thousands(after),
+        counted_as,
+        crate::view::text::tokens(prep.tokens_before)
+    );
+    if !step.plan.is_empty() {
+        let _ = writeln!(
+            out,
+            "pruning first: {}",
+            crate::commands::plan::prune_text(&step.plan, "would save")
+        );
+    }
+    if !args.show_prompts {
+        if !requests.is_empty() {
+            let names: Vec<&str> = requests
+                .iter()
+                .filter_map(|r| r["purpose"].as_str())
+                .collect();
+            let _ = writeln!(
+                out,
+                "requests: {} (--show-prompts prints them)",
+                names.join(", ")
+            );
+        }
+        print_text(&out).or_failed()?;
+        return Ok(Exit::Ok);
+    }
     for r in &requests {
         let _ = write!(
             out,
             "\n── {} request (max {} tokens) ──\nsystem: {}\n\n{}\n",
             r["purpose"].as_str().unwrap_or_default(),
-            r["maxTokens"],
+            r["maxTokens"]
+                .as_u64()
+                .map_or_else(|| r["maxTokens"].to_string(), crate::output::thousands),
             escaped_text(r["systemPrompt"].as_str().unwrap_or_default()),
             escaped_text(r["prompt"].as_str().unwrap_or_default())
         );
     }
-    print_text(&out).or_failed()?;
+    crate::output::print_paged(&out, ctx.no_pager()).or_failed()?;
     Ok(Exit::Ok)
 }

@@ -8,8 +8,14 @@ use musepi_session_model::Session;
 use crate::cli::ContextArgs;
 use crate::commands::files::{Input, load_or_fail};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
-use crate::output::{Color, column_width, escape_controls, pad_end, print_json, print_text};
+use crate::output::{
+    Color, column_width, display_width, escape_controls, fit, pad_end, print_json, print_text,
+    stdout_columns,
+};
 use crate::report::context::{Output, View, document, rows};
+
+/// The columns a preview keeps on the narrowest terminal.
+const MIN_PREVIEW: usize = 12;
 
 /// Resolves `--leaf ID|null`: `Ok(None)` is the explicit null leaf.
 pub(crate) fn resolve_leaf(
@@ -45,7 +51,14 @@ pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
         let window = args
             .context_window
             .unwrap_or(musepi_runtime::DEFAULT_CONTEXT_WINDOW);
-        return crate::commands::chart::run(session, leaf, window, &file, args.out.as_deref(), ctx);
+        return crate::commands::chart::run(
+            session,
+            leaf,
+            window,
+            &file,
+            args.out.as_deref().map(|o| (o, args.force)),
+            ctx,
+        );
     }
     let context = build_context_at(session, leaf);
     let leaf_id = leaf.map(|i| session.entries()[i].id.to_string());
@@ -77,7 +90,8 @@ pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
     let role_width = column_width(names.iter().map(|(role, _)| role), 4);
     // Ids are 8 hex digits in pi's sessions; a longer one widens the column.
     let id_width = column_width(names.iter().map(|(_, id)| id), 8);
-    let token_width = column_width(rows.iter().map(|r| r.tokens.to_string()), 6);
+    let token_width = column_width(rows.iter().map(|r| crate::output::thousands(r.tokens)), 6);
+    let columns = stdout_columns();
     for (r, (role, id)) in rows.iter().zip(&names) {
         let mut marks = String::new();
         if r.superseded {
@@ -95,13 +109,23 @@ pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
                 p["keptMessages"]
             );
         }
+        // On a terminal the preview gives way to the width (at least a
+        // few words stay); piped, the row is printed whole.
+        let preview = escape_controls(r.preview.as_deref().unwrap_or_default());
+        let preview = match columns {
+            Some(cols) => {
+                let used = role_width + id_width + token_width + 6 + display_width(&marks);
+                fit(&preview, cols.saturating_sub(used).max(MIN_PREVIEW))
+            }
+            None => preview.into_owned(),
+        };
         let _ = writeln!(
             out,
             "{}  {}  {:>token_width$}  {}{}",
             pad_end(role, role_width),
             st.paint(Color::Cyan, &pad_end(id, id_width)),
-            r.tokens,
-            escape_controls(r.preview.as_deref().unwrap_or_default()),
+            crate::output::thousands(r.tokens),
+            preview,
             st.paint(Color::Dim, &marks)
         );
     }
@@ -122,8 +146,9 @@ pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
         st.paint(
             Color::Bold,
             &format!(
-                "{} {what}, {total} tokens in context ({}), model {model}, thinking {}, leaf {}",
-                rows.len(),
+                "{} {what}, {} tokens in context ({}), model {model}, thinking {}, leaf {}",
+                crate::output::thousands(rows.len() as u64),
+                crate::output::thousands(total),
                 tokenizer.name(),
                 escape_controls(&context.thinking_level),
                 escape_controls(leaf_id.as_deref().unwrap_or("null"))

@@ -102,7 +102,7 @@ pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
                 .summarize(&request, cancel.clone())
                 .await
                 .map_err(|e| Failure {
-                    error: anyhow::anyhow!("Handoff generation failed: {e}"),
+                    error: anyhow::anyhow!("handoff generation failed: {e}"),
                     ..Failure::failed(e)
                 })?;
             if response.truncated {
@@ -114,7 +114,7 @@ pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
             return Err(Failure::new(
                 Exit::Failed,
                 "interrupted",
-                anyhow::anyhow!("Handoff cancelled"),
+                anyhow::anyhow!("handoff cancelled"),
             ));
         }
         Ok((document, from_extension, warnings))
@@ -124,7 +124,7 @@ pub fn run(args: &HandoffArgs, ctx: &Ctx) -> CmdResult {
         return Err(Failure::new(
             Exit::Failed,
             "provider-failed",
-            anyhow::anyhow!("Handoff generation failed: the document is empty"),
+            anyhow::anyhow!("handoff generation failed: the document is empty"),
         ));
     }
     let (header, new) = new_session(session, &parent, &document, ctx);
@@ -153,12 +153,18 @@ async fn ask_hooks(
         for w in &d.warnings {
             eprintln!("musepi: warning: {w}");
         }
+        // Which hook, and its reason, as a compaction's cancel says them.
+        let by = match &d.cancelled_by {
+            Some(by) => match &by.reason {
+                Some(reason) => format!("hook {}: {}", by.hook, reason.trim()),
+                None => format!("hook {}", by.hook),
+            },
+            None => "a session_before_compact hook".to_owned(),
+        };
         return Err(Failure::new(
             Exit::Failed,
             "cancelled",
-            anyhow::anyhow!(
-                "Handoff cancelled by a session_before_compact hook; nothing was written"
-            ),
+            anyhow::anyhow!("handoff cancelled by {by}; nothing was written"),
         ));
     }
     Ok(d.result.and_then(|r| r.compaction).map(|c| c.summary))

@@ -12,8 +12,8 @@ use crate::cli::LsArgs;
 use crate::commands::pi_dir::{Env, Listed, cwd, resolve, sessions};
 use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
 use crate::output::{
-    Color, column_width, counted, display_width, escape_controls, note, pad_end, pad_start,
-    preview, print_json, print_text,
+    Color, column_width, counted, display_width, escape_controls, fit, note, pad_end, pad_start,
+    preview, print_json, print_text, stdout_columns,
 };
 use crate::report::context::context_tokens;
 
@@ -136,10 +136,88 @@ fn human_size(bytes: u64) -> String {
     format!("{value:.1} {}", UNITS[unit])
 }
 
+/// The session's name in the `session` column: on a terminal, pi's
+/// `<time>_<session id>.jsonl` shows as the shortest prefix of its id
+/// that tells the listed sessions apart, at least 8 characters (`len`,
+/// from [`short_id_len`]), as a short commit hash does; any other name as
+/// its stem cut to [`SHORT_NAME`] columns. Piped, the whole file name
+/// (`--json` has `file` and `path` either way).
+fn session_name(file: &str, short: Option<usize>) -> String {
+    let Some(len) = short else {
+        return escape_controls(file).into_owned();
+    };
+    match pi_session_id(file) {
+        Some(id) => id[..len.min(id.len())].to_owned(),
+        None => fit(
+            &escape_controls(file.strip_suffix(".jsonl").unwrap_or(file)),
+            SHORT_NAME,
+        ),
+    }
+}
+
+/// The session id of pi's file name `<time>_<session id>.jsonl`.
+fn pi_session_id(file: &str) -> Option<&str> {
+    let stem = file.strip_suffix(".jsonl")?;
+    stem.rsplit_once('_')
+        .map(|(_, id)| id)
+        .filter(|id| looks_like_uuid(id))
+}
+
+/// The shortest prefix, of 8 characters or more, that tells `ids` apart
+/// (a prefix never ends at a dash).
+fn short_id_len(ids: &[&str]) -> usize {
+    let mut len = 8;
+    while len < 36 {
+        let mut seen = std::collections::BTreeSet::new();
+        if ids.iter().all(|id| seen.insert(&id[..len.min(id.len())])) {
+            break;
+        }
+        len += 1;
+        if matches!(len, 8 | 13 | 18 | 23) {
+            len += 1;
+        }
+    }
+    len
+}
+
+/// `8-4-4-4-12` hexadecimal digits.
+fn looks_like_uuid(id: &str) -> bool {
+    let parts: Vec<&str> = id.split('-').collect();
+    parts.len() == 5
+        && parts
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(p, n)| p.len() == n && p.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
+/// The columns a name other than pi's keeps on a terminal.
+const SHORT_NAME: usize = 24;
+
 fn render(rows: &[Row], dir: &Path, ctx: &Ctx) -> String {
     let st = ctx.style;
-    let header = ["modified", "size", "entries", "tokens", "session"];
-    let cells: Vec<[String; 5]> = rows
+    let columns = stdout_columns();
+    let short = columns.map(|_| {
+        let ids: Vec<&str> = rows
+            .iter()
+            .filter_map(|r| {
+                r.listed
+                    .path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(pi_session_id)
+            })
+            .collect();
+        short_id_len(&ids)
+    });
+    let header = [
+        "modified (UTC)",
+        "size",
+        "entries",
+        "tokens",
+        "session",
+        "name or first message",
+    ];
+    let cells: Vec<[String; 6]> = rows
         .iter()
         .map(|row| {
             let l = &row.listed;
@@ -154,20 +232,22 @@ fn render(rows: &[Row], dir: &Path, ctx: &Ctx) -> String {
                 .path
                 .file_name()
                 .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            let name = session_name(&file, short);
             match &row.read {
                 Ok(r) => {
                     let what = r
                         .name
                         .as_deref()
                         .or(r.first_message.as_deref())
-                        .map(|m| format!("  {}", preview(m, PREVIEW)))
+                        .map(|m| escape_controls(&preview(m, PREVIEW)).into_owned())
                         .unwrap_or_default();
                     [
                         modified,
                         human_size(l.size),
                         r.entries.to_string(),
-                        r.tokens.to_string(),
-                        escape_controls(&format!("{file}{what}")).into_owned(),
+                        crate::output::thousands(r.tokens),
+                        name,
+                        what,
                     ]
                 }
                 Err(_) => [
@@ -175,29 +255,48 @@ fn render(rows: &[Row], dir: &Path, ctx: &Ctx) -> String {
                     human_size(l.size),
                     "?".to_owned(),
                     "?".to_owned(),
-                    format!("{}  (unreadable)", escape_controls(&file)),
+                    name,
+                    "(unreadable)".to_owned(),
                 ],
             }
         })
         .collect();
     let width = |i: usize| column_width(cells.iter().map(|c| &c[i]), display_width(header[i]));
-    let widths: Vec<usize> = (0..4).map(width).collect();
-    let line = |c: [&str; 5], paint: &dyn Fn(usize, String) -> String| {
+    let widths: Vec<usize> = (0..5).map(width).collect();
+    // On a terminal the last column takes the room left, and is left out
+    // when too little is.
+    let last = columns.map(|cols| {
+        let used: usize = widths.iter().sum::<usize>() + 2 * widths.len();
+        Some(cols.saturating_sub(used)).filter(|w| *w >= MIN_LAST)
+    });
+    let line = |c: [&str; 6], paint: &dyn Fn(usize, String) -> String| {
         // Dates and names to the left, numbers to the right.
-        format!(
-            "{}  {}  {}  {}  {}\n",
+        let text = match last {
+            Some(Some(w)) => fit(c[5], w),
+            Some(None) => String::new(),
+            None => c[5].to_owned(),
+        };
+        let row = format!(
+            "{}  {}  {}  {}  {}  {}",
             paint(0, pad_end(c[0], widths[0])),
             paint(1, pad_start(c[1], widths[1])),
             paint(2, pad_start(c[2], widths[2])),
             paint(3, pad_start(c[3], widths[3])),
-            paint(4, c[4].to_owned()),
-        )
+            paint(4, pad_end(c[4], widths[4])),
+            paint(5, text),
+        );
+        format!("{}\n", row.trim_end())
     };
     let mut out = line(header, &|_, s| st.paint(Color::Dim, &s));
     for c in &cells {
-        out.push_str(&line([&c[0], &c[1], &c[2], &c[3], &c[4]], &|i, s| {
-            if i == 0 { st.paint(Color::Dim, &s) } else { s }
-        }));
+        out.push_str(&line(
+            [&c[0], &c[1], &c[2], &c[3], &c[4], &c[5]],
+            &|i, s| match i {
+                0 => st.paint(Color::Dim, &s),
+                4 => st.paint(Color::Cyan, &s),
+                _ => s,
+            },
+        ));
     }
     out.push_str(&st.paint(
         Color::Dim,
@@ -209,6 +308,9 @@ fn render(rows: &[Row], dir: &Path, ctx: &Ctx) -> String {
     ));
     out
 }
+
+/// The columns the last column keeps on the narrowest terminal.
+const MIN_LAST: usize = 12;
 
 #[cfg(test)]
 mod tests {

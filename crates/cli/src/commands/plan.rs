@@ -35,6 +35,14 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
         false,
         None,
     )?;
+    let reason = crate::commands::decisions::strategy_reason(
+        &strategy,
+        args.how.strategy.as_deref(),
+        args.how.default_strategy.as_deref(),
+        ctx.settings.strategy_named,
+        m.strategy,
+        false,
+    );
     let (settings, window) = (m.compaction.clone(), m.context_window);
     // What `compact` prunes first, or nothing with --no-prune, as there.
     let prune = (!args.no_prune).then(|| m.prune());
@@ -51,7 +59,18 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
     let session = planned.pruned.as_ref();
     let prep = match planned.step.prepare(session, leaf) {
         Ok(p) => musepi_hooks::with_frames_history(p),
-        Err(reason) => {
+        Err(nothing) => {
+            crate::commands::decisions::say(
+                ctx,
+                &[
+                    reason,
+                    format!(
+                        "nothing to compact: {}",
+                        crate::ctx::lowercase_start(&nothing.to_string())
+                    ),
+                ],
+            );
+            let reason = nothing;
             if ctx.json() {
                 let mut doc = nothing_json(session, &planned, &reason);
                 doc["strategy"] = strategy.name().into();
@@ -80,8 +99,19 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
         keep_until_exit(planned);
         return Ok(Exit::Ok);
     }
+    if ctx.verbose() > 0 {
+        let lines = crate::commands::decisions::lines(
+            &reason,
+            &planned,
+            &prep,
+            &settings,
+            prune.as_ref(),
+            ctx.verbose() > 1,
+        );
+        crate::commands::decisions::say(ctx, &lines);
+    }
     let plan = SummaryPlan::new(&prep, &settings, &RequestOptions::default());
-    print_text(&render(
+    let text = render(
         &prep,
         &plan,
         &planned,
@@ -89,8 +119,14 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
         after_strategy(&prep, &settings, &strategy),
         args.show_prompts,
         ctx,
-    ))
-    .or_failed()?;
+    );
+    // The prompts run to thousands of lines: on a terminal they go
+    // through the pager, as `git log` does.
+    if args.show_prompts {
+        crate::output::print_paged(&text, ctx.no_pager()).or_failed()?;
+    } else {
+        print_text(&text).or_failed()?;
+    }
     drop((plan, prep));
     keep_until_exit(planned);
     Ok(Exit::Ok)
@@ -103,9 +139,9 @@ pub(crate) fn prune_text(plan: &PrunePlan, verb: &str) -> String {
         "nothing to prune".to_owned()
     } else {
         format!(
-            "{} results, {verb} {} tokens",
-            plan.candidates.len(),
-            plan.tokens_saved
+            "{}, {verb} {} tokens",
+            crate::output::counted(plan.candidates.len(), "result", "results"),
+            crate::output::thousands(plan.tokens_saved)
         )
     }
 }
@@ -149,49 +185,49 @@ fn render(
         ),
         (
             "keep recent tokens".to_owned(),
-            prep.keep_recent_tokens.to_string(),
+            crate::output::thousands(prep.keep_recent_tokens),
         ),
         (
             "tokens before".to_owned(),
             format!(
                 "{} (pi's estimate: the last usage plus the estimate of what follows it)",
-                prep.tokens_before
+                crate::view::text::tokens(prep.tokens_before)
             ),
         ),
         (
             "context tokens".to_owned(),
             format!(
                 "{} (the context's tokens, before pruning)",
-                planned.step.context_tokens
+                crate::output::thousands(planned.step.context_tokens)
             ),
         ),
         (
             "estimated after".to_owned(),
-            format!("{estimated_after} ({counted})"),
+            format!("{} ({counted})", crate::output::thousands(estimated_after)),
         ),
         ("threshold".to_owned(), planned.threshold_text()),
         (
             "summarize".to_owned(),
             format!(
-                "{} messages, {} tokens",
-                prep.messages_to_summarize.len(),
-                tokens(&prep.messages_to_summarize)
+                "{}, {} tokens",
+                crate::output::counted(prep.messages_to_summarize.len(), "message", "messages"),
+                crate::output::thousands(tokens(&prep.messages_to_summarize))
             ),
         ),
         (
             "turn prefix".to_owned(),
             format!(
-                "{} messages, {} tokens",
-                prep.turn_prefix_messages.len(),
-                tokens(&prep.turn_prefix_messages)
+                "{}, {} tokens",
+                crate::output::counted(prep.turn_prefix_messages.len(), "message", "messages"),
+                crate::output::thousands(tokens(&prep.turn_prefix_messages))
             ),
         ),
         (
             "keep".to_owned(),
             format!(
-                "{} messages, {} tokens",
-                prep.recent_messages.len(),
-                tokens(&prep.recent_messages)
+                "{}, {} tokens",
+                crate::output::counted(prep.recent_messages.len(), "message", "messages"),
+                crate::output::thousands(tokens(&prep.recent_messages))
             ),
         ),
         (
@@ -239,8 +275,10 @@ fn render(
                     &format!(
                         "── {} request (max {} tokens, reasoning {}) ──",
                         r.purpose.name(),
-                        r.max_tokens
-                            .map_or_else(|| "default".into(), |m| m.to_string()),
+                        r.max_tokens.map_or_else(
+                            || "default".into(),
+                            |m| crate::output::thousands(u64::from(m))
+                        ),
                         r.reasoning.as_deref().unwrap_or("none")
                     )
                 ),

@@ -87,8 +87,8 @@ pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
             "{:<10}  {}  {:>7} → {:<5}  {}",
             c.kind.name(),
             st.paint(Color::Cyan, &pad_end(id, id_width)),
-            c.tokens,
-            c.tokens - c.saved,
+            crate::output::thousands(c.tokens),
+            crate::output::thousands(c.tokens - c.saved),
             escape_controls(&c.placeholder)
         );
     }

@@ -82,9 +82,13 @@ pub fn provider(
     let quiet = ctx.quiet();
     Ok(
         provider.with_retry_observer(Arc::new(move |n: &RetryNotice| {
+            // One line per retry, numbered as the final error counts
+            // ("could not be reached after N attempts").
             let text = format!(
-                "{} failed ({}); retrying in {:.1}s{}",
+                "{}: attempt {} of {} failed ({}); retrying in {:.1}s{}",
                 n.provider,
+                n.attempt,
+                n.max_attempts,
                 n.reason,
                 n.delay.as_secs_f64(),
                 if n.from_retry_after {

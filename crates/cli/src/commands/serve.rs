@@ -17,7 +17,7 @@ mod recall;
 mod views;
 
 use std::collections::VecDeque;
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use musepi_hooks::{
@@ -31,6 +31,7 @@ use tokio::sync::mpsc;
 use crate::cli::ServeArgs;
 use crate::commands::runtime::settings;
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
+use crate::output::note;
 use methods::{RpcError, Server};
 use musepi_providers::{
     Provider, ProviderError, install_crypto_provider, process_env, resolve_provider,
@@ -217,6 +218,14 @@ pub fn run(args: &ServeArgs, ctx: &Ctx) -> CmdResult {
     let remote = provider.as_ref().and_then(native);
     let summarizer = provider.map(|p| p as Arc<dyn Summarizer>);
     let hooks = crate::hooks::from_settings(&settings, ctx.quiet()).or_bad_input()?;
+    // A person who typed `musepi serve` sees a silent prompt: say what it
+    // waits for (a program that drives it has no terminal on stdin).
+    if std::io::stdin().is_terminal() && !ctx.quiet() {
+        note(
+            false,
+            "musepi serve: speaks JSON lines on stdin and stdout for an agent (docs/protocol.md); ctrl+d ends it",
+        );
+    }
     let out = Out::stdout();
     let sink_out = out.clone();
     let events: EventSink = Arc::new(move |e: MaintenanceEvent| {

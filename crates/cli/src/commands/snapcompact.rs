@@ -25,7 +25,8 @@ use serde_json::{Value, json};
 use crate::cli::{RenderArgs, SnapcompactCommand};
 use crate::commands::files::{Input, load_or_fail};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
-use crate::output::{aligned, escape_controls, print_json, print_text};
+use crate::output::{aligned, counted, escape_controls, print_json, print_text};
+use musepi_session_model::json::thousands;
 
 /// Runs a `musepi snapcompact` command.
 pub fn run(command: &SnapcompactCommand, ctx: &Ctx) -> CmdResult {
@@ -62,6 +63,18 @@ fn render(args: &RenderArgs, ctx: &Ctx) -> CmdResult {
             "--out {}: is a file, not a folder; the archive is written as files into a folder",
             args.out.display()
         )));
+    }
+    if !args.force
+        && let Some(name) = earlier_render(&args.out)
+    {
+        return Err(Failure::new(
+            Exit::BadInput,
+            "file-exists",
+            anyhow!(
+                "--out {}: the folder holds an earlier render ({name}); pass --force to replace it",
+                args.out.display()
+            ),
+        ));
     }
     let input = Input::from_arg(&args.file.path()?);
     let loaded = load_or_fail(&input, ctx)?;
@@ -191,6 +204,23 @@ fn stored_archive(c: &Compaction) -> Option<Stored> {
 /// of them it writes depends on the archive (a text archive has no edges).
 const RENDER_FILES: [&str; 3] = ["text-head.txt", "text-tail.txt", "archive.txt"];
 
+/// The first file of an earlier render in `dir` (its numbered frames or
+/// pages, its edges, its text or `archive.json`), by name, if there is one.
+fn earlier_render(dir: &Path) -> Option<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .filter(|name| {
+            is_numbered(name, "frame-", ".png")
+                || is_numbered(name, "page-", ".txt")
+                || RENDER_FILES.contains(&name.as_str())
+                || name == "archive.json"
+        })
+        .collect();
+    names.sort();
+    names.into_iter().next()
+}
+
 /// Removes the files of an earlier render (its numbered frames and pages,
 /// its edges and its text), so the folder shows one archive; nothing else
 /// in it is touched.
@@ -319,13 +349,16 @@ fn report(args: &RenderArgs, written: &Written, ctx: &Ctx) -> CmdResult {
         return Ok(Exit::Ok);
     }
     let doc = &written.doc;
-    let what = match doc["pages"].as_array() {
-        Some(pages) => format!("text, {} pages", pages.len()),
-        None => format!(
-            "{}, {} frames",
-            doc["archive"].as_str().unwrap_or_default(),
-            doc["frames"].as_array().map_or(0, Vec::len)
-        ),
+    let frames = counted(
+        doc["frames"].as_array().map_or(0, Vec::len),
+        "PNG frame",
+        "PNG frames",
+    );
+    let what = match (doc["pages"].as_array(), doc["archive"].as_str()) {
+        (Some(pages), _) => format!("text, {}", counted(pages.len(), "page", "pages")),
+        // A text archive printed anew with `--shape` or `--model`.
+        (None, Some("text")) => format!("text, printed as {frames}"),
+        (None, _) => format!("png, {frames}"),
     };
     let mut rows = vec![
         (
@@ -339,7 +372,9 @@ fn report(args: &RenderArgs, written: &Written, ctx: &Ctx) -> CmdResult {
     }
     rows.push((
         "dropped chars".to_owned(),
-        doc["truncatedChars"].to_string(),
+        doc["truncatedChars"]
+            .as_u64()
+            .map_or_else(|| doc["truncatedChars"].to_string(), thousands),
     ));
     rows.push((
         "folder".to_owned(),

@@ -26,6 +26,19 @@ pub fn run(args: &TrustArgs, ctx: &Ctx) -> CmdResult {
     }
     let file = settings_file(args.file.as_deref()).or_bad_input()?;
     let bytes = read_regular(&file).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            // Said plainly: there is nothing here to trust.
+            return Failure::new(
+                Exit::BadInput,
+                "unreadable-file",
+                anyhow::anyhow!(
+                    "{}: there is no settings file here, so there is nothing to trust \
+                     (`musepi trust` approves a project's .musepi/settings.json: run it in the \
+                     project's folder, or name the file or folder)",
+                    file.display()
+                ),
+            );
+        }
         Failure::bad_input(anyhow::Error::new(e).context(file.display().to_string()))
     })?;
     let value: Value = serde_json::from_slice(&bytes).map_err(|e| {

@@ -109,7 +109,7 @@ impl Failure {
             exit: condition.exit,
             code: condition.code,
             line: condition.line,
-            error,
+            error: with_cancel_reason(error),
         }
     }
 
@@ -124,11 +124,61 @@ impl Failure {
                 message.push_str(&text);
             }
         }
+        let message = lowercase_start(&message);
         let mut error = serde_json::json!({"code": self.code, "message": message});
         if let Some(line) = self.line {
             error["line"] = line.into();
         }
         serde_json::json!({ "error": error })
+    }
+}
+
+/// A hook's cancel with who cancelled and why: pi's own words
+/// (`Compaction cancelled`, `Navigation cancelled`) followed by the hook
+/// and its reason, so the error line and the `--json` message say what
+/// the hook said. Any other error is returned as it is.
+fn with_cancel_reason(error: anyhow::Error) -> anyhow::Error {
+    let by = error.chain().find_map(|e| {
+        if let Some(CompactError::CancelledByHook { by: Some(by), .. }) = e.downcast_ref() {
+            Some((e.to_string(), by.clone()))
+        } else if let Some(NavigateError::CancelledByHook { by: Some(by), .. }) = e.downcast_ref() {
+            Some((e.to_string(), by.clone()))
+        } else {
+            None
+        }
+    });
+    match by {
+        Some((what, by)) => {
+            let message = match &by.reason {
+                Some(reason) => format!("{what} by hook {}: {}", by.hook, reason.trim()),
+                None => format!("{what} by hook {}", by.hook),
+            };
+            error.context(message)
+        }
+        None => error,
+    }
+}
+
+/// A message as an error line starts it: lowercase, as every message of
+/// musepi is, also when it comes from pi's own wording (`Compaction
+/// cancelled`, `Summarization failed: …`). Only a capitalised plain word
+/// is lowered; a name such as `OpenAI`, `OPENAI_API_KEY` or a path stays
+/// as it is.
+pub fn lowercase_start(message: &str) -> String {
+    let word: &str = message
+        .split(|c: char| !c.is_alphanumeric())
+        .next()
+        .unwrap_or_default();
+    let mut chars = word.chars();
+    let capitalised = chars.next().is_some_and(|c| c.is_ascii_uppercase())
+        && word.len() > 1
+        && chars.all(|c| c.is_ascii_lowercase());
+    if capitalised {
+        let mut out = message[..1].to_ascii_lowercase();
+        out.push_str(&message[1..]);
+        out
+    } else {
+        message.to_owned()
     }
 }
 

@@ -115,6 +115,12 @@ impl<'s> Planned<'s> {
     }
 
     /// `threshold 170000 of a 200000-token window; measured 177657, over`.
+    /// Whether the measured tokens are over the threshold: an automatic
+    /// compaction would run.
+    pub(crate) fn over_threshold(&self) -> bool {
+        self.measured.tokens > self.threshold as f64
+    }
+
     pub(crate) fn threshold_text(&self) -> String {
         let over = if self.measured.tokens > self.threshold as f64 {
             "over"
@@ -123,7 +129,16 @@ impl<'s> Planned<'s> {
         };
         format!(
             "{} of a {}-token window; measured {} ({over})",
-            self.threshold, self.window, self.measured.tokens
+            if self.threshold < 0 {
+                format!(
+                    "-{}",
+                    crate::output::thousands(self.threshold.unsigned_abs())
+                )
+            } else {
+                crate::output::thousands(self.threshold.unsigned_abs())
+            },
+            crate::output::thousands(self.window),
+            crate::view::text::tokens(self.measured.tokens)
         )
     }
 }

@@ -244,6 +244,7 @@ pub fn merge_layers(layers: Vec<(PathBuf, Value)>) -> LoadedSettings {
             ));
             continue;
         };
+        unknown_keys(&map, &known_keys(), "", &file, &mut warnings);
         drop_invalid(&mut map, &mut Vec::new(), &file, &mut warnings);
         deep_merge(&mut merged, map);
     }
@@ -276,6 +277,85 @@ fn file_warning(path: &Path, message: String) -> SettingsWarning {
         key: String::new(),
         message,
     }
+}
+
+/// Every key the settings have, as the defaults hold them: an object per
+/// group (`compaction`, `snapcompact`, …) with its keys; `providers` and
+/// `hooks` are maps whose keys are the user's own names.
+fn known_keys() -> Value {
+    serde_json::to_value(crate::settings::Settings::default()).unwrap_or_default()
+}
+
+/// The maps of the settings: their keys are names the user chose.
+const NAMED_MAPS: [&str; 2] = ["providers", "hooks"];
+
+/// Warns of each key of `map` the settings do not have (a misspelled
+/// `keepRecentTokns` would otherwise be ignored without a word), naming the
+/// nearest known key when one is close; the value is ignored, as serde
+/// ignores it. `known` is the same level of [`known_keys`], `prefix` its
+/// dotted path.
+fn unknown_keys(
+    map: &Map<String, Value>,
+    known: &Value,
+    prefix: &str,
+    file: &Path,
+    warnings: &mut Vec<SettingsWarning>,
+) {
+    let Value::Object(known) = known else {
+        return;
+    };
+    for (key, value) in map {
+        let path = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        match known.get(key) {
+            Some(_) if prefix.is_empty() && NAMED_MAPS.contains(&key.as_str()) => {}
+            Some(inner) => {
+                if let Value::Object(child) = value {
+                    unknown_keys(child, inner, &path, file, warnings);
+                }
+            }
+            None => {
+                let hint = nearest(key, known.keys().map(String::as_str))
+                    .map(|k| format!(" (did you mean `{k}`?)"))
+                    .unwrap_or_default();
+                warnings.push(SettingsWarning {
+                    file: file.to_path_buf(),
+                    key: path,
+                    message: format!("unknown key{hint}"),
+                });
+            }
+        }
+    }
+}
+
+/// The known key closest to `key` by edit distance, ignoring case, when it
+/// is close enough to be a slip (at most a third of its letters).
+fn nearest<'a>(key: &str, known: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let key = key.to_lowercase();
+    known
+        .map(|k| (edit_distance(&key, &k.to_lowercase()), k))
+        .filter(|(d, k)| *d <= (k.chars().count() / 3).max(1))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+/// Levenshtein distance in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
 }
 
 /// Removes every value the typed settings reject, with a warning for each.

@@ -181,6 +181,8 @@ pub struct App {
     pub query: Option<String>,
     /// The context window the header measures the context's tokens against.
     pub context_window: u64,
+    /// The key list `?` shows over the transcript, until the next key.
+    pub help: bool,
     pub(crate) expanded: BTreeSet<FoldKey>,
     pub(crate) rows: Vec<Row>,
     pub(crate) size: (u16, u16),
@@ -206,6 +208,7 @@ impl App {
             status: None,
             query: None,
             context_window: musepi_runtime::DEFAULT_CONTEXT_WINDOW,
+            help: false,
             expanded: BTreeSet::new(),
             rows: Vec::new(),
             size: (width, height),

@@ -26,6 +26,11 @@ pub fn update(app: &mut App, input: Input) -> Option<Effect> {
             None
         }
         Input::Key(key) if key.kind == KeyEventKind::Release => None,
+        // The key list closes on any key, which does nothing else.
+        Input::Key(_) if app.help => {
+            app.help = false;
+            None
+        }
         Input::Key(key) => match app.mode.clone() {
             Mode::Normal if app.pane.open => tree_key(app, key),
             Mode::Normal => normal_key(app, key),
@@ -73,6 +78,7 @@ fn normal_key(app: &mut App, key: KeyEvent) -> Option<Effect> {
         KeyCode::Char('n') => repeat_search(app, true),
         KeyCode::Char('N') => repeat_search(app, false),
         KeyCode::Char('t') | KeyCode::Tab => app.toggle_tree(),
+        KeyCode::Char('?') => app.help = true,
         _ => {}
     }
     None
@@ -109,6 +115,7 @@ fn tree_key(app: &mut App, key: KeyEvent) -> Option<Effect> {
         }
         KeyCode::Enter => return choose(app),
         KeyCode::Char('f') => app.cycle_tree_filter(),
+        KeyCode::Char('?') => app.help = true,
         _ => {}
     }
     None
@@ -247,8 +254,18 @@ fn submit(app: &mut App, text: &str, search: bool) -> Option<Effect> {
     }
 }
 
+/// While a job runs, Esc or ctrl+c cancels it; `q`, which quits
+/// everywhere else, does not cancel a compaction or a summary half done
+/// by accident: it says how to.
 fn busy_key(app: &mut App, key: KeyEvent) -> Option<Effect> {
-    let stop = ctrl(key, 'c') || matches!(key.code, KeyCode::Esc | KeyCode::Char('q'));
+    if key.code == KeyCode::Char('q') && !key.modifiers.contains(KeyModifiers::CONTROL) {
+        app.say(
+            "still working: Esc or ctrl+c cancels it (nothing is written), then q quits",
+            false,
+        );
+        return None;
+    }
+    let stop = ctrl(key, 'c') || key.code == KeyCode::Esc;
     if let (true, Mode::Busy { cancelling, .. }) = (stop, &mut app.mode) {
         *cancelling = true;
         return Some(Effect::Cancel);

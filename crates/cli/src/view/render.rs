@@ -32,6 +32,14 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
         Clear.render(tree, buf);
         tree_pane::draw(&app.tree, &app.pane, tree, buf);
     }
+    if app.help {
+        let main = Rect {
+            y: a.transcript.y,
+            height: a.transcript.height,
+            ..area
+        };
+        keys_screen(main, buf);
+    }
     let cursor = status(app, a.status, buf);
     footer(app, a.footer, buf);
     if let Some(position) = cursor {
@@ -62,7 +70,8 @@ fn header(app: &App, area: Rect, buf: &mut Buffer) {
         ),
         app.file.clone(),
         format!("leaf {leaf}"),
-        format!("{} messages", app.transcript.blocks.len()),
+        // Every entry of the path shows, not only messages.
+        format!("{} entries", app.transcript.blocks.len()),
     ];
     let width = usize::from(area.width);
     let short = format!(" {}/{} tokens", thousands(used), thousands(window));
@@ -78,6 +87,59 @@ fn header(app: &App, area: Rect, buf: &mut Buffer) {
         .add_modifier(Modifier::BOLD);
     buf.set_style(area, style);
     put(Line::styled(text, style), area, buf);
+}
+
+/// Every key, as `?` lists them (docs/cli.md has the same list).
+pub const KEYS: [(&str, &str); 12] = [
+    ("↑ ↓  j k", "move"),
+    (
+        "PgUp PgDn Space",
+        "page (also ctrl+b ctrl+u, ctrl+f ctrl+d)",
+    ),
+    ("Home g  End", "the top, the bottom"),
+    ("G  l", "the leaf"),
+    ("Enter", "open or close the fold under the cursor"),
+    ("ctrl+o", "expand the compaction under the cursor, or all"),
+    ("/  n  N", "search, the next match, the previous one"),
+    (
+        "t  Tab",
+        "the tree pane: Enter go there (asks whether to summarize),",
+    ),
+    ("", "f filter, l the leaf's row, Esc/t/Tab close"),
+    (
+        ":",
+        "a command: compact [instructions], find TEXT, tree, leaf, q",
+    ),
+    ("?", "this list"),
+    ("q  Esc  ctrl+c", "quit"),
+];
+
+/// The key list over `area`, until the next key.
+fn keys_screen(area: Rect, buf: &mut Buffer) {
+    Clear.render(area, buf);
+    let width = KEYS
+        .iter()
+        .map(|(k, _)| display_width(k))
+        .max()
+        .unwrap_or(0);
+    let mut lines = vec![
+        Line::styled(
+            " keys (any key closes this list)",
+            Style::default().add_modifier(Modifier::BOLD),
+        ),
+        Line::raw(""),
+    ];
+    for (key, what) in KEYS {
+        let pad = width.saturating_sub(display_width(key));
+        lines.push(Line::from(vec![
+            Span::styled(
+                format!("  {key}{:pad$}  ", ""),
+                Style::default().fg(Color::Cyan),
+            ),
+            Span::raw(what),
+        ]));
+    }
+    Paragraph::new(lines).render(area, buf);
 }
 
 /// Where the screen is in the transcript: `rows 120–143 of 310`.
@@ -230,6 +292,22 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) -> Option<Position> {
     cursor.filter(|_| area.height > 0 && area.width > 0)
 }
 
+/// `text` in `width` columns. A message too long for the line keeps its
+/// last clause, after the last `; ` (what to do: `pass --force`), whole
+/// when it takes at most half the line, and cuts what comes before it.
+fn fit_keeping_hint(text: &str, width: usize) -> String {
+    if display_width(text) <= width {
+        return text.to_owned();
+    }
+    match text.rsplit_once("; ") {
+        Some((head, hint)) if display_width(hint) + 4 <= width / 2 + 2 => {
+            let room = width - display_width(hint) - 2;
+            format!("{}; {hint}", truncate(head, room))
+        }
+        _ => truncate(text, width),
+    }
+}
+
 /// The status line in normal mode: the message on the left, where the
 /// screen is in the transcript on the right when both fit (the message
 /// wins when they do not).
@@ -247,7 +325,7 @@ fn normal_status(app: &App, width: usize) -> Line<'static> {
     };
     let needed = display_width(&text) + 2 + display_width(&position);
     if position.is_empty() || needed > width {
-        return Line::styled(truncate(&text, width), style);
+        return Line::styled(fit_keeping_hint(&text, width), style);
     }
     Line::from(vec![
         Span::styled(text.clone(), style),

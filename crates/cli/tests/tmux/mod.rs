@@ -22,6 +22,17 @@ impl Tmux {
     /// A session running `command` in `dir` on an 80×24 terminal; `name`
     /// keeps the servers of different tests apart.
     pub(crate) fn start(name: &str, dir: &Path, command: &str) -> Self {
+        Self::start_sized(name, dir, command, 80, 24)
+    }
+
+    /// [`Tmux::start`] on a terminal of `columns`×`rows`.
+    pub(crate) fn start_sized(
+        name: &str,
+        dir: &Path,
+        command: &str,
+        columns: u16,
+        rows: u16,
+    ) -> Self {
         let version = Command::new("tmux").arg("-V").output();
         match version {
             Ok(out) if out.status.success() => {}
@@ -40,9 +51,9 @@ impl Tmux {
             "-s",
             "view",
             "-x",
-            "80",
+            &columns.to_string(),
             "-y",
-            "24",
+            &rows.to_string(),
             "-c",
             dir.to_str().unwrap(),
             command,
@@ -95,6 +106,17 @@ impl Tmux {
     pub(crate) fn screen(&self) -> String {
         String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", "view"]).stdout)
             .into_owned()
+    }
+
+    /// The screen and the scrollback, each line as the program wrote it
+    /// (lines the pane wrapped joined again: `capture-pane -J`).
+    pub(crate) fn lines_written(&self) -> String {
+        String::from_utf8_lossy(
+            &self
+                .run(&["capture-pane", "-p", "-J", "-S", "-", "-t", "view"])
+                .stdout,
+        )
+        .into_owned()
     }
 
     /// The screen with its colours, as the escape sequences that set them

@@ -19,7 +19,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::events::{CompactEvent, entry_json, names, session_file};
-use crate::runner::{HookWarning, Hooks, warning_lines};
+use crate::runner::{HookCancel, HookWarning, Hooks, warning_lines};
 use crate::snapcompact::{SnapSettings, SnapTarget};
 use crate::summarizer::{SummarizeError, Summarizer};
 
@@ -177,6 +177,8 @@ pub enum CompactError {
     CancelledByHook {
         /// Hooks that failed before it.
         warnings: Vec<HookWarning>,
+        /// Which hook cancelled, and why.
+        by: Option<HookCancel>,
     },
     /// The abort signal fired.
     #[error("Compaction cancelled")]

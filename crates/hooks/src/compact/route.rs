@@ -95,6 +95,7 @@ pub(super) async fn decide(
         if d.failed_closed || d.result.as_ref().is_some_and(|r| r.cancel) {
             return Err(CompactError::CancelledByHook {
                 warnings: d.warnings,
+                by: d.cancelled_by,
             });
         }
         if let Some(supplied) = d.result.and_then(|r| r.compaction) {
@@ -120,6 +121,7 @@ pub(super) async fn decide(
         if d.failed_closed {
             return Err(CompactError::CancelledByHook {
                 warnings: d.warnings,
+                by: d.cancelled_by,
             });
         }
         if let Some(r) = d.result {

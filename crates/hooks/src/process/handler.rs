@@ -80,7 +80,7 @@ impl ProcessHook {
         Ok(
             match self.call::<_, R>(event, session_file, &cancel).await? {
                 Decoded::Answer(r) => r,
-                Decoded::Cancel(_) => Some(R::cancelled()),
+                Decoded::Cancel(reason) => Some(R::cancelled(reason)),
             },
         )
     }

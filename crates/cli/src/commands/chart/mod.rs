@@ -230,12 +230,13 @@ pub fn run(
     leaf: Option<usize>,
     window: u64,
     input: &Path,
-    out: Option<&Path>,
+    out: Option<(&Path, bool)>,
     ctx: &Ctx,
 ) -> Result<Exit, Failure> {
-    if let Some(out) = out {
-        check_out(out, input)?;
+    if let Some((out, force)) = out {
+        check_out(out, input, force)?;
     }
+    let out = out.map(|(o, _)| o);
     let series = Series::measure(session, leaf, window);
     if let Some(out) = out {
         let svg = svg::render(&series, &input.display().to_string());
@@ -265,8 +266,9 @@ pub fn run(
     Ok(Exit::Ok)
 }
 
-/// `--out` must name an `.svg` file that is not the session itself.
-fn check_out(out: &Path, input: &Path) -> Result<(), Failure> {
+/// `--out` must name an `.svg` file that is not the session itself, and
+/// that does not exist unless `force` (`--force`) replaces it.
+fn check_out(out: &Path, input: &Path, force: bool) -> Result<(), Failure> {
     let svg = out
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("svg"));
@@ -287,6 +289,9 @@ fn check_out(out: &Path, input: &Path) -> Result<(), Failure> {
             "--out {}: not a regular file",
             out.display()
         )));
+    }
+    if !force && std::fs::symlink_metadata(out).is_ok() {
+        return Err(Failure::file_exists(out));
     }
     Ok(())
 }

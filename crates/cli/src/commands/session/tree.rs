@@ -29,7 +29,7 @@ pub(super) fn run(args: &TreeArgs, ctx: &Ctx) -> CmdResult {
     if ctx.json() {
         print_json(&to_json(s, &tree)).or_failed()?;
     } else {
-        let collapse = !args.full && ctx.verbose() == 0;
+        let collapse = !args.all && ctx.verbose() == 0;
         print_text(&render(s, &tree, collapse, ctx.style)).or_failed()?;
     }
     Ok(Exit::Ok)
