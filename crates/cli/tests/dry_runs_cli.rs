@@ -38,7 +38,7 @@ fn compact_dry_run_reports_the_tokens_after_and_prints_prompts_only_when_asked()
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_has(
         &stdout(&o),
-        "tokens: 31,315 → ~17,919 in context (kept messages + the archive; tokensBefore 45,210)\n",
+        "tokens: 31,315 → ~17,967 in context (kept messages + the archive; tokensBefore 45,210)\n",
     );
     // The figure is plan's estimate for the same strategy.
     let doc = json_out(&run(
@@ -47,7 +47,7 @@ fn compact_dry_run_reports_the_tokens_after_and_prints_prompts_only_when_asked()
     ));
     let plan = json_out(&run(dir.path(), &["plan", p(&file), "--json"]));
     assert_eq!(doc["estimatedTokensAfter"], plan["estimatedTokensAfter"]);
-    assert_eq!(doc["estimatedTokensAfter"], 17_919);
+    assert_eq!(doc["estimatedTokensAfter"], 17_967);
     // An LLM summary: the requests are named, not printed…
     let args = [&["compact", p(&file), "--dry-run"][..], &LLM].concat();
     let o = run(dir.path(), &args);

@@ -45,17 +45,17 @@ fn reports_print_numbers_with_thousands_separators() {
         dir.path(),
         &["prune", p(&file), "--dry-run", "--min-saving", "0"],
     );
-    assert_has(&stdout(&o), "20 results, would save 17,882 tokens");
-    assert_has(&stdout(&o), "  1,156 → 11 ");
+    assert_has(&stdout(&o), "20 results, would save 17,702 tokens");
+    assert_has(&stdout(&o), "  1,156 → 20 ");
     let out = dir.path().join("c.jsonl");
     let o = run(dir.path(), &["compact", p(&file), "-o", p(&out)]);
     assert_has(
         &stdout(&o),
-        "31,315 → 17,959 in context (tokensBefore 45,210)",
+        "31,315 → 18,057 in context (tokensBefore 45,210)",
     );
     let o = run(dir.path(), &["ls", "--session-dir", p(dir.path())]);
     assert_has(&stdout(&o), "  31,315  ");
-    assert_has(&stdout(&o), "  17,959  ");
+    assert_has(&stdout(&o), "  18,057  ");
     // No figure of five digits or more is printed without its separator
     // (ids, such as 0000003f, are words of their own).
     let raw = plan
@@ -302,7 +302,7 @@ fn render_counts_one_frame_in_the_singular() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let report = stdout(&o);
     assert_has(&report, "archive        text, printed as 1 PNG frame\n");
-    assert_has(&report, "dropped chars  55,942\n");
+    assert_has(&report, "dropped chars  55,930\n");
     assert!(!report.contains("1 frames"), "{report}");
 }
 
