@@ -87,6 +87,12 @@ interface Seen {
 interface ModelOptions {
 	/** Its summaries keep none of the planted facts (a summary that dropped them). */
 	forget?: boolean;
+	/**
+	 * It states the facts itself, one in each of its first replies (a
+	 * decision the model made), where musepi's verified summary, which
+	 * appends what the user stated, does not look.
+	 */
+	states?: boolean;
 }
 
 /** The question that makes the loopback model call the `recall` tool for FACT-1. */
@@ -152,7 +158,8 @@ async function startModel(options: ModelOptions = {}): Promise<{ url: string; se
 			} else {
 				turn += 1;
 				seen.push({ kind: "turn", by: "agent", purpose: "turn", promptTokens });
-				text = `Turn ${turn} done. ${"The tokenizer now borrows its input and the parser allocates less. ".repeat(28)}`;
+				const noted = options.states && turn <= FACTS ? `Noted: ${fact(turn)}. ` : "";
+				text = `Turn ${turn} done. ${noted}${"The tokenizer now borrows its input and the parser allocates less. ".repeat(28)}`;
 			}
 			const usage = { prompt_tokens: promptTokens, completion_tokens: 200, total_tokens: promptTokens + 200 };
 			const chunk = (delta: unknown, finish: string | null, withUsage = false) =>
@@ -341,18 +348,23 @@ async function startPi(
 	return { name, model, pi: new Pi(proc), dir };
 }
 
-/** The user's messages: a planted fact in each of the first turns, then filler. */
-function prompt(n: number): string {
-	const fact = n <= FACTS ? `Remember: FACT-${n} batch size of module${n} is ${20 + n * 7}. ` : "";
-	return `Step ${n}: ${fact}${"Keep the parser fast and the public API unchanged. ".repeat(6)}`;
+/** The planted fact of turn `n`. */
+function fact(n: number): string {
+	return `FACT-${n} batch size of module${n} is ${20 + n * 7}`;
+}
+
+/** The user's messages: a planted fact in each of the first turns (unless the model states them), then filler. */
+function prompt(n: number, plant = true): string {
+	const planted = plant && n <= FACTS ? `Remember: ${fact(n)}. ` : "";
+	return `Step ${n}: ${planted}${"Keep the parser fast and the public API unchanged. ".repeat(6)}`;
 }
 
 /** Runs turns until `compactions` compactions are in the session, and a turn more. */
-async function drive(run: Run, compactions: number): Promise<void> {
+async function drive(run: Run, compactions: number, plant = true): Promise<void> {
 	for (let n = 1; n <= 80; n++) {
-		await run.pi.turn(prompt(n));
+		await run.pi.turn(prompt(n, plant));
 		if (run.pi.events.filter((e) => e.type === "compaction_end").length >= compactions) {
-			await run.pi.turn(prompt(n + 1));
+			await run.pi.turn(prompt(n + 1, plant));
 			return;
 		}
 	}
@@ -530,13 +542,16 @@ test("a musepi that hangs costs its deadline, then pi compacts, with a notice", 
 });
 
 test("a fact the summary dropped comes back through the recall tool", { skip, timeout: 300_000 }, async () => {
-	const run = await startPi("recall", { extension: true, env: { MUSEPI_BIN: musepi ?? "" }, model: { forget: true } });
+	// The model stated the fact in its first reply: musepi's verified summary
+	// appends what the user stated, so a fact the user stated would not be
+	// dropped.
+	const run = await startPi("recall", { extension: true, env: { MUSEPI_BIN: musepi ?? "" }, model: { forget: true, states: true } });
 	try {
-		await drive(run, 1);
+		await drive(run, 1, false);
 		assert.ok(figures(run).every((c) => c.fromExtension), "musepi compacted");
-		const fact = "FACT-1 batch size of module1 is 27";
+		const planted = fact(1);
 		const messages = ((await run.pi.command({ type: "get_messages" })).data as Json).messages as Json[];
-		assert.ok(!JSON.stringify(messages).includes(fact), "the summary dropped the fact, and its turn is not kept");
+		assert.ok(!JSON.stringify(messages).includes(planted), "the summary dropped the fact, and its turn is not kept");
 		// musepi's summary names the tool, so the model knows where to look.
 		assert.ok(JSON.stringify(messages).includes("recall"), "the summary names the recall tool");
 
@@ -548,7 +563,7 @@ test("a fact the summary dropped comes back through the recall tool", { skip, ti
 		assert.ok(result, "pi stored the tool's result");
 		assert.equal(result.message.isError, false, JSON.stringify(result));
 		const answer = all.filter((e) => e.type === "message" && e.message.role === "assistant").pop();
-		assert.match(textOf(answer?.message.content), new RegExp(`Recalled: ${fact}`));
+		assert.match(textOf(answer?.message.content), new RegExp(`Recalled: ${planted}`));
 	} finally {
 		await run.pi.stop();
 		await run.model.close();
