@@ -554,3 +554,80 @@ fn a_refused_branch_summary_leaves_the_leaf_where_it_was() {
     assert_eq!(j.session().len(), 3);
     assert_eq!(fs::read(&path).unwrap(), before);
 }
+
+#[test]
+fn appends_beside_an_appender_that_never_pauses_lose_none_of_its_lines() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    const AGENT_LINES: usize = 20_000;
+
+    let (_dir, path, mut j) = opened(3);
+    let stop = Arc::new(AtomicBool::new(false));
+    let agent = {
+        let (path, stop) = (path.clone(), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            // The agent takes no lock and appends whole lines, each a child
+            // of the first message, with hardly a pause: a bounded number,
+            // so the file stays small and the test quick.
+            let mut n = 0;
+            while n < AGENT_LINES && !stop.load(Ordering::Relaxed) {
+                n += 1;
+                append_raw(&path, &(msg(&format!("a{n}"), Some("m1"), "agent") + "\n"));
+            }
+            n
+        })
+    };
+    let mut clock = Clock::default();
+    clock.now += 1000;
+    let mut mine = 0;
+    while mine < 100 && !agent.is_finished() {
+        match j.append(user("mine"), &mut clock.stamp()) {
+            Ok(_) => mine += 1,
+            Err(e) if e.is_busy() => {
+                j.catch_up().unwrap();
+            }
+            Err(e) => panic!("append: {e}"),
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let theirs = agent.join().unwrap();
+    j.catch_up().unwrap();
+    let (s, _) = load_file(&path, &mut SequentialIds::new()).unwrap();
+    assert!(s.problems().is_empty(), "{:?}", s.problems());
+    assert_eq!(
+        s.len(),
+        3 + mine + theirs,
+        "every line of both is in the file"
+    );
+    assert_eq!(
+        j.session().len(),
+        s.len(),
+        "the journal read every line the agent wrote, before its own lines too"
+    );
+
+    // A rewrite copies each entry from where the journal read it: were an
+    // offset to point into the agent's line, its line would be doubled.
+    j.replace_entries(vec![changed(&j, 0, "rewritten")])
+        .unwrap();
+    let (after, _) = load_file(&path, &mut SequentialIds::new()).unwrap();
+    assert!(after.problems().is_empty(), "{:?}", after.problems());
+    let ids = |s: &musepi_session_model::Session| {
+        let mut ids: Vec<String> = s
+            .entries()
+            .iter()
+            .map(|e| e.id.as_str().to_owned())
+            .collect();
+        ids.sort();
+        ids
+    };
+    let mut expected = ids(&s);
+    expected.sort();
+    let got = ids(&after);
+    assert!(got.len() >= expected.len());
+    assert!(
+        expected.iter().all(|id| got.binary_search(id).is_ok()),
+        "every entry survives the rewrite"
+    );
+    let distinct: std::collections::BTreeSet<_> = got.iter().collect();
+    assert_eq!(distinct.len(), got.len(), "no line copied twice");
+}

@@ -191,6 +191,21 @@ impl Journal {
             .map_err(SessionError::write_failed(&self.path))?;
         let (after, start) = super::append::append_durably(&self.target, &locked, &bytes)?;
         let end = start + bytes.len() as u64;
+        if start > seen.len {
+            // Another process (it takes no lock) appended between the check
+            // and the write: its lines sit before ours. Read the file again
+            // up to our last line, so the session holds its lines too and
+            // the leaf stays the entry just written.
+            drop(lock);
+            self.reload(end)?;
+            if after.len() > end {
+                self.warnings.push(WriteWarning::ArrivedAfter {
+                    path: self.path.clone(),
+                    bytes: after.len() - end,
+                });
+            }
+            return Ok(());
+        }
         let shift = start.saturating_sub(seen.len);
         for (i, offset, len) in spans {
             self.session.sources[i] = LineSource::File {
