@@ -530,3 +530,46 @@ fn plan_shows_the_strategy_that_would_run() {
     ));
     assert_eq!(purposes(&fewer), ["history", "turnPrefix"]);
 }
+
+#[test]
+fn the_chart_says_before_and_after_as_compact_reported_them_after_a_pruning_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let large = generated(home, "large", 150, 3_000, 1.5);
+    let out = home.join("compacted.jsonl");
+    let compact = json_of(&musepi(
+        home,
+        &["compact", p(&large), "-o", p(&out), "--json"],
+    ));
+    assert!(
+        !compact["prune"]["results"].as_array().unwrap().is_empty(),
+        "the compaction pruned first: {}",
+        compact["prune"]
+    );
+    let chart = json_of(&musepi(home, &["context", p(&out), "--chart", "--json"]));
+    let drop = &chart["compactions"][0];
+    assert_eq!(
+        drop["tokensBefore"], compact["contextTokensBefore"],
+        "before: the context before the compaction pruned it"
+    );
+    assert_eq!(drop["tokensAfter"], compact["tokensAfter"], "after");
+    // The point before the compaction is the same figure, so the line
+    // drops from where the label says.
+    let points = chart["points"].as_array().unwrap();
+    let at = drop["position"].as_u64().unwrap();
+    let before = points
+        .iter()
+        .find(|pt| pt["position"].as_u64() == Some(at - 1))
+        .unwrap();
+    assert_eq!(before["tokens"], compact["contextTokensBefore"]);
+    // Without the prune store the pruned results count as they stand: a
+    // smaller figure, and no failure.
+    std::fs::remove_dir_all(musepi_session_model::store_dir(&out)).unwrap();
+    let bare = json_of(&musepi(home, &["context", p(&out), "--chart", "--json"]));
+    assert!(
+        bare["compactions"][0]["tokensBefore"].as_u64().unwrap()
+            < compact["contextTokensBefore"].as_u64().unwrap(),
+        "{}",
+        bare["compactions"][0]
+    );
+}

@@ -56,6 +56,10 @@ pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
             leaf,
             window,
             &file,
+            match &input {
+                Input::File(path) => Some(path.as_path()),
+                Input::Stdin => None,
+            },
             args.out.as_deref().map(|o| (o, args.force)),
             ctx,
         );

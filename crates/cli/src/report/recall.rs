@@ -51,8 +51,13 @@ impl Originals {
 
     /// The original of `entry`, checked; what does not match is a warning.
     pub fn original(&mut self, entry: &Entry) -> Option<Entry> {
+        self.original_line(entry).map(|o| o.entry)
+    }
+
+    /// [`Originals::original`] with the line it was read from.
+    pub fn original_line(&mut self, entry: &Entry) -> Option<musepi_session_model::Original> {
         match self.store.original(entry) {
-            Ok(found) => found.map(|o| o.entry),
+            Ok(found) => found,
             Err(w) => {
                 self.warnings.push(w.to_string());
                 None

@@ -6,21 +6,32 @@
 //! measured with the leaf at each point of the path: at every entry of a
 //! path of up to [`MAX_POINTS`] entries (evenly spaced points of a longer
 //! one), and just before and at every compaction.
+//!
+//! Each figure is the context as it was when that entry was the leaf: a
+//! tool result pruned later (by a compaction that pruned first, or by
+//! `musepi prune`) counts at its original size, read from the prune store
+//! beside the session, so a compaction's "before" is what `musepi compact`
+//! reported as the context before it. A result whose original the store
+//! does not have counts as it stands.
 
 pub mod svg;
 pub mod text;
 
-use std::collections::BTreeSet;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
 use std::path::Path;
 
-use musepi_session_model::{EntryBody, Session, SummaryEntry as _};
+use musepi_session_model::{
+    AgentMessage, Entry, EntryBody, Original, Replacement, Session, SummaryEntry as _,
+};
 use serde_json::{Value, json};
 
 use crate::commands::files::same_file;
 use crate::ctx::{Ctx, Exit, Failure, OrExit};
 use crate::output::{escape_controls, print_json, print_text, write_atomically};
 use crate::report::context::context_tokens;
+use crate::report::recall::Originals;
 
 /// The most points measured along a path.
 pub const MAX_POINTS: usize = 400;
@@ -84,8 +95,15 @@ pub struct Series {
 }
 
 impl Series {
-    /// The figures of `session` along the path to `leaf`.
-    pub fn measure(session: &Session, leaf: Option<usize>, window: u64) -> Self {
+    /// The figures of `session` along the path to `leaf`, each as the
+    /// context was when its entry was the leaf: `original` gives the
+    /// original of a pruned tool result (`None`: it counts as it stands).
+    pub fn measure(
+        session: &Session,
+        leaf: Option<usize>,
+        window: u64,
+        original: &mut dyn FnMut(&Entry) -> Option<Original>,
+    ) -> Self {
         let path = leaf.map(|l| session.path_indices(l)).unwrap_or_default();
         let n = path.len();
         let mut positions: BTreeSet<usize> = if n <= MAX_POINTS {
@@ -103,12 +121,13 @@ impl Series {
             positions.extend(p.checked_sub(1));
         }
         let id = |p: usize| session.entries()[path[p]].id.to_string();
+        let tokens = tokens_then(session, &path, &positions, original);
         let points: Vec<Point> = positions
             .iter()
             .map(|&p| Point {
                 position: p,
                 entry_id: id(p),
-                tokens: context_tokens(session, Some(path[p])),
+                tokens: tokens[&p],
             })
             .collect();
         let at = |p: usize| {
@@ -190,6 +209,51 @@ impl Series {
     }
 }
 
+/// The context's tokens at each of `positions` of `path`, as they were when
+/// that entry was the leaf. Walking the path backwards from the leaf, the
+/// tool results pruned after an entry's time are put back (in a copy of
+/// the session, made once the first is needed) before its figure is
+/// taken; going back only ever puts more back. Entry times that go
+/// backwards along the path are read as the earliest time after them.
+fn tokens_then(
+    session: &Session,
+    path: &[usize],
+    positions: &BTreeSet<usize>,
+    original: &mut dyn FnMut(&Entry) -> Option<Original>,
+) -> BTreeMap<usize, u64> {
+    // The pruned results on the path, latest pruning first.
+    let mut pruned: Vec<(i64, usize)> = path
+        .iter()
+        .filter_map(|&i| match &session.entries()[i].body {
+            EntryBody::Message(AgentMessage::ToolResult(t)) => {
+                t.pruned_at.map(|at| (at as i64, i))
+            }
+            _ => None,
+        })
+        .collect();
+    pruned.sort_unstable_by(|a, b| b.cmp(a));
+    let mut then = Cow::Borrowed(session);
+    let mut next = pruned.iter().peekable();
+    let mut time = i64::MAX;
+    let mut tokens = BTreeMap::new();
+    for &p in positions.iter().rev() {
+        let entry = &session.entries()[path[p]];
+        time = time.min(entry.timestamp_ms().unwrap_or(time));
+        while let Some(&&(at, i)) = next.peek() {
+            if at <= time {
+                break;
+            }
+            next.next();
+            if let Some(o) = original(&session.entries()[i]) {
+                let line = String::from_utf8_lossy(&o.line).into_owned();
+                then.to_mut().replace(Replacement::new(i, o.entry, line));
+            }
+        }
+        tokens.insert(p, context_tokens(&then, Some(path[p])));
+    }
+    tokens
+}
+
 /// Who made a compaction, as far as the entry tells.
 fn made_by(c: &musepi_session_model::Compaction) -> &'static str {
     let details = c.details.as_ref();
@@ -230,6 +294,7 @@ pub fn run(
     leaf: Option<usize>,
     window: u64,
     input: &Path,
+    store_of: Option<&Path>,
     out: Option<(&Path, bool)>,
     ctx: &Ctx,
 ) -> Result<Exit, Failure> {
@@ -237,7 +302,11 @@ pub fn run(
         check_out(out, input, force)?;
     }
     let out = out.map(|(o, _)| o);
-    let series = Series::measure(session, leaf, window);
+    let mut originals = Originals::open(store_of, session);
+    let series = Series::measure(session, leaf, window, &mut |e| originals.original_line(e));
+    for w in &originals.warnings {
+        crate::output::note(ctx.quiet(), &format!("musepi: warning: {w}"));
+    }
     if let Some(out) = out {
         let svg = svg::render(&series, &input.display().to_string());
         write_atomically(out, |w| std::io::Write::write_all(w, svg.as_bytes()))

@@ -99,6 +99,67 @@ fn escape(text: &str) -> String {
     out
 }
 
+/// The rows of compaction labels at the top of the plot.
+const LABEL_ROWS: usize = 4;
+/// The distance between two rows of labels.
+const ROW_HEIGHT: f64 = 14.0;
+/// The room a character of a label takes at the chart's font size: the
+/// widest digits and signs of a sans-serif face at 12 px, so an estimate
+/// never falls short of the drawn text.
+const CHAR_WIDTH: f64 = 7.0;
+/// The least room between two labels on one row.
+const LABEL_GAP: f64 = 6.0;
+
+/// A compaction's label, placed.
+struct Label {
+    text: String,
+    /// Where its anchor is.
+    x: f64,
+    /// Anchored at its end (drawn to the left of its line), else at its start.
+    end: bool,
+    /// Which row, from the top.
+    row: usize,
+}
+
+/// Places each compaction's label ("2 −12,345 (61%)") beside its line: to
+/// the right, or to the left where the right would leave the canvas, in
+/// the first of [`LABEL_ROWS`] rows where it overlaps no label placed
+/// before it. A label that fits nowhere is left out (`None`): many
+/// compactions close together keep their lines, and the table and the
+/// JSON list every one.
+fn place_labels(series: &Series, plot: &Plot) -> Vec<Option<Label>> {
+    // The right edge of the last label on each row.
+    let mut rows = [f64::NEG_INFINITY; LABEL_ROWS];
+    series
+        .compactions
+        .iter()
+        .map(|d| {
+            let text = format!(
+                "{} −{} ({}%)",
+                d.number,
+                thousands(d.removed()),
+                d.removed_percent()
+            );
+            let width = text.chars().count() as f64 * CHAR_WIDTH;
+            let cx = plot.x(d.position);
+            let end = cx + 4.0 + width > WIDTH - 4.0;
+            let (from, to) = if end {
+                (cx - 4.0 - width, cx - 4.0)
+            } else {
+                (cx + 4.0, cx + 4.0 + width)
+            };
+            let row = rows.iter().position(|&r| r + LABEL_GAP <= from)?;
+            rows[row] = to;
+            Some(Label {
+                text,
+                x: if end { to } else { from },
+                end,
+                row,
+            })
+        })
+        .collect()
+}
+
 /// The SVG document of `series`, titled with `file`.
 pub fn render(series: &Series, file: &str) -> String {
     let top = nice_top(series.peak());
@@ -181,21 +242,30 @@ pub fn render(series: &Series, file: &str) -> String {
             r##"<polyline points="{line}" fill="none" stroke="#1f5fa8" stroke-width="1.5"/>"##
         );
     }
-    for d in &series.compactions {
+    let labels = place_labels(series, &plot);
+    for (d, label) in series.compactions.iter().zip(&labels) {
         let cx = plot.x(d.position);
         let _ = writeln!(
             s,
             r##"<line x1="{cx:.1}" y1="{}" x2="{cx:.1}" y2="{bottom:.1}" stroke="#d08c00" stroke-dasharray="4 3"/>"##,
             plot.top
         );
+        let Some(label) = label else { continue };
+        let anchor = if label.end { r#" text-anchor="end""# } else { "" };
         let _ = writeln!(
             s,
-            r##"<text x="{:.1}" y="{:.1}" fill="#8a5d00">{} −{} ({}%)</text>"##,
-            cx + 4.0,
-            plot.top + 12.0 + 14.0 * ((d.number - 1) % 3) as f64,
-            d.number,
-            thousands(d.removed()),
-            d.removed_percent()
+            r##"<text x="{:.1}" y="{:.1}"{anchor} fill="#8a5d00">{}</text>"##,
+            label.x,
+            plot.top + 12.0 + ROW_HEIGHT * label.row as f64,
+            label.text
+        );
+    }
+    let left_out = labels.iter().filter(|l| l.is_none()).count();
+    if left_out > 0 {
+        let _ = writeln!(
+            s,
+            r##"<text x="{right:.1}" y="60" text-anchor="end" fill="#8a5d00">{} left out for room; the table and --json list every one</text>"##,
+            crate::output::counted(left_out, "label", "labels")
         );
     }
     let _ = writeln!(
@@ -277,5 +347,103 @@ mod tests {
             svg.contains(r##"fill="#555555">s\u202e\u0007&lt;1&gt;.jsonl: 0 at the leaf"##),
             "{svg}"
         );
+    }
+
+    /// A series of `n` entries with a compaction at each of `at`.
+    fn with_compactions(n: usize, at: &[usize]) -> Series {
+        use super::super::{Drop, Point};
+        Series {
+            leaf_id: Some("leaf".to_owned()),
+            path_len: n,
+            points: (0..n)
+                .map(|p| Point {
+                    position: p,
+                    entry_id: format!("{p:08}"),
+                    tokens: 50_000 + (p as u64 % 7) * 1_000,
+                })
+                .collect(),
+            compactions: at
+                .iter()
+                .enumerate()
+                .map(|(k, &p)| Drop {
+                    number: k + 1,
+                    position: p,
+                    entry_id: format!("{p:08}"),
+                    before: 123_456,
+                    after: 23_456,
+                    summarized: 40,
+                    made_by: "snapcompact",
+                })
+                .collect(),
+            window: 200_000,
+        }
+    }
+
+    /// The compaction labels of `svg`: the span each takes (as the label
+    /// placement estimates it), its row's y and its text.
+    fn labels_of(svg: &str) -> Vec<(f64, f64, f64, String)> {
+        svg.lines()
+            .filter(|l| l.starts_with("<text ") && l.contains(r##"fill="#8a5d00">"##))
+            .filter(|l| !l.contains("left out"))
+            .map(|l| {
+                let attr = |name: &str| -> f64 {
+                    let from = l.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+                    l[from..from + l[from..].find('"').unwrap()].parse().unwrap()
+                };
+                let text = &l[l.find('>').unwrap() + 1..l.rfind("</text>").unwrap()];
+                let width = text.chars().count() as f64 * CHAR_WIDTH;
+                let x = attr("x");
+                let (from, to) = if l.contains(r#"text-anchor="end""#) {
+                    (x - width, x)
+                } else {
+                    (x, x + width)
+                };
+                (from, to, attr("y"), text.to_owned())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_label_of_a_compaction_at_the_leaf_stays_on_the_canvas() {
+        let svg = render(&with_compactions(100, &[40, 99]), "s.jsonl");
+        let labels = labels_of(&svg);
+        assert_eq!(labels.len(), 2, "{svg}");
+        for (from, to, _, text) in &labels {
+            assert!(*from >= 0.0 && *to <= WIDTH, "{text}: {from}..{to} in {svg}");
+        }
+        let last = &labels[1];
+        assert!(last.3.starts_with("2 −100,000 (81%)"), "{}", last.3);
+        assert!(
+            last.1 <= Plot::new(&with_compactions(100, &[99]), 1).right(),
+            "drawn to the left of its line: {last:?}"
+        );
+    }
+
+    #[test]
+    fn many_compactions_keep_their_labels_apart_and_say_how_many_were_left_out() {
+        let at: Vec<usize> = (0..180).map(|k| 5 + k * 11).collect();
+        let svg = render(&with_compactions(2_000, &at), "s.jsonl");
+        let labels = labels_of(&svg);
+        assert!(labels.len() >= 20, "{} labels", labels.len());
+        for (i, a) in labels.iter().enumerate() {
+            assert!(a.0 >= 0.0 && a.1 <= WIDTH, "{a:?}");
+            for b in &labels[i + 1..] {
+                let apart = a.2 != b.2 || a.1 + LABEL_GAP <= b.0 || b.1 + LABEL_GAP <= a.0;
+                assert!(apart, "{a:?} and {b:?} overlap");
+            }
+        }
+        assert!(
+            svg.contains(&format!(
+                "{} labels left out for room; the table and --json list every one",
+                180 - labels.len()
+            )),
+            "{svg}"
+        );
+        // Every compaction keeps its line.
+        assert_eq!(svg.matches(r##"stroke="#d08c00""##).count(), 180);
+        // Few compactions: every label, no note.
+        let few = render(&with_compactions(100, &[10, 12, 14]), "s.jsonl");
+        assert_eq!(labels_of(&few).len(), 3, "{few}");
+        assert!(!few.contains("left out"), "{few}");
     }
 }

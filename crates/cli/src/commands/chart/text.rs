@@ -138,13 +138,17 @@ pub fn render(series: &Series, width: usize, height: usize, style: Style) -> Str
     out
 }
 
-/// `▲1` under the column of each compaction (the number when it fits).
+/// `▲1` under the column of each compaction: the number after the mark
+/// when it fits before the next mark, else before the mark (`2▲`) at the
+/// right edge when the cells there are free, else no number.
 fn marks(drops: &[Drop], columns: usize, n: usize) -> String {
     let mut cells = vec![' '; columns];
     let at: Vec<usize> = drops
         .iter()
         .map(|d| column_of(d.position, columns, n))
         .collect();
+    // The first cell not yet written.
+    let mut free = 0;
     for (i, d) in drops.iter().enumerate() {
         cells[at[i]] = '▲';
         let digits: Vec<char> = d.number.to_string().chars().collect();
@@ -152,6 +156,12 @@ fn marks(drops: &[Drop], columns: usize, n: usize) -> String {
         let next = at.get(i + 1).copied().unwrap_or(columns);
         if start + digits.len() <= next.min(columns) {
             cells[start..start + digits.len()].copy_from_slice(&digits);
+            free = start + digits.len();
+        } else if next >= columns && at[i] >= free + digits.len() + 1 {
+            cells[at[i] - digits.len()..at[i]].copy_from_slice(&digits);
+            free = at[i] + 1;
+        } else {
+            free = at[i] + 1;
         }
     }
     cells.into_iter().collect()
@@ -275,5 +285,9 @@ mod tests {
         assert_eq!(marks(&[drop(1, 2), drop(2, 8)], 10, 10), "  ▲1    ▲2");
         // Too close for the first number.
         assert_eq!(marks(&[drop(1, 2), drop(2, 3)], 10, 10), "  ▲▲2     ");
+        // At the right edge the number goes before the mark.
+        assert_eq!(marks(&[drop(1, 2), drop(12, 9)], 10, 10), "  ▲1   12▲");
+        // Unless that would touch the number before.
+        assert_eq!(marks(&[drop(1, 2), drop(12, 5)], 6, 6), "  ▲1 ▲");
     }
 }
