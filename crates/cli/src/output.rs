@@ -544,11 +544,36 @@ pub fn print_error(error: &anyhow::Error) {
 }
 
 /// Prints a note on stderr unless quiet, with [`escaped_lines`]' rule: a
-/// warning may quote the session or a hook.
+/// warning may quote the session or a hook. A spinner on stderr steps
+/// aside for it ([`on_stderr`]).
 pub fn note(quiet: bool, text: &str) {
     if !quiet {
         let end = if text.ends_with('\n') { "\n" } else { "" };
-        let _ = writeln!(io::stderr(), "{}{end}", escaped_text(text));
+        on_stderr(|| {
+            let _ = writeln!(io::stderr(), "{}{end}", escaped_text(text));
+        });
+    }
+}
+
+/// The spinner drawn on stderr now, if any.
+static SPINNER: std::sync::Mutex<Option<indicatif::ProgressBar>> = std::sync::Mutex::new(None);
+
+/// Makes `bar` the spinner that [`on_stderr`] hides while a line is
+/// written (`None`: no spinner any more).
+pub fn set_spinner(bar: Option<indicatif::ProgressBar>) {
+    if let Ok(mut s) = SPINNER.lock() {
+        *s = bar;
+    }
+}
+
+/// Runs `write`, which writes to stderr, with the spinner (if one is
+/// drawn) cleared meanwhile and drawn again after, so a line never lands
+/// in the middle of the spinner's.
+pub fn on_stderr<T>(write: impl FnOnce() -> T) -> T {
+    let bar = SPINNER.lock().ok().and_then(|s| s.clone());
+    match bar {
+        Some(bar) => bar.suspend(write),
+        None => write(),
     }
 }
 

@@ -172,3 +172,81 @@ fn a_report_in_a_file_has_no_colours_while_the_session_goes_to_a_terminal() {
     assert_has(&report, "superseded  ");
     assert!(!report.contains('\x1b'), "{report:?}");
 }
+
+/// Runs `command` in a tmux pane once its every byte is recorded to
+/// `pane.log` in `dir`; returns the pane and the log's path.
+fn recorded(dir: &Path, name: &str, command: &str) -> (Tmux, std::path::PathBuf) {
+    let gated = format!("while [ ! -e go ]; do sleep 0.05; done; {command}");
+    let tmux = Tmux::start(name, dir, &gated);
+    let log = dir.join("pane.log");
+    tmux.record(&log);
+    std::fs::write(dir.join("go"), "").unwrap();
+    (tmux, log)
+}
+
+/// The pane's log once it holds `what`.
+fn log_with(log: &Path, what: &str) -> String {
+    let start = std::time::Instant::now();
+    loop {
+        let text = String::from_utf8_lossy(&std::fs::read(log).unwrap_or_default()).into_owned();
+        if text.contains(what) {
+            return text;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_mins(3),
+            "waited for {what:?} in what the pane was sent: {text:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn prune_says_what_it_is_doing_on_a_terminal_and_clears_it() {
+    let dir = tempfile::tempdir().unwrap();
+    session(dir.path());
+    let (tmux, log) = recorded(
+        dir.path(),
+        "prune-progress",
+        &format!("{MUSEPI} prune s.jsonl --min-saving 0; echo \"exit=$? done\"; sleep 600"),
+    );
+    let screen = tmux.wait_for("the result", |s| s.contains("exit="));
+    assert_has(&screen, "exit=0");
+    assert_has(&screen, "saved");
+    let sent = log_with(&log, "exit=");
+    assert_has(&sent, "pruning · reading s.jsonl");
+    // The spinner's line is gone from the screen once the report is there.
+    assert!(!screen.contains("pruning ·"), "{screen}");
+
+    // Off a terminal nothing of it is written.
+    let dir = tempfile::tempdir().unwrap();
+    session(dir.path());
+    let out = std::process::Command::new(MUSEPI)
+        .args(["prune", "s.jsonl", "--min-saving", "0"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!stderr(&out).contains("pruning ·"), "{}", stderr(&out));
+}
+
+#[test]
+fn the_view_says_it_is_reading_before_its_screen_shows() {
+    let dir = tempfile::tempdir().unwrap();
+    session(dir.path());
+    let (tmux, log) = recorded(
+        dir.path(),
+        "view-progress",
+        &format!("{MUSEPI} view s.jsonl; echo \"exit=$? done\"; sleep 600"),
+    );
+    tmux.wait_for("the view", |s| s.contains("s.jsonl"));
+    // The alternate screen the view draws on.
+    let sent = log_with(&log, "\x1b[?1049h");
+    let reading = sent
+        .find("reading s.jsonl")
+        .unwrap_or_else(|| panic!("{sent:?}"));
+    assert!(reading < sent.find("\x1b[?1049h").unwrap(), "{sent:?}");
+    tmux.keys(&["q"]);
+    let screen = tmux.wait_for("the exit", |s| s.contains("exit="));
+    assert_has(&screen, "exit=0");
+    assert!(!screen.contains("reading s.jsonl"), "{screen}");
+}

@@ -15,6 +15,7 @@ use serde_json::json;
 use crate::cli::PruneArgs;
 use crate::commands::pi_dir::CHANGES_THE_FILE;
 use crate::commands::plan::prune_text;
+use crate::commands::runtime::Progress;
 use crate::commands::writer::{Target, report_write_warnings};
 use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
 use crate::output::{Color, column_width, escape_controls, pad_end, print_json};
@@ -24,6 +25,8 @@ use crate::report::plan::prune_json;
 pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
     let file = args.file.file_path("prune", CHANGES_THE_FILE)?;
     let target = Target::new(&file, &args.write, ctx)?;
+    // What it does, on a terminal: reading, planning, writing.
+    let progress = Progress::start(ctx, &format!("pruning · reading {}", shown(&file)));
     let mut journal = target.open(ctx)?;
     target.refuse_unreadable(&journal)?;
     let now = ctx.now_ms();
@@ -36,6 +39,10 @@ pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
         config.minimum_savings = n;
     }
     let session = journal.session();
+    progress.set_message(&format!(
+        "pruning · planning over {}",
+        crate::output::counted(session.len(), "entry", "entries")
+    ));
     let plan = plan_prune(session, session.leaf_index(), &config);
     let changes = apply_prune(session, &plan, now);
     let write = !args.write.dry_run && !changes.is_empty();
@@ -57,12 +64,18 @@ pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
     let mut warnings = Vec::new();
     if write {
         target.refuse_live(&journal)?;
+        progress.set_message(&format!(
+            "pruning · keeping {} in the prune store, then writing {}",
+            crate::output::counted(plan.candidates.len(), "original", "originals"),
+            shown(&file)
+        ));
         journal.rewrite()?;
         warnings = report_write_warnings(&mut journal);
     } else {
         journal.discard_staged();
     }
     let output = target.finish_changed(&journal, !plan.is_empty())?;
+    progress.finish();
     let session = journal.session();
     if ctx.json() {
         let mut doc = prune_json(session, &plan);
@@ -103,4 +116,9 @@ pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
     }
     target.report(&out, ctx)?;
     Ok(Exit::Ok)
+}
+
+/// The file as the spinner names it, escaped as every name on the terminal.
+fn shown(file: &std::path::Path) -> String {
+    escape_controls(&file.display().to_string()).into_owned()
 }

@@ -145,7 +145,10 @@ impl Progress {
                 .unwrap_or_else(|_| ProgressStyle::default_spinner()),
         );
         bar.set_message(message.to_owned());
+        // Drawn at once, so even short work shows what it does.
+        bar.tick();
         bar.enable_steady_tick(Duration::from_millis(100));
+        crate::output::set_spinner(Some(bar.clone()));
         Self { bar: Some(bar) }
     }
 
@@ -180,6 +183,7 @@ impl Progress {
     pub fn finish(&self) {
         if let Some(b) = &self.bar {
             b.finish_and_clear();
+            crate::output::set_spinner(None);
         }
     }
 }

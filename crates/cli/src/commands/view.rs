@@ -45,7 +45,18 @@ pub fn run(args: &ViewArgs, ctx: &Ctx) -> CmdResult {
     }
     let settings = settings(ctx);
     let m = maintenance(&settings, &args.budget);
+    // A large session takes a moment to read: say so before the screen
+    // changes, as nothing else is drawn until the view is.
+    let progress = crate::commands::runtime::Progress::start(
+        ctx,
+        &format!(
+            "reading {}",
+            crate::output::escape_controls(&file.display().to_string())
+        ),
+    );
     let session = load(&file).or_bad_input()?;
+    let snapshot = snapshot(&session);
+    progress.finish();
     let flags = args.llm.flags();
     // Check the flag now, so a typo is an error before the screen changes.
     pick(args.strategy.as_deref(), &m, false, flags.model.as_deref())?;
@@ -71,7 +82,7 @@ pub fn run(args: &ViewArgs, ctx: &Ctx) -> CmdResult {
     let size = guard.terminal().size().or_failed()?;
     let mut app = App::new(
         file.display().to_string(),
-        snapshot(&session),
+        snapshot,
         strategies,
         (size.width, size.height),
     );

@@ -79,6 +79,18 @@ impl Tmux {
             .unwrap()
     }
 
+    /// From now on, every byte the pane's program writes goes to `log` as
+    /// well (`tmux pipe-pane`): what was drawn and cleared again, such as
+    /// a spinner, which the screen no longer shows.
+    pub(crate) fn record(&self, log: &Path) {
+        let command = format!("cat >> '{}'", log.display());
+        assert!(
+            self.run(&["pipe-pane", "-t", "view", "-o", &command])
+                .status
+                .success()
+        );
+    }
+
     /// Sends tmux key names (`C-o`, `Enter`, `j`).
     pub(crate) fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", "view"];

@@ -225,9 +225,7 @@ fn tokens_then(
     let mut pruned: Vec<(i64, usize)> = path
         .iter()
         .filter_map(|&i| match &session.entries()[i].body {
-            EntryBody::Message(AgentMessage::ToolResult(t)) => {
-                t.pruned_at.map(|at| (at as i64, i))
-            }
+            EntryBody::Message(AgentMessage::ToolResult(t)) => t.pruned_at.map(|at| (at as i64, i)),
             _ => None,
         })
         .collect();

@@ -251,7 +251,11 @@ pub fn render(series: &Series, file: &str) -> String {
             plot.top
         );
         let Some(label) = label else { continue };
-        let anchor = if label.end { r#" text-anchor="end""# } else { "" };
+        let anchor = if label.end {
+            r#" text-anchor="end""#
+        } else {
+            ""
+        };
         let _ = writeln!(
             s,
             r##"<text x="{:.1}" y="{:.1}"{anchor} fill="#8a5d00">{}</text>"##,
@@ -388,7 +392,9 @@ mod tests {
             .map(|l| {
                 let attr = |name: &str| -> f64 {
                     let from = l.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
-                    l[from..from + l[from..].find('"').unwrap()].parse().unwrap()
+                    l[from..from + l[from..].find('"').unwrap()]
+                        .parse()
+                        .unwrap()
                 };
                 let text = &l[l.find('>').unwrap() + 1..l.rfind("</text>").unwrap()];
                 let width = text.chars().count() as f64 * CHAR_WIDTH;
@@ -409,7 +415,10 @@ mod tests {
         let labels = labels_of(&svg);
         assert_eq!(labels.len(), 2, "{svg}");
         for (from, to, _, text) in &labels {
-            assert!(*from >= 0.0 && *to <= WIDTH, "{text}: {from}..{to} in {svg}");
+            assert!(
+                *from >= 0.0 && *to <= WIDTH,
+                "{text}: {from}..{to} in {svg}"
+            );
         }
         let last = &labels[1];
         assert!(last.3.starts_with("2 −100,000 (81%)"), "{}", last.3);
