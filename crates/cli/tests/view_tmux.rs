@@ -69,8 +69,10 @@ fn view_in_tmux() {
         tmux.keys(&["j"]);
     }
     tmux.wait_for("the cursor on b2", |s| {
-        s.lines()
-            .any(|l| l.contains("›") && l.contains("b2 assistant"))
+        s.lines().any(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            l.contains("›") && words.windows(2).any(|w| w == ["b2", "assistant"])
+        })
     });
     tmux.keys(&["Enter"]);
     let screen = tmux.wait_for("the question", |s| {

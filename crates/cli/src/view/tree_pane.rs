@@ -10,6 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
 use super::text::{sanitize, truncate};
+use crate::output::{display_width, pad_end};
 use crate::report::entries::{kind_of, preview_of};
 
 /// One row of the tree.
@@ -93,6 +94,11 @@ pub struct TreeModel {
     pub leaf_row: usize,
     /// The filter the rows are for.
     pub filter: TreeFilter,
+    /// The widest branch lines and id of a row together, in columns: the
+    /// kinds start after it, in one column, as in `musepi session tree`.
+    pub id_width: usize,
+    /// The widest kind: the previews start after it, in one column.
+    pub kind_width: usize,
     /// Every entry in pre-order.
     nodes: Vec<Node>,
 }
@@ -138,6 +144,8 @@ impl TreeModel {
             rows: Vec::new(),
             leaf_row: 0,
             filter: TreeFilter::All,
+            id_width: 0,
+            kind_width: 0,
             nodes,
         };
         model.set_filter(TreeFilter::All);
@@ -209,6 +217,16 @@ impl TreeModel {
                 ));
             }
         }
+        self.id_width = rows
+            .iter()
+            .map(|r| display_width(&r.prefix) + display_width(&row_id(r)))
+            .max()
+            .unwrap_or(0);
+        self.kind_width = rows
+            .iter()
+            .map(|r| display_width(&r.kind))
+            .max()
+            .unwrap_or(0);
         self.rows = rows;
         self.leaf_row = leaf_row;
     }
@@ -281,15 +299,24 @@ pub fn draw(model: &TreeModel, pane: &TreePane, area: Rect, buf: &mut Buffer) {
         .enumerate()
         .skip(pane.top)
         .take(usize::from(inner.height))
-        .map(|(i, row)| row_line(row, i == pane.cursor, width))
+        .map(|(i, row)| row_line(row, i == pane.cursor, width, model))
         .collect();
     Paragraph::new(lines).render(inner, buf);
 }
 
-fn row_line(row: &TreeRow, selected: bool, width: usize) -> Line<'static> {
+/// The id a row shows.
+fn row_id(row: &TreeRow) -> String {
+    row.target.clone().unwrap_or_else(|| "(root)".to_owned())
+}
+
+/// One row: the cursor, the branch lines, the mark and the id, then the
+/// kind and the preview each in its column (`model`'s widths), then the
+/// label and the leaf's mark.
+fn row_line(row: &TreeRow, selected: bool, width: usize, model: &TreeModel) -> Line<'static> {
     let marker = if row.on_path { "●" } else { "○" };
     let cursor = if selected { "›" } else { " " };
-    let id = row.target.clone().unwrap_or_else(|| "(root)".to_owned());
+    let id = row_id(row);
+    let id_width = display_width(&id);
     let mut spans = vec![
         Span::styled(
             cursor.to_owned(),
@@ -307,11 +334,12 @@ fn row_line(row: &TreeRow, selected: bool, width: usize) -> Line<'static> {
             }),
         ),
         Span::styled(id, Style::default().fg(Color::Cyan)),
-        Span::raw(if row.kind.is_empty() {
-            " ".to_owned()
-        } else {
-            format!(" {} ", row.kind)
-        }),
+        // Filled below: the room up to the kinds' column.
+        Span::raw(String::new()),
+        Span::raw(format!(
+            " {}  ",
+            pad_end(&row.kind, model.kind_width.max(display_width(&row.kind)))
+        )),
     ];
     let mut tail = Vec::new();
     if let Some(label) = &row.label {
@@ -330,7 +358,14 @@ fn row_line(row: &TreeRow, selected: bool, width: usize) -> Line<'static> {
     }
     // Deep branches: the prefix gives up its left end before the marks do.
     let fixed: usize = spans.iter().chain(&tail).map(Span::width).sum();
-    spans[1].content = left_cut(&row.prefix, width.saturating_sub(fixed)).into();
+    let prefix = left_cut(&row.prefix, width.saturating_sub(fixed));
+    let pad = model
+        .id_width
+        .saturating_sub(display_width(&prefix) + id_width);
+    spans[1].content = prefix.into();
+    // The kinds line up, as far as the width allows.
+    let used: usize = spans.iter().chain(&tail).map(Span::width).sum();
+    spans[4].content = " ".repeat(pad.min(width.saturating_sub(used))).into();
     // The preview gets what is left after the marks, which always show.
     let used: usize = spans.iter().chain(&tail).map(Span::width).sum();
     let room = width.saturating_sub(used);
