@@ -405,3 +405,56 @@ fn a_repair_drops_an_unresolved_v1_index_as_pi_does() {
         Some(DROPPED)
     );
 }
+
+/// An in-place `compact` of a v1 file with nothing to compact writes
+/// nothing, so it does not say it rewrote the file; a copy is written as
+/// v3 and says so; a compaction written in place says it.
+#[test]
+fn compact_says_a_v1_file_is_rewritten_only_when_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let small = v1_session(d);
+    let before = std::fs::read(&small).unwrap();
+    let o = musepi(d, &["compact", p(&small), "--keep-recent", "1000000"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        support::stdout(&o).starts_with("nothing to compact"),
+        "{}",
+        support::stdout(&o)
+    );
+    assert!(!stderr(&o).contains("v1 file"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&small).unwrap(), before, "nothing written");
+
+    let copy = d.join("copy.jsonl");
+    let o = musepi(
+        d,
+        &[
+            "compact",
+            p(&small),
+            "--keep-recent",
+            "1000000",
+            "-o",
+            p(&copy),
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_stderr_has(
+        &o,
+        &format!(
+            "musepi: {} is a v1 file; the copy is written as v3",
+            p(&small)
+        ),
+    );
+    assert_eq!(json_lines(&copy)[0]["version"], 3);
+
+    let o = musepi(d, &["compact", p(&small), "--keep-recent", "200"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_stderr_has(
+        &o,
+        &format!(
+            "musepi: {} is a v1 file; it is rewritten as v3 with the compaction",
+            p(&small)
+        ),
+    );
+    assert_eq!(last(&small)["type"], "compaction");
+}

@@ -59,13 +59,10 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         }
     }
     let path = &file;
-    if journal.migration_pending() {
-        target.note_migration(
-            journal.session().original_version(),
-            Some("the compaction"),
-            ctx,
-        );
-    }
+    // Said once the outcome is known: a v1 or v2 file is rewritten as v3
+    // only when the compaction is written, and a copy whenever one is.
+    let version = journal.session().original_version();
+    let migrates = journal.migration_pending();
     let provider_flags = args.llm.flags();
     let budgets = m.compaction.clone();
     let prune = (!args.no_prune).then(|| m.prune());
@@ -140,6 +137,9 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
             } else {
                 target.finish_changed(&journal, false)?
             };
+            if migrates && output.is_some() && !target.in_place() {
+                target.note_migration(version, None, ctx);
+            }
             let warnings = report_write_warnings(&mut journal);
             if ctx.json() {
                 print_json(&json!({
@@ -159,6 +159,9 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
     };
     // The entry is written: whatever follows is said, never failed on. What
     // another process appended right after it is one of the warnings.
+    if migrates {
+        target.note_migration(version, Some("the compaction"), ctx);
+    }
     let mut warnings: Vec<String> = fell_back.into_iter().collect();
     warnings.extend(out.warnings.iter().cloned());
     print_warnings(&warnings, ctx);
