@@ -314,6 +314,9 @@ struct Report {
     summary: String,
     short_summary: Option<String>,
     describe: String,
+    /// `verified`: what checking the model's summary against the ledger of
+    /// the summarized history found.
+    verified: Value,
 }
 
 fn compact(
@@ -361,6 +364,7 @@ fn compact(
         entry_id: out["entryId"].as_str().unwrap_or_default().to_owned(),
         summary: out["summary"].as_str().unwrap_or_default().to_owned(),
         short_summary: out["shortSummary"].as_str().map(str::to_owned),
+        verified: out["verified"].clone(),
         describe: format!(
             "{} request(s) ({}) to {}, usage {} in / {} out, {} warning(s)",
             requests.len(),
@@ -427,6 +431,31 @@ fn check(musepi: &Path, session: &Path, report: &Report, fixture: bool) -> anyho
     if summary != report.summary {
         bail!("the file's summary differs from the one musepi compact --json printed");
     }
+    check_verified(&report.verified)?;
+    Ok(())
+}
+
+/// Every ledger item of the summarized history (user rules and values,
+/// paths, commands, error lines) is in the stored summary: the real
+/// model's own, or appended verbatim. Prints how many the model kept.
+fn check_verified(verified: &Value) -> anyhow::Result<()> {
+    let count = |key: &str| {
+        verified[key]
+            .as_u64()
+            .with_context(|| format!("musepi compact --json has no verified.{key}: {verified}"))
+    };
+    let (items, kept, appended, left_out) = (
+        count("items")?,
+        count("inSummary")?,
+        count("appended")?,
+        count("leftOut")?,
+    );
+    if left_out > 0 || kept + appended != items {
+        bail!("the stored summary lacks ledger items of the history: {verified}");
+    }
+    eprintln!(
+        "e2e: the summary holds all {items} ledger items of the history: the model kept {kept}, {appended} appended verbatim"
+    );
     Ok(())
 }
 
@@ -508,6 +537,15 @@ mod tests {
         assert!(unavailable.downcast_ref::<Unavailable>().is_some());
         let failure = anyhow::anyhow!("musepi compact did not compact").context("check");
         assert!(failure.downcast_ref::<Unavailable>().is_none());
+    }
+
+    #[test]
+    fn the_summary_must_hold_every_ledger_item() {
+        let v = |items, kept, appended, left_out| serde_json::json!({"items": items, "inSummary": kept, "appended": appended, "leftOut": left_out});
+        assert!(check_verified(&v(5, 2, 3, 0)).is_ok());
+        assert!(check_verified(&v(5, 2, 2, 1)).is_err(), "one left out");
+        assert!(check_verified(&v(5, 2, 2, 0)).is_err(), "one unaccounted");
+        assert!(check_verified(&Value::Null).is_err(), "no report");
     }
 
     #[test]

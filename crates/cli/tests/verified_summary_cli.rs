@@ -131,10 +131,12 @@ async fn a_generic_llm_summary_is_stored_with_every_ledger_item_it_left_out() {
         "--no-prune",
         "--now",
         "2026-02-01T00:00:00.000Z",
+        "--json",
     ];
     args.extend(openai_compatible(&base));
     let out = support::musepi_async_in(dir.path(), &args).await;
     assert!(out.status.success(), "{}", support::stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let entry = last_line(&file);
     assert_eq!(entry["type"], "compaction");
     assert_eq!(entry["method"], "llm");
@@ -154,6 +156,15 @@ async fn a_generic_llm_summary_is_stored_with_every_ledger_item_it_left_out() {
     assert!(missing.is_empty(), "missing {missing:?} in\n{summary}");
     // The generic summary is kept as the model wrote it, in front.
     assert!(summary.starts_with("## Goal\n- Continue the refactoring."));
+    // compact says what verifying found: the model's summary held none of
+    // the items, each appended is one line, none was left out.
+    let lines = appended.lines().filter(|l| l.starts_with("- ")).count();
+    assert!(lines >= every.len(), "{appended}");
+    assert_eq!(
+        report["verified"],
+        json!({"items": lines, "inSummary": 0, "appended": lines, "leftOut": 0}),
+        "{report}"
+    );
 
     // The session's `</conversation>` does not close the request's wrapper.
     let seen = server.seen();

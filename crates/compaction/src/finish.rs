@@ -35,6 +35,9 @@ pub struct CompactionResult {
     /// The context's tokens right after it, as the entry's `tokensAfter`
     /// records it (set when it is committed).
     pub tokens_after: Option<u64>,
+    /// For a model's summary, what verifying it against the ledger found
+    /// ([`crate::verify`]); not written to the entry.
+    pub verified: Option<crate::verify::Verified>,
 }
 
 impl CompactionResult {
@@ -96,8 +99,10 @@ pub fn finish(
     let lists = prep.file_ops.lists();
     let files = format_files_block(&lists, &prep.file_ops.read);
     let bound = Ledger::bound_chars(history_max_tokens(settings));
+    let (summary, verified) = ledger.complete_counted(merged_summary, bound);
     CompactionResult {
-        summary: upsert_file_operations(&ledger.complete(merged_summary, bound), &files),
+        summary: upsert_file_operations(&summary, &files),
+        verified: Some(verified),
         short_summary,
         first_kept_entry_id: prep.first_kept_entry_id.clone(),
         tokens_before: prep.tokens_before,

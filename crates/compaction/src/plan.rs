@@ -134,12 +134,10 @@ impl SummaryPlan {
         usage: Option<Usage>,
         preserve_data: Option<Value>,
     ) -> CompactionResult {
+        let (summary, verified) = self.ledger.complete_counted(merged, self.ledger_bound);
         CompactionResult {
-            summary: {
-                let files = self.files_block();
-                let verified = self.ledger.complete(merged, self.ledger_bound);
-                upsert_file_operations(&verified, &files)
-            },
+            summary: upsert_file_operations(&summary, &self.files_block()),
+            verified: Some(verified),
             short_summary,
             first_kept_entry_id: self.first_kept_entry_id.clone(),
             tokens_before: self.tokens_before,

@@ -140,6 +140,12 @@ impl Ledger {
     /// groups paths by folder, so a path is appended unless the summary
     /// itself names it.)
     pub fn complete(&self, summary: &str, bound: usize) -> String {
+        self.complete_counted(summary, bound).0
+    }
+
+    /// [`Ledger::complete`], with how many items the summary held and how
+    /// many were appended.
+    pub fn complete_counted(&self, summary: &str, bound: usize) -> (String, Verified) {
         let summary = without_appended(summary);
         let summary = summary.as_str();
         let missing: Vec<&Item> = self
@@ -147,8 +153,14 @@ impl Ledger {
             .iter()
             .filter(|item| !summary.contains(&item.text))
             .collect();
+        let mut verified = Verified {
+            items: self.items.len(),
+            in_summary: self.items.len() - missing.len(),
+            appended: 0,
+            left_out: 0,
+        };
         if missing.is_empty() {
-            return summary.to_owned();
+            return (summary.to_owned(), verified);
         }
         let mut out = format!("{}\n\n{HEADING}\n", summary.trim_end());
         let mut used = 0usize;
@@ -171,8 +183,25 @@ impl Ledger {
             );
         }
         out.truncate(out.trim_end().len());
-        out
+        verified.appended = shown;
+        verified.left_out = missing.len() - shown;
+        (out, verified)
     }
+}
+
+/// What verifying a summary found: of the ledger's items, how many the
+/// model's summary held verbatim, how many were appended, and how many
+/// the bound left out (counted on the appended section's last line).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Verified {
+    /// Items in the ledger of the summarized history.
+    pub items: usize,
+    /// Items the model's summary held verbatim.
+    pub in_summary: usize,
+    /// Items appended under [`HEADING`].
+    pub appended: usize,
+    /// Items the bound left out.
+    pub left_out: usize,
 }
 
 /// `summary` without a section under [`HEADING`] (its heading and the
@@ -455,6 +484,21 @@ mod tests {
         );
         let whole = "Never touch vendor/. Ran cargo test -p pool on src/pool.rs.";
         assert_eq!(l.complete(whole, 10_000), whole);
+        // What was found is counted.
+        let count = |summary, bound| l.complete_counted(summary, bound).1;
+        let found = |items, in_summary, appended, left_out| Verified {
+            items,
+            in_summary,
+            appended,
+            left_out,
+        };
+        assert_eq!(count(summary, 10_000), found(3, 1, 2, 0));
+        assert_eq!(count(whole, 10_000), found(3, 3, 0, 0));
+        assert_eq!(
+            count(summary, 30),
+            found(3, 1, 1, 1),
+            "the bound left one out"
+        );
     }
 
     #[test]

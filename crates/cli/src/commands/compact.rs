@@ -188,6 +188,10 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
             "fromExtension": out.result.from_extension,
             "requests": out.requests.iter().map(|r| r.name()).collect::<Vec<_>>(),
             "prune": prune_json(session, &out.pruned),
+            "verified": out.result.verified.map(|v| json!({
+                "items": v.items, "inSummary": v.in_summary,
+                "appended": v.appended, "leftOut": v.left_out,
+            })),
             "warnings": ctx.settings_warnings().into_iter().chain(warnings).collect::<Vec<_>>(),
         });
         print_json(&doc).or_failed()?;
@@ -230,6 +234,9 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
                 crate::output::thousands(out.pruned.tokens_saved)
             ),
         ));
+    }
+    if let Some(v) = out.result.verified {
+        rows.push(("verified".to_owned(), verified_text(v)));
     }
     if let Some(short) = &out.result.short_summary {
         rows.push((
@@ -366,4 +373,22 @@ fn dry_run(
     }
     crate::output::print_paged(&out, ctx.no_pager()).or_failed()?;
     Ok(Exit::Ok)
+}
+
+/// What verifying a model's summary found, in a line: `12 ledger items:
+/// 9 in the summary, 3 appended verbatim`.
+fn verified_text(v: musepi_compaction::verify::Verified) -> String {
+    let mut text = format!(
+        "{}: {} in the summary, {} appended verbatim",
+        crate::output::counted(v.items, "ledger item", "ledger items"),
+        crate::output::thousands(v.in_summary as u64),
+        crate::output::thousands(v.appended as u64)
+    );
+    if v.left_out > 0 {
+        text.push_str(&format!(
+            ", {} left out for room (the session file holds them)",
+            crate::output::thousands(v.left_out as u64)
+        ));
+    }
+    text
 }

@@ -205,5 +205,6 @@ fn supplied_result(s: SuppliedCompaction, prep: &Preparation<'_>) -> CompactionR
         from_extension: true,
         method: None,
         tokens_after: None,
+        verified: None,
     }
 }

@@ -48,6 +48,7 @@ pub fn compact_preparation(
         from_extension: false,
         method: Some("snapcompact".to_owned()),
         tokens_after: None,
+        verified: None,
     })
 }
 
