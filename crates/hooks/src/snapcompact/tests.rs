@@ -202,6 +202,7 @@ fn a_compaction_without_an_archive_in_between_restarts_from_its_summary() {
         from_extension: false,
         method: Some("llm".to_owned()),
         tokens_after: None,
+        verified: None,
     });
     b.user("Latest request.");
     b.assistant("Latest answer.", &[], None);
