@@ -385,10 +385,11 @@ fn verified_text(v: musepi_compaction::verify::Verified) -> String {
         crate::output::thousands(v.appended as u64)
     );
     if v.left_out > 0 {
-        text.push_str(&format!(
+        let _ = write!(
+            text,
             ", {} left out for room (the session file holds them)",
             crate::output::thousands(v.left_out as u64)
-        ));
+        );
     }
     text
 }

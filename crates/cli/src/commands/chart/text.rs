@@ -157,7 +157,7 @@ fn marks(drops: &[Drop], columns: usize, n: usize) -> String {
         if start + digits.len() <= next.min(columns) {
             cells[start..start + digits.len()].copy_from_slice(&digits);
             free = start + digits.len();
-        } else if next >= columns && at[i] >= free + digits.len() + 1 {
+        } else if next >= columns && at[i] > free + digits.len() {
             cells[at[i] - digits.len()..at[i]].copy_from_slice(&digits);
             free = at[i] + 1;
         } else {
