@@ -27,7 +27,7 @@ use anyhow::{Context, bail};
 use serde_json::Value;
 
 use crate::cargo;
-use crate::gate::{describe, run_status};
+use crate::run::{describe, run_status};
 
 mod serve_table;
 

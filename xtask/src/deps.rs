@@ -12,7 +12,8 @@
 //!   `tests`, an example or xtask;
 //! - tokio or reqwest among the normal dependencies (direct or transitive)
 //!   of the five synchronous crates below hooks;
-//! - openssl-sys or aws-lc-sys anywhere in the dependency graph.
+//! - openssl-sys or aws-lc-sys anywhere in the dependency graph;
+//! - an import circle between the modules of a crate ([`crate::modules`]).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::process::Stdio;
@@ -134,6 +135,9 @@ pub(crate) fn run() -> anyhow::Result<()> {
         }
     }
     println!("  {}", if any_banned { "FOUND" } else { "none" });
+    if let Err(e) = crate::modules::check(&crate::root()) {
+        problems.push(format!("{e}: two modules of a crate that import each other (listed above) are one job split in two, or share a piece that belongs lower"));
+    }
 
     if problems.is_empty() {
         println!("deps: ok");

@@ -35,8 +35,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde_json::Value;
 
-use crate::gate::secs;
 use crate::root;
+use crate::run::secs;
 use process::{Server, run_captured};
 use setup::{build_musepi, install_model, install_server};
 

@@ -1,11 +1,11 @@
 //! `cargo xtask check`: the gate.
 
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 
 use crate::cargo;
+use crate::run::{run_status, secs};
 
 /// One step of the gate.
 enum Step {
@@ -87,34 +87,4 @@ pub(crate) fn check() -> anyhow::Result<()> {
 
 fn verdict<T>(r: &anyhow::Result<T>) -> &'static str {
     if r.is_ok() { "ok" } else { "FAILED" }
-}
-
-/// `1.2s`.
-pub(crate) fn secs(d: Duration) -> String {
-    format!("{:.1}s", d.as_secs_f64())
-}
-
-/// Runs `cmd`, inheriting stdio; an error when it fails.
-pub(crate) fn run_status(cmd: &mut Command) -> anyhow::Result<()> {
-    let status = cmd
-        .status()
-        .with_context(|| format!("cannot run {cmd:?}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        bail!("{} exited with {status}", describe(cmd))
-    }
-}
-
-/// `cargo test --workspace` for messages.
-pub(crate) fn describe(cmd: &Command) -> String {
-    let mut s = cmd.get_program().to_string_lossy().into_owned();
-    if let Some(name) = std::path::Path::new(&s).file_name() {
-        s = name.to_string_lossy().into_owned();
-    }
-    for a in cmd.get_args() {
-        s.push(' ');
-        s.push_str(&a.to_string_lossy());
-    }
-    s
 }

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, bail};
 use serde_json::Value;
 
-use crate::gate::run_status;
+use crate::run::run_status;
 use crate::{cargo, root};
 
 /// Folders never searched for snapshots: build output, version control,

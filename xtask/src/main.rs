@@ -6,7 +6,8 @@
 //! - `golden [--accept]`: runs the tests of every snapshot folder and writes
 //!   new or changed snapshots for review (`cargo insta review`), listing the
 //!   pending ones found on disk.
-//! - `deps`: the dependency-direction check over `cargo metadata`.
+//! - `deps`: the dependency-direction check over `cargo metadata`, and no
+//!   import circle between the modules of a crate.
 //! - `tidy`: crate docs, READMEs, forbidden macros, whitespace, file sizes,
 //!   fixture copies and stray pending snapshots.
 //! - `bench [--runs N] [--sizes 50,200] [--cases a,b]`: builds `musepi-bench`
@@ -29,7 +30,9 @@ mod deps;
 mod e2e;
 mod gate;
 mod golden;
+mod modules;
 mod reliability;
+mod run;
 mod tidy;
 
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! enum per command group.
 //!
 //! Adding a command is one variant here and one module under
-//! [`crate::commands`]; the flags every command shares live in [`Globals`].
+//! `commands/`; the flags every command shares live in [`Globals`].
 
 use std::path::PathBuf;
 

@@ -7,7 +7,8 @@ mod failure;
 
 use musepi_session_model::time::{EpochMillis, parse_iso};
 
-pub use failure::{CmdResult, Condition, Exit, Failure, OrExit, classify, lowercase_start};
+pub use crate::output::lowercase_start;
+pub use failure::{CmdResult, Condition, Exit, Failure, OrExit, classify};
 
 use crate::cli::Globals;
 use crate::output::Style;

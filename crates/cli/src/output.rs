@@ -150,10 +150,54 @@ pub fn stdout_columns() -> Option<usize> {
         .filter(|w| *w > 0)
 }
 
+/// Cuts `s` to at most `width` columns, ending with `…` when cut.
+pub fn truncate(s: &str, width: usize) -> String {
+    if display_width(s) <= width {
+        return s.to_owned();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        let w = char_width(c);
+        if used + w + 1 > width {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    if width > 0 {
+        out.push('…');
+    }
+    out
+}
+
+/// A message as an error line starts it: lowercase, as every message of
+/// musepi is, also when it comes from pi's own wording (`Compaction
+/// cancelled`, `Summarization failed: …`). Only a capitalised plain word
+/// is lowered; a name such as `OpenAI`, `OPENAI_API_KEY` or a path stays
+/// as it is.
+pub fn lowercase_start(message: &str) -> String {
+    let word: &str = message
+        .split(|c: char| !c.is_alphanumeric())
+        .next()
+        .unwrap_or_default();
+    let mut chars = word.chars();
+    let capitalised = chars.next().is_some_and(|c| c.is_ascii_uppercase())
+        && word.len() > 1
+        && chars.all(|c| c.is_ascii_lowercase());
+    if capitalised {
+        let mut out = message[..1].to_ascii_lowercase();
+        out.push_str(&message[1..]);
+        out
+    } else {
+        message.to_owned()
+    }
+}
+
 /// `text` in at most `width` columns as it shows ([`display_width`]),
 /// ending with `…` when it was cut.
 pub fn fit(text: &str, width: usize) -> String {
-    crate::view::text::truncate(text, width)
+    truncate(text, width)
 }
 
 /// Two columns, the first padded to its widest cell, as it shows: the
@@ -528,7 +572,7 @@ pub fn print_error(error: &anyhow::Error) {
     let mut text = format!(
         "musepi: {} {}\n",
         style.paint(Color::Red, "error:"),
-        escaped_text(&crate::ctx::lowercase_start(&error.to_string()))
+        escaped_text(&lowercase_start(&error.to_string()))
     );
     let mut previous = error.to_string();
     for cause in error.chain().skip(1) {

@@ -28,7 +28,7 @@ use musepi_session_model::{
 };
 
 use crate::context::ContextMessage;
-use crate::llm::LlmMessage;
+use crate::llm::{Converted, LlmMessage};
 use crate::replay::attach_replays;
 use crate::template::Template;
 
@@ -99,15 +99,6 @@ impl ConvertOptions<'_> {
             session: None,
         }
     }
-}
-
-/// One converted message with the entry it came from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Converted {
-    /// Position of the source entry.
-    pub entry_index: usize,
-    /// The provider message.
-    pub message: LlmMessage,
 }
 
 /// Converts context messages to provider messages.

@@ -9,6 +9,8 @@ use std::fmt::Write as _;
 use musepi_session_model::{AgentMessage, ContentBlock};
 use serde_json::Value;
 
+use crate::pathtree::has_url_scheme;
+
 /// At most this many files are listed; the rest are counted (docs/design.md, "Summaries").
 pub const FILE_LIST_LIMIT: usize = 20;
 
@@ -176,27 +178,6 @@ impl FileLists {
         all.sort_by(|a, b| cmp_utf16(&a.0, &b.0));
         all
     }
-}
-
-/// Whether `path` contains a URL scheme (`[a-z][a-z0-9+.-]*://`, any case,
-/// anywhere).
-pub fn has_url_scheme(path: &str) -> bool {
-    let b = path.as_bytes();
-    let mut from = 0;
-    while let Some(pos) = path[from..].find("://") {
-        let end = from + pos;
-        let mut start = end;
-        while start > 0
-            && (b[start - 1].is_ascii_alphanumeric() || matches!(b[start - 1], b'+' | b'.' | b'-'))
-        {
-            start -= 1;
-        }
-        if b[start..end].iter().any(u8::is_ascii_alphabetic) {
-            return true;
-        }
-        from = end + 3;
-    }
-    false
 }
 
 /// Strips a trailing read selector (`:50`, `:50-200`, `:L10-L20`, `:raw`,

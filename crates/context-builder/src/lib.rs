@@ -38,7 +38,7 @@ pub use context::{
 };
 pub use convert::{
     ArchiveBlocks, BRANCH_WRAPPER, COMPACTION_RECALL_WRAPPER, COMPACTION_WRAPPER, ConvertOptions,
-    Converted, INTERRUPTED_THINKING, bash_execution_to_text, convert_one, convert_to_llm,
+    INTERRUPTED_THINKING, bash_execution_to_text, convert_one, convert_to_llm,
     convert_with_sources, text_block, wrap, wrap_compaction,
 };
 pub use escape::{WRAPPER_TAGS, escape_wrapper_tags};
@@ -49,13 +49,14 @@ pub use estimate::{
 };
 pub use fileops::{
     FILE_LIST_LIMIT, FileLists, FileOps, PathSet, cmp_utf16, format_files_block, format_legacy,
-    has_url_scheme, strip_read_selector, upsert_file_operations,
+    strip_read_selector, upsert_file_operations,
 };
 pub use llm::{
-    LlmMessage, ProviderHistory, RequestPurpose, SummaryRequest, SummaryResponse, resolve_replays,
-    summary_reasoning,
+    Converted, LlmMessage, ProviderHistory, RequestPurpose, SummaryRequest, SummaryResponse,
+    resolve_replays, summary_reasoning,
 };
 pub use pathtree::format_grouped_paths;
+pub use pathtree::has_url_scheme;
 pub use recall::{Hit, Recalled, Search, is_pruned, lost_history, message_text, recall_entry};
 pub use replay::{REMOTE_COMPACTION_KEY, remote_replay};
 pub use serialize::{

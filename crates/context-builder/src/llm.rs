@@ -291,6 +291,15 @@ pub struct SummaryResponse {
     pub truncated: bool,
 }
 
+/// One converted message with the entry it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Converted {
+    /// Position of the source entry.
+    pub entry_index: usize,
+    /// The provider message.
+    pub message: LlmMessage,
+}
+
 #[cfg(test)]
 mod tests {
     use super::summary_reasoning;

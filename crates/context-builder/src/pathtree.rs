@@ -16,7 +16,7 @@ pub fn format_grouped_paths(paths: &[(String, String)]) -> String {
     let mut dirs = vec![Dir::default()];
     for (path, note) in paths {
         let path = path.replace('\\', "/");
-        if crate::fileops::has_url_scheme(&path) && starts_with_scheme(&path) {
+        if has_url_scheme(&path) && starts_with_scheme(&path) {
             add_file(&mut dirs[0], path, note);
             continue;
         }
@@ -91,6 +91,27 @@ fn emit(dirs: &[Dir], node: usize, depth: usize, lines: &mut Vec<String>) {
         lines.push(format!("{} {name}/", "#".repeat(depth + 1)));
         emit(dirs, cur, depth + 1, lines);
     }
+}
+
+/// Whether `path` contains a URL scheme (`[a-z][a-z0-9+.-]*://`, any case,
+/// anywhere).
+pub fn has_url_scheme(path: &str) -> bool {
+    let b = path.as_bytes();
+    let mut from = 0;
+    while let Some(pos) = path[from..].find("://") {
+        let end = from + pos;
+        let mut start = end;
+        while start > 0
+            && (b[start - 1].is_ascii_alphanumeric() || matches!(b[start - 1], b'+' | b'.' | b'-'))
+        {
+            start -= 1;
+        }
+        if b[start..end].iter().any(u8::is_ascii_alphabetic) {
+            return true;
+        }
+        from = end + 3;
+    }
+    false
 }
 
 #[cfg(test)]

@@ -10,8 +10,7 @@ use musepi_session_model::{EntryBody, Session};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::convert::Converted;
-use crate::llm::{LlmMessage, ProviderHistory};
+use crate::llm::{Converted, LlmMessage, ProviderHistory};
 
 /// The `preserveData` key of a provider-native compaction.
 pub const REMOTE_COMPACTION_KEY: &str = "openaiRemoteCompaction";

@@ -21,11 +21,12 @@
 use musepi_session_model::{ContentBlock, Session};
 
 use crate::context::build_context_at;
-use crate::convert::{ArchiveBlocks, ConvertOptions, Converted, convert_with_sources};
+use crate::convert::{ArchiveBlocks, ConvertOptions, convert_with_sources};
 use crate::estimate::{
     ContextEstimate, IMAGE_CHARS, calculate_context_tokens, chars_to_tokens,
     estimate_context_tokens,
 };
+use crate::llm::Converted;
 use crate::llm::LlmMessage;
 use crate::tokenizer::{Tokenizer, block_chars};
 

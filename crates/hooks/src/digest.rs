@@ -4,9 +4,8 @@
 use std::collections::BTreeSet;
 
 use musepi_branch_summary::{BranchPreparation, PREAMBLE, Summary};
+use musepi_context_builder::{ConvertOptions, convert_to_llm};
 use musepi_snapcompact::text_frames::{SnapInput, snap_compact};
-
-use crate::navigate::branch_messages;
 
 /// A branch summary that needs no model: the preamble, then the text
 /// archive of the branch with its file list.
@@ -38,4 +37,11 @@ pub fn branch_digest(prep: &BranchPreparation<'_>) -> Summary {
         from_extension: false,
         usage: None,
     }
+}
+
+/// The messages of a branch as the model would see them, for a digest.
+fn branch_messages(
+    prep: &musepi_branch_summary::BranchPreparation<'_>,
+) -> Vec<musepi_context_builder::LlmMessage> {
+    convert_to_llm(&prep.messages(), &ConvertOptions::for_summary())
 }

@@ -8,9 +8,7 @@ use musepi_branch_summary::{
     Destination, PrepareOptions, RequestOptions, Summary, ToolResults, apply_navigation,
     collect_entries, destination, finish, prepare_branch, summary_request, token_budget,
 };
-use musepi_context_builder::{
-    ConvertOptions, context_thinking_level, convert_to_llm, summary_reasoning,
-};
+use musepi_context_builder::{context_thinking_level, summary_reasoning};
 use musepi_session_model::{EntryId, IdSource, Journal, SessionError, Stamp};
 use tokio_util::sync::CancellationToken;
 
@@ -313,11 +311,4 @@ pub async fn navigate(
         no_op: false,
         warnings,
     })
-}
-
-/// The messages of a branch as the model would see them, for a digest.
-pub(crate) fn branch_messages(
-    prep: &musepi_branch_summary::BranchPreparation<'_>,
-) -> Vec<musepi_context_builder::LlmMessage> {
-    convert_to_llm(&prep.messages(), &ConvertOptions::for_summary())
 }

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::http::Http;
+use super::http::{Http, display_url};
 use super::{ApiKey, DeveloperRole, ProviderKind, Timing};
 
 /// Everything a provider needs, resolved from flags, settings and environment.
@@ -228,19 +228,5 @@ impl ProviderConfig {
             secret: self.api_key.clone(),
             observer: None,
         }
-    }
-}
-
-/// A URL without user info, query or fragment.
-pub(crate) fn display_url(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(mut parsed) => {
-            let _ = parsed.set_username("");
-            let _ = parsed.set_password(None);
-            parsed.set_query(None);
-            parsed.set_fragment(None);
-            parsed.to_string()
-        }
-        Err(_) => "(invalid URL)".to_owned(),
     }
 }

@@ -300,10 +300,7 @@ impl Http {
                 .get(reqwest::header::LOCATION)
                 .and_then(|v| v.to_str().ok())
                 .and_then(|l| response.url().join(l).ok())
-                .map_or_else(
-                    || "(no location)".to_owned(),
-                    |u| super::config::display_url(u.as_str()),
-                );
+                .map_or_else(|| "(no location)".to_owned(), |u| display_url(u.as_str()));
             return Err(AttemptError::Fatal(SummarizeError::Redirected {
                 provider: self.provider.clone(),
                 location,
@@ -547,6 +544,20 @@ pub(crate) fn prefix(text: &str, max: usize) -> &str {
     match text.char_indices().nth(max) {
         Some((end, _)) => &text[..end],
         None => text,
+    }
+}
+
+/// A URL without user info, query or fragment.
+pub(crate) fn display_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) => {
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.set_query(None);
+            parsed.set_fragment(None);
+            parsed.to_string()
+        }
+        Err(_) => "(invalid URL)".to_owned(),
     }
 }
 

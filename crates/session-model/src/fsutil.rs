@@ -3,10 +3,18 @@
 
 use std::fs::{File, Metadata, OpenOptions};
 use std::io::{self, BufRead, Read};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
 use crate::error::SessionError;
+
+/// Whether `a` and `b` name the same existing file.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => a == b,
+    }
+}
 
 /// The longest line musepi reads, in bytes (64 MiB, newline excluded).
 ///

@@ -58,7 +58,7 @@ pub use entry::{
     SummaryEntry,
 };
 pub use error::{LiveSign, SessionError};
-pub use fsutil::{MAX_LINE_BYTES, refuse_special_file};
+pub use fsutil::{MAX_LINE_BYTES, refuse_special_file, same_file};
 pub use id::{EntryId, IdSource, SequentialIds, uuid_v7};
 pub use journal::{
     Journal, LIVE_WINDOW_MS, Replace, WriteWarning, check_not_live, write_file, write_new,

@@ -5,17 +5,20 @@
 #[non_exhaustive]
 pub enum SnapError {
     /// A shape name that is not in the shape table.
-    #[error(
-        "unknown snapcompact shape `{0}`: expected auto or one of {names}",
-        names = crate::shape::shape_names()
-    )]
-    UnknownShape(String),
+    #[error("unknown snapcompact shape `{name}`: expected auto or one of {expected}")]
+    UnknownShape {
+        /// The name asked for.
+        name: String,
+        /// The shape table's names, as the message lists them.
+        expected: String,
+    },
     /// The shape's glyphs are not bundled with this crate (the Silver
     /// TrueType font is not shipped).
     #[error("the font of snapcompact shape `{0}` is not bundled")]
     FontUnavailable(&'static str),
     /// A frame edge that cannot hold a row of text (or the gutter of a
-    /// two-column shape), or one larger than [`crate::shape::MAX_FRAME_SIZE`].
+    /// two-column shape), or one larger than the largest frame a shape allows
+    /// (`MAX_FRAME_SIZE` of the shape table).
     #[error("frame size {size} px is out of range for snapcompact shape `{shape}`")]
     FrameSize {
         /// The shape.

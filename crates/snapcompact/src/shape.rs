@@ -163,6 +163,14 @@ pub fn shape_names() -> String {
     SHAPES.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
 }
 
+/// The error for a shape name the table does not have.
+fn unknown_shape(name: &str) -> SnapError {
+    SnapError::UnknownShape {
+        name: name.to_owned(),
+        expected: shape_names(),
+    }
+}
+
 /// The shape legacy frames (without `font` and `variant`) were printed with.
 pub const LEGACY_SHAPE: &str = "5x8-sent";
 /// The shape of a model nobody measured.
@@ -282,13 +290,11 @@ pub fn resolve_shape(
     forced_variant: Option<&str>,
 ) -> Result<ResolvedShape, SnapError> {
     let shape = match forced_variant {
-        Some(name) if name != "auto" => {
-            Shape::by_name(name).ok_or_else(|| SnapError::UnknownShape(name.to_owned()))?
-        }
+        Some(name) if name != "auto" => Shape::by_name(name).ok_or_else(|| unknown_shape(name))?,
         _ => {
             let (name, size) = measured_shape(model_id).unwrap_or((UNMEASURED_SHAPE, 1568));
             Shape::by_name(name)
-                .ok_or_else(|| SnapError::UnknownShape(name.to_owned()))?
+                .ok_or_else(|| unknown_shape(name))?
                 .with_frame_size(size)
         }
     };
@@ -485,7 +491,7 @@ mod tests {
         let auto = resolve_shape("anthropic-messages", "gpt-4o", Some("auto")).unwrap();
         assert_eq!(auto.shape.name, "8on22-bw");
         assert!(
-            matches!(resolve_shape("x", "y", Some("nope")), Err(SnapError::UnknownShape(n)) if n == "nope")
+            matches!(resolve_shape("x", "y", Some("nope")), Err(SnapError::UnknownShape { name, .. }) if name == "nope")
         );
         let message = resolve_shape("x", "y", Some("nope"))
             .err()

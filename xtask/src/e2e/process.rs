@@ -11,7 +11,7 @@ use anyhow::{Context, bail};
 use serde_json::Value;
 
 use super::{MODEL_ID, Options};
-use crate::gate::{describe, secs};
+use crate::run::{describe, secs};
 
 const READY_TIMEOUT: Duration = Duration::from_mins(3);
 const COMMAND_TIMEOUT: Duration = Duration::from_mins(15);

@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 
 use super::Unavailable;
 use super::process::{output, quiet};
-use crate::gate::run_status;
+use crate::run::run_status;
 use crate::{cargo, root};
 
 /// The `PyPI` package carrying the model, pinned.

@@ -341,7 +341,7 @@ fn dry_run(
         let _ = writeln!(
             out,
             "pruning first: {}",
-            crate::commands::plan::prune_text(&step.plan, "would save")
+            crate::report::plan::prune_text(&step.plan, "would save")
         );
     }
     if !args.show_prompts {

@@ -107,7 +107,7 @@ pub(crate) fn lines(
         ),
         Some(_) => format!(
             "pruning first: {}",
-            crate::commands::plan::prune_text(&planned.step.plan, "saves")
+            crate::report::plan::prune_text(&planned.step.plan, "saves")
         ),
     });
     if very {

@@ -173,14 +173,6 @@ fn read_stdin() -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Whether `a` and `b` name the same existing file.
-pub fn same_file(a: &Path, b: &Path) -> bool {
-    match (fs::metadata(a), fs::metadata(b)) {
-        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
-        _ => a == b,
-    }
-}
-
 /// The permission bits of `path`, when it can be read.
 pub fn mode_of(path: &Path) -> Option<u32> {
     fs::metadata(path).ok().map(|m| m.mode())

@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use musepi_compaction::{Preparation, PrunePlan, RequestOptions, SummaryPlan};
+use musepi_compaction::{Preparation, RequestOptions, SummaryPlan};
 
 use crate::cli::PlanArgs;
 use crate::commands::context::resolve_leaf;
@@ -12,7 +12,8 @@ use crate::commands::strategy::pick_with_default;
 use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
 use crate::output::{Color, aligned, escape_controls, escaped_text, print_json, print_text};
 use crate::report::plan::{
-    Planned, after_strategy, document, nothing_json, nothing_text, planned_requests, tokens,
+    Planned, after_strategy, document, nothing_json, nothing_text, planned_requests, prune_text,
+    tokens,
 };
 use musepi_hooks::Strategy;
 
@@ -130,20 +131,6 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
     drop((plan, prep));
     keep_until_exit(planned);
     Ok(Exit::Ok)
-}
-
-/// What pruning does, in words: `nothing to prune`, or
-/// `27 results, would save 28503 tokens` (`verb` is `would save` or `saved`).
-pub(crate) fn prune_text(plan: &PrunePlan, verb: &str) -> String {
-    if plan.is_empty() {
-        "nothing to prune".to_owned()
-    } else {
-        format!(
-            "{}, {verb} {} tokens",
-            crate::output::counted(plan.candidates.len(), "result", "results"),
-            crate::output::thousands(plan.tokens_saved)
-        )
-    }
 }
 
 fn render(

@@ -14,12 +14,12 @@ use serde_json::json;
 
 use crate::cli::PruneArgs;
 use crate::commands::pi_dir::CHANGES_THE_FILE;
-use crate::commands::plan::prune_text;
 use crate::commands::runtime::Progress;
 use crate::commands::writer::{Target, report_write_warnings};
 use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
 use crate::output::{Color, column_width, escape_controls, pad_end, print_json};
 use crate::report::plan::prune_json;
+use crate::report::plan::prune_text;
 
 /// Runs the command.
 pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {

@@ -13,10 +13,10 @@ use musepi_session_model::{
     refuse_special_file,
 };
 
-use super::files::same_file;
 use crate::cli::WriteArgs;
 use crate::ctx::{Ctx, Failure};
 use crate::output::{Style, note};
+use musepi_session_model::same_file;
 
 /// Where the result goes.
 #[derive(Debug, Clone, PartialEq, Eq)]

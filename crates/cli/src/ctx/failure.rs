@@ -14,6 +14,7 @@ use musepi_hooks::{CompactError, NavigateError, SummarizeError};
 use musepi_session_model::SessionError;
 
 use crate::hooks::HookSettingsError;
+use crate::output::lowercase_start;
 use crate::settings::SettingsError;
 use crate::trust::TrustError;
 use musepi_providers::ProviderError;
@@ -156,29 +157,6 @@ fn with_cancel_reason(error: anyhow::Error) -> anyhow::Error {
             error.context(message)
         }
         None => error,
-    }
-}
-
-/// A message as an error line starts it: lowercase, as every message of
-/// musepi is, also when it comes from pi's own wording (`Compaction
-/// cancelled`, `Summarization failed: …`). Only a capitalised plain word
-/// is lowered; a name such as `OpenAI`, `OPENAI_API_KEY` or a path stays
-/// as it is.
-pub fn lowercase_start(message: &str) -> String {
-    let word: &str = message
-        .split(|c: char| !c.is_alphanumeric())
-        .next()
-        .unwrap_or_default();
-    let mut chars = word.chars();
-    let capitalised = chars.next().is_some_and(|c| c.is_ascii_uppercase())
-        && word.len() > 1
-        && chars.all(|c| c.is_ascii_lowercase());
-    if capitalised {
-        let mut out = message[..1].to_ascii_lowercase();
-        out.push_str(&message[1..]);
-        out
-    } else {
-        message.to_owned()
     }
 }
 

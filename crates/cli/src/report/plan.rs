@@ -289,3 +289,17 @@ pub(crate) fn document(
     }
     doc
 }
+
+/// What pruning does, in words: `nothing to prune`, or
+/// `27 results, would save 28503 tokens` (`verb` is `would save` or `saved`).
+pub(crate) fn prune_text(plan: &PrunePlan, verb: &str) -> String {
+    if plan.is_empty() {
+        "nothing to prune".to_owned()
+    } else {
+        format!(
+            "{}, {verb} {} tokens",
+            crate::output::counted(plan.candidates.len(), "result", "results"),
+            crate::output::thousands(plan.tokens_saved)
+        )
+    }
+}

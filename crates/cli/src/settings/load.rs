@@ -148,7 +148,7 @@ pub fn load_settings(sources: &SettingsSources) -> Result<LoadedSettings, Settin
         ![&sources.user, &sources.explicit]
             .into_iter()
             .flatten()
-            .any(|other| crate::commands::files::same_file(p, other))
+            .any(|other| musepi_session_model::same_file(p, other))
     });
     let candidates = [
         (sources.user.as_ref(), false),

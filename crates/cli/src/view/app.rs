@@ -1,6 +1,6 @@
 //! The view's state: the transcript laid out at the screen's width, the
 //! cursor and scroll position, the open folds, the tree pane and the
-//! prompt. Keys change it through [`update`](super::keys::update); nothing
+//! prompt. Keys change it through `keys::update`; nothing
 //! here does I/O.
 
 use std::collections::BTreeSet;

@@ -2,6 +2,7 @@
 //! cutting to a number of columns (measured by [`display_width`], as
 //! every aligned column the command line prints), previews and numbers.
 
+pub use crate::output::truncate;
 use crate::output::{char_width, display_width, is_unsafe_char};
 
 /// Columns a tab becomes.
@@ -76,27 +77,6 @@ fn wrap_line(line: &str, width: usize, out: &mut Vec<String>) {
         }
     }
     out.push(current);
-}
-
-/// Cuts `s` to at most `width` columns, ending with `…` when cut.
-pub fn truncate(s: &str, width: usize) -> String {
-    if display_width(s) <= width {
-        return s.to_owned();
-    }
-    let mut out = String::new();
-    let mut used = 0;
-    for c in s.chars() {
-        let w = char_width(c);
-        if used + w + 1 > width {
-            break;
-        }
-        out.push(c);
-        used += w;
-    }
-    if width > 0 {
-        out.push('…');
-    }
-    out
 }
 
 /// One line of at most `max` characters: whitespace runs become one

@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use crate::error::SessionError;
 use crate::journal::disk::Temp;
-use crate::journal::late::settle_late;
+use crate::journal::late::{CHUNK, settle_late};
 use crate::journal::lines::{Written, write_lines};
 use crate::session::Session;
 use crate::wire::{LineRead, read_entry};
@@ -54,9 +54,6 @@ pub(crate) const CATCH_UP_ROUNDS: u32 = 8;
 /// rewrite gives up (64 MiB): far more than an agent writes in the time a
 /// rewrite takes, and a bound on the time spent copying it.
 pub(crate) const CATCH_UP_BYTES: u64 = 64 << 20;
-
-/// The bytes read from the old file at a time.
-pub(crate) const CHUNK: usize = 1 << 20;
 
 /// What a rewrite in place did.
 pub(crate) struct Rewritten {

@@ -13,9 +13,11 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
 
 use crate::error::SessionError;
-use crate::journal::carry::CHUNK;
 use crate::journal::disk::Temp;
 use crate::journal::holders::{CLOSE_WAIT, wait_closed_elsewhere};
+
+/// The bytes read from the old file at a time.
+pub(crate) const CHUNK: usize = 1 << 20;
 
 /// How many times a rewrite is redone to put late lines in their place
 /// before it settles for appending them. Each rename can catch an appender

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use super::calls::{READ_TOOLS, WRITE_TOOLS};
 use super::outputs::{OutputCap, output_block};
-use super::readback::{earlier_call_block, earlier_user_block};
+use super::readback::{earlier_call_block, earlier_user_block, turn_prefix};
 use super::score::is_error_line;
 use super::text::shorten_head;
 use super::{CONVERSATION_HEADING, LEDGER_HEADING};
@@ -66,14 +66,6 @@ pub(crate) fn earlier_blocks(earlier: Earlier<'_>, limits: &Limits) -> (Vec<Bloc
         Earlier::Archive(text) => archive_blocks(text),
         Earlier::Transcript(text) => transcript_blocks(text, limits),
     }
-}
-
-/// `#12 rest` → `(12, "rest")`.
-pub(super) fn turn_prefix(line: &str) -> Option<(u32, &str)> {
-    let rest = line.strip_prefix('#')?;
-    let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-    let turn = rest[..digits].parse().ok()?;
-    Some((turn, rest[digits..].strip_prefix(' ')?))
 }
 
 /// An earlier salience archive: each ledger entry a guaranteed block as

@@ -5,7 +5,6 @@
 //! `¶call:` where a call follows something else.
 
 use super::blocks::{Block, PIECE_MAX, Piece, Rank, Scope};
-use super::earlier::turn_prefix;
 use super::text::split_prose;
 
 /// An earlier ledger's user message (`#N ¶user:…` and the lines that
@@ -103,4 +102,12 @@ fn next_marker(text: &str, from: usize) -> Option<(usize, usize, Option<&str>)> 
         }
         search = open;
     }
+}
+
+/// `#12 rest` → `(12, "rest")`.
+pub(super) fn turn_prefix(line: &str) -> Option<(u32, &str)> {
+    let rest = line.strip_prefix('#')?;
+    let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let turn = rest[..digits].parse().ok()?;
+    Some((turn, rest[digits..].strip_prefix(' ')?))
 }

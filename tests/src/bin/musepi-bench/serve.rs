@@ -33,6 +33,7 @@ use musepi_session_model::{
 use serde_json::{Value, json};
 
 use crate::BoxError;
+use crate::serve_methods::median;
 
 /// Turns measured.
 const TURNS: usize = 40;
@@ -51,11 +52,6 @@ fn now<F: Future>(future: F) -> Result<F::Output, BoxError> {
         Poll::Ready(out) => Ok(out),
         Poll::Pending => Err("a natural point waited, so a compaction ran".into()),
     }
-}
-
-pub(crate) fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 /// `open` of the runtime, then [`TURNS`] turns; times in milliseconds.

@@ -22,6 +22,12 @@ use crate::BoxError;
 /// Calls of each method; the median is reported.
 const CALLS: usize = 7;
 
+/// The middle of `v` (the upper one of an even count).
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 /// One method, timed.
 pub(crate) struct Timed {
     /// Median of the calls, milliseconds.
@@ -110,8 +116,8 @@ impl Serve {
             floor.push(parse_and_write(&answer)?);
         }
         Ok(Timed {
-            ms: crate::serve::median(times),
-            floor_ms: crate::serve::median(floor),
+            ms: median(times),
+            floor_ms: median(floor),
             bytes: answer.len(),
         })
     }

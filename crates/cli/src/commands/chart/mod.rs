@@ -27,11 +27,11 @@ use musepi_session_model::{
 };
 use serde_json::{Value, json};
 
-use crate::commands::files::same_file;
 use crate::ctx::{Ctx, Exit, Failure, OrExit};
 use crate::output::{escape_controls, print_json, print_text, write_atomically};
 use crate::report::context::context_tokens;
 use crate::report::recall::Originals;
+use musepi_session_model::same_file;
 
 /// The most points measured along a path.
 pub const MAX_POINTS: usize = 400;

@@ -14,9 +14,10 @@ use std::path::{Path, PathBuf};
 
 use musepi_session_model::{Problem, ProblemKind, load_file, without_first_kept_index, write_file};
 
-use crate::commands::files::{Input, Loaded, mode_of, same_file};
+use crate::commands::files::{Input, Loaded, mode_of};
 use crate::commands::writer::{refuse_torn_while_live, replace_out};
 use crate::ctx::{Failure, OrExit};
+use musepi_session_model::same_file;
 
 /// A line dropped or changed, and why.
 #[derive(Debug, Clone)]
