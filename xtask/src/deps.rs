@@ -13,7 +13,9 @@
 //! - tokio or reqwest among the normal dependencies (direct or transitive)
 //!   of the five synchronous crates below hooks;
 //! - openssl-sys or aws-lc-sys anywhere in the dependency graph;
-//! - an import circle between the modules of a crate ([`crate::modules`]).
+//! - an import circle between the modules of a crate ([`crate::modules`]);
+//! - the command line above the ceilings of [`crate::shape`] (its share of
+//!   the code, its `json!` literals, the workspace crates it uses).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::process::Stdio;
@@ -76,6 +78,8 @@ pub(crate) fn run() -> anyhow::Result<()> {
     let members = members(&meta)?;
     let by_name: BTreeMap<&str, &Member> = members.values().map(|m| (m.name.as_str(), m)).collect();
 
+    // The workspace crates the command line uses directly.
+    let mut cli_uses = BTreeSet::new();
     println!("workspace edges:");
     let packages = meta["packages"].as_array().context("no packages")?;
     for pkg in packages {
@@ -90,6 +94,9 @@ pub(crate) fn run() -> anyhow::Result<()> {
                 continue;
             }
             let kind = dep["kind"].as_str().unwrap_or("normal");
+            if from.role == "cli" && kind == "normal" {
+                cli_uses.insert(to.role.clone());
+            }
             let verdict = edge_verdict(&from.role, &to.role, kind);
             let mark = if verdict.is_ok() { "ok" } else { "FORBIDDEN" };
             println!("  {:<16} -> {:<16} ({kind}) {mark}", from.role, to.role);
@@ -135,6 +142,9 @@ pub(crate) fn run() -> anyhow::Result<()> {
         }
     }
     println!("  {}", if any_banned { "FOUND" } else { "none" });
+    if let Err(e) = crate::shape::measure(&crate::root(), cli_uses.len()).check() {
+        problems.push(e.to_string());
+    }
     if let Err(e) = crate::modules::check(&crate::root()) {
         problems.push(format!("{e}: two modules of a crate that import each other (listed above) are one job split in two, or share a piece that belongs lower"));
     }

@@ -6,8 +6,9 @@
 //! - `golden [--accept]`: runs the tests of every snapshot folder and writes
 //!   new or changed snapshots for review (`cargo insta review`), listing the
 //!   pending ones found on disk.
-//! - `deps`: the dependency-direction check over `cargo metadata`, and no
-//!   import circle between the modules of a crate.
+//! - `deps`: the dependency-direction check over `cargo metadata`, no
+//!   import circle between the modules of a crate, and the command line
+//!   within its ceilings (`xtask/src/shape.rs`).
 //! - `tidy`: crate docs, READMEs, forbidden macros, whitespace, file sizes,
 //!   fixture copies and stray pending snapshots.
 //! - `bench [--runs N] [--sizes 50,200] [--cases a,b]`: builds `musepi-bench`
@@ -33,6 +34,7 @@ mod golden;
 mod modules;
 mod reliability;
 mod run;
+mod shape;
 mod tidy;
 
 use std::path::{Path, PathBuf};

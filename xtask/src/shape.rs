@@ -1,0 +1,180 @@
+//! The shape of the workspace's top, as part of `cargo xtask deps`: how
+//! much of the code the command line holds, how many of its JSON
+//! documents are built without a type, and how many workspace crates it
+//! uses directly. Each figure has a ceiling here that the step fails
+//! above; the ceilings only ever go down, as the command line gets one
+//! layer under it and typed documents.
+
+use std::fs;
+use std::path::Path;
+
+use anyhow::bail;
+
+/// Ceiling of the cli's share of the code lines of `crates/`, in tenths
+/// of a percent.
+const CLI_SHARE_PERMILLE: u64 = 350;
+/// Ceiling of `json!` literals in the cli's code outside tests.
+const CLI_JSON_LITERALS: usize = 91;
+/// Ceiling of workspace crates the cli depends on (normal dependencies).
+const CLI_WORKSPACE_DEPS: usize = 8;
+
+/// The figures, measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Shape {
+    pub cli_lines: u64,
+    pub all_lines: u64,
+    pub cli_json: usize,
+    pub cli_deps: usize,
+}
+
+/// Measures the tree at `root`; `cli_deps` comes from `cargo metadata`.
+pub(crate) fn measure(root: &Path, cli_deps: usize) -> Shape {
+    let (mut cli_lines, mut all_lines, mut cli_json) = (0, 0, 0);
+    let crates = root.join("crates");
+    let mut names: Vec<_> = fs::read_dir(&crates)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    for name in names {
+        let mut files = Vec::new();
+        rs_files(&crates.join(&name).join("src"), &mut files);
+        for file in files {
+            let text = fs::read_to_string(&file).unwrap_or_default();
+            let code = without_tests(&text);
+            let lines = code_lines(code);
+            all_lines += lines;
+            if name == "cli" {
+                cli_lines += lines;
+                cli_json += code.matches("json!(").count();
+            }
+        }
+    }
+    Shape {
+        cli_lines,
+        all_lines,
+        cli_json,
+        cli_deps,
+    }
+}
+
+impl Shape {
+    /// The cli's share of the code lines, in tenths of a percent.
+    fn cli_permille(&self) -> u64 {
+        (self.cli_lines * 1000)
+            .checked_div(self.all_lines)
+            .unwrap_or(0)
+    }
+
+    /// Prints the table; an error naming each figure above its ceiling.
+    pub(crate) fn check(&self) -> anyhow::Result<()> {
+        let share = self.cli_permille();
+        let rows = [
+            (
+                "cli's share of the code lines",
+                format!(
+                    "{}.{}% ({} of {})",
+                    share / 10,
+                    share % 10,
+                    self.cli_lines,
+                    self.all_lines
+                ),
+                format!("{}.{}%", CLI_SHARE_PERMILLE / 10, CLI_SHARE_PERMILLE % 10),
+                share <= CLI_SHARE_PERMILLE,
+            ),
+            (
+                "json! literals in cli outside tests",
+                self.cli_json.to_string(),
+                CLI_JSON_LITERALS.to_string(),
+                self.cli_json <= CLI_JSON_LITERALS,
+            ),
+            (
+                "workspace crates cli depends on",
+                self.cli_deps.to_string(),
+                CLI_WORKSPACE_DEPS.to_string(),
+                self.cli_deps <= CLI_WORKSPACE_DEPS,
+            ),
+        ];
+        println!("the shape of the command line (figure, ceiling):");
+        let mut over = Vec::new();
+        for (what, figure, ceiling, ok) in &rows {
+            let mark = if *ok { "ok" } else { "ABOVE" };
+            println!("  {what:<36} {figure:<24} {ceiling:<6} {mark}");
+            if !ok {
+                over.push(format!("{what}: {figure}, above the ceiling of {ceiling}"));
+            }
+        }
+        if !over.is_empty() {
+            bail!(
+                "{}: the command line grows where it should shrink (xtask/src/shape.rs)",
+                over.join("; ")
+            );
+        }
+        Ok(())
+    }
+}
+
+fn rs_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    let Ok(list) = fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = list.filter_map(Result::ok).map(|e| e.path()).collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            rs_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs")
+            && !path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().ends_with("tests.rs"))
+        {
+            out.push(path);
+        }
+    }
+}
+
+/// A file's text before its first `#[cfg(test)]` line.
+fn without_tests(text: &str) -> &str {
+    text.find("\n#[cfg(test)]").map_or(text, |at| &text[..at])
+}
+
+/// Lines that hold code: not blank, not only a comment.
+fn code_lines(text: &str) -> u64 {
+    text.lines()
+        .filter(|l| {
+            let t = l.trim();
+            !t.is_empty() && !t.starts_with("//")
+        })
+        .count() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tests_comments_and_blank_lines_are_not_code() {
+        let text = "//! doc\nfn a() {}\n\n    // note\nlet x = json!({});\n#[cfg(test)]\nmod tests { json!(1); }\n";
+        let code = without_tests(text);
+        assert_eq!(code_lines(code), 2);
+        assert_eq!(code.matches("json!(").count(), 1);
+    }
+
+    #[test]
+    fn a_figure_above_its_ceiling_fails() {
+        let shape = |cli_json| Shape {
+            cli_lines: 10,
+            all_lines: 100,
+            cli_json,
+            cli_deps: 2,
+        };
+        assert!(shape(CLI_JSON_LITERALS).check().is_ok());
+        let err = shape(CLI_JSON_LITERALS + 1)
+            .check()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("json! literals in cli outside tests"), "{err}");
+    }
+}
