@@ -3,7 +3,7 @@
 //! line of its output, reasoning, replies and tool output conversation
 //! blocks.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use musepi_context_builder::LlmMessage;
 use musepi_session_model::{ContentBlock, ToolCall};
@@ -34,6 +34,9 @@ pub(crate) struct Builder<'a> {
     pub(crate) turn: u32,
     /// Call id → its ledger block and tool name.
     calls: HashMap<String, (usize, String)>,
+    /// The calls whose command's output is reproducible
+    /// ([`super::calls::reproducible`]).
+    reproducible: HashSet<String>,
     /// Call ids whose useless result drops them both.
     dropped: BTreeSet<String>,
     /// Lines already lifted into the ledger: a repeat of one is optional.
@@ -73,6 +76,7 @@ impl<'a> Builder<'a> {
             blocks: Vec::new(),
             turn,
             calls: HashMap::new(),
+            reproducible: HashSet::new(),
             dropped: BTreeSet::new(),
             lifted: BTreeSet::new(),
             error_forms: BTreeSet::new(),
@@ -182,6 +186,9 @@ impl<'a> Builder<'a> {
     }
 
     fn call(&mut self, call: &ToolCall, id: Option<&str>) {
+        if super::calls::reproducible(call) {
+            self.reproducible.insert(call.id.clone());
+        }
         let mut line = self.shown.line(call, self.limits, self.turn);
         let source = len16(&call.name) + 2 + call.arguments.js_len();
         let text = if line.shortened {
@@ -290,9 +297,21 @@ impl<'a> Builder<'a> {
         {
             let (shown, _) = shorten_head(last, limits.result_chars);
             // A command's last line is its result, which the ledger
-            // promises, unless it repeats an earlier command's or holds
-            // nothing specific.
-            let rank = if self.lifted.contains(last) || *last_score < RESULT_MIN_SCORE {
+            // promises, unless it repeats an earlier command's, holds
+            // nothing specific, or is the last of the lines a search or
+            // listing printed (one match or file name of several, which
+            // running it again gives back) and states no fact. Those
+            // compete for the budget with the rest of the output; a
+            // search that printed one line keeps it: that is its answer.
+            let reproduced = self.reproducible.contains(call_id)
+                && text
+                    .lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .nth(1)
+                    .is_some()
+                && !states_a_fact(last);
+            let rank = if self.lifted.contains(last) || *last_score < RESULT_MIN_SCORE || reproduced
+            {
                 Rank::Optional {
                     tier: tier::OUTPUT_BEST,
                     score: *last_score,
@@ -403,6 +422,12 @@ pub(crate) fn joined_text(content: &[ContentBlock]) -> String {
         }
     }
     out
+}
+
+/// Whether a line of output states a fact worth promising: it reads as a
+/// statement and holds a value or a decision, not only a name.
+fn states_a_fact(line: &str) -> bool {
+    super::score::reads_as_statement(line) && super::score::read(line).fact
 }
 
 #[cfg(test)]
@@ -537,6 +562,51 @@ mod tests {
         assert_eq!(blocks[1].pieces.len(), 1);
         // The result is promised, like the most telling error.
         assert!(call.pieces.iter().all(|p| p.rank == Rank::Must));
+    }
+
+    #[test]
+    fn the_last_of_several_lines_a_search_printed_is_promised_only_when_it_states_a_fact() {
+        let blocks = build(&calls_and_results(
+            "bash",
+            &[
+                (
+                    json!({"command": "grep -rn chalk src"}),
+                    "src/a.ts:3: import chalk from 'chalk';\nsrc/b.ts:9: return chalk.blue;",
+                    false,
+                ),
+                (
+                    json!({"command": "grep -r deploy_key ."}),
+                    "infra/vault.tf: deploy_key = vault/prod/deploy",
+                    false,
+                ),
+                (
+                    json!({"command": "tail -3 bench.log"}),
+                    "indexer started\nindexer done\npeak RSS: 62 MB",
+                    false,
+                ),
+            ],
+        ));
+        let last_of = |call: usize| {
+            blocks
+                .iter()
+                .filter(|b| b.scope == Scope::Call)
+                .nth(call)
+                .and_then(|b| b.pieces.iter().find(|p| p.sep == "\n  → "))
+                .map(|p| (p.text.clone(), p.rank == Rank::Must))
+                .unwrap()
+        };
+        // One match of several: running the search again gives it back.
+        assert_eq!(last_of(0), ("src/b.ts:9: return chalk.blue;".into(), false));
+        // A search that printed one line: that line is its answer.
+        assert_eq!(
+            last_of(1),
+            (
+                "infra/vault.tf: deploy_key = vault/prod/deploy".into(),
+                true
+            )
+        );
+        // A measured value stays promised, whatever printed it.
+        assert_eq!(last_of(2), ("peak RSS: 62 MB".into(), true));
     }
 
     #[test]

@@ -208,6 +208,57 @@ fn distinct_head<'a>(args: &'a str, others: &[&str]) -> Option<&'a str> {
     None
 }
 
+/// Programs whose output running them again on the same files gives
+/// back: searches, listings, views and counts.
+const REPRODUCIBLE: &[&str] = &[
+    "grep", "rg", "ag", "find", "fd", "ls", "tree", "cat", "head", "tail", "wc", "sed", "awk",
+    "stat", "file", "du", "pwd", "which", "echo",
+];
+/// `git` subcommands that only read.
+const GIT_READS: &[&str] = &["log", "show", "diff", "status", "grep", "blame", "branch"];
+
+/// Whether `call` runs a command whose output is reproducible: a search,
+/// listing or view of files (`grep`, `find`, `ls`, `sed -n`, `git log`, …),
+/// after any `cd DIR &&`, whatever it is piped into. Its last line is the
+/// ledger's only when the budget has room: running it again gives it back.
+pub(crate) fn reproducible(call: &ToolCall) -> bool {
+    let Some(command) = COMMAND_KEYS
+        .iter()
+        .find_map(|k| call.arguments.get(k).and_then(Value::as_str))
+    else {
+        return false;
+    };
+    let mut rest = command.trim();
+    // `cd DIR && …`, `cd DIR; …`: the program is what follows.
+    while let Some(after) = rest.strip_prefix("cd ") {
+        let Some(at) = after.find("&&").or_else(|| after.find(';')) else {
+            return false;
+        };
+        rest = after[at..].trim_start_matches(['&', ';']).trim_start();
+    }
+    let first = rest
+        .split(['|', ';', '&', '>', '\n'])
+        .next()
+        .unwrap_or_default();
+    let mut words = first.split_whitespace();
+    match words.next() {
+        Some("git") => {
+            // The subcommand, after options (`-C DIR` and `-c KEY=V` take a value).
+            while let Some(w) = words.next() {
+                if w == "-C" || w == "-c" {
+                    words.next();
+                } else if !w.starts_with('-') {
+                    return GIT_READS.contains(&w);
+                }
+            }
+            false
+        }
+        Some("sed") => !first.split_whitespace().any(|w| w.starts_with("-i")),
+        Some(program) => REPRODUCIBLE.contains(&program) && !first.contains(" -delete"),
+        None => false,
+    }
+}
+
 fn has_command(call: &ToolCall) -> bool {
     COMMAND_KEYS
         .iter()
@@ -313,6 +364,33 @@ mod tests {
             arguments: JsonValue::new(args),
             intent: None,
         }
+    }
+
+    #[test]
+    fn searches_listings_and_views_are_reproducible_and_changes_are_not() {
+        let bash = |command: &str| reproducible(&tool_call("bash", json!({"command": command})));
+        for command in [
+            "grep -rn borderColor packages/tui/src",
+            "cd packages/coding-agent && find src -name '*.ts' | head -20",
+            "ls -la crates",
+            "sed -n 10,20p src/lib.rs",
+            "git log --oneline -5",
+            "git -C repo status",
+            "wc -l src/*.rs",
+        ] {
+            assert!(bash(command), "{command}");
+        }
+        for command in [
+            "cargo test -p journal",
+            "sed -i 's/a/b/' src/lib.rs",
+            "find . -name '*.tmp' -delete",
+            "git commit -m wip",
+            "cd packages",
+            "npm run build",
+        ] {
+            assert!(!bash(command), "{command}");
+        }
+        assert!(!reproducible(&tool_call("read", json!({"path": "a.rs"}))));
     }
 
     #[test]
