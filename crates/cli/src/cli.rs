@@ -7,6 +7,8 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use musepi_hooks::BranchStrategy;
+use musepi_runtime::MaintenanceStrategy;
 
 pub use crate::output::ColorWhen;
 
@@ -305,19 +307,47 @@ pub struct BudgetArgs {
     pub overhead_tokens: Option<u64>,
 }
 
+/// The values of a compaction's `--strategy`: the names `compaction.strategy`
+/// takes for them (`context-full`, the earlier name of `llm`, accepted and
+/// not listed), parsed into the settings' own type.
+fn compaction_strategy() -> impl clap::builder::TypedValueParser<Value = MaintenanceStrategy> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser as _};
+    PossibleValuesParser::new([
+        PossibleValue::new("snapcompact"),
+        PossibleValue::new("llm"),
+        PossibleValue::new("remote"),
+        PossibleValue::new("context-full").hide(true),
+    ])
+    // Every value the parser lets through is a name the settings know.
+    .map(|name| MaintenanceStrategy::parse(&name).unwrap_or_default())
+}
+
+/// The values of a summary's `--strategy`: `llm` or `snapcompact` (the
+/// digest, no model).
+fn summary_strategy() -> impl clap::builder::TypedValueParser<Value = BranchStrategy> {
+    use clap::builder::{PossibleValuesParser, TypedValueParser as _};
+    PossibleValuesParser::new(["llm", "snapcompact"]).map(|name| {
+        if name == "llm" {
+            BranchStrategy::Llm
+        } else {
+            BranchStrategy::Snapcompact
+        }
+    })
+}
+
 /// Which strategy a compaction runs, and its requests: the same flags for
 /// `plan` and `compact`.
 #[derive(Debug, Args, Default)]
 pub struct StrategyArgs {
     /// How: `snapcompact` (the default: a deterministic archive, no model), `llm`, or `remote`
     /// (the provider's native compaction, falling back to an LLM summary).
-    #[arg(long, value_name = "snapcompact|llm|remote")]
-    pub strategy: Option<String>,
+    #[arg(long, value_name = "snapcompact|llm|remote", value_parser = compaction_strategy())]
+    pub strategy: Option<MaintenanceStrategy>,
     /// The strategy when neither `--strategy` nor the settings name one (instead of
     /// `snapcompact`): an agent's own default, which a user's `compaction.strategy` still wins
     /// over.
-    #[arg(long, value_name = "snapcompact|llm|remote")]
-    pub default_strategy: Option<String>,
+    #[arg(long, value_name = "snapcompact|llm|remote", value_parser = compaction_strategy())]
+    pub default_strategy: Option<MaintenanceStrategy>,
     /// After an LLM summary, do not ask the model for the one-line short summary: no more
     /// requests than pi sends (the history, and the turn prefix of a split turn).
     #[arg(long)]
@@ -606,12 +636,12 @@ pub struct BranchArgs {
     pub label: Option<String>,
     /// `llm` or `snapcompact` (a deterministic digest, no model); default: `llm` when a provider
     /// is configured, else `snapcompact`.
-    #[arg(long, value_name = "llm|snapcompact")]
-    pub strategy: Option<String>,
+    #[arg(long, value_name = "llm|snapcompact", value_parser = summary_strategy())]
+    pub strategy: Option<BranchStrategy>,
     /// The strategy of a summary when neither `--strategy` nor the settings' `compaction.strategy`
     /// names one (an agent's own default; `snapcompact` there means the digest).
-    #[arg(long, value_name = "llm|snapcompact")]
-    pub default_strategy: Option<String>,
+    #[arg(long, value_name = "llm|snapcompact", value_parser = summary_strategy())]
+    pub default_strategy: Option<BranchStrategy>,
     /// The summarizing provider and model.
     #[command(flatten)]
     pub llm: ProviderArgs,
@@ -661,12 +691,12 @@ pub struct ViewArgs {
     #[command(flatten)]
     pub file: SessionArg,
     /// How `:compact` summarizes: `snapcompact`, `llm` or `remote` (default: as `musepi compact`).
-    #[arg(long, value_name = "snapcompact|llm|remote")]
-    pub strategy: Option<String>,
+    #[arg(long, value_name = "snapcompact|llm|remote", value_parser = compaction_strategy())]
+    pub strategy: Option<MaintenanceStrategy>,
     /// How branch summaries are written: `llm` or `snapcompact` (default: `llm` when a provider is
     /// configured, else the snapcompact digest, which needs no model).
-    #[arg(long, value_name = "llm|snapcompact")]
-    pub branch_strategy: Option<String>,
+    #[arg(long, value_name = "llm|snapcompact", value_parser = summary_strategy())]
+    pub branch_strategy: Option<BranchStrategy>,
     /// The provider and model.
     #[command(flatten)]
     pub llm: ProviderArgs,

@@ -232,7 +232,36 @@ fn bad_usage_is_exit_2_with_code_usage() {
     let o = case.run(&["compact", p(&file), "--strategy", "nope"]);
     assert_eq!(code(&o), 2);
     assert!(o.stdout.is_empty(), "{}", stdout(&o));
-    assert!(stderr(&o).starts_with("musepi: error: --strategy nope"));
+    assert!(
+        stderr(&o).starts_with(
+            "musepi: error: invalid value 'nope' for '--strategy <snapcompact|llm|remote>'\n  [possible values: snapcompact, llm, remote]"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    // A summary's strategy lists its own two values; the earlier name of
+    // `llm` is still read.
+    let o = case.run(&[
+        "branch",
+        p(&file),
+        "--to",
+        "root",
+        "--strategy",
+        "remote",
+        "--dry-run",
+    ]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("[possible values: llm, snapcompact]"),
+        "{}",
+        stderr(&o)
+    );
+    let o = case.run(&["plan", p(&file), "--strategy", "context-full", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["strategy"],
+        "llm"
+    );
 }
 
 #[test]

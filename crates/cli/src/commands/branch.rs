@@ -54,20 +54,9 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
         session.check_path_readable(from, &file)?;
     }
     let flags = args.llm.flags();
-    let named = |name: &str, flag: &str| match name {
-        "llm" => Ok(BranchStrategy::Llm),
-        "snapcompact" => Ok(BranchStrategy::Snapcompact),
-        other => Err(Failure::usage(anyhow::anyhow!(
-            "{flag} {other}: expected llm or snapcompact"
-        ))),
-    };
-    let default = args
-        .default_strategy
-        .as_deref()
-        .map(|d| named(d, "--default-strategy"))
-        .transpose()?;
-    let strategy = match args.strategy.as_deref() {
-        Some(name) => named(name, "--strategy")?,
+    let default = args.default_strategy;
+    let strategy = match args.strategy {
+        Some(strategy) => strategy,
         // Only a summary needs a provider: a plain move never fails on one.
         None if !args.summarize => BranchStrategy::Snapcompact,
         // The user's own `compaction.strategy` wins over an agent's default.

@@ -33,10 +33,9 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
     let mut m = maintenance(&settings, &args.budget);
     m.compaction.short_summary &= !args.how.no_short_summary;
     let strategy = pick_with_default(
-        args.how.strategy.as_deref(),
+        args.how.strategy,
         args.how
             .default_strategy
-            .as_deref()
             .map(|d| (d, ctx.settings.strategy_named)),
         &m,
         args.instructions.is_some(),
@@ -73,8 +72,8 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         prune.as_ref(),
         &crate::commands::decisions::strategy_reason(
             &strategy,
-            args.how.strategy.as_deref(),
-            args.how.default_strategy.as_deref(),
+            args.how.strategy,
+            args.how.default_strategy,
             ctx.settings.strategy_named,
             m.strategy,
             args.instructions.is_some(),

@@ -18,17 +18,18 @@ use crate::report::plan::{Planned, tokens};
 /// else the built-in default.
 pub(crate) fn strategy_reason(
     strategy: &Strategy,
-    flag: Option<&str>,
-    default: Option<&str>,
+    flag: Option<MaintenanceStrategy>,
+    default: Option<MaintenanceStrategy>,
     settings_named: bool,
     settings_strategy: MaintenanceStrategy,
     instructions: bool,
 ) -> String {
     let name = strategy.name();
     if let Some(f) = flag {
-        return format!("strategy {name}: --strategy {f}");
+        return format!("strategy {name}: --strategy {}", f.name());
     }
     if let (Some(d), false) = (default, settings_named) {
+        let d = d.name();
         return if instructions && d != "llm" {
             format!(
                 "strategy {name}: --instructions ask for a summary by the model, over --default-strategy {d}"

@@ -27,10 +27,9 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
     m.compaction.short_summary &= !args.how.no_short_summary;
     // The strategy `compact` with the same flags runs.
     let strategy = pick_with_default(
-        args.how.strategy.as_deref(),
+        args.how.strategy,
         args.how
             .default_strategy
-            .as_deref()
             .map(|d| (d, ctx.settings.strategy_named)),
         &m,
         false,
@@ -38,8 +37,8 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
     )?;
     let reason = crate::commands::decisions::strategy_reason(
         &strategy,
-        args.how.strategy.as_deref(),
-        args.how.default_strategy.as_deref(),
+        args.how.strategy,
+        args.how.default_strategy,
         ctx.settings.strategy_named,
         m.strategy,
         false,

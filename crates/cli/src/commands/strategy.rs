@@ -12,7 +12,7 @@ use musepi_runtime::{MaintenanceSettings, MaintenanceStrategy};
 /// snapcompact archive, whose size follows the reserve of `settings` (the
 /// settings files and `--reserve`); the archive needs no provider.
 pub(crate) fn pick(
-    flag: Option<&str>,
+    flag: Option<MaintenanceStrategy>,
     settings: &MaintenanceSettings,
     instructions: bool,
     model: Option<&str>,
@@ -25,37 +25,30 @@ pub(crate) fn pick(
 /// holds the built-in default): what an agent embedding musepi prefers,
 /// which the user's own `compaction.strategy` still wins over.
 pub(crate) fn pick_with_default(
-    flag: Option<&str>,
-    default: Option<(&str, bool)>,
+    flag: Option<MaintenanceStrategy>,
+    default: Option<(MaintenanceStrategy, bool)>,
     settings: &MaintenanceSettings,
     instructions: bool,
     model: Option<&str>,
 ) -> Result<Strategy, Failure> {
     let snapcompact = || snap_strategy(settings, snap_target(settings, model, None));
-    let named = |name: &str, flag: &str| -> Result<Strategy, Failure> {
-        Ok(match name {
-            "snapcompact" => snapcompact(),
-            "llm" | "context-full" => Strategy::Llm,
-            "remote" => Strategy::Remote,
-            other => {
-                return Err(Failure::usage(anyhow::anyhow!(
-                    "{flag} {other}: expected snapcompact, llm or remote"
-                )));
-            }
-        })
+    // The flags take snapcompact, llm and remote only (clap checks them).
+    let named = |strategy: MaintenanceStrategy| match strategy {
+        MaintenanceStrategy::ContextFull => Strategy::Llm,
+        MaintenanceStrategy::Remote => Strategy::Remote,
+        _ => snapcompact(),
     };
-    if let Some(name) = flag {
-        return named(name, "--strategy");
+    if let Some(strategy) = flag {
+        return Ok(named(strategy));
     }
-    if let Some((name, false)) = default {
+    if let Some((strategy, false)) = default {
         // Checked before instructions: they ask for a summary the model
         // writes, which the default may already be.
-        let chosen = named(name, "--default-strategy")?;
-        return Ok(if instructions { Strategy::Llm } else { chosen });
-    }
-    if let Some((name, true)) = default {
-        // The settings named one; the flag's value must still be valid.
-        named(name, "--default-strategy")?;
+        return Ok(if instructions {
+            Strategy::Llm
+        } else {
+            named(strategy)
+        });
     }
     Ok(match settings.strategy {
         MaintenanceStrategy::ContextFull => Strategy::Llm,

@@ -15,7 +15,7 @@ use musepi_hooks::{
     BranchStrategy, CompactError, CompactOptions, Hooks, NavigateOptions, StderrMode, StderrSink,
     Summarizer, TreeRequest, compact, navigate,
 };
-use musepi_runtime::MaintenanceSettings;
+use musepi_runtime::{MaintenanceSettings, MaintenanceStrategy};
 use musepi_session_model::{Journal, LiveSign, Session, SessionError};
 use tokio_util::sync::CancellationToken;
 
@@ -59,9 +59,8 @@ pub fn run(args: &ViewArgs, ctx: &Ctx) -> CmdResult {
     progress.finish();
     let flags = args.llm.flags();
     // Check the flag now, so a typo is an error before the screen changes.
-    pick(args.strategy.as_deref(), &m, false, flags.model.as_deref())?;
-    let (branch, branch_note) =
-        branch_strategy(args.branch_strategy.as_deref(), &settings, &flags)?;
+    pick(args.strategy, &m, false, flags.model.as_deref())?;
+    let (branch, branch_note) = branch_strategy(args.branch_strategy, &settings, &flags)?;
     let strategies = describe(args, &settings, &m, &flags, branch)?;
     // Progress, warnings and hook stderr would draw over the screen.
     let mut quiet = ctx.clone();
@@ -71,7 +70,7 @@ pub fn run(args: &ViewArgs, ctx: &Ctx) -> CmdResult {
         ctx: quiet,
         settings,
         flags,
-        compact_flag: args.strategy.clone(),
+        compact_flag: args.strategy,
         branch,
         maintenance: m,
         force: args.force,
@@ -118,16 +117,12 @@ pub fn load(path: &std::path::Path) -> Result<Session, musepi_session_model::Ses
 /// a provider is configured, else the snapcompact digest. The note says
 /// why a configured provider is not used.
 fn branch_strategy(
-    flag: Option<&str>,
+    flag: Option<BranchStrategy>,
     settings: &Settings,
     flags: &ProviderFlags,
 ) -> Result<(BranchStrategy, Option<String>), Failure> {
     match flag {
-        Some("llm") => Ok((BranchStrategy::Llm, None)),
-        Some("snapcompact") => Ok((BranchStrategy::Snapcompact, None)),
-        Some(other) => Err(Failure::usage(anyhow!(
-            "--branch-strategy {other}: expected llm or snapcompact"
-        ))),
+        Some(strategy) => Ok((strategy, None)),
         None => match default_branch_strategy(settings, flags) {
             Ok(strategy) => Ok((strategy, None)),
             Err(e) => Ok((
@@ -159,7 +154,7 @@ fn describe(
             strategy.name().to_owned()
         }
     };
-    let flag = args.strategy.as_deref();
+    let flag = args.strategy;
     Ok(Strategies {
         compact: name(pick(flag, maintenance, false, flags.model.as_deref())?),
         compact_with_instructions: name(pick(flag, maintenance, true, flags.model.as_deref())?),
@@ -177,7 +172,7 @@ struct Pipelines {
     ctx: Ctx,
     settings: Settings,
     flags: ProviderFlags,
-    compact_flag: Option<String>,
+    compact_flag: Option<MaintenanceStrategy>,
     branch: BranchStrategy,
     /// The settings files and the budget flags, as the runtime reads them.
     maintenance: MaintenanceSettings,
@@ -347,7 +342,7 @@ impl Pipelines {
         cancel: &CancellationToken,
     ) -> anyhow::Result<String> {
         let strategy = pick(
-            self.compact_flag.as_deref(),
+            self.compact_flag,
             &self.maintenance,
             instructions.is_some(),
             self.flags.model.as_deref(),
