@@ -40,7 +40,7 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         &m,
         args.instructions.is_some(),
         args.llm.model.as_deref(),
-    )?;
+    );
     let mut name = strategy.name();
     let file = args.file.file_path("compact", CHANGES_THE_FILE)?;
     let target = Target::new(&file, &args.write, ctx)?;

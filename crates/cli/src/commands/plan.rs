@@ -34,7 +34,7 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
         &m,
         false,
         None,
-    )?;
+    );
     let reason = crate::commands::decisions::strategy_reason(
         &strategy,
         args.how.strategy,

@@ -4,7 +4,6 @@
 use musepi_hooks::Strategy;
 
 use crate::commands::runtime::{snap_strategy, snap_target};
-use crate::ctx::Failure;
 use musepi_runtime::{MaintenanceSettings, MaintenanceStrategy};
 
 /// The strategy `musepi compact` runs: `--strategy`, else the settings,
@@ -16,7 +15,7 @@ pub(crate) fn pick(
     settings: &MaintenanceSettings,
     instructions: bool,
     model: Option<&str>,
-) -> Result<Strategy, Failure> {
+) -> Strategy {
     pick_with_default(flag, None, settings, instructions, model)
 }
 
@@ -30,7 +29,7 @@ pub(crate) fn pick_with_default(
     settings: &MaintenanceSettings,
     instructions: bool,
     model: Option<&str>,
-) -> Result<Strategy, Failure> {
+) -> Strategy {
     let snapcompact = || snap_strategy(settings, snap_target(settings, model, None));
     // The flags take snapcompact, llm and remote only (clap checks them).
     let named = |strategy: MaintenanceStrategy| match strategy {
@@ -39,23 +38,23 @@ pub(crate) fn pick_with_default(
         _ => snapcompact(),
     };
     if let Some(strategy) = flag {
-        return Ok(named(strategy));
+        return named(strategy);
     }
     if let Some((strategy, false)) = default {
         // Checked before instructions: they ask for a summary the model
         // writes, which the default may already be.
-        return Ok(if instructions {
+        return if instructions {
             Strategy::Llm
         } else {
             named(strategy)
-        });
+        };
     }
-    Ok(match settings.strategy {
+    match settings.strategy {
         MaintenanceStrategy::ContextFull => Strategy::Llm,
         MaintenanceStrategy::Remote => Strategy::Remote,
         _ if instructions => Strategy::Llm,
         _ => snapcompact(),
-    })
+    }
 }
 
 /// Whether `strategy` sends requests to a model (and so needs a provider).

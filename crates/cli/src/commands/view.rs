@@ -58,10 +58,8 @@ pub fn run(args: &ViewArgs, ctx: &Ctx) -> CmdResult {
     let snapshot = snapshot(&session);
     progress.finish();
     let flags = args.llm.flags();
-    // Check the flag now, so a typo is an error before the screen changes.
-    pick(args.strategy, &m, false, flags.model.as_deref())?;
-    let (branch, branch_note) = branch_strategy(args.branch_strategy, &settings, &flags)?;
-    let strategies = describe(args, &settings, &m, &flags, branch)?;
+    let (branch, branch_note) = branch_strategy(args.branch_strategy, &settings, &flags);
+    let strategies = describe(args, &settings, &m, &flags, branch);
     // Progress, warnings and hook stderr would draw over the screen.
     let mut quiet = ctx.clone();
     quiet.globals.quiet = true;
@@ -120,17 +118,17 @@ fn branch_strategy(
     flag: Option<BranchStrategy>,
     settings: &Settings,
     flags: &ProviderFlags,
-) -> Result<(BranchStrategy, Option<String>), Failure> {
+) -> (BranchStrategy, Option<String>) {
     match flag {
-        Some(strategy) => Ok((strategy, None)),
+        Some(strategy) => (strategy, None),
         None => match default_branch_strategy(settings, flags) {
-            Ok(strategy) => Ok((strategy, None)),
-            Err(e) => Ok((
+            Ok(strategy) => (strategy, None),
+            Err(e) => (
                 BranchStrategy::Snapcompact,
                 Some(format!(
                     "provider not usable ({e}); branch summaries use the snapcompact digest"
                 )),
-            )),
+            ),
         },
     }
 }
@@ -142,7 +140,7 @@ fn describe(
     maintenance: &MaintenanceSettings,
     flags: &ProviderFlags,
     branch: BranchStrategy,
-) -> Result<Strategies, Failure> {
+) -> Strategies {
     let model = || {
         resolve_config(flags, &settings.provider_settings(), &process_env)
             .map_or_else(|_| "no provider configured".to_owned(), |c| c.describe())
@@ -155,14 +153,14 @@ fn describe(
         }
     };
     let flag = args.strategy;
-    Ok(Strategies {
-        compact: name(pick(flag, maintenance, false, flags.model.as_deref())?),
-        compact_with_instructions: name(pick(flag, maintenance, true, flags.model.as_deref())?),
+    Strategies {
+        compact: name(pick(flag, maintenance, false, flags.model.as_deref())),
+        compact_with_instructions: name(pick(flag, maintenance, true, flags.model.as_deref())),
         branch: match branch {
             BranchStrategy::Llm => format!("an LLM summary ({})", model()),
             BranchStrategy::Snapcompact => "the snapcompact digest (no model)".to_owned(),
         },
-    })
+    }
 }
 
 /// Runs the view's jobs on the file, as `musepi branch` and `musepi
@@ -346,8 +344,7 @@ impl Pipelines {
             &self.maintenance,
             instructions.is_some(),
             self.flags.model.as_deref(),
-        )
-        .map_err(failure)?;
+        );
         let name = strategy.name();
         let mut journal = self.journal()?;
         let hooks = self.hooks()?;
