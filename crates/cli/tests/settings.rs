@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use musepi_cli::settings::{
-    Cap, HookCommand, ProviderEntry, Settings, SettingsError, SettingsSources, SettingsWarning,
-    SystemPromptImaging, Untrusted, load_settings, merge_layers,
+    Cap, CompactionSettings, HookCommand, ProviderEntry, Settings, SettingsError, SettingsSources,
+    SettingsWarning, SystemPromptImaging, Untrusted, load_settings, merge_layers,
 };
 use musepi_cli::trust::{TrustStore, Trusted, key_for, sha256_hex};
 use musepi_hooks::Summarizer;
@@ -93,21 +93,33 @@ fn defaults_follow_the_design_era_table() {
     assert!(loaded.warnings.is_empty());
     let s = loaded.settings;
     assert_eq!(s, Settings::default());
-    let c = &s.compaction;
-    assert!(c.enabled && c.auto_continue && c.mid_turn_enabled && c.remote_enabled);
-    assert_eq!(c.strategy, MaintenanceStrategy::Snapcompact);
+    // The files set nothing: every key is unset, and what the runtime reads
+    // is its own defaults.
+    assert_eq!(s.compaction, CompactionSettings::default());
+    assert_eq!(s.branch_summary.skip_prompt, None);
+    let m = s.maintenance(200_000);
+    assert_eq!(m, {
+        let mut d = musepi_runtime::MaintenanceSettings::default();
+        d.context_window = 200_000;
+        d.snapcompact.serialize = s.snapcompact.serialize_options();
+        d.snapcompact.reserve_tokens = d.compaction.reserve_tokens;
+        d
+    });
+    let c = &m.compaction;
+    assert!(c.enabled && m.auto_continue && m.mid_turn_enabled && m.remote_enabled);
+    assert_eq!(m.strategy, MaintenanceStrategy::Snapcompact);
     assert_eq!((c.reserve_tokens, c.keep_recent_tokens), (16384, 20000));
-    assert_eq!((c.threshold_percent, c.threshold_tokens), (-1.0, -1));
-    assert_eq!(c.remote_endpoint, None);
-    assert!(!c.idle_enabled);
+    assert_eq!((c.threshold_percent, c.threshold_tokens), (-1.0, -1.0));
+    assert_eq!(s.compaction.remote_endpoint, None);
+    assert!(!m.idle_enabled);
     assert_eq!(
-        (c.idle_threshold_tokens, c.idle_timeout_seconds),
+        (m.idle_threshold_tokens, m.idle_timeout_seconds),
         (200_000, 300)
     );
-    assert!(c.drop_useless && c.supersede_reads);
-    assert!(!s.branch_summary.enabled && !s.branch_summary.skip_prompt);
-    assert_eq!(s.branch_summary.reserve_tokens, 16384);
-    assert!(!s.context_promotion.enabled);
+    assert!(m.drop_useless && m.supersede_reads);
+    assert!(!m.branch_summary_enabled);
+    assert_eq!(m.branch_summary_reserve_tokens, 16384);
+    assert!(!m.context_promotion);
     let snap = &s.snapcompact;
     assert_eq!(snap.shape, "auto");
     assert_eq!(snap.system_prompt, SystemPromptImaging::None);
@@ -152,11 +164,14 @@ fn files_merge_user_then_project_then_explicit() {
     assert_eq!(loaded.untrusted, None);
     assert_eq!(loaded.files, [files.user, files.project, explicit]);
     let s = loaded.settings;
-    assert_eq!(s.compaction.reserve_tokens, 2000);
-    assert_eq!(s.compaction.keep_recent_tokens, 5000);
-    assert_eq!(s.compaction.strategy, MaintenanceStrategy::ContextFull);
+    assert_eq!(s.compaction.reserve_tokens, Some(2000));
+    assert_eq!(s.compaction.keep_recent_tokens, Some(5000));
+    assert_eq!(
+        s.compaction.strategy,
+        Some(MaintenanceStrategy::ContextFull)
+    );
     assert_eq!(s.compaction.remote_endpoint, None);
-    assert!(s.branch_summary.enabled);
+    assert_eq!(s.branch_summary.enabled, Some(true));
     assert_eq!(
         s.providers["work"],
         ProviderEntry {
@@ -188,7 +203,7 @@ fn discovery_uses_the_working_directory_and_skips_missing_files() {
     );
     let sources = sources.with_user(dir.path().join("nowhere/settings.json"));
     let loaded = load_settings(&sources).unwrap();
-    assert!(!loaded.settings.compaction.enabled);
+    assert_eq!(loaded.settings.compaction.enabled, Some(false));
     assert_eq!(loaded.files.len(), 1);
 }
 
@@ -244,7 +259,7 @@ fn wrongly_typed_values_warn_and_fall_back() {
     );
     assert_eq!(
         loaded.warnings[1].to_string(),
-        "/work/.musepi/settings.json: compaction.reserveTokens: invalid type: string \"big\", expected u32; value ignored"
+        "/work/.musepi/settings.json: compaction.reserveTokens: invalid type: string \"big\", expected u64; value ignored"
     );
     assert!(
         loaded.warnings[3]
@@ -252,13 +267,18 @@ fn wrongly_typed_values_warn_and_fall_back() {
             .contains("unknown variant `fast`")
     );
     let s = loaded.settings;
-    assert_eq!(s.compaction.reserve_tokens, 16384);
+    assert_eq!(s.compaction.reserve_tokens, None, "the default");
     assert_eq!(
-        s.compaction.keep_recent_tokens, 9000,
+        s.compaction.keep_recent_tokens,
+        Some(9000),
         "the earlier file's valid value stays"
     );
-    assert_eq!(s.compaction.strategy, MaintenanceStrategy::Snapcompact);
-    assert!(s.compaction.idle_enabled, "valid neighbours are kept");
+    assert_eq!(s.compaction.strategy, None);
+    assert_eq!(
+        s.compaction.idle_enabled,
+        Some(true),
+        "valid neighbours are kept"
+    );
     assert_eq!(s.snapcompact, Settings::default().snapcompact);
     assert_eq!(s.providers["x"].kind, None);
     assert_eq!(s.providers["x"].model.as_deref(), Some("m"));
@@ -682,9 +702,12 @@ fn an_untrusted_project_file_keeps_only_its_harmless_settings() {
     );
     let loaded = load_settings(&files.sources).unwrap();
     let s = &loaded.settings;
-    assert_eq!(s.compaction.reserve_tokens, 2000);
-    assert_eq!(s.compaction.strategy, MaintenanceStrategy::ContextFull);
-    assert!(s.branch_summary.enabled);
+    assert_eq!(s.compaction.reserve_tokens, Some(2000));
+    assert_eq!(
+        s.compaction.strategy,
+        Some(MaintenanceStrategy::ContextFull)
+    );
+    assert_eq!(s.branch_summary.enabled, Some(true));
     assert_eq!(s.compaction.remote_endpoint, None);
     assert_eq!(s.providers.keys().collect::<Vec<_>>(), ["mine"]);
     assert!(s.hooks.is_empty());
@@ -711,7 +734,7 @@ fn an_untrusted_project_file_keeps_only_its_harmless_settings() {
     std::fs::write(&files.project, r#"{"compaction": {"reserveTokens": 3000}}"#).unwrap();
     let loaded = load_settings(&files.sources).unwrap();
     assert_eq!(loaded.untrusted, None);
-    assert_eq!(loaded.settings.compaction.reserve_tokens, 3000);
+    assert_eq!(loaded.settings.compaction.reserve_tokens, Some(3000));
 
     // Without a trust store nothing is trusted.
     std::fs::write(
@@ -740,4 +763,30 @@ fn the_home_folders_own_file_is_not_a_project_file() {
     assert_eq!(loaded.untrusted, None);
     assert_eq!(loaded.settings.hooks["session_tree"].len(), 1);
     assert_eq!(loaded.files, [user]);
+}
+
+#[test]
+fn null_unsets_a_key_and_what_no_file_sets_is_the_runtime_default() {
+    let loaded = merge_layers(vec![
+        (
+            PathBuf::from("user.json"),
+            json!({"compaction": {"reserveTokens": 2000, "keepRecentTokens": 5000, "thresholdTokens": 150000}}),
+        ),
+        (
+            PathBuf::from("project.json"),
+            json!({"compaction": {"reserveTokens": null}}),
+        ),
+    ]);
+    assert_eq!(loaded.warnings, []);
+    let c = &loaded.settings.compaction;
+    assert_eq!((c.reserve_tokens, c.keep_recent_tokens), (None, Some(5000)));
+    let m = loaded.settings.maintenance(100_000);
+    let defaults = musepi_runtime::MaintenanceSettings::default();
+    assert_eq!(
+        m.compaction.reserve_tokens,
+        defaults.compaction.reserve_tokens
+    );
+    assert_eq!(m.compaction.keep_recent_tokens, 5000);
+    assert_eq!(m.compaction.threshold_tokens, 150_000.0);
+    assert_eq!(m.context_window, 100_000);
 }

@@ -61,7 +61,7 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
         None if !args.summarize => BranchStrategy::Snapcompact,
         // The user's own `compaction.strategy` wins over an agent's default.
         None if default.is_some() && ctx.settings.strategy_named => {
-            match settings.compaction.strategy {
+            match settings.compaction.strategy.unwrap_or_default() {
                 MaintenanceStrategy::Snapcompact | MaintenanceStrategy::Off => {
                     BranchStrategy::Snapcompact
                 }
@@ -73,7 +73,9 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
             None => default_branch_strategy(&settings, &flags).or_bad_input()?,
         },
     };
-    let reserve = u64::from(settings.branch_summary.reserve_tokens);
+    let reserve = settings
+        .maintenance(musepi_runtime::DEFAULT_CONTEXT_WINDOW)
+        .branch_summary_reserve_tokens;
     if args.summarize
         && args.strategy.is_none()
         && args.default_strategy.is_none()

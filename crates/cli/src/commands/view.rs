@@ -302,7 +302,7 @@ impl Pipelines {
                 .as_ref()
                 .and_then(|p| p.config().context_window())
                 .map(u64::from);
-            options.reserve_tokens = u64::from(self.settings.branch_summary.reserve_tokens);
+            options.reserve_tokens = self.maintenance.branch_summary_reserve_tokens;
             options
         };
         let mut ids = crate::ids::for_session(self.ctx.deterministic_ids(), journal.session());

@@ -3,9 +3,18 @@
 //! `~/.musepi/settings.json`, then `.musepi/settings.json` in the working
 //! directory, then an explicit `--settings FILE` are deep-merged, later files
 //! winning key by key (arrays are replaced, not concatenated); the caller
-//! applies flags last. Unknown keys are ignored. A value of the wrong type
-//! is dropped with a [`SettingsWarning`] naming its file and key path, so
-//! the key falls back to an earlier file's value or to the default.
+//! applies flags last. An unknown key is reported with a
+//! [`SettingsWarning`] (naming the nearest known key) and ignored. A value
+//! of the wrong type is dropped with a warning naming its file and key
+//! path, so the key falls back to an earlier file's value or to the
+//! default; `null` unsets a key.
+//!
+//! As uv does it: the types here are the files' shape, every key of
+//! `compaction`, `branchSummary` and `contextPromotion` optional, and
+//! [`Settings::maintenance`] is the one mapping to what the runtime reads,
+//! where what no file set takes the runtime's default
+//! ([`musepi_runtime::MaintenanceSettings::default`], the one place those defaults are
+//! written).
 //!
 //! The working directory's file comes with the repository, so its hooks,
 //! providers and remote endpoint apply only when the user trusts its exact
@@ -24,7 +33,7 @@ pub use crate::trust::Untrusted;
 pub use load::{LoadedSettings, SettingsSources, load_settings, merge_layers};
 pub use musepi_providers::ProviderEntry;
 use musepi_providers::ProviderSettings;
-use musepi_runtime::{MaintenanceSettings, MaintenanceStrategy};
+use musepi_runtime::MaintenanceStrategy;
 use musepi_snapcompact::SerializeOptions;
 
 mod load;
@@ -59,95 +68,64 @@ impl Settings {
     }
 }
 
-/// `compaction.*`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `compaction.*`, as the files hold it: every key optional. What no file
+/// sets is the runtime's default, applied in the one mapping to the
+/// runtime's settings ([`Settings::maintenance`]); the defaults are written
+/// once, in [`musepi_runtime::MaintenanceSettings::default`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct CompactionSettings {
     /// Automatic maintenance on or off (manual compaction is always allowed).
-    pub enabled: bool,
+    pub enabled: Option<bool>,
     /// The strategy.
-    pub strategy: MaintenanceStrategy,
+    pub strategy: Option<MaintenanceStrategy>,
     /// The floor of the reserve; also drives summarizer output limits.
-    pub reserve_tokens: u32,
+    pub reserve_tokens: Option<u64>,
     /// The recent window kept verbatim.
-    pub keep_recent_tokens: u32,
+    pub keep_recent_tokens: Option<u64>,
     /// Whether threshold maintenance schedules the auto-continue prompt.
-    pub auto_continue: bool,
+    pub auto_continue: Option<bool>,
     /// Mid-turn threshold checks.
-    pub mid_turn_enabled: bool,
+    pub mid_turn_enabled: Option<bool>,
     /// Allows provider-native compaction and the custom remote endpoint.
-    pub remote_enabled: bool,
+    pub remote_enabled: Option<bool>,
     /// The custom summarizer URL (docs/design.md, "Remote summaries").
     pub remote_endpoint: Option<String>,
     /// A percent threshold when > 0.
-    pub threshold_percent: f64,
-    /// A fixed token threshold when > 0 (wins over the percent).
-    pub threshold_tokens: i64,
+    pub threshold_percent: Option<f64>,
+    /// A fixed token threshold when > 0 (wins over the percent), as the
+    /// runtime reads it.
+    pub threshold_tokens: Option<f64>,
     /// Idle maintenance.
-    pub idle_enabled: bool,
+    pub idle_enabled: Option<bool>,
     /// Idle trigger level.
-    pub idle_threshold_tokens: u64,
+    pub idle_threshold_tokens: Option<u64>,
     /// Idle delay.
-    pub idle_timeout_seconds: u64,
+    pub idle_timeout_seconds: Option<u64>,
     /// Useless-result elision (docs/design.md, "Pruning").
-    pub drop_useless: bool,
+    pub drop_useless: Option<bool>,
     /// Superseded-read pruning (docs/design.md, "Pruning").
-    pub supersede_reads: bool,
+    pub supersede_reads: Option<bool>,
 }
 
-/// The defaults are the runtime's ([`MaintenanceSettings::default`]).
-impl Default for CompactionSettings {
-    fn default() -> Self {
-        let m = MaintenanceSettings::default();
-        Self {
-            enabled: m.compaction.enabled,
-            strategy: m.strategy,
-            reserve_tokens: m.compaction.reserve_tokens as u32,
-            keep_recent_tokens: m.compaction.keep_recent_tokens as u32,
-            auto_continue: m.auto_continue,
-            mid_turn_enabled: m.mid_turn_enabled,
-            remote_enabled: m.remote_enabled,
-            remote_endpoint: None,
-            threshold_percent: m.compaction.threshold_percent,
-            threshold_tokens: m.compaction.threshold_tokens as i64,
-            idle_enabled: m.idle_enabled,
-            idle_threshold_tokens: m.idle_threshold_tokens,
-            idle_timeout_seconds: m.idle_timeout_seconds,
-            drop_useless: m.drop_useless,
-            supersede_reads: m.supersede_reads,
-        }
-    }
-}
-
-/// `branchSummary.*`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `branchSummary.*`, as the files hold it (defaults: the runtime's).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct BranchSummarySettings {
     /// Offer summaries when navigating the tree.
-    pub enabled: bool,
+    pub enabled: Option<bool>,
     /// Branch budget = context window − this.
-    pub reserve_tokens: u32,
+    pub reserve_tokens: Option<u64>,
     /// Summarize without asking.
-    pub skip_prompt: bool,
+    pub skip_prompt: Option<bool>,
 }
 
-impl Default for BranchSummarySettings {
-    fn default() -> Self {
-        let m = MaintenanceSettings::default();
-        Self {
-            enabled: m.branch_summary_enabled,
-            reserve_tokens: m.branch_summary_reserve_tokens as u32,
-            skip_prompt: false,
-        }
-    }
-}
-
-/// `contextPromotion.*`.
+/// `contextPromotion.*`, as the files hold it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ContextPromotionSettings {
-    /// Promote to a larger model instead of compacting.
-    pub enabled: bool,
+    /// Promote to a larger model instead of compacting (default: no).
+    pub enabled: Option<bool>,
 }
 
 /// `snapcompact.systemPrompt` values.

@@ -15,29 +15,37 @@ impl Settings {
     pub fn maintenance(&self, context_window: u64) -> MaintenanceSettings {
         let c = &self.compaction;
         let mut m = MaintenanceSettings::default();
-        m.compaction.enabled = c.enabled;
-        m.strategy = c.strategy;
-        m.compaction.reserve_tokens = u64::from(c.reserve_tokens);
-        m.compaction.keep_recent_tokens = u64::from(c.keep_recent_tokens);
-        m.auto_continue = c.auto_continue;
-        m.mid_turn_enabled = c.mid_turn_enabled;
-        m.compaction.threshold_percent = c.threshold_percent;
-        m.compaction.threshold_tokens = c.threshold_tokens as f64;
-        m.idle_enabled = c.idle_enabled;
-        m.idle_threshold_tokens = c.idle_threshold_tokens;
-        m.idle_timeout_seconds = c.idle_timeout_seconds;
-        m.drop_useless = c.drop_useless;
-        m.supersede_reads = c.supersede_reads;
-        m.remote_enabled = c.remote_enabled;
-        m.branch_summary_reserve_tokens = u64::from(self.branch_summary.reserve_tokens);
-        m.context_promotion = self.context_promotion.enabled;
-        m.branch_summary_enabled = self.branch_summary.enabled;
+        set(&mut m.compaction.enabled, c.enabled);
+        set(&mut m.strategy, c.strategy);
+        set(&mut m.compaction.reserve_tokens, c.reserve_tokens);
+        set(&mut m.compaction.keep_recent_tokens, c.keep_recent_tokens);
+        set(&mut m.auto_continue, c.auto_continue);
+        set(&mut m.mid_turn_enabled, c.mid_turn_enabled);
+        set(&mut m.compaction.threshold_percent, c.threshold_percent);
+        set(&mut m.compaction.threshold_tokens, c.threshold_tokens);
+        set(&mut m.idle_enabled, c.idle_enabled);
+        set(&mut m.idle_threshold_tokens, c.idle_threshold_tokens);
+        set(&mut m.idle_timeout_seconds, c.idle_timeout_seconds);
+        set(&mut m.drop_useless, c.drop_useless);
+        set(&mut m.supersede_reads, c.supersede_reads);
+        set(&mut m.remote_enabled, c.remote_enabled);
+        let b = &self.branch_summary;
+        set(&mut m.branch_summary_reserve_tokens, b.reserve_tokens);
+        set(&mut m.branch_summary_enabled, b.enabled);
+        set(&mut m.context_promotion, self.context_promotion.enabled);
         m.context_window = context_window;
         m.snapcompact.serialize = self.snapcompact.serialize_options();
         m.snapcompact.reserve_tokens = m.compaction.reserve_tokens;
         m.snapcompact_shape =
             (self.snapcompact.shape != "auto").then(|| self.snapcompact.shape.clone());
         m
+    }
+}
+
+/// `slot` takes `value` when a file set it, and keeps its default else.
+fn set<T>(slot: &mut T, value: Option<T>) {
+    if let Some(value) = value {
+        *slot = value;
     }
 }
 
