@@ -770,7 +770,7 @@ fn null_unsets_a_key_and_what_no_file_sets_is_the_runtime_default() {
     let loaded = merge_layers(vec![
         (
             PathBuf::from("user.json"),
-            json!({"compaction": {"reserveTokens": 2000, "keepRecentTokens": 5000, "thresholdTokens": 150000}}),
+            json!({"compaction": {"reserveTokens": 2000, "keepRecentTokens": 5000, "thresholdTokens": 150_000}}),
         ),
         (
             PathBuf::from("project.json"),
