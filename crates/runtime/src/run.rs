@@ -90,12 +90,10 @@ pub(crate) async fn execute(
         parts.summarizer.is_some(),
         remote.is_some(),
     )?;
-    let mut options = CompactOptions::new(parts.hooks, parts.now);
+    let mut options = parts.settings.compact_options(parts.hooks, parts.now);
     options.reason = plan.reason;
     options.will_retry = plan.will_retry;
     options.custom_instructions = instructions;
-    options.settings = parts.settings.compaction.clone();
-    options.prune = Some(parts.settings.prune());
     options.strategy = strategy;
     options.summarizer = parts.summarizer;
     options.remote = remote;

@@ -8,7 +8,7 @@
 
 use musepi_compaction::{CompactionSettings, PruneConfig, TriggerContext};
 use musepi_context_builder::ThresholdSettings;
-use musepi_hooks::SnapSettings;
+use musepi_hooks::{CompactOptions, Hooks, SnapSettings};
 use serde::{Deserialize, Serialize};
 
 /// The context window assumed when nothing names the model's.
@@ -168,6 +168,17 @@ impl MaintenanceSettings {
         prune.prune_useless = self.drop_useless;
         prune.supersede_reads = self.supersede_reads;
         prune
+    }
+
+    /// The options of a compaction run with these settings, built here for
+    /// the runtime, `musepi compact` and the view alike: the budgets and
+    /// the pruning that runs first. The caller adds the strategy, its
+    /// summarizer and remote compactor, and any instructions.
+    pub fn compact_options<'a>(&self, hooks: &'a Hooks, now: i64) -> CompactOptions<'a> {
+        let mut options = CompactOptions::new(hooks, now);
+        options.settings = self.compaction.clone();
+        options.prune = Some(self.prune());
+        options
     }
 
     /// The trigger inputs that come from settings; the runtime adds its state.

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use musepi_compaction::{RequestOptions, SummaryPlan, prune_first};
-use musepi_hooks::{CompactError, CompactOptions, Summarizer, compact};
+use musepi_hooks::{CompactError, Summarizer, compact};
 use musepi_session_model::Journal;
 
 use crate::commands::pi_dir::CHANGES_THE_FILE;
@@ -95,9 +95,8 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
     let counted = llm
         .as_ref()
         .map(|p| Counted::new(p as &dyn Summarizer, &progress, "compacting"));
-    let mut options = CompactOptions::new(&hooks, ctx.now_ms());
+    let mut options = m.compact_options(&hooks, ctx.now_ms());
     options.custom_instructions.clone_from(&args.instructions);
-    options.settings = budgets;
     options.prune = prune;
     options.strategy = strategy;
     options.summarizer = counted.as_ref().map(|c| c as &dyn Summarizer);

@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::anyhow;
 use musepi_hooks::{
-    BranchStrategy, CompactError, CompactOptions, Hooks, NavigateOptions, StderrMode, StderrSink,
-    Summarizer, TreeRequest, compact, navigate,
+    BranchStrategy, CompactError, Hooks, NavigateOptions, StderrMode, StderrSink, Summarizer,
+    TreeRequest, compact, navigate,
 };
 use musepi_runtime::{MaintenanceSettings, MaintenanceStrategy};
 use musepi_session_model::{Journal, LiveSign, Session, SessionError};
@@ -355,10 +355,8 @@ impl Pipelines {
         } else {
             None
         };
-        let mut options = CompactOptions::new(&hooks, self.ctx.now_ms());
+        let mut options = self.maintenance.compact_options(&hooks, self.ctx.now_ms());
         options.custom_instructions = instructions;
-        options.settings = self.maintenance.compaction.clone();
-        options.prune = Some(self.maintenance.prune());
         options.strategy = strategy;
         options.summarizer = llm.as_ref().map(|p| p as &dyn Summarizer);
         options.remote = llm
