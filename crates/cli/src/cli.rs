@@ -14,10 +14,13 @@ pub use crate::output::ColorWhen;
 
 mod provider_args;
 mod session_arg;
+mod strategy_args;
 mod write_args;
 
 pub use provider_args::ProviderArgs;
 pub use session_arg::{LsArgs, SessionArg};
+pub use strategy_args::{BudgetArgs, StrategyArgs};
+use strategy_args::{compaction_strategy, summary_strategy};
 pub use write_args::WriteArgs;
 
 /// `musepi`: inspect, compact, prune and navigate pi agent sessions.
@@ -235,7 +238,7 @@ pub struct RenderArgs {
 /// A context window of at least one token: a window of 0 would make
 /// every threshold and budget negative. A parser of its own, so that 0 is
 /// refused as "must be at least 1", not as clap's range with its maximum.
-fn window_size(text: &str) -> Result<u64, String> {
+pub(super) fn window_size(text: &str) -> Result<u64, String> {
     match text.parse::<u64>() {
         Ok(0) => Err("the context window must be at least 1 token".to_owned()),
         Ok(n) => Ok(n),
@@ -286,72 +289,6 @@ pub struct ContextArgs {
     /// The context window the chart reads the figures against (default 200000).
     #[arg(long, value_name = "N", value_parser = window_size, requires = "chart")]
     pub context_window: Option<u64>,
-}
-
-/// Budget flags shared by `plan` and `compact`.
-#[derive(Debug, Clone, Default, Args)]
-pub struct BudgetArgs {
-    /// Tokens of recent history to keep verbatim (default: settings, 20000).
-    #[arg(long, value_name = "N")]
-    pub keep_recent: Option<u64>,
-    /// Reserve tokens: the summarizer output limits follow from it (default: settings, 16384).
-    #[arg(long, value_name = "N")]
-    pub reserve: Option<u64>,
-    /// The model's context window, for the threshold (default: settings or 200000).
-    #[arg(long, value_name = "N", value_parser = window_size)]
-    pub context_window: Option<u64>,
-    /// What every request to the agent's model carries besides its messages (system prompt, tool
-    /// definitions), in tokens at 4 characters a token: the kept window's adaptation to the
-    /// provider's usage leaves it out (default: measured from the session's usage).
-    #[arg(long, value_name = "N")]
-    pub overhead_tokens: Option<u64>,
-}
-
-/// The values of a compaction's `--strategy`: the names `compaction.strategy`
-/// takes for them (`context-full`, the earlier name of `llm`, accepted and
-/// not listed), parsed into the settings' own type.
-fn compaction_strategy() -> impl clap::builder::TypedValueParser<Value = MaintenanceStrategy> {
-    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser as _};
-    PossibleValuesParser::new([
-        PossibleValue::new("snapcompact"),
-        PossibleValue::new("llm"),
-        PossibleValue::new("remote"),
-        PossibleValue::new("context-full").hide(true),
-    ])
-    // Every value the parser lets through is a name the settings know.
-    .map(|name| MaintenanceStrategy::parse(&name).unwrap_or_default())
-}
-
-/// The values of a summary's `--strategy`: `llm` or `snapcompact` (the
-/// digest, no model).
-fn summary_strategy() -> impl clap::builder::TypedValueParser<Value = BranchStrategy> {
-    use clap::builder::{PossibleValuesParser, TypedValueParser as _};
-    PossibleValuesParser::new(["llm", "snapcompact"]).map(|name| {
-        if name == "llm" {
-            BranchStrategy::Llm
-        } else {
-            BranchStrategy::Snapcompact
-        }
-    })
-}
-
-/// Which strategy a compaction runs, and its requests: the same flags for
-/// `plan` and `compact`.
-#[derive(Debug, Args, Default)]
-pub struct StrategyArgs {
-    /// How: `snapcompact` (the default: a deterministic archive, no model), `llm`, or `remote`
-    /// (the provider's native compaction, falling back to an LLM summary).
-    #[arg(long, value_name = "snapcompact|llm|remote", value_parser = compaction_strategy())]
-    pub strategy: Option<MaintenanceStrategy>,
-    /// The strategy when neither `--strategy` nor the settings name one (instead of
-    /// `snapcompact`): an agent's own default, which a user's `compaction.strategy` still wins
-    /// over.
-    #[arg(long, value_name = "snapcompact|llm|remote", value_parser = compaction_strategy())]
-    pub default_strategy: Option<MaintenanceStrategy>,
-    /// After an LLM summary, do not ask the model for the one-line short summary: no more
-    /// requests than pi sends (the history, and the turn prefix of a split turn).
-    #[arg(long)]
-    pub no_short_summary: bool,
 }
 
 /// `musepi plan FILE`.
