@@ -67,8 +67,8 @@ pub fn aligned(rows: &[(String, String)]) -> String {
 /// aligned column the binary prints and of the terminal UI: a wide
 /// character (CJK, most emoji) takes two, a combining mark or a joiner
 /// none, an emoji sequence joined by U+200D two, and the colour codes
-/// [`Style::paint`] adds (`ESC [ … m`) none. Text from a session has no
-/// other escape left (see [`escape_controls`]).
+/// [`Style::paint`](super::Style::paint) adds (`ESC [ … m`) none. Text from a session has no
+/// other escape left (see [`escape_controls`](super::escape_controls)).
 ///
 /// Columns are never padded with `format!("{:<w$}")`, which counts
 /// characters: [`pad_end`] and [`pad_start`] pad to this measure.
