@@ -5,7 +5,7 @@
 //! `src/bin/`), a module depends on another when its code names it by a
 //! path (`crate::a::b`, `super::c`, in a `use` or inline, braces
 //! expanded); a module's own ancestors and descendants do not count, nor
-//! do comments or what follows the file's first `#[cfg(test)]`. Any circle
+//! do comments or items marked `#[cfg(test)]`. Any circle
 //! of such dependencies fails the step, listing its modules and one place
 //! each edge is made: two modules that need each other are one job split
 //! in two, or a shared piece that belongs lower.
@@ -249,17 +249,13 @@ fn is_within(inner: &str, outer: &str) -> bool {
     outer.is_empty() || inner.starts_with(&format!("{outer}::"))
 }
 
-/// The lines of code of `text` (1-based numbers), up to its first
-/// `#[cfg(test)]`, comments left out.
+/// The lines of code of `text` (1-based numbers), outside items marked
+/// `#[cfg(test)]` ([`crate::tidy::non_test_code`]), comments left out.
 fn code_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    text.lines()
-        .enumerate()
-        .take_while(|(_, l)| l.trim() != "#[cfg(test)]")
+    crate::tidy::non_test_code(text)
+        .into_iter()
         .filter(|(_, l)| !l.trim_start().starts_with("//"))
-        .map(|(i, l)| {
-            let code = l.find("//").map_or(l, |at| &l[..at]);
-            (i + 1, code)
-        })
+        .map(|(i, l)| (i, l.find("//").map_or(l, |at| &l[..at])))
 }
 
 /// The paths a line names from `crate::` or `super::` (braces expanded,

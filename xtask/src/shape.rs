@@ -43,12 +43,15 @@ pub(crate) fn measure(root: &Path, cli_deps: usize) -> Shape {
         rs_files(&crates.join(&name).join("src"), &mut files);
         for file in files {
             let text = fs::read_to_string(&file).unwrap_or_default();
-            let code = without_tests(&text);
-            let lines = code_lines(code);
+            let code = crate::tidy::non_test_code(&text);
+            let lines = code_lines(&code);
             all_lines += lines;
             if name == "cli" {
                 cli_lines += lines;
-                cli_json += code.matches("json!(").count();
+                cli_json += code
+                    .iter()
+                    .map(|(_, l)| l.matches("json!(").count())
+                    .sum::<usize>();
             }
         }
     }
@@ -135,15 +138,11 @@ fn rs_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
-/// A file's text before its first `#[cfg(test)]` line.
-fn without_tests(text: &str) -> &str {
-    text.find("\n#[cfg(test)]").map_or(text, |at| &text[..at])
-}
-
 /// Lines that hold code: not blank, not only a comment.
-fn code_lines(text: &str) -> u64 {
-    text.lines()
-        .filter(|l| {
+fn code_lines(lines: &[(usize, &str)]) -> u64 {
+    lines
+        .iter()
+        .filter(|(_, l)| {
             let t = l.trim();
             !t.is_empty() && !t.starts_with("//")
         })
@@ -157,9 +156,13 @@ mod tests {
     #[test]
     fn tests_comments_and_blank_lines_are_not_code() {
         let text = "//! doc\nfn a() {}\n\n    // note\nlet x = json!({});\n#[cfg(test)]\nmod tests { json!(1); }\n";
-        let code = without_tests(text);
-        assert_eq!(code_lines(code), 2);
-        assert_eq!(code.matches("json!(").count(), 1);
+        let code = crate::tidy::non_test_code(text);
+        assert_eq!(code_lines(&code), 2);
+        let json: usize = code.iter().map(|(_, l)| l.matches("json!(").count()).sum();
+        assert_eq!(json, 1);
+        // A test-only item before other code leaves that code counted.
+        let code = crate::tidy::non_test_code("#[cfg(test)]\nuse x::y;\nfn a() {}\n");
+        assert_eq!(code_lines(&code), 1);
     }
 
     #[test]

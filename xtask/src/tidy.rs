@@ -298,18 +298,26 @@ fn whitespace(file: &str, text: &str, t: &mut Tidy) {
 /// Lines of non-test code: lines that are not blank, outside items marked
 /// `#[cfg(test)]`. Integration tests (`tests/` folders) are all test code.
 fn non_test_lines(text: &str) -> usize {
-    let mut count = 0;
-    let mut lines = text.lines();
-    while let Some(line) = lines.next() {
+    non_test_code(text)
+        .iter()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .count()
+}
+
+/// The lines of `text` outside items marked `#[cfg(test)]` (a test module,
+/// and a single test-only item anywhere in the file), each with its
+/// 1-based number.
+pub(crate) fn non_test_code(text: &str) -> Vec<(usize, &str)> {
+    let mut code = Vec::new();
+    let mut lines = text.lines().enumerate();
+    while let Some((i, line)) = lines.next() {
         if line.trim() == "#[cfg(test)]" {
-            skip_item(&mut lines);
+            skip_item(&mut (&mut lines).map(|(_, l)| l));
             continue;
         }
-        if !line.trim().is_empty() {
-            count += 1;
-        }
+        code.push((i + 1, line));
     }
-    count
+    code
 }
 
 /// Skips the item after an attribute: up to its `;` or its closing brace.
