@@ -3,7 +3,7 @@
 //! line of its output, reasoning, replies and tool output conversation
 //! blocks.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 
 use musepi_context_builder::LlmMessage;
 use musepi_session_model::{ContentBlock, ToolCall};
@@ -32,11 +32,9 @@ pub(crate) struct Builder<'a> {
     useless: &'a BTreeSet<String>,
     pub(crate) blocks: Vec<Block>,
     pub(crate) turn: u32,
-    /// Call id → its ledger block and tool name.
-    calls: HashMap<String, (usize, String)>,
-    /// The calls whose command's output is reproducible
-    /// ([`super::calls::reproducible`]).
-    reproducible: HashSet<String>,
+    /// Call id → its ledger block, and whether its command's output is
+    /// reproducible ([`super::calls::reproducible`]).
+    calls: HashMap<String, (usize, bool)>,
     /// Call ids whose useless result drops them both.
     dropped: BTreeSet<String>,
     /// Lines already lifted into the ledger: a repeat of one is optional.
@@ -76,7 +74,6 @@ impl<'a> Builder<'a> {
             blocks: Vec::new(),
             turn,
             calls: HashMap::new(),
-            reproducible: HashSet::new(),
             dropped: BTreeSet::new(),
             lifted: BTreeSet::new(),
             error_forms: BTreeSet::new(),
@@ -186,9 +183,7 @@ impl<'a> Builder<'a> {
     }
 
     fn call(&mut self, call: &ToolCall, id: Option<&str>) {
-        if super::calls::reproducible(call) {
-            self.reproducible.insert(call.id.clone());
-        }
+        let reproducible = super::calls::reproducible(call);
         let mut line = self.shown.line(call, self.limits, self.turn);
         let source = len16(&call.name) + 2 + call.arguments.js_len();
         let text = if line.shortened {
@@ -207,8 +202,7 @@ impl<'a> Builder<'a> {
             let last = &mut self.blocks[index];
             last.repeat += 1;
             last.source_chars += source;
-            self.calls
-                .insert(call.id.clone(), (index, call.name.to_string()));
+            self.calls.insert(call.id.clone(), (index, reproducible));
             return;
         }
         let mut block = Block::new(Scope::Call, self.turn, id);
@@ -218,7 +212,7 @@ impl<'a> Builder<'a> {
         block.refs = Some(line.refs);
         block.pieces.push(Piece::new("", text, Rank::Must));
         self.calls
-            .insert(call.id.clone(), (self.blocks.len(), call.name.to_string()));
+            .insert(call.id.clone(), (self.blocks.len(), reproducible));
         self.blocks.push(block);
     }
 
@@ -226,8 +220,8 @@ impl<'a> Builder<'a> {
     /// under its call in the ledger, the output itself into the
     /// conversation (as a stand-in until [`Builder::finish`]).
     fn result(&mut self, call_id: &str, tool: &str, text: &str, is_error: bool, id: Option<&str>) {
-        let index = if let Some((index, _)) = self.calls.get(call_id) {
-            *index
+        let (index, reproducible) = if let Some(&found) = self.calls.get(call_id) {
+            found
         } else {
             // Its call is not in this window: the output stands alone.
             let mut block = Block::new(Scope::Call, self.turn, id);
@@ -236,7 +230,7 @@ impl<'a> Builder<'a> {
                 .push(Piece::new("", format!("{tool}(…)"), Rank::Must));
             self.last_call = None;
             self.blocks.push(block);
-            self.blocks.len() - 1
+            (self.blocks.len() - 1, false)
         };
         if text.trim().is_empty() {
             return;
@@ -303,7 +297,7 @@ impl<'a> Builder<'a> {
             // running it again gives back) and states no fact. Those
             // compete for the budget with the rest of the output; a
             // search that printed one line keeps it: that is its answer.
-            let reproduced = self.reproducible.contains(call_id)
+            let reproduced = reproducible
                 && text
                     .lines()
                     .filter(|l| !l.trim().is_empty())
