@@ -46,6 +46,16 @@ const FORBIDDEN: &[(&str, &str)] = &[
     ("runtime", "providers"),
 ];
 
+/// The engines the command line reaches only through the runtime's
+/// layer (`musepi_runtime::{context, compaction, archive, branch}`); its
+/// integration tests may still use them as oracles (dev-dependencies).
+const BEHIND_THE_RUNTIME: &[&str] = &[
+    "context-builder",
+    "compaction",
+    "snapcompact",
+    "branch-summary",
+];
+
 /// The tests' shared support: any crate may use it in its tests, so it
 /// uses nothing above session-model.
 const TEST_SUPPORT: &str = "test-support";
@@ -199,6 +209,11 @@ fn edge_verdict(from: &str, to: &str, kind: &str) -> Result<(), String> {
         return Err(format!(
             "`{from}` may depend only on crates before it in the order {}",
             ORDER.join(" < ")
+        ));
+    }
+    if from == "cli" && kind != "dev" && BEHIND_THE_RUNTIME.contains(&to) {
+        return Err(format!(
+            "the command line reaches `{to}` through musepi-runtime's layer, not directly"
         ));
     }
     if FORBIDDEN.contains(&(from, to)) {
@@ -361,6 +376,21 @@ mod tests {
         assert!(!ok("compaction", "compaction"));
         assert!(!ok("hooks", "runtime"));
         assert!(!ok("providers", "cli"));
+    }
+
+    #[test]
+    fn the_command_line_reaches_the_engines_through_the_runtime() {
+        for engine in [
+            "context-builder",
+            "compaction",
+            "snapcompact",
+            "branch-summary",
+        ] {
+            assert!(!ok("cli", engine), "{engine}");
+            assert!(edge_verdict("cli", engine, "dev").is_ok(), "{engine}");
+        }
+        assert!(ok("cli", "hooks"));
+        assert!(ok("cli", "providers"));
     }
 
     #[test]

@@ -7,8 +7,8 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use musepi_hooks::BranchStrategy;
 use musepi_runtime::MaintenanceStrategy;
+use musepi_runtime::branch::BranchStrategy;
 
 pub use crate::output::ColorWhen;
 
@@ -252,7 +252,7 @@ pub(super) fn window_size(text: &str) -> Result<u64, String> {
 /// other as bad usage and `--help` lists them.
 fn shape_names() -> clap::builder::PossibleValuesParser {
     std::iter::once("auto")
-        .chain(musepi_snapcompact::shape::SHAPES.iter().map(|s| s.name))
+        .chain(musepi_runtime::archive::SHAPES.iter().map(|s| s.name))
         .collect::<Vec<_>>()
         .into()
 }

@@ -252,7 +252,7 @@ mod tests {
             kind: names::BEFORE_TREE,
             session_file: None,
             preparation: musepi_hooks::events::TreePreparation {
-                request: musepi_hooks::TreeRequest::to(None),
+                request: musepi_runtime::TreeRequest::to(None),
                 old_leaf_id: None,
                 common_ancestor_id: None,
                 entries_to_summarize: Vec::new(),

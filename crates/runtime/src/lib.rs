@@ -34,6 +34,17 @@
 //! the caller's [`EventSink`] before the method returns. An [`AbortHandle`]
 //! stops a running compaction or navigation from another task.
 //!
+//! A program that works on sessions outside a live loop (the `musepi`
+//! command line) reaches the engines through this crate too, in four
+//! modules: [`context`] (what the model sees, its tokens, recall),
+//! [`compaction`] (a compaction or pruning run by hand, a handoff),
+//! [`archive`] (snapcompact's archives shown, rendered and priced) and
+//! [`branch`] (leaving a branch by hand). They name the lower crates'
+//! items such a caller needs and nothing more, so the caller depends on
+//! this crate, `musepi-session-model` for the session itself,
+//! `musepi-hooks` for extensions and a provider crate, whatever the
+//! engines' crates become.
+//!
 //! ```no_run
 //! use musepi_runtime::{Maintenance, MaintenanceSettings, Outcome};
 //! use musepi_session_model::{Journal, SequentialIds};
@@ -50,6 +61,10 @@
 //! # Ok(()) }
 //! ```
 
+pub mod archive;
+pub mod branch;
+pub mod compaction;
+pub mod context;
 mod decision;
 mod maintenance;
 mod measure;

@@ -2,8 +2,8 @@
 //! and its strategy, whose flags parse into the settings' own types.
 
 use clap::Args;
-use musepi_hooks::BranchStrategy;
 use musepi_runtime::MaintenanceStrategy;
+use musepi_runtime::branch::BranchStrategy;
 
 use super::window_size;
 

@@ -3,14 +3,15 @@
 
 use std::fmt::Write as _;
 
-use musepi_branch_summary::{
+use musepi_hooks::Summarizer;
+use musepi_runtime::MaintenanceStrategy;
+use musepi_runtime::branch::{BranchStrategy, NavigateOptions, TreeRequest, navigate};
+use musepi_runtime::branch::{
     PrepareOptions, RequestOptions, ToolResults, collect_entries, prepare_branch, summary_request,
     token_budget,
 };
-use musepi_compaction::prompts::SUMMARIZATION_SYSTEM;
-use musepi_context_builder::{context_thinking_level, summary_reasoning};
-use musepi_hooks::{BranchStrategy, NavigateOptions, Summarizer, TreeRequest, navigate};
-use musepi_runtime::MaintenanceStrategy;
+use musepi_runtime::compaction::SUMMARIZATION_SYSTEM;
+use musepi_runtime::context::{context_thinking_level, summary_reasoning};
 use musepi_session_model::Journal;
 use serde_json::json;
 
@@ -270,7 +271,7 @@ fn dry_run(
     // sends the request; a plain move makes neither.
     let digest =
         (args.summarize && strategy == BranchStrategy::Snapcompact && !prep.items.is_empty())
-            .then(|| musepi_hooks::branch_digest(&prep).summary);
+            .then(|| musepi_runtime::branch::branch_digest(&prep).summary);
     let request = (args.summarize && strategy == BranchStrategy::Llm)
         .then(|| summary_request(&prep, &request_options))
         .flatten();

@@ -2,8 +2,9 @@
 
 use std::fmt::Write as _;
 
-use musepi_compaction::{RequestOptions, SummaryPlan, prune_first};
-use musepi_hooks::{CompactError, Summarizer, compact};
+use musepi_hooks::Summarizer;
+use musepi_runtime::compaction::{CompactError, compact};
+use musepi_runtime::compaction::{RequestOptions, SummaryPlan, prune_first};
 use musepi_session_model::Journal;
 
 use crate::commands::pi_dir::CHANGES_THE_FILE;
@@ -255,19 +256,19 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
 /// prepared as the compaction prepares ([`prune_first`]).
 fn dry_run(
     journal: &Journal,
-    strategy: &musepi_hooks::Strategy,
-    budgets: &musepi_compaction::CompactionSettings,
-    prune: Option<&musepi_compaction::PruneConfig>,
+    strategy: &musepi_runtime::compaction::Strategy,
+    budgets: &musepi_runtime::compaction::CompactionSettings,
+    prune: Option<&musepi_runtime::compaction::PruneConfig>,
     args: &CompactArgs,
     ctx: &Ctx,
 ) -> CmdResult {
     let session = journal.session();
     let leaf = session.leaf_index();
-    let archives = musepi_snapcompact::SessionArchives::new(session);
+    let archives = musepi_runtime::archive::SessionArchives::new(session);
     let step = prune_first(session, leaf, budgets, prune, Some(&archives), ctx.now_ms());
     let pruned = step.pruned(std::borrow::Cow::Borrowed(session));
     let prep = match step.prepare(&pruned, leaf) {
-        Ok(p) => musepi_hooks::with_frames_history(p),
+        Ok(p) => musepi_runtime::archive::with_frames_history(p),
         Err(reason) => {
             // The dry-run document, saying there is nothing to do as `plan`
             // and the compaction say it.
@@ -375,7 +376,7 @@ fn dry_run(
 
 /// What verifying a model's summary found, in a line: `12 ledger items:
 /// 9 in the summary, 3 appended verbatim`.
-fn verified_text(v: musepi_compaction::verify::Verified) -> String {
+fn verified_text(v: musepi_runtime::compaction::Verified) -> String {
     let mut text = format!(
         "{}: {} in the summary, {} appended verbatim",
         crate::output::counted(v.items, "ledger item", "ledger items"),

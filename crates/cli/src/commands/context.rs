@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use musepi_context_builder::{Tokenizer, build_context_at};
+use musepi_runtime::context::{Tokenizer, build_context_at};
 use musepi_session_model::Session;
 
 use crate::cli::ContextArgs;
@@ -79,7 +79,7 @@ pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
         Output::Text
     };
     let rows = rows(session, &context, leaf, view, tokenizer, args.full, output);
-    let total = musepi_snapcompact::context_tokens(session, leaf, tokenizer);
+    let total = musepi_runtime::context::context_tokens(session, leaf, tokenizer);
     if ctx.json() {
         print_json(&document(session, &context, leaf, &rows, tokenizer, None)).or_failed()?;
         return Ok(Exit::Ok);

@@ -3,9 +3,9 @@
 //! its adaptation to the provider's usage, the cut, the threshold, the
 //! pruning); `-vv` adds every message summarized or kept.
 
-use musepi_compaction::{CompactionSettings, Preparation, PruneConfig};
-use musepi_hooks::Strategy;
 use musepi_runtime::MaintenanceStrategy;
+use musepi_runtime::compaction::Strategy;
+use musepi_runtime::compaction::{CompactionSettings, Preparation, PruneConfig};
 use musepi_session_model::Session;
 
 use crate::ctx::Ctx;

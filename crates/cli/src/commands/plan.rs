@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use musepi_compaction::{Preparation, RequestOptions, SummaryPlan};
+use musepi_runtime::compaction::{Preparation, RequestOptions, SummaryPlan};
 
 use crate::cli::PlanArgs;
 use crate::commands::context::resolve_leaf;
@@ -15,7 +15,7 @@ use crate::report::plan::{
     Planned, after_strategy, document, nothing_json, nothing_text, planned_requests, prune_text,
     tokens,
 };
-use musepi_hooks::Strategy;
+use musepi_runtime::compaction::Strategy;
 
 /// Runs the command.
 pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
@@ -58,7 +58,7 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
     );
     let session = planned.pruned.as_ref();
     let prep = match planned.step.prepare(session, leaf) {
-        Ok(p) => musepi_hooks::with_frames_history(p),
+        Ok(p) => musepi_runtime::archive::with_frames_history(p),
         Err(nothing) => {
             crate::commands::decisions::say(
                 ctx,

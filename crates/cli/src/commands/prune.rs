@@ -9,7 +9,7 @@
 
 use std::fmt::Write as _;
 
-use musepi_compaction::{apply_prune, plan_prune};
+use musepi_runtime::compaction::{apply_prune, plan_prune};
 use serde_json::json;
 
 use crate::cli::PruneArgs;

@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use musepi_context_builder::Search;
+use musepi_runtime::context::Search;
 
 use crate::cli::RecallArgs;
 use crate::commands::context::resolve_leaf;

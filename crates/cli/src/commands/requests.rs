@@ -5,8 +5,8 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use musepi_context_builder::{RequestPurpose, SummaryRequest, chars_to_tokens};
 use musepi_hooks::{SummarizeFuture, Summarizer};
+use musepi_runtime::context::{RequestPurpose, SummaryRequest, chars_to_tokens};
 use musepi_session_model::ContentBlock;
 use musepi_session_model::json::utf16_len;
 use tokio_util::sync::CancellationToken;
@@ -173,8 +173,8 @@ impl Summarizer for Counted<'_> {
 
 #[cfg(test)]
 mod tests {
-    use musepi_context_builder::SummaryResponse;
     use musepi_hooks::SummarizeError;
+    use musepi_runtime::context::SummaryResponse;
 
     use super::*;
 

@@ -114,11 +114,11 @@ pub fn provider(
 pub fn default_branch_strategy(
     settings: &Settings,
     flags: &ProviderFlags,
-) -> Result<musepi_hooks::BranchStrategy, ProviderError> {
+) -> Result<musepi_runtime::branch::BranchStrategy, ProviderError> {
     match resolve_config(flags, &settings.provider_settings(), &process_env) {
-        Ok(_) => Ok(musepi_hooks::BranchStrategy::Llm),
+        Ok(_) => Ok(musepi_runtime::branch::BranchStrategy::Llm),
         Err(ProviderError::NoProviderSelected { .. }) => {
-            Ok(musepi_hooks::BranchStrategy::Snapcompact)
+            Ok(musepi_runtime::branch::BranchStrategy::Snapcompact)
         }
         Err(e) => Err(e),
     }
@@ -228,7 +228,7 @@ pub fn snap_target(
     settings: &MaintenanceSettings,
     model: Option<&str>,
     provider: Option<&Provider>,
-) -> musepi_hooks::SnapTarget {
+) -> musepi_runtime::compaction::SnapTarget {
     let config = provider.map(Provider::config);
     let model_id = model
         .map(str::to_owned)
@@ -248,8 +248,8 @@ pub fn snap_target(
         .to_owned()
     });
     let mut target = model_id.map_or_else(
-        musepi_hooks::SnapTarget::default,
-        musepi_hooks::SnapTarget::model,
+        musepi_runtime::compaction::SnapTarget::default,
+        musepi_runtime::compaction::SnapTarget::model,
     );
     target.api = api;
     target.provider = config.map(|c| c.kind().as_str().to_owned());
@@ -262,10 +262,12 @@ pub fn snap_target(
 /// `settings` (whose reserve sizes the text archive).
 pub fn snap_strategy(
     settings: &MaintenanceSettings,
-    target: musepi_hooks::SnapTarget,
-) -> musepi_hooks::Strategy {
-    musepi_hooks::Strategy::Snapcompact(Box::new(musepi_hooks::SnapcompactStrategy {
-        target,
-        settings: settings.snap_settings(),
-    }))
+    target: musepi_runtime::compaction::SnapTarget,
+) -> musepi_runtime::compaction::Strategy {
+    musepi_runtime::compaction::Strategy::Snapcompact(Box::new(
+        musepi_runtime::compaction::SnapcompactStrategy {
+            target,
+            settings: settings.snap_settings(),
+        },
+    ))
 }

@@ -14,12 +14,12 @@ use std::fs;
 use std::path::Path;
 
 use anyhow::{Context as _, anyhow};
+use musepi_runtime::archive::plain_text;
+use musepi_runtime::archive::{ArchiveFrame, PngArchive, plan_archive, render_frames};
+use musepi_runtime::archive::{MAX_FRAMES_DEFAULT, PRESERVE_KEY};
+use musepi_runtime::archive::{SnapArchiveState, TextPages};
+use musepi_runtime::archive::{base64_decode, low_companion, normalize, resolve_shape};
 use musepi_session_model::{Compaction, EntryBody, Session};
-use musepi_snapcompact::history::plain_text;
-use musepi_snapcompact::png_archive::{ArchiveFrame, PngArchive, plan_archive, render_frames};
-use musepi_snapcompact::pricing::{MAX_FRAMES_DEFAULT, PRESERVE_KEY};
-use musepi_snapcompact::text_frames::{SnapArchiveState, TextPages};
-use musepi_snapcompact::{base64_decode, low_companion, normalize, resolve_shape};
 use serde_json::{Value, json};
 
 use crate::cli::{RenderArgs, SnapcompactCommand};

@@ -1,7 +1,7 @@
 //! Which strategy a command that compacts runs (`musepi compact`, and
 //! `:compact` in `musepi view`): `--strategy`, else the settings.
 
-use musepi_hooks::Strategy;
+use musepi_runtime::compaction::Strategy;
 
 use crate::commands::runtime::{snap_strategy, snap_target};
 use musepi_runtime::{MaintenanceSettings, MaintenanceStrategy};

@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use musepi_context_builder::is_pruned;
+use musepi_runtime::context::is_pruned;
 use musepi_session_model::{Replacement, Session};
 use serde::Serialize;
 

@@ -145,7 +145,7 @@ fn describe(
         resolve_config(flags, &settings.provider_settings(), &process_env)
             .map_or_else(|_| "no provider configured".to_owned(), |c| c.describe())
     };
-    let name = |strategy: musepi_hooks::Strategy| {
+    let name = |strategy: musepi_runtime::compaction::Strategy| {
         if uses_model(&strategy) {
             format!("{} ({})", strategy.name(), model())
         } else {

@@ -7,7 +7,7 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use musepi_hooks::{NavigateOptions, NavigateOutcome};
+use musepi_runtime::branch::{NavigateOptions, NavigateOutcome};
 use musepi_session_model::{
     EntryId, IdSource, Journal, Problem, Replace, SessionError, Stamp, check_not_live,
     refuse_special_file,

@@ -2,7 +2,7 @@
 //! and the `context` method of `musepi serve`), and the context's tokens
 //! every command reports.
 
-use musepi_context_builder::{
+use musepi_runtime::context::{
     ContextEstimate, LlmMessage, ProviderHistory, SessionContext, Tokenizer, TranscriptOptions,
     build_context_at, build_transcript, llm_message_tokens, provider_messages,
 };
@@ -18,10 +18,10 @@ const PREVIEW: usize = 72;
 
 /// The context's tokens at `leaf` (`None`: the empty context), counted by
 /// the heuristic: what every command shows as the size of what the model
-/// sees ([`musepi_snapcompact::context_tokens`]; docs/design.md). The
+/// sees ([`musepi_runtime::context::context_tokens`]; docs/design.md). The
 /// view's header and the chart show it.
 pub fn context_tokens(session: &Session, leaf: Option<usize>) -> u64 {
-    musepi_snapcompact::context_tokens(session, leaf, Tokenizer::Heuristic)
+    musepi_runtime::context::context_tokens(session, leaf, Tokenizer::Heuristic)
 }
 
 /// What the rows are built for: the text lines show a preview of each
@@ -113,8 +113,8 @@ pub(crate) fn document(
     let (tokens, estimate) = match known.filter(|_| tokenizer == Tokenizer::Heuristic) {
         Some(k) => (k.context_tokens, k.measured),
         None => (
-            musepi_snapcompact::context_tokens(session, leaf, tokenizer),
-            musepi_snapcompact::measured_tokens(session, leaf),
+            musepi_runtime::context::context_tokens(session, leaf, tokenizer),
+            musepi_runtime::context::measured_tokens(session, leaf),
         ),
     };
     json!({
@@ -247,7 +247,7 @@ fn divider(c: &musepi_session_model::Compaction) -> Option<String> {
 /// The provider messages, each counted as the context's tokens count it, so
 /// that the rows add up to the total.
 fn llm_rows(session: &Session, leaf: Option<usize>, shape: Shape) -> Vec<Row> {
-    let archives = musepi_snapcompact::SessionArchives::new(session);
+    let archives = musepi_runtime::archive::SessionArchives::new(session);
     provider_messages(session, leaf, Some(&archives))
         .into_iter()
         .map(|c| {

@@ -3,14 +3,14 @@
 
 use std::borrow::Cow;
 
-use musepi_compaction::{
+use musepi_runtime::compaction::{
     CompactionSettings, NothingToCompact, Preparation, PruneConfig, PruneFirst, PrunePlan,
     RequestOptions, SummaryPlan, history_max_tokens, prune_first,
 };
-use musepi_context_builder::{
+use musepi_runtime::compaction::{Strategy, compact_preparation};
+use musepi_runtime::context::{
     ContextEstimate, ContextMessage, SummaryRequest, resolve_threshold_tokens,
 };
-use musepi_hooks::{Strategy, compact_preparation};
 use musepi_session_model::Session;
 use musepi_session_model::json::utf16_len;
 use serde_json::{Value, json};
@@ -78,9 +78,12 @@ impl<'s> Planned<'s> {
         now: i64,
     ) -> Self {
         let (step, measured) = {
-            let archives = musepi_snapcompact::SessionArchives::new(&session);
+            let archives = musepi_runtime::archive::SessionArchives::new(&session);
             let step = prune_first(&session, leaf, settings, prune, Some(&archives), now);
-            (step, musepi_snapcompact::measured_tokens(&session, leaf))
+            (
+                step,
+                musepi_runtime::context::measured_tokens(&session, leaf),
+            )
         };
         let pruned = step.pruned(session);
         Self::decided(Cow::Owned(step), pruned, measured, settings, window)

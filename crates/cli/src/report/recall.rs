@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use musepi_context_builder::{Recalled, Search, lost_history, recall_entry};
+use musepi_runtime::context::{Recalled, Search, lost_history, recall_entry};
 use musepi_session_model::{Entry, PruneStore, Session};
 use serde::Serialize;
 

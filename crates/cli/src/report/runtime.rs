@@ -15,7 +15,7 @@ fn ids(list: &[EntryId]) -> Vec<&str> {
 pub(crate) fn decision_json(d: &Decision) -> Value {
     json!({
         "action": d.outcome.name(),
-        "reason": d.reason.map(musepi_compaction::Reason::name),
+        "reason": d.reason.map(musepi_runtime::compaction::Reason::name),
         "retry": d.retry,
         "removeLastAssistant": d.remove_last_assistant,
         "continue": d.continue_turn,

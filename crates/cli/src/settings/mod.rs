@@ -34,7 +34,7 @@ pub use load::{LoadedSettings, SettingsSources, load_settings, merge_layers};
 pub use musepi_providers::ProviderEntry;
 use musepi_providers::ProviderSettings;
 use musepi_runtime::MaintenanceStrategy;
-use musepi_snapcompact::SerializeOptions;
+use musepi_runtime::archive::SerializeOptions;
 
 mod load;
 mod runtime;

@@ -5,7 +5,7 @@
 //! [`MaintenanceSettings::prune`], [`MaintenanceSettings::snap_settings`]).
 
 use musepi_runtime::MaintenanceSettings;
-use musepi_snapcompact::SerializeOptions;
+use musepi_runtime::archive::SerializeOptions;
 
 use super::{Settings, SnapcompactSettings};
 

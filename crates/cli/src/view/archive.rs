@@ -2,10 +2,10 @@
 //! PNG frames of `preserveData.snapcompact` (docs/snapcompact.md) or the text pages
 //! of `details.snapcompact` (docs/snapcompact.md).
 
+use musepi_runtime::archive::PRESERVE_KEY;
+use musepi_runtime::archive::{ArchiveFrame, PngArchive};
+use musepi_runtime::archive::{SnapArchiveState, TextPages};
 use musepi_session_model::{Compaction, RawJson};
-use musepi_snapcompact::png_archive::{ArchiveFrame, PngArchive};
-use musepi_snapcompact::pricing::PRESERVE_KEY;
-use musepi_snapcompact::text_frames::{SnapArchiveState, TextPages};
 
 use super::text::thousands;
 use crate::output::counted;

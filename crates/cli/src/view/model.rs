@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use musepi_context_builder::{TranscriptOptions, build_transcript};
+use musepi_runtime::context::{TranscriptOptions, build_transcript};
 use musepi_session_model::{
     AgentMessage, Content, ContentBlock, EntryBody, Session, SummaryEntry as _,
 };

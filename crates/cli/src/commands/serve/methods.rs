@@ -4,8 +4,10 @@ use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use musepi_compaction::{PruneFirst, prune_first_measured};
-use musepi_hooks::{Hooks, NavigateError, RemoteCompactor, SnapTarget, Strategy, Summarizer};
+use musepi_hooks::{Hooks, Summarizer};
+use musepi_runtime::branch::NavigateError;
+use musepi_runtime::compaction::{PruneFirst, prune_first_measured};
+use musepi_runtime::compaction::{RemoteCompactor, SnapTarget, Strategy};
 use musepi_runtime::{
     AbortHandle, EventSink, Maintenance, MaintenanceError, MaintenanceStrategy, PromotionTarget,
     TreeRequest,
@@ -345,7 +347,7 @@ impl Server {
             "entryCount": session.len(),
             "strategy": s.strategy.name(),
             "contextWindow": s.context_window,
-            "thresholdTokens": musepi_context_builder::resolve_threshold_tokens(s.context_window, &s.thresholds()),
+            "thresholdTokens": musepi_runtime::context::resolve_threshold_tokens(s.context_window, &s.thresholds()),
             "contextTokens": context_tokens,
             "measuredTokens": measured,
             "contextPromotion": s.context_promotion,

@@ -2,7 +2,7 @@
 //! from the open session and the prune store beside its file
 //! (docs/protocol.md, "recall").
 
-use musepi_context_builder::Search;
+use musepi_runtime::context::Search;
 use serde_json::Value;
 
 use super::methods::{Reply, RpcError, Server, str_param, u64_param};
