@@ -234,7 +234,7 @@ fn check_one(
         "{name}: tokensBefore is the context's estimate"
     );
     assert_eq!(
-        exp_prep["tokensBefore"].as_f64().unwrap() + image_extra as f64,
+        exp_prep["tokensBefore"].as_u64().unwrap() + image_extra,
         p.tokens_before,
         "{name}"
     );

@@ -125,7 +125,7 @@ fn context_at_each_leaf_matches_the_reference() {
         };
         assert_eq!(exp["lastUsageIndex"], json!(est.last_usage_index), "{name}");
         assert_eq!(
-            exp["usageTokens"].as_f64().unwrap(),
+            exp["usageTokens"].as_u64().unwrap(),
             est.usage_tokens,
             "{name}"
         );
@@ -135,7 +135,7 @@ fn context_at_each_leaf_matches_the_reference() {
             "{name}"
         );
         assert_eq!(
-            exp["tokens"].as_f64().unwrap() + after as f64,
+            exp["tokens"].as_u64().unwrap() + after,
             est.tokens,
             "{name}"
         );

@@ -241,7 +241,7 @@ fn plan_predicts_compact(home: &Path, file: &Path, extra: &[&str]) -> (Value, Va
     };
     let reference = musepi_context_builder::estimate_context_at(&session, leaf);
     assert_eq!(
-        plan["tokensBefore"].as_f64().unwrap(),
+        plan["tokensBefore"].as_u64().unwrap(),
         reference.tokens,
         "{name}: pi's estimate"
     );

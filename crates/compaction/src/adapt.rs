@@ -181,7 +181,7 @@ fn segment(session: &Session, compaction: Option<usize>, last: usize) -> Vec<Mea
         if let Some(usage) = anchoring_usage(&message) {
             measured.push(Measured {
                 estimate: sum as f64,
-                prompt: calculate_prompt_tokens(usage),
+                prompt: calculate_prompt_tokens(usage) as f64,
             });
         }
         sum += estimate_tokens(&message);

@@ -20,7 +20,7 @@ pub struct CompactionResult {
     /// The first entry kept verbatim.
     pub first_kept_entry_id: EntryId,
     /// Context size before compaction.
-    pub tokens_before: f64,
+    pub tokens_before: u64,
     /// `{readFiles, modifiedFiles}`, or whatever an extension supplied.
     pub details: Option<Value>,
     /// Data carried to later compactions.
@@ -53,7 +53,7 @@ impl CompactionResult {
             preserve_data: self.preserve_data.as_ref().map(RawJson::from_value),
             usage: self.usage,
             method: self.method,
-            tokens_after: self.tokens_after.map(|t| t as f64),
+            tokens_after: self.tokens_after,
         })
     }
 }

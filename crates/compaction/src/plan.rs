@@ -35,7 +35,7 @@ pub struct SummaryPlan {
     /// The first entry kept verbatim.
     pub first_kept_entry_id: EntryId,
     /// Context size before compaction.
-    pub tokens_before: f64,
+    pub tokens_before: u64,
     /// The file lists of what is summarized.
     pub file_lists: FileLists,
     /// The cumulative read set (for `RW` markers).

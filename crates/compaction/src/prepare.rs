@@ -78,7 +78,7 @@ pub struct Preparation<'a> {
     /// Context size before compaction, as pi estimates it: the context
     /// estimate over the whole context at the leaf
     /// ([`musepi_context_builder::estimate_context_at`]).
-    pub tokens_before: f64,
+    pub tokens_before: u64,
     /// The context's tokens at the leaf ([`musepi_context_builder::context_tokens`],
     /// musepi's own size of the context), when the caller measured them
     /// ([`crate::PruneFirst::prepare`] does, before pruning); a snapcompact

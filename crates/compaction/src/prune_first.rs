@@ -29,7 +29,7 @@ pub struct PruneFirst {
     pub settings: CompactionSettings,
     /// pi's estimate of the context at the leaf before pruning
     /// ([`estimate_context_at`]): the compaction's `tokensBefore`.
-    pub tokens_before: f64,
+    pub tokens_before: u64,
     /// The context's tokens at the leaf before pruning ([`context_tokens`]),
     /// musepi's own size of the same context, shown beside it.
     pub context_tokens: u64,

@@ -226,7 +226,7 @@ pub fn after_assistant(message: &AssistantMessage, ctx: &TriggerContext) -> Acti
             mid_turn: false,
         });
     }
-    let tokens = message.usage.as_ref().map_or(0.0, calculate_context_tokens);
+    let tokens = message.usage.as_ref().map_or(0, calculate_context_tokens);
     let over = should_compact(tokens, ctx.context_window, &ctx.thresholds);
     if matches!(message.stop_reason, Some(StopReason::Length)) && same_model(message, ctx) {
         if over {
@@ -268,7 +268,7 @@ pub fn after_assistant(message: &AssistantMessage, ctx: &TriggerContext) -> Acti
 /// The mid-turn check before the next request of a tool loop (docs/design.md, "When to compact"):
 /// only at a safe boundary (every tool call of the last assistant has its
 /// result), never with a separate continuation.
-pub fn before_request(context_tokens: f64, safe_boundary: bool, ctx: &TriggerContext) -> Action {
+pub fn before_request(context_tokens: u64, safe_boundary: bool, ctx: &TriggerContext) -> Action {
     if !ctx.mid_turn_enabled
         || !safe_boundary
         || !should_compact(context_tokens, ctx.context_window, &ctx.thresholds)
@@ -286,7 +286,7 @@ pub fn before_request(context_tokens: f64, safe_boundary: bool, ctx: &TriggerCon
 
 /// Idle maintenance (docs/design.md, "When to compact"): never continues.
 pub fn when_idle(
-    context_tokens: f64,
+    context_tokens: u64,
     idle_seconds: u64,
     busy: bool,
     ctx: &TriggerContext,
@@ -294,7 +294,7 @@ pub fn when_idle(
     if !ctx.idle_enabled
         || busy
         || idle_seconds < ctx.idle_timeout_seconds
-        || context_tokens <= ctx.idle_threshold_tokens as f64
+        || context_tokens <= ctx.idle_threshold_tokens
     {
         return Action::None;
     }

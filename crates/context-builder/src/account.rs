@@ -81,7 +81,7 @@ pub struct ContextAccount {
     total: u64,
     /// The last record after the compaction whose usage anchors the
     /// measured tokens, with that usage's context tokens.
-    anchor: Option<(usize, f64)>,
+    anchor: Option<(usize, u64)>,
     /// The sum of the counts after the anchor (all of them without one).
     trailing: u64,
     /// The calls of the last assistant that no result after it answers.
@@ -103,7 +103,7 @@ struct Record {
 struct Before {
     total: u64,
     trailing: u64,
-    anchor: Option<(usize, f64)>,
+    anchor: Option<(usize, u64)>,
     last_turn: Option<usize>,
     open_calls: Vec<Box<str>>,
     /// The failed turn this record kept (an `interrupted-thinking` message).
@@ -221,13 +221,13 @@ impl ContextAccount {
     pub fn measured(&self) -> ContextEstimate {
         match self.anchor {
             None => ContextEstimate {
-                tokens: self.total as f64,
-                usage_tokens: 0.0,
+                tokens: self.total,
+                usage_tokens: 0,
                 trailing_tokens: self.total,
                 last_usage_index: None,
             },
             Some((i, usage)) => ContextEstimate {
-                tokens: usage + self.trailing as f64,
+                tokens: usage.saturating_add(self.trailing),
                 usage_tokens: usage,
                 trailing_tokens: self.trailing,
                 last_usage_index: Some(i),

@@ -1,6 +1,7 @@
 //! Token accounting (docs/design.md, "Token estimates"): the chars/4 estimate, provider usage, and
 //! the context estimate that combines them.
 
+use musepi_session_model::json::whole_tokens;
 use musepi_session_model::{AgentMessage, Content, ContentBlock, StopReason, Usage};
 
 /// Characters an image block counts for: about 1,200 tokens.
@@ -62,20 +63,24 @@ fn content_chars(content: &Content) -> usize {
 
 /// The context size a provider reported (docs/design.md, "Token estimates"): `totalTokens` when
 /// non-zero, else `input + output + cacheRead + cacheWrite`.
-pub fn calculate_context_tokens(usage: &Usage) -> f64 {
-    if usage.total_tokens == 0.0 {
+///
+/// A session file stores usage as the provider reported it, JSON numbers;
+/// this is where they become a token count, the one integer type every
+/// figure of musepi uses ([`whole_tokens`](musepi_session_model::json::whole_tokens)).
+pub fn calculate_context_tokens(usage: &Usage) -> u64 {
+    whole_tokens(if usage.total_tokens == 0.0 {
         usage.input + usage.output + usage.cache_read + usage.cache_write
     } else {
         usage.total_tokens
-    }
+    })
 }
 
 /// The prompt size a provider reported: `input + cacheRead + cacheWrite`
 /// when positive, else [`calculate_context_tokens`].
-pub fn calculate_prompt_tokens(usage: &Usage) -> f64 {
+pub fn calculate_prompt_tokens(usage: &Usage) -> u64 {
     let prompt = usage.input + usage.cache_read + usage.cache_write;
     if prompt > 0.0 {
-        prompt
+        whole_tokens(prompt)
     } else {
         calculate_context_tokens(usage)
     }
@@ -93,16 +98,16 @@ pub fn anchoring_usage(message: &AgentMessage) -> Option<&Usage> {
     }
     a.usage
         .as_ref()
-        .filter(|u| calculate_context_tokens(u) != 0.0)
+        .filter(|u| calculate_context_tokens(u) != 0)
 }
 
 /// The result of [`estimate_context_tokens`].
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ContextEstimate {
     /// `usage_tokens + trailing_tokens`.
-    pub tokens: f64,
+    pub tokens: u64,
     /// Context tokens of the last anchoring usage (0 when there is none).
-    pub usage_tokens: f64,
+    pub usage_tokens: u64,
     /// Estimates of the messages after it (of all messages when there is none).
     pub trailing_tokens: u64,
     /// Index of the anchoring message.
@@ -123,7 +128,7 @@ where
         if let Some(usage) = anchoring_usage(m) {
             let usage_tokens = calculate_context_tokens(usage);
             return ContextEstimate {
-                tokens: usage_tokens + trailing as f64,
+                tokens: usage_tokens.saturating_add(trailing),
                 usage_tokens,
                 trailing_tokens: trailing,
                 last_usage_index: Some(n - 1 - back),
@@ -132,8 +137,8 @@ where
         trailing += estimate_tokens(m);
     }
     ContextEstimate {
-        tokens: trailing as f64,
-        usage_tokens: 0.0,
+        tokens: trailing,
+        usage_tokens: 0,
         trailing_tokens: trailing,
         last_usage_index: None,
     }
@@ -206,10 +211,10 @@ mod tests {
             cache_write: 100.0,
             ..Default::default()
         };
-        assert_eq!(calculate_context_tokens(&u), 1800.0);
+        assert_eq!(calculate_context_tokens(&u), 1800);
         u.total_tokens = 42.0;
-        assert_eq!(calculate_context_tokens(&u), 42.0);
-        assert_eq!(calculate_context_tokens(&Usage::default()), 0.0);
+        assert_eq!(calculate_context_tokens(&u), 42);
+        assert_eq!(calculate_context_tokens(&Usage::default()), 0);
     }
 
     #[test]
@@ -221,10 +226,10 @@ mod tests {
             asst("Partial thinking", 0.0, 0.0, StopReason::Stop),
         ];
         let e = estimate_context_tokens(&msgs);
-        assert_eq!(e.usage_tokens, 150.0);
+        assert_eq!(e.usage_tokens, 150);
         assert_eq!(e.last_usage_index, Some(1));
         assert_eq!(e.trailing_tokens, 2 + 4);
-        assert_eq!(e.tokens, 156.0);
+        assert_eq!(e.tokens, 156);
     }
 
     #[test]
@@ -233,9 +238,9 @@ mod tests {
             asst("a", 100.0, 50.0, StopReason::Stop),
             asst("b", 200.0, 100.0, StopReason::Aborted),
         ];
-        assert_eq!(estimate_context_tokens(&msgs).usage_tokens, 150.0);
+        assert_eq!(estimate_context_tokens(&msgs).usage_tokens, 150);
         let none = [user("x")];
         let e = estimate_context_tokens(&none);
-        assert_eq!((e.last_usage_index, e.tokens), (None, 1.0));
+        assert_eq!((e.last_usage_index, e.tokens), (None, 1));
     }
 }

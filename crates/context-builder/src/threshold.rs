@@ -51,11 +51,11 @@ pub fn resolve_threshold_tokens(window: u64, s: &ThresholdSettings) -> i64 {
 }
 
 /// Whether `tokens` is over the threshold for `window`.
-pub fn should_compact(tokens: f64, window: u64, s: &ThresholdSettings) -> bool {
+pub fn should_compact(tokens: u64, window: u64, s: &ThresholdSettings) -> bool {
     if !s.enabled || s.strategy_off || window == 0 {
         return false;
     }
-    tokens > resolve_threshold_tokens(window, s) as f64
+    i128::from(tokens) > i128::from(resolve_threshold_tokens(window, s))
 }
 
 /// Shrinks `keep_recent_tokens` by `ratio`, the provider tokens per
@@ -122,10 +122,10 @@ mod tests {
     #[test]
     fn should_compact_respects_the_switches() {
         let on = s(-1.0, -1.0, 10_000);
-        assert!(should_compact(95_000.0, 100_000, &on));
-        assert!(!should_compact(84_000.0, 100_000, &on));
+        assert!(should_compact(95_000, 100_000, &on));
+        assert!(!should_compact(84_000, 100_000, &on));
         assert!(!should_compact(
-            95_000.0,
+            95_000,
             100_000,
             &ThresholdSettings {
                 enabled: false,
@@ -133,14 +133,14 @@ mod tests {
             }
         ));
         assert!(!should_compact(
-            95_000.0,
+            95_000,
             100_000,
             &ThresholdSettings {
                 strategy_off: true,
                 ..on.clone()
             }
         ));
-        assert!(!should_compact(95_000.0, 0, &on));
+        assert!(!should_compact(95_000, 0, &on));
     }
 
     #[test]

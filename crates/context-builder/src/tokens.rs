@@ -108,8 +108,8 @@ pub fn measured_tokens(
     let Some((i, at)) = anchor else {
         let tokens = count(0);
         return ContextEstimate {
-            tokens: tokens as f64,
-            usage_tokens: 0.0,
+            tokens,
+            usage_tokens: 0,
             trailing_tokens: tokens,
             last_usage_index: None,
         };
@@ -122,10 +122,10 @@ pub fn measured_tokens(
         .message
         .as_assistant()
         .and_then(|a| a.usage.as_ref())
-        .map_or(0.0, calculate_context_tokens);
+        .map_or(0, calculate_context_tokens);
     let trailing = count(after);
     ContextEstimate {
-        tokens: usage_tokens + trailing as f64,
+        tokens: usage_tokens.saturating_add(trailing),
         usage_tokens,
         trailing_tokens: trailing,
         last_usage_index: Some(i),
@@ -271,9 +271,9 @@ mod tests {
     fn the_trigger_measures_from_the_last_usage() {
         let s = session(&[USER, ASSISTANT, RESULT, ANSWER, NEXT]);
         let m = measured_tokens(&s, s.leaf_index(), None);
-        assert_eq!(m.usage_tokens, 5100.0);
+        assert_eq!(m.usage_tokens, 5100);
         assert_eq!(m.trailing_tokens, 2);
-        assert_eq!(m.tokens, 5102.0);
+        assert_eq!(m.tokens, 5102);
         assert_eq!(m.last_usage_index, Some(3));
     }
 
@@ -285,12 +285,12 @@ mod tests {
         let m = measured_tokens(&s, leaf, None);
         // The reference anchors on the kept answer's usage; we do not.
         let reference = estimate_context_tokens(build_context_at(&s, leaf).agent_messages());
-        assert_eq!(reference.usage_tokens, 5100.0);
+        assert_eq!(reference.usage_tokens, 5100);
         assert_eq!(m.last_usage_index, None);
         assert_eq!(
             m.tokens,
-            context_tokens(&s, leaf, None, Tokenizer::Heuristic) as f64
+            context_tokens(&s, leaf, None, Tokenizer::Heuristic)
         );
-        assert!(m.tokens < 100.0, "{m:?}");
+        assert!(m.tokens < 100, "{m:?}");
     }
 }

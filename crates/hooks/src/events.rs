@@ -9,6 +9,13 @@ use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
+/// Reads a token count an extension wrote as any JSON number (a script
+/// may compute a fraction) as the count musepi uses, rounded; `null` is
+/// none.
+fn whole_tokens<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.map(musepi_session_model::json::whole_tokens))
+}
+
 /// Names of the events, as hook settings and payloads spell them.
 pub mod names {
     /// Before a compaction: cancel it, or supply the whole compaction.
@@ -126,7 +133,7 @@ pub struct PreparationView {
     /// The first entry that will be kept.
     pub first_kept_entry_id: String,
     /// Context size before compaction.
-    pub tokens_before: f64,
+    pub tokens_before: u64,
     /// Whether the cut splits a turn.
     pub is_split_turn: bool,
     /// What is summarized: `messagesToSummarize` and `turnPrefixMessages`.
@@ -173,8 +180,10 @@ pub struct SuppliedCompaction {
     pub summary: String,
     /// The first kept entry (default: the prepared one).
     pub first_kept_entry_id: Option<String>,
-    /// Context size before (default: the prepared one).
-    pub tokens_before: Option<f64>,
+    /// Context size before (default: the prepared one); any JSON number,
+    /// rounded to a whole count.
+    #[serde(default, deserialize_with = "whole_tokens")]
+    pub tokens_before: Option<u64>,
     /// Anything the extension wants stored.
     pub details: Option<Value>,
     /// One-line summary.
@@ -422,6 +431,31 @@ mod tests {
     use musepi_session_model::{Content, ToolResultMessage};
 
     use super::*;
+
+    #[test]
+    fn a_supplied_token_count_may_be_any_json_number_and_is_read_as_a_whole_count() {
+        let read = |json: &str| -> Option<u64> {
+            let answer: BeforeCompactResult = serde_json::from_str(json).unwrap();
+            answer.compaction.unwrap().tokens_before
+        };
+        assert_eq!(
+            read(r#"{"compaction":{"summary":"s","tokensBefore":1234.6}}"#),
+            Some(1235)
+        );
+        assert_eq!(
+            read(r#"{"compaction":{"summary":"s","tokensBefore":1234}}"#),
+            Some(1234)
+        );
+        assert_eq!(
+            read(r#"{"compaction":{"summary":"s","tokensBefore":-5}}"#),
+            Some(0)
+        );
+        assert_eq!(
+            read(r#"{"compaction":{"summary":"s","tokensBefore":null}}"#),
+            None
+        );
+        assert_eq!(read(r#"{"compaction":{"summary":"s"}}"#), None);
+    }
 
     #[test]
     fn a_message_view_names_its_entry_and_the_role_its_message_has() {

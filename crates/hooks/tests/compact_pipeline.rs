@@ -191,7 +191,7 @@ async fn an_llm_compaction_is_appended_with_its_summaries_and_file_list() {
         reopened.session().leaf_index(),
         musepi_context_builder::Tokenizer::Heuristic,
     );
-    assert_eq!(c.tokens_after, Some(after as f64));
+    assert_eq!(c.tokens_after, Some(after));
     assert_eq!(out.tokens_after, after);
 }
 
@@ -212,10 +212,7 @@ async fn a_snapcompact_entry_records_its_method_and_the_context_after_it() {
         reopened.session().leaf_index(),
         musepi_context_builder::Tokenizer::Heuristic,
     );
-    assert_eq!(
-        (c.tokens_after, out.tokens_after),
-        (Some(after as f64), after)
-    );
+    assert_eq!((c.tokens_after, out.tokens_after), (Some(after), after));
 }
 
 #[tokio::test]

@@ -49,7 +49,7 @@ pub struct CompactionReport {
     /// The first kept entry; `None` for a handoff.
     pub first_kept_entry_id: Option<EntryId>,
     /// Context tokens before.
-    pub tokens_before: f64,
+    pub tokens_before: u64,
     /// Estimated context tokens after.
     pub tokens_after: u64,
     /// A hook supplied the compaction.

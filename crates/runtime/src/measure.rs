@@ -45,7 +45,7 @@ pub(crate) fn context_tokens(
     account: &ContextAccount,
     session: &Session,
     acted: Option<&EntryId>,
-) -> (f64, Option<EntryId>) {
+) -> (u64, Option<EntryId>) {
     let measured = account.measured();
     let Some(entry) = account.anchor_entry() else {
         return (measured.tokens, None);
@@ -57,7 +57,7 @@ pub(crate) fn context_tokens(
             (Some(t), Some(c)) if t <= c
         );
     if stale {
-        (account.context_tokens() as f64, None)
+        (account.context_tokens(), None)
     } else {
         (measured.tokens, Some(anchor.id.clone()))
     }

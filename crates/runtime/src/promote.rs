@@ -58,14 +58,14 @@ pub(crate) fn pick_target<'a>(
     targets: &'a [PromotionTarget],
     current: Option<&(String, String)>,
     window: u64,
-    tokens: f64,
+    tokens: u64,
     threshold: impl Fn(u64) -> i64,
 ) -> Option<&'a PromotionTarget> {
     targets
         .iter()
         .filter(|t| t.context_window > window)
         .filter(|t| current.is_none_or(|(p, m)| *p != t.provider || *m != t.model_id))
-        .filter(|t| tokens < threshold(t.context_window) as f64)
+        .filter(|t| i128::from(tokens) < i128::from(threshold(t.context_window)))
         .fold(None, |best: Option<&PromotionTarget>, t| match best {
             Some(b) if b.context_window <= t.context_window => Some(b),
             _ => Some(t),
@@ -92,24 +92,24 @@ mod tests {
     #[test]
     fn the_smallest_larger_window_wins_and_ties_keep_the_listed_order() {
         let t = targets();
-        let pick = pick_target(&t, None, 200_000, 190_000.0, minus_reserve).unwrap();
+        let pick = pick_target(&t, None, 200_000, 190_000, minus_reserve).unwrap();
         assert_eq!(pick.model_id, "big");
     }
 
     #[test]
     fn a_target_whose_threshold_the_context_crosses_is_passed_over() {
         let t = targets();
-        let pick = pick_target(&t, None, 200_000, 390_000.0, minus_reserve).unwrap();
+        let pick = pick_target(&t, None, 200_000, 390_000, minus_reserve).unwrap();
         assert_eq!(pick.model_id, "huge");
-        assert!(pick_target(&t, None, 200_000, 990_000.0, minus_reserve).is_none());
+        assert!(pick_target(&t, None, 200_000, 990_000, minus_reserve).is_none());
     }
 
     #[test]
     fn the_current_model_and_smaller_windows_are_never_picked() {
         let t = targets();
         let current = ("p".to_owned(), "big".to_owned());
-        let pick = pick_target(&t, Some(&current), 200_000, 10.0, minus_reserve).unwrap();
+        let pick = pick_target(&t, Some(&current), 200_000, 10, minus_reserve).unwrap();
         assert_eq!(pick.model_id, "big-too");
-        assert!(pick_target(&t, None, 1_000_000, 10.0, minus_reserve).is_none());
+        assert!(pick_target(&t, None, 1_000_000, 10, minus_reserve).is_none());
     }
 }

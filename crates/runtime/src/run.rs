@@ -235,8 +235,7 @@ async fn handoff(
     };
     let session = input.journal.session();
     let tokens_before =
-        musepi_snapcompact::context_tokens(session, session.leaf_index(), Tokenizer::Heuristic)
-            as f64;
+        musepi_snapcompact::context_tokens(session, session.leaf_index(), Tokenizer::Heuristic);
     let history = crate::model_messages(session);
     let focus = (input.reason == Reason::Threshold).then(|| HANDOFF_THRESHOLD_FOCUS.text());
     let system = input

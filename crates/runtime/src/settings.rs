@@ -220,7 +220,7 @@ mod tests {
         };
         assert!(s.thresholds().strategy_off);
         assert!(!musepi_context_builder::should_compact(
-            1e9,
+            1_000_000_000,
             200_000,
             &s.thresholds()
         ));

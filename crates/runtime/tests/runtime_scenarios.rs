@@ -768,7 +768,7 @@ async fn usage_from_before_a_compaction_never_triggers_again() {
     // check on it nor the next request's check acts on it.
     r.assert_settled_after(&high).await;
     let (tokens, anchor) = r.runtime.context_tokens();
-    assert!(tokens < 5_000.0 && anchor.is_none(), "{tokens} {anchor:?}");
+    assert!(tokens < 5_000 && anchor.is_none(), "{tokens} {anchor:?}");
     assert!(r.events().is_empty());
 }
 
@@ -927,7 +927,7 @@ async fn targets_without_the_setting_never_promote() {
 /// What the triggers compare, computed from the whole context at the leaf:
 /// the measured tokens, or the context's tokens when their usage was acted
 /// on or is dated before the latest compaction.
-fn measured_from_scratch(r: &Rig) -> (f64, Option<String>) {
+fn measured_from_scratch(r: &Rig) -> (u64, Option<String>) {
     let s = r.runtime.journal().session();
     let leaf = s.leaf_index();
     let m = musepi_snapcompact::measured_tokens(s, leaf);
@@ -949,7 +949,7 @@ fn measured_from_scratch(r: &Rig) -> (f64, Option<String>) {
             leaf,
             musepi_context_builder::Tokenizer::Heuristic,
         );
-        (all as f64, None)
+        (all, None)
     } else {
         (m.tokens, Some(anchor.id.to_string()))
     }
@@ -983,7 +983,7 @@ async fn the_measured_size_follows_appends_compactions_and_navigation() {
     r.user("and the lexer");
     let (tokens, anchor) = r.runtime.context_tokens();
     assert_eq!(anchor.map(|a| a.to_string()), Some(answered));
-    assert!(tokens > LOW + 100.0, "{tokens}");
+    assert!(tokens > LOW as u64 + 100, "{tokens}");
     assert_measured_as_from_scratch(&mut r, "a usage and a message after it");
     let fork = r.runtime.journal().session().entries()[0].id.to_string();
     let d = r.runtime.compact(None).await;

@@ -198,7 +198,7 @@ impl EntryBody {
                 if let Some(id) = &c.first_kept_entry_id {
                     m.insert("firstKeptEntryId".into(), id.as_str().into());
                 }
-                m.insert("tokensBefore".into(), number(c.tokens_before));
+                m.insert("tokensBefore".into(), c.tokens_before.into());
                 if let Some(d) = &c.details {
                     m.insert("details".into(), d.clone());
                 }
@@ -212,7 +212,7 @@ impl EntryBody {
                 }
                 put_opt(m, "method", c.method.as_deref());
                 if let Some(t) = c.tokens_after {
-                    m.insert("tokensAfter".into(), number(t));
+                    m.insert("tokensAfter".into(), t.into());
                 }
             }
             Self::BranchSummary(b) => {
@@ -257,10 +257,6 @@ fn put_opt(m: &mut Map<String, Value>, key: &str, v: Option<&str>) {
     }
 }
 
-fn number(n: f64) -> Value {
-    serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number)
-}
-
 fn to_value<T: serde::Serialize>(v: &T) -> Value {
     // Serializing our own types into a `Value` cannot fail: they hold no
     // non-string map keys and no non-finite floats that serde would reject.
@@ -300,8 +296,9 @@ pub struct Compaction {
     pub summary: Text,
     /// The first entry kept verbatim.
     pub first_kept_entry_id: Option<EntryId>,
-    /// Context size before the compaction.
-    pub tokens_before: f64,
+    /// Context size before the compaction (the file's number as a count,
+    /// [`crate::json::whole_tokens`]).
+    pub tokens_before: u64,
     /// `{readFiles, modifiedFiles}` by default; anything for extensions.
     pub details: Option<Value>,
     /// Whether an extension made it.
@@ -316,7 +313,7 @@ pub struct Compaction {
     /// oh-my-pi records it; any other value is kept as read.
     pub method: Option<String>,
     /// The context's tokens right after it, as oh-my-pi records it.
-    pub tokens_after: Option<f64>,
+    pub tokens_after: Option<u64>,
 }
 
 /// What a compaction and a branch summary share: who made it, and the

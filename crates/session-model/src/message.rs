@@ -317,7 +317,7 @@ pub struct CompactionSummaryMessage {
     /// The summary text.
     pub summary: Text,
     /// Context size before the compaction.
-    pub tokens_before: f64,
+    pub tokens_before: u64,
     /// Epoch milliseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<f64>,

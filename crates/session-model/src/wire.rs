@@ -13,6 +13,7 @@ use crate::entry::{
     BranchSummary, Compaction, CustomMessageEntry, Entry, EntryBody, Header, MadeBy, ModelChange,
 };
 use crate::id::EntryId;
+use crate::json::whole_tokens;
 use crate::message::{
     AgentMessage, AssistantMessage, BashExecutionMessage, BranchSummaryMessage,
     CompactionSummaryMessage, CustomMessage, StopReason, ToolResultMessage, Usage, UserMessage,
@@ -301,7 +302,8 @@ fn from_wire(w: WireEntry) -> ParsedEntry {
             if w.first_kept_entry_id.is_none() && w.first_kept_entry_index.is_none() {
                 missing.push("firstKeptEntryId");
             }
-            let tokens_before = required(w.tokens_before, "tokensBefore", &mut missing);
+            let tokens_before =
+                whole_tokens(required(w.tokens_before, "tokensBefore", &mut missing));
             EntryBody::Compaction(Compaction {
                 summary,
                 first_kept_entry_id: w.first_kept_entry_id.map(EntryId::from),
@@ -315,7 +317,7 @@ fn from_wire(w: WireEntry) -> ParsedEntry {
                 preserve_data: w.preserve_data,
                 usage: w.usage.map(WireUsage::into_usage),
                 method: w.method,
-                tokens_after: w.tokens_after,
+                tokens_after: w.tokens_after.map(whole_tokens),
             })
         }
         "branch_summary" => EntryBody::BranchSummary(BranchSummary {
@@ -427,7 +429,7 @@ fn message_from_wire(m: WireMessage, missing: &mut Vec<&'static str>) -> Option<
         }),
         "compactionSummary" => AgentMessage::CompactionSummary(CompactionSummaryMessage {
             summary: m.summary.unwrap_or_default(),
-            tokens_before: m.tokens_before.unwrap_or(0.0),
+            tokens_before: m.tokens_before.map_or(0, whole_tokens),
             timestamp: m.timestamp,
             short_summary: m.short_summary,
             first_kept_entry_id: None,

@@ -286,7 +286,7 @@ fn appends_that_would_fail_the_check_are_refused() {
         EntryBody::Compaction(Compaction {
             summary: Text::new("summary"),
             first_kept_entry_id: Some(EntryId::new(first)),
-            tokens_before: 10.0,
+            tokens_before: 10,
             details: None,
             made_by: MadeBy::extension(true),
             short_summary: None,

@@ -149,7 +149,7 @@ fn a_compactions_method_and_tokens_after_are_read_and_written() {
         .collect();
     assert_eq!(
         compactions,
-        [(Some("snapcompact".to_owned()), Some(40.0)), (None, None)]
+        [(Some("snapcompact".to_owned()), Some(40)), (None, None)]
     );
     let written = session.entries()[1].to_json();
     assert_eq!(written["method"], "snapcompact");

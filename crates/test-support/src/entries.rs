@@ -140,7 +140,7 @@ impl EntryBuilder {
         &mut self,
         summary: &str,
         first_kept: &EntryId,
-        tokens_before: f64,
+        tokens_before: u64,
     ) -> EntryId {
         self.push(EntryBody::Compaction(Compaction {
             summary: Text::new(summary),

@@ -212,7 +212,7 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
                 "{} → {} in context (tokensBefore {})",
                 crate::output::thousands(out.context_tokens_before),
                 crate::output::thousands(out.tokens_after),
-                crate::view::text::tokens(out.result.tokens_before)
+                crate::view::text::thousands(out.result.tokens_before)
             ),
         ),
         (
@@ -334,7 +334,7 @@ fn dry_run(
         crate::output::thousands(step.context_tokens),
         crate::output::thousands(after),
         counted_as,
-        crate::view::text::tokens(prep.tokens_before)
+        crate::view::text::thousands(prep.tokens_before)
     );
     if !step.plan.is_empty() {
         let _ = writeln!(

@@ -202,8 +202,7 @@ fn before_event(
         custom_instructions: args.instructions.clone(),
         preparation: PreparationView {
             first_kept_entry_id: String::new(),
-            tokens_before: crate::report::context::context_tokens(session, session.leaf_index())
-                as f64,
+            tokens_before: crate::report::context::context_tokens(session, session.leaf_index()),
             is_split_turn: false,
             summarized: SummarizedMessages {
                 messages_to_summarize: MessageView::all(session, &context.messages),

@@ -177,7 +177,7 @@ fn render(
             "tokens before".to_owned(),
             format!(
                 "{} (pi's estimate: the last usage plus the estimate of what follows it)",
-                crate::view::text::tokens(prep.tokens_before)
+                crate::view::text::thousands(prep.tokens_before)
             ),
         ),
         (

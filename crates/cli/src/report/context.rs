@@ -237,7 +237,7 @@ fn divider(c: &musepi_session_model::Compaction) -> Option<String> {
         return None;
     }
     let method = c.method.as_deref().unwrap_or("compacted");
-    let n = |t: f64| musepi_session_model::json::thousands(t.max(0.0).round() as u64);
+    let n = musepi_session_model::json::thousands;
     Some(match c.tokens_after {
         Some(after) => format!("── 📷 {method} · {} → {} ──", n(c.tokens_before), n(after)),
         None => format!("── 📷 {method} ──"),

@@ -41,7 +41,7 @@ pub(crate) fn preview_of(entry: &Entry) -> String {
         // the summary is read only until the preview is full.
         EntryBody::Compaction(c) => {
             let mut p = Preview::new(PREVIEW);
-            p.push(&crate::view::text::tokens(c.tokens_before));
+            p.push(&crate::view::text::thousands(c.tokens_before));
             p.push(" tokens before; keeps from ");
             p.push(c.first_kept_entry_id.as_ref().map_or("?", |id| id.as_str()));
             p.push(": ");
@@ -341,7 +341,7 @@ pub(crate) mod tests {
         let text = match &entry.body {
             EntryBody::Compaction(c) => format!(
                 "{} tokens before; keeps from {}: {}",
-                crate::view::text::tokens(c.tokens_before),
+                crate::view::text::thousands(c.tokens_before),
                 c.first_kept_entry_id.as_ref().map_or("?", |id| id.as_str()),
                 c.short_summary.as_deref().unwrap_or(c.summary.as_str())
             ),

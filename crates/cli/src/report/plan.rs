@@ -113,7 +113,7 @@ impl<'s> Planned<'s> {
             "contextWindow": self.window,
             "thresholdTokens": self.threshold,
             "measuredTokens": self.measured.tokens,
-            "overThreshold": self.measured.tokens > self.threshold as f64,
+            "overThreshold": i128::from(self.measured.tokens) > i128::from(self.threshold),
         })
     }
 
@@ -121,11 +121,11 @@ impl<'s> Planned<'s> {
     /// Whether the measured tokens are over the threshold: an automatic
     /// compaction would run.
     pub(crate) fn over_threshold(&self) -> bool {
-        self.measured.tokens > self.threshold as f64
+        i128::from(self.measured.tokens) > i128::from(self.threshold)
     }
 
     pub(crate) fn threshold_text(&self) -> String {
-        let over = if self.measured.tokens > self.threshold as f64 {
+        let over = if i128::from(self.measured.tokens) > i128::from(self.threshold) {
             "over"
         } else {
             "under"
@@ -141,7 +141,7 @@ impl<'s> Planned<'s> {
                 crate::output::thousands(self.threshold.unsigned_abs())
             },
             crate::output::thousands(self.window),
-            crate::view::text::tokens(self.measured.tokens)
+            crate::view::text::thousands(self.measured.tokens)
         )
     }
 }

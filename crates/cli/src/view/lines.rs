@@ -8,7 +8,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::model::{Block, BlockKind, Divider, Part, Tone, Transcript};
-use super::text::{tokens, truncate, wrap};
+use super::text::{thousands, truncate, wrap};
 use crate::output::display_width;
 
 /// The slim divider a compaction shows in the transcript when its entry
@@ -41,13 +41,11 @@ pub fn divider_head(d: &Divider) -> String {
 }
 
 /// `31k` for 31,315 tokens, `960` below a thousand.
-fn short_tokens(n: f64) -> String {
-    if !n.is_finite() || n < 0.0 {
-        "?".to_owned()
-    } else if n < 1000.0 {
-        format!("{}", n.round() as u64)
+fn short_tokens(n: u64) -> String {
+    if n < 1000 {
+        n.to_string()
     } else {
-        format!("{}k", (n / 1000.0).round() as u64)
+        format!("{}k", n.saturating_add(500) / 1000)
     }
 }
 /// The line closing an expanded divider.
@@ -232,7 +230,7 @@ fn divider_rows(d: &Divider, open: bool, width: usize, b: usize, p: usize, rows:
     let dim = Style::default().fg(Color::DarkGray);
     let mut facts = Vec::new();
     if d.tokens_after.is_none() {
-        facts.push(format!("{} tokens before", tokens(d.tokens_before)));
+        facts.push(format!("{} tokens before", thousands(d.tokens_before)));
     }
     if d.superseded {
         facts.push("superseded".to_owned());

@@ -109,7 +109,7 @@ pub struct Divider {
     /// The one-line summary, if any.
     pub short_summary: Option<String>,
     /// Context tokens before it.
-    pub tokens_before: f64,
+    pub tokens_before: u64,
     /// The first entry it kept.
     pub first_kept: Option<String>,
     /// A newer compaction on the path replaced it.
@@ -122,7 +122,7 @@ pub struct Divider {
     pub method: Option<String>,
     /// The context's tokens after it, when its entry records it
     /// (`tokensAfter`).
-    pub tokens_after: Option<f64>,
+    pub tokens_after: Option<u64>,
 }
 
 impl Part {

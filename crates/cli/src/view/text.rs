@@ -97,15 +97,6 @@ pub fn line_count(text: &str) -> usize {
 /// A count with thousands separators: `41,234`.
 pub use musepi_session_model::json::thousands;
 
-/// A token count (stored as a JavaScript number) with separators.
-pub fn tokens(n: f64) -> String {
-    if n.is_finite() && n >= 0.0 {
-        thousands(n.round() as u64)
-    } else {
-        "?".to_owned()
-    }
-}
-
 /// Byte ranges of `needle` in `hay`, ASCII case-insensitively; ranges
 /// always fall on character boundaries.
 pub fn find_all(hay: &str, needle: &str) -> Vec<(usize, usize)> {
@@ -163,22 +154,6 @@ mod tests {
     fn truncates_to_width() {
         for (text, width, shown) in [("abcdef", 4, "abc…"), ("abc", 4, "abc"), ("abc", 0, "")] {
             assert_eq!(truncate(text, width), shown, "{text:?} in {width}");
-        }
-    }
-
-    #[test]
-    fn token_counts_are_rounded_with_separators() {
-        for (n, shown) in [
-            (0.0, "0"),
-            (999.0, "999"),
-            (41_234.0, "41,234"),
-            (1_234_567.0, "1,234,567"),
-            (2.5, "3"),
-            (f64::NAN, "?"),
-            (f64::INFINITY, "?"),
-            (-1.0, "?"),
-        ] {
-            assert_eq!(tokens(n), shown, "{n}");
         }
     }
 

@@ -141,7 +141,7 @@ fn check_from_root(
         &got.recent_messages,
         &messages_in(session, path, cut.first_kept_index, end)
     );
-    prop_assert_eq!(got.tokens_before.to_bits(), tokens_before.to_bits());
+    prop_assert_eq!(got.tokens_before, tokens_before);
     prop_assert_eq!(
         got.previous_summary.as_deref(),
         previous.map(|(_, c)| c.summary.as_str())
@@ -187,7 +187,7 @@ fn keep_from_root(session: &Session, path: &[usize], settings: &CompactionSettin
                     .sum();
                 Some(Measured {
                     estimate: held as f64,
-                    prompt: calculate_prompt_tokens(usage),
+                    prompt: calculate_prompt_tokens(usage) as f64,
                 })
             })
             .collect()
@@ -310,7 +310,7 @@ fn take(b: &mut Builder, step: &Step) {
             b.push(EntryBody::Compaction(Compaction {
                 summary: Text::new("carried"),
                 first_kept_entry_id: first_kept,
-                tokens_before: 10.0,
+                tokens_before: 10,
                 details: Some(json!({"readFiles": ["src/a.rs"], "modifiedFiles": ["src/b.rs"]})),
                 preserve_data: Some(musepi_session_model::RawJson::from_value(&json!({"k": 1}))),
                 made_by: MadeBy::extension(false),

@@ -83,7 +83,7 @@ fn appendix_c_worked_example() {
     assert_eq!(p.messages_to_summarize.len(), 6);
     assert_eq!(p.turn_prefix_messages.len(), 3);
     assert_eq!(p.recent_messages.len(), 1);
-    assert_eq!(p.tokens_before, 45_500.0);
+    assert_eq!(p.tokens_before, 45_500);
     let lists = p.file_ops.lists();
     assert!(lists.read_files.is_empty());
     assert_eq!(lists.modified_files, ["src/a.ts"]);
@@ -185,7 +185,7 @@ fn nothing_to_compact() {
         prepare(&b.session, b.leaf(), &settings(50_000)).unwrap_err(),
         NothingToCompact::TooSmall
     );
-    b.compaction("S", &u, 10.0);
+    b.compaction("S", &u, 10);
     assert_eq!(
         prepare(&b.session, b.leaf(), &settings(1)).unwrap_err(),
         NothingToCompact::AlreadyCompacted
@@ -215,7 +215,7 @@ fn a_repeated_compaction_starts_at_what_the_previous_one_kept() {
     let a2 = b.assistant(&rep("assistant 2 ", 12), &[], None);
     let u3 = b.user(&rep("user msg 3 - kept by compaction1 ", 12));
     let a3 = b.assistant(&rep("assistant 3 ", 12), &[], Some((5_000.0, 1_000.0)));
-    b.compaction("First summary", &u2, 6_000.0);
+    b.compaction("First summary", &u2, 6_000);
     let u4 = b.user(&rep("user msg 4 ", 12));
     let a4 = b.assistant(&rep("assistant 4 ", 12), &[], Some((8_000.0, 2_000.0)));
     // Everything from the previous first kept entry on fits: the cut falls
@@ -341,7 +341,7 @@ fn file_lists_carry_over_from_musepi_compactions_pi_stored_as_extension_made() {
         b.push(EntryBody::Compaction(Compaction {
             summary: Text::new("Earlier summary"),
             first_kept_entry_id: Some(kept),
-            tokens_before: 1_000.0,
+            tokens_before: 1_000,
             details: Some(details.clone()),
             made_by: MadeBy {
                 from_hook: Some(true),

@@ -111,7 +111,7 @@ pub(super) fn apply(b: &mut Builder, op: &Op) {
             b.push(EntryBody::Compaction(Compaction {
                 summary: Text::new("so far"),
                 first_kept_entry_id: first_kept,
-                tokens_before: 10.0,
+                tokens_before: 10,
                 ..Default::default()
             }));
         }
@@ -279,7 +279,7 @@ fn a_result_whose_call_precedes_the_boundary_keeps_its_read_path() {
     b.call("reading", "old", "read", json!({"path": "src/a.rs"}));
     let kept = b.user("an interjection between the call and its result");
     b.result("old", "read", &"x".repeat(800));
-    b.compaction("so far", &kept, 10.0);
+    b.compaction("so far", &kept, 10);
     b.call("again", "new", "read", json!({"path": "src/a.rs"}));
     b.result("new", "read", &"y".repeat(800));
     let plan = window_plan_as_whole_path(&b.session, b.leaf());
@@ -325,7 +325,7 @@ fn far_window(call_at: Option<usize>) -> (Builder, usize) {
     }
     let kept = b.user("kept from here");
     b.result("old", "read", &"x".repeat(800));
-    b.compaction("so far", &kept, 10.0);
+    b.compaction("so far", &kept, 10);
     let leaf = b.leaf().unwrap();
     (b, leaf)
 }

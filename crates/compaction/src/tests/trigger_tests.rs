@@ -151,14 +151,14 @@ fn threshold_maintenance_after_a_normal_turn() {
 
 #[test]
 fn mid_turn_compacts_only_at_a_safe_boundary_and_never_continues() {
-    let plan = compact(&before_request(171_000.0, true, &ctx()));
+    let plan = compact(&before_request(171_000, true, &ctx()));
     assert!(plan.mid_turn && !plan.auto_continue && !plan.will_retry);
-    assert_eq!(before_request(171_000.0, false, &ctx()), Action::None);
+    assert_eq!(before_request(171_000, false, &ctx()), Action::None);
     let off = TriggerContext {
         mid_turn_enabled: false,
         ..ctx()
     };
-    assert_eq!(before_request(171_000.0, true, &off), Action::None);
+    assert_eq!(before_request(171_000, true, &off), Action::None);
 }
 
 #[test]
@@ -167,12 +167,12 @@ fn idle_compaction_never_continues() {
         idle_enabled: true,
         ..ctx()
     };
-    let plan = compact(&when_idle(250_000.0, 301, false, &on));
+    let plan = compact(&when_idle(250_000, 301, false, &on));
     assert_eq!((plan.reason, plan.auto_continue), (Reason::Idle, false));
-    assert_eq!(when_idle(250_000.0, 299, false, &on), Action::None);
-    assert_eq!(when_idle(250_000.0, 301, true, &on), Action::None);
-    assert_eq!(when_idle(150_000.0, 301, false, &on), Action::None);
-    assert_eq!(when_idle(250_000.0, 301, false, &ctx()), Action::None);
+    assert_eq!(when_idle(250_000, 299, false, &on), Action::None);
+    assert_eq!(when_idle(250_000, 301, true, &on), Action::None);
+    assert_eq!(when_idle(150_000, 301, false, &on), Action::None);
+    assert_eq!(when_idle(250_000, 301, false, &ctx()), Action::None);
 }
 
 #[test]

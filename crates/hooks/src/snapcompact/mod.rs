@@ -96,7 +96,7 @@ fn pass_input<'p>(prep: &'p Preparation<'_>) -> PassInput<'p> {
     let mut input = PassInput::new(messages, entry_ids);
     input.useless = useless_call_ids(context.iter().map(|m| m.message.as_ref()));
     input.files = MarkedFiles::from_file_ops(&prep.file_ops);
-    input.tokens_before = prep.context_tokens.unwrap_or(prep.tokens_before as u64);
+    input.tokens_before = prep.context_tokens.unwrap_or(prep.tokens_before);
     input.previous_preserve = prep.previous_preserve_data.as_ref().map(RawJson::to_value);
     input.previous_details.clone_from(&prep.previous_details);
     input.previous_summary = prep.previous_summary.as_deref();

@@ -65,7 +65,7 @@ fn compacted_turns(
     let mut summaries = Vec::new();
     for n in 1..=400 {
         turn(&mut b, n);
-        let tokens = estimate_context_at(&b.session, b.leaf()).tokens * 1.3;
+        let tokens = estimate_context_at(&b.session, b.leaf()).tokens as f64 * 1.3;
         if tokens <= (window - reserve) as f64 {
             continue;
         }

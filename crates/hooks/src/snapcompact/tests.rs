@@ -31,7 +31,7 @@ fn archive_of(result: &CompactionResult) -> SnapArchiveState {
 
 /// A compaction of `b` prepared to keep almost nothing, its context
 /// measured at `tokens_before`.
-fn measured(b: &Builder, tokens_before: f64) -> Preparation<'_> {
+fn measured(b: &Builder, tokens_before: u64) -> Preparation<'_> {
     let mut prep = b.prepare(1);
     prep.tokens_before = tokens_before;
     prep
@@ -119,11 +119,11 @@ fn migration_session() -> Builder {
 #[test]
 fn a_text_compaction_carries_the_preparation_and_the_archive() {
     let b = migration_session();
-    let mut prep = measured(&b, 123_456.0);
+    let mut prep = measured(&b, 123_456);
     prep.first_kept_entry_id = EntryId::from("entry-keep-1");
     let out = text_compaction(&prep);
     assert_eq!(out.first_kept_entry_id.as_str(), "entry-keep-1");
-    assert_eq!(out.tokens_before, 123_456.0);
+    assert_eq!(out.tokens_before, 123_456);
     assert_eq!(out.usage, None);
     assert!(out.summary.starts_with("Resume the prior conversation"));
     assert_contains(
@@ -195,7 +195,7 @@ fn a_compaction_without_an_archive_in_between_restarts_from_its_summary() {
         summary: "An LLM wrote this summary.".into(),
         short_summary: None,
         first_kept_entry_id: kept,
-        tokens_before: 10.0,
+        tokens_before: 10,
         details: Some(json!({"readFiles": [], "modifiedFiles": []})),
         preserve_data: None,
         usage: None,
@@ -232,7 +232,7 @@ fn deploy_session() -> Builder {
 #[test]
 fn the_native_preparation_archives_the_answer_and_its_files() {
     let b = deploy_session();
-    let prep = measured(&b, 12_345.0);
+    let prep = measured(&b, 12_345);
     let mut settings = SnapSettings::default();
     settings.reserve_tokens = 16_000;
     let out =
@@ -250,7 +250,7 @@ fn the_native_preparation_archives_the_answer_and_its_files() {
     let archive = archive_of(&out);
     assert!(archive.text.contains("terraform apply"));
     assert!(archive.version > 0);
-    assert_eq!(out.tokens_before, 12_345.0);
+    assert_eq!(out.tokens_before, 12_345);
 
     // Case 7: with only the previous summary to go on, the next pass still
     // carries the answer.

@@ -253,7 +253,7 @@ impl Maintenance {
     /// context's tokens when that usage was already acted on or is dated
     /// before the latest compaction. Also returns the anchoring assistant's
     /// entry.
-    pub fn context_tokens(&mut self) -> (f64, Option<EntryId>) {
+    pub fn context_tokens(&mut self) -> (u64, Option<EntryId>) {
         let session = self.journal.session();
         measure::sync(&mut self.account, session);
         measure::context_tokens(&self.account, session, self.state.acted_usage.as_ref())

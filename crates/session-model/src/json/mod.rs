@@ -85,6 +85,20 @@ pub fn utf16_ceil_byte_from_end(s: &str, units: usize) -> usize {
     0
 }
 
+/// A token count a file or an extension wrote as a JSON number, as the
+/// one integer type musepi counts tokens in: a fraction rounded, anything
+/// below zero, not finite or not a number 0. Files keep their own bytes (a
+/// line is never printed again from these values); only what musepi
+/// computes and reports uses the count.
+pub fn whole_tokens(n: f64) -> u64 {
+    if n.is_finite() && n > 0.0 {
+        // A float-to-int cast saturates at u64::MAX.
+        n.round() as u64
+    } else {
+        0
+    }
+}
+
 /// `n` with `,` thousands separators, as `toLocaleString("en-US")` prints
 /// it: `41,234`.
 pub fn thousands(n: u64) -> String {
@@ -315,6 +329,22 @@ mod tests {
         let v: Value = serde_json::from_str(json).unwrap();
         assert_eq!(js_stringify(&v), expected);
         assert_eq!(js_stringify_len(&v), utf16_len(expected));
+    }
+
+    #[test]
+    fn a_token_count_from_a_json_number_is_whole_and_never_negative() {
+        for (n, count) in [
+            (0.0, 0),
+            (41_234.0, 41_234),
+            (2.5, 3),
+            (2.4, 2),
+            (-1.0, 0),
+            (f64::NAN, 0),
+            (f64::INFINITY, 0),
+            (1e30, u64::MAX),
+        ] {
+            assert_eq!(whole_tokens(n), count, "{n}");
+        }
     }
 
     #[test]

@@ -95,7 +95,7 @@ pub fn sample(event: &str) -> Value {
             custom_instructions: Some("Keep the failing test's name.".to_owned()),
             preparation: PreparationView {
                 first_kept_entry_id: "d4e5f6a7".to_owned(),
-                tokens_before: 48_213.0,
+                tokens_before: 48_213,
                 is_split_turn: false,
                 summarized: SummarizedMessages {
                     messages_to_summarize: messages(),
