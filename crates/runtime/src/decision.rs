@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use musepi_compaction::Reason;
 use musepi_context_builder::LlmMessage;
 use musepi_session_model::EntryId;
-use serde_json::{Value, json};
 
 use crate::promote::PromotionTarget;
 use tokio_util::sync::CancellationToken;
@@ -56,23 +55,6 @@ pub struct CompactionReport {
     pub from_extension: bool,
     /// The new session file a handoff started.
     pub session_file: Option<PathBuf>,
-}
-
-impl CompactionReport {
-    /// The report as protocol JSON.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "strategy": self.strategy.name(),
-            "entryId": self.entry_id.as_ref().map(EntryId::as_str),
-            "summary": self.summary,
-            "shortSummary": self.short_summary,
-            "firstKeptEntryId": self.first_kept_entry_id.as_ref().map(EntryId::as_str),
-            "tokensBefore": self.tokens_before,
-            "tokensAfter": self.tokens_after,
-            "fromExtension": self.from_extension,
-            "sessionFile": self.session_file.as_ref().map(|p| p.display().to_string()),
-        })
-    }
 }
 
 /// Something the runtime reports while it works.
@@ -130,83 +112,15 @@ pub enum MaintenanceEvent {
 }
 
 impl MaintenanceEvent {
-    /// The event name.
+    /// The event name, as the protocol writes it: `compaction_start`,
+    /// `compaction_end`, `context_promotion`, `tree_start` or `tree_end`.
     pub fn name(&self) -> &'static str {
-        self.parts().0
-    }
-
-    /// The event as protocol JSON: `{"type": name, …fields}`; absent
-    /// optional fields are left out.
-    pub fn to_json(&self) -> Value {
-        let (name, fields) = self.parts();
-        let mut out = serde_json::Map::new();
-        out.insert("type".into(), name.into());
-        if let Value::Object(fields) = fields {
-            out.extend(fields);
-        }
-        Value::Object(out)
-    }
-
-    /// The name and the fields of the event, from one table.
-    fn parts(&self) -> (&'static str, Value) {
         match self {
-            Self::CompactionStart { reason } => {
-                ("compaction_start", json!({"reason": reason.name()}))
-            }
-            Self::CompactionEnd {
-                reason,
-                result,
-                aborted,
-                will_retry,
-                error_message,
-            } => {
-                let mut v =
-                    json!({"reason": reason.name(), "aborted": aborted, "willRetry": will_retry});
-                if let Some(r) = result {
-                    v["result"] = r.to_json();
-                }
-                if let Some(m) = error_message {
-                    v["errorMessage"] = m.as_str().into();
-                }
-                ("compaction_end", v)
-            }
-            Self::ContextPromotion {
-                reason,
-                from_model,
-                target,
-            } => {
-                let mut v = target.to_json();
-                v["reason"] = reason.name().into();
-                v["fromModel"] = json!(from_model);
-                ("context_promotion", v)
-            }
-            Self::TreeStart {
-                target_id,
-                summarize,
-            } => (
-                "tree_start",
-                json!({"targetId": target_id, "summarize": summarize}),
-            ),
-            Self::TreeEnd {
-                old_leaf_id,
-                new_leaf_id,
-                summary_entry_id,
-                aborted,
-                error_message,
-            } => {
-                let mut v = json!({
-                    "oldLeafId": old_leaf_id,
-                    "newLeafId": new_leaf_id,
-                    "aborted": aborted,
-                });
-                if let Some(id) = summary_entry_id {
-                    v["summaryEntryId"] = id.as_str().into();
-                }
-                if let Some(m) = error_message {
-                    v["errorMessage"] = m.as_str().into();
-                }
-                ("tree_end", v)
-            }
+            Self::CompactionStart { .. } => "compaction_start",
+            Self::CompactionEnd { .. } => "compaction_end",
+            Self::ContextPromotion { .. } => "context_promotion",
+            Self::TreeStart { .. } => "tree_start",
+            Self::TreeEnd { .. } => "tree_end",
         }
     }
 }
@@ -360,29 +274,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn events_render_as_protocol_json() {
+    fn events_are_named_as_the_protocol_names_them() {
         let start = MaintenanceEvent::CompactionStart {
             reason: Reason::Overflow,
         };
-        assert_eq!(
-            start.to_json().to_string(),
-            r#"{"type":"compaction_start","reason":"overflow"}"#
-        );
-        let end = MaintenanceEvent::CompactionEnd {
-            reason: Reason::Threshold,
-            result: None,
+        let end = MaintenanceEvent::TreeEnd {
+            old_leaf_id: None,
+            new_leaf_id: None,
+            summary_entry_id: None,
             aborted: false,
-            will_retry: false,
-            error_message: Some("Auto-compaction failed: boom".into()),
+            error_message: None,
         };
-        assert_eq!(
-            end.to_json().to_string(),
-            r#"{"type":"compaction_end","reason":"threshold","aborted":false,"willRetry":false,"errorMessage":"Auto-compaction failed: boom"}"#
-        );
-        assert_eq!(
-            (start.name(), end.name()),
-            ("compaction_start", "compaction_end")
-        );
+        assert_eq!((start.name(), end.name()), ("compaction_start", "tree_end"));
     }
 
     #[test]

@@ -32,15 +32,6 @@ impl PromotionTarget {
             context_window,
         }
     }
-
-    /// `{"provider", "modelId", "contextWindow"}`, as the protocol writes it.
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "provider": self.provider,
-            "modelId": self.model_id,
-            "contextWindow": self.context_window,
-        })
-    }
 }
 
 /// Whether context promotion may stand in for a compaction for `reason`.

@@ -24,7 +24,7 @@ use musepi_hooks::{
     FromFn, RemoteCompactInput, RemoteCompactor, RemoteFailure, SummarizeError, Summarizer,
 };
 use musepi_runtime::{EventSink, MaintenanceEvent};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::AsyncBufReadExt as _;
 use tokio::sync::mpsc;
 
@@ -32,6 +32,8 @@ use crate::cli::ServeArgs;
 use crate::commands::runtime::settings;
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::note;
+use crate::protocol::runtime::{EventDoc, EventLine};
+use crate::protocol::serve::{AbortDoc, ErrorDoc, RequestLine, ResponseLine};
 use methods::{RpcError, Server};
 use musepi_providers::{
     Provider, ProviderError, install_crypto_provider, process_env, resolve_provider,
@@ -164,37 +166,47 @@ fn parse(line: &Line) -> Result<Request, (Value, RpcError)> {
             RpcError::new("parse_error", format!("not a JSON document: {e}")),
         )
     })?;
-    let Value::Object(mut map) = value else {
+    let Value::Object(map) = &value else {
         return Err((
             Value::Null,
             RpcError::new("invalid_request", "a request is a JSON object"),
         ));
     };
-    let id = map.remove("id").unwrap_or(Value::Null);
-    let Some(Value::String(method)) = map.remove("method") else {
-        return Err((
-            id,
-            RpcError::new("invalid_request", "a request needs a string `method`"),
-        ));
-    };
-    let params = match map.remove("params") {
-        None | Some(Value::Null) => json!({}),
-        Some(p @ Value::Object(_)) => p,
-        Some(_) => {
-            return Err((
-                id,
-                RpcError::new("invalid_request", "`params` must be an object"),
-            ));
-        }
-    };
-    Ok(Request { id, method, params })
+    let id = map.get("id").cloned().unwrap_or(Value::Null);
+    let request: RequestLine = crate::protocol::read(value).map_err(|e| {
+        let why = if e.starts_with("`method`") || e.starts_with("missing field `method`") {
+            "a request needs a string `method`".to_owned()
+        } else if e.starts_with("`params`") {
+            "`params` must be an object".to_owned()
+        } else {
+            e
+        };
+        (id.clone(), RpcError::new("invalid_request", why))
+    })?;
+    Ok(Request {
+        id: request.id,
+        method: request.method,
+        params: Value::Object(request.params.unwrap_or_default()),
+    })
 }
 
 fn response(id: &Value, reply: Result<Value, RpcError>) -> Value {
-    match reply {
-        Ok(result) => json!({"id": id, "ok": true, "result": result}),
-        Err(e) => json!({"id": id, "ok": false, "error": {"code": e.code, "message": e.message}}),
-    }
+    let (result, error) = match reply {
+        Ok(result) => (Some(result), None),
+        Err(e) => (
+            None,
+            Some(ErrorDoc {
+                code: e.code,
+                message: e.message,
+            }),
+        ),
+    };
+    crate::protocol::value(&ResponseLine {
+        id: id.clone(),
+        ok: error.is_none(),
+        result,
+        error,
+    })
 }
 
 /// Methods that may run long and can be aborted.
@@ -230,7 +242,9 @@ pub fn run(args: &ServeArgs, ctx: &Ctx) -> CmdResult {
     let sink_out = out.clone();
     let events: EventSink = Arc::new(move |e: MaintenanceEvent| {
         // A client that stopped reading ends the server at the next response.
-        let _ = sink_out.line(json!({"event": e.to_json()}));
+        if let Some(event) = EventDoc::of(&e) {
+            let _ = sink_out.line(crate::protocol::value(&EventLine { event }));
+        }
     });
     let server = Server {
         settings,
@@ -302,7 +316,8 @@ async fn serve(mut server: Server, out: &Out) -> std::io::Result<()> {
                 Some(next) = rx.recv() => match parse(&next) {
                     Ok(r) if r.method == "abort" => {
                         let aborted = abort.as_ref().is_some_and(musepi_runtime::AbortHandle::abort);
-                        out.line(response(&r.id, Ok(json!({"aborted": aborted}))))?;
+                        let doc = crate::protocol::value(&AbortDoc { aborted });
+                        out.line(response(&r.id, Ok(doc)))?;
                     }
                     _ => waiting.push_back(next),
                 },

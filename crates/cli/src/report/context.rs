@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::output::Preview;
+use crate::protocol::runtime::LlmMessageDoc;
 use crate::report::entries::message_preview;
 
 /// Characters in a message preview.
@@ -257,7 +258,9 @@ fn llm_rows(session: &Session, leaf: Option<usize>, shape: Shape) -> Vec<Row> {
                 role: c.message.role().to_owned(),
                 tokens,
                 preview: shape.preview(|| llm_preview(&c.message, PREVIEW)),
-                message: shape.full.then(|| llm_json(&c.message)),
+                message: shape
+                    .full
+                    .then(|| crate::protocol::value(&LlmMessageDoc::from(&c.message))),
                 superseded: false,
                 compacted_away: false,
                 payload: payload_summary(&c.message),
@@ -309,56 +312,6 @@ fn payload_summary(m: &LlmMessage) -> Option<Value> {
         "items": h.items.len(),
         "keptMessages": h.kept.len(),
     }))
-}
-
-/// The full remote replay payload of a provider message,
-/// `{type, provider, items}`, with the kept messages it stands for
-/// (as [`llm_json`] shows them).
-pub(crate) fn payload_json(m: &LlmMessage) -> Option<(Value, Value)> {
-    let h = m.provider_history()?;
-    Some((
-        json!({"type": ProviderHistory::TYPE, "provider": h.provider, "items": h.items}),
-        h.kept.iter().map(llm_json).collect(),
-    ))
-}
-
-/// A provider message as JSON: role and content, tool-result and assistant
-/// fields, and for a provider history its `providerPayload` and the
-/// `keptMessages` it stands for.
-pub(crate) fn llm_json(m: &LlmMessage) -> Value {
-    let mut v = json!({"role": m.role(), "content": m.content()});
-    if let Some((payload, kept)) = payload_json(m) {
-        v["providerPayload"] = payload;
-        v["keptMessages"] = kept;
-    }
-    match m {
-        LlmMessage::ToolResult {
-            tool_call_id,
-            tool_name,
-            is_error,
-            ..
-        } => {
-            v["toolCallId"] = tool_call_id.as_str().into();
-            v["toolName"] = tool_name.as_str().into();
-            v["isError"] = (*is_error).into();
-        }
-        LlmMessage::Assistant {
-            provider,
-            model,
-            stop_reason,
-            ..
-        } => {
-            v["provider"] = json!(provider);
-            v["model"] = json!(model);
-            v["stopReason"] = json!(
-                stop_reason
-                    .as_ref()
-                    .map(musepi_session_model::StopReason::as_str)
-            );
-        }
-        _ => {}
-    }
-    v
 }
 
 #[cfg(test)]

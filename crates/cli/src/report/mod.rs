@@ -3,7 +3,6 @@
 //!
 //! - [`context`]: what the model sees at a leaf, and the context's tokens;
 //! - [`plan`]: a compaction's plan, its prune plan and its requests;
-//! - [`runtime`]: the maintenance runtime's decisions and navigations;
 //! - [`entries`]: one-line previews of entries and messages;
 //! - [`recall`]: an entry's original content, and searches of what
 //!   compactions and pruning took out of the context.
@@ -12,4 +11,3 @@ pub mod context;
 pub mod entries;
 pub mod plan;
 pub mod recall;
-pub mod runtime;

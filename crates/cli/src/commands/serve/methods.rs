@@ -16,15 +16,21 @@ use musepi_session_model::time::format_iso;
 use musepi_session_model::{
     AgentMessage, EntryBody, Header, IdSource, Journal, Session, SessionError,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::views::entry_body;
 use crate::commands::runtime::snap_strategy;
 use crate::ctx::Ctx;
 use crate::output::note;
+use crate::protocol::runtime::{AfterAssistantDoc, DecisionDoc, PromotionDoc, TreeDoc};
+use crate::protocol::serve::{
+    AbortDoc, AfterAssistantParams, AppendDoc, AppendParams, BeforeRequestParams, CloseDoc,
+    CompactParams, ContextParams, IdleParams, NavigateParams, OpenParams, OpenSession, PlanParams,
+    StateDoc, StatusDoc,
+};
+use crate::protocol::value;
 use crate::report::context::{Known, View, context_json};
 use crate::report::plan::{Planned, planned_json};
-use crate::report::runtime::{decision_json, tree_json};
 use crate::settings::{Settings, merge_layers};
 
 /// A failed request: a stable code and a message for people.
@@ -80,55 +86,26 @@ pub(super) struct Server {
     pub session: Option<Maintenance>,
 }
 
-pub(super) fn str_param<'a>(params: &'a Value, key: &str) -> Result<Option<&'a str>, RpcError> {
-    match params.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(RpcError::params(format!("`{key}` must be a string"))),
-    }
+/// Reads a method's parameters as their type (docs/schemas/serve.*.params.json).
+pub(super) fn params<T: serde::de::DeserializeOwned>(params: &Value) -> Result<T, RpcError> {
+    crate::protocol::read(params.clone()).map_err(RpcError::params)
 }
 
-fn bool_param(params: &Value, key: &str) -> Result<bool, RpcError> {
-    match params.get(key) {
-        None | Some(Value::Null) => Ok(false),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(_) => Err(RpcError::params(format!("`{key}` must be true or false"))),
-    }
-}
-
-pub(super) fn u64_param(params: &Value, key: &str) -> Result<Option<u64>, RpcError> {
-    match params.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => v
-            .as_u64()
-            .map(Some)
-            .ok_or_else(|| RpcError::params(format!("`{key}` must be a non-negative integer"))),
-    }
-}
-
-/// `promotionTargets`: `[{"provider", "modelId", "contextWindow"}]`.
-fn promotion_targets(params: &Value) -> Result<Vec<PromotionTarget>, RpcError> {
-    let list = match params.get("promotionTargets") {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::Array(list)) => list,
-        Some(_) => {
-            return Err(RpcError::params(
-                "`promotionTargets` must be a list of {\"provider\", \"modelId\", \"contextWindow\"}",
-            ));
-        }
-    };
-    list.iter()
+/// `promotionTargets` as the runtime's targets; a window must be above 0.
+fn promotion_targets(list: Vec<PromotionDoc>) -> Result<Vec<PromotionTarget>, RpcError> {
+    list.into_iter()
         .enumerate()
         .map(|(i, t)| {
-            let field = |key: &str| t.get(key).and_then(Value::as_str);
-            match (field("provider"), field("modelId"), t.get("contextWindow").and_then(Value::as_u64)) {
-                (Some(provider), Some(model_id), Some(window)) if window > 0 => {
-                    Ok(PromotionTarget::new(provider, model_id, window))
-                }
-                _ => Err(RpcError::params(format!(
-                    "promotionTargets[{i}]: needs \"provider\" and \"modelId\" (strings) and \"contextWindow\" (a positive integer)"
-                ))),
+            if t.context_window == 0 {
+                return Err(RpcError::params(format!(
+                    "`promotionTargets[{i}].contextWindow` must be above 0"
+                )));
             }
+            Ok(PromotionTarget::new(
+                &t.provider,
+                &t.model_id,
+                t.context_window,
+            ))
         })
         .collect()
 }
@@ -191,35 +168,33 @@ impl Server {
     async fn dispatch(&mut self, method: &str, params: &Value) -> Reply {
         match method {
             "open" => self.open(params),
-            "close" => Ok(self.close()),
-            "status" => Ok(self.status()),
+            "close" => Ok(value(&self.close())),
+            "status" => Ok(value(&self.status())),
             "append" => self.append(params),
             "afterAssistant" => self.after_assistant(params).await,
             "beforeRequest" => {
-                let safe = match params.get("safeBoundary") {
-                    None | Some(Value::Null) => None,
-                    Some(Value::Bool(b)) => Some(*b),
-                    Some(_) => {
-                        return Err(RpcError::params("`safeBoundary` must be true or false"));
-                    }
-                };
-                Ok(decision_json(&self.runtime()?.before_request(safe).await))
+                let p: BeforeRequestParams = self::params(params)?;
+                let decision = self.runtime()?.before_request(p.safe_boundary).await;
+                Ok(value(&DecisionDoc::from(&decision)))
             }
             "idle" => {
-                let seconds = u64_param(params, "idleSeconds")?.ok_or_else(|| {
-                    RpcError::params("`idleSeconds` is required: how long the agent has been idle")
-                })?;
-                Ok(decision_json(&self.runtime()?.idle(seconds).await))
+                let p: IdleParams = self::params(params)?;
+                let decision = self.runtime()?.idle(p.idle_seconds).await;
+                Ok(value(&DecisionDoc::from(&decision)))
             }
             "compact" => {
-                let instructions = str_param(params, "instructions")?.map(str::to_owned);
-                Ok(decision_json(&self.runtime()?.compact(instructions).await))
+                let p: CompactParams = self::params(params)?;
+                Ok(value(&DecisionDoc::from(
+                    &self.runtime()?.compact(p.instructions).await,
+                )))
             }
             "navigate" => self.navigate(params).await,
             "context" => self.context(params),
             "plan" => self.plan(params),
             "recall" => self.recall(params),
-            "abort" => Ok(json!({"aborted": self.abort_handle().is_some_and(|h| h.abort())})),
+            "abort" => Ok(value(&AbortDoc {
+                aborted: self.abort_handle().is_some_and(|h| h.abort()),
+            })),
             other => Err(RpcError::new(
                 "unknown_method",
                 format!("unknown method `{other}` (see docs/protocol.md)"),
@@ -228,8 +203,8 @@ impl Server {
     }
 
     fn open(&mut self, params: &Value) -> Reply {
-        let path =
-            str_param(params, "path")?.ok_or_else(|| RpcError::params("`path` is required"))?;
+        let p: OpenParams = self::params(params)?;
+        let path = p.path;
         if path.is_empty() {
             // No file has that name: every later write would fail.
             return Err(RpcError::params(
@@ -237,20 +212,20 @@ impl Server {
             ));
         }
         let path = PathBuf::from(path);
-        let create = bool_param(params, "create")?;
+        let create = p.create.unwrap_or(false);
         let mut settings = self.settings.clone();
         let mut warnings = Vec::new();
-        if let Some(overrides) = params.get("settings").filter(|v| !v.is_null()) {
+        if let Some(overrides) = p.settings.filter(|v| !v.is_null()) {
             let base = serde_json::to_value(&self.settings).unwrap_or(Value::Null);
             let merged = merge_layers(vec![
                 (PathBuf::from("<settings>"), base),
-                (PathBuf::from("<open.settings>"), overrides.clone()),
+                (PathBuf::from("<open.settings>"), overrides),
             ]);
             warnings.extend(merged.warnings.iter().map(ToString::to_string));
             settings = merged.settings;
         }
-        let window = u64_param(params, "contextWindow")?.unwrap_or(self.context_window);
-        let targets = promotion_targets(params)?;
+        let window = p.context_window.unwrap_or(self.context_window);
+        let targets = promotion_targets(p.promotion_targets.unwrap_or_default())?;
         let clock = self.clock();
         let journal = if create {
             if path.exists() {
@@ -259,16 +234,14 @@ impl Server {
                     format!("{} exists; open it without `create`", path.display()),
                 ));
             }
-            let id = match str_param(params, "sessionId")? {
-                Some(id) => id.to_owned(),
-                None => crate::ids::new_session_id(self.ctx.deterministic_ids(), clock()),
-            };
-            let cwd = match str_param(params, "cwd")? {
-                Some(c) => c.to_owned(),
-                None => std::env::current_dir()
+            let id = p.session_id.unwrap_or_else(|| {
+                crate::ids::new_session_id(self.ctx.deterministic_ids(), clock())
+            });
+            let cwd = p.cwd.unwrap_or_else(|| {
+                std::env::current_dir()
                     .map(|d| d.display().to_string())
-                    .unwrap_or_default(),
-            };
+                    .unwrap_or_default()
+            });
             Journal::create(&path, Header::new(id, format_iso(clock()), cwd))
         } else {
             Journal::open(&path, &mut crate::ids::for_v1())
@@ -278,7 +251,7 @@ impl Server {
         let mut maintenance = settings.maintenance(window);
         // What every request carries besides its messages, when the agent
         // knows it: the kept window's adaptation leaves it out of the ratio.
-        if let Some(overhead) = u64_param(params, "overheadTokens")? {
+        if let Some(overhead) = p.overhead_tokens {
             maintenance.compaction.overhead_tokens = Some(overhead);
         }
         let mut runtime = Maintenance::new(journal, maintenance)
@@ -292,79 +265,92 @@ impl Server {
         if let Some(r) = &self.remote {
             runtime = runtime.with_remote(r.clone());
         }
-        if let Some(model) = params.get("model").filter(|v| !v.is_null()) {
-            let (Some(provider), Some(model_id)) = (
-                model.get("provider").and_then(Value::as_str),
-                model.get("modelId").and_then(Value::as_str),
-            ) else {
-                return Err(RpcError::params(
-                    "`model` is {\"provider\", \"modelId\", \"vision\"?, \"api\"?}",
-                ));
-            };
+        if let Some(model) = p.model {
             // The archive's reader: PNG frames when the model reads images.
             let mut reader = SnapTarget::default();
-            reader.vision = model
-                .get("vision")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            reader.api = model.get("api").and_then(Value::as_str).map(str::to_owned);
+            reader.vision = model.vision.unwrap_or(false);
+            reader.api = model.api;
             runtime = runtime.with_reader(reader);
-            runtime.set_model(provider, model_id, None);
+            runtime.set_model(&model.provider, &model.model_id, None);
         }
         runtime.set_promotion_targets(targets);
-        if let Some(prompt) = str_param(params, "systemPrompt")? {
-            runtime = runtime.with_system_prompt(prompt);
+        if let Some(prompt) = p.system_prompt {
+            runtime = runtime.with_system_prompt(&prompt);
         }
         self.session = Some(runtime);
         let mut status = self.status();
-        status["created"] = create.into();
-        status["warnings"] = json!(warnings);
-        Ok(status)
+        if let Some(open) = &mut status.session {
+            open.created = Some(create);
+            open.warnings = Some(warnings);
+        }
+        Ok(value(&status))
     }
 
-    fn close(&mut self) -> Value {
+    fn close(&mut self) -> CloseDoc {
         let path = self
             .session
             .take()
             .map(|m| m.journal().path().display().to_string());
-        json!({"closed": path.is_some(), "path": path})
+        CloseDoc {
+            closed: path.is_some(),
+            path,
+        }
     }
 
-    fn status(&mut self) -> Value {
+    fn status(&mut self) -> StatusDoc {
         let Some(m) = &mut self.session else {
-            return json!({"open": false});
+            return StatusDoc {
+                open: false,
+                session: None,
+            };
         };
         let measured = m.context_tokens().0;
         let context_tokens = m.leaf_context_tokens();
         let session = m.journal().session();
         let s = m.settings();
         let state = m.state();
-        json!({
-            "open": true,
-            "path": m.journal().path().display().to_string(),
-            "sessionId": session.header().id,
-            "leafId": session.leaf_id().map(ToString::to_string),
-            "entryCount": session.len(),
-            "strategy": s.strategy.name(),
-            "contextWindow": s.context_window,
-            "thresholdTokens": musepi_runtime::context::resolve_threshold_tokens(s.context_window, &s.thresholds()),
-            "contextTokens": context_tokens,
-            "measuredTokens": measured,
-            "contextPromotion": s.context_promotion,
-            "branchSummary": s.branch_summary_enabled,
-            "promotionTargets": m.promotion_targets().iter().map(PromotionTarget::to_json).collect::<Vec<_>>(),
-            "summarizer": self.summarizer.as_ref().map(|p| Summarizer::describe(p.as_ref())),
-            "state": {
-                "overflowRecoveryAttempted": state.overflow_recovery_attempted,
-                "emptyIncompleteRecoveries": state.empty_incomplete_recoveries,
-                "actedUsageEntryId": state.acted_usage.as_ref().map(ToString::to_string),
+        let open = OpenSession {
+            path: m.journal().path().display().to_string(),
+            session_id: session.header().id.clone(),
+            leaf_id: session.leaf_id().map(ToString::to_string),
+            entry_count: session.len(),
+            strategy: s.strategy.name(),
+            context_window: s.context_window,
+            threshold_tokens: musepi_runtime::context::resolve_threshold_tokens(
+                s.context_window,
+                &s.thresholds(),
+            ),
+            context_tokens,
+            measured_tokens: measured,
+            context_promotion: s.context_promotion,
+            branch_summary: s.branch_summary_enabled,
+            promotion_targets: m
+                .promotion_targets()
+                .iter()
+                .map(PromotionDoc::from)
+                .collect(),
+            summarizer: self
+                .summarizer
+                .as_ref()
+                .map(|p| Summarizer::describe(p.as_ref())),
+            state: StateDoc {
+                overflow_recovery_attempted: state.overflow_recovery_attempted,
+                empty_incomplete_recoveries: state.empty_incomplete_recoveries,
+                acted_usage_entry_id: state.acted_usage.as_ref().map(ToString::to_string),
             },
-        })
+            created: None,
+            warnings: None,
+        };
+        StatusDoc {
+            open: true,
+            session: Some(open),
+        }
     }
 
     fn append(&mut self, params: &Value) -> Reply {
-        let entries: Vec<&Value> = match (params.get("entries"), params.get("entry")) {
-            (Some(Value::Array(list)), None) => list.iter().collect(),
+        let p: AppendParams = self::params(params)?;
+        let entries = match (p.entries, p.entry) {
+            (Some(list), None) => list,
             (None, Some(one)) => vec![one],
             _ => {
                 return Err(RpcError::params(
@@ -373,9 +359,12 @@ impl Server {
             }
         };
         let bodies = entries
-            .iter()
+            .into_iter()
             .enumerate()
-            .map(|(i, e)| entry_body(e).map_err(|m| RpcError::params(format!("entries[{i}]: {m}"))))
+            .map(|(i, e)| {
+                entry_body(&Value::Object(e))
+                    .map_err(|m| RpcError::params(format!("entries[{i}]: {m}")))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let runtime = self.runtime()?;
         let ids: Vec<String> = runtime
@@ -383,24 +372,34 @@ impl Server {
             .iter()
             .map(ToString::to_string)
             .collect();
-        let leaf = runtime
+        let leaf_id = runtime
             .journal()
             .session()
             .leaf_id()
             .map(ToString::to_string);
         // `notes` gets the warnings of the rewrite the first append to a
         // v1 or v2 file makes to write its migration (see `call`).
-        Ok(json!({"ids": ids, "leafId": leaf, "notes": []}))
+        Ok(value(&AppendDoc {
+            ids,
+            leaf_id,
+            notes: Vec::new(),
+        }))
     }
 
     async fn after_assistant(&mut self, params: &Value) -> Reply {
-        let mut entry_id = str_param(params, "entryId")?.map(str::to_owned);
-        if let Some(message) = params.get("message").filter(|v| !v.is_null()) {
+        let p: AfterAssistantParams = self::params(params)?;
+        let mut entry_id = p.entry_id;
+        if let Some(mut message) = p.message {
             if entry_id.is_some() {
                 return Err(RpcError::params("give `entryId` or `message`, not both"));
             }
-            let body = entry_body(&json!({"type": "message", "message": message}))
-                .map_err(RpcError::params)?;
+            let mut entry = serde_json::Map::new();
+            entry.insert("type".into(), "message".into());
+            entry.insert(
+                "message".into(),
+                Value::Object(std::mem::take(&mut message)),
+            );
+            let body = entry_body(&Value::Object(entry)).map_err(RpcError::params)?;
             if !matches!(body, EntryBody::Message(AgentMessage::Assistant(_))) {
                 return Err(RpcError::params("`message` must be an assistant message"));
             }
@@ -408,40 +407,32 @@ impl Server {
         }
         let runtime = self.runtime()?;
         let decision = runtime.after_assistant(entry_id.as_deref()).await?;
-        let mut v = decision_json(&decision);
-        v["entryId"] = json!(entry_id);
-        Ok(v)
+        Ok(value(&AfterAssistantDoc {
+            decision: DecisionDoc::from(&decision),
+            entry_id,
+        }))
     }
 
     async fn navigate(&mut self, params: &Value) -> Reply {
-        let target = match params.get("targetId") {
-            Some(Value::String(id)) => Some(id.clone()),
-            Some(Value::Null) => None,
-            _ => {
-                return Err(RpcError::params(
-                    "`targetId` is required: an entry id, or null for the root",
-                ));
-            }
-        };
+        let p: NavigateParams = self::params(params)?;
         let mut request = TreeRequest::default();
-        request.target_id = target;
-        request.summarize = match params.get("summarize") {
-            None | Some(Value::Null) => self.runtime()?.settings().branch_summary_enabled,
-            _ => bool_param(params, "summarize")?,
+        request.target_id = p.target_id;
+        request.summarize = match p.summarize {
+            None => self.runtime()?.settings().branch_summary_enabled,
+            Some(b) => b,
         };
-        request.custom_instructions = str_param(params, "instructions")?.map(str::to_owned);
-        request.replace_instructions = match params.get("replaceInstructions") {
-            None | Some(Value::Null) => true,
-            _ => bool_param(params, "replaceInstructions")?,
-        };
-        request.label = str_param(params, "label")?.map(str::to_owned);
+        request.custom_instructions = p.instructions;
+        request.replace_instructions = p.replace_instructions.unwrap_or(true);
+        request.label = p.label;
         let outcome = self.runtime()?.navigate_tree(request).await?;
-        Ok(tree_json(&outcome))
+        Ok(value(&TreeDoc::from(&outcome)))
     }
 
-    pub(super) fn leaf(&mut self, params: &Value) -> Result<Option<usize>, RpcError> {
+    /// The leaf a `leaf` parameter names: the session's when absent,
+    /// none for `"null"`.
+    pub(super) fn leaf(&mut self, leaf: Option<&str>) -> Result<Option<usize>, RpcError> {
         let session = self.runtime()?.journal().session();
-        match str_param(params, "leaf")? {
+        match leaf {
             None => Ok(session.leaf_index()),
             Some("null") => Ok(None),
             Some(id) => session
@@ -452,8 +443,9 @@ impl Server {
     }
 
     fn context(&mut self, params: &Value) -> Reply {
-        let leaf = self.leaf(params)?;
-        let (llm, full) = (bool_param(params, "llm")?, bool_param(params, "full")?);
+        let p: ContextParams = self::params(params)?;
+        let leaf = self.leaf(p.leaf.as_deref())?;
+        let (llm, full) = (p.llm.unwrap_or(false), p.full.unwrap_or(false));
         let runtime = self.runtime()?;
         // At the runtime's leaf, both sizes come from the account it keeps.
         let known = (leaf == runtime.journal().session().leaf_index()).then(|| Known {
@@ -466,13 +458,10 @@ impl Server {
     }
 
     fn plan(&mut self, params: &Value) -> Reply {
-        let leaf = self.leaf(params)?;
-        let show_prompts = bool_param(params, "showPrompts")?;
-        let (keep, reserve, window) = (
-            u64_param(params, "keepRecent")?,
-            u64_param(params, "reserve")?,
-            u64_param(params, "contextWindow")?,
-        );
+        let p: PlanParams = self::params(params)?;
+        let leaf = self.leaf(p.leaf.as_deref())?;
+        let show_prompts = p.show_prompts.unwrap_or(false);
+        let (keep, reserve, window) = (p.keep_recent, p.reserve, p.context_window);
         let now = (self.clock())();
         let warnings = self.ctx.settings_warnings();
         let runtime = self.runtime()?;
@@ -492,7 +481,7 @@ impl Server {
             _ => Strategy::Llm,
         };
         let with_warnings = |mut doc: Value| {
-            doc["warnings"] = json!(warnings);
+            doc["warnings"] = Value::from(warnings.clone());
             doc
         };
         if leaf == runtime.journal().session().leaf_index() {

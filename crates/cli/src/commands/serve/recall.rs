@@ -5,13 +5,13 @@
 use musepi_runtime::context::Search;
 use serde_json::Value;
 
-use super::methods::{Reply, RpcError, Server, str_param, u64_param};
+use super::methods::{Reply, RpcError, Server};
+use crate::protocol::serve::RecallParams;
 use crate::report::recall::{Originals, PAGE_BYTES, PAGE_MATCHES, entry_page, search_page};
 
 /// `offset` or `limit` as a count.
-fn count_param(params: &Value, key: &str) -> Result<Option<usize>, RpcError> {
-    u64_param(params, key)?
-        .map(|n| usize::try_from(n).map_err(|_| RpcError::params(format!("`{key}` is too large"))))
+fn count(n: Option<u64>, key: &str) -> Result<Option<usize>, RpcError> {
+    n.map(|n| usize::try_from(n).map_err(|_| RpcError::params(format!("`{key}` is too large"))))
         .transpose()
 }
 
@@ -20,11 +20,11 @@ impl Server {
     /// `{"grep": TEXT}` searches what compactions and pruning took out of
     /// the context at `leaf`; `offset` and `limit` page both.
     pub(super) fn recall(&mut self, params: &Value) -> Reply {
-        let entry = str_param(params, "entry")?.map(str::to_owned);
-        let grep = str_param(params, "grep")?.map(str::to_owned);
-        let offset = count_param(params, "offset")?.unwrap_or(0);
-        let limit = count_param(params, "limit")?;
-        let leaf = self.leaf(params)?;
+        let p: RecallParams = super::methods::params(params)?;
+        let offset = count(p.offset, "offset")?.unwrap_or(0);
+        let limit = count(p.limit, "limit")?;
+        let leaf = self.leaf(p.leaf.as_deref())?;
+        let (entry, grep) = (p.entry, p.grep);
         let runtime = self.runtime()?;
         let journal = runtime.journal();
         let session = journal.session();
