@@ -12,9 +12,9 @@ use anyhow::bail;
 
 /// Ceiling of the cli's share of the code lines of `crates/`, in tenths
 /// of a percent.
-const CLI_SHARE_PERMILLE: u64 = 350;
+const CLI_SHARE_PERMILLE: u64 = 340;
 /// Ceiling of `json!` literals in the cli's code outside tests.
-const CLI_JSON_LITERALS: usize = 91;
+const CLI_JSON_LITERALS: usize = 70;
 /// Ceiling of workspace crates the cli depends on (normal dependencies).
 const CLI_WORKSPACE_DEPS: usize = 4;
 

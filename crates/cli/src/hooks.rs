@@ -10,8 +10,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use musepi_hooks::events::names;
-use musepi_hooks::{CancelReport, HookWarning, Hooks, ProcessHook, StderrMode};
+use musepi_runtime::hooks::events::names;
+use musepi_runtime::hooks::{CancelReport, HookWarning, Hooks, ProcessHook, StderrMode};
 
 use crate::settings::{HookCommand, Settings};
 
@@ -150,7 +150,7 @@ fn process_hook(
 
 #[cfg(test)]
 mod tests {
-    use musepi_hooks::events::BeforeTreeEvent;
+    use musepi_runtime::hooks::events::BeforeTreeEvent;
     use tokio_util::sync::CancellationToken;
 
     use super::*;
@@ -163,7 +163,7 @@ mod tests {
             serde_json::from_value(serde_json::json!({ "hooks": hooks })).unwrap_or_default();
         process_hooks(&settings, &StderrMode::Capture)
             .map(|hs| {
-                use musepi_hooks::Hook as _;
+                use musepi_runtime::hooks::Hook as _;
                 hs.iter()
                     .map(|h| {
                         (
@@ -251,7 +251,7 @@ mod tests {
         let event = BeforeTreeEvent {
             kind: names::BEFORE_TREE,
             session_file: None,
-            preparation: musepi_hooks::events::TreePreparation {
+            preparation: musepi_runtime::hooks::events::TreePreparation {
                 request: musepi_runtime::TreeRequest::to(None),
                 old_leaf_id: None,
                 common_ancestor_id: None,

@@ -14,7 +14,6 @@ pub mod ctx;
 pub mod hooks;
 pub mod ids;
 pub mod output;
-pub(crate) mod protocol;
 pub mod report;
 pub mod settings;
 pub mod trust;

@@ -38,12 +38,12 @@
 //! command line) reaches the engines through this crate too, in four
 //! modules: [`context`] (what the model sees, its tokens, recall),
 //! [`compaction`] (a compaction or pruning run by hand, a handoff),
-//! [`archive`] (snapcompact's archives shown, rendered and priced) and
-//! [`branch`] (leaving a branch by hand). They name the lower crates'
-//! items such a caller needs and nothing more, so the caller depends on
-//! this crate, `musepi-session-model` for the session itself,
-//! `musepi-hooks` for extensions and a provider crate, whatever the
-//! engines' crates become.
+//! [`archive`] (snapcompact's archives shown, rendered and priced),
+//! [`branch`] (leaving a branch by hand) and [`hooks`] (extensions and
+//! the summarizer seam). They name the lower crates' items such a caller
+//! needs and nothing more, so the caller depends on this crate,
+//! `musepi-session-model` for the session itself and a provider crate,
+//! whatever the engines' crates become.
 //!
 //! ```no_run
 //! use musepi_runtime::{Maintenance, MaintenanceSettings, Outcome};
@@ -66,6 +66,7 @@ pub mod branch;
 pub mod compaction;
 pub mod context;
 mod decision;
+pub mod hooks;
 mod maintenance;
 mod measure;
 mod promote;

@@ -3,7 +3,6 @@
 
 use std::fmt::Write as _;
 
-use musepi_hooks::Summarizer;
 use musepi_runtime::MaintenanceStrategy;
 use musepi_runtime::branch::{BranchStrategy, NavigateOptions, TreeRequest, navigate};
 use musepi_runtime::branch::{
@@ -12,6 +11,7 @@ use musepi_runtime::branch::{
 };
 use musepi_runtime::compaction::SUMMARIZATION_SYSTEM;
 use musepi_runtime::context::{context_thinking_level, summary_reasoning};
+use musepi_runtime::hooks::Summarizer;
 use musepi_session_model::Journal;
 use serde_json::json;
 

@@ -2,9 +2,9 @@
 
 use std::fmt::Write as _;
 
-use musepi_hooks::Summarizer;
 use musepi_runtime::compaction::{CompactError, compact};
 use musepi_runtime::compaction::{RequestOptions, SummaryPlan, prune_first};
+use musepi_runtime::hooks::Summarizer;
 use musepi_session_model::Journal;
 
 use crate::commands::pi_dir::CHANGES_THE_FILE;

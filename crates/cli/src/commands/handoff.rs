@@ -12,15 +12,15 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use musepi_hooks::events::{
-    BeforeCompactEvent, MessageView, PreparationView, SummarizedMessages, names,
-};
-use musepi_hooks::{Hooks, Summarizer};
 use musepi_runtime::compaction::SUMMARIZATION_SYSTEM;
 use musepi_runtime::compaction::{handoff_request, handoff_session};
 use musepi_runtime::context::{
     ConvertOptions, FileOps, SessionContext, build_context, convert_to_llm, summary_reasoning,
 };
+use musepi_runtime::hooks::events::{
+    BeforeCompactEvent, MessageView, PreparationView, SummarizedMessages, names,
+};
+use musepi_runtime::hooks::{Hooks, Summarizer};
 use musepi_session_model::time::format_iso;
 use musepi_session_model::{
     CURRENT_VERSION, EntryBody, Header, Journal, Session, Stamp, write_session_file,

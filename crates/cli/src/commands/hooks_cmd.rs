@@ -9,8 +9,8 @@
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use musepi_hooks::events::names;
-use musepi_hooks::{HookError, HookWarning, ProcessHook, Reply, StderrMode};
+use musepi_runtime::hooks::events::names;
+use musepi_runtime::hooks::{HookError, HookWarning, ProcessHook, Reply, StderrMode};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -49,7 +49,7 @@ impl Report {
     }
 
     fn warning(&self) -> Option<String> {
-        use musepi_hooks::Hook as _;
+        use musepi_runtime::hooks::Hook as _;
         self.outcome.as_ref().err().map(|e| {
             HookWarning {
                 hook: self.hook.name(),
@@ -62,7 +62,7 @@ impl Report {
     }
 
     fn to_json(&self) -> Value {
-        use musepi_hooks::Hook as _;
+        use musepi_runtime::hooks::Hook as _;
         let mut doc = json!({
             "hook": self.hook.name(),
             "command": self.hook.command(),
@@ -110,7 +110,7 @@ fn test(args: &HooksTestArgs, ctx: &Ctx) -> CmdResult {
         .filter(|h| h.event() == event)
         .collect();
     let payload = sample(event);
-    let bytes = musepi_hooks::process::payload(&payload).or_failed()?;
+    let bytes = musepi_runtime::hooks::payload(&payload).or_failed()?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -158,7 +158,7 @@ fn test(args: &HooksTestArgs, ctx: &Ctx) -> CmdResult {
 }
 
 fn render(event: &str, reports: &[Report], ctx: &Ctx) -> String {
-    use musepi_hooks::Hook as _;
+    use musepi_runtime::hooks::Hook as _;
     let st = ctx.style;
     if reports.is_empty() {
         return format!(

@@ -5,8 +5,8 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use musepi_hooks::{SummarizeFuture, Summarizer};
 use musepi_runtime::context::{RequestPurpose, SummaryRequest, chars_to_tokens};
+use musepi_runtime::hooks::{SummarizeFuture, Summarizer};
 use musepi_session_model::ContentBlock;
 use musepi_session_model::json::utf16_len;
 use tokio_util::sync::CancellationToken;
@@ -173,8 +173,8 @@ impl Summarizer for Counted<'_> {
 
 #[cfg(test)]
 mod tests {
-    use musepi_hooks::SummarizeError;
     use musepi_runtime::context::SummaryResponse;
+    use musepi_runtime::hooks::SummarizeError;
 
     use super::*;
 
@@ -220,7 +220,7 @@ mod tests {
 
     /// Answers `"summary"` with 7 output tokens, or fails for `shortSummary`.
     fn fixed() -> impl Summarizer {
-        musepi_hooks::FromFn::summarizer("fixed", (), async |(), request, _| {
+        musepi_runtime::hooks::FromFn::summarizer("fixed", (), async |(), request, _| {
             if request.purpose == RequestPurpose::ShortSummary {
                 return Err(SummarizeError::Cancelled);
             }

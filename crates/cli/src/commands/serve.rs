@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 use std::io::{IsTerminal as _, Write as _};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use musepi_hooks::{
+use musepi_runtime::hooks::{
     FromFn, RemoteCompactInput, RemoteCompactor, RemoteFailure, SummarizeError, Summarizer,
 };
 use musepi_runtime::{EventSink, MaintenanceEvent};
@@ -32,9 +32,9 @@ use crate::cli::ServeArgs;
 use crate::commands::runtime::settings;
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::note;
-use crate::protocol::runtime::{EventDoc, EventLine};
-use crate::protocol::serve::{AbortDoc, ErrorDoc, RequestLine, ResponseLine};
 use methods::{RpcError, Server};
+use musepi_protocol::runtime::{EventDoc, EventLine};
+use musepi_protocol::serve::{AbortDoc, ErrorDoc, RequestLine, ResponseLine};
 use musepi_providers::{
     Provider, ProviderError, install_crypto_provider, process_env, resolve_provider,
 };
@@ -173,7 +173,7 @@ fn parse(line: &Line) -> Result<Request, (Value, RpcError)> {
         ));
     };
     let id = map.get("id").cloned().unwrap_or(Value::Null);
-    let request: RequestLine = crate::protocol::read(value).map_err(|e| {
+    let request: RequestLine = musepi_protocol::read(value).map_err(|e| {
         let why = if e.starts_with("`method`") || e.starts_with("missing field `method`") {
             "a request needs a string `method`".to_owned()
         } else if e.starts_with("`params`") {
@@ -201,7 +201,7 @@ fn response(id: &Value, reply: Result<Value, RpcError>) -> Value {
             }),
         ),
     };
-    crate::protocol::value(&ResponseLine {
+    musepi_protocol::value(&ResponseLine {
         id: id.clone(),
         ok: error.is_none(),
         result,
@@ -243,7 +243,7 @@ pub fn run(args: &ServeArgs, ctx: &Ctx) -> CmdResult {
     let events: EventSink = Arc::new(move |e: MaintenanceEvent| {
         // A client that stopped reading ends the server at the next response.
         if let Some(event) = EventDoc::of(&e) {
-            let _ = sink_out.line(crate::protocol::value(&EventLine { event }));
+            let _ = sink_out.line(musepi_protocol::value(&EventLine { event }));
         }
     });
     let server = Server {
@@ -316,7 +316,7 @@ async fn serve(mut server: Server, out: &Out) -> std::io::Result<()> {
                 Some(next) = rx.recv() => match parse(&next) {
                     Ok(r) if r.method == "abort" => {
                         let aborted = abort.as_ref().is_some_and(musepi_runtime::AbortHandle::abort);
-                        let doc = crate::protocol::value(&AbortDoc { aborted });
+                        let doc = musepi_protocol::value(&AbortDoc { aborted });
                         out.line(response(&r.id, Ok(doc)))?;
                     }
                     _ => waiting.push_back(next),

@@ -11,10 +11,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use anyhow::anyhow;
-use musepi_hooks::{
-    BranchStrategy, CompactError, Hooks, NavigateOptions, StderrMode, StderrSink, Summarizer,
-    TreeRequest, compact, navigate,
-};
+use musepi_runtime::branch::{BranchStrategy, NavigateOptions, TreeRequest, navigate};
+use musepi_runtime::compaction::{CompactError, compact};
+use musepi_runtime::hooks::{Hooks, StderrMode, StderrSink, Summarizer};
 use musepi_runtime::{MaintenanceSettings, MaintenanceStrategy};
 use musepi_session_model::{Journal, LiveSign, Session, SessionError};
 use tokio_util::sync::CancellationToken;

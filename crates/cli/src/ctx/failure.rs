@@ -9,10 +9,10 @@
 //! ([`Failure::bad_input`], [`Failure::failed`]) only decides for errors
 //! that carry no such type. docs/cli.md lists every code.
 
-use musepi_hooks::SummarizeError;
 use musepi_runtime::branch::BranchError;
 use musepi_runtime::branch::NavigateError;
 use musepi_runtime::compaction::CompactError;
+use musepi_runtime::hooks::SummarizeError;
 use musepi_session_model::SessionError;
 
 use crate::hooks::HookSettingsError;

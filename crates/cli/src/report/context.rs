@@ -11,8 +11,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::output::Preview;
-use crate::protocol::runtime::LlmMessageDoc;
 use crate::report::entries::message_preview;
+use musepi_protocol::runtime::LlmMessageDoc;
 
 /// Characters in a message preview.
 const PREVIEW: usize = 72;
@@ -260,7 +260,7 @@ fn llm_rows(session: &Session, leaf: Option<usize>, shape: Shape) -> Vec<Row> {
                 preview: shape.preview(|| llm_preview(&c.message, PREVIEW)),
                 message: shape
                     .full
-                    .then(|| crate::protocol::value(&LlmMessageDoc::from(&c.message))),
+                    .then(|| musepi_protocol::value(&LlmMessageDoc::from(&c.message))),
                 superseded: false,
                 compacted_away: false,
                 payload: payload_summary(&c.message),

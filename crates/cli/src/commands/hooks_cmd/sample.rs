@@ -1,11 +1,11 @@
 //! Sample payloads of the five events, typed so they have exactly the shape
 //! the pipelines send (docs/hooks.md shows them).
 
-use musepi_hooks::events::{
+use musepi_runtime::context::FileLists;
+use musepi_runtime::hooks::events::{
     BeforeCompactEvent, BeforeTreeEvent, CompactEvent, CompactingEvent, MessageView,
     PreparationView, SummarizedMessages, TreeEvent, TreePreparation, TreeRequest, names,
 };
-use musepi_runtime::context::FileLists;
 use musepi_session_model::{
     AgentMessage, AssistantMessage, Content, ContentBlock, JsonValue, StopReason, Text, ToolCall,
     ToolResultMessage, UserMessage,

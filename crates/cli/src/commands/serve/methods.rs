@@ -4,10 +4,10 @@ use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use musepi_hooks::{Hooks, Summarizer};
 use musepi_runtime::branch::NavigateError;
 use musepi_runtime::compaction::{PruneFirst, prune_first_measured};
 use musepi_runtime::compaction::{RemoteCompactor, SnapTarget, Strategy};
+use musepi_runtime::hooks::{Hooks, Summarizer};
 use musepi_runtime::{
     AbortHandle, EventSink, Maintenance, MaintenanceError, MaintenanceStrategy, PromotionTarget,
     TreeRequest,
@@ -22,16 +22,16 @@ use super::views::entry_body;
 use crate::commands::runtime::snap_strategy;
 use crate::ctx::Ctx;
 use crate::output::note;
-use crate::protocol::runtime::{AfterAssistantDoc, DecisionDoc, PromotionDoc, TreeDoc};
-use crate::protocol::serve::{
+use crate::report::context::{Known, View, context_json};
+use crate::report::plan::{Planned, planned_json};
+use crate::settings::{Settings, merge_layers};
+use musepi_protocol::runtime::{AfterAssistantDoc, DecisionDoc, PromotionDoc, TreeDoc};
+use musepi_protocol::serve::{
     AbortDoc, AfterAssistantParams, AppendDoc, AppendParams, BeforeRequestParams, CloseDoc,
     CompactParams, ContextParams, IdleParams, NavigateParams, OpenParams, OpenSession, PlanParams,
     StateDoc, StatusDoc,
 };
-use crate::protocol::value;
-use crate::report::context::{Known, View, context_json};
-use crate::report::plan::{Planned, planned_json};
-use crate::settings::{Settings, merge_layers};
+use musepi_protocol::value;
 
 /// A failed request: a stable code and a message for people.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,7 +88,7 @@ pub(super) struct Server {
 
 /// Reads a method's parameters as their type (docs/schemas/serve.*.params.json).
 pub(super) fn params<T: serde::de::DeserializeOwned>(params: &Value) -> Result<T, RpcError> {
-    crate::protocol::read(params.clone()).map_err(RpcError::params)
+    musepi_protocol::read(params.clone()).map_err(RpcError::params)
 }
 
 /// `promotionTargets` as the runtime's targets; a window must be above 0.

@@ -6,8 +6,8 @@ use musepi_runtime::context::Search;
 use serde_json::Value;
 
 use super::methods::{Reply, RpcError, Server};
-use crate::protocol::serve::RecallParams;
 use crate::report::recall::{Originals, PAGE_BYTES, PAGE_MATCHES, entry_page, search_page};
+use musepi_protocol::serve::RecallParams;
 
 /// `offset` or `limit` as a count.
 fn count(n: Option<u64>, key: &str) -> Result<Option<usize>, RpcError> {

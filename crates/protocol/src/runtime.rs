@@ -17,7 +17,7 @@ fn id(e: Option<&EntryId>) -> Option<String> {
 /// of `compaction_end`.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct CompactionDoc {
+pub struct CompactionDoc {
     /// How it was made: `snapcompact`, `llm` or `handoff`.
     pub strategy: &'static str,
     /// The compaction entry; null for a handoff, which writes none.
@@ -58,7 +58,7 @@ impl From<&CompactionReport> for CompactionDoc {
 /// (`open`), and the model a promotion switched to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct PromotionDoc {
+pub struct PromotionDoc {
     /// The provider name, as in a `model_change` entry.
     pub provider: String,
     /// The model id, as in a `model_change` entry.
@@ -81,7 +81,7 @@ impl From<&PromotionTarget> for PromotionDoc {
 /// `beforeRequest`, `idle` and `compact`.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct DecisionDoc {
+pub struct DecisionDoc {
     /// `none`, `compacted`, `retry`, `warn`, `skipped`, `promoted`,
     /// `failed` or `aborted`.
     pub action: &'static str,
@@ -139,7 +139,8 @@ impl From<&Decision> for DecisionDoc {
 /// it was about.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct AfterAssistantDoc {
+pub struct AfterAssistantDoc {
+    /// The decision, its fields at the top level.
     #[serde(flatten)]
     pub decision: DecisionDoc,
     /// The entry given, or the one `message` was appended as; null for the
@@ -150,7 +151,7 @@ pub(crate) struct AfterAssistantDoc {
 /// What a navigation did, the answer of `navigate`.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct TreeDoc {
+pub struct TreeDoc {
     /// A hook cancelled it or the abort signal fired.
     pub cancelled: bool,
     /// The target was already the leaf: nothing changed.
@@ -202,7 +203,7 @@ impl From<&TreeOutcome> for TreeDoc {
     rename_all = "snake_case",
     rename_all_fields = "camelCase"
 )]
-pub(crate) enum EventDoc {
+pub enum EventDoc {
     /// Before any work of a compaction.
     CompactionStart {
         /// Why it runs.
@@ -264,7 +265,7 @@ pub(crate) enum EventDoc {
 impl EventDoc {
     /// The document of `event`; `None` for an event this version of the
     /// protocol does not name (the runtime may add kinds).
-    pub(crate) fn of(event: &MaintenanceEvent) -> Option<Self> {
+    pub fn of(event: &MaintenanceEvent) -> Option<Self> {
         Some(match event {
             MaintenanceEvent::CompactionStart { reason } => Self::CompactionStart {
                 reason: reason.name(),
@@ -320,7 +321,7 @@ impl EventDoc {
 
 /// An event line: `{"event": {"type", ...}}`.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-pub(crate) struct EventLine {
+pub struct EventLine {
     /// The event.
     pub event: EventDoc,
 }
@@ -329,7 +330,7 @@ pub(crate) struct EventLine {
 /// lists them and the runtime's answers carry them.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct LlmMessageDoc {
+pub struct LlmMessageDoc {
     /// `user`, `assistant`, `toolResult` or `developer`.
     pub role: &'static str,
     /// The content blocks as pi stores them (`text`, `thinking`, `image`,
@@ -351,7 +352,7 @@ pub(crate) struct LlmMessageDoc {
 
 /// A provider's native compaction history carried by a message.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-pub(crate) struct ProviderPayloadDoc {
+pub struct ProviderPayloadDoc {
     /// `openaiResponsesHistory`.
     #[serde(rename = "type")]
     pub kind: &'static str,
@@ -364,7 +365,7 @@ pub(crate) struct ProviderPayloadDoc {
 /// The fields of a tool result or an assistant message.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(untagged, rename_all_fields = "camelCase")]
-pub(crate) enum RoleFields {
+pub enum RoleFields {
     /// A tool result.
     ToolResult {
         /// The call it answers.

@@ -11,7 +11,7 @@ use super::runtime::PromotionDoc;
 
 /// A request line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub(crate) struct RequestLine {
+pub struct RequestLine {
     /// Any JSON value; the response carries it back.
     #[serde(default)]
     pub id: Value,
@@ -23,7 +23,7 @@ pub(crate) struct RequestLine {
 
 /// A response line: `result` when `ok`, `error` otherwise.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-pub(crate) struct ResponseLine {
+pub struct ResponseLine {
     /// The request's `id` (null when the line could not be read).
     pub id: Value,
     /// Whether the method succeeded.
@@ -38,7 +38,7 @@ pub(crate) struct ResponseLine {
 
 /// A failed request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
-pub(crate) struct ErrorDoc {
+pub struct ErrorDoc {
     /// A stable code (docs/protocol.md lists them).
     pub code: &'static str,
     /// What went wrong, for people.
@@ -54,7 +54,7 @@ fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Opti
 /// `open`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct OpenParams {
+pub struct OpenParams {
     /// The session file.
     pub path: String,
     /// Create a new session there (it must not exist).
@@ -84,7 +84,7 @@ pub(crate) struct OpenParams {
 /// `open`'s `model`.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct ModelParam {
+pub struct ModelParam {
     /// The provider name.
     pub provider: String,
     /// The model id.
@@ -98,7 +98,7 @@ pub(crate) struct ModelParam {
 
 /// `append`: `entries` or `entry`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
-pub(crate) struct AppendParams {
+pub struct AppendParams {
     /// Entries in pi's shape, without `id`, `parentId` and `timestamp`.
     pub entries: Option<Vec<serde_json::Map<String, Value>>>,
     /// One entry.
@@ -109,7 +109,7 @@ pub(crate) struct AppendParams {
 /// assistant message on the path.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct AfterAssistantParams {
+pub struct AfterAssistantParams {
     /// An assistant entry already in the session.
     pub entry_id: Option<String>,
     /// An assistant message to append first, in pi's shape.
@@ -119,7 +119,7 @@ pub(crate) struct AfterAssistantParams {
 /// `beforeRequest`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct BeforeRequestParams {
+pub struct BeforeRequestParams {
     /// Whether every tool call of the last assistant has its result; the
     /// server works it out when absent.
     pub safe_boundary: Option<bool>,
@@ -128,14 +128,14 @@ pub(crate) struct BeforeRequestParams {
 /// `idle`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct IdleParams {
+pub struct IdleParams {
     /// How long the agent has waited for the user, in seconds.
     pub idle_seconds: u64,
 }
 
 /// `compact`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
-pub(crate) struct CompactParams {
+pub struct CompactParams {
     /// What the summary should focus on.
     pub instructions: Option<String>,
 }
@@ -143,7 +143,7 @@ pub(crate) struct CompactParams {
 /// `navigate`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct NavigateParams {
+pub struct NavigateParams {
     /// The entry to go to, or null for before the first entry.
     #[serde(deserialize_with = "nullable")]
     #[schemars(required)]
@@ -160,7 +160,7 @@ pub(crate) struct NavigateParams {
 
 /// `context`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
-pub(crate) struct ContextParams {
+pub struct ContextParams {
     /// The leaf (default: the session's; `"null"` for before the first
     /// entry).
     pub leaf: Option<String>,
@@ -173,7 +173,7 @@ pub(crate) struct ContextParams {
 /// `plan`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct PlanParams {
+pub struct PlanParams {
     /// The leaf (default: the session's; `"null"` for before the first
     /// entry).
     pub leaf: Option<String>,
@@ -189,7 +189,7 @@ pub(crate) struct PlanParams {
 
 /// `recall`: `entry` or `grep`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
-pub(crate) struct RecallParams {
+pub struct RecallParams {
     /// Page an entry's original content.
     pub entry: Option<String>,
     /// Search what compactions and pruning took out of the context.
@@ -205,7 +205,7 @@ pub(crate) struct RecallParams {
 /// The answer of `status`, and of `open` with `created` and `warnings`.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct StatusDoc {
+pub struct StatusDoc {
     /// A session is open.
     pub open: bool,
     /// The rest, when a session is open.
@@ -216,7 +216,7 @@ pub(crate) struct StatusDoc {
 /// What `status` says of the open session.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct OpenSession {
+pub struct OpenSession {
     /// The session file.
     pub path: String,
     /// The header's id.
@@ -256,7 +256,7 @@ pub(crate) struct OpenSession {
 /// The runtime's recovery state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct StateDoc {
+pub struct StateDoc {
     /// An overflow was already recovered from once since the last success.
     pub overflow_recovery_attempted: bool,
     /// Empty incomplete answers recovered from in a row.
@@ -267,7 +267,7 @@ pub(crate) struct StateDoc {
 
 /// The answer of `close`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
-pub(crate) struct CloseDoc {
+pub struct CloseDoc {
     /// A session was open.
     pub closed: bool,
     /// Its file.
@@ -277,7 +277,7 @@ pub(crate) struct CloseDoc {
 /// The answer of `append`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct AppendDoc {
+pub struct AppendDoc {
     /// The new entries' ids, in order.
     pub ids: Vec<String>,
     /// The leaf now.
@@ -288,7 +288,7 @@ pub(crate) struct AppendDoc {
 
 /// The answer of `abort`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
-pub(crate) struct AbortDoc {
+pub struct AbortDoc {
     /// A running compaction or navigation was told to stop.
     pub aborted: bool,
 }

@@ -1,33 +1,36 @@
-//! The command line's documents as types: what `musepi serve` reads and
-//! writes (docs/protocol.md), and the runtime's answers and events it
-//! carries.
+//! The documents of `musepi serve` as types: every request line and the
+//! parameters of every method ([`serve`]), the response and event lines,
+//! and the runtime's answers they carry ([`runtime`]: decisions, finished
+//! compactions, navigations, the provider messages of a context).
 //!
 //! A document is built by filling one of these types and serializing it,
-//! never by writing a JSON literal, so its shape lives in one place and
-//! its JSON Schema is generated from the same type. The schemas are kept
-//! in `docs/schemas/`; a test fails when one differs from what its type
-//! generates, and `MUSEPI_UPDATE_SCHEMAS=1 cargo test -p musepi schemas`
-//! writes them again.
+//! never by writing a JSON literal, so its shape lives in one place, and
+//! its JSON Schema is generated from the same type ([`schemas`]). The
+//! schemas are kept in the repository's `docs/schemas/` for clients in any
+//! language; a test of this crate fails when one differs from what its
+//! type generates, and `MUSEPI_UPDATE_SCHEMAS=1 cargo test -p
+//! musepi-protocol` writes them again.
+//!
+//! Parameters are read with [`read`], whose error names the key a bad
+//! value sits at; documents are written with [`value`].
 
-pub(crate) mod runtime;
-pub(crate) mod serve;
+pub mod runtime;
+pub mod serve;
 
-#[cfg(test)]
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
 
 /// The schema of `T`, titled `title`.
-#[cfg(test)]
 fn schema<T: JsonSchema>(title: &str) -> Schema {
     let mut schema = SchemaGenerator::default().into_root_schema_for::<T>();
     schema.insert("title".into(), title.into());
     schema
 }
 
-/// Every document with its file name under `docs/schemas/`, in the order
+/// Every document with its file name under `docs/schemas/` (without
+/// `.json`), in the order
 /// docs/protocol.md describes them.
-#[cfg(test)]
-pub(crate) fn schemas() -> Vec<(&'static str, Schema)> {
+pub fn schemas() -> Vec<(&'static str, Schema)> {
     use runtime::{AfterAssistantDoc, DecisionDoc, EventLine, TreeDoc};
     use serve::{
         AbortDoc, AfterAssistantParams, AppendDoc, AppendParams, BeforeRequestParams, CloseDoc,
@@ -120,7 +123,7 @@ pub(crate) fn schemas() -> Vec<(&'static str, Schema)> {
 
 /// Reads `value` as `T`; the error names the key a bad value sits at
 /// (`` `create`: invalid type: string "yes", expected a boolean ``).
-pub(crate) fn read<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, String> {
+pub fn read<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, String> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
@@ -134,7 +137,7 @@ pub(crate) fn read<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, S
 
 /// Serializes a document this module defines. Its types hold no map with
 /// non-string keys and no float, so serializing cannot fail.
-pub(crate) fn value<T: serde::Serialize>(doc: &T) -> serde_json::Value {
+pub fn value<T: serde::Serialize>(doc: &T) -> serde_json::Value {
     serde_json::to_value(doc).unwrap_or(serde_json::Value::Null)
 }
 
@@ -172,7 +175,10 @@ mod tests {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let entry = entry.unwrap();
             let name = entry.file_name().to_string_lossy().into_owned();
-            if name.ends_with(".json") && !names.contains(&name) {
+            let json = std::path::Path::new(&name)
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+            if json && !names.contains(&name) {
                 if update {
                     std::fs::remove_file(entry.path()).unwrap();
                 } else {
@@ -182,7 +188,7 @@ mod tests {
         }
         assert!(
             stale.is_empty(),
-            "these schemas differ from their types; run `MUSEPI_UPDATE_SCHEMAS=1 cargo test -p musepi schemas` and commit docs/schemas:\n  {}",
+            "these schemas differ from their types; run `MUSEPI_UPDATE_SCHEMAS=1 cargo test -p musepi-protocol` and commit docs/schemas:\n  {}",
             stale.join("\n  ")
         );
     }
