@@ -1,7 +1,10 @@
-//! The documents of `musepi serve` as types: every request line and the
-//! parameters of every method ([`serve`]), the response and event lines,
-//! and the runtime's answers they carry ([`runtime`]: decisions, finished
-//! compactions, navigations, the provider messages of a context).
+//! The documents of `musepi serve` and of the command line as types:
+//! every request line and the parameters of every method ([`serve`]), the
+//! response and event lines, the runtime's answers they carry
+//! ([`runtime`]: decisions, finished compactions, navigations, the
+//! provider messages of a context), and the `--json` documents of the
+//! commands that plan and run a compaction ([`cli`]: `plan`, `compact`,
+//! `prune`).
 //!
 //! A document is built by filling one of these types and serializing it,
 //! never by writing a JSON literal, so its shape lives in one place, and
@@ -14,6 +17,7 @@
 //! Parameters are read with [`read`], whose error names the key a bad
 //! value sits at; documents are written with [`value`].
 
+pub mod cli;
 pub mod runtime;
 pub mod serve;
 
@@ -31,6 +35,7 @@ fn schema<T: JsonSchema>(title: &str) -> Schema {
 /// `.json`), in the order
 /// docs/protocol.md describes them.
 pub fn schemas() -> Vec<(&'static str, Schema)> {
+    use cli::{CompactedDoc, DryRunDoc, NotCompactedDoc, PlanAnswer, PruneCommandDoc};
     use runtime::{AfterAssistantDoc, DecisionDoc, EventLine, TreeDoc};
     use serve::{
         AbortDoc, AfterAssistantParams, AppendDoc, AppendParams, BeforeRequestParams, CloseDoc,
@@ -117,6 +122,26 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         (
             "serve.abort.result",
             schema::<AbortDoc>("musepi serve: abort's answer"),
+        ),
+        (
+            "cli.plan",
+            schema::<PlanAnswer>("musepi plan --json, and the answer of serve's plan"),
+        ),
+        (
+            "cli.compact",
+            schema::<CompactedDoc>("musepi compact --json: a compaction written"),
+        ),
+        (
+            "cli.compact.nothing",
+            schema::<NotCompactedDoc>("musepi compact --json: nothing to compact"),
+        ),
+        (
+            "cli.compact.dry-run",
+            schema::<DryRunDoc>("musepi compact --dry-run --json"),
+        ),
+        (
+            "cli.prune",
+            schema::<PruneCommandDoc>("musepi prune --json"),
         ),
     ]
 }

@@ -24,7 +24,7 @@ use crate::output::{
     Color, aligned, counted, escape_controls, escaped_text, note, print_json, print_text,
     push_lines_preview, thousands,
 };
-use crate::report::plan::request_json;
+use crate::report::plan::request_doc;
 use musepi_session_model::json::utf16_len;
 
 /// Lines of the summary the report shows.
@@ -289,7 +289,7 @@ fn dry_run(
             "fileLists": lists,
             "summarize": args.summarize,
             "strategy": args.summarize.then(|| strategy_name(strategy)),
-            "request": request.as_ref().map(request_json),
+            "request": request.as_ref().map(request_doc),
             "digest": digest,
             "warnings": [],
         }))

@@ -10,7 +10,8 @@ use musepi_session_model::Journal;
 use crate::commands::pi_dir::CHANGES_THE_FILE;
 use crate::commands::strategy::{pick_with_default, uses_model};
 use crate::commands::writer::{Target, print_warnings, report_write_warnings};
-use serde_json::json;
+use musepi_protocol::cli::{CompactedDoc, DryRunDoc, NotCompactedDoc, RequestDoc, VerifiedDoc};
+use musepi_protocol::value;
 
 use crate::cli::CompactArgs;
 use crate::commands::context::resolve_leaf;
@@ -23,7 +24,7 @@ use crate::output::{
     Color, aligned, escape_controls, escaped_text, preview, print_json, print_text,
     push_lines_preview,
 };
-use crate::report::plan::{nothing_text, prune_json, request_json};
+use crate::report::plan::{nothing_text, prune_doc, request_doc};
 
 /// Lines of the summary the report shows.
 const SUMMARY_LINES: usize = 8;
@@ -141,12 +142,12 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
             }
             let warnings = report_write_warnings(&mut journal);
             if ctx.json() {
-                print_json(&json!({
-                    "compacted": false,
-                    "nothingToCompact": true,
-                    "reason": reason.to_string(),
-                    "output": output,
-                    "warnings": warnings,
+                print_json(&value(&NotCompactedDoc {
+                    compacted: false,
+                    nothing_to_compact: true,
+                    reason: reason.to_string(),
+                    output,
+                    warnings,
                 }))
                 .or_failed()?;
             } else {
@@ -170,30 +171,40 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
         .unwrap_or_else(|| path.display().to_string());
     let session = journal.session();
     if ctx.json() {
-        let doc = json!({
-            "compacted": true,
-            "file": written,
-            "strategy": name,
-            "provider": llm.as_ref().map(|p| p.config().describe()),
-            "entryId": out.entry_id.as_str(),
-            "firstKeptEntryId": out.result.first_kept_entry_id.as_str(),
-            "tokensBefore": out.result.tokens_before,
-            "contextTokensBefore": out.context_tokens_before,
-            "tokensAfter": out.tokens_after,
-            "summary": out.result.summary,
-            "shortSummary": out.result.short_summary,
-            "details": out.result.details,
-            "usage": out.result.usage,
-            "fromExtension": out.result.from_extension,
-            "requests": out.requests.iter().map(|r| r.name()).collect::<Vec<_>>(),
-            "prune": prune_json(session, &out.pruned),
-            "verified": out.result.verified.map(|v| json!({
-                "items": v.items, "inSummary": v.in_summary,
-                "appended": v.appended, "leftOut": v.left_out,
-            })),
-            "warnings": ctx.settings_warnings().into_iter().chain(warnings).collect::<Vec<_>>(),
-        });
-        print_json(&doc).or_failed()?;
+        let doc = CompactedDoc {
+            compacted: true,
+            file: written,
+            strategy: name,
+            provider: llm.as_ref().map(|p| p.config().describe()),
+            entry_id: out.entry_id.to_string(),
+            first_kept_entry_id: out.result.first_kept_entry_id.to_string(),
+            tokens_before: out.result.tokens_before,
+            context_tokens_before: out.context_tokens_before,
+            tokens_after: out.tokens_after,
+            summary: out.result.summary.clone(),
+            short_summary: out.result.short_summary.clone(),
+            details: out.result.details.clone(),
+            usage: out
+                .result
+                .usage
+                .as_ref()
+                .and_then(|u| serde_json::to_value(u).ok()),
+            from_extension: out.result.from_extension,
+            requests: out.requests.iter().map(|r| r.name()).collect(),
+            prune: prune_doc(session, &out.pruned),
+            verified: out.result.verified.map(|v| VerifiedDoc {
+                items: v.items,
+                in_summary: v.in_summary,
+                appended: v.appended,
+                left_out: v.left_out,
+            }),
+            warnings: ctx
+                .settings_warnings()
+                .into_iter()
+                .chain(warnings)
+                .collect(),
+        };
+        print_json(&value(&doc)).or_failed()?;
         return Ok(Exit::Ok);
     }
     let st = target.style(ctx);
@@ -273,16 +284,18 @@ fn dry_run(
             // The dry-run document, saying there is nothing to do as `plan`
             // and the compaction say it.
             if ctx.json() {
-                print_json(&json!({
-                    "dryRun": true,
-                    "nothingToCompact": true,
-                    "reason": reason.to_string(),
-                    "strategy": strategy.name(),
-                    "tokensBefore": step.tokens_before,
-                    "contextTokensBefore": step.context_tokens,
-                    "prune": prune_json(session, &step.plan),
-                    "requests": [],
-                    "warnings": [],
+                print_json(&value(&DryRunDoc {
+                    dry_run: true,
+                    nothing_to_compact: true,
+                    reason: Some(reason.to_string()),
+                    strategy: strategy.name(),
+                    first_kept_entry_id: None,
+                    tokens_before: step.tokens_before,
+                    context_tokens_before: step.context_tokens,
+                    estimated_tokens_after: None,
+                    prune: prune_doc(session, &step.plan),
+                    requests: Vec::new(),
+                    warnings: Vec::new(),
                 }))
                 .or_failed()?;
             } else {
@@ -295,10 +308,10 @@ fn dry_run(
     options.custom_instructions.clone_from(&args.instructions);
     let plan = SummaryPlan::new(&prep, budgets, &options);
     let short = plan.short_request(&plan.merge(Some("{history summary}"), None));
-    let requests: Vec<serde_json::Value> = if uses_model(strategy) {
+    let requests: Vec<RequestDoc> = if uses_model(strategy) {
         plan.requests()
             .chain(std::iter::once(&short))
-            .map(request_json)
+            .map(request_doc)
             .collect()
     } else {
         Vec::new()
@@ -306,17 +319,18 @@ fn dry_run(
     // The tokens after, as `plan` estimates them for this strategy.
     let (after, counted_as) = crate::report::plan::after_strategy(&prep, budgets, strategy);
     if ctx.json() {
-        print_json(&json!({
-            "dryRun": true,
-            "nothingToCompact": false,
-            "strategy": strategy.name(),
-            "firstKeptEntryId": prep.first_kept_entry_id.as_str(),
-            "tokensBefore": prep.tokens_before,
-            "contextTokensBefore": step.context_tokens,
-            "estimatedTokensAfter": after,
-            "prune": prune_json(session, &step.plan),
-            "requests": requests,
-            "warnings": [],
+        print_json(&value(&DryRunDoc {
+            dry_run: true,
+            nothing_to_compact: false,
+            reason: None,
+            strategy: strategy.name(),
+            first_kept_entry_id: Some(prep.first_kept_entry_id.to_string()),
+            tokens_before: prep.tokens_before,
+            context_tokens_before: step.context_tokens,
+            estimated_tokens_after: Some(after),
+            prune: prune_doc(session, &step.plan),
+            requests,
+            warnings: Vec::new(),
         }))
         .or_failed()?;
         return Ok(Exit::Ok);
@@ -345,10 +359,7 @@ fn dry_run(
     }
     if !args.show_prompts {
         if !requests.is_empty() {
-            let names: Vec<&str> = requests
-                .iter()
-                .filter_map(|r| r["purpose"].as_str())
-                .collect();
+            let names: Vec<&str> = requests.iter().map(|r| r.purpose).collect();
             let _ = writeln!(
                 out,
                 "requests: {} (--show-prompts prints them)",
@@ -362,12 +373,13 @@ fn dry_run(
         let _ = write!(
             out,
             "\n── {} request (max {} tokens) ──\nsystem: {}\n\n{}\n",
-            r["purpose"].as_str().unwrap_or_default(),
-            r["maxTokens"]
-                .as_u64()
-                .map_or_else(|| r["maxTokens"].to_string(), crate::output::thousands),
-            escaped_text(r["systemPrompt"].as_str().unwrap_or_default()),
-            escaped_text(r["prompt"].as_str().unwrap_or_default())
+            r.purpose,
+            r.max_tokens.map_or_else(
+                || "null".to_owned(),
+                |t| crate::output::thousands(u64::from(t))
+            ),
+            escaped_text(&r.system_prompt),
+            escaped_text(&r.prompt)
         );
     }
     crate::output::print_paged(&out, ctx.no_pager()).or_failed()?;

@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
+use musepi_protocol::value;
 use musepi_runtime::compaction::{Preparation, RequestOptions, SummaryPlan};
 
 use crate::cli::PlanArgs;
@@ -12,7 +13,7 @@ use crate::commands::strategy::pick_with_default;
 use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
 use crate::output::{Color, aligned, escape_controls, escaped_text, print_json, print_text};
 use crate::report::plan::{
-    Planned, after_strategy, document, nothing_json, nothing_text, planned_requests, prune_text,
+    Planned, after_strategy, document, nothing_doc, nothing_text, planned_requests, prune_text,
     tokens,
 };
 use musepi_runtime::compaction::Strategy;
@@ -72,10 +73,9 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
             );
             let reason = nothing;
             if ctx.json() {
-                let mut doc = nothing_json(session, &planned, &reason);
-                doc["strategy"] = strategy.name().into();
-                doc["warnings"] = ctx.settings_warnings().into();
-                print_json(&doc).or_failed()?;
+                let mut doc = nothing_doc(session, &planned, &reason, &strategy);
+                doc.warnings = Some(ctx.settings_warnings());
+                print_json(&value(&doc)).or_failed()?;
             } else {
                 print_text(&format!("{}\n", nothing_text(&reason))).or_failed()?;
             }
@@ -93,8 +93,8 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
             args.show_prompts,
             &strategy,
         );
-        doc["warnings"] = ctx.settings_warnings().into();
-        print_json(&doc).or_failed()?;
+        doc.warnings = Some(ctx.settings_warnings());
+        print_json(&value(&doc)).or_failed()?;
         drop((doc, prep));
         keep_until_exit(planned);
         return Ok(Exit::Ok);

@@ -9,8 +9,9 @@
 
 use std::fmt::Write as _;
 
+use musepi_protocol::cli::PruneCommandDoc;
+use musepi_protocol::value;
 use musepi_runtime::compaction::{apply_prune, plan_prune};
-use serde_json::json;
 
 use crate::cli::PruneArgs;
 use crate::commands::pi_dir::CHANGES_THE_FILE;
@@ -18,7 +19,7 @@ use crate::commands::runtime::Progress;
 use crate::commands::writer::{Target, report_write_warnings};
 use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
 use crate::output::{Color, column_width, escape_controls, pad_end, print_json};
-use crate::report::plan::prune_json;
+use crate::report::plan::prune_doc;
 use crate::report::plan::prune_text;
 
 /// Runs the command.
@@ -78,11 +79,13 @@ pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
     progress.finish();
     let session = journal.session();
     if ctx.json() {
-        let mut doc = prune_json(session, &plan);
-        doc["written"] = json!(output.is_some());
-        doc["output"] = json!(output);
-        doc["warnings"] = json!(warnings);
-        print_json(&doc).or_failed()?;
+        let doc = PruneCommandDoc {
+            prune: prune_doc(session, &plan),
+            written: output.is_some(),
+            output,
+            warnings,
+        };
+        print_json(&value(&doc)).or_failed()?;
         return Ok(Exit::Ok);
     }
     let st = target.style(ctx);

@@ -3,6 +3,10 @@
 
 use std::borrow::Cow;
 
+use musepi_protocol::cli::{
+    FileListsDoc, NothingToCompactDoc, PlanAnswer, PlanDoc, PruneDoc, PrunedResultDoc, RequestDoc,
+    ThresholdDoc,
+};
 use musepi_runtime::compaction::{
     CompactionSettings, NothingToCompact, Preparation, PruneConfig, PruneFirst, PrunePlan,
     RequestOptions, SummaryPlan, history_max_tokens, prune_first,
@@ -13,7 +17,6 @@ use musepi_runtime::context::{
 };
 use musepi_session_model::Session;
 use musepi_session_model::json::utf16_len;
-use serde_json::{Value, json};
 
 pub(crate) fn ids(session: &Session, messages: &[ContextMessage<'_>]) -> Vec<String> {
     messages
@@ -27,28 +30,32 @@ pub(crate) fn tokens(messages: &[ContextMessage<'_>]) -> u64 {
 }
 
 /// The prune section of the plan.
-pub(crate) fn prune_json(session: &Session, plan: &PrunePlan) -> Value {
-    json!({
-        "tokensSaved": plan.tokens_saved,
-        "results": plan.candidates.iter().map(|c| json!({
-            "entryId": session.entries()[c.entry_index].id.as_str(),
-            "kind": c.kind.name(),
-            "tokens": c.tokens,
-            "saved": c.saved,
-            "placeholder": c.placeholder,
-        })).collect::<Vec<_>>(),
-    })
+pub(crate) fn prune_doc(session: &Session, plan: &PrunePlan) -> PruneDoc {
+    PruneDoc {
+        tokens_saved: plan.tokens_saved,
+        results: plan
+            .candidates
+            .iter()
+            .map(|c| PrunedResultDoc {
+                entry_id: session.entries()[c.entry_index].id.to_string(),
+                kind: c.kind.name(),
+                tokens: c.tokens,
+                saved: c.saved,
+                placeholder: c.placeholder.clone(),
+            })
+            .collect(),
+    }
 }
 
-/// A request as JSON.
-pub(crate) fn request_json(r: &SummaryRequest) -> Value {
-    json!({
-        "purpose": r.purpose.name(),
-        "maxTokens": r.max_tokens,
-        "reasoning": r.reasoning,
-        "systemPrompt": r.system_prompt,
-        "prompt": r.prompt_text(),
-    })
+/// A request as its document.
+pub(crate) fn request_doc(r: &SummaryRequest) -> RequestDoc {
+    RequestDoc {
+        purpose: r.purpose.name(),
+        max_tokens: r.max_tokens,
+        reasoning: r.reasoning.clone(),
+        system_prompt: r.system_prompt.clone(),
+        prompt: r.prompt_text(),
+    }
 }
 
 /// Everything a plan shows, computed as the compaction computes it
@@ -108,13 +115,13 @@ impl<'s> Planned<'s> {
         }
     }
 
-    pub(crate) fn threshold_json(&self) -> Value {
-        json!({
-            "contextWindow": self.window,
-            "thresholdTokens": self.threshold,
-            "measuredTokens": self.measured.tokens,
-            "overThreshold": i128::from(self.measured.tokens) > i128::from(self.threshold),
-        })
+    pub(crate) fn threshold_doc(&self) -> ThresholdDoc {
+        ThresholdDoc {
+            context_window: self.window,
+            threshold_tokens: self.threshold,
+            measured_tokens: self.measured.tokens,
+            over_threshold: self.over_threshold(),
+        }
     }
 
     /// `threshold 170000 of a 200000-token window; measured 177657, over`.
@@ -125,7 +132,7 @@ impl<'s> Planned<'s> {
     }
 
     pub(crate) fn threshold_text(&self) -> String {
-        let over = if i128::from(self.measured.tokens) > i128::from(self.threshold) {
+        let over = if self.over_threshold() {
             "over"
         } else {
             "under"
@@ -147,17 +154,17 @@ impl<'s> Planned<'s> {
 }
 
 /// The `--json` document of a plan decided already.
-pub(crate) fn planned_json(
+pub(crate) fn planned_doc(
     planned: &Planned<'_>,
     leaf: Option<usize>,
     settings: &CompactionSettings,
     show_prompts: bool,
     strategy: &Strategy,
-) -> Value {
+) -> PlanAnswer {
     // Pruning changes no id: the pruned session names every entry.
     let session = planned.pruned.as_ref();
     match planned.step.prepare(session, leaf) {
-        Ok(prep) => document(
+        Ok(prep) => PlanAnswer::Plan(Box::new(document(
             session,
             leaf,
             planned,
@@ -165,12 +172,8 @@ pub(crate) fn planned_json(
             settings,
             show_prompts,
             strategy,
-        ),
-        Err(reason) => {
-            let mut doc = nothing_json(session, planned, &reason);
-            doc["strategy"] = strategy.name().into();
-            doc
-        }
+        ))),
+        Err(reason) => PlanAnswer::Nothing(nothing_doc(session, planned, &reason, strategy)),
     }
 }
 
@@ -238,21 +241,26 @@ pub(crate) fn nothing_text(reason: &NothingToCompact) -> String {
     format!("nothing to compact: {why}")
 }
 
-pub(crate) fn nothing_json(
+/// The document of a plan with nothing to compact.
+pub(crate) fn nothing_doc(
     session: &Session,
     planned: &Planned,
     reason: &NothingToCompact,
-) -> Value {
-    json!({
-        "nothingToCompact": true,
-        "reason": reason.to_string(),
-        "tokensBefore": planned.step.tokens_before,
-        "contextTokensBefore": planned.step.context_tokens,
-        "threshold": planned.threshold_json(),
-        "prune": prune_json(session, &planned.step.plan),
-    })
+    strategy: &Strategy,
+) -> NothingToCompactDoc {
+    NothingToCompactDoc {
+        nothing_to_compact: true,
+        reason: reason.to_string(),
+        tokens_before: planned.step.tokens_before,
+        context_tokens_before: planned.step.context_tokens,
+        threshold: planned.threshold_doc(),
+        prune: prune_doc(session, &planned.step.plan),
+        strategy: strategy.name(),
+        warnings: None,
+    }
 }
 
+/// The document of a plan at `leaf`.
 pub(crate) fn document(
     session: &Session,
     leaf: Option<usize>,
@@ -261,36 +269,42 @@ pub(crate) fn document(
     settings: &CompactionSettings,
     show_prompts: bool,
     strategy: &Strategy,
-) -> Value {
+) -> PlanDoc {
     let lists = prep.file_ops.lists();
     let (after, _) = after_strategy(prep, settings, strategy);
-    let mut doc = json!({
-        "nothingToCompact": false,
-        "leafId": leaf.map(|i| session.entries()[i].id.to_string()),
-        "firstKeptEntryId": prep.first_kept_entry_id.as_str(),
-        "isSplitTurn": prep.cut.is_split_turn,
-        "turnStartEntryId": prep.turn_start_entry().map(|i| session.entries()[i].id.to_string()),
-        "tokensBefore": prep.tokens_before,
-        "contextTokensBefore": planned.step.context_tokens,
-        "estimatedTokensAfter": after,
-        "strategy": strategy.name(),
-        "keepRecentTokens": prep.keep_recent_tokens,
-        "messagesToSummarize": ids(session, &prep.messages_to_summarize),
-        "turnPrefixMessages": ids(session, &prep.turn_prefix_messages),
-        "keptMessages": ids(session, &prep.recent_messages),
-        "previousSummary": prep.previous_summary.is_some(),
-        "fileLists": lists,
-        "threshold": planned.threshold_json(),
-        "prune": prune_json(session, &planned.step.plan),
-    });
-    if show_prompts {
+    let requests = show_prompts.then(|| {
         let plan = SummaryPlan::new(prep, settings, &RequestOptions::default());
-        doc["requests"] = planned_requests(&plan, strategy)
+        planned_requests(&plan, strategy)
             .iter()
-            .map(request_json)
-            .collect();
+            .map(request_doc)
+            .collect()
+    });
+    PlanDoc {
+        nothing_to_compact: false,
+        leaf_id: leaf.map(|i| session.entries()[i].id.to_string()),
+        first_kept_entry_id: prep.first_kept_entry_id.to_string(),
+        is_split_turn: prep.cut.is_split_turn,
+        turn_start_entry_id: prep
+            .turn_start_entry()
+            .map(|i| session.entries()[i].id.to_string()),
+        tokens_before: prep.tokens_before,
+        context_tokens_before: planned.step.context_tokens,
+        estimated_tokens_after: after,
+        strategy: strategy.name(),
+        keep_recent_tokens: prep.keep_recent_tokens,
+        messages_to_summarize: ids(session, &prep.messages_to_summarize),
+        turn_prefix_messages: ids(session, &prep.turn_prefix_messages),
+        kept_messages: ids(session, &prep.recent_messages),
+        previous_summary: prep.previous_summary.is_some(),
+        file_lists: FileListsDoc {
+            read_files: lists.read_files,
+            modified_files: lists.modified_files,
+        },
+        threshold: planned.threshold_doc(),
+        prune: prune_doc(session, &planned.step.plan),
+        requests,
+        warnings: None,
     }
-    doc
 }
 
 /// What pruning does, in words: `nothing to prune`, or

@@ -23,8 +23,9 @@ use crate::commands::runtime::snap_strategy;
 use crate::ctx::Ctx;
 use crate::output::note;
 use crate::report::context::{Known, View, context_json};
-use crate::report::plan::{Planned, planned_json};
+use crate::report::plan::{Planned, planned_doc};
 use crate::settings::{Settings, merge_layers};
+use musepi_protocol::cli::PlanAnswer;
 use musepi_protocol::runtime::{AfterAssistantDoc, DecisionDoc, PromotionDoc, TreeDoc};
 use musepi_protocol::serve::{
     AbortDoc, AfterAssistantParams, AppendDoc, AppendParams, BeforeRequestParams, CloseDoc,
@@ -480,10 +481,7 @@ impl Server {
             MaintenanceStrategy::Remote => Strategy::Remote,
             _ => Strategy::Llm,
         };
-        let with_warnings = |mut doc: Value| {
-            doc["warnings"] = Value::from(warnings.clone());
-            doc
-        };
+        let with_warnings = |doc: PlanAnswer| value(&doc.with_warnings(warnings.clone()));
         if leaf == runtime.journal().session().leaf_index() {
             // At the runtime's leaf: the sizes from its account, and the
             // pruned results staged in its journal for the preparation,
@@ -496,7 +494,7 @@ impl Server {
             let answer = |step: &PruneFirst, pruned: Cow<'_, Session>| {
                 let planned =
                     Planned::decided(Cow::Borrowed(step), pruned, measured, &compaction, window);
-                planned_json(&planned, leaf, &compaction, show_prompts, &strategy)
+                planned_doc(&planned, leaf, &compaction, show_prompts, &strategy)
             };
             if !step.changes.is_empty()
                 && let Some(doc) = runtime.with_staged(step.changes.clone(), |pruned| {
@@ -524,7 +522,7 @@ impl Server {
             window,
             now,
         );
-        Ok(with_warnings(planned_json(
+        Ok(with_warnings(planned_doc(
             &planned,
             leaf,
             &compaction,
