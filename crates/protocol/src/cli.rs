@@ -174,6 +174,7 @@ pub enum PlanAnswer {
 
 impl PlanAnswer {
     /// Sets the settings warnings the command and serve add.
+    #[must_use]
     pub fn with_warnings(mut self, warnings: Vec<String>) -> Self {
         match &mut self {
             Self::Plan(p) => p.warnings = Some(warnings),
