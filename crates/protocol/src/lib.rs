@@ -3,8 +3,9 @@
 //! response and event lines, the runtime's answers they carry
 //! ([`runtime`]: decisions, finished compactions, navigations, the
 //! provider messages of a context), and the `--json` documents of the
-//! commands that plan and run a compaction ([`cli`]: `plan`, `compact`,
-//! `prune`).
+//! commands that show the context, plan and run a compaction, and read
+//! back what it took out ([`cli`]: `context`, `plan`, `compact`, `prune`,
+//! `recall`).
 //!
 //! A document is built by filling one of these types and serializing it,
 //! never by writing a JSON literal, so its shape lives in one place, and
@@ -35,7 +36,10 @@ fn schema<T: JsonSchema>(title: &str) -> Schema {
 /// `.json`), in the order
 /// docs/protocol.md describes them.
 pub fn schemas() -> Vec<(&'static str, Schema)> {
-    use cli::{CompactedDoc, DryRunDoc, NotCompactedDoc, PlanAnswer, PruneCommandDoc};
+    use cli::{
+        CompactedDoc, ContextDoc, DryRunDoc, EntryPage, NotCompactedDoc, PlanAnswer,
+        PruneCommandDoc, SearchPage,
+    };
     use runtime::{AfterAssistantDoc, DecisionDoc, EventLine, TreeDoc};
     use serve::{
         AbortDoc, AfterAssistantParams, AppendDoc, AppendParams, BeforeRequestParams, CloseDoc,
@@ -142,6 +146,18 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         (
             "cli.prune",
             schema::<PruneCommandDoc>("musepi prune --json"),
+        ),
+        (
+            "cli.context",
+            schema::<ContextDoc>("musepi context --json, and the answer of serve's context"),
+        ),
+        (
+            "cli.recall.entry",
+            schema::<EntryPage>("musepi recall --entry --json, and serve's recall of an entry"),
+        ),
+        (
+            "cli.recall.grep",
+            schema::<SearchPage>("musepi recall --grep --json, and serve's recall search"),
         ),
     ]
 }

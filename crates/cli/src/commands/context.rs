@@ -81,7 +81,8 @@ pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
     let rows = rows(session, &context, leaf, view, tokenizer, args.full, output);
     let total = musepi_runtime::context::context_tokens(session, leaf, tokenizer);
     if ctx.json() {
-        print_json(&document(session, &context, leaf, &rows, tokenizer, None)).or_failed()?;
+        let doc = document(session, &context, leaf, &rows, tokenizer, None);
+        print_json(&musepi_protocol::value(&doc)).or_failed()?;
         return Ok(Exit::Ok);
     }
     let mut out = String::new();
@@ -108,9 +109,7 @@ pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
             let _ = write!(
                 marks,
                 " (replays the {} history: {} items for {} kept messages)",
-                p["provider"].as_str().unwrap_or_default(),
-                p["items"],
-                p["keptMessages"]
+                p.provider, p.items, p.kept_messages
             );
         }
         // On a terminal the preview gives way to the width (at least a

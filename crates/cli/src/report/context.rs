@@ -2,13 +2,13 @@
 //! and the `context` method of `musepi serve`), and the context's tokens
 //! every command reports.
 
+use musepi_protocol::cli::{ContextDoc, ContextRowDoc, EstimateDoc, ModelDoc, PayloadCountDoc};
 use musepi_runtime::context::{
     ContextEstimate, LlmMessage, ProviderHistory, SessionContext, Tokenizer, TranscriptOptions,
     build_context_at, build_transcript, llm_message_tokens, provider_messages,
 };
 use musepi_session_model::{AgentMessage, ContentBlock, EntryBody, Session};
-use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::output::Preview;
 use crate::report::entries::message_preview;
@@ -110,7 +110,7 @@ pub(crate) fn document(
     rows: &[Row],
     tokenizer: Tokenizer,
     known: Option<Known>,
-) -> Value {
+) -> ContextDoc {
     let (tokens, estimate) = match known.filter(|_| tokenizer == Tokenizer::Heuristic) {
         Some(k) => (k.context_tokens, k.measured),
         None => (
@@ -118,21 +118,24 @@ pub(crate) fn document(
             musepi_runtime::context::measured_tokens(session, leaf),
         ),
     };
-    json!({
-        "leafId": leaf.map(|i| session.entries()[i].id.to_string()),
-        "model": context.model.as_ref().map(|m| json!({"provider": m.provider, "modelId": m.model_id})),
-        "thinkingLevel": context.thinking_level,
-        "tokenizer": tokenizer.name(),
-        "tokens": tokens,
-        "messageTokens": rows.iter().map(|r| r.tokens).sum::<u64>(),
-        "contextEstimate": {
-            "tokens": estimate.tokens,
-            "usageTokens": estimate.usage_tokens,
-            "trailingTokens": estimate.trailing_tokens,
-            "lastUsageIndex": estimate.last_usage_index,
+    ContextDoc {
+        leaf_id: leaf.map(|i| session.entries()[i].id.to_string()),
+        model: context.model.as_ref().map(|m| ModelDoc {
+            provider: m.provider.clone(),
+            model_id: m.model_id.clone(),
+        }),
+        thinking_level: context.thinking_level.clone(),
+        tokenizer: tokenizer.name(),
+        tokens,
+        message_tokens: rows.iter().map(|r| r.tokens).sum::<u64>(),
+        context_estimate: EstimateDoc {
+            tokens: estimate.tokens,
+            usage_tokens: estimate.usage_tokens,
+            trailing_tokens: estimate.trailing_tokens,
+            last_usage_index: estimate.last_usage_index,
         },
-        "messages": rows,
-    })
+        messages: rows.iter().map(Row::doc).collect(),
+    }
 }
 
 /// The two sizes of the context at a leaf, known already (the runtime of
@@ -153,39 +156,41 @@ pub(crate) fn context_json(
     view: View,
     full: bool,
     known: Option<Known>,
-) -> Value {
+) -> ContextDoc {
     let context = build_context_at(session, leaf);
     let tokenizer = Tokenizer::Heuristic;
     let rows = rows(session, &context, leaf, view, tokenizer, full, Output::Json);
     document(session, &context, leaf, &rows, tokenizer, known)
 }
 
-/// One output line; in `--json`, one of `messages`, without what is
-/// absent or false.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
+/// One output line; in `--json`, one of `messages` ([`ContextRowDoc`]).
 pub(crate) struct Row {
     pub entry_id: String,
     pub role: String,
     pub tokens: u64,
     /// The one line the text output shows of the message; `None` in the
     /// rows built for [`Output::Json`].
-    #[serde(skip)]
     pub preview: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<Value>,
-    #[serde(skip_serializing_if = "is_false")]
     pub superseded: bool,
-    #[serde(skip_serializing_if = "is_false")]
     pub compacted_away: bool,
     /// The remote replay payload a provider message carries, counted.
-    #[serde(rename = "providerPayload", skip_serializing_if = "Option::is_none")]
-    pub payload: Option<Value>,
+    pub payload: Option<PayloadCountDoc>,
 }
 
-#[allow(clippy::trivially_copy_pass_by_ref)] // serde passes the field by reference
-fn is_false(b: &bool) -> bool {
-    !b
+impl Row {
+    /// The row as its document.
+    fn doc(&self) -> ContextRowDoc {
+        ContextRowDoc {
+            entry_id: self.entry_id.clone(),
+            role: self.role.clone(),
+            tokens: self.tokens,
+            message: self.message.clone(),
+            superseded: self.superseded,
+            compacted_away: self.compacted_away,
+            provider_payload: self.payload.clone(),
+        }
+    }
 }
 
 /// The message as JSON: the stored one (unknown fields and all) for
@@ -304,14 +309,14 @@ fn llm_preview(m: &LlmMessage, max: usize) -> String {
 
 /// The remote replay payload of a provider message, counted:
 /// `{type, provider, items: N, keptMessages: M}` (docs/design.md, "What the model sees").
-fn payload_summary(m: &LlmMessage) -> Option<Value> {
+fn payload_summary(m: &LlmMessage) -> Option<PayloadCountDoc> {
     let h = m.provider_history()?;
-    Some(json!({
-        "type": ProviderHistory::TYPE,
-        "provider": h.provider,
-        "items": h.items.len(),
-        "keptMessages": h.kept.len(),
-    }))
+    Some(PayloadCountDoc {
+        kind: ProviderHistory::TYPE,
+        provider: h.provider.clone(),
+        items: h.items.len(),
+        kept_messages: h.kept.len(),
+    })
 }
 
 #[cfg(test)]
@@ -413,7 +418,7 @@ mod tests {
                     let shown = t.preview.as_deref().unwrap_or_default();
                     assert!(!shown.is_empty(), "{view:?} {}", t.entry_id);
                     // Everything else the rows hold is the same.
-                    assert_eq!(json!(j), json!(t), "{view:?} {}", j.entry_id);
+                    assert_eq!(j.doc(), t.doc(), "{view:?} {}", j.entry_id);
                 }
             }
         }

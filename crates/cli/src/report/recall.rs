@@ -7,7 +7,8 @@ use std::path::Path;
 
 use musepi_runtime::context::{Recalled, Search, lost_history, recall_entry};
 use musepi_session_model::{Entry, PruneStore, Session};
-use serde::Serialize;
+
+pub use musepi_protocol::cli::{EntryPage, Match, SearchPage};
 
 use super::entries::kind_of;
 
@@ -64,36 +65,6 @@ impl Originals {
             }
         }
     }
-}
-
-/// One page of an entry's content: `musepi recall FILE --entry ID`.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct EntryPage {
-    /// The entry.
-    pub entry_id: String,
-    /// Its message's role, or the entry's type when it carries no message.
-    pub role: String,
-    /// The tool of a tool result.
-    pub tool_name: Option<String>,
-    /// A compaction summarized it: the context at the leaf no longer holds it.
-    pub summarized: bool,
-    /// Pruning blanked it in the session.
-    pub pruned: bool,
-    /// The text is what the agent wrote: false for a pruned result whose
-    /// original the store does not have (the text is then its placeholder).
-    pub original: bool,
-    /// The page's text: the bytes `offset` to `offset` + its length of the
-    /// entry's whole text.
-    pub text: String,
-    /// Where the page starts, in bytes of the whole text.
-    pub offset: usize,
-    /// The whole text's length in bytes.
-    pub length: usize,
-    /// Where the next page starts (`--offset`), or null on the last.
-    pub next: Option<usize>,
-    /// What the store had to say (an original that did not match).
-    pub warnings: Vec<String>,
 }
 
 /// The page of entry `index` starting at byte `offset` (rounded down to a
@@ -169,54 +140,6 @@ fn page_bounds(text: &str, offset: usize, limit: usize) -> (usize, usize) {
         end = start + nl + 1;
     }
     (start, end)
-}
-
-/// One line a search found.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Match {
-    /// The entry it is in.
-    pub entry_id: String,
-    /// Its message's role.
-    pub role: String,
-    /// The tool of a tool result.
-    pub tool_name: Option<String>,
-    /// A compaction summarized the entry.
-    pub summarized: bool,
-    /// Pruning blanked it; the match is in its original.
-    pub pruned: bool,
-    /// The line's number in the entry's text, from 1.
-    pub line: usize,
-    /// The line, cut to about 160 characters around the match.
-    pub text: String,
-}
-
-/// One page of a search: `musepi recall FILE --grep TEXT`.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SearchPage {
-    /// What was searched for (literally, in any case).
-    pub query: String,
-    /// The leaf whose lost history was searched.
-    pub leaf_id: Option<String>,
-    /// How many entries the search read: those compactions summarized,
-    /// and the pruned results whose originals the store has.
-    pub searched: usize,
-    /// Pruned results of the path whose originals the store does not have
-    /// (deleted, or never kept): the search could not read them.
-    pub unrecoverable: Vec<String>,
-    /// How many lines matched, in all.
-    pub total: usize,
-    /// The first match on this page, counted from 0.
-    pub offset: usize,
-    /// The most matches a page lists.
-    pub limit: usize,
-    /// Where the next page starts (`--offset`), or null on the last.
-    pub next: Option<usize>,
-    /// This page's matches, oldest entry first.
-    pub matches: Vec<Match>,
-    /// What the store had to say.
-    pub warnings: Vec<String>,
 }
 
 /// Searches the history the model no longer sees at `leaf` for `search`,

@@ -455,7 +455,7 @@ impl Server {
         });
         let session = runtime.journal().session();
         let view = if llm { View::Llm } else { View::Context };
-        Ok(context_json(session, leaf, view, full, known))
+        Ok(value(&context_json(session, leaf, view, full, known)))
     }
 
     fn plan(&mut self, params: &Value) -> Reply {
