@@ -5,6 +5,7 @@
 
 use musepi_context_builder::{ContextMessage, FileLists};
 use musepi_session_model::{AgentMessage, Session};
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
@@ -78,6 +79,43 @@ impl MessageView {
     }
 }
 
+// The shape `FileLists` serializes to, for its schema.
+/// The files of what is summarized.
+#[derive(JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)] // only its schema is used
+struct FileListsShape {
+    /// Files read and never modified, sorted.
+    read_files: Vec<String>,
+    /// Files written or edited, sorted.
+    modified_files: Vec<String>,
+}
+
+// The shape `MessageView` serializes to, for its schema.
+/// One message shown to a hook: the entry it came from, its role, and the
+/// message as stored.
+#[derive(JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)] // only its schema is used
+struct MessageViewShape {
+    /// The entry the message came from.
+    entry_id: String,
+    /// The message's role (`user`, `assistant`, `toolResult`, …).
+    role: String,
+    /// The message as pi stores it.
+    message: serde_json::Map<String, Value>,
+}
+
+impl JsonSchema for MessageView {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "MessageView".into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        MessageViewShape::json_schema(generator)
+    }
+}
+
 impl Serialize for MessageView {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut out = serializer.serialize_struct("MessageView", 3)?;
@@ -94,7 +132,7 @@ impl Serialize for MessageView {
 /// A pipeline makes the views once: `session_before_compact` shows them in
 /// its preparation, and `session.compacting` then receives the same views
 /// in one list ([`SummarizedMessages::into_messages`]).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SummarizedMessages {
     /// Messages to be summarized and dropped.
@@ -127,7 +165,7 @@ impl SummarizedMessages {
 }
 
 /// The compaction a pipeline is about to make (`CompactionPreparation`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PreparationView {
     /// The first entry that will be kept.
@@ -146,11 +184,12 @@ pub struct PreparationView {
     /// The files read (and not modified) and the files modified in what
     /// is summarized: `readFiles` and `modifiedFiles`.
     #[serde(flatten)]
+    #[schemars(with = "FileListsShape")]
     pub files: FileLists,
 }
 
 /// `session_before_compact`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BeforeCompactEvent {
     /// Always `session_before_compact`.
@@ -173,7 +212,7 @@ pub struct BeforeCompactEvent {
 }
 
 /// A compaction supplied by a hook (used verbatim, stored with `fromExtension: true`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SuppliedCompaction {
     /// The summary text.
@@ -193,7 +232,7 @@ pub struct SuppliedCompaction {
 }
 
 /// What a `session_before_compact` handler may answer.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct BeforeCompactResult {
     /// Stop the compaction.
@@ -215,7 +254,7 @@ impl BeforeCompactResult {
 }
 
 /// `session.compacting`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CompactingEvent {
     /// Always `session.compacting`.
@@ -228,7 +267,7 @@ pub struct CompactingEvent {
 }
 
 /// What a `session.compacting` handler may answer.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct CompactingResult {
     /// Replaces the base summary instruction (custom instructions still follow).
@@ -247,7 +286,7 @@ impl CompactingResult {
 }
 
 /// `session_compact`: after the entry was saved.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CompactEvent {
     /// Always `session_compact`.
@@ -338,6 +377,40 @@ pub struct TreePreparation {
     pub entries_to_summarize: Vec<String>,
 }
 
+// The shape `TreePreparation` serializes to, for its schema.
+/// The navigation about to be made: the request and what it leaves behind.
+#[derive(JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)] // only its schema is used
+struct TreePreparationShape {
+    /// The entry navigated to; null for before the first entry.
+    target_id: Option<String>,
+    /// Where the user was.
+    old_leaf_id: Option<String>,
+    /// The deepest entry both paths share.
+    common_ancestor_id: Option<String>,
+    /// The abandoned entries, oldest first.
+    entries_to_summarize: Vec<String>,
+    /// The user asked for a summary of the branch left.
+    user_wants_summary: bool,
+    /// The user's instructions for it.
+    custom_instructions: Option<String>,
+    /// They replace the default prompt.
+    replace_instructions: bool,
+    /// The label for the new position.
+    label: Option<String>,
+}
+
+impl JsonSchema for TreePreparation {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "TreePreparation".into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        TreePreparationShape::json_schema(generator)
+    }
+}
+
 impl Serialize for TreePreparation {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let request = &self.request;
@@ -355,7 +428,7 @@ impl Serialize for TreePreparation {
 }
 
 /// `session_before_tree`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BeforeTreeEvent {
     /// Always `session_before_tree`.
@@ -368,7 +441,7 @@ pub struct BeforeTreeEvent {
 }
 
 /// A branch summary supplied by a hook.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SuppliedSummary {
     /// The summary text.
@@ -378,7 +451,7 @@ pub struct SuppliedSummary {
 }
 
 /// What a `session_before_tree` handler may answer.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct BeforeTreeResult {
     /// Stop the navigation (the leaf does not move).
@@ -408,7 +481,7 @@ impl BeforeTreeResult {
 }
 
 /// `session_tree`: after navigation.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TreeEvent {
     /// Always `session_tree`.

@@ -5,7 +5,8 @@
 //! provider messages of a context), and the `--json` documents of the
 //! commands that show the context, plan and run a compaction, and read
 //! back what it took out ([`cli`]: `context`, `plan`, `compact`, `prune`,
-//! `recall`).
+//! `recall`). The events hook processes are sent and the answers they
+//! give are `musepi-hooks`' own types; their schemas are listed here too.
 //!
 //! A document is built by filling one of these types and serializing it,
 //! never by writing a JSON literal, so its shape lives in one place, and
@@ -39,6 +40,10 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
     use cli::{
         CompactedDoc, ContextDoc, DryRunDoc, EntryPage, NotCompactedDoc, PlanAnswer,
         PruneCommandDoc, SearchPage,
+    };
+    use musepi_runtime::hooks::events::{
+        BeforeCompactEvent, BeforeCompactResult, BeforeTreeEvent, BeforeTreeResult, CompactEvent,
+        CompactingEvent, CompactingResult, TreeEvent,
     };
     use runtime::{AfterAssistantDoc, DecisionDoc, EventLine, TreeDoc};
     use serve::{
@@ -158,6 +163,38 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         (
             "cli.recall.grep",
             schema::<SearchPage>("musepi recall --grep --json, and serve's recall search"),
+        ),
+        (
+            "hook.session_before_compact",
+            schema::<BeforeCompactEvent>("hook event session_before_compact"),
+        ),
+        (
+            "hook.session_before_compact.answer",
+            schema::<BeforeCompactResult>("a hook's answer to session_before_compact"),
+        ),
+        (
+            "hook.session.compacting",
+            schema::<CompactingEvent>("hook event session.compacting"),
+        ),
+        (
+            "hook.session.compacting.answer",
+            schema::<CompactingResult>("a hook's answer to session.compacting"),
+        ),
+        (
+            "hook.session_compact",
+            schema::<CompactEvent>("hook event session_compact"),
+        ),
+        (
+            "hook.session_before_tree",
+            schema::<BeforeTreeEvent>("hook event session_before_tree"),
+        ),
+        (
+            "hook.session_before_tree.answer",
+            schema::<BeforeTreeResult>("a hook's answer to session_before_tree"),
+        ),
+        (
+            "hook.session_tree",
+            schema::<TreeEvent>("hook event session_tree"),
         ),
     ]
 }
