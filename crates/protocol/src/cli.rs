@@ -460,3 +460,125 @@ pub struct SearchPage {
     /// What the store had to say.
     pub warnings: Vec<String>,
 }
+
+/// What every command prints with `--json` when it fails (exit status 1
+/// to 4): `{"error": {...}}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct ErrorLine {
+    /// What went wrong.
+    pub error: CommandError,
+}
+
+/// A command's failure.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct CommandError {
+    /// A stable code (`usage`, `not-a-session`, `busy`, …; docs/cli.md
+    /// lists them with their exit statuses).
+    pub code: &'static str,
+    /// What went wrong, for people, lowercase first.
+    pub message: String,
+    /// The session file's line the problem is on, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+}
+
+/// `musepi branch --json`: the leaf moved, and the branch left summarized
+/// when asked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BranchDoc {
+    /// The file written (the session, `-o OUT`, or `-` for standard
+    /// output); null when nothing was.
+    pub output: Option<String>,
+    /// The target was already the leaf.
+    pub no_op: bool,
+    /// The leaf before.
+    pub old_leaf_id: Option<String>,
+    /// The target; null for before the first entry.
+    pub target_id: Option<String>,
+    /// The leaf now.
+    pub new_leaf_id: Option<String>,
+    /// The entries of the branch left, oldest first.
+    pub abandoned: Vec<String>,
+    /// The branch summary entry written.
+    pub summary_entry_id: Option<String>,
+    /// How it was made: `llm` or `snapcompact`.
+    pub strategy: Option<&'static str>,
+    /// The branch summary's text.
+    pub summary: Option<String>,
+    /// A hook supplied it.
+    pub from_extension: Option<bool>,
+    /// The text of a user message navigated to, for an editor.
+    pub editor_text: Option<String>,
+    /// The label entry written, if any.
+    pub marker_entry_id: Option<String>,
+    /// Warnings (settings, the session file, a hook).
+    pub warnings: Vec<String>,
+}
+
+/// `musepi branch --dry-run --json`: what the branch left holds and what a
+/// summary of it would be made of.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BranchDryRunDoc {
+    /// The leaf before.
+    pub old_leaf_id: Option<String>,
+    /// The target; null for before the first entry.
+    pub target_id: Option<String>,
+    /// The deepest entry both paths share.
+    pub common_ancestor_id: Option<String>,
+    /// The entries of the branch left, oldest first.
+    pub entries: Vec<String>,
+    /// The tokens a summary may be made of.
+    pub token_budget: u64,
+    /// The messages that fit the budget, by entry.
+    pub messages: Vec<String>,
+    /// Their tokens.
+    pub total_tokens: u64,
+    /// The files they read and modified.
+    pub file_lists: FileListsDoc,
+    /// `--summarize` was given.
+    pub summarize: bool,
+    /// The strategy the summary would use.
+    pub strategy: Option<&'static str>,
+    /// The model's request, for an LLM summary.
+    pub request: Option<RequestDoc>,
+    /// The digest, for the archive's summary (made without a model).
+    pub digest: Option<String>,
+    /// Warnings.
+    pub warnings: Vec<String>,
+}
+
+/// `musepi handoff --json`: the new session written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HandoffDoc {
+    /// The new session file.
+    pub file: String,
+    /// Its id.
+    pub session_id: String,
+    /// The session it continues.
+    pub parent_session: Option<String>,
+    /// The handoff document it opens with.
+    pub document: String,
+    /// A hook supplied the document.
+    pub from_extension: bool,
+    /// Warnings.
+    pub warnings: Vec<String>,
+}
+
+/// `musepi unprune --json`: the originals put back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UnpruneDoc {
+    /// The entries whose originals were put back (or would be, in a dry run).
+    pub restored: Vec<String>,
+    /// Pruned results whose originals the store does not have.
+    pub unrecoverable: Vec<String>,
+    /// Whether a file was written.
+    pub written: bool,
+    /// The file written, or null.
+    pub output: Option<String>,
+    /// What the write and the store had to say.
+    pub warnings: Vec<String>,
+}

@@ -22,6 +22,8 @@
 pub mod cli;
 pub mod runtime;
 pub mod serve;
+pub mod session;
+pub mod setup;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
@@ -38,8 +40,8 @@ fn schema<T: JsonSchema>(title: &str) -> Schema {
 /// docs/protocol.md describes them.
 pub fn schemas() -> Vec<(&'static str, Schema)> {
     use cli::{
-        CompactedDoc, ContextDoc, DryRunDoc, EntryPage, NotCompactedDoc, PlanAnswer,
-        PruneCommandDoc, SearchPage,
+        BranchDoc, BranchDryRunDoc, CompactedDoc, ContextDoc, DryRunDoc, EntryPage, ErrorLine,
+        HandoffDoc, NotCompactedDoc, PlanAnswer, PruneCommandDoc, SearchPage,
     };
     use musepi_runtime::hooks::events::{
         BeforeCompactEvent, BeforeCompactResult, BeforeTreeEvent, BeforeTreeResult, CompactEvent,
@@ -163,6 +165,65 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         (
             "cli.recall.grep",
             schema::<SearchPage>("musepi recall --grep --json, and serve's recall search"),
+        ),
+        ("cli.branch", schema::<BranchDoc>("musepi branch --json")),
+        (
+            "cli.branch.dry-run",
+            schema::<BranchDryRunDoc>("musepi branch --dry-run --json"),
+        ),
+        ("cli.handoff", schema::<HandoffDoc>("musepi handoff --json")),
+        (
+            "cli.session.stats",
+            schema::<session::StatsDoc>("musepi session stats --json"),
+        ),
+        (
+            "cli.session.tree",
+            schema::<session::SessionTreeDoc>("musepi session tree --json"),
+        ),
+        (
+            "cli.session.check",
+            schema::<session::CheckDoc>("musepi session check --json"),
+        ),
+        (
+            "cli.session.migrate",
+            schema::<session::MigrateDoc>("musepi session migrate --json"),
+        ),
+        ("cli.ls", schema::<session::LsDoc>("musepi ls --json")),
+        (
+            "cli.context.chart",
+            schema::<setup::ChartDoc>("musepi context --chart --json"),
+        ),
+        (
+            "cli.trust",
+            schema::<setup::TrustDoc>("musepi trust FILE --json"),
+        ),
+        (
+            "cli.trust.list",
+            schema::<setup::TrustListDoc>("musepi trust --list --json"),
+        ),
+        (
+            "cli.pi.install",
+            schema::<setup::PiInstallDoc>("musepi pi install --json"),
+        ),
+        (
+            "cli.pi.remove",
+            schema::<setup::PiRemoveDoc>("musepi pi remove --json"),
+        ),
+        (
+            "cli.hooks.test",
+            schema::<setup::HooksTestDoc>("musepi hooks test EVENT --json"),
+        ),
+        (
+            "cli.snapcompact.render",
+            schema::<setup::RenderDoc>("musepi snapcompact render --json, and its archive.json"),
+        ),
+        (
+            "cli.unprune",
+            schema::<cli::UnpruneDoc>("musepi unprune --json"),
+        ),
+        (
+            "cli.error",
+            schema::<ErrorLine>("what every command prints with --json when it fails"),
         ),
         (
             "hook.session_before_compact",

@@ -3,6 +3,8 @@
 
 use std::fmt::Write as _;
 
+use musepi_protocol::cli::{BranchDoc, BranchDryRunDoc, FileListsDoc};
+use musepi_protocol::value;
 use musepi_runtime::MaintenanceStrategy;
 use musepi_runtime::branch::{BranchStrategy, NavigateOptions, TreeRequest, navigate};
 use musepi_runtime::branch::{
@@ -13,7 +15,6 @@ use musepi_runtime::compaction::SUMMARIZATION_SYSTEM;
 use musepi_runtime::context::{context_thinking_level, summary_reasoning};
 use musepi_runtime::hooks::Summarizer;
 use musepi_session_model::Journal;
-use serde_json::json;
 
 use crate::cli::BranchArgs;
 use crate::commands::pi_dir::CHANGES_THE_FILE;
@@ -133,20 +134,24 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
     // Where the leaf already is, nothing changes.
     let written = dest.finish_changed(&journal, !out.no_op)?;
     if ctx.json() {
-        print_json(&json!({
-            "output": written,
-            "noOp": out.no_op,
-            "oldLeafId": out.old_leaf.as_ref().map(ToString::to_string),
-            "targetId": target,
-            "newLeafId": journal.session().leaf_id().map(ToString::to_string),
-            "abandoned": out.abandoned.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            "summaryEntryId": out.summary_entry.as_ref().map(ToString::to_string),
-            "strategy": out.summary_entry.as_ref().map(|_| strategy_name(strategy)),
-            "summary": out.summary.as_ref().map(|s| s.summary.clone()),
-            "fromExtension": out.summary.as_ref().map(|s| s.from_extension),
-            "editorText": out.editor_text(),
-            "markerEntryId": marker.as_ref().map(ToString::to_string),
-            "warnings": ctx.settings_warnings().into_iter().chain(warnings).collect::<Vec<_>>(),
+        print_json(&value(&BranchDoc {
+            output: written,
+            no_op: out.no_op,
+            old_leaf_id: out.old_leaf.as_ref().map(ToString::to_string),
+            target_id: target,
+            new_leaf_id: journal.session().leaf_id().map(ToString::to_string),
+            abandoned: out.abandoned.iter().map(ToString::to_string).collect(),
+            summary_entry_id: out.summary_entry.as_ref().map(ToString::to_string),
+            strategy: out.summary_entry.as_ref().map(|_| strategy_name(strategy)),
+            summary: out.summary.as_ref().map(|s| s.summary.clone()),
+            from_extension: out.summary.as_ref().map(|s| s.from_extension),
+            editor_text: out.editor_text().map(str::to_owned),
+            marker_entry_id: marker.as_ref().map(ToString::to_string),
+            warnings: ctx
+                .settings_warnings()
+                .into_iter()
+                .chain(warnings)
+                .collect(),
         }))
         .or_failed()?;
         return Ok(Exit::Ok);
@@ -278,20 +283,27 @@ fn dry_run(
     let lists = prep.file_lists();
     let id = |i: usize| session.entries()[i].id.to_string();
     if ctx.json() {
-        print_json(&json!({
-            "oldLeafId": old.map(id),
-            "targetId": target,
-            "commonAncestorId": collected.common_ancestor.map(id),
-            "entries": collected.entries.iter().map(|&i| id(i)).collect::<Vec<_>>(),
-            "tokenBudget": budget,
-            "messages": prep.items.iter().map(|m| id(m.message.entry_index)).collect::<Vec<_>>(),
-            "totalTokens": prep.total_tokens,
-            "fileLists": lists,
-            "summarize": args.summarize,
-            "strategy": args.summarize.then(|| strategy_name(strategy)),
-            "request": request.as_ref().map(request_doc),
-            "digest": digest,
-            "warnings": [],
+        print_json(&value(&BranchDryRunDoc {
+            old_leaf_id: old.map(id),
+            target_id: target.map(str::to_owned),
+            common_ancestor_id: collected.common_ancestor.map(id),
+            entries: collected.entries.iter().map(|&i| id(i)).collect(),
+            token_budget: budget,
+            messages: prep
+                .items
+                .iter()
+                .map(|m| id(m.message.entry_index))
+                .collect(),
+            total_tokens: prep.total_tokens,
+            file_lists: FileListsDoc {
+                read_files: lists.read_files,
+                modified_files: lists.modified_files,
+            },
+            summarize: args.summarize,
+            strategy: args.summarize.then(|| strategy_name(strategy)),
+            request: request.as_ref().map(request_doc),
+            digest,
+            warnings: Vec::new(),
         }))
         .or_failed()?;
         return Ok(Exit::Ok);

@@ -25,7 +25,7 @@ use musepi_session_model::time::format_iso;
 use musepi_session_model::{
     CURRENT_VERSION, EntryBody, Header, Journal, Session, Stamp, write_session_file,
 };
-use serde_json::json;
+
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::HandoffArgs;
@@ -253,13 +253,13 @@ fn report(
 ) -> CmdResult {
     print_warnings(warnings, ctx);
     if ctx.json() {
-        print_json(&json!({
-            "file": args.out.display().to_string(),
-            "sessionId": header.id,
-            "parentSession": header.parent_session,
-            "document": document,
-            "fromExtension": from_extension,
-            "warnings": warnings,
+        print_json(&musepi_protocol::value(&musepi_protocol::cli::HandoffDoc {
+            file: args.out.display().to_string(),
+            session_id: header.id.clone(),
+            parent_session: header.parent_session.clone(),
+            document: document.to_owned(),
+            from_extension,
+            warnings: warnings.to_vec(),
         }))
         .or_failed()?;
         return Ok(Exit::Ok);

@@ -9,9 +9,9 @@
 use std::fmt::Write as _;
 use std::time::Instant;
 
+use musepi_protocol::setup::{HookRunDoc, HooksTestDoc};
 use musepi_runtime::hooks::events::names;
 use musepi_runtime::hooks::{HookError, HookWarning, ProcessHook, Reply, StderrMode};
-use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{HooksCommand, HooksTestArgs};
@@ -61,23 +61,27 @@ impl Report {
         })
     }
 
-    fn to_json(&self) -> Value {
+    fn to_doc(&self) -> HookRunDoc {
         use musepi_runtime::hooks::Hook as _;
-        let mut doc = json!({
-            "hook": self.hook.name(),
-            "command": self.hook.command(),
-            "exitCode": self.exit_code,
-            "durationMs": self.duration_ms,
-            "outcome": self.outcome_name(),
-            "failClosed": self.hook.fail_closed(),
-        });
+        let mut doc = HookRunDoc {
+            hook: self.hook.name(),
+            command: self.hook.command().to_vec(),
+            exit_code: self.exit_code,
+            duration_ms: u64::try_from(self.duration_ms).unwrap_or(u64::MAX),
+            outcome: self.outcome_name(),
+            fail_closed: self.hook.fail_closed(),
+            answer: None,
+            reason: None,
+            error: None,
+            warning: None,
+        };
         match &self.outcome {
-            Ok(Reply::Answer(a)) => doc["answer"] = a.clone(),
-            Ok(Reply::Cancel { reason }) => doc["reason"] = json!(reason),
+            Ok(Reply::Answer(a)) => doc.answer = Some(a.clone()),
+            Ok(Reply::Cancel { reason }) => doc.reason = Some(reason.clone()),
             Ok(Reply::Empty) => {}
             Err(e) => {
-                doc["error"] = json!(e.to_string());
-                doc["warning"] = json!(self.warning());
+                doc.error = Some(e.to_string());
+                doc.warning = self.warning();
             }
         }
         doc
@@ -145,11 +149,11 @@ fn test(args: &HooksTestArgs, ctx: &Ctx) -> CmdResult {
         .any(|r| matches!(r.outcome, Err(_) | Ok(Reply::Cancel { .. })));
     let exit = if failed { Exit::Failed } else { Exit::Ok };
     if ctx.json() {
-        print_json(&json!({
-            "event": event,
-            "payload": payload,
-            "hooks": reports.iter().map(Report::to_json).collect::<Vec<_>>(),
-        }))
+        print_json(&HooksTestDoc {
+            event,
+            payload,
+            hooks: reports.iter().map(Report::to_doc).collect(),
+        })
         .or_failed()?;
         return Ok(exit);
     }

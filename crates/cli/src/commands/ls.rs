@@ -4,9 +4,9 @@
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use musepi_protocol::session::{LsDoc, LsReadDoc, LsRowDoc};
 use musepi_session_model::time::format_iso;
 use musepi_session_model::{AgentMessage, EntryBody, Session, load_file};
-use serde_json::{Value, json};
 
 use crate::cli::LsArgs;
 use crate::commands::pi_dir::{Env, Listed, cwd, resolve, sessions};
@@ -72,12 +72,12 @@ pub fn run(args: &LsArgs, ctx: &Ctx) -> CmdResult {
         }
     }
     if ctx.json() {
-        let doc = json!({
-            "dir": folder.dir.display().to_string(),
-            "source": folder.source.to_string(),
-            "sessions": rows.iter().map(row_json).collect::<Vec<_>>(),
-        });
-        print_json(&doc).or_failed()?;
+        let doc = LsDoc {
+            dir: folder.dir.display().to_string(),
+            source: folder.source.to_string(),
+            sessions: rows.iter().map(row_doc).collect(),
+        };
+        print_json(&musepi_protocol::value(&doc)).or_failed()?;
         return Ok(Exit::Ok);
     }
     if rows.is_empty() {
@@ -98,26 +98,30 @@ fn millis(t: SystemTime) -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-fn row_json(row: &Row) -> Value {
+fn row_doc(row: &Row) -> LsRowDoc {
     let l = &row.listed;
-    let mut v = json!({
-        "file": l.path.file_name().map(|n| n.to_string_lossy().into_owned()),
-        "path": l.path.display().to_string(),
-        "modified": format_iso(millis(l.modified)),
-        "size": l.size,
-    });
-    match &row.read {
-        Ok(r) => {
-            v["entries"] = r.entries.into();
-            v["contextTokens"] = r.tokens.into();
-            v["leafId"] = r.leaf_id.clone().into();
-            v["name"] = r.name.clone().into();
-            v["firstMessage"] = r.first_message.as_deref().map(|m| preview(m, 200)).into();
-            v["problems"] = r.problems.into();
-        }
-        Err(why) => v["error"] = why.clone().into(),
+    let (read, error) = match &row.read {
+        Ok(r) => (
+            Some(LsReadDoc {
+                entries: r.entries,
+                context_tokens: r.tokens,
+                leaf_id: r.leaf_id.clone(),
+                name: r.name.clone(),
+                first_message: r.first_message.as_deref().map(|m| preview(m, 200)),
+                problems: r.problems,
+            }),
+            None,
+        ),
+        Err(why) => (None, Some(why.clone())),
+    };
+    LsRowDoc {
+        file: l.path.file_name().map(|n| n.to_string_lossy().into_owned()),
+        path: l.path.display().to_string(),
+        modified: format_iso(millis(l.modified)),
+        size: l.size,
+        read,
+        error,
     }
-    v
 }
 
 /// `12.3 KB`, as people read sizes.

@@ -8,7 +8,8 @@ use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use musepi_protocol::setup::{PiInstallDoc, PiMarker, PiRemoveDoc};
+use serde_json::Value;
 
 use crate::cli::{PiCommand, PiExtensionArgs};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
@@ -173,7 +174,10 @@ fn install(args: &PiExtensionArgs, ctx: &Ctx) -> CmdResult {
         // The marker last: a folder without it is not a finished install.
         write_atomically(
             &folder.join(MARKER),
-            &format!("{}\n", json!({ "musepi": VERSION })),
+            &format!(
+                "{}\n",
+                serde_json::to_string(&PiMarker { musepi: VERSION }).unwrap_or_default()
+            ),
         )
         .map_err(|e| {
             Failure::failed(anyhow::anyhow!(
@@ -191,14 +195,14 @@ fn install(args: &PiExtensionArgs, ctx: &Ctx) -> CmdResult {
         );
     }
     if ctx.json() {
-        print_json(&json!({
-            "folder": folder.display().to_string(),
-            "version": VERSION,
-            "previousVersion": before,
-            "dryRun": args.dry_run,
-            "files": FILES.iter().map(|(n, _)| *n).chain([MARKER]).collect::<Vec<_>>(),
-            "alsoLoadedFrom": copies,
-        }))
+        print_json(&PiInstallDoc {
+            folder: folder.display().to_string(),
+            version: VERSION,
+            previous_version: before,
+            dry_run: args.dry_run,
+            files: FILES.iter().map(|(n, _)| *n).chain([MARKER]).collect(),
+            also_loaded_from: copies,
+        })
         .or_failed()?;
         return Ok(Exit::Ok);
     }
@@ -227,8 +231,12 @@ fn remove(args: &PiExtensionArgs, ctx: &Ctx) -> CmdResult {
     let (folder, _) = places(args)?;
     let Some(version) = installed(&folder)? else {
         if ctx.json() {
-            print_json(&json!({"folder": folder.display().to_string(), "removed": false}))
-                .or_failed()?;
+            print_json(&PiRemoveDoc {
+                folder: folder.display().to_string(),
+                removed: false,
+                version: None,
+            })
+            .or_failed()?;
         } else {
             print_text(&format!(
                 "no extension installed in {}\n",
@@ -244,11 +252,11 @@ fn remove(args: &PiExtensionArgs, ctx: &Ctx) -> CmdResult {
         })?;
     }
     if ctx.json() {
-        print_json(&json!({
-            "folder": folder.display().to_string(),
-            "removed": !args.dry_run,
-            "version": version,
-        }))
+        print_json(&PiRemoveDoc {
+            folder: folder.display().to_string(),
+            removed: !args.dry_run,
+            version: Some(version.clone()),
+        })
         .or_failed()?;
     } else {
         print_text(&format!(

@@ -49,7 +49,7 @@ pub fn run(args: &RecallArgs, ctx: &Ctx) -> CmdResult {
         }
         say_warnings(&page.warnings, ctx);
         if ctx.json() {
-            print_json(&serde_json::to_value(&page).or_failed()?).or_failed()?;
+            print_json(&page).or_failed()?;
         } else {
             print_text(&entry_text(&page, ctx)).or_failed()?;
         }
@@ -69,7 +69,7 @@ pub fn run(args: &RecallArgs, ctx: &Ctx) -> CmdResult {
     );
     say_warnings(&page.warnings, ctx);
     if ctx.json() {
-        print_json(&serde_json::to_value(&page).or_failed()?).or_failed()?;
+        print_json(&page).or_failed()?;
     } else {
         print_text(&search_text(&page, ctx)).or_failed()?;
     }

@@ -14,13 +14,13 @@ use std::fs;
 use std::path::Path;
 
 use anyhow::{Context as _, anyhow};
+use musepi_protocol::setup::{FrameDoc, PageDoc, RenderDoc};
 use musepi_runtime::archive::plain_text;
 use musepi_runtime::archive::{ArchiveFrame, PngArchive, plan_archive, render_frames};
 use musepi_runtime::archive::{MAX_FRAMES_DEFAULT, PRESERVE_KEY};
 use musepi_runtime::archive::{SnapArchiveState, TextPages};
 use musepi_runtime::archive::{base64_decode, low_companion, normalize, resolve_shape};
 use musepi_session_model::{Compaction, EntryBody, Session};
-use serde_json::{Value, json};
 
 use crate::cli::{RenderArgs, SnapcompactCommand};
 use crate::commands::files::{Input, load_or_fail};
@@ -43,7 +43,7 @@ enum Stored {
 
 /// What was written, for `archive.json` and the report.
 struct Written {
-    doc: Value,
+    doc: RenderDoc,
     files: Vec<String>,
 }
 
@@ -118,22 +118,22 @@ fn render(args: &RenderArgs, ctx: &Ctx) -> CmdResult {
                 )
                 .or_failed()?,
             );
-            fresh.doc["shape"] = json!(shape.name);
-            fresh.doc["frameSize"] = json!(shape.frame_size);
+            fresh.doc.shape = Some(shape.name.to_string());
+            fresh.doc.frame_size = Some(shape.frame_size);
             let before = match stored {
                 Stored::Png(png) => png.truncated_chars,
                 Stored::Text(text) => text.truncated_chars,
             };
-            fresh.doc["truncatedChars"] = json!(before + layout.truncated_chars as u64);
+            fresh.doc.truncated_chars = before + layout.truncated_chars as u64;
             fresh
         }
     };
-    written.doc["entryId"] = json!(id);
-    written.doc["archive"] = json!(match stored {
+    written.doc.entry_id = id;
+    written.doc.archive = match stored {
         Stored::Png(_) => "png",
         Stored::Text(_) => "text",
-    });
-    written.doc["rerendered"] = json!(args.shape.is_some() || args.model.is_some());
+    };
+    written.doc.rerendered = args.shape.is_some() || args.model.is_some();
     let json_path = args.out.join("archive.json");
     let pretty = serde_json::to_string_pretty(&written.doc).unwrap_or_default();
     fs::write(&json_path, format!("{pretty}\n"))
@@ -265,22 +265,25 @@ fn write_frames(dir: &Path, frames: &[ArchiveFrame]) -> anyhow::Result<Written> 
             None => None,
         };
         files.extend(file.clone());
-        meta.push(json!({
-            "file": file,
-            "pngBytes": png.as_ref().map(Vec::len),
-            "base64Bytes": frame.data.len(),
-            "cols": frame.cols,
-            "rows": frame.rows,
-            "chars": frame.chars,
-            "shape": frame.shape,
-            "font": frame.font,
-            "variant": frame.variant,
-            "lineRepeat": frame.line_repeat,
-            "detail": frame.detail,
-        }));
+        meta.push(FrameDoc {
+            file,
+            png_bytes: png.as_ref().map(Vec::len),
+            base64_bytes: frame.data.len(),
+            cols: frame.cols,
+            rows: frame.rows,
+            chars: frame.chars,
+            shape: frame.shape.clone(),
+            font: frame.font.clone(),
+            variant: frame.variant.clone(),
+            line_repeat: frame.line_repeat,
+            detail: frame.detail.clone(),
+        });
     }
     Ok(Written {
-        doc: json!({"frames": meta}),
+        doc: RenderDoc {
+            frames: Some(meta),
+            ..RenderDoc::default()
+        },
         files,
     })
 }
@@ -308,8 +311,8 @@ fn write_stored_frames(dir: &Path, png: &PngArchive) -> anyhow::Result<Written> 
         png.text_tail.as_deref().unwrap_or_default(),
         &png.source_text(),
     )?);
-    written.doc["totalChars"] = json!(png.total_chars);
-    written.doc["truncatedChars"] = json!(png.truncated_chars);
+    written.doc.total_chars = Some(png.total_chars);
+    written.doc.truncated_chars = png.truncated_chars;
     Ok(written)
 }
 
@@ -325,17 +328,21 @@ fn write_pages(dir: &Path, archive: &SnapArchiveState) -> anyhow::Result<Written
             &name,
             layout.page(frame.index).unwrap_or_default().as_bytes(),
         )?);
-        pages.push(json!({"file": name, "chars": frame.chars}));
+        pages.push(PageDoc {
+            file: name,
+            chars: frame.chars,
+        });
     }
     if !archive.text.is_empty() {
         files.push(write(dir, "archive.txt", archive.text.as_bytes())?);
     }
     Ok(Written {
-        doc: json!({
-            "pages": pages,
-            "version": archive.version,
-            "truncatedChars": archive.truncated_chars,
-        }),
+        doc: RenderDoc {
+            pages: Some(pages),
+            version: Some(archive.version),
+            truncated_chars: archive.truncated_chars,
+            ..RenderDoc::default()
+        },
         files,
     })
 }
@@ -343,39 +350,34 @@ fn write_pages(dir: &Path, archive: &SnapArchiveState) -> anyhow::Result<Written
 fn report(args: &RenderArgs, written: &Written, ctx: &Ctx) -> CmdResult {
     if ctx.json() {
         let mut doc = written.doc.clone();
-        doc["out"] = json!(args.out.display().to_string());
-        doc["files"] = json!(written.files);
+        doc.out = Some(args.out.display().to_string());
+        doc.files = Some(written.files.clone());
         print_json(&doc).or_failed()?;
         return Ok(Exit::Ok);
     }
     let doc = &written.doc;
     let frames = counted(
-        doc["frames"].as_array().map_or(0, Vec::len),
+        doc.frames.as_ref().map_or(0, Vec::len),
         "PNG frame",
         "PNG frames",
     );
-    let what = match (doc["pages"].as_array(), doc["archive"].as_str()) {
+    let what = match (&doc.pages, doc.archive) {
         (Some(pages), _) => format!("text, {}", counted(pages.len(), "page", "pages")),
         // A text archive printed anew with `--shape` or `--model`.
-        (None, Some("text")) => format!("text, printed as {frames}"),
+        (None, "text") => format!("text, printed as {frames}"),
         (None, _) => format!("png, {frames}"),
     };
     let mut rows = vec![
         (
             "entry".to_owned(),
-            escape_controls(doc["entryId"].as_str().unwrap_or_default()).into_owned(),
+            escape_controls(&doc.entry_id).into_owned(),
         ),
         ("archive".to_owned(), what),
     ];
-    if let Some(shape) = doc["shape"].as_str() {
+    if let Some(shape) = &doc.shape {
         rows.push(("printed as".to_owned(), escape_controls(shape).into_owned()));
     }
-    rows.push((
-        "dropped chars".to_owned(),
-        doc["truncatedChars"]
-            .as_u64()
-            .map_or_else(|| doc["truncatedChars"].to_string(), thousands),
-    ));
+    rows.push(("dropped chars".to_owned(), thousands(doc.truncated_chars)));
     rows.push((
         "folder".to_owned(),
         escape_controls(&args.out.display().to_string()).into_owned(),

@@ -5,8 +5,9 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use musepi_protocol::setup::{EnableDoc, LinkDoc, TrustDoc, TrustListDoc, TrustedFileDoc};
 use musepi_session_model::time::format_iso;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::cli::TrustArgs;
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
@@ -72,18 +73,24 @@ pub fn run(args: &TrustArgs, ctx: &Ctx) -> CmdResult {
     let enables = enables(&value);
     let link = link_of(&key);
     if ctx.json() {
-        print_json(&json!({
-            "file": key.display().to_string(),
-            "link": link.as_ref().map(|(path, target)| json!({
-                "path": path.display().to_string(),
-                "target": target.display().to_string(),
-            })),
-            "sha256": sha256,
-            "before": before.name(),
-            "status": after.name(),
-            "recorded": recorded,
-            "enables": enables.iter().map(|(k, v)| json!({"key": k, "what": v})).collect::<Vec<_>>(),
-        }))
+        print_json(&TrustDoc {
+            file: key.display().to_string(),
+            link: link.as_ref().map(|(path, target)| LinkDoc {
+                path: path.display().to_string(),
+                target: target.display().to_string(),
+            }),
+            sha256,
+            before: before.name(),
+            status: after.name(),
+            recorded,
+            enables: enables
+                .iter()
+                .map(|(k, v)| EnableDoc {
+                    key: k.clone(),
+                    what: v.clone(),
+                })
+                .collect(),
+        })
         .or_failed()?;
         return Ok(Exit::Ok);
     }
@@ -165,12 +172,18 @@ fn list(store: &Path, ctx: &Ctx) -> CmdResult {
         })
         .collect();
     if ctx.json() {
-        print_json(&json!({
-            "store": store.path().display().to_string(),
-            "files": files.iter().map(|(f, t, s)| json!({
-                "file": f, "sha256": t.sha256, "trustedAt": t.trusted_at, "status": s,
-            })).collect::<Vec<_>>(),
-        }))
+        print_json(&TrustListDoc {
+            store: store.path().display().to_string(),
+            files: files
+                .iter()
+                .map(|(f, t, s)| TrustedFileDoc {
+                    file: f.clone(),
+                    sha256: t.sha256.clone(),
+                    trusted_at: t.trusted_at.clone(),
+                    status: s,
+                })
+                .collect(),
+        })
         .or_failed()?;
         return Ok(Exit::Ok);
     }
@@ -267,6 +280,8 @@ pub fn enables(value: &Value) -> Vec<(String, String)> {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]

@@ -6,9 +6,9 @@
 
 use std::fmt::Write as _;
 
+use musepi_protocol::cli::UnpruneDoc;
 use musepi_runtime::context::is_pruned;
 use musepi_session_model::{Replacement, Session};
-use serde::Serialize;
 
 use crate::cli::UnpruneArgs;
 use crate::commands::pi_dir::CHANGES_THE_FILE;
@@ -17,22 +17,6 @@ use crate::commands::writer::{Target, report_write_warnings};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{counted, escape_controls, note, print_json};
 use crate::report::recall::Originals;
-
-/// `musepi unprune --json`.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Unpruned {
-    /// The entries whose originals were put back (or would be, in a dry run).
-    restored: Vec<String>,
-    /// Pruned results whose originals the store does not have.
-    unrecoverable: Vec<String>,
-    /// Whether a file was written.
-    written: bool,
-    /// The file written, or null.
-    output: Option<String>,
-    /// What the write and the store had to say.
-    warnings: Vec<String>,
-}
 
 /// Runs the command.
 pub fn run(args: &UnpruneArgs, ctx: &Ctx) -> CmdResult {
@@ -85,14 +69,14 @@ pub fn run(args: &UnpruneArgs, ctx: &Ctx) -> CmdResult {
     }
     let output = target.finish_changed(&journal, changed)?;
     if ctx.json() {
-        let doc = Unpruned {
+        let doc = UnpruneDoc {
             restored,
             unrecoverable,
             written: output.is_some(),
             output,
             warnings,
         };
-        print_json(&serde_json::to_value(&doc).or_failed()?).or_failed()?;
+        print_json(&doc).or_failed()?;
         return Ok(Exit::Ok);
     }
     let mut out = String::new();

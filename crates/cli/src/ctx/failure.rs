@@ -128,11 +128,13 @@ impl Failure {
             }
         }
         let message = lowercase_start(&message);
-        let mut error = serde_json::json!({"code": self.code, "message": message});
-        if let Some(line) = self.line {
-            error["line"] = line.into();
-        }
-        serde_json::json!({ "error": error })
+        musepi_protocol::value(&musepi_protocol::cli::ErrorLine {
+            error: musepi_protocol::cli::CommandError {
+                code: self.code,
+                message,
+                line: self.line,
+            },
+        })
     }
 }
 

@@ -382,13 +382,14 @@ impl Write for Stdout {
     }
 }
 
-/// Prints `value` on stdout as one pretty-printed JSON document, ignoring a
-/// closed pipe (`musepi … --json | head`).
+/// Prints `doc` (a document type, or a value) on stdout as one
+/// pretty-printed JSON document, ignoring a closed pipe (`musepi … --json
+/// | head`).
 ///
 /// Integral floats print as integers (`35870`, not `35870.0`), as in the
 /// session files.
-pub fn print_json(value: &serde_json::Value) -> io::Result<()> {
-    let mut value = value.clone();
+pub fn print_json<T: serde::Serialize + ?Sized>(doc: &T) -> io::Result<()> {
+    let mut value = serde_json::to_value(doc).map_err(io::Error::other)?;
     musepi_session_model::json::js_numbers(&mut value);
     let mut out = stdout();
     serde_json::to_writer_pretty(&mut out, &value)?;

@@ -22,10 +22,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
 use std::path::Path;
 
+use musepi_protocol::setup::{ChartCompactionDoc, ChartDoc, ChartPointDoc};
 use musepi_session_model::{
     AgentMessage, Entry, EntryBody, Original, Replacement, Session, SummaryEntry as _,
 };
-use serde_json::{Value, json};
 
 use crate::ctx::{Ctx, Exit, Failure, OrExit};
 use crate::output::{escape_controls, print_json, print_text, write_atomically};
@@ -189,23 +189,37 @@ impl Series {
     }
 
     /// The `--json` document.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "leafId": self.leaf_id,
-            "pathLength": self.path_len,
-            "contextWindow": self.window,
-            "tokens": self.at_leaf(),
-            "peak": self.peak(),
-            "points": self.points.iter().map(|p| json!({
-                "position": p.position, "entryId": p.entry_id, "tokens": p.tokens,
-            })).collect::<Vec<_>>(),
-            "compactions": self.compactions.iter().map(|c| json!({
-                "entryId": c.entry_id, "position": c.position,
-                "tokensBefore": c.before, "tokensAfter": c.after,
-                "removed": c.removed(), "messagesSummarized": c.summarized,
-                "madeBy": c.made_by,
-            })).collect::<Vec<_>>(),
-        })
+    pub fn to_doc(&self) -> ChartDoc {
+        ChartDoc {
+            leaf_id: self.leaf_id.clone(),
+            path_length: self.path_len,
+            context_window: self.window,
+            tokens: self.at_leaf(),
+            peak: self.peak(),
+            points: self
+                .points
+                .iter()
+                .map(|p| ChartPointDoc {
+                    position: p.position,
+                    entry_id: p.entry_id.clone(),
+                    tokens: p.tokens,
+                })
+                .collect(),
+            compactions: self
+                .compactions
+                .iter()
+                .map(|c| ChartCompactionDoc {
+                    entry_id: c.entry_id.clone(),
+                    position: c.position,
+                    tokens_before: c.before,
+                    tokens_after: c.after,
+                    removed: c.removed(),
+                    messages_summarized: c.summarized,
+                    made_by: c.made_by,
+                })
+                .collect(),
+            out: None,
+        }
     }
 }
 
@@ -312,10 +326,8 @@ pub fn run(
             .or_failed()?;
     }
     if ctx.json() {
-        let mut doc = series.to_json();
-        if let Some(out) = out {
-            doc["out"] = out.display().to_string().into();
-        }
+        let mut doc = series.to_doc();
+        doc.out = out.map(|o| o.display().to_string());
         print_json(&doc).or_failed()?;
     } else if let Some(out) = out {
         print_text(&format!(

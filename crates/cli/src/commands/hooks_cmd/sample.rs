@@ -65,6 +65,7 @@ fn messages() -> Vec<MessageView> {
             assistant(
                 vec![
                     ContentBlock::text("Reading the parser first."),
+                    // A literal: a tool's arguments are whatever JSON the tool takes.
                     tool_call("call_1", "read", json!({"path": "src/parse.rs"})),
                 ],
                 StopReason::ToolUse,
@@ -120,6 +121,8 @@ pub fn sample(event: &str) -> Value {
         names::COMPACT => serde_json::to_value(CompactEvent {
             kind: names::COMPACT,
             session_file: Some(SAMPLE_SESSION_FILE.to_owned()),
+            // A literal: the event carries the entry's line as the file
+            // holds it, which is any JSON object pi wrote.
             compaction_entry: json!({
                 "type": "compaction",
                 "id": "d0e1f2a3",
@@ -154,6 +157,7 @@ pub fn sample(event: &str) -> Value {
             session_file: Some(SAMPLE_SESSION_FILE.to_owned()),
             new_leaf_id: Some("f1a2b3c4".to_owned()),
             old_leaf_id: Some("e5f6a7b8".to_owned()),
+            // A literal, as `compaction_entry` above.
             summary_entry: Some(json!({
                 "type": "branch_summary",
                 "id": "f1a2b3c4",

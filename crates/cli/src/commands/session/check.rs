@@ -1,11 +1,11 @@
 //! `musepi session check FILE [--repair -o OUT]`.
 
+use musepi_protocol::session::{CheckDoc, LineNoteDoc, ProblemDoc, RepairDoc};
 use musepi_session_model::{Problem, SessionError};
-use serde_json::{Value, json};
 use std::fmt::Write as _;
 
 use super::repair::{self, Repair};
-use super::{problem_json, problem_line};
+use super::{problem_doc, problem_line};
 use crate::cli::CheckArgs;
 use crate::commands::files::{Input, Loaded, load};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
@@ -41,18 +41,16 @@ pub(super) fn run(args: &CheckArgs, ctx: &Ctx) -> CmdResult {
         _ => None,
     };
     if ctx.json() {
-        let mut doc = json!({
-            "file": name,
-            "entryCount": loaded.session.len(),
-            "problems": problems.iter().map(problem_json).collect::<Vec<_>>(),
-        });
-        if let Some(r) = &repaired {
-            doc["repair"] = repair_json(r);
+        let doc = CheckDoc {
+            file: name.clone(),
+            entry_count: loaded.session.len(),
+            problems: problems.iter().map(problem_doc).collect(),
+            repair: repaired.as_ref().map(repair_doc),
             // The copy is a new file: nothing another process does to the
             // input reaches it, so a repair has nothing to warn of.
-            doc["warnings"] = json!([]);
-        }
-        print_json(&doc).or_failed()?;
+            warnings: repaired.as_ref().map(|_| Vec::new()),
+        };
+        print_json(&musepi_protocol::value(&doc)).or_failed()?;
     } else {
         let mut text = render_problems(&name, problems, &loaded, ctx);
         if let Some(r) = &repaired {
@@ -71,10 +69,17 @@ pub(super) fn run(args: &CheckArgs, ctx: &Ctx) -> CmdResult {
 fn unusable(name: &str, e: &SessionError, ctx: &Ctx) -> CmdResult {
     let (line, kind) = (e.line().unwrap_or(0), e.code());
     if ctx.json() {
-        print_json(&json!({
-            "file": name,
-            "entryCount": 0,
-            "problems": [{"line": line, "kind": kind, "message": e.to_string()}],
+        print_json(&musepi_protocol::value(&CheckDoc {
+            file: name.to_owned(),
+            entry_count: 0,
+            problems: vec![ProblemDoc {
+                line,
+                kind,
+                message: e.to_string(),
+                entry_id: None,
+            }],
+            repair: None,
+            warnings: None,
         }))
         .or_failed()?;
     } else {
@@ -112,14 +117,22 @@ fn render_problems(name: &str, problems: &[Problem], loaded: &Loaded, ctx: &Ctx)
     out
 }
 
-fn repair_json(r: &Repair) -> Value {
-    json!({
-        "output": r.out.display().to_string(),
-        "keptLines": r.kept,
-        "dropped": r.dropped.iter().map(|d| json!({"line": d.line, "reason": d.reason})).collect::<Vec<_>>(),
-        "changed": r.changed.iter().map(|d| json!({"line": d.line, "reason": d.reason})).collect::<Vec<_>>(),
-        "remaining": r.remaining.iter().map(problem_json).collect::<Vec<_>>(),
-    })
+fn repair_doc(r: &Repair) -> RepairDoc {
+    let notes = |list: &[super::repair::LineNote]| -> Vec<LineNoteDoc> {
+        list.iter()
+            .map(|d| LineNoteDoc {
+                line: d.line,
+                reason: d.reason.clone(),
+            })
+            .collect()
+    };
+    RepairDoc {
+        output: r.out.display().to_string(),
+        kept_lines: r.kept,
+        dropped: notes(&r.dropped),
+        changed: notes(&r.changed),
+        remaining: r.remaining.iter().map(problem_doc).collect(),
+    }
 }
 
 /// The repair's report, for people: the names and the reasons, which may

@@ -3,13 +3,13 @@
 use std::io::Write as _;
 use std::path::Path;
 
+use musepi_protocol::session::MigrateDoc;
 use musepi_session_model::{
     CURRENT_VERSION, ProblemKind, Session, SessionError, write_file, write_session_file,
     write_session_to,
 };
-use serde_json::json;
 
-use super::problem_json;
+use super::problem_doc;
 use crate::cli::MigrateArgs;
 use crate::commands::files::{Input, load_with, mode_of, note_problems};
 use crate::commands::writer::{
@@ -219,17 +219,17 @@ fn report(o: &Outcome<'_>, target: &Target, ctx: &Ctx) -> CmdResult {
         );
     }
     if ctx.json() {
-        print_json(&json!({
-            "file": o.file,
-            "fromVersion": from,
-            "toVersion": CURRENT_VERSION,
-            "changed": o.changed,
-            "dryRun": o.dry_run,
-            "output": o.output,
-            "entryCount": s.len(),
-            "idsAssigned": ids_assigned,
-            "problems": s.problems().iter().map(problem_json).collect::<Vec<_>>(),
-            "warnings": o.warnings,
+        print_json(&musepi_protocol::value(&MigrateDoc {
+            file: o.file.clone(),
+            from_version: from,
+            to_version: CURRENT_VERSION,
+            changed: o.changed,
+            dry_run: o.dry_run,
+            output: o.output.clone(),
+            entry_count: s.len(),
+            ids_assigned,
+            problems: s.problems().iter().map(problem_doc).collect(),
+            warnings: o.warnings.clone(),
         }))
         .or_failed()?;
         return Ok(Exit::Ok);

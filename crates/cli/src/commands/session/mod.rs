@@ -8,8 +8,8 @@ mod tree;
 
 use std::fmt::Write as _;
 
+use musepi_protocol::session::ProblemDoc;
 use musepi_session_model::Problem;
-use serde_json::{Value, json};
 
 use crate::cli::SessionCommand;
 use crate::ctx::{CmdResult, Ctx};
@@ -25,17 +25,14 @@ pub fn run(cmd: SessionCommand, ctx: &Ctx) -> CmdResult {
     }
 }
 
-/// `{line, kind, message, entryId?}`.
-pub(crate) fn problem_json(p: &Problem) -> Value {
-    let mut v = json!({
-        "line": p.line,
-        "kind": p.kind.name(),
-        "message": p.kind.to_string(),
-    });
-    if let Some(id) = &p.entry_id {
-        v["entryId"] = id.as_str().into();
+/// A problem as its document: `{line, kind, message, entryId?}`.
+pub(crate) fn problem_doc(p: &Problem) -> ProblemDoc {
+    ProblemDoc {
+        line: p.line,
+        kind: p.kind.name(),
+        message: p.kind.to_string(),
+        entry_id: p.entry_id.as_ref().map(ToString::to_string),
     }
-    v
 }
 
 /// `FILE:LINE: [entry ID: ]message`, for people: what it quotes from the

@@ -3,10 +3,11 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use musepi_protocol::session::{LabelDoc, StatsDoc};
 use musepi_session_model::Session;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::{problem_json, problem_line};
+use super::{problem_doc, problem_line};
 use crate::cli::StatsArgs;
 use crate::commands::files::{Input, keep_until_exit, load_or_fail};
 use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
@@ -43,18 +44,28 @@ impl<'a> Stats<'a> {
 
     fn to_json(&self, file: &str) -> Value {
         let s = self.session;
-        json!({
-            "file": file,
-            "sessionId": s.header().id,
-            "version": s.original_version(),
-            "entryCount": s.len(),
-            "byType": self.by_type,
-            "byRole": self.by_role,
-            "leafId": s.leaf_id().map(musepi_session_model::EntryId::as_str),
-            "pathLength": self.path_length,
-            "labels": s.labels().iter().map(|(k, v)| json!({"targetId": k.as_str(), "label": v})).collect::<Vec<_>>(),
-            "sessionName": s.session_name(),
-            "problems": s.problems().iter().map(problem_json).collect::<Vec<_>>(),
+        let counts = |m: &BTreeMap<&str, usize>| -> BTreeMap<String, usize> {
+            m.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
+        };
+        musepi_protocol::value(&StatsDoc {
+            file: file.to_owned(),
+            session_id: s.header().id.clone(),
+            version: s.original_version(),
+            entry_count: s.len(),
+            by_type: counts(&self.by_type),
+            by_role: counts(&self.by_role),
+            leaf_id: s.leaf_id().map(ToString::to_string),
+            path_length: self.path_length,
+            labels: s
+                .labels()
+                .iter()
+                .map(|(k, v)| LabelDoc {
+                    target_id: k.to_string(),
+                    label: v.clone(),
+                })
+                .collect(),
+            session_name: s.session_name().map(str::to_owned),
+            problems: s.problems().iter().map(problem_doc).collect(),
         })
     }
 

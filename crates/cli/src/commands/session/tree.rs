@@ -4,8 +4,8 @@
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 
+use musepi_protocol::session::{SessionTreeDoc, TreeNodeDoc};
 use musepi_session_model::{EntryBody, Session, Tree};
-use serde_json::{Value, json};
 
 use crate::cli::TreeArgs;
 use crate::commands::files::{Input, load_or_fail};
@@ -42,36 +42,31 @@ fn on_leaf_path(s: &Session) -> BTreeSet<usize> {
 }
 
 /// `{leafId, roots, nodes: [{id, parentId, depth, type, role?, preview, label?, children, onLeafPath}]}` in pre-order.
-fn to_json(s: &Session, tree: &Tree) -> Value {
+fn to_json(s: &Session, tree: &Tree) -> SessionTreeDoc {
     let path = on_leaf_path(s);
-    let nodes: Vec<Value> = tree
+    let nodes = tree
         .walk()
         .iter()
         .map(|n| {
             let e = &s.entries()[n.index];
-            let mut v = json!({
-                "id": e.id.as_str(),
-                "parentId": e.parent_id.as_ref().map(musepi_session_model::EntryId::as_str),
-                "depth": n.depth,
-                "type": e.type_name(),
-            });
-            if let Some(m) = e.message() {
-                v["role"] = m.role().into();
+            TreeNodeDoc {
+                id: e.id.to_string(),
+                parent_id: e.parent_id.as_ref().map(ToString::to_string),
+                depth: n.depth,
+                kind: e.type_name().to_owned(),
+                role: e.message().map(|m| m.role().to_owned()),
+                preview: preview_of(e),
+                label: s.label(e.id.as_str()).map(str::to_owned),
+                children: n.children,
+                on_leaf_path: path.contains(&n.index),
             }
-            v["preview"] = preview_of(e).into();
-            if let Some(label) = s.label(e.id.as_str()) {
-                v["label"] = label.into();
-            }
-            v["children"] = n.children.into();
-            v["onLeafPath"] = path.contains(&n.index).into();
-            v
         })
         .collect();
-    json!({
-        "leafId": s.leaf_id().map(musepi_session_model::EntryId::as_str),
-        "roots": tree.roots().len(),
-        "nodes": nodes,
-    })
+    SessionTreeDoc {
+        leaf_id: s.leaf_id().map(ToString::to_string),
+        roots: tree.roots().len(),
+        nodes,
+    }
 }
 
 /// A linear run to print: its first node, the prefix of its first line and
