@@ -20,6 +20,7 @@
 //! value sits at; documents are written with [`value`].
 
 pub mod cli;
+pub mod context;
 pub mod runtime;
 pub mod serve;
 pub mod session;
@@ -40,9 +41,10 @@ fn schema<T: JsonSchema>(title: &str) -> Schema {
 /// docs/protocol.md describes them.
 pub fn schemas() -> Vec<(&'static str, Schema)> {
     use cli::{
-        BranchDoc, BranchDryRunDoc, CompactedDoc, ContextDoc, DryRunDoc, EntryPage, ErrorLine,
-        HandoffDoc, NotCompactedDoc, PlanAnswer, PruneCommandDoc, SearchPage,
+        BranchDoc, BranchDryRunDoc, CompactedDoc, DryRunDoc, ErrorLine, HandoffDoc,
+        NotCompactedDoc, PlanAnswer, PruneCommandDoc,
     };
+    use context::{ContextDoc, EntryPage, SearchPage};
     use musepi_runtime::hooks::events::{
         BeforeCompactEvent, BeforeCompactResult, BeforeTreeEvent, BeforeTreeResult, CompactEvent,
         CompactingEvent, CompactingResult, TreeEvent,

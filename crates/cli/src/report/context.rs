@@ -2,7 +2,7 @@
 //! and the `context` method of `musepi serve`), and the context's tokens
 //! every command reports.
 
-use musepi_protocol::cli::{ContextDoc, ContextRowDoc, EstimateDoc, ModelDoc, PayloadCountDoc};
+use musepi_protocol::context::{ContextDoc, ContextRowDoc, EstimateDoc, ModelDoc, PayloadCountDoc};
 use musepi_runtime::context::{
     ContextEstimate, LlmMessage, ProviderHistory, SessionContext, Tokenizer, TranscriptOptions,
     build_context_at, build_transcript, llm_message_tokens, provider_messages,

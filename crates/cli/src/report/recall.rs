@@ -8,7 +8,7 @@ use std::path::Path;
 use musepi_runtime::context::{Recalled, Search, lost_history, recall_entry};
 use musepi_session_model::{Entry, PruneStore, Session};
 
-pub use musepi_protocol::cli::{EntryPage, Match, SearchPage};
+pub use musepi_protocol::context::{EntryPage, Match, SearchPage};
 
 use super::entries::kind_of;
 
