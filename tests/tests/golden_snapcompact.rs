@@ -12,7 +12,7 @@ use musepi_compaction::{CompactionResult, CompactionSettings, Preparation, prepa
 use musepi_hooks::snapcompact::{SnapSettings, SnapTarget, compact_preparation};
 use musepi_session_model::Session;
 use musepi_snapcompact::base64_decode;
-use musepi_snapcompact::png_archive::PngArchive;
+use musepi_snapcompact::png::PngArchive;
 use musepi_test_support::{SessionBuilder, text_block, tool_call};
 use musepi_tests::fixtures::load_fixture;
 use musepi_tests::table::Table;

@@ -18,8 +18,8 @@ use musepi_compaction::{CompactionSettings, prepare};
 use musepi_hooks::snapcompact::{SnapSettings, SnapTarget, compact_preparation};
 use musepi_session_model::{SequentialIds, load_file};
 use musepi_snapcompact::base64_decode;
-use musepi_snapcompact::history::plain_text;
-use musepi_snapcompact::png_archive::PngArchive;
+use musepi_snapcompact::png::PngArchive;
+use musepi_snapcompact::png::plain_text;
 
 fn main() -> Result<(), Box<dyn Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use musepi_branch_summary::{BranchPreparation, PREAMBLE, Summary};
 use musepi_context_builder::{ConvertOptions, convert_to_llm};
-use musepi_snapcompact::text_frames::{SnapInput, snap_compact};
+use musepi_snapcompact::text::{SnapInput, snap_compact};
 
 /// A branch summary that needs no model: the preamble, then the text
 /// archive of the branch with its file list.

@@ -8,11 +8,11 @@
 //! crate (the `musepi` command line) reaches the archive through one layer.
 
 pub use musepi_hooks::with_frames_history;
-pub use musepi_snapcompact::history::plain_text;
-pub use musepi_snapcompact::png_archive::{ArchiveFrame, PngArchive, plan_archive, render_frames};
-pub use musepi_snapcompact::pricing::{MAX_FRAMES_DEFAULT, PRESERVE_KEY};
-pub use musepi_snapcompact::shape::SHAPES;
-pub use musepi_snapcompact::text_frames::{SnapArchiveState, TextPages};
+pub use musepi_snapcompact::png::SHAPES;
+pub use musepi_snapcompact::png::plain_text;
+pub use musepi_snapcompact::png::{ArchiveFrame, PngArchive, plan_archive, render_frames};
+pub use musepi_snapcompact::png::{MAX_FRAMES_DEFAULT, PRESERVE_KEY};
+pub use musepi_snapcompact::text::{SnapArchiveState, TextPages};
 pub use musepi_snapcompact::{
     SerializeOptions, SessionArchives, base64_decode, low_companion, normalize, resolve_shape,
 };

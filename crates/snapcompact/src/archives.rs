@@ -4,9 +4,9 @@
 use musepi_context_builder::{ArchiveBlocks, ContextEstimate, Tokenizer};
 use musepi_session_model::{ContentBlock, EntryBody, Session};
 
-use crate::history::history_blocks;
-use crate::png_archive::PngArchive;
-use crate::pricing::{FRAME_DATA_BYTES_BUDGET, PRESERVE_KEY};
+use crate::png::PngArchive;
+use crate::png::history_blocks;
+use crate::png::{FRAME_DATA_BYTES_BUDGET, PRESERVE_KEY};
 
 /// Legacy archives with this many frames or more may be a crash risk.
 const LEGACY_FRAMES: usize = 16;
@@ -123,7 +123,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::png_archive::ArchiveFrame;
+    use crate::png::ArchiveFrame;
 
     fn frame(data: &str, shaped: bool) -> ArchiveFrame {
         let mut v =

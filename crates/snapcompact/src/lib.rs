@@ -28,37 +28,34 @@
 //! - [`prompts`]: the lead-ins and reading guides, one template each under
 //!   `prompts/snapcompact/`.
 //!
-//! The engine, by area:
+//! Two engines that meet only in the pass, each a module whose insides
+//! are private:
 //!
-//! - [`salience`]: the salience archive ([`salience::build_history`]):
-//!   the ledger, the conversation kept by salience within a budget, the
-//!   markers that name the entries where text was left out, and the
-//!   continuation of an earlier archive.
-//! - [`text_frames`]: the text archive's summary around it
-//!   ([`text_frames::snap_compact`]), its pages
-//!   ([`text_frames::TextPages`]) and the persisted
-//!   [`text_frames::SnapArchiveState`], with [`MarkedFiles`] rendering
-//!   context-builder's file lists.
-//! - [`serialize`]: the transcript the PNG frames print and its plain
-//!   variant ([`serialize::serialize`] with a [`serialize::Flavor`]), with scope markers, merged tool
-//!   results, useless pairs dropped and head/tail truncation
-//!   ([`serialize::truncate_for_archive`]); [`elide_data_urls`].
-//! - [`normalize()`]: reducing text to what the bundled fonts print;
-//!   [`scan_renderability`].
-//! - [`shape`] and [`pricing`]: the shape table, geometry, the shape for a
-//!   model ([`shape::resolve_shape`]) and what frames cost.
-//! - [`font`] and [`render`](mod@render): the bundled X.org glyphs and 1-bit PNG
-//!   printing ([`render::render`]).
-//! - [`png_archive`] and [`history`]: the PNG archive's layout with
-//!   foveation and pages that end at a line end or a space
-//!   ([`png_archive::plan_archive`]), its stored records
-//!   ([`png_archive::PngArchive`]) and the blocks that rebuild the context
-//!   from it ([`history::history_blocks`]).
+//! - [`text`]: the text archive. Its salience module builds the history
+//!   within a budget (the ledger, the conversation kept by salience, the
+//!   markers that name the entries where text was left out, the
+//!   continuation of an earlier archive);
+//!   [`text::snap_compact`] wraps it in the compaction's summary,
+//!   [`text::TextPages`] pages it for display and
+//!   [`text::SnapArchiveState`] is what an entry stores, with
+//!   [`MarkedFiles`] rendering context-builder's file lists.
+//! - [`png`]: the PNG printer. The transcript the frames print
+//!   ([`png::serialize`] with a [`png::Flavor`], scope markers, merged tool
+//!   results, head and tail truncation, [`elide_data_urls`]), reduced to
+//!   what the bundled fonts print ([`normalize()`]), laid out on the shape
+//!   chosen for the model ([`resolve_shape`], [`png::SHAPES`]) with
+//!   foveation ([`png::plan_archive`]), printed as 1-bit PNGs
+//!   ([`render()`]); [`png::PngArchive`] is what an entry stores and
+//!   [`png::history_blocks`] rebuilds the context from it.
+//!
+//! What both use sits at the root: the serialization options
+//! ([`SerializeOptions`]), the archive's size for a budget ([`sizing`]),
+//! the file lists, and the prompts.
 //!
 //! ```
 //! use musepi_context_builder::LlmMessage;
 //! use musepi_snapcompact::MarkedFiles;
-//! use musepi_snapcompact::text_frames::{SnapInput, snap_compact};
+//! use musepi_snapcompact::text::{SnapInput, snap_compact};
 //!
 //! let messages = [LlmMessage::user_text("Please port the parser to Rust.")];
 //! let files = MarkedFiles::from_ops(["src/parser.ts"], [], ["src/parser.rs"]);
@@ -72,37 +69,25 @@
 //! ```
 
 mod archives;
-mod data_url;
 mod error;
 mod files;
-pub mod font;
-pub mod history;
-mod layout;
-pub mod normalize;
 mod parallel;
 mod pass;
-pub mod png_archive;
-pub mod pricing;
+pub mod png;
 pub mod prompts;
-pub mod render;
-pub mod salience;
-pub mod serialize;
-pub mod shape;
 pub mod sizing;
-mod summary;
 #[cfg(test)]
 mod testkit;
-pub mod text_frames;
+pub mod text;
 mod util;
 
 pub use archives::{SessionArchives, context_tokens, is_legacy_crash_risk, measured_tokens};
-pub use data_url::{DataUrlMode, elide_data_urls};
 pub use error::SnapError;
 pub use files::MarkedFiles;
 pub use musepi_context_builder::{FILE_LIST_LIMIT, has_url_scheme};
-pub use normalize::{NEWLINE_GLYPH, Renderability, normalize, scan_renderability};
 pub use pass::{Pass, PassInput, SnapSettings, SnapTarget, compact};
-pub use png_archive::archive_tokens;
-pub use render::{Frame, base64_decode, base64_encode, render};
-pub use serialize::{DIM_OFF, DIM_ON, SerializeOptions};
-pub use shape::{ResolvedShape, Shape, low_companion, resolve_shape};
+pub use png::{
+    DIM_OFF, DIM_ON, DataUrlMode, Frame, Renderability, ResolvedShape, SerializeOptions, Shape,
+    archive_tokens, base64_decode, base64_encode, elide_data_urls, low_companion, normalize,
+    render, resolve_shape, scan_renderability,
+};

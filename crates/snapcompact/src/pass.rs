@@ -27,18 +27,16 @@ use serde_json::{Map, Value};
 
 use crate::error::SnapError;
 use crate::files::MarkedFiles;
-use crate::history::archive_plain_source;
-use crate::normalize::normalize;
-use crate::png_archive::{
-    PngArchive, archive_record, compose_archive_source, plan_archive, render_frames,
-};
-use crate::pricing::{MAX_FRAMES_DEFAULT, PRESERVE_KEY, archive_frame_cap};
-use crate::salience::is_salience_text;
-use crate::serialize::{Flavor, SerializeOptions, serialize};
-use crate::shape::{low_companion, resolve_shape};
+use crate::png::archive_plain_source;
+use crate::png::normalize;
+use crate::png::{Flavor, SerializeOptions, serialize};
+use crate::png::{HISTORY_MARK, frames_short_summary, frames_summary};
+use crate::png::{MAX_FRAMES_DEFAULT, PRESERVE_KEY, archive_frame_cap};
+use crate::png::{PngArchive, archive_record, compose_archive_source, plan_archive, render_frames};
+use crate::png::{low_companion, resolve_shape};
 use crate::sizing::{Sizing, history_tokens};
-use crate::summary::{HISTORY_MARK, frames_short_summary, frames_summary};
-use crate::text_frames::{SNAP_ARCHIVE_VERSION, SnapArchiveState, SnapInput, snap_compact};
+use crate::text::is_salience_text;
+use crate::text::{SNAP_ARCHIVE_VERSION, SnapArchiveState, SnapInput, snap_compact};
 use crate::util::len16;
 
 /// The `preserveData` key of a provider-native remote compaction, which a
@@ -382,7 +380,7 @@ fn png_compaction(
         .map_or(MAX_FRAMES_DEFAULT, archive_frame_cap);
     let max_frames = target
         .max_frames
-        .unwrap_or(crate::pricing::max_frames_for_data_budget())
+        .unwrap_or(crate::png::max_frames_for_data_budget())
         .min(MAX_FRAMES_DEFAULT)
         .min(provider_cap)
         .max(1);
@@ -433,7 +431,7 @@ fn png_compaction(
         &input.input.files,
         source.included_previous_summary,
     );
-    let family = crate::pricing::reader_billing_family(
+    let family = crate::png::reader_billing_family(
         target.api.as_deref(),
         target.model_id.as_deref().unwrap_or_default(),
     );

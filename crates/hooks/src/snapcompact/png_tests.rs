@@ -18,11 +18,11 @@ use musepi_session_model::json::{
 };
 use musepi_snapcompact::SessionArchives;
 use musepi_snapcompact::archive_tokens;
-use musepi_snapcompact::history::history_blocks;
-use musepi_snapcompact::normalize::NEWLINE_GLYPH;
-use musepi_snapcompact::png_archive::{EDGE_CHARS, PngArchive};
-use musepi_snapcompact::pricing::{FRAME_DATA_BYTES_BUDGET, FRAME_DATA_BYTES_ESTIMATE};
-use musepi_snapcompact::serialize::{Flavor, SerializeOptions, serialize};
+use musepi_snapcompact::png::NEWLINE_GLYPH;
+use musepi_snapcompact::png::history_blocks;
+use musepi_snapcompact::png::{EDGE_CHARS, PngArchive};
+use musepi_snapcompact::png::{FRAME_DATA_BYTES_BUDGET, FRAME_DATA_BYTES_ESTIMATE};
+use musepi_snapcompact::png::{Flavor, SerializeOptions, serialize};
 use musepi_snapcompact::{normalize, resolve_shape};
 use musepi_test_support::EntryBuilder as Builder;
 

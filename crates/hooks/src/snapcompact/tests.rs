@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::testkit::{BuilderExt as _, claude, snapcompact_in};
 use super::*;
-use musepi_snapcompact::text_frames::{SNAP_ARCHIVE_VERSION, SnapArchiveState};
+use musepi_snapcompact::text::{SNAP_ARCHIVE_VERSION, SnapArchiveState};
 use musepi_test_support::EntryBuilder as Builder;
 
 fn text_target() -> SnapTarget {

@@ -364,7 +364,7 @@ fn measure(
         fresh(&out_file)?;
         let printed = fold(
             &printed
-                .replace(musepi_snapcompact::NEWLINE_GLYPH, " ")
+                .replace(musepi_snapcompact::png::NEWLINE_GLYPH, " ")
                 .replace("\\\"", "\"")
                 .replace("\\\\", "\\"),
         );

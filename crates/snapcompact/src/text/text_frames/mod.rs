@@ -1,5 +1,5 @@
 //! The text archive for every model: the archived history as a salience
-//! archive ([`crate::salience`]) in the summary, after a lead-in and a
+//! archive ([`crate::text::salience`]) in the summary, after a lead-in and a
 //! reading guide that says what was shortened and where to find it, and
 //! before the list of every file read or changed.
 
@@ -11,23 +11,23 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::files::MarkedFiles;
-use crate::salience::{Earlier, History, HistoryInput, Shortened, build_history};
-use crate::serialize::SerializeOptions;
+use crate::png::SerializeOptions;
+use crate::text::salience::{Earlier, History, HistoryInput, Shortened, build_history};
 use crate::util::{ceil_div4, head_units, len16, thousands};
 
 /// Characters per page when the archive is shown page by page (about
 /// 1,500 tokens).
-pub const FRAME_CHAR_CAPACITY: usize = 6000;
+pub(crate) const FRAME_CHAR_CAPACITY: usize = 6000;
 /// Default archive budget (the file list comes on top, at most a quarter
 /// of it).
-pub const DEFAULT_ARCHIVE_MAX_CHARS: usize = 40_000;
+pub(crate) const DEFAULT_ARCHIVE_MAX_CHARS: usize = 40_000;
 /// The smallest archive budget.
-pub const MIN_ARCHIVE_CHARS: usize = 2 * FRAME_CHAR_CAPACITY;
+pub(crate) const MIN_ARCHIVE_CHARS: usize = 2 * FRAME_CHAR_CAPACITY;
 /// Version of the persisted [`SnapArchiveState`]: 2 is the salience
 /// archive; 1 was a verbatim transcript cut between two edges.
 pub const SNAP_ARCHIVE_VERSION: u32 = 2;
 /// `ceil(chars / 4)`: the token estimate of the text archive.
-pub fn estimate_tokens_from_chars(chars: usize) -> usize {
+pub(crate) fn estimate_tokens_from_chars(chars: usize) -> usize {
     ceil_div4(chars)
 }
 
@@ -40,7 +40,7 @@ pub struct SnapFrame {
     pub chars: usize,
 }
 
-/// An archive text cut into pages of at most [`FRAME_CHAR_CAPACITY`]
+/// An archive text cut into pages of at most 6,000
 /// units, each ending at a line end (or, for a longer line, at
 /// whitespace), so no page break splits a line that fits on a page.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,7 +144,7 @@ pub struct SnapInput<'a> {
     /// shortened text can be read in full (empty when unknown).
     pub entry_ids: &'a [String],
     /// Call ids whose results were flagged useless (see
-    /// [`crate::serialize::useless_call_ids`]).
+    /// [`crate::png::useless_call_ids`]).
     pub useless: &'a BTreeSet<String>,
     /// The previous compaction's summary, when it was an LLM summary.
     pub previous_summary: Option<&'a str>,
@@ -153,7 +153,7 @@ pub struct SnapInput<'a> {
     /// Files read and modified.
     pub files: &'a MarkedFiles,
     /// The archive's budget in UTF-16 units (default 40,000; at least
-    /// [`MIN_ARCHIVE_CHARS`]), with the file list on top of it (at most a
+    /// 12,000), with the file list on top of it (at most a
     /// quarter of it again), when `summary_max_chars` is `None`.
     pub archive_max_chars: usize,
     /// The whole summary's budget in UTF-16 units (lead-in, reading guide,
@@ -210,7 +210,8 @@ pub struct SnapResult {
     /// Files read and not modified, and files modified (for
     /// `details.readFiles` and `details.modifiedFiles`).
     pub files: FileLists,
-    /// The facts the archive shows (see [`History::facts`]).
+    /// The facts the archive shows: the sentences and output lines it
+    /// ranked as facts and kept, as they read in the history.
     pub facts: Vec<String>,
 }
 

@@ -3,8 +3,8 @@
 //! model.
 
 use crate::error::SnapError;
-use crate::font::FontFace;
-use crate::pricing::{BillingFamily, billing_family};
+use crate::png::font::FontFace;
+use crate::png::pricing::{BillingFamily, billing_family};
 
 use FontFace::{Misc4x6, Misc5x8, Misc6x12, Misc8x13, Silver};
 use Ink::{Bw, Sent};
@@ -69,10 +69,10 @@ pub struct Shape {
 
 /// The largest frame edge this crate prints, in pixels (no provider takes
 /// larger images).
-pub const MAX_FRAME_SIZE: u32 = 8192;
+pub(crate) const MAX_FRAME_SIZE: u32 = 8192;
 
 /// Cells between the two columns of a `doc-` shape.
-pub const DOC_GUTTER_CELLS: u32 = 3;
+pub(crate) const DOC_GUTTER_CELLS: u32 = 3;
 
 /// Rows, columns and characters of a shape at its frame size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,7 +133,7 @@ const fn repeated(mut s: Shape) -> Shape {
 }
 
 const fn legacy(mut s: Shape) -> Shape {
-    s.frame_size = crate::pricing::FRAME_SIZE_LEGACY;
+    s.frame_size = crate::png::pricing::FRAME_SIZE_LEGACY;
     s
 }
 
@@ -159,7 +159,7 @@ pub const SHAPES: &[Shape] = &[
 ];
 
 /// Every shape's name, comma-separated, in table order (for messages).
-pub fn shape_names() -> String {
+pub(crate) fn shape_names() -> String {
     SHAPES.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
 }
 
@@ -172,11 +172,11 @@ fn unknown_shape(name: &str) -> SnapError {
 }
 
 /// The shape legacy frames (without `font` and `variant`) were printed with.
-pub const LEGACY_SHAPE: &str = "5x8-sent";
+pub(crate) const LEGACY_SHAPE: &str = "5x8-sent";
 /// The shape of a model nobody measured.
-pub const UNMEASURED_SHAPE: &str = "8on22-bw";
+pub(crate) const UNMEASURED_SHAPE: &str = "8on22-bw";
 /// The geometry of the low-quality ("dense") foveation companion.
-pub const DENSE_SHAPE: &str = "8on16-bw";
+pub(crate) const DENSE_SHAPE: &str = "8on16-bw";
 
 impl Shape {
     /// The variant called `name`, at its default frame size.
@@ -199,7 +199,7 @@ impl Shape {
     /// Cells `c` occupies: 0 for the ink toggles, 2 for wide East Asian
     /// characters (1 in Silver), 1 otherwise.
     pub fn cells(&self, c: char) -> u32 {
-        if c == crate::serialize::DIM_ON || c == crate::serialize::DIM_OFF {
+        if c == crate::png::serialize::DIM_ON || c == crate::png::serialize::DIM_OFF {
             0
         } else if self.face != Silver && is_wide(c) {
             2
@@ -232,7 +232,7 @@ impl Shape {
     }
 
     /// The geometry, or an error when a frame cannot hold one row of text
-    /// or is larger than [`MAX_FRAME_SIZE`].
+    /// or is larger than 8,192 pixels.
     pub fn checked_geometry(&self) -> Result<Geometry, SnapError> {
         let g = self.geometry();
         if g.cols < 2 || g.rows == 0 || self.frame_size > MAX_FRAME_SIZE {
@@ -302,7 +302,7 @@ pub fn resolve_shape(
 }
 
 /// `shape` with the price of one frame for `billing`.
-pub fn priced(shape: Shape, billing: BillingFamily) -> ResolvedShape {
+pub(crate) fn priced(shape: Shape, billing: BillingFamily) -> ResolvedShape {
     ResolvedShape {
         shape,
         billing,

@@ -11,7 +11,7 @@ use musepi_session_model::json::{js_key_order, js_stringify};
 use musepi_session_model::{AgentMessage, ContentBlock, ToolCall};
 use serde_json::Value;
 
-use crate::data_url::{DataUrlMode, elide_data_urls};
+use crate::png::data_url::{DataUrlMode, elide_data_urls};
 use crate::util::{head_units, js_round, len16, tail_units};
 
 /// Starts a dim ink span (zero-width).
@@ -20,22 +20,22 @@ pub const DIM_ON: char = '\u{E}';
 pub const DIM_OFF: char = '\u{F}';
 
 /// Scope marker of a user turn.
-pub const SCOPE_USER: &str = "¶user:";
+pub(crate) const SCOPE_USER: &str = "¶user:";
 /// Scope marker of assistant reasoning.
-pub const SCOPE_THINK: &str = "¶think:";
+pub(crate) const SCOPE_THINK: &str = "¶think:";
 /// Scope marker of an assistant reply.
-pub const SCOPE_AI: &str = "¶ai:";
+pub(crate) const SCOPE_AI: &str = "¶ai:";
 /// Scope marker of a tool call (and its merged result).
-pub const SCOPE_CALL: &str = "¶call:";
+pub(crate) const SCOPE_CALL: &str = "¶call:";
 
 /// Default cap of a tool result body, in UTF-16 units.
-pub const TOOL_RESULT_MAX_CHARS: usize = 2000;
+pub(crate) const TOOL_RESULT_MAX_CHARS: usize = 2000;
 /// Default cap of one tool-call argument, in UTF-16 units.
-pub const TOOL_ARG_MAX_CHARS: usize = 500;
+pub(crate) const TOOL_ARG_MAX_CHARS: usize = 500;
 /// Default cap of a whole tool-call argument list, in UTF-16 units.
-pub const TOOL_CALL_MAX_CHARS: usize = 2000;
+pub(crate) const TOOL_CALL_MAX_CHARS: usize = 2000;
 /// Default share of a cut text kept from its head.
-pub const TRUNCATE_HEAD_RATIO: f64 = 0.6;
+pub(crate) const TRUNCATE_HEAD_RATIO: f64 = 0.6;
 
 /// Budgets and switches of the serialization.
 ///
@@ -143,7 +143,7 @@ pub fn truncate_for_archive(text: &str, max: Option<usize>, ratio: f64) -> Cow<'
 }
 
 /// Removes the ink toggles from raw text so it cannot forge dim spans.
-pub fn strip_ink_toggles(text: &str) -> Cow<'_, str> {
+pub(crate) fn strip_ink_toggles(text: &str) -> Cow<'_, str> {
     if text.contains([DIM_ON, DIM_OFF]) {
         Cow::Owned(
             text.chars()

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use musepi_context_builder::NO_PRIOR_HISTORY;
 
 use crate::files::MarkedFiles;
-use crate::png_archive::{PngArchive, PngLayout};
+use crate::png::png_archive::{PngArchive, PngLayout};
 use crate::prompts::{
     FRAMES_FILES, FRAMES_NOTE_DIGEST, FRAMES_NOTE_TRUNCATED, FRAMES_RULES_DOC, FRAMES_RULES_GRID,
     FRAMES_RULES_IMAGES, FRAMES_RULES_REPEAT, FRAMES_RULES_TEXT, FRAMES_SUMMARY, render,
@@ -122,8 +122,8 @@ pub(crate) fn frames_short_summary(layout: &PngLayout, archive: &PngArchive) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::png_archive::{PlannedPage, archive_record};
-    use crate::shape::Shape;
+    use crate::png::png_archive::{PlannedPage, archive_record};
+    use crate::png::shape::Shape;
 
     fn layout(pages: &[&str], text: &str) -> PngLayout {
         PngLayout {

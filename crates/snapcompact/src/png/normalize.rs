@@ -9,7 +9,7 @@
 
 use std::sync::OnceLock;
 
-use crate::serialize::{DIM_OFF, DIM_ON};
+use crate::png::serialize::{DIM_OFF, DIM_ON};
 
 /// The glyph that stands for a line break: U+2588 FULL BLOCK, printed as a
 /// solid black cell.
@@ -370,7 +370,7 @@ struct Decomposition {
     to: Vec<char>,
 }
 
-static NFKD_TABLE: &str = include_str!("../data/nfkd_fold.txt");
+static NFKD_TABLE: &str = include_str!("../../data/nfkd_fold.txt");
 
 /// The parsed table; a malformed line is skipped (a test checks there is none).
 fn nfkd_table() -> &'static [Decomposition] {

@@ -12,10 +12,10 @@
 //! markers and `<out>` blocks still tell tool output from conversation.
 
 use crate::error::SnapError;
-use crate::font::{Font, font};
-use crate::layout::{walk_grid, wrap_lines};
-use crate::normalize::NEWLINE_GLYPH;
-use crate::shape::{DOC_GUTTER_CELLS, Shape};
+use crate::png::font::{Font, font};
+use crate::png::layout::{walk_grid, wrap_lines};
+use crate::png::normalize::NEWLINE_GLYPH;
+use crate::png::shape::{DOC_GUTTER_CELLS, Shape};
 use crate::util::len16;
 
 /// One printed frame.
@@ -43,7 +43,7 @@ impl Frame {
     }
 }
 
-/// Prints `text` (normalized, see [`crate::normalize()`]) with `shape` on a
+/// Prints `text` (normalized, see [`crate::png::normalize()`]) with `shape` on a
 /// frame of edge `frame_size` pixels.
 ///
 /// Characters the font lacks print as `?`; the newline glyph U+2588 prints

@@ -4,7 +4,7 @@
 
 use std::ops::Range;
 
-use crate::shape::{Geometry, Shape};
+use crate::png::shape::{Geometry, Shape};
 
 /// Walks `text` over a grid of `cols` × `rows` cells, left to right and top
 /// to bottom with no word wrap, calling `place(col, row, c)` for every
@@ -97,7 +97,7 @@ pub(crate) fn break_back(text: &str, full: usize) -> usize {
         return text.len();
     }
     let head = &text[..full];
-    let glyph = crate::normalize::NEWLINE_GLYPH;
+    let glyph = crate::png::normalize::NEWLINE_GLYPH;
     if text[full..].starts_with([' ', glyph]) || head.ends_with([' ', glyph]) {
         return full;
     }
@@ -117,7 +117,7 @@ pub(crate) fn break_forward(text: &str, from: usize) -> usize {
         return 0;
     }
     let tail = &text[from..];
-    let glyph = crate::normalize::NEWLINE_GLYPH;
+    let glyph = crate::png::normalize::NEWLINE_GLYPH;
     if text[..from].ends_with([' ', glyph]) || tail.starts_with([' ', glyph]) {
         return from;
     }
@@ -249,7 +249,7 @@ mod tests {
             );
         }
         // A line end near the cut wins over a space.
-        let glyph = crate::normalize::NEWLINE_GLYPH;
+        let glyph = crate::png::normalize::NEWLINE_GLYPH;
         let lined = words
             .chunks(10)
             .map(|c| c.join(" "))

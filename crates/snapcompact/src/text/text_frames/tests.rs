@@ -3,8 +3,8 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use super::*;
-use crate::salience::LEDGER_HEADING;
 use crate::testkit::{assistant, call, result};
+use crate::text::salience::LEDGER_HEADING;
 
 fn compact(messages: &[LlmMessage], budget: usize) -> SnapResult {
     let files = MarkedFiles::default();

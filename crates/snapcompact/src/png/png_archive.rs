@@ -7,18 +7,18 @@ use std::ops::Range;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::data_url::{DataUrlMode, elide_data_urls};
 use crate::error::SnapError;
-use crate::layout::{break_back, break_forward, paginate};
-use crate::normalize::{NEWLINE_GLYPH, normalize};
 use crate::parallel::{map_in_order, threads_for};
-use crate::pricing::HQ_EDGE_FRAMES;
-use crate::render::render;
-use crate::shape::{LEGACY_SHAPE, Shape};
+use crate::png::data_url::{DataUrlMode, elide_data_urls};
+use crate::png::layout::{break_back, break_forward, paginate};
+use crate::png::normalize::{NEWLINE_GLYPH, normalize};
+use crate::png::pricing::HQ_EDGE_FRAMES;
+use crate::png::render::render;
+use crate::png::shape::{LEGACY_SHAPE, Shape};
 use crate::util::{head_units, len16, tail_units};
 
 /// The MIME type of every frame.
-pub const FRAME_MIME_TYPE: &str = "image/png";
+pub(crate) const FRAME_MIME_TYPE: &str = "image/png";
 
 /// One page of the imaged middle, with the shape that prints it.
 #[derive(Debug, Clone, PartialEq)]
@@ -334,7 +334,7 @@ pub fn render_frames_on(
 
 /// The archive record of a layout and its rendered frames;
 /// `previous_truncated` carries the count of earlier compactions.
-pub fn archive_record(
+pub(crate) fn archive_record(
     layout: &PngLayout,
     frames: Vec<ArchiveFrame>,
     previous_truncated: u64,
@@ -355,7 +355,7 @@ pub fn archive_record(
 
 /// The normalized source of a new archive.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ArchiveSource {
+pub(crate) struct ArchiveSource {
     /// Oldest first: the previous archive's source (or a folded LLM
     /// summary), then the newly archived text.
     pub text: String,
@@ -370,7 +370,7 @@ pub struct ArchiveSource {
 /// `[Summary of earlier history] … [Recent conversation] …`.
 /// Earlier compactions are re-rendered from this bounded source; old
 /// frames are never carried forward.
-pub fn compose_archive_source(
+pub(crate) fn compose_archive_source(
     new_text: &str,
     previous: Option<&PngArchive>,
     previous_summary: Option<&str>,
@@ -413,7 +413,7 @@ pub fn compose_archive_source(
 /// Removes the `¶think:` parts from normalized archive text: a part starts
 /// at the text's start or after a newline glyph and runs to the next glyph
 /// that opens another scope.
-pub fn drop_think_sections(text: &str) -> String {
+pub(crate) fn drop_think_sections(text: &str) -> String {
     const THINK: &str = "¶think:";
     const SCOPES: [&str; 4] = ["¶user:", "¶ai:", "¶call:", THINK];
     let glyph = NEWLINE_GLYPH.len_utf8();
@@ -453,7 +453,7 @@ pub fn drop_think_sections(text: &str) -> String {
 /// wire API that will carry it. A frame whose shape is
 /// unknown is priced at the conservative 5,024 tokens.
 pub fn archive_tokens(archive: &PngArchive, api: Option<&str>) -> u64 {
-    let family = crate::pricing::billing_family(api.unwrap_or_default());
+    let family = crate::png::pricing::billing_family(api.unwrap_or_default());
     let text_units = archive.text_head.as_deref().map_or(0, len16)
         + archive.text_tail.as_deref().map_or(0, len16);
     let frames: u64 = archive
@@ -462,7 +462,7 @@ pub fn archive_tokens(archive: &PngArchive, api: Option<&str>) -> u64 {
         .filter(|f| f.is_available())
         .map(|f| {
             f.printed_shape()
-                .map_or(u64::from(crate::pricing::FRAME_TOKEN_ESTIMATE), |s| {
+                .map_or(u64::from(crate::png::pricing::FRAME_TOKEN_ESTIMATE), |s| {
                     u64::from(family.frame_tokens(s.frame_size))
                 })
         })
@@ -476,7 +476,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::shape::low_companion;
+    use crate::png::shape::low_companion;
 
     /// 11on16 at 200 px: 18 × 12 = 216 cells; its dense companion holds 25 × 12 = 300.
     fn small_high() -> Shape {

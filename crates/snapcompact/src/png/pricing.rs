@@ -5,20 +5,20 @@
 /// Upper bound of frames in one archive; callers may ask for fewer.
 pub const MAX_FRAMES_DEFAULT: usize = 80;
 /// High-quality frames kept at each end of a foveated middle.
-pub const HQ_EDGE_FRAMES: usize = 3;
+pub(crate) const HQ_EDGE_FRAMES: usize = 3;
 /// Conservative per-frame token estimate for budgeting.
-pub const FRAME_TOKEN_ESTIMATE: u32 = 5024;
+pub(crate) const FRAME_TOKEN_ESTIMATE: u32 = 5024;
 /// Upper bound of the base64 bytes of one frame.
 pub const FRAME_DATA_BYTES_ESTIMATE: usize = 170_000;
 /// Most snapcompact base64 bytes in one rebuilt request.
 pub const FRAME_DATA_BYTES_BUDGET: usize = 3_000_000;
 /// The legacy frame edge (the original `5x8-sent` shape).
-pub const FRAME_SIZE_LEGACY: u32 = 2576;
+pub(crate) const FRAME_SIZE_LEGACY: u32 = 2576;
 /// The key of the archive in a compaction's `preserveData`.
 pub const PRESERVE_KEY: &str = "snapcompact";
 
 /// Frames that fit the byte budget: `max(1, floor(3,000,000 / 170,000))` = 17.
-pub const fn max_frames_for_data_budget() -> usize {
+pub(crate) const fn max_frames_for_data_budget() -> usize {
     let n = FRAME_DATA_BYTES_BUDGET / FRAME_DATA_BYTES_ESTIMATE;
     if n < 1 { 1 } else { n }
 }
@@ -37,7 +37,7 @@ pub enum BillingFamily {
 }
 
 /// The billing family of a wire API name.
-pub fn billing_family(api: &str) -> BillingFamily {
+pub(crate) fn billing_family(api: &str) -> BillingFamily {
     match api {
         "anthropic-messages" | "bedrock-converse-stream" => BillingFamily::Anthropic,
         "openai-completions"
@@ -52,7 +52,7 @@ pub fn billing_family(api: &str) -> BillingFamily {
 /// The billing family of a reader: its wire API's, or, when the API is
 /// unknown, its model's (`gemini` models are billed as Google bills,
 /// `gpt`, `codex`, `o3` and `o4` as `OpenAI` bills).
-pub fn reader_billing_family(api: Option<&str>, model: &str) -> BillingFamily {
+pub(crate) fn reader_billing_family(api: Option<&str>, model: &str) -> BillingFamily {
     match billing_family(api.unwrap_or_default()) {
         BillingFamily::Unknown => {
             let m = model.to_ascii_lowercase();
@@ -99,7 +99,7 @@ impl BillingFamily {
 }
 
 /// Images a provider accepts in one request (5 for an unknown provider).
-pub fn provider_image_budget(provider: &str) -> usize {
+pub(crate) fn provider_image_budget(provider: &str) -> usize {
     match provider {
         "anthropic" | "amazon-bedrock" | "openrouter" => 90,
         "openai" | "openai-codex" | "google" | "google-vertex" | "google-gemini-cli" => 200,
@@ -108,7 +108,7 @@ pub fn provider_image_budget(provider: &str) -> usize {
 }
 
 /// The frame cap of an archive for a provider: `min(budget, 80)`.
-pub fn archive_frame_cap(provider: &str) -> usize {
+pub(crate) fn archive_frame_cap(provider: &str) -> usize {
     provider_image_budget(provider).min(MAX_FRAMES_DEFAULT)
 }
 

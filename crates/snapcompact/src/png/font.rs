@@ -48,12 +48,12 @@ impl FontFace {
 }
 
 /// Characters every bundled font has: printable ASCII, Latin-1, U+2588.
-pub const GLYPH_COUNT: usize = 95 + 96 + 1;
+pub(crate) const GLYPH_COUNT: usize = 95 + 96 + 1;
 
 /// One bundled font: a glyph per covered character, each a full cell of
 /// `height` rows, one byte per row, most significant bit leftmost.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Font {
+pub(crate) struct Font {
     face: FontFace,
     width: u32,
     height: u32,
@@ -61,31 +61,21 @@ pub struct Font {
 }
 
 impl Font {
-    /// Which face this is.
-    pub fn face(&self) -> FontFace {
-        self.face
-    }
-
     /// Glyph width in pixels (at most 8).
-    pub fn width(&self) -> u32 {
+    pub(crate) fn width(&self) -> u32 {
         self.width
     }
 
     /// Glyph height in pixels.
-    pub fn height(&self) -> u32 {
+    pub(crate) fn height(&self) -> u32 {
         self.height
     }
 
     /// The pixel rows of `c`, or `None` when the font does not cover it.
-    pub fn glyph(&self, c: char) -> Option<&[u8]> {
+    pub(crate) fn glyph(&self, c: char) -> Option<&[u8]> {
         let index = glyph_index(c)?;
         let h = self.height as usize;
         self.rows.get(index * h..(index + 1) * h)
-    }
-
-    /// Whether the font covers `c`.
-    pub fn covers(c: char) -> bool {
-        glyph_index(c).is_some()
     }
 }
 
@@ -109,12 +99,12 @@ fn glyph_at(i: usize) -> u32 {
     }
 }
 
-static GLYPH_TABLE: &str = include_str!("../fonts/glyphs.txt");
+static GLYPH_TABLE: &str = include_str!("../../fonts/glyphs.txt");
 
 type Parsed = Result<Vec<Font>, (usize, &'static str)>;
 
 /// The bundled font for `face`.
-pub fn font(face: FontFace) -> Result<&'static Font, SnapError> {
+pub(crate) fn font(face: FontFace) -> Result<&'static Font, SnapError> {
     static FONTS: OnceLock<Parsed> = OnceLock::new();
     let fonts = FONTS
         .get_or_init(|| parse_table(GLYPH_TABLE))

@@ -4,10 +4,10 @@
 
 use musepi_session_model::ContentBlock;
 
-use crate::data_url::{DataUrlMode, elide_data_urls};
-use crate::normalize::NEWLINE_GLYPH;
-use crate::png_archive::{ArchiveFrame, PngArchive};
-use crate::serialize::strip_ink_toggles;
+use crate::png::data_url::{DataUrlMode, elide_data_urls};
+use crate::png::normalize::NEWLINE_GLYPH;
+use crate::png::png_archive::{ArchiveFrame, PngArchive};
+use crate::png::serialize::strip_ink_toggles;
 
 /// Archived text as plain text: ink toggles removed, the newline glyph
 /// back to a line break, data URLs elided.
@@ -34,15 +34,15 @@ pub fn summary_with_frames_history(
     preserve_data: &serde_json::Value,
 ) -> Option<String> {
     let png = preserve_data
-        .get(crate::pricing::PRESERVE_KEY)
+        .get(crate::png::pricing::PRESERVE_KEY)
         .and_then(PngArchive::from_value)?;
     if png.frames.is_empty() {
         return None;
     }
     let history = summary
-        .split_once(crate::summary::HISTORY_MARK)
+        .split_once(crate::png::summary::HISTORY_MARK)
         .map(|(_, h)| h);
-    if history.is_some_and(crate::salience::is_salience_text) {
+    if history.is_some_and(crate::text::is_salience_text) {
         return None;
     }
     let text = archive_plain_source(&png);
@@ -366,11 +366,11 @@ mod tests {
 
         use musepi_context_builder::LlmMessage;
 
-        use crate::png_archive::{
+        use crate::png::png_archive::{
             archive_record, compose_archive_source, plan_archive, render_frames,
         };
-        use crate::serialize::{Flavor, SerializeOptions, serialize};
-        use crate::shape::{low_companion, resolve_shape};
+        use crate::png::serialize::{Flavor, SerializeOptions, serialize};
+        use crate::png::shape::{low_companion, resolve_shape};
 
         let messages: Vec<LlmMessage> = (0..60)
             .map(|i| {
@@ -386,7 +386,7 @@ mod tests {
             &BTreeSet::new(),
             &SerializeOptions::default(),
         );
-        let source = compose_archive_source(&crate::normalize(&serialized), None, None, true);
+        let source = compose_archive_source(&crate::png::normalize(&serialized), None, None, true);
         let resolved = resolve_shape("anthropic-messages", "claude-sonnet-4-5", None).unwrap();
         let high = resolved.shape.with_frame_size(300);
         let low = low_companion(&high);

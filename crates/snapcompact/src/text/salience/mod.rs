@@ -51,15 +51,16 @@ use musepi_context_builder::LlmMessage;
 use self::blocks::Rank;
 use self::blocks::{Block, LEVELS, Scope};
 use self::build::{Builder, Source, outputs_in_order};
+pub(crate) use self::earlier::Earlier;
 use self::earlier::earlier_blocks;
-pub use self::earlier::{Earlier, is_salience_text};
+pub use self::earlier::is_salience_text;
 use self::outputs::{OutputCap, Outputs};
 use self::select::{Kept, must_cost, render, select};
 
 /// The heading of the ledger.
-pub const LEDGER_HEADING: &str = "=== LEDGER ===";
+pub(crate) const LEDGER_HEADING: &str = "=== LEDGER ===";
 /// The heading of the conversation.
-pub const CONVERSATION_HEADING: &str = "=== CONVERSATION ===";
+pub(crate) const CONVERSATION_HEADING: &str = "=== CONVERSATION ===";
 
 /// The share of the budget, in tenths, the guaranteed ledger may take
 /// before a tighter level is tried: the rest goes to what the budget keeps
@@ -68,7 +69,7 @@ const LEDGER_SHARE_TENTHS: usize = 7;
 
 /// What the archive is built from.
 #[derive(Debug, Clone, Copy)]
-pub struct HistoryInput<'a> {
+pub(crate) struct HistoryInput<'a> {
     /// The messages leaving the context, converted for a provider.
     pub messages: &'a [LlmMessage],
     /// The session entry of each message (empty when unknown).
@@ -91,7 +92,7 @@ pub struct HistoryInput<'a> {
 /// How many of a kind of entry there were, and how many were shortened or
 /// left out whole.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Count {
+pub(crate) struct Count {
     /// Entries of this kind.
     pub total: usize,
     /// Shown in part.
@@ -102,7 +103,7 @@ pub struct Count {
 
 /// What the archive shortened, by kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Shortened {
+pub(crate) struct Shortened {
     /// User messages.
     pub user_messages: Count,
     /// Tool calls (shortened: an argument cut).
@@ -119,7 +120,7 @@ pub struct Shortened {
 
 impl Shortened {
     /// The count of every kind, the earlier archive's last.
-    pub fn counts(&self) -> [Count; 5] {
+    pub(crate) fn counts(&self) -> [Count; 5] {
         [
             self.user_messages,
             self.calls,
@@ -130,7 +131,7 @@ impl Shortened {
     }
 
     /// Whether nothing at all was shortened or left out.
-    pub fn is_nothing(&self) -> bool {
+    pub(crate) fn is_nothing(&self) -> bool {
         self.counts()
             .iter()
             .all(|c| c.shortened == 0 && c.omitted == 0)
@@ -139,7 +140,7 @@ impl Shortened {
 
 /// The archive.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct History {
+pub(crate) struct History {
     /// The ledger and the conversation under their headings; empty when
     /// there is nothing to archive.
     pub text: String,
@@ -154,7 +155,7 @@ pub struct History {
 }
 
 /// Builds the archive of `input` (see the module documentation).
-pub fn build_history(input: &HistoryInput<'_>) -> History {
+pub(crate) fn build_history(input: &HistoryInput<'_>) -> History {
     let sources: Vec<Source<'_>> = input
         .messages
         .iter()
