@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use musepi_cli::settings::{
     Cap, CompactionSettings, HookCommand, ProviderEntry, Settings, SettingsError, SettingsSources,
-    SettingsWarning, SystemPromptImaging, Untrusted, load_settings, merge_layers,
+    SettingsWarning, SnapcompactSettings, SystemPromptImaging, Untrusted, load_settings,
+    merge_layers,
 };
 use musepi_cli::trust::{TrustStore, Trusted, key_for, sha256_hex};
 use musepi_hooks::Summarizer;
@@ -120,19 +121,21 @@ fn defaults_follow_the_design_era_table() {
     assert!(!m.branch_summary_enabled);
     assert_eq!(m.branch_summary_reserve_tokens, 16384);
     assert!(!m.context_promotion);
+    // No snapcompact key set: the archive's own defaults, mapped once.
     let snap = &s.snapcompact;
-    assert_eq!(snap.shape, "auto");
-    assert_eq!(snap.system_prompt, SystemPromptImaging::None);
-    assert!(!snap.tool_results && snap.dim_tool_results);
+    assert_eq!(*snap, SnapcompactSettings::default());
+    assert_eq!(m.snapcompact_shape, None);
+    let o = snap.serialize_options();
     assert_eq!(
         (
-            snap.tool_result_max_chars,
-            snap.tool_arg_max_chars,
-            snap.tool_call_max_chars
+            o.tool_result_max_chars,
+            o.tool_arg_max_chars,
+            o.tool_call_max_chars
         ),
-        (Cap(Some(2000)), Cap(Some(500)), Cap(Some(2000)))
+        (Some(2000), Some(500), Some(2000))
     );
-    assert!((snap.truncate_head_ratio - 0.6).abs() < f64::EPSILON);
+    assert!(o.dim_tool_results);
+    assert!((o.truncate_head_ratio - 0.6).abs() < f64::EPSILON);
     assert!(s.providers.is_empty() && s.hooks.is_empty());
 }
 
@@ -300,10 +303,45 @@ fn caps_accept_counts_null_and_infinity() {
             snap.tool_arg_max_chars,
             snap.tool_call_max_chars
         ),
-        (Cap(None), Cap(None), Cap(Some(100)))
+        (Some(Cap(None)), Some(Cap(None)), Some(Cap(Some(100))))
     );
-    assert_eq!(snap.system_prompt, SystemPromptImaging::AgentsMd);
-    assert_eq!(snap.shape, "8on22-bw");
+    assert_eq!(snap.system_prompt, Some(SystemPromptImaging::AgentsMd));
+    assert_eq!(snap.shape.as_deref(), Some("8on22-bw"));
+    // A cap set to none is no cap; an unset one is the archive's default.
+    let o = snap.serialize_options();
+    assert_eq!(
+        (
+            o.tool_result_max_chars,
+            o.tool_arg_max_chars,
+            o.tool_call_max_chars
+        ),
+        (None, None, Some(100))
+    );
+}
+
+#[test]
+fn a_cap_set_to_none_survives_the_settings_written_back_and_merged_again() {
+    // `musepi serve`'s `open` merges its `settings` over the settings
+    // written back as JSON: an unset cap must stay unset (the default),
+    // one set to none must stay none.
+    let first = merge_layers(vec![(
+        PathBuf::from("s.json"),
+        json!({"snapcompact": {"toolArgMaxChars": null}}),
+    )]);
+    let base = serde_json::to_value(&first.settings).unwrap();
+    let again = merge_layers(vec![
+        (PathBuf::from("<settings>"), base),
+        (
+            PathBuf::from("<open>"),
+            json!({"snapcompact": {"dimToolResults": false}}),
+        ),
+    ]);
+    let o = again.settings.snapcompact.serialize_options();
+    assert_eq!(
+        (o.tool_result_max_chars, o.tool_arg_max_chars),
+        (Some(2000), None)
+    );
+    assert!(!o.dim_tool_results);
 }
 
 #[test]

@@ -283,7 +283,18 @@ fn file_warning(path: &Path, message: String) -> SettingsWarning {
 /// group (`compaction`, `snapcompact`, …) with its keys; `providers` and
 /// `hooks` are maps whose keys are the user's own names.
 fn known_keys() -> Value {
-    serde_json::to_value(crate::settings::Settings::default()).unwrap_or_default()
+    // The caps are left out of the JSON while unset (so that an unset cap
+    // written back and read again stays unset): set them for their keys.
+    let mut every = crate::settings::Settings::default();
+    let snap = &mut every.snapcompact;
+    for cap in [
+        &mut snap.tool_result_max_chars,
+        &mut snap.tool_arg_max_chars,
+        &mut snap.tool_call_max_chars,
+    ] {
+        *cap = Some(crate::settings::Cap(None));
+    }
+    serde_json::to_value(every).unwrap_or_default()
 }
 
 /// The maps of the settings: their keys are names the user chose.

@@ -34,7 +34,6 @@ pub use load::{LoadedSettings, SettingsSources, load_settings, merge_layers};
 pub use musepi_providers::ProviderEntry;
 use musepi_providers::ProviderSettings;
 use musepi_runtime::MaintenanceStrategy;
-use musepi_runtime::archive::SerializeOptions;
 
 mod load;
 mod runtime;
@@ -141,43 +140,40 @@ pub enum SystemPromptImaging {
     All,
 }
 
-/// `snapcompact.*`, with the serialization budgets (docs/snapcompact.md).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `snapcompact.*`, with the serialization budgets (docs/snapcompact.md):
+/// the file's shape, every key optional. An unset key takes the
+/// archive's own default ([`SerializeOptions::default`]), in the one
+/// mapping [`SnapcompactSettings::serialize_options`]; a cap set to `null`
+/// (or `"Infinity"`) is set, to no cap, which is why the caps are read
+/// through [`set_cap`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct SnapcompactSettings {
-    /// `auto` or a shape name from docs/snapcompact.md.
-    pub shape: String,
+    /// `auto` (the default) or a shape name from docs/snapcompact.md.
+    pub shape: Option<String>,
     /// Inline imaging of the system prompt.
-    pub system_prompt: SystemPromptImaging,
+    pub system_prompt: Option<SystemPromptImaging>,
     /// Inline imaging of large tool results.
-    pub tool_results: bool,
+    pub tool_results: Option<bool>,
     /// Tool result cap in characters; `null` or `"Infinity"` for none.
-    pub tool_result_max_chars: Cap,
+    #[serde(deserialize_with = "set_cap", skip_serializing_if = "Option::is_none")]
+    pub tool_result_max_chars: Option<Cap>,
     /// Tool argument cap; `null` or `"Infinity"` for none.
-    pub tool_arg_max_chars: Cap,
+    #[serde(deserialize_with = "set_cap", skip_serializing_if = "Option::is_none")]
+    pub tool_arg_max_chars: Option<Cap>,
     /// Tool call cap; `null` or `"Infinity"` for none.
-    pub tool_call_max_chars: Cap,
+    #[serde(deserialize_with = "set_cap", skip_serializing_if = "Option::is_none")]
+    pub tool_call_max_chars: Option<Cap>,
     /// The share of a truncated text kept from its head.
-    pub truncate_head_ratio: f64,
+    pub truncate_head_ratio: Option<f64>,
     /// Print tool output dimmed.
-    pub dim_tool_results: bool,
+    pub dim_tool_results: Option<bool>,
 }
 
-/// The budgets default to the archive's own ([`SerializeOptions::default`]).
-impl Default for SnapcompactSettings {
-    fn default() -> Self {
-        let serialize = SerializeOptions::default();
-        Self {
-            shape: "auto".to_owned(),
-            system_prompt: SystemPromptImaging::None,
-            tool_results: false,
-            tool_result_max_chars: Cap::of(serialize.tool_result_max_chars),
-            tool_arg_max_chars: Cap::of(serialize.tool_arg_max_chars),
-            tool_call_max_chars: Cap::of(serialize.tool_call_max_chars),
-            truncate_head_ratio: serialize.truncate_head_ratio,
-            dim_tool_results: serialize.dim_tool_results,
-        }
-    }
+/// Reads a cap that is present in the file: `null` there means no cap,
+/// not an unset key (an absent key stays `None` through `default`).
+fn set_cap<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Cap>, D::Error> {
+    Cap::deserialize(deserializer).map(Some)
 }
 
 /// A budget in characters: a count, or none (`null` or `"Infinity"` in a
@@ -187,11 +183,6 @@ impl Default for SnapcompactSettings {
 pub struct Cap(pub Option<u32>);
 
 impl Cap {
-    /// The archive's budget `chars`.
-    fn of(chars: Option<usize>) -> Self {
-        Self(chars.map(|v| v as u32))
-    }
-
     /// The budget as the archive takes it.
     pub fn chars(self) -> Option<usize> {
         self.0.map(|v| v as usize)

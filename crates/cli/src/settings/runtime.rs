@@ -36,8 +36,11 @@ impl Settings {
         m.context_window = context_window;
         m.snapcompact.serialize = self.snapcompact.serialize_options();
         m.snapcompact.reserve_tokens = m.compaction.reserve_tokens;
-        m.snapcompact_shape =
-            (self.snapcompact.shape != "auto").then(|| self.snapcompact.shape.clone());
+        m.snapcompact_shape = self
+            .snapcompact
+            .shape
+            .clone()
+            .filter(|shape| shape != "auto");
         m
     }
 }
@@ -53,11 +56,21 @@ impl SnapcompactSettings {
     /// The archive's serialization budgets.
     pub fn serialize_options(&self) -> SerializeOptions {
         let mut options = SerializeOptions::default();
-        options.tool_result_max_chars = self.tool_result_max_chars.chars();
-        options.tool_arg_max_chars = self.tool_arg_max_chars.chars();
-        options.tool_call_max_chars = self.tool_call_max_chars.chars();
-        options.truncate_head_ratio = self.truncate_head_ratio;
-        options.dim_tool_results = self.dim_tool_results;
+        if let Some(cap) = self.tool_result_max_chars {
+            options.tool_result_max_chars = cap.chars();
+        }
+        if let Some(cap) = self.tool_arg_max_chars {
+            options.tool_arg_max_chars = cap.chars();
+        }
+        if let Some(cap) = self.tool_call_max_chars {
+            options.tool_call_max_chars = cap.chars();
+        }
+        if let Some(ratio) = self.truncate_head_ratio {
+            options.truncate_head_ratio = ratio;
+        }
+        if let Some(dim) = self.dim_tool_results {
+            options.dim_tool_results = dim;
+        }
         options
     }
 }
