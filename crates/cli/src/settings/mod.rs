@@ -144,8 +144,10 @@ pub enum SystemPromptImaging {
 /// the file's shape, every key optional. An unset key takes the
 /// archive's own default ([`SerializeOptions::default`]), in the one
 /// mapping [`SnapcompactSettings::serialize_options`]; a cap set to `null`
-/// (or `"Infinity"`) is set, to no cap, which is why the caps are read
-/// through [`set_cap`].
+/// (or `"Infinity"`) is set, to no cap, which is why a cap present in
+/// the file is read as set even when it is `null`.
+///
+/// [`SerializeOptions::default`]: musepi_runtime::archive::SerializeOptions::default
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct SnapcompactSettings {
