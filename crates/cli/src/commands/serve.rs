@@ -14,6 +14,7 @@
 
 mod methods;
 mod recall;
+mod reports;
 mod views;
 
 use std::collections::VecDeque;
