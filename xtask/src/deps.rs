@@ -157,6 +157,9 @@ pub(crate) fn run() -> anyhow::Result<()> {
     if let Err(e) = crate::shape::measure(&crate::root(), cli_uses.len()).check() {
         problems.push(e.to_string());
     }
+    if let Err(e) = crate::engines::check(&crate::root()) {
+        problems.push(e.to_string());
+    }
     if let Err(e) = crate::modules::check(&crate::root()) {
         problems.push(format!("{e}: two modules of a crate that import each other (listed above) are one job split in two, or share a piece that belongs lower"));
     }

@@ -29,6 +29,7 @@
 mod bench;
 mod deps;
 mod e2e;
+mod engines;
 mod gate;
 mod golden;
 mod modules;

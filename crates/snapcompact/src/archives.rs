@@ -4,9 +4,10 @@
 use musepi_context_builder::{ArchiveBlocks, ContextEstimate, Tokenizer};
 use musepi_session_model::{ContentBlock, EntryBody, Session};
 
-use crate::png::PngArchive;
-use crate::png::history_blocks;
-use crate::png::{FRAME_DATA_BYTES_BUDGET, PRESERVE_KEY};
+use crate::png::{
+    FRAME_DATA_BYTES_BUDGET, HISTORY_MARK, PRESERVE_KEY, PngArchive, archive_plain_source,
+    history_blocks,
+};
 
 /// Legacy archives with this many frames or more may be a crash risk.
 const LEGACY_FRAMES: usize = 16;
@@ -116,6 +117,33 @@ pub fn is_legacy_crash_risk(archive: &PngArchive) -> bool {
         || archive.truncated_chars >= LEGACY_TRUNCATED_CHARS
         || archive.total_chars >= LEGACY_ARCHIVE_CHARS;
     legacy && large && long
+}
+
+/// The previous summary an LLM summary that takes over from a compaction
+/// should read: its `summary`, with the whole transcript of its PNG archive
+/// (in `preserve_data`) after it when the frames carried the history
+/// instead of the summary's text (an older PNG archive's summary holds a
+/// salience history of its own); `None` when nothing needs adding.
+pub fn summary_with_frames_history(
+    summary: &str,
+    preserve_data: &serde_json::Value,
+) -> Option<String> {
+    let png = preserve_data
+        .get(PRESERVE_KEY)
+        .and_then(PngArchive::from_value)?;
+    if png.frames.is_empty() {
+        return None;
+    }
+    let history = summary.split_once(HISTORY_MARK).map(|(_, h)| h);
+    if history.is_some_and(crate::text::is_salience_text) {
+        return None;
+    }
+    let text = archive_plain_source(&png);
+    Some(if summary.trim().is_empty() {
+        text
+    } else {
+        format!("{}\n\n{text}", summary.trim_end())
+    })
 }
 
 #[cfg(test)]

@@ -48,9 +48,10 @@
 //!   ([`render()`]); [`png::PngArchive`] is what an entry stores and
 //!   [`png::history_blocks`] rebuilds the context from it.
 //!
-//! What both use sits at the root: the serialization options
-//! ([`SerializeOptions`]), the archive's size for a budget ([`sizing`]),
-//! the file lists, and the prompts.
+//! Neither uses the other. What both use sits at the root: the
+//! serialization options ([`SerializeOptions`]), the archive's size for a
+//! budget ([`sizing`]), the file lists, and the prompts; so does what
+//! needs both, the pass and [`summary_with_frames_history`].
 //!
 //! ```
 //! use musepi_context_builder::LlmMessage;
@@ -71,6 +72,7 @@
 mod archives;
 mod error;
 mod files;
+mod options;
 mod parallel;
 mod pass;
 pub mod png;
@@ -81,13 +83,17 @@ mod testkit;
 pub mod text;
 mod util;
 
-pub use archives::{SessionArchives, context_tokens, is_legacy_crash_risk, measured_tokens};
+pub use archives::{
+    SessionArchives, context_tokens, is_legacy_crash_risk, measured_tokens,
+    summary_with_frames_history,
+};
 pub use error::SnapError;
 pub use files::MarkedFiles;
 pub use musepi_context_builder::{FILE_LIST_LIMIT, has_url_scheme};
+pub use options::SerializeOptions;
 pub use pass::{Pass, PassInput, SnapSettings, SnapTarget, compact};
 pub use png::{
-    DIM_OFF, DIM_ON, DataUrlMode, Frame, Renderability, ResolvedShape, SerializeOptions, Shape,
-    archive_tokens, base64_decode, base64_encode, elide_data_urls, low_companion, normalize,
-    render, resolve_shape, scan_renderability,
+    DIM_OFF, DIM_ON, DataUrlMode, Frame, Renderability, ResolvedShape, Shape, archive_tokens,
+    base64_decode, base64_encode, elide_data_urls, low_companion, normalize, render, resolve_shape,
+    scan_renderability,
 };

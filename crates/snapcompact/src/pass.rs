@@ -25,11 +25,12 @@ use musepi_context_builder::LlmMessage;
 use musepi_session_model::json::{js_delete, js_set};
 use serde_json::{Map, Value};
 
+use crate::SerializeOptions;
 use crate::error::SnapError;
 use crate::files::MarkedFiles;
 use crate::png::archive_plain_source;
 use crate::png::normalize;
-use crate::png::{Flavor, SerializeOptions, serialize};
+use crate::png::{Flavor, serialize};
 use crate::png::{HISTORY_MARK, frames_short_summary, frames_summary};
 use crate::png::{MAX_FRAMES_DEFAULT, PRESERVE_KEY, archive_frame_cap};
 use crate::png::{PngArchive, archive_record, compose_archive_source, plan_archive, render_frames};

@@ -17,8 +17,8 @@
 use musepi_compaction::{CompactionResult, Preparation};
 use musepi_context_builder::{ContextMessage, ConvertOptions, convert_with_sources};
 use musepi_session_model::RawJson;
-use musepi_snapcompact::png::summary_with_frames_history;
 use musepi_snapcompact::png::useless_call_ids;
+use musepi_snapcompact::summary_with_frames_history;
 use musepi_snapcompact::{MarkedFiles, PassInput, SnapError};
 pub use musepi_snapcompact::{SnapSettings, SnapTarget};
 
@@ -56,7 +56,7 @@ pub fn compact_preparation(
 /// put after its previous summary, for an LLM summary that takes over from
 /// it: the frames carry that history instead of the summary's text, and a
 /// summarizer reads text (see
-/// [`musepi_snapcompact::png::summary_with_frames_history`]).
+/// [`musepi_snapcompact::summary_with_frames_history`]).
 pub fn with_frames_history(mut prep: Preparation<'_>) -> Preparation<'_> {
     let update = prep
         .previous_preserve_data

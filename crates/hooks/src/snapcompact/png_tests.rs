@@ -16,13 +16,14 @@ use super::*;
 use musepi_session_model::json::{
     thousands, utf16_ceil_byte_from_end, utf16_floor_byte, utf16_len as len16,
 };
+use musepi_snapcompact::SerializeOptions;
 use musepi_snapcompact::SessionArchives;
 use musepi_snapcompact::archive_tokens;
 use musepi_snapcompact::png::NEWLINE_GLYPH;
 use musepi_snapcompact::png::history_blocks;
 use musepi_snapcompact::png::{EDGE_CHARS, PngArchive};
 use musepi_snapcompact::png::{FRAME_DATA_BYTES_BUDGET, FRAME_DATA_BYTES_ESTIMATE};
-use musepi_snapcompact::png::{Flavor, SerializeOptions, serialize};
+use musepi_snapcompact::png::{Flavor, serialize};
 use musepi_snapcompact::{normalize, resolve_shape};
 use musepi_test_support::EntryBuilder as Builder;
 

@@ -24,35 +24,6 @@ pub fn archive_plain_source(archive: &PngArchive) -> String {
     plain_text(&archive.source_text())
 }
 
-/// The previous summary an LLM summary that takes over from a compaction
-/// should read: its `summary`, with the whole transcript of its PNG archive
-/// (in `preserve_data`) after it when the frames carried the history
-/// instead of the summary's text (an older PNG archive's summary holds a
-/// salience history of its own); `None` when nothing needs adding.
-pub fn summary_with_frames_history(
-    summary: &str,
-    preserve_data: &serde_json::Value,
-) -> Option<String> {
-    let png = preserve_data
-        .get(crate::png::pricing::PRESERVE_KEY)
-        .and_then(PngArchive::from_value)?;
-    if png.frames.is_empty() {
-        return None;
-    }
-    let history = summary
-        .split_once(crate::png::summary::HISTORY_MARK)
-        .map(|(_, h)| h);
-    if history.is_some_and(crate::text::is_salience_text) {
-        return None;
-    }
-    let text = archive_plain_source(&png);
-    Some(if summary.trim().is_empty() {
-        text
-    } else {
-        format!("{}\n\n{text}", summary.trim_end())
-    })
-}
-
 /// Appends `l` to `text` on a line of its own.
 fn line(text: &mut String, l: &str) {
     if !text.is_empty() {
@@ -366,10 +337,11 @@ mod tests {
 
         use musepi_context_builder::LlmMessage;
 
+        use crate::SerializeOptions;
         use crate::png::png_archive::{
             archive_record, compose_archive_source, plan_archive, render_frames,
         };
-        use crate::png::serialize::{Flavor, SerializeOptions, serialize};
+        use crate::png::serialize::{Flavor, serialize};
         use crate::png::shape::{low_companion, resolve_shape};
 
         let messages: Vec<LlmMessage> = (0..60)

@@ -11,6 +11,7 @@ use musepi_session_model::json::{js_key_order, js_stringify};
 use musepi_session_model::{AgentMessage, ContentBlock, ToolCall};
 use serde_json::Value;
 
+use crate::SerializeOptions;
 use crate::png::data_url::{DataUrlMode, elide_data_urls};
 use crate::util::{head_units, js_round, len16, tail_units};
 
@@ -27,48 +28,6 @@ pub(crate) const SCOPE_THINK: &str = "¶think:";
 pub(crate) const SCOPE_AI: &str = "¶ai:";
 /// Scope marker of a tool call (and its merged result).
 pub(crate) const SCOPE_CALL: &str = "¶call:";
-
-/// Default cap of a tool result body, in UTF-16 units.
-pub(crate) const TOOL_RESULT_MAX_CHARS: usize = 2000;
-/// Default cap of one tool-call argument, in UTF-16 units.
-pub(crate) const TOOL_ARG_MAX_CHARS: usize = 500;
-/// Default cap of a whole tool-call argument list, in UTF-16 units.
-pub(crate) const TOOL_CALL_MAX_CHARS: usize = 2000;
-/// Default share of a cut text kept from its head.
-pub(crate) const TRUNCATE_HEAD_RATIO: f64 = 0.6;
-
-/// Budgets and switches of the serialization.
-///
-/// A cap of `None` disables it (the reference's `Infinity`).
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct SerializeOptions {
-    /// Cap of a tool result body (default 2,000).
-    pub tool_result_max_chars: Option<usize>,
-    /// Cap of each tool-call argument value (default 500).
-    pub tool_arg_max_chars: Option<usize>,
-    /// Cap of the joined argument list (default 2,000).
-    pub tool_call_max_chars: Option<usize>,
-    /// Share of a cut text kept from its head, clamped to `0..=1` (default 0.6).
-    pub truncate_head_ratio: f64,
-    /// Print tool output in dim ink (default true; archive only).
-    pub dim_tool_results: bool,
-    /// Keep assistant reasoning (default true; the text port always keeps it).
-    pub include_thinking: bool,
-}
-
-impl Default for SerializeOptions {
-    fn default() -> Self {
-        Self {
-            tool_result_max_chars: Some(TOOL_RESULT_MAX_CHARS),
-            tool_arg_max_chars: Some(TOOL_ARG_MAX_CHARS),
-            tool_call_max_chars: Some(TOOL_CALL_MAX_CHARS),
-            truncate_head_ratio: TRUNCATE_HEAD_RATIO,
-            dim_tool_results: true,
-            include_thinking: true,
-        }
-    }
-}
 
 /// The call ids whose tool result was flagged `useless`.
 ///

@@ -9,10 +9,12 @@
 //! pages it for display ([`TextPages`]) and stores it
 //! ([`SnapArchiveState`]).
 //!
-//! Its insides are private. It shares nothing with the PNG printer
-//! ([`crate::png`]) but the serialization options and the compaction pass
-//! that picks between them; the printer asks it one thing, whether a
-//! summary's history is a salience archive ([`is_salience_text`]).
+//! Its insides are private. It uses nothing of the PNG printer
+//! ([`crate::png`]) and the printer nothing of it: they share the
+//! serialization options ([`SerializeOptions`](crate::SerializeOptions)),
+//! and meet in the compaction pass, which picks between them, and in the
+//! crate's root, which asks whether a summary's history is a salience
+//! archive ([`is_salience_text`]).
 
 mod salience;
 mod text_frames;

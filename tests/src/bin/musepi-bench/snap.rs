@@ -12,7 +12,8 @@ use musepi_context_builder::{
 use musepi_hooks::snapcompact::{SnapSettings, SnapTarget, compact_preparation};
 use musepi_session_model::json::utf16_ceil_byte_from_end;
 use musepi_session_model::{EntryBody, Journal, SequentialIds, Session};
-use musepi_snapcompact::png::{Flavor, SerializeOptions, serialize, useless_call_ids};
+use musepi_snapcompact::SerializeOptions;
+use musepi_snapcompact::png::{Flavor, serialize, useless_call_ids};
 use musepi_snapcompact::png::{PngArchive, plan_archive, render_frames, render_frames_on};
 use musepi_snapcompact::{Shape, normalize};
 use serde_json::{Value, json};

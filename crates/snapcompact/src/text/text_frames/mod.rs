@@ -10,8 +10,8 @@ use musepi_context_builder::{FileLists, LlmMessage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::SerializeOptions;
 use crate::files::MarkedFiles;
-use crate::png::SerializeOptions;
 use crate::text::salience::{Earlier, History, HistoryInput, Shortened, build_history};
 use crate::util::{ceil_div4, head_units, len16, thousands};
 
