@@ -344,7 +344,7 @@ fn dry_run(
             (None, Some(r)) => format!(
                 "an LLM summary: 1 request of {} tokens, at most {} back{}",
                 thousands((utf16_len(&r.prompt_text()) as u64).div_ceil(4)),
-                thousands(u64::from(r.max_tokens.unwrap_or(0))),
+                crate::report::plan::max_tokens_text(r.max_tokens),
                 if args.show_prompts {
                     ""
                 } else {

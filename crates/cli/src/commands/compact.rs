@@ -374,10 +374,7 @@ fn dry_run(
             out,
             "\n── {} request (max {} tokens) ──\nsystem: {}\n\n{}\n",
             r.purpose,
-            r.max_tokens.map_or_else(
-                || "null".to_owned(),
-                |t| crate::output::thousands(u64::from(t))
-            ),
+            crate::report::plan::max_tokens_text(r.max_tokens),
             escaped_text(&r.system_prompt),
             escaped_text(&r.prompt)
         );

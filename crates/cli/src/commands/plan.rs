@@ -261,10 +261,7 @@ fn render(
                     &format!(
                         "── {} request (max {} tokens, reasoning {}) ──",
                         r.purpose.name(),
-                        r.max_tokens.map_or_else(
-                            || "default".into(),
-                            |m| crate::output::thousands(u64::from(m))
-                        ),
+                        crate::report::plan::max_tokens_text(r.max_tokens),
                         r.reasoning.as_deref().unwrap_or("none")
                     )
                 ),

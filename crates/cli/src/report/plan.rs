@@ -47,6 +47,15 @@ pub(crate) fn prune_doc(session: &Session, plan: &PrunePlan) -> PruneDoc {
     }
 }
 
+/// A request's answer limit for people: the count, or `default` when the
+/// request leaves it to the provider (every command says it so).
+pub(crate) fn max_tokens_text(max_tokens: Option<u32>) -> String {
+    max_tokens.map_or_else(
+        || "default".to_owned(),
+        |m| crate::output::thousands(u64::from(m)),
+    )
+}
+
 /// A request as its document.
 pub(crate) fn request_doc(r: &SummaryRequest) -> RequestDoc {
     RequestDoc {
@@ -318,5 +327,16 @@ pub(crate) fn prune_text(plan: &PrunePlan, verb: &str) -> String {
             crate::output::counted(plan.candidates.len(), "result", "results"),
             crate::output::thousands(plan.tokens_saved)
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::max_tokens_text;
+
+    #[test]
+    fn a_request_without_a_limit_says_the_provider_default() {
+        assert_eq!(max_tokens_text(None), "default");
+        assert_eq!(max_tokens_text(Some(13_107)), "13,107");
     }
 }
