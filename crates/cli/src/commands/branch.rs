@@ -4,7 +4,6 @@
 use std::fmt::Write as _;
 
 use musepi_protocol::cli::{BranchDoc, BranchDryRunDoc, FileListsDoc};
-use musepi_protocol::value;
 use musepi_runtime::MaintenanceStrategy;
 use musepi_runtime::branch::{BranchStrategy, NavigateOptions, TreeRequest, navigate};
 use musepi_runtime::branch::{
@@ -134,7 +133,7 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
     // Where the leaf already is, nothing changes.
     let written = dest.finish_changed(&journal, !out.no_op)?;
     if ctx.json() {
-        print_json(&value(&BranchDoc {
+        print_json(&BranchDoc {
             output: written,
             no_op: out.no_op,
             old_leaf_id: out.old_leaf.as_ref().map(ToString::to_string),
@@ -152,7 +151,7 @@ pub fn run(args: &BranchArgs, ctx: &Ctx) -> CmdResult {
                 .into_iter()
                 .chain(warnings)
                 .collect(),
-        }))
+        })
         .or_failed()?;
         return Ok(Exit::Ok);
     }
@@ -283,7 +282,7 @@ fn dry_run(
     let lists = prep.file_lists();
     let id = |i: usize| session.entries()[i].id.to_string();
     if ctx.json() {
-        print_json(&value(&BranchDryRunDoc {
+        print_json(&BranchDryRunDoc {
             old_leaf_id: old.map(id),
             target_id: target.map(str::to_owned),
             common_ancestor_id: collected.common_ancestor.map(id),
@@ -304,7 +303,7 @@ fn dry_run(
             request: request.as_ref().map(request_doc),
             digest,
             warnings: Vec::new(),
-        }))
+        })
         .or_failed()?;
         return Ok(Exit::Ok);
     }

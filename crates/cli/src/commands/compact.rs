@@ -11,7 +11,6 @@ use crate::commands::pi_dir::CHANGES_THE_FILE;
 use crate::commands::strategy::{pick_with_default, uses_model};
 use crate::commands::writer::{Target, print_warnings, report_write_warnings};
 use musepi_protocol::cli::{CompactedDoc, DryRunDoc, NotCompactedDoc, RequestDoc, VerifiedDoc};
-use musepi_protocol::value;
 
 use crate::cli::CompactArgs;
 use crate::commands::context::resolve_leaf;
@@ -142,13 +141,13 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
             }
             let warnings = report_write_warnings(&mut journal);
             if ctx.json() {
-                print_json(&value(&NotCompactedDoc {
+                print_json(&NotCompactedDoc {
                     compacted: false,
                     nothing_to_compact: true,
                     reason: reason.to_string(),
                     output,
                     warnings,
-                }))
+                })
                 .or_failed()?;
             } else {
                 target.report(&format!("{}\n", nothing_text(&reason)), ctx)?;
@@ -204,7 +203,7 @@ pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
                 .chain(warnings)
                 .collect(),
         };
-        print_json(&value(&doc)).or_failed()?;
+        print_json(&doc).or_failed()?;
         return Ok(Exit::Ok);
     }
     let st = target.style(ctx);
@@ -284,7 +283,7 @@ fn dry_run(
             // The dry-run document, saying there is nothing to do as `plan`
             // and the compaction say it.
             if ctx.json() {
-                print_json(&value(&DryRunDoc {
+                print_json(&DryRunDoc {
                     dry_run: true,
                     nothing_to_compact: true,
                     reason: Some(reason.to_string()),
@@ -296,7 +295,7 @@ fn dry_run(
                     prune: prune_doc(session, &step.plan),
                     requests: Vec::new(),
                     warnings: Vec::new(),
-                }))
+                })
                 .or_failed()?;
             } else {
                 print_text(&format!("{}\n", nothing_text(&reason))).or_failed()?;
@@ -319,7 +318,7 @@ fn dry_run(
     // The tokens after, as `plan` estimates them for this strategy.
     let (after, counted_as) = crate::report::plan::after_strategy(&prep, budgets, strategy);
     if ctx.json() {
-        print_json(&value(&DryRunDoc {
+        print_json(&DryRunDoc {
             dry_run: true,
             nothing_to_compact: false,
             reason: None,
@@ -331,7 +330,7 @@ fn dry_run(
             prune: prune_doc(session, &step.plan),
             requests,
             warnings: Vec::new(),
-        }))
+        })
         .or_failed()?;
         return Ok(Exit::Ok);
     }

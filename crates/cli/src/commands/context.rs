@@ -82,7 +82,7 @@ pub fn run(args: &ContextArgs, ctx: &Ctx) -> CmdResult {
     let total = musepi_runtime::context::context_tokens(session, leaf, tokenizer);
     if ctx.json() {
         let doc = document(session, &context, leaf, &rows, tokenizer, None);
-        print_json(&musepi_protocol::value(&doc)).or_failed()?;
+        print_json(&doc).or_failed()?;
         return Ok(Exit::Ok);
     }
     let mut out = String::new();

@@ -253,14 +253,14 @@ fn report(
 ) -> CmdResult {
     print_warnings(warnings, ctx);
     if ctx.json() {
-        print_json(&musepi_protocol::value(&musepi_protocol::cli::HandoffDoc {
+        print_json(&musepi_protocol::cli::HandoffDoc {
             file: args.out.display().to_string(),
             session_id: header.id.clone(),
             parent_session: header.parent_session.clone(),
             document: document.to_owned(),
             from_extension,
             warnings: warnings.to_vec(),
-        }))
+        })
         .or_failed()?;
         return Ok(Exit::Ok);
     }

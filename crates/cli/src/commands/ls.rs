@@ -77,7 +77,7 @@ pub fn run(args: &LsArgs, ctx: &Ctx) -> CmdResult {
             source: folder.source.to_string(),
             sessions: rows.iter().map(row_doc).collect(),
         };
-        print_json(&musepi_protocol::value(&doc)).or_failed()?;
+        print_json(&doc).or_failed()?;
         return Ok(Exit::Ok);
     }
     if rows.is_empty() {

@@ -3,7 +3,6 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use musepi_protocol::value;
 use musepi_runtime::compaction::{Preparation, RequestOptions, SummaryPlan};
 
 use crate::cli::PlanArgs;
@@ -75,7 +74,7 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
             if ctx.json() {
                 let mut doc = nothing_doc(session, &planned, &reason, &strategy);
                 doc.warnings = Some(ctx.settings_warnings());
-                print_json(&value(&doc)).or_failed()?;
+                print_json(&doc).or_failed()?;
             } else {
                 print_text(&format!("{}\n", nothing_text(&reason))).or_failed()?;
             }
@@ -94,7 +93,7 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
             &strategy,
         );
         doc.warnings = Some(ctx.settings_warnings());
-        print_json(&value(&doc)).or_failed()?;
+        print_json(&doc).or_failed()?;
         drop((doc, prep));
         keep_until_exit(planned);
         return Ok(Exit::Ok);

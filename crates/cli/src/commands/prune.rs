@@ -10,7 +10,6 @@
 use std::fmt::Write as _;
 
 use musepi_protocol::cli::PruneCommandDoc;
-use musepi_protocol::value;
 use musepi_runtime::compaction::{apply_prune, plan_prune};
 
 use crate::cli::PruneArgs;
@@ -85,7 +84,7 @@ pub fn run(args: &PruneArgs, ctx: &Ctx) -> CmdResult {
             output,
             warnings,
         };
-        print_json(&value(&doc)).or_failed()?;
+        print_json(&doc).or_failed()?;
         return Ok(Exit::Ok);
     }
     let st = target.style(ctx);

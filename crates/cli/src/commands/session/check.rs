@@ -50,7 +50,7 @@ pub(super) fn run(args: &CheckArgs, ctx: &Ctx) -> CmdResult {
             // input reaches it, so a repair has nothing to warn of.
             warnings: repaired.as_ref().map(|_| Vec::new()),
         };
-        print_json(&musepi_protocol::value(&doc)).or_failed()?;
+        print_json(&doc).or_failed()?;
     } else {
         let mut text = render_problems(&name, problems, &loaded, ctx);
         if let Some(r) = &repaired {
@@ -69,7 +69,7 @@ pub(super) fn run(args: &CheckArgs, ctx: &Ctx) -> CmdResult {
 fn unusable(name: &str, e: &SessionError, ctx: &Ctx) -> CmdResult {
     let (line, kind) = (e.line().unwrap_or(0), e.code());
     if ctx.json() {
-        print_json(&musepi_protocol::value(&CheckDoc {
+        print_json(&CheckDoc {
             file: name.to_owned(),
             entry_count: 0,
             problems: vec![ProblemDoc {
@@ -80,7 +80,7 @@ fn unusable(name: &str, e: &SessionError, ctx: &Ctx) -> CmdResult {
             }],
             repair: None,
             warnings: None,
-        }))
+        })
         .or_failed()?;
     } else {
         print_text(&format!("{}\n", escape_controls(&e.to_string()))).or_failed()?;

@@ -219,7 +219,7 @@ fn report(o: &Outcome<'_>, target: &Target, ctx: &Ctx) -> CmdResult {
         );
     }
     if ctx.json() {
-        print_json(&musepi_protocol::value(&MigrateDoc {
+        print_json(&MigrateDoc {
             file: o.file.clone(),
             from_version: from,
             to_version: CURRENT_VERSION,
@@ -230,7 +230,7 @@ fn report(o: &Outcome<'_>, target: &Target, ctx: &Ctx) -> CmdResult {
             ids_assigned,
             problems: s.problems().iter().map(problem_doc).collect(),
             warnings: o.warnings.clone(),
-        }))
+        })
         .or_failed()?;
         return Ok(Exit::Ok);
     }

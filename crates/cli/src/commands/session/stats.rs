@@ -5,7 +5,6 @@ use std::fmt::Write as _;
 
 use musepi_protocol::session::{LabelDoc, StatsDoc};
 use musepi_session_model::Session;
-use serde_json::Value;
 
 use super::{problem_doc, problem_line};
 use crate::cli::StatsArgs;
@@ -42,12 +41,12 @@ impl<'a> Stats<'a> {
         }
     }
 
-    fn to_json(&self, file: &str) -> Value {
+    fn to_doc(&self, file: &str) -> StatsDoc {
         let s = self.session;
         let counts = |m: &BTreeMap<&str, usize>| -> BTreeMap<String, usize> {
             m.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
         };
-        musepi_protocol::value(&StatsDoc {
+        StatsDoc {
             file: file.to_owned(),
             session_id: s.header().id.clone(),
             version: s.original_version(),
@@ -66,7 +65,7 @@ impl<'a> Stats<'a> {
                 .collect(),
             session_name: s.session_name().map(str::to_owned),
             problems: s.problems().iter().map(problem_doc).collect(),
-        })
+        }
     }
 
     /// The human view: every name read from the session or the command
@@ -156,7 +155,7 @@ pub(super) fn run(args: &StatsArgs, ctx: &Ctx) -> CmdResult {
     let stats = Stats::of(&loaded.session);
     let name = input.name();
     if ctx.json() {
-        print_json(&stats.to_json(&name)).or_failed()?;
+        print_json(&stats.to_doc(&name)).or_failed()?;
     } else {
         print_text(&stats.render(&name, ctx)).or_failed()?;
     }
