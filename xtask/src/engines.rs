@@ -5,7 +5,7 @@
 //! crate's root.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::bail;
 
@@ -21,28 +21,13 @@ fn crossings<'t>(text: &'t str, other: &str) -> Vec<(usize, &'t str)> {
         .collect()
 }
 
-fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(list) = fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<_> = list.filter_map(Result::ok).map(|e| e.path()).collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            rs_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
 /// Prints each crossing; an error when there is any.
 pub(crate) fn check(root: &Path) -> anyhow::Result<()> {
     let src = root.join("crates/snapcompact/src");
     let mut found = Vec::new();
     for (engine, other) in APART {
         let mut files = Vec::new();
-        rs_files(&src.join(engine), &mut files);
+        crate::shape::rs_files(&src.join(engine), &mut files);
         for file in files {
             let text = fs::read_to_string(&file).unwrap_or_default();
             for (n, line) in crossings(&text, other) {

@@ -148,7 +148,8 @@ impl Shape {
     }
 }
 
-fn rs_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+/// The `.rs` files under `dir`, sorted, test files (`*tests.rs`) left out.
+pub(crate) fn rs_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     let Ok(list) = fs::read_dir(dir) else {
         return;
     };
