@@ -114,6 +114,24 @@ pub(crate) fn output_block(
 
 /// The stand-in for `hidden` lines beyond the cap, kept only if the
 /// budget has nothing better.
+/// A stand-in for a block of `scope`: empty, or with one empty optional
+/// piece when the real block `shows` something, so it prints as the real
+/// block does when nothing of it is kept.
+fn stand_in_block(scope: Scope, turn: u32, id: Option<&str>, shows: bool) -> Block {
+    let mut stand_in = Block::new(scope, turn, id);
+    if shows {
+        stand_in.pieces.push(Piece::new(
+            "",
+            "",
+            Rank::Optional {
+                tier: tier::OUTPUT,
+                score: i32::MIN,
+            },
+        ));
+    }
+    stand_in
+}
+
 fn placeholder(hidden: usize) -> Piece {
     Piece::new(
         "\n",
@@ -403,21 +421,10 @@ impl Outputs {
             block.id = id.map(str::to_owned);
             self.blocks.push(Some(block));
         }
-        let mut stand_in = Block::new(Scope::Out(tool.to_owned()), turn, id);
-        if self.blocks[seq]
+        let shows = self.blocks[seq]
             .as_ref()
-            .is_some_and(|b| b.pieces.iter().any(|p| !p.silent))
-        {
-            stand_in.pieces.push(Piece::new(
-                "",
-                "",
-                Rank::Optional {
-                    tier: tier::OUTPUT,
-                    score: i32::MIN,
-                },
-            ));
-        }
-        stand_in
+            .is_some_and(|b| b.pieces.iter().any(|p| !p.silent));
+        stand_in_block(Scope::Out(tool.to_owned()), turn, id, shows)
     }
 
     /// A stand-in for reasoning or reply number `seq` (its block read now
@@ -435,21 +442,10 @@ impl Outputs {
             self.prose
                 .push(Some(prose_block(scope.clone(), text, turn, id)));
         }
-        let mut stand_in = Block::new(scope, turn, id);
-        if self.prose[seq]
+        let shows = self.prose[seq]
             .as_ref()
-            .is_some_and(|b| !b.pieces.is_empty())
-        {
-            stand_in.pieces.push(Piece::new(
-                "",
-                "",
-                Rank::Optional {
-                    tier: tier::OUTPUT,
-                    score: i32::MIN,
-                },
-            ));
-        }
-        stand_in
+            .is_some_and(|b| !b.pieces.is_empty());
+        stand_in_block(scope, turn, id, shows)
     }
 
     /// The real block of reasoning or reply number `seq` in place of its
