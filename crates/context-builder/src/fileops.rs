@@ -72,7 +72,7 @@ pub struct FileOps {
 ///
 /// Serialized, it is `{"readFiles": [...], "modifiedFiles": [...]}`, as
 /// compaction details and hook payloads spell them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FileLists {
     /// Files read and never modified, sorted.

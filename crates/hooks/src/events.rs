@@ -79,18 +79,6 @@ impl MessageView {
     }
 }
 
-// The shape `FileLists` serializes to, for its schema.
-/// The files of what is summarized.
-#[derive(JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[allow(dead_code)] // only its schema is used
-struct FileListsShape {
-    /// Files read and never modified, sorted.
-    read_files: Vec<String>,
-    /// Files written or edited, sorted.
-    modified_files: Vec<String>,
-}
-
 // The shape `MessageView` serializes to, for its schema.
 /// One message shown to a hook: the entry it came from, its role, and the
 /// message as stored.
@@ -184,7 +172,6 @@ pub struct PreparationView {
     /// The files read (and not modified) and the files modified in what
     /// is summarized: `readFiles` and `modifiedFiles`.
     #[serde(flatten)]
-    #[schemars(with = "FileListsShape")]
     pub files: FileLists,
 }
 

@@ -9,6 +9,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
+pub use musepi_runtime::context::FileLists;
+
 /// What pruning blanks, or would.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -83,16 +85,6 @@ pub struct RequestDoc {
     pub prompt: String,
 }
 
-/// The files a summary covers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct FileListsDoc {
-    /// Files read and never modified, sorted.
-    pub read_files: Vec<String>,
-    /// Files written or edited, sorted.
-    pub modified_files: Vec<String>,
-}
-
 /// `musepi plan --json` (and `plan` of `musepi serve`): a compaction at
 /// the leaf as it would run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
@@ -127,7 +119,7 @@ pub struct PlanDoc {
     /// An earlier summary is folded in.
     pub previous_summary: bool,
     /// The files the summary covers.
-    pub file_lists: FileListsDoc,
+    pub file_lists: FileLists,
     /// Whether an automatic compaction would run.
     pub threshold: ThresholdDoc,
     /// What pruning blanks first.
@@ -366,7 +358,7 @@ pub struct BranchDryRunDoc {
     /// Their tokens.
     pub total_tokens: u64,
     /// The files they read and modified.
-    pub file_lists: FileListsDoc,
+    pub file_lists: FileLists,
     /// `--summarize` was given.
     pub summarize: bool,
     /// The strategy the summary would use.

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use musepi_protocol::cli::{BranchDoc, BranchDryRunDoc, FileListsDoc};
+use musepi_protocol::cli::{BranchDoc, BranchDryRunDoc};
 use musepi_runtime::MaintenanceStrategy;
 use musepi_runtime::branch::{BranchStrategy, NavigateOptions, TreeRequest, navigate};
 use musepi_runtime::branch::{
@@ -294,10 +294,7 @@ fn dry_run(
                 .map(|m| id(m.message.entry_index))
                 .collect(),
             total_tokens: prep.total_tokens,
-            file_lists: FileListsDoc {
-                read_files: lists.read_files,
-                modified_files: lists.modified_files,
-            },
+            file_lists: lists,
             summarize: args.summarize,
             strategy: args.summarize.then(|| strategy_name(strategy)),
             request: request.as_ref().map(request_doc),

@@ -4,8 +4,7 @@
 use std::borrow::Cow;
 
 use musepi_protocol::cli::{
-    FileListsDoc, NothingToCompactDoc, PlanAnswer, PlanDoc, PruneDoc, PrunedResultDoc, RequestDoc,
-    ThresholdDoc,
+    NothingToCompactDoc, PlanAnswer, PlanDoc, PruneDoc, PrunedResultDoc, RequestDoc, ThresholdDoc,
 };
 use musepi_runtime::compaction::{
     CompactionSettings, NothingToCompact, Preparation, PruneConfig, PruneFirst, PrunePlan,
@@ -305,10 +304,7 @@ pub(crate) fn document(
         turn_prefix_messages: ids(session, &prep.turn_prefix_messages),
         kept_messages: ids(session, &prep.recent_messages),
         previous_summary: prep.previous_summary.is_some(),
-        file_lists: FileListsDoc {
-            read_files: lists.read_files,
-            modified_files: lists.modified_files,
-        },
+        file_lists: lists,
         threshold: planned.threshold_doc(),
         prune: prune_doc(session, &planned.step.plan),
         requests,
