@@ -27,7 +27,7 @@ pub(crate) fn check(root: &Path) -> anyhow::Result<()> {
     let mut found = Vec::new();
     for (engine, other) in APART {
         let mut files = Vec::new();
-        crate::shape::rs_files(&src.join(engine), &mut files);
+        crate::tidy::rs_files(&src.join(engine), &mut files);
         for file in files {
             let text = fs::read_to_string(&file).unwrap_or_default();
             for (n, line) in crossings(&text, other) {

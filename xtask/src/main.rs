@@ -34,6 +34,7 @@ mod gate;
 mod golden;
 mod modules;
 mod reliability;
+mod repeats;
 mod run;
 mod shape;
 mod tidy;

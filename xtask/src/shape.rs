@@ -1,7 +1,8 @@
 //! The shape of the workspace's top, as part of `cargo xtask deps`: how
 //! much of the code the command line holds, how many of its JSON
-//! documents are built without a type, and how many workspace crates it
-//! uses directly. Each figure has a ceiling here that the step fails
+//! documents are built without a type, how many workspace crates it
+//! uses directly, and how often the crates' code repeats itself
+//! ([`crate::repeats`]). Each figure has a ceiling here that the step fails
 //! above; the ceilings only ever go down, as the command line gets one
 //! layer under it and typed documents.
 
@@ -17,9 +18,15 @@ const CLI_SHARE_PERMILLE: u64 = 340;
 const CLI_JSON_LITERALS: usize = 3;
 /// Ceiling of workspace crates the cli depends on (normal dependencies).
 const CLI_WORKSPACE_DEPS: usize = 4;
+/// Ceiling of repeated runs of code lines in the crates
+/// ([`crate::repeats`]). The five left are two clap argument blocks whose
+/// help differs, two trait impls' accessors, the protocol's copy of a
+/// runtime event (the wire's mapping layer), and two matches that take a
+/// tool result apart.
+const REPEATS: usize = 5;
 
 /// The figures, measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Shape {
     pub cli_lines: u64,
     pub all_lines: u64,
@@ -28,6 +35,9 @@ pub(crate) struct Shape {
     /// above: must be none.
     pub cli_json_unexplained: usize,
     pub cli_deps: usize,
+    /// Places in the crates' code where a run of lines stands again
+    /// ([`crate::repeats`]).
+    pub repeats: Vec<crate::repeats::Pair>,
 }
 
 /// Measures the tree at `root`; `cli_deps` comes from `cargo metadata`.
@@ -43,7 +53,7 @@ pub(crate) fn measure(root: &Path, cli_deps: usize) -> Shape {
     names.sort();
     for name in names {
         let mut files = Vec::new();
-        rs_files(&crates.join(&name).join("src"), &mut files);
+        crate::tidy::rs_files(&crates.join(&name).join("src"), &mut files);
         for file in files {
             let text = fs::read_to_string(&file).unwrap_or_default();
             let code = crate::tidy::non_test_code(&text);
@@ -65,6 +75,7 @@ pub(crate) fn measure(root: &Path, cli_deps: usize) -> Shape {
         cli_json,
         cli_json_unexplained,
         cli_deps,
+        repeats: crate::repeats::measure(root),
     }
 }
 
@@ -128,6 +139,12 @@ impl Shape {
                 CLI_WORKSPACE_DEPS.to_string(),
                 self.cli_deps <= CLI_WORKSPACE_DEPS,
             ),
+            (
+                "repeated runs of 6+ code lines",
+                self.repeats.len().to_string(),
+                REPEATS.to_string(),
+                self.repeats.len() <= REPEATS,
+            ),
         ];
         println!("the shape of the command line (figure, ceiling):");
         let mut over = Vec::new();
@@ -138,33 +155,19 @@ impl Shape {
                 over.push(format!("{what}: {figure}, above the ceiling of {ceiling}"));
             }
         }
+        if self.repeats.len() > REPEATS {
+            println!("repeated runs (share one piece of code between the two places):");
+            for pair in &self.repeats {
+                println!("  {pair}");
+            }
+        }
         if !over.is_empty() {
             bail!(
-                "{}: the command line grows where it should shrink (xtask/src/shape.rs)",
+                "{}: the code grows where it should shrink (ceilings in xtask/src/shape.rs)",
                 over.join("; ")
             );
         }
         Ok(())
-    }
-}
-
-/// The `.rs` files under `dir`, sorted, test files (`*tests.rs`) left out.
-pub(crate) fn rs_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-    let Ok(list) = fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<_> = list.filter_map(Result::ok).map(|e| e.path()).collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            rs_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs")
-            && !path
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().ends_with("tests.rs"))
-        {
-            out.push(path);
-        }
     }
 }
 
@@ -212,6 +215,7 @@ mod tests {
             cli_json,
             cli_json_unexplained: 0,
             cli_deps: 2,
+            repeats: Vec::new(),
         };
         assert!(shape(CLI_JSON_LITERALS).check().is_ok());
         let err = shape(CLI_JSON_LITERALS + 1)

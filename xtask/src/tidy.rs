@@ -420,6 +420,26 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 
+/// The `.rs` files under `dir`, sorted, test files (`*tests.rs`) left out.
+pub(crate) fn rs_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    let Ok(list) = fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = list.filter_map(Result::ok).map(|e| e.path()).collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            rs_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs")
+            && !path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().ends_with("tests.rs"))
+        {
+            out.push(path);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

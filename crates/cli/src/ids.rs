@@ -11,7 +11,7 @@
 use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use musepi_session_model::{EntryId, IdSource, SequentialIds, Session, uuid_v7};
+use musepi_session_model::{EntryId, IdSource, SequentialIds, Session, uuid_hyphenated, uuid_v7};
 
 /// Random ids from the operating system's generator (`getrandom`).
 ///
@@ -81,15 +81,7 @@ impl IdSource for RandomIds {
         self.fill(&mut b);
         b[6] = (b[6] & 0x0f) | 0x40;
         b[8] = (b[8] & 0x3f) | 0x80;
-        let h = hex(&b);
-        format!(
-            "{}-{}-{}-{}-{}",
-            &h[0..8],
-            &h[8..12],
-            &h[12..16],
-            &h[16..20],
-            &h[20..32]
-        )
+        uuid_hyphenated(&b)
     }
 
     /// A version-7 UUID of `now_ms` with 74 random bits, as pi's `uuidv7()`.

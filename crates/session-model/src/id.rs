@@ -126,6 +126,13 @@ pub fn uuid_v7(unix_ms: i64, bits: [u8; 10]) -> String {
     b[6..].copy_from_slice(&bits);
     b[6] = (b[6] & 0x0f) | 0x70;
     b[8] = (b[8] & 0x3f) | 0x80;
+    uuid_hyphenated(&b)
+}
+
+/// 16 bytes in a UUID's hyphenated lowercase form
+/// (`xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`); the bytes carry their version and
+/// variant already.
+pub fn uuid_hyphenated(b: &[u8; 16]) -> String {
     let h = b.iter().fold(String::with_capacity(32), |mut h, x| {
         let _ = write!(h, "{x:02x}");
         h

@@ -59,7 +59,7 @@ pub use entry::{
 };
 pub use error::{LiveSign, SessionError};
 pub use fsutil::{MAX_LINE_BYTES, refuse_special_file, same_file};
-pub use id::{EntryId, IdSource, SequentialIds, uuid_v7};
+pub use id::{EntryId, IdSource, SequentialIds, uuid_hyphenated, uuid_v7};
 pub use journal::{
     Journal, LIVE_WINDOW_MS, Replace, WriteWarning, check_not_live, write_file, write_new,
     write_session, write_session_file, write_session_to,

@@ -108,6 +108,17 @@ fn the_leaf_follows_every_append() {
 }
 
 #[test]
+fn a_named_leaf_is_the_current_one_the_empty_path_or_an_entry() {
+    let (mut s, mut c) = (Session::new(header()), Clock::default());
+    let a = s.append(user("u"), &mut c.stamp());
+    let b = s.append(user("v"), &mut c.stamp());
+    assert_eq!(s.leaf_named(None), Ok(s.index_of(b.as_str())));
+    assert_eq!(s.leaf_named(Some("null")), Ok(None));
+    assert_eq!(s.leaf_named(Some(a.as_str())), Ok(s.index_of(a.as_str())));
+    assert_eq!(s.leaf_named(Some("nope")), Err("nope"));
+}
+
+#[test]
 fn get_branch_walks_from_the_root() {
     let (mut s, mut c) = (Session::new(header()), Clock::default());
     assert!(s.branch(None).unwrap().is_empty());

@@ -94,9 +94,19 @@ pub fn hold_open(path: &Path, how: Hold) -> std::process::Child {
         Hold::Appending => ">>",
         Hold::Reading => "<",
     };
+    sh_with_file_open(
+        &format!("exec 3{redirect}\"$0\"; echo open; exec cat"),
+        path,
+    )
+}
+
+/// Runs `script` in `sh` with `path` as `$0`, its standard input and
+/// output piped, and returns once the script has said `open` (the file is
+/// held on descriptor 3 by then).
+fn sh_with_file_open(script: &str, path: &Path) -> std::process::Child {
     let mut child = std::process::Command::new("sh")
         .arg("-c")
-        .arg(format!("exec 3{redirect}\"$0\"; echo open; exec cat"))
+        .arg(script)
         .arg(path)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -125,20 +135,10 @@ impl LateWriter {
     /// returns, and waits on its standard input (not for a time a busy
     /// machine could outlast).
     pub fn open(path: &Path) -> Self {
-        let mut child = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(r#"exec 3>>"$0"; echo open; IFS= read -r line; printf '%s\n' "$line" >&3"#)
-            .arg(path)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("sh starts");
-        let mut said = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(child.stdout.take().expect("stdout is piped")),
-            &mut said,
-        )
-        .expect("sh says it opened the file");
+        let child = sh_with_file_open(
+            r#"exec 3>>"$0"; echo open; IFS= read -r line; printf '%s\n' "$line" >&3"#,
+            path,
+        );
         Self { child }
     }
 

@@ -8,16 +8,14 @@ use musepi_runtime::hooks::Summarizer;
 use musepi_session_model::Journal;
 
 use crate::commands::pi_dir::CHANGES_THE_FILE;
-use crate::commands::strategy::{pick_with_default, uses_model};
+use crate::commands::strategy::{chosen, uses_model};
 use crate::commands::writer::{Target, print_warnings, report_write_warnings};
 use musepi_protocol::cli::{CompactedDoc, DryRunDoc, NotCompactedDoc, RequestDoc, VerifiedDoc};
 
 use crate::cli::CompactArgs;
 use crate::commands::context::resolve_leaf;
 use crate::commands::requests::Counted;
-use crate::commands::runtime::{
-    Progress, maintenance, provider, runtime, settings, snap_strategy, snap_target,
-};
+use crate::commands::runtime::{Progress, provider, runtime, settings, snap_strategy, snap_target};
 use crate::ctx::{CmdResult, Ctx, Exit, Failure, OrExit};
 use crate::output::{
     Color, aligned, escape_controls, escaped_text, preview, print_json, print_text,
@@ -31,14 +29,11 @@ const SUMMARY_LINES: usize = 8;
 /// Runs the command.
 pub fn run(args: &CompactArgs, ctx: &Ctx) -> CmdResult {
     let settings = settings(ctx);
-    let mut m = maintenance(&settings, &args.budget);
-    m.compaction.short_summary &= !args.how.no_short_summary;
-    let strategy = pick_with_default(
-        args.how.strategy,
-        args.how
-            .default_strategy
-            .map(|d| (d, ctx.settings.strategy_named)),
-        &m,
+    let (m, strategy) = chosen(
+        ctx,
+        &settings,
+        &args.budget,
+        &args.how,
         args.instructions.is_some(),
         args.llm.model.as_deref(),
     );

@@ -22,14 +22,7 @@ pub(crate) fn resolve_leaf(
     session: &Session,
     leaf: Option<&str>,
 ) -> Result<Option<usize>, Failure> {
-    match leaf {
-        None => Ok(session.leaf_index()),
-        Some("null") => Ok(None),
-        Some(id) => session
-            .index_of(id)
-            .map(Some)
-            .ok_or_else(|| Failure::unknown_entry(id)),
-    }
+    session.leaf_named(leaf).map_err(Failure::unknown_entry)
 }
 
 /// Runs the command.

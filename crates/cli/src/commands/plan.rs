@@ -8,7 +8,7 @@ use musepi_runtime::compaction::{Preparation, RequestOptions, SummaryPlan};
 use crate::cli::PlanArgs;
 use crate::commands::context::resolve_leaf;
 use crate::commands::files::{Input, keep_until_exit, load_or_fail};
-use crate::commands::strategy::pick_with_default;
+use crate::commands::strategy::chosen;
 use crate::ctx::{CmdResult, Ctx, Exit, OrExit};
 use crate::output::{Color, aligned, escape_controls, escaped_text, print_json, print_text};
 use crate::report::plan::{
@@ -22,19 +22,9 @@ pub fn run(args: &PlanArgs, ctx: &Ctx) -> CmdResult {
     let input = Input::from_arg(&args.file.path()?);
     let loaded = load_or_fail(&input, ctx)?;
     let leaf = resolve_leaf(&loaded.session, args.leaf.as_deref())?;
-    let file_settings = crate::commands::runtime::settings(ctx);
-    let mut m = crate::commands::runtime::maintenance(&file_settings, &args.budget);
-    m.compaction.short_summary &= !args.how.no_short_summary;
     // The strategy `compact` with the same flags runs.
-    let strategy = pick_with_default(
-        args.how.strategy,
-        args.how
-            .default_strategy
-            .map(|d| (d, ctx.settings.strategy_named)),
-        &m,
-        false,
-        None,
-    );
+    let file_settings = crate::commands::runtime::settings(ctx);
+    let (m, strategy) = chosen(ctx, &file_settings, &args.budget, &args.how, false, None);
     let reason = crate::commands::decisions::strategy_reason(
         &strategy,
         args.how.strategy,

@@ -3,8 +3,36 @@
 
 use musepi_runtime::compaction::Strategy;
 
-use crate::commands::runtime::{snap_strategy, snap_target};
+use crate::cli::{BudgetArgs, StrategyArgs};
+use crate::commands::runtime::{maintenance, snap_strategy, snap_target};
+use crate::ctx::Ctx;
+use crate::settings::Settings;
 use musepi_runtime::{MaintenanceSettings, MaintenanceStrategy};
+
+/// The settings a compaction by hand runs with (`settings`, the files', under
+/// the budget flags, less the short summary with `--no-short-summary`) and
+/// the strategy `how` picks over them, as `musepi compact` and `musepi
+/// plan` both choose.
+pub(crate) fn chosen(
+    ctx: &Ctx,
+    settings: &Settings,
+    budget: &BudgetArgs,
+    how: &StrategyArgs,
+    instructions: bool,
+    model: Option<&str>,
+) -> (MaintenanceSettings, Strategy) {
+    let mut m = maintenance(settings, budget);
+    m.compaction.short_summary &= !how.no_short_summary;
+    let strategy = pick_with_default(
+        how.strategy,
+        how.default_strategy
+            .map(|d| (d, ctx.settings.strategy_named)),
+        &m,
+        instructions,
+        model,
+    );
+    (m, strategy)
+}
 
 /// The strategy `musepi compact` runs: `--strategy`, else the settings,
 /// where instructions ask for an LLM summary. `model` names who reads a

@@ -167,6 +167,17 @@ impl Session {
         self.leaf.map(|i| i as usize)
     }
 
+    /// The leaf a caller names: the current leaf for `None`, the empty
+    /// path (before the first entry) for `"null"`, else the entry with
+    /// that id; `Err` gives back an id no entry has.
+    pub fn leaf_named<'a>(&self, leaf: Option<&'a str>) -> Result<Option<usize>, &'a str> {
+        match leaf {
+            None => Ok(self.leaf_index()),
+            Some("null") => Ok(None),
+            Some(id) => self.index_of(id).map(Some).ok_or(id),
+        }
+    }
+
     /// The leaf entry.
     pub fn leaf_entry(&self) -> Option<&Entry> {
         self.leaf.map(|i| &self.entries[i as usize])

@@ -423,13 +423,8 @@ impl Server {
     /// none for `"null"`.
     pub(super) fn leaf(&mut self, leaf: Option<&str>) -> Result<Option<usize>, RpcError> {
         let session = self.runtime()?.journal().session();
-        match leaf {
-            None => Ok(session.leaf_index()),
-            Some("null") => Ok(None),
-            Some(id) => session
-                .index_of(id)
-                .map(Some)
-                .ok_or_else(|| RpcError::new("not_found", format!("Entry {id} not found"))),
-        }
+        session
+            .leaf_named(leaf)
+            .map_err(|id| RpcError::new("not_found", format!("Entry {id} not found")))
     }
 }
