@@ -53,6 +53,7 @@ mod openai;
 mod remote;
 mod resolve;
 mod responses;
+mod retry;
 mod wire;
 
 use std::fmt;
@@ -70,7 +71,7 @@ use tokio_util::sync::CancellationToken;
 pub use anthropic::{ANTHROPIC_DEFAULT_MAX_TOKENS, ANTHROPIC_VERSION, Anthropic};
 pub use client::{DEFAULT_CONNECT_TIMEOUT, build_client, install_crypto_provider, shared_client};
 pub use config::ProviderConfig;
-pub use http::{MAX_RESPONSE_BYTES, RetryNotice, RetryObserver, RetryPolicy, Timing};
+pub use http::MAX_RESPONSE_BYTES;
 pub use openai::OpenAiCompatible;
 pub use remote::{RemoteEndpoint, RemoteSummary};
 pub use resolve::{
@@ -81,6 +82,7 @@ pub use responses::{
     CompactionItem, NativeCompaction, NativeCompactionRequest, OpenAiRemoteCompaction,
     OpenAiResponses,
 };
+pub use retry::{RetryNotice, RetryObserver, RetryPolicy, Timing};
 
 /// The default deadline of one request: every attempt and every wait
 /// between attempts end by then.

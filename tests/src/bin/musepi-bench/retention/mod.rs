@@ -27,6 +27,7 @@ mod plant;
 mod repeated;
 mod report;
 mod sessions;
+mod slots;
 mod templates;
 
 use std::fmt::Write as _;

@@ -7,7 +7,8 @@
 
 use serde_json::{Value, json};
 
-use super::templates::{Kind, Slots, pick_template};
+use super::slots::Slots;
+use super::templates::{Kind, pick_template};
 use crate::rng::Rng;
 
 /// Where a fact is written.
