@@ -21,7 +21,8 @@
 
 use std::collections::BTreeSet;
 
-use musepi_context_builder::LlmMessage;
+use musepi_context_builder::{ContextMessage, ConvertOptions, LlmMessage, convert_with_sources};
+use musepi_session_model::Session;
 use musepi_session_model::json::{js_delete, js_set};
 use serde_json::{Map, Value};
 
@@ -168,6 +169,33 @@ impl PassInput<'_> {
             previous_details: None,
             previous_summary: None,
         }
+    }
+
+    /// The input for the context messages `context` of `session` (what a
+    /// compaction summarizes, its turn prefix included): converted as the
+    /// summarizer converts them, each named by its entry's id, with the
+    /// results flagged useless collected before conversion drops the flag,
+    /// and the file lists `files`. No previous compaction is set.
+    pub fn from_context(
+        context: &[ContextMessage<'_>],
+        session: &Session,
+        files: MarkedFiles,
+    ) -> Self {
+        let converted = convert_with_sources(context, &ConvertOptions::for_summary());
+        let entries = session.entries();
+        let entry_ids = converted
+            .iter()
+            .map(|c| {
+                entries
+                    .get(c.entry_index)
+                    .map_or_else(String::new, |e| e.id.to_string())
+            })
+            .collect();
+        let messages = converted.into_iter().map(|c| c.message).collect();
+        let mut input = Self::new(messages, entry_ids);
+        input.useless = crate::png::useless_call_ids(context.iter().map(|m| m.message.as_ref()));
+        input.files = files;
+        input
     }
 }
 

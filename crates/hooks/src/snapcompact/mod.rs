@@ -15,9 +15,8 @@
 //! snapcompact compactions.
 
 use musepi_compaction::{CompactionResult, Preparation};
-use musepi_context_builder::{ContextMessage, ConvertOptions, convert_with_sources};
+use musepi_context_builder::ContextMessage;
 use musepi_session_model::RawJson;
-use musepi_snapcompact::png::useless_call_ids;
 use musepi_snapcompact::summary_with_frames_history;
 use musepi_snapcompact::{MarkedFiles, PassInput, SnapError};
 pub use musepi_snapcompact::{SnapSettings, SnapTarget};
@@ -82,20 +81,8 @@ fn pass_input<'p>(prep: &'p Preparation<'_>) -> PassInput<'p> {
         .chain(&prep.turn_prefix_messages)
         .cloned()
         .collect();
-    let converted = convert_with_sources(&context, &ConvertOptions::for_summary());
-    let entries = prep.session.entries();
-    let entry_ids = converted
-        .iter()
-        .map(|c| {
-            entries
-                .get(c.entry_index)
-                .map_or_else(String::new, |e| e.id.to_string())
-        })
-        .collect();
-    let messages = converted.into_iter().map(|c| c.message).collect();
-    let mut input = PassInput::new(messages, entry_ids);
-    input.useless = useless_call_ids(context.iter().map(|m| m.message.as_ref()));
-    input.files = MarkedFiles::from_file_ops(&prep.file_ops);
+    let files = MarkedFiles::from_file_ops(&prep.file_ops);
+    let mut input = PassInput::from_context(&context, prep.session, files);
     input.tokens_before = prep.context_tokens.unwrap_or(prep.tokens_before);
     input.previous_preserve = prep.previous_preserve_data.as_ref().map(RawJson::to_value);
     input.previous_details.clone_from(&prep.previous_details);
@@ -103,10 +90,6 @@ fn pass_input<'p>(prep: &'p Preparation<'_>) -> PassInput<'p> {
     input
 }
 
-#[cfg(test)]
-mod png_tests;
-#[cfg(test)]
-mod repeated_tests;
 #[cfg(test)]
 mod testkit;
 #[cfg(test)]

@@ -14,11 +14,6 @@ pub(super) fn vision(model: &str, api: &str, provider: &str) -> SnapTarget {
     SnapTarget::images(model, api, provider)
 }
 
-/// Claude Sonnet 4.5 over the Anthropic Messages API, which gets PNG frames.
-pub(super) fn claude() -> SnapTarget {
-    vision("claude-sonnet-4-5", "anthropic-messages", "anthropic")
-}
-
 /// Gemini 2.5 Pro over the Google API: a frame of 23,808 characters costs
 /// it 1,120 tokens, a fifth of the text it prints, so frames can cost
 /// less than the text archive.

@@ -1,13 +1,14 @@
 //! Compacting the same session again and again: what the first messages
 //! said survives the archives that fold one another in.
 
+mod common;
+
 use std::fmt::Write as _;
 
 use musepi_context_builder::estimate_context_at;
 use musepi_test_support::EntryBuilder as Builder;
 
-use super::testkit::BuilderExt as _;
-use super::*;
+use common::{BuilderExt as _, SnapSettings, SnapTarget, compact_preparation};
 
 /// Facts planted in the first user messages, one in each.
 const FACTS: usize = 6;

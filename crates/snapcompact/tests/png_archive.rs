@@ -1,7 +1,8 @@
-//! The PNG-frame compaction through real preparations, the archive blocks
-//! of a session, newest-edge retention and the frame and byte budgets.
+//! The PNG-frame archive over real preparations, the archive blocks of a
+//! session, newest-edge retention and the frame and byte budgets.
 
-use musepi_compaction::CompactionResult;
+mod common;
+
 use musepi_context_builder::{
     ArchiveBlocks, ConvertOptions, LlmMessage, build_context, convert_to_llm,
 };
@@ -11,8 +12,10 @@ use std::fmt::Write as _;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use super::testkit::{BuilderExt as _, claude, gemini, snapcompact_in, vision};
-use super::*;
+use common::{
+    BuilderExt as _, CompactionResult, Preparation, SnapSettings, SnapTarget, claude,
+    compact_preparation, gemini, pass_input, snapcompact_in, vision,
+};
 use musepi_session_model::json::{
     thousands, utf16_ceil_byte_from_end, utf16_floor_byte, utf16_len as len16,
 };
