@@ -91,6 +91,4 @@ fn pass_input<'p>(prep: &'p Preparation<'_>) -> PassInput<'p> {
 }
 
 #[cfg(test)]
-mod testkit;
-#[cfg(test)]
 mod tests;
