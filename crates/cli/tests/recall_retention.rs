@@ -17,6 +17,9 @@ mod rng;
 #[path = "../../../tests/src/bin/musepi-bench/retention/plant.rs"]
 #[allow(dead_code)]
 mod plant;
+#[path = "../../../tests/src/bin/musepi-bench/retention/slots.rs"]
+#[allow(dead_code)]
+mod slots;
 #[path = "../../../tests/src/bin/musepi-bench/retention/templates.rs"]
 #[allow(dead_code)]
 mod templates;

@@ -215,7 +215,7 @@ pub(crate) fn pick_template(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::retention::slots::Slots;
+    use super::super::slots::Slots;
 
     #[test]
     fn every_slot_of_every_template_is_filled() {
