@@ -214,8 +214,8 @@ pub(crate) fn pick_template(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use super::super::slots::Slots;
+    use super::*;
 
     #[test]
     fn every_slot_of_every_template_is_filled() {
