@@ -409,7 +409,7 @@ fn the_newest_edge_keeps_every_planted_fact_verbatim() {
     let png = png_of(&run(&b, &gemini()));
     let tail = png.text_tail.unwrap_or_default();
     for fact in NEW_FACTS {
-        assert!(kept.contains(fact), "text archive lost {fact}");
+        assert!(kept.contains(fact), "text archive lost {fact} in {kept}");
         assert!(tail.contains(fact), "PNG tail lost {fact}");
     }
     // The text budget was tight enough to drop the middle; the frames
