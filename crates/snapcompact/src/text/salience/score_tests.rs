@@ -43,6 +43,30 @@ fn something_specific_said_as_a_constraint_a_decision_trouble_or_a_value_is_a_fa
 }
 
 #[test]
+fn a_decision_said_as_an_outcome_an_agreement_or_a_move_is_a_fact() {
+    // Phrasings written for this test, none from the retention bench.
+    for fact in [
+        "a1b2c3d scheduler: move from cron strings to RRULE",
+        "Resolution: the ingest queue now uses at-least-once delivery",
+        "The team agreed to freeze the public API of parser_core.",
+        "Outcome: rollback to 4.2.1 approved",
+        "migration plan: shard by tenant_id",
+        "We dropped Jenkins in favour of the hosted runners.",
+        "From now on the nightly job runs on arm64 only.",
+        "We are standardising on rustls for every client.",
+    ] {
+        assert!(read(fact).fact, "{fact}: {:?}", read(fact));
+    }
+    for not_fact in [
+        "Let me move on to the next file.",
+        "I agree, that looks right.",
+        "Moving on.",
+    ] {
+        assert!(!read(not_fact).fact, "{not_fact}: {:?}", read(not_fact));
+    }
+}
+
+#[test]
 fn commands_in_backticks_are_told_from_code() {
     assert!(is_command("cargo build --release"));
     assert!(is_command("RUST_LOG=debug ./target/app --port 80"));
