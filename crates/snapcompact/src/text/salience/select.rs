@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use std::collections::{HashMap, HashSet};
 
-use super::blocks::{Block, CallNames, CallRefs, Rank, Scope, Section};
+use super::blocks::{Block, CallNames, CallRefs, Piece, Rank, Scope, Section, tier};
 use super::score::{read, states_constraint};
 use super::{CONVERSATION_HEADING, LEDGER_HEADING, marker, run_marker};
 use crate::util::len16;
@@ -47,10 +47,19 @@ pub(crate) fn select(blocks: &[Block], budget: usize) -> Kept {
     let dropping = |n: usize| dropping_keeping(n, facts);
     let mut oldest = 0usize;
     if len16(&render(blocks, &kept)) > budget {
+        // The ledger's newest entries leave the conversation's facts room
+        // (those of the dropped entries' messages too), up to a quarter of
+        // the budget, when the ledger can be that short at all.
+        let room = facts_room(blocks).min(budget / 4);
+        let target = if len16(&render(blocks, &dropping(all))) <= budget - room {
+            budget - room
+        } else {
+            budget
+        };
         let (mut lo, mut hi) = (1usize, blocks.len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if len16(&render(blocks, &dropping(mid))) <= budget {
+            if len16(&render(blocks, &dropping(mid))) <= target {
                 hi = mid;
             } else {
                 lo = mid + 1;
@@ -58,7 +67,7 @@ pub(crate) fn select(blocks: &[Block], budget: usize) -> Kept {
         }
         oldest = lo;
         kept = dropping(oldest);
-        while len16(&render(blocks, &kept)) > budget && oldest < blocks.len() {
+        while len16(&render(blocks, &kept)) > target && oldest < blocks.len() {
             oldest += 1;
             kept = dropping(oldest);
         }
@@ -67,17 +76,21 @@ pub(crate) fn select(blocks: &[Block], budget: usize) -> Kept {
             return kept;
         }
     }
+    // Of the dropped entries, only the conversation's facts compete.
     let mut order: Vec<(usize, usize)> = blocks
         .iter()
         .enumerate()
-        .skip(oldest)
         .flat_map(|(b, block)| {
             block
                 .pieces
                 .iter()
                 .enumerate()
                 .filter_map(move |(p, piece)| match piece.rank {
-                    Rank::Optional { .. } if !piece.gap => Some((b, p)),
+                    Rank::Optional { .. }
+                        if !piece.gap && (b >= oldest || conversation_fact(block, piece)) =>
+                    {
+                        Some((b, p))
+                    }
                     Rank::Optional { .. } | Rank::Must => None,
                 })
         })
@@ -123,6 +136,34 @@ pub(crate) fn select(blocks: &[Block], budget: usize) -> Kept {
         }
     }
     kept
+}
+
+/// A sentence of reasoning or a reply, or a line of tool output, that
+/// states a fact.
+fn conversation_fact(block: &Block, piece: &Piece) -> bool {
+    block.section() == Section::Conversation
+        && piece.fact
+        && !piece.gap
+        && matches!(
+            piece.rank,
+            Rank::Optional {
+                tier: tier::FACTS,
+                ..
+            }
+        )
+}
+
+/// What the conversation's facts would print at most: each with its
+/// separator, a gap marker and its block's framing.
+fn facts_room(blocks: &[Block]) -> usize {
+    blocks
+        .iter()
+        .flat_map(|b| b.pieces.iter().map(move |p| (b, p)))
+        .filter(|(b, p)| conversation_fact(b, p))
+        .map(|(b, p)| {
+            len16(&p.sep).max(1) + len16(&p.text) + len16(&marker(b.id.as_deref())) + framing(b)
+        })
+        .sum()
 }
 
 /// Which guaranteed pieces are facts of a user message: a sentence that
@@ -567,6 +608,63 @@ mod tests {
         assert_eq!(
             text,
             "=== LEDGER ===\n[…u1…]\n¶call:bash(command=make)\n\n=== CONVERSATION ===\n[…a1 to r1…]"
+        );
+    }
+
+    #[test]
+    fn a_ledger_too_long_leaves_the_conversations_facts_a_share() {
+        // An early reply states a fact; twenty later turns of requests and
+        // calls make a ledger longer than the budget.
+        let mut blocks = vec![
+            block(
+                Scope::User,
+                1,
+                "u1",
+                &[("", "Set up the queue.", Rank::Must)],
+            ),
+            block(
+                Scope::Ai,
+                1,
+                "a1",
+                &[(
+                    "",
+                    "Chose Redis streams over Kafka for the queue.",
+                    Rank::Must,
+                )],
+            ),
+        ];
+        blocks[1].pieces[0].rank = Rank::Optional {
+            tier: tier::FACTS,
+            score: 20,
+        };
+        blocks[1].pieces[0].fact = true;
+        for t in 2..22 {
+            let (u, c) = (format!("u{t}"), format!("c{t}"));
+            let ask = format!("Now do part {t} of the plan, carefully.");
+            let call = format!("bash(make part-{t} && ./check part-{t})");
+            blocks.push(block(Scope::User, t, &u, &[("", ask.as_str(), Rank::Must)]));
+            blocks.push(block(
+                Scope::Call,
+                t,
+                &c,
+                &[("", call.as_str(), Rank::Must)],
+            ));
+        }
+        let budget = must_cost(&blocks) / 2;
+        let text = render_within(&blocks, budget);
+        assert!(
+            text.contains("¶ai:Chose Redis streams over Kafka for the queue."),
+            "{text}"
+        );
+        assert!(text.contains("part-21"), "the newest ledger stays: {text}");
+        // Without a fact to keep, the ledger takes the whole budget.
+        blocks[1].pieces[0].fact = false;
+        let without = render_within(&blocks, budget);
+        assert!(!without.contains("Redis"), "{without}");
+        let first_kept = |t: &str| (2..22).find(|n| t.contains(&format!("part {n} "))).unwrap();
+        assert!(
+            first_kept(&without) < first_kept(&text),
+            "the fact's room comes from the oldest ledger entries:\n{without}\n---\n{text}"
         );
     }
 }

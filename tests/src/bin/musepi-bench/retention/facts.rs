@@ -1,7 +1,8 @@
 //! The facts a session holds by itself, in its summarized history: the
 //! paths its tool calls name, the commands it ran, the numbers and the
 //! constraints of its user messages. Each is checked verbatim (numbers
-//! and constraints with whitespace folded) in what the model sees.
+//! and constraints with whitespace folded) in what the model sees; a
+//! user number counts with the words on either side of it on its line.
 
 use serde_json::Value;
 
@@ -86,12 +87,17 @@ pub(crate) fn own_facts(entries: &[Value], region: &[usize]) -> OwnFacts {
             }
             Some("user") => {
                 let text = user_text(m);
-                let words: Vec<&str> = text.split_whitespace().collect();
-                for (k, w) in words.iter().enumerate() {
-                    if w.chars().filter(char::is_ascii_digit).count() >= 3 {
-                        let from = k.saturating_sub(1);
-                        let to = (k + 2).min(words.len());
-                        push_unique(&mut f.numbers, words[from..to].join(" "));
+                // A number's context is its line: the line after a pasted
+                // stack trace is another statement, which the archive may
+                // leave out (marking where) when it was said before.
+                for line in text.lines() {
+                    let words: Vec<&str> = line.split_whitespace().collect();
+                    for (k, w) in words.iter().enumerate() {
+                        if w.chars().filter(char::is_ascii_digit).count() >= 3 {
+                            let from = k.saturating_sub(1);
+                            let to = (k + 2).min(words.len());
+                            push_unique(&mut f.numbers, words[from..to].join(" "));
+                        }
                     }
                 }
                 for sentence in text.split(['.', '!', '?', '\n']) {
@@ -148,6 +154,14 @@ mod tests {
         assert_eq!(f.commands, ["cargo test"]);
         assert_eq!(f.numbers, ["is 2500 ms."]);
         assert_eq!(f.constraints, ["You must keep the API stable"]);
+        let trace = vec![
+            json!({"message": {"role": "user", "content": "it failed:\n  at run (lib/job.js:312:7)\nRetrying in a moment"}}),
+        ];
+        assert_eq!(
+            own_facts(&trace, &[0]).numbers,
+            ["run (lib/job.js:312:7)"],
+            "a number's neighbours are the words of its line"
+        );
         assert_eq!(
             kept(&f.numbers, "", "the limit is 2500 ms. here", true),
             (1, 1)
