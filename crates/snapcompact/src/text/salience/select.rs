@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use std::collections::{HashMap, HashSet};
 
-use super::blocks::{Block, CallNames, CallRefs, Piece, Rank, Scope, Section, tier};
+use super::blocks::{Block, CallNames, CallRefs, Piece, Rank, Scope, Section};
 use super::score::{read, states_constraint};
 use super::{CONVERSATION_HEADING, LEDGER_HEADING, marker, run_marker};
 use crate::util::len16;
@@ -144,13 +144,7 @@ fn conversation_fact(block: &Block, piece: &Piece) -> bool {
     block.section() == Section::Conversation
         && piece.fact
         && !piece.gap
-        && matches!(
-            piece.rank,
-            Rank::Optional {
-                tier: tier::FACTS,
-                ..
-            }
-        )
+        && matches!(piece.rank, Rank::Optional { .. })
 }
 
 /// What the conversation's facts would print at most: each with its
