@@ -432,6 +432,9 @@ fn generate_with(
     if !compactions {
         cmd.arg("--no-compaction");
     }
+    // Its one-line summary (bytes, lines, path length) would land in the
+    // middle of a table on standard output.
+    cmd.stdout(Stdio::null());
     run_status(&mut cmd)?;
     std::fs::rename(&tmp, &file)?;
     Ok(file)
