@@ -57,15 +57,14 @@ pub(crate) enum Rank {
 
 /// Tiers of optional pieces, highest first.
 pub(crate) mod tier {
-    /// Every sentence of reasoning or a reply that states a fact, and the
-    /// best few fact lines of each command's output, ordered by what each
-    /// says for its length (see [`super::fact_score`]).
+    /// Every sentence of reasoning or a reply that states a fact, ordered
+    /// by what each says for its length (see [`super::fact_score`]).
     pub(crate) const FACTS: u8 = 7;
     /// Error lines beyond the guaranteed ones.
     pub(crate) const ERRORS: u8 = 5;
     /// The best piece of each reasoning or reply (every message keeps
-    /// something before any loses everything), and the last line a command
-    /// printed.
+    /// something before any loses everything), the best few fact lines of
+    /// each command's output, and the last line a command printed.
     pub(crate) const CONVERSATION_BEST: u8 = 6;
     /// A previous LLM summary beyond its guaranteed part.
     pub(crate) const SUMMARY: u8 = 4;
