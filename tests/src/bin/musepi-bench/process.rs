@@ -29,16 +29,19 @@ pub(crate) fn stats(path: &Path) -> Result<Value, BoxError> {
 
 /// `musepi compact --json --quiet FILE -o OUT --force`: the whole
 /// compaction at the leaf with the default strategy (the snapcompact
-/// archive), written to a copy beside the file, which is removed after.
+/// archive), written to a copy beside the file, which is removed after
+/// with the prune store the compaction kept its pruned outputs in.
 pub(crate) fn compact(path: &Path) -> Result<Value, BoxError> {
     let out = path.with_extension("compacted.jsonl");
     let out_s = out.to_string_lossy().into_owned();
+    let store = musepi_session_model::store_dir(&out);
     let result = run_then(
         &["compact", "--json", "--quiet", "--force"],
         path,
         &["-o", &out_s],
     );
     let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_dir_all(&store);
     result
 }
 
