@@ -43,7 +43,7 @@ use sha2::{Digest, Sha256};
 use crate::entry::{Entry, EntryBody};
 use crate::error::SessionError;
 use crate::id::EntryId;
-use crate::journal::disk::{Temp, folder_of, resolve};
+use crate::journal::disk::{Temp, folder_of, remove_stale_in, resolve};
 use crate::message::AgentMessage;
 use crate::wire::{LineRead, read_entry};
 
@@ -139,12 +139,17 @@ pub(crate) fn keep(
     let mut missing: Vec<(PathBuf, &[u8])> = Vec::new();
     let mut planned = std::collections::HashSet::new();
     let mut new_folders = false;
+    let mut folders_made = std::collections::HashSet::new();
     for (entry, line) in originals {
         let sha = sha256_hex(line);
         let path = object_path(&root, &sha);
         if !planned.contains(&sha) && !object_holds(&path, line) {
             planned.insert(sha.clone());
-            new_folders |= create_dir(&folder_of(&path), &root)?;
+            let folder = folder_of(&path);
+            if !folders_made.contains(&folder) {
+                new_folders |= create_dir(&folder, &root)?;
+                folders_made.insert(folder);
+            }
             if fs::symlink_metadata(&path).is_ok_and(|m| !m.is_file()) {
                 return Err(SessionError::NotRegular {
                     path,
@@ -208,7 +213,13 @@ fn write_objects(objects: &[(PathBuf, &[u8])], mode: u32) -> Result<(), SessionE
     for batch in objects.chunks(BATCH) {
         let mut temps = Vec::with_capacity(batch.len());
         for (path, bytes) in batch {
-            let tmp = Temp::create(path, Some(mode))?;
+            let folder = folder_of(path);
+            if !folders.contains(&folder) {
+                // What a killed run left in this folder goes first.
+                remove_stale_in(&folder);
+                folders.insert(folder);
+            }
+            let tmp = Temp::create_only(path, Some(mode))?;
             (&tmp.file)
                 .write_all(bytes)
                 .map_err(SessionError::write_failed(path))?;
@@ -223,7 +234,6 @@ fn write_objects(objects: &[(PathBuf, &[u8])], mode: u32) -> Result<(), SessionE
         on_threads(&pairs, |(tmp, path)| tmp.sync(path))?;
         for (tmp, (path, _)) in temps.iter_mut().zip(batch) {
             tmp.rename_over(path)?;
-            folders.insert(folder_of(path));
         }
     }
     let folders: Vec<PathBuf> = folders.into_iter().collect();
@@ -585,5 +595,25 @@ mod tests {
         fs::write(&path, b"damaged").unwrap();
         keep(&session, "sess", &originals, None).unwrap();
         assert_eq!(fs::read(&path).unwrap(), originals[0].1);
+    }
+
+    #[test]
+    fn a_temporary_file_a_killed_run_left_among_the_objects_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = dir.path().join("s.jsonl");
+        fs::write(&session, b"{}\n").unwrap();
+        let originals = vec![(EntryId::from("e1"), b"{\"id\":\"e1\"}".to_vec())];
+        let object = object_path(&store_dir(&session), &sha256_hex(&originals[0].1));
+        let folder = folder_of(&object);
+        fs::create_dir_all(&folder).unwrap();
+        // A process id no process has (above the kernel's limit).
+        let stale = folder.join(".0123abcd.musepi.2147483000.0.tmp");
+        let theirs = folder.join("notes.tmp");
+        fs::write(&stale, b"half").unwrap();
+        fs::write(&theirs, b"not ours").unwrap();
+        keep(&session, "sess", &originals, None).unwrap();
+        assert!(!stale.exists(), "the killed run's temporary file is gone");
+        assert!(theirs.exists(), "a file not named as ours stays");
+        assert_eq!(fs::read(&object).unwrap(), originals[0].1);
     }
 }

@@ -48,9 +48,15 @@ impl Temp {
     /// private and given that mode when it is complete; without, it gets
     /// the mode a new file gets (0666 less the umask).
     pub(crate) fn create(target: &Path, mode: Option<u32>) -> Result<Self, SessionError> {
+        remove_stale(&folder_of(target), &name_of(target));
+        Self::create_only(target, mode)
+    }
+
+    /// [`Temp::create`] without looking for what a killed run left, for a
+    /// caller that swept the folder once ([`remove_stale_in`]).
+    pub(crate) fn create_only(target: &Path, mode: Option<u32>) -> Result<Self, SessionError> {
         let dir = folder_of(target);
         let name = name_of(target);
-        remove_stale(&dir, &name);
         let pid = std::process::id();
         let io = |source| SessionError::WriteFailed {
             path: target.to_owned(),
@@ -179,6 +185,19 @@ impl Drop for Temp {
 /// left alone; failures are ignored (this is housekeeping).
 pub(crate) fn remove_stale(dir: &Path, name: &str) -> usize {
     let prefix = format!(".{name}{MARKER}");
+    remove_stale_where(dir, |file_name| temp_pid(file_name, &prefix))
+}
+
+/// [`remove_stale`] for the temporary files of every name in `dir`.
+pub(crate) fn remove_stale_in(dir: &Path) -> usize {
+    remove_stale_where(dir, |file_name| {
+        let text = file_name.to_str()?;
+        let at = text.rfind(MARKER)?;
+        temp_pid(file_name, &text[..at + MARKER.len()]).filter(|_| text.starts_with('.'))
+    })
+}
+
+fn remove_stale_where(dir: &Path, pid_of: impl Fn(&OsStr) -> Option<u32>) -> usize {
     let Ok(entries) = fs::read_dir(dir) else {
         return 0;
     };
@@ -187,7 +206,7 @@ pub(crate) fn remove_stale(dir: &Path, name: &str) -> usize {
     let mut removed = 0;
     for entry in entries.flatten() {
         let file_name = entry.file_name();
-        let Some(pid) = temp_pid(&file_name, &prefix) else {
+        let Some(pid) = pid_of(&file_name) else {
             continue;
         };
         let Ok(meta) = fs::symlink_metadata(entry.path()) else {
