@@ -93,14 +93,10 @@ fn object_path(root: &Path, sha: &str) -> PathBuf {
 /// Creates `dir` (mode 0700) when it is missing, and makes its entry in
 /// its parent durable.
 fn ensure_dir(dir: &Path, for_path: &Path) -> Result<(), SessionError> {
-    match DirBuilder::new().mode(0o700).create(dir) {
-        Ok(()) => sync_dir(&folder_of(dir), for_path),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
-        Err(source) => Err(SessionError::WriteFailed {
-            path: for_path.to_owned(),
-            source,
-        }),
+    if create_dir(dir, for_path)? {
+        sync_dir(&folder_of(dir), for_path)?;
     }
+    Ok(())
 }
 
 fn sync_dir(dir: &Path, for_path: &Path) -> Result<(), SessionError> {
@@ -138,18 +134,11 @@ pub(crate) fn keep(
     let mut lines = Vec::new();
     let mut missing: Vec<(PathBuf, &[u8])> = Vec::new();
     let mut planned = std::collections::HashSet::new();
-    let mut new_folders = false;
-    let mut folders_made = std::collections::HashSet::new();
     for (entry, line) in originals {
         let sha = sha256_hex(line);
         let path = object_path(&root, &sha);
         if !planned.contains(&sha) && !object_holds(&path, line) {
             planned.insert(sha.clone());
-            let folder = folder_of(&path);
-            if !folders_made.contains(&folder) {
-                new_folders |= create_dir(&folder, &root)?;
-                folders_made.insert(folder);
-            }
             if fs::symlink_metadata(&path).is_ok_and(|m| !m.is_file()) {
                 return Err(SessionError::NotRegular {
                     path,
@@ -173,10 +162,7 @@ pub(crate) fn keep(
             lines.extend_from_slice(&text);
         }
     }
-    write_objects(&missing, mode.unwrap_or(0o600))?;
-    if new_folders {
-        sync_dir(&root.join(OBJECTS), &root)?;
-    }
+    write_objects(&root, &missing, mode.unwrap_or(0o600))?;
     if lines.is_empty() {
         return Ok(());
     }
@@ -202,20 +188,24 @@ const BATCH: usize = 256;
 /// together at once, so a batch costs a few commits, not one per object.
 const SYNC_THREADS: usize = 8;
 
-/// Writes each object as [`write_file_with`] writes one file (a temporary
+/// Writes each object of the store at `root` as
+/// [`crate::journal::disk::write_file_with`] writes one file (a temporary
 /// file in its folder, `fsync`, rename over the path, `fsync` of the
-/// folder), batch by batch: a batch's files are written, then synced on
-/// several threads at once, then renamed; each folder is synced once at
-/// the end. Every object is durable when this returns; on error the
-/// temporary files not yet renamed are removed.
-fn write_objects(objects: &[(PathBuf, &[u8])], mode: u32) -> Result<(), SessionError> {
+/// folder), batch by batch: a batch's files are
+/// written, then synced on several threads at once, then renamed; each
+/// object folder is made (and swept of what a killed run left) when the
+/// first object goes into it, and synced once at the end, with the
+/// objects' folder when it gained one. Every object is durable when this
+/// returns; on error the temporary files not yet renamed are removed.
+fn write_objects(root: &Path, objects: &[(PathBuf, &[u8])], mode: u32) -> Result<(), SessionError> {
     let mut folders = std::collections::BTreeSet::new();
+    let mut made = false;
     for batch in objects.chunks(BATCH) {
         let mut temps = Vec::with_capacity(batch.len());
         for (path, bytes) in batch {
             let folder = folder_of(path);
             if !folders.contains(&folder) {
-                // What a killed run left in this folder goes first.
+                made |= create_dir(&folder, root)?;
                 remove_stale_in(&folder);
                 folders.insert(folder);
             }
@@ -237,7 +227,11 @@ fn write_objects(objects: &[(PathBuf, &[u8])], mode: u32) -> Result<(), SessionE
         }
     }
     let folders: Vec<PathBuf> = folders.into_iter().collect();
-    on_threads(&folders, |dir| sync_dir(dir, dir))
+    on_threads(&folders, |dir| sync_dir(dir, dir))?;
+    if made {
+        sync_dir(&root.join(OBJECTS), root)?;
+    }
+    Ok(())
 }
 
 /// Runs `f` on every item, spread over [`SYNC_THREADS`] threads; the first

@@ -623,14 +623,13 @@ mod tests {
                 &[(
                     "",
                     "Chose Redis streams over Kafka for the queue.",
-                    Rank::Must,
+                    Rank::Optional {
+                        tier: tier::FACTS,
+                        score: 20,
+                    },
                 )],
             ),
         ];
-        blocks[1].pieces[0].rank = Rank::Optional {
-            tier: tier::FACTS,
-            score: 20,
-        };
         blocks[1].pieces[0].fact = true;
         for t in 2..22 {
             let (u, c) = (format!("u{t}"), format!("c{t}"));
